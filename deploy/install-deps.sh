@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Installs every build and run-time dependency of benchfleet from Debian's packages.
+# Idempotent: packages already present are left as they are. Needs root (or sudo).
+set -euo pipefail
+
+packages=(
+  build-essential cmake ccache pkg-config
+  libtorch-dev libgloo-dev
+  # libtorch pulls the reference BLAS by default; OpenBLAS is ~30x faster for GEMM.
+  libopenblas0-pthread libopenblas-dev
+  cppzmq-dev libzmq3-dev libsodium-dev
+  libsqlite3-dev sqlite3
+  libcli11-dev nlohmann-json3-dev
+  libgtest-dev libgmock-dev
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+sudo_cmd=()
+[[ $(id -u) -eq 0 ]] || sudo_cmd=(sudo)
+
+if ((${#missing[@]})); then
+  echo "install-deps: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  "${sudo_cmd[@]}" apt-get update -qq
+  "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
+else
+  echo "install-deps: all packages present"
+fi
