@@ -1,0 +1,18 @@
+#include "common/clock.h"
+
+#include <ctime>
+
+namespace benchfleet {
+
+std::string UtcNowIso8601() {
+  timespec ts{};
+  clock_gettime(CLOCK_REALTIME, &ts);
+  tm utc{};
+  gmtime_r(&ts.tv_sec, &utc);
+  char buf[40];
+  size_t len = strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &utc);
+  snprintf(buf + len, sizeof buf - len, ".%03ldZ", ts.tv_nsec / 1000000);
+  return buf;
+}
+
+}  // namespace benchfleet

@@ -1,0 +1,25 @@
+// Time sources. Durations and deadlines use the monotonic clock only; wall-clock time
+// is used for timestamps shown to people and stored in the database, never for timeouts.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+namespace benchfleet {
+
+using MonoClock = std::chrono::steady_clock;
+using MonoTime = MonoClock::time_point;
+using Millis = std::chrono::milliseconds;
+
+inline MonoTime MonoNow() { return MonoClock::now(); }
+
+inline int64_t MillisUntil(MonoTime deadline, MonoTime now = MonoNow()) {
+  auto left = std::chrono::duration_cast<Millis>(deadline - now).count();
+  return left < 0 ? 0 : left;
+}
+
+// UTC, ISO 8601 with milliseconds: "2026-11-29T15:17:21.123Z" (sorts as text).
+std::string UtcNowIso8601();
+
+}  // namespace benchfleet

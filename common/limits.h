@@ -1,0 +1,43 @@
+// Every constant a reader would ask about — timeouts, liveness, sizes — named, with its
+// unit, in one place. Daemons expose most of them as flags; these are the defaults.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace benchfleet {
+
+// Version of the wire protocol in schemas/protocol.md; carried as "v" in every message.
+inline constexpr int kProtocolVersion = 1;
+
+// A peer may send at most this many bytes in one frame (ZMQ_MAXMSGSIZE); a larger frame
+// makes libzmq drop the connection instead of buffering it. A result with every raw
+// sample of a long run stays well below this.
+inline constexpr int64_t kMaxMessageBytes = 16 * 1024 * 1024;
+
+// Heartbeats in the spirit of the ZeroMQ guide's Paranoid Pirate: a peer silent for
+// liveness x interval is taken for dead.
+inline constexpr int kHeartbeatIntervalMs = 1000;
+inline constexpr int kHeartbeatLiveness = 3;
+
+// How often an agent resends a result the coordinator has not acknowledged yet.
+inline constexpr int kResultResendIntervalMs = 2000;
+
+// How often an unregistered agent repeats its registration.
+inline constexpr int kRegisterRetryMs = 1000;
+
+// How long the CLI waits for the coordinator's reply before giving up.
+inline constexpr int kClientReplyTimeoutMs = 10000;
+
+// Rows returned at most by one results/query request; the reply says when it was cut.
+inline constexpr int kMaxReplyRows = 10000;
+
+// A worker is killed when a job runs past its timeout. Without one in the sweep, the
+// timeout is derived from the job's timing budget plus this allowance for process
+// start-up and model construction.
+inline constexpr double kJobStartupAllowanceS = 60.0;
+
+// The coordinator's idle wake-up: checks liveness and dispatches at least this often.
+inline constexpr int kCoordinatorTickMs = 200;
+
+}  // namespace benchfleet

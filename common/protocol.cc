@@ -1,0 +1,169 @@
+#include "common/protocol.h"
+
+#include <map>
+#include <utility>
+
+#include "common/limits.h"
+
+namespace benchfleet {
+namespace {
+
+enum class Kind { kString, kInteger, kNumber, kObject, kArray, kBoolean, kAny };
+
+struct Field {
+  const char* name;
+  Kind kind;
+  bool required;
+};
+
+const char* KindName(Kind kind) {
+  switch (kind) {
+    case Kind::kString: return "a string";
+    case Kind::kInteger: return "an integer";
+    case Kind::kNumber: return "a number";
+    case Kind::kObject: return "an object";
+    case Kind::kArray: return "an array";
+    case Kind::kBoolean: return "a boolean";
+    case Kind::kAny: return "any value";
+  }
+  return "?";
+}
+
+bool HasKind(const json& value, Kind kind) {
+  switch (kind) {
+    case Kind::kString: return value.is_string();
+    case Kind::kInteger: return value.is_number_integer();
+    case Kind::kNumber: return value.is_number();
+    case Kind::kObject: return value.is_object();
+    case Kind::kArray: return value.is_array();
+    case Kind::kBoolean: return value.is_boolean();
+    case Kind::kAny: return true;
+  }
+  return false;
+}
+
+// The field table mirrors schemas/protocol.md. Fields not listed are allowed (so a newer
+// peer may add optional fields without breaking an older one) but ignored.
+const std::vector<std::pair<std::string, std::vector<Field>>>& Schema() {
+  static const auto* schema = new std::vector<std::pair<std::string, std::vector<Field>>>{
+      {msg::kSubmit, {{"request_id", Kind::kAny, true}, {"sweep", Kind::kObject, true}}},
+      {msg::kStatus, {{"request_id", Kind::kAny, true}, {"sweep_id", Kind::kInteger, false}}},
+      {msg::kCancel, {{"request_id", Kind::kAny, true}, {"sweep_id", Kind::kInteger, true}}},
+      {msg::kResults,
+       {{"request_id", Kind::kAny, true}, {"sweep_id", Kind::kInteger, false},
+        {"limit", Kind::kInteger, false}}},
+      {msg::kQuery, {{"request_id", Kind::kAny, true}, {"sql", Kind::kString, true}}},
+      {msg::kSubmitted,
+       {{"request_id", Kind::kAny, true}, {"sweep_id", Kind::kInteger, true},
+        {"jobs", Kind::kInteger, true}, {"agents", Kind::kArray, true}}},
+      {msg::kStatusReply,
+       {{"request_id", Kind::kAny, true}, {"sweeps", Kind::kArray, true},
+        {"agents", Kind::kArray, true}, {"counters", Kind::kObject, true}}},
+      {msg::kCancelled,
+       {{"request_id", Kind::kAny, true}, {"sweep_id", Kind::kInteger, true},
+        {"jobs_cancelled", Kind::kInteger, true}}},
+      {msg::kRows,
+       {{"request_id", Kind::kAny, true}, {"columns", Kind::kArray, true},
+        {"rows", Kind::kArray, true}, {"truncated", Kind::kBoolean, true}}},
+      {msg::kRegister,
+       {{"agent", Kind::kString, true}, {"tags", Kind::kArray, true},
+        {"capabilities", Kind::kObject, true}}},
+      {msg::kHeartbeat, {{"running", Kind::kAny, false}}},
+      {msg::kResult,
+       {{"job_id", Kind::kInteger, true}, {"attempt", Kind::kInteger, true},
+        {"result", Kind::kObject, true}}},
+      {msg::kRegistered,
+       {{"agent", Kind::kString, true}, {"heartbeat_ms", Kind::kInteger, true},
+        {"liveness", Kind::kInteger, true}}},
+      {msg::kJob,
+       {{"job_id", Kind::kInteger, true}, {"attempt", Kind::kInteger, true},
+        {"spec", Kind::kObject, true}, {"timeout_s", Kind::kNumber, true}}},
+      {msg::kAck,
+       {{"job_id", Kind::kInteger, true}, {"attempt", Kind::kInteger, true},
+        {"outcome", Kind::kString, true}}},
+      {msg::kError,
+       {{"code", Kind::kString, true}, {"message", Kind::kString, true},
+        {"request_id", Kind::kAny, false}}},
+  };
+  return *schema;
+}
+
+const std::vector<Field>* FieldsOf(const std::string& type) {
+  for (const auto& [name, fields] : Schema()) {
+    if (name == type) return &fields;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+const std::vector<std::string>& AllMessageTypes() {
+  static const auto* types = [] {
+    auto* t = new std::vector<std::string>;
+    for (const auto& entry : Schema()) t->push_back(entry.first);
+    return t;
+  }();
+  return *types;
+}
+
+Message MakeMessage(const std::string& type, json fields) {
+  json body = fields.is_object() ? std::move(fields) : json::object();
+  body["v"] = kProtocolVersion;
+  body["type"] = type;
+  return Message{type, std::move(body)};
+}
+
+std::string Encode(const Message& message) {
+  // Replace invalid UTF-8 instead of throwing: a worker's stderr tail may hold anything.
+  return message.body.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+StatusOr<Message> Decode(const std::string& frame) {
+  if (frame.empty()) return InvalidArgument("empty frame");
+  if (static_cast<int64_t>(frame.size()) > kMaxMessageBytes) {
+    return InvalidArgument("message of " + std::to_string(frame.size()) + " bytes exceeds " +
+                           std::to_string(kMaxMessageBytes));
+  }
+  json body = json::parse(frame, nullptr, /*allow_exceptions=*/false);
+  if (body.is_discarded()) return InvalidArgument("frame is not valid JSON");
+  if (!body.is_object()) return InvalidArgument("message must be a JSON object");
+  auto v = body.find("v");
+  if (v == body.end() || !v->is_number_integer()) {
+    return InvalidArgument("field \"v\" (protocol version) missing or not an integer");
+  }
+  if (v->get<int64_t>() != kProtocolVersion) {
+    return InvalidArgument("unsupported protocol version " + v->dump() + "; this peer speaks " +
+                           std::to_string(kProtocolVersion));
+  }
+  auto type = body.find("type");
+  if (type == body.end() || !type->is_string()) {
+    return InvalidArgument("field \"type\" missing or not a string");
+  }
+  std::string type_name = type->get<std::string>();
+  const std::vector<Field>* fields = FieldsOf(type_name);
+  if (fields == nullptr) {
+    return InvalidArgument("unknown message type \"" + type_name.substr(0, 64) + "\"");
+  }
+  for (const Field& field : *fields) {
+    auto it = body.find(field.name);
+    if (it == body.end()) {
+      if (field.required) {
+        return InvalidArgument(type_name + ": missing field \"" + field.name + "\"");
+      }
+      continue;
+    }
+    if (!HasKind(*it, field.kind)) {
+      return InvalidArgument(type_name + ": field \"" + field.name + "\" must be " +
+                             KindName(field.kind));
+    }
+  }
+  return Message{std::move(type_name), std::move(body)};
+}
+
+Message MakeError(const Status& status, const json& request_id) {
+  json fields = {{"code", StatusCodeName(status.code())}, {"message", status.message()}};
+  if (!request_id.is_null()) fields["request_id"] = request_id;
+  return MakeMessage(msg::kError, std::move(fields));
+}
+
+}  // namespace benchfleet

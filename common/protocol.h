@@ -1,0 +1,63 @@
+// Messages on every socket, as specified in schemas/protocol.md (the single source).
+//
+// Every message is one ZeroMQ frame holding one JSON object
+//   {"v": 1, "type": "<type>", ...fields}
+// sent from a DEALER (agent, client) to a ROUTER (coordinator), which sees it behind the
+// peer's routing-id frame. Decode() checks version, type and the fields' presence and
+// JSON types; it never throws and never aborts on peer input.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+
+namespace benchfleet {
+
+using nlohmann::json;
+
+namespace msg {
+// client -> coordinator
+inline constexpr const char* kSubmit = "submit";
+inline constexpr const char* kStatus = "status";
+inline constexpr const char* kCancel = "cancel";
+inline constexpr const char* kResults = "results";
+inline constexpr const char* kQuery = "query";
+// coordinator -> client
+inline constexpr const char* kSubmitted = "submitted";
+inline constexpr const char* kStatusReply = "status_reply";
+inline constexpr const char* kCancelled = "cancelled";
+inline constexpr const char* kRows = "rows";
+// agent -> coordinator
+inline constexpr const char* kRegister = "register";
+inline constexpr const char* kHeartbeat = "heartbeat";  // both directions
+inline constexpr const char* kResult = "result";
+// coordinator -> agent
+inline constexpr const char* kRegistered = "registered";
+inline constexpr const char* kJob = "job";
+inline constexpr const char* kAck = "ack";
+// any direction
+inline constexpr const char* kError = "error";
+}  // namespace msg
+
+struct Message {
+  std::string type;
+  json body;  // the whole object, "v" and "type" included
+};
+
+// Every message type the protocol defines, in protocol.md's order.
+const std::vector<std::string>& AllMessageTypes();
+
+// Builds {"v": kProtocolVersion, "type": type} merged with `fields`.
+Message MakeMessage(const std::string& type, json fields = json::object());
+
+std::string Encode(const Message& message);
+
+// Parses and validates one frame. Errors name the offending field.
+StatusOr<Message> Decode(const std::string& frame);
+
+// Error reply, with the request_id echoed when the request had one.
+Message MakeError(const Status& status, const json& request_id = nullptr);
+
+}  // namespace benchfleet

@@ -1,0 +1,108 @@
+#include "common/protocol.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace benchfleet {
+namespace {
+
+std::string ReadFile(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
+}
+
+const std::filesystem::path kSchemas = BENCHFLEET_SCHEMAS_DIR;
+
+// Every message type has exactly one golden example, it decodes, and protocol.md
+// documents it: the spec, the examples and the code cannot drift apart.
+TEST(ProtocolTest, EveryMessageTypeHasADecodableGoldenExampleAndASpecSection) {
+  const std::string spec = ReadFile(kSchemas / "protocol.md");
+  ASSERT_FALSE(spec.empty());
+  for (const std::string& type : AllMessageTypes()) {
+    SCOPED_TRACE(type);
+    std::filesystem::path golden = kSchemas / "golden" / (type + ".json");
+    ASSERT_TRUE(std::filesystem::exists(golden)) << golden;
+    auto decoded = Decode(ReadFile(golden));
+    ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+    EXPECT_EQ(decoded->type, type);
+    EXPECT_NE(spec.find("### `" + type + "`"), std::string::npos)
+        << "protocol.md has no section for " << type;
+  }
+  // No golden file for a type the code does not know.
+  for (const auto& entry : std::filesystem::directory_iterator(kSchemas / "golden")) {
+    std::string stem = entry.path().stem().string();
+    EXPECT_NE(std::find(AllMessageTypes().begin(), AllMessageTypes().end(), stem),
+              AllMessageTypes().end())
+        << "golden example for unknown type " << stem;
+  }
+}
+
+TEST(ProtocolTest, EncodeDecodeRoundTrip) {
+  Message m = MakeMessage(msg::kAck, {{"job_id", 7}, {"attempt", 2}, {"outcome", "stored"}});
+  auto decoded = Decode(Encode(m));
+  ASSERT_TRUE(decoded.ok());
+  EXPECT_EQ(decoded->type, "ack");
+  EXPECT_EQ(decoded->body["job_id"], 7);
+  EXPECT_EQ(decoded->body["v"], 1);
+}
+
+struct BadFrame {
+  std::string frame;
+  std::string expected_words;
+};
+
+TEST(ProtocolTest, MalformedFramesAreRejectedWithAReason) {
+  const std::vector<BadFrame> cases = {
+      {"", "empty frame"},
+      {"\xff\xfe garbage", "not valid JSON"},
+      {"[1,2,3]", "JSON object"},
+      {R"({"type":"status","request_id":1})", "\"v\""},
+      {R"({"v":"1","type":"status","request_id":1})", "\"v\""},
+      {R"({"v":99,"type":"status","request_id":1})", "unsupported protocol version 99"},
+      {R"({"v":1})", "\"type\""},
+      {R"({"v":1,"type":7})", "\"type\""},
+      {R"({"v":1,"type":"launch_missiles"})", "unknown message type"},
+      {R"({"v":1,"type":"result","job_id":1,"attempt":1})", "missing field \"result\""},
+      {R"({"v":1,"type":"result","job_id":"1","attempt":1,"result":{}})",
+       "field \"job_id\" must be an integer"},
+      {R"({"v":1,"type":"submit","request_id":1,"sweep":[]})", "field \"sweep\" must be an object"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.frame);
+    auto decoded = Decode(c.frame);
+    ASSERT_FALSE(decoded.ok());
+    EXPECT_EQ(decoded.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(decoded.status().message().find(c.expected_words), std::string::npos)
+        << decoded.status().message();
+  }
+}
+
+TEST(ProtocolTest, HugeAndDeeplyNestedInputDoesNotCrash) {
+  std::string deep(100000, '[');
+  EXPECT_FALSE(Decode(deep).ok());
+  std::string huge = R"({"v":1,"type":"query","request_id":1,"sql":")" +
+                     std::string(1 << 20, 'x') + "\"}";
+  EXPECT_TRUE(Decode(huge).ok());  // big but within the message limit
+}
+
+TEST(ProtocolTest, ErrorEchoesRequestId) {
+  Message e = MakeError(InvalidArgument("bad"), "r-9");
+  EXPECT_EQ(e.body["request_id"], "r-9");
+  EXPECT_EQ(e.body["code"], "invalid_argument");
+  EXPECT_TRUE(Decode(Encode(e)).ok());
+}
+
+TEST(ProtocolTest, EncodeReplacesInvalidUtf8InsteadOfThrowing) {
+  Message m = MakeMessage(msg::kError, {{"code", "internal"}, {"message", std::string("\xff\xfe")}});
+  std::string encoded;
+  ASSERT_NO_THROW(encoded = Encode(m));
+  EXPECT_TRUE(Decode(encoded).ok());
+}
+
+}  // namespace
+}  // namespace benchfleet

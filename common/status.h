@@ -1,0 +1,90 @@
+// Status and StatusOr: errors travel across module boundaries as values, never as
+// exceptions. A Status carries a code and a message meant for the person who has to act.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <utility>
+#include <variant>
+
+namespace benchfleet {
+
+enum class StatusCode {
+  kOk = 0,
+  kInvalidArgument,  // bad input from a user, a file or a peer
+  kNotFound,
+  kFailedPrecondition,
+  kUnavailable,  // a peer or resource that may come back (retry later)
+  kDeadlineExceeded,
+  kInternal,
+};
+
+const char* StatusCodeName(StatusCode code);
+
+class Status {
+ public:
+  Status() = default;
+  Status(StatusCode code, std::string message) : code_(code), message_(std::move(message)) {}
+
+  static Status Ok() { return Status(); }
+  bool ok() const { return code_ == StatusCode::kOk; }
+  StatusCode code() const { return code_; }
+  const std::string& message() const { return message_; }
+  // "invalid_argument: batch_size must be a positive integer"
+  std::string ToString() const;
+
+ private:
+  StatusCode code_ = StatusCode::kOk;
+  std::string message_;
+};
+
+inline Status InvalidArgument(std::string m) { return {StatusCode::kInvalidArgument, std::move(m)}; }
+inline Status NotFound(std::string m) { return {StatusCode::kNotFound, std::move(m)}; }
+inline Status FailedPrecondition(std::string m) {
+  return {StatusCode::kFailedPrecondition, std::move(m)};
+}
+inline Status Unavailable(std::string m) { return {StatusCode::kUnavailable, std::move(m)}; }
+inline Status DeadlineExceeded(std::string m) {
+  return {StatusCode::kDeadlineExceeded, std::move(m)};
+}
+inline Status Internal(std::string m) { return {StatusCode::kInternal, std::move(m)}; }
+
+// Either a value or an error, never both.
+template <typename T>
+class StatusOr {
+ public:
+  StatusOr(T value) : value_(std::move(value)) {}  // NOLINT(google-explicit-constructor)
+  StatusOr(Status status) : status_(std::move(status)) {  // NOLINT(google-explicit-constructor)
+    if (status_.ok()) status_ = Internal("StatusOr built from an OK status without a value");
+  }
+  bool ok() const { return value_.has_value(); }
+  const Status& status() const { return status_; }
+  T& value() & { return *value_; }
+  const T& value() const& { return *value_; }
+  T&& value() && { return std::move(*value_); }
+  T* operator->() { return &*value_; }
+  const T* operator->() const { return &*value_; }
+  T& operator*() & { return *value_; }
+  const T& operator*() const& { return *value_; }
+
+ private:
+  Status status_;
+  std::optional<T> value_;
+};
+
+}  // namespace benchfleet
+
+#define BF_CONCAT_INNER(a, b) a##b
+#define BF_CONCAT(a, b) BF_CONCAT_INNER(a, b)
+
+#define RETURN_IF_ERROR(expr)                          \
+  do {                                                 \
+    ::benchfleet::Status bf_status_ = (expr);          \
+    if (!bf_status_.ok()) return bf_status_;           \
+  } while (0)
+
+#define ASSIGN_OR_RETURN(lhs, expr) ASSIGN_OR_RETURN_IMPL(BF_CONCAT(bf_or_, __LINE__), lhs, expr)
+#define ASSIGN_OR_RETURN_IMPL(tmp, lhs, expr) \
+  auto tmp = (expr);                          \
+  if (!tmp.ok()) return tmp.status();         \
+  lhs = std::move(tmp).value()

@@ -1,0 +1,117 @@
+#include "common/sweep.h"
+
+#include <gtest/gtest.h>
+
+namespace benchfleet {
+namespace {
+
+const char* kIssueSweep = R"({"name": "cpu-mlp",
+  "select": {"device": "cpu"},
+  "matrix": {"model": ["mlp"], "batch_size": [1, 16, 64], "threads": [1, 2],
+             "dtype": ["fp32"], "mode": ["inference"]},
+  "timing": {"warmup_s": 0.2, "min_time_s": 0.5, "max_time_s": 5, "target_iqr": 0.05}})";
+
+TEST(SweepTest, ExpandsEveryCombination) {
+  auto sweep = ParseSweepText(kIssueSweep);
+  ASSERT_TRUE(sweep.ok()) << sweep.status().ToString();
+  EXPECT_EQ(sweep->name, "cpu-mlp");
+  ASSERT_EQ(sweep->combinations.size(), 6u);
+  EXPECT_EQ(sweep->placement, Placement::kEach);
+  const json& first = sweep->combinations.front();
+  EXPECT_EQ(first["model"], "mlp");
+  EXPECT_EQ(first["batch_size"], 1);
+  EXPECT_EQ(first["threads"], 1);
+  EXPECT_EQ(first["device"], "cpu");
+  EXPECT_DOUBLE_EQ(first["timing"]["min_time_s"].get<double>(), 0.5);
+  EXPECT_EQ(sweep->combinations.back()["batch_size"], 64);
+  EXPECT_EQ(sweep->combinations.back()["threads"], 2);
+}
+
+TEST(SweepTest, DefaultsApplyAndModelArgsTravelWithTheJob) {
+  auto sweep = ParseSweepText(
+      R"({"name":"x","placement":"any","matrix":{"model":"mlp","batch_size":[8]},
+          "models":{"mlp":{"layers":[32,16,4]}},"seed":7})");
+  ASSERT_TRUE(sweep.ok()) << sweep.status().ToString();
+  ASSERT_EQ(sweep->combinations.size(), 1u);
+  const json& job = sweep->combinations[0];
+  EXPECT_EQ(job["threads"], 1);
+  EXPECT_EQ(job["dtype"], "fp32");
+  EXPECT_EQ(job["mode"], "inference");
+  EXPECT_EQ(job["seed"], 7);
+  EXPECT_EQ(job["model_args"]["layers"], json::parse("[32,16,4]"));
+  EXPECT_EQ(sweep->placement, Placement::kAny);
+  EXPECT_GT(JobTimeoutSeconds(*sweep), 5.0);
+}
+
+struct BadSweep {
+  std::string text;
+  std::string expected_words;
+};
+
+TEST(SweepTest, BadInputNamesTheField) {
+  const std::vector<BadSweep> cases = {
+      {"{not json", "not valid JSON"},
+      {"[]", "JSON object"},
+      {R"({"matrix":{"model":["mlp"],"batch_size":[1]}})", "name"},
+      {R"({"name":"x","matrix":{"model":["mlp"],"batch_size":[1]},"colour":"red"})",
+       "unknown key \"colour\""},
+      {R"({"name":"x","matrix":{"model":["mlp"],"batch_size":[1, -4]}})", "matrix.batch_size[1]"},
+      {R"({"name":"x","matrix":{"model":["mlp"],"batch_size":[0]}})", "matrix.batch_size[0]"},
+      {R"({"name":"x","matrix":{"model":["mlp"],"batch_size":[1.5]}})", "matrix.batch_size[0]"},
+      {R"({"name":"x","matrix":{"model":["resnet9000"],"batch_size":[1]}})",
+       "unknown model \"resnet9000\""},
+      {R"({"name":"x","matrix":{"model":["mlp"],"batch_size":[1],"threads":[]}})",
+       "matrix.threads: must not be empty"},
+      {R"({"name":"x","matrix":{"model":["mlp"],"batch_size":[1],"speed":[1]}})",
+       "matrix: unknown key \"speed\""},
+      {R"({"name":"x","matrix":{"model":["mlp"]}})", "matrix.batch_size: required"},
+      {R"({"name":"x","matrix":{"model":["mlp"],"batch_size":[1],"dtype":["fp64"]}})",
+       "unknown dtype"},
+      {R"({"name":"x","matrix":{"model":["mlp"],"batch_size":[1],"device":["tpu"]}})",
+       "unknown device"},
+      {R"({"name":"x","matrix":{"model":["mlp"],"batch_size":[1]},"timing":{"min_time_s":-1}})",
+       "timing.min_time_s"},
+      {R"({"name":"x","matrix":{"model":["mlp"],"batch_size":[1]},"timing":{"min_time_s":9,"max_time_s":1}})",
+       "timing.min_time_s: must not exceed"},
+      {R"({"name":"x","matrix":{"model":["mlp"],"batch_size":[1]},"select":{"device":"fpga"}})",
+       "select.device"},
+      {R"({"name":"x","matrix":{"model":["mlp"],"batch_size":[1]},"placement":"all"})",
+       "placement"},
+      {R"({"name":"x","matrix":{"model":["mlp"],"batch_size":[1]},"models":{"mlp":{"layers":[4]}}})",
+       "models.mlp.layers"},
+      {R"({"name":"x","matrix":{"model":["mlp"],"batch_size":[1]},"models":{"mlp":{"layers":[4,-1]}}})",
+       "models.mlp.layers[1]"},
+      {R"({"name":"x","matrix":{"model":["mlp"],"batch_size":[1]},"timeout_s":0})", "timeout_s"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.text);
+    auto sweep = ParseSweepText(c.text);
+    ASSERT_FALSE(sweep.ok());
+    EXPECT_EQ(sweep.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(sweep.status().message().find(c.expected_words), std::string::npos)
+        << sweep.status().message();
+  }
+}
+
+TEST(SweepTest, SelectMatchesByDeviceNameTagsAndModels) {
+  AgentDescription cpu_box{"node-a", {"lab", "avx2"},
+                           json::parse(R"({"host":{"cpu_model":"AMD EPYC 7B13"},"gpus":[]})")};
+  AgentDescription gpu_box{"node-g", {"lab"},
+                           json::parse(R"({"host":{"cpu_model":"Intel Xeon"},
+                                           "gpus":[{"name":"NVIDIA H200","memory_mb":141000}]})")};
+  EXPECT_TRUE(AgentMatches(json::object(), cpu_box));
+  EXPECT_TRUE(AgentMatches({{"device", "cpu"}}, gpu_box));  // every host has a CPU
+  EXPECT_FALSE(AgentMatches({{"device", "cuda"}}, cpu_box));
+  EXPECT_TRUE(AgentMatches({{"device", "cuda"}}, gpu_box));
+  EXPECT_TRUE(AgentMatches({{"name", "node-a"}}, cpu_box));
+  EXPECT_FALSE(AgentMatches({{"name", json::array({"node-x", "node-g"})}}, cpu_box));
+  EXPECT_TRUE(AgentMatches({{"tags", json::array({"lab", "avx2"})}}, cpu_box));
+  EXPECT_FALSE(AgentMatches({{"tags", "avx2"}}, gpu_box));
+  EXPECT_TRUE(AgentMatches({{"cpu_model", "EPYC"}}, cpu_box));
+  EXPECT_FALSE(AgentMatches({{"cpu_model", "EPYC"}}, gpu_box));
+  EXPECT_TRUE(AgentMatches({{"gpu_model", "H200"}}, gpu_box));
+  EXPECT_FALSE(AgentMatches({{"gpu_model", "H200"}}, cpu_box));
+}
+
+}  // namespace
+}  // namespace benchfleet
