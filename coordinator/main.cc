@@ -1,0 +1,56 @@
+// benchfleet-coordinator: parses flags and runs the coordinator until SIGINT/SIGTERM.
+#include <CLI/CLI.hpp>
+#include <csignal>
+
+#include "common/log.h"
+#include "coordinator/coordinator.h"
+
+namespace {
+std::atomic<bool> stop_requested{false};
+void RequestStop(int) { stop_requested = true; }
+}  // namespace
+
+int main(int argc, char** argv) {
+  benchfleet::CoordinatorOptions options;
+  CLI::App app{"benchfleet-coordinator: queues benchmark sweeps, dispatches jobs to agents and "
+               "stores results in SQLite"};
+  app.add_option("--db", options.db_path, "SQLite database file (created if missing)")
+      ->capture_default_str();
+  app.add_option("--agents", options.agents_endpoint, "ZeroMQ endpoint agents connect to")
+      ->capture_default_str();
+  app.add_option("--clients", options.clients_endpoint, "ZeroMQ endpoint clients connect to")
+      ->capture_default_str();
+  app.add_option("--heartbeat-ms", options.heartbeat_ms, "heartbeat interval in milliseconds")
+      ->check(CLI::Range(50, 60000))->capture_default_str();
+  app.add_option("--liveness", options.liveness,
+                 "missed heartbeats before an agent is taken for dead")
+      ->check(CLI::Range(1, 100))->capture_default_str();
+  app.add_option("--max-attempts", options.max_attempts,
+                 "hand-outs of a job before it fails for good")
+      ->check(CLI::Range(1, 100))->capture_default_str();
+  app.add_flag("--share-machines", options.share_machines,
+               "let agents on the same machine run jobs at the same time");
+  app.add_option("--ready-file", options.ready_file,
+                 "write bound endpoints as JSON to this file once serving");
+  bool verbose = false;
+  app.add_flag("-v,--verbose", verbose, "log debug messages");
+  CLI11_PARSE(app, argc, argv);
+
+  benchfleet::SetLogComponent("coordinator");
+  if (verbose) benchfleet::SetLogLevel(benchfleet::LogLevel::kDebug);
+  std::signal(SIGINT, RequestStop);
+  std::signal(SIGTERM, RequestStop);
+
+  benchfleet::Coordinator coordinator(options);
+  benchfleet::Status started = coordinator.Start();
+  if (!started.ok()) {
+    LOG_ERROR(started.message());
+    return 1;
+  }
+  benchfleet::Status done = coordinator.Run(&stop_requested);
+  if (!done.ok()) {
+    LOG_ERROR(done.message());
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,109 @@
+#include "coordinator/sqlite.h"
+
+namespace benchfleet {
+
+StatusOr<std::unique_ptr<Database>> Database::Open(const std::string& path, int flags) {
+  sqlite3* db = nullptr;
+  int rc = sqlite3_open_v2(path.c_str(), &db, flags | SQLITE_OPEN_NOMUTEX, nullptr);
+  if (rc != SQLITE_OK) {
+    std::string message = db ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
+    sqlite3_close(db);
+    return Unavailable("cannot open database " + path + ": " + message);
+  }
+  sqlite3_extended_result_codes(db, 1);
+  return std::unique_ptr<Database>(new Database(db));
+}
+
+Database::~Database() { sqlite3_close_v2(db_); }
+
+std::string Database::LastError() const {
+  return std::string(sqlite3_errstr(sqlite3_extended_errcode(db_) & 0xff)) + " (" +
+         sqlite3_errmsg(db_) + ")";
+}
+
+Status Database::Exec(const std::string& sql) {
+  char* error = nullptr;
+  int rc = sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &error);
+  if (rc == SQLITE_OK) return Status::Ok();
+  std::string message = error ? error : sqlite3_errstr(rc);
+  sqlite3_free(error);
+  return Unavailable("SQLite: " + message);
+}
+
+StatusOr<Statement> Database::Prepare(const std::string& sql) {
+  sqlite3_stmt* stmt = nullptr;
+  int rc = sqlite3_prepare_v2(db_, sql.c_str(), static_cast<int>(sql.size()), &stmt, nullptr);
+  if (rc != SQLITE_OK) {
+    sqlite3_finalize(stmt);
+    return InvalidArgument("SQLite: " + std::string(sqlite3_errmsg(db_)));
+  }
+  if (stmt == nullptr) return InvalidArgument("SQLite: empty statement");
+  return Statement(this, stmt);
+}
+
+Statement& Statement::Bind(int pos, int64_t value) {
+  sqlite3_bind_int64(stmt_, pos, value);
+  return *this;
+}
+Statement& Statement::Bind(int pos, double value) {
+  sqlite3_bind_double(stmt_, pos, value);
+  return *this;
+}
+Statement& Statement::Bind(int pos, const std::string& value) {
+  sqlite3_bind_text(stmt_, pos, value.data(), static_cast<int>(value.size()), SQLITE_TRANSIENT);
+  return *this;
+}
+Statement& Statement::BindNull(int pos) {
+  sqlite3_bind_null(stmt_, pos);
+  return *this;
+}
+
+Statement& Statement::BindJson(int pos, const nlohmann::json& value) {
+  if (value.is_null()) return BindNull(pos);
+  if (value.is_boolean()) return Bind(pos, static_cast<int64_t>(value.get<bool>() ? 1 : 0));
+  if (value.is_number_integer()) return Bind(pos, value.get<int64_t>());
+  if (value.is_number()) return Bind(pos, value.get<double>());
+  if (value.is_string()) return Bind(pos, value.get<std::string>());
+  return Bind(pos, value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+}
+
+StatusOr<bool> Statement::Step() {
+  int rc = sqlite3_step(stmt_);
+  if (rc == SQLITE_ROW) return true;
+  if (rc == SQLITE_DONE) return false;
+  return Unavailable("SQLite: " + db_->LastError());
+}
+
+Status Statement::Run() {
+  auto stepped = Step();
+  if (!stepped.ok()) return stepped.status();
+  return Status::Ok();
+}
+
+std::string Statement::Text(int col) const {
+  const unsigned char* text = sqlite3_column_text(stmt_, col);
+  if (text == nullptr) return "";
+  return std::string(reinterpret_cast<const char*>(text), sqlite3_column_bytes(stmt_, col));
+}
+
+nlohmann::json Statement::ColumnJson(int col) const {
+  switch (sqlite3_column_type(stmt_, col)) {
+    case SQLITE_INTEGER: return Int(col);
+    case SQLITE_FLOAT: return Real(col);
+    case SQLITE_TEXT: return Text(col);
+    case SQLITE_BLOB: return "<blob " + std::to_string(sqlite3_column_bytes(stmt_, col)) + " bytes>";
+    default: return nullptr;
+  }
+}
+
+Status Transaction::Commit() {
+  Status s = db_.Exec("COMMIT");
+  if (s.ok()) active_ = false;
+  return s;
+}
+
+Transaction::~Transaction() {
+  if (active_) (void)db_.Exec("ROLLBACK");
+}
+
+}  // namespace benchfleet

@@ -1,0 +1,194 @@
+#include "coordinator/store.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+namespace benchfleet {
+namespace {
+
+class StoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("bf-store-" + std::to_string(getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+    path_ = (dir_ / "results.db").string();
+    auto store = Store::Open(path_);
+    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    store_ = std::move(*store);
+    host_ = *store_->UpsertHost("node-a", "m1", json::array({"lab"}), {{"host", {{"cpu_model", "x"}}}});
+  }
+  void TearDown() override {
+    store_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+
+  Sweep MakeSweep(const std::string& text) {
+    auto sweep = ParseSweepText(text);
+    EXPECT_TRUE(sweep.ok()) << sweep.status().ToString();
+    return *sweep;
+  }
+
+  json GoodResult(int batch) {
+    return {{"ok", true},
+            {"device", "cpu"}, {"model", "mlp"}, {"mode", "inference"}, {"dtype", "fp32"},
+            {"batch_size", batch}, {"threads", 1},
+            {"stats", {{"n", 12}, {"median_ms", 2.0}, {"mean_ms", 2.1}, {"p90_ms", 2.5},
+                       {"p99_ms", 2.9}, {"iqr_ms", 0.1}, {"noisy", false}}},
+            {"samples_ms", {2.0, 2.1, 1.9}},
+            {"throughput_per_s", batch * 1000 / 2.0},
+            {"peak_rss_mb", 200.0},
+            {"effective_threads", 1.0}};
+  }
+
+  int64_t Count(const std::string& sql) {
+    auto rows = store_->Query(sql, 10);
+    EXPECT_TRUE(rows.ok()) << rows.status().ToString();
+    return rows->rows.at(0).at(0).get<int64_t>();
+  }
+
+  std::filesystem::path dir_;
+  std::string path_;
+  std::unique_ptr<Store> store_;
+  int64_t host_ = 0;
+};
+
+const char* kTwoJobs = R"({"name":"s","matrix":{"model":["mlp"],"batch_size":[1,8]}})";
+
+TEST_F(StoreTest, MigrationsApplyOnceAndDatabaseIsInWalMode) {
+  EXPECT_EQ(store_->SchemaVersion(), Migrations().back().version);
+  auto db = Database::Open(path_, SQLITE_OPEN_READONLY);
+  ASSERT_TRUE(db.ok());
+  auto mode = (*db)->Prepare("PRAGMA journal_mode");
+  ASSERT_TRUE(mode.ok());
+  ASSERT_TRUE(*mode->Step());
+  EXPECT_EQ(mode->Text(0), "wal");
+  store_.reset();
+  auto reopened = Store::Open(path_);  // second open applies nothing and keeps data
+  ASSERT_TRUE(reopened.ok());
+  EXPECT_EQ((*reopened)->SchemaVersion(), Migrations().back().version);
+}
+
+TEST_F(StoreTest, SweepExpandsIntoJobsPerPinnedHost) {
+  int64_t jobs = 0;
+  auto id = store_->CreateSweep(MakeSweep(kTwoJobs), {"node-a", "node-b"}, &jobs);
+  ASSERT_TRUE(id.ok());
+  EXPECT_EQ(jobs, 4);
+  auto mine = store_->QueuedJobsFor("node-a", 100);
+  ASSERT_TRUE(mine.ok());
+  EXPECT_EQ(mine->size(), 2u);
+  EXPECT_EQ(*mine->front().pinned_host, "node-a");
+  EXPECT_EQ(mine->front().spec["batch_size"], 1);
+}
+
+TEST_F(StoreTest, ResultIsStoredOnceThenDuplicateThenStale) {
+  ASSERT_TRUE(store_->CreateSweep(MakeSweep(kTwoJobs), {}, nullptr).ok());
+  auto queued = *store_->QueuedJobsFor("node-a", 100);
+  int64_t job = queued[0].job_id;
+  auto attempt = store_->MarkRunning(job, host_);
+  ASSERT_TRUE(attempt.ok());
+  EXPECT_EQ(*attempt, 1);
+  EXPECT_FALSE(store_->MarkRunning(job, host_).ok());  // no longer queued
+
+  auto first = store_->StoreResult(job, 1, host_, "node-a", GoodResult(1));
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  EXPECT_EQ(*first, ResultOutcome::kStored);
+  auto again = store_->StoreResult(job, 1, host_, "node-a", GoodResult(1));
+  EXPECT_EQ(*again, ResultOutcome::kDuplicate);
+  auto late = store_->StoreResult(job, 7, host_, "node-a", GoodResult(1));
+  EXPECT_EQ(*late, ResultOutcome::kStale);
+
+  EXPECT_EQ(Count("select count(*) from results"), 1);
+  EXPECT_EQ(Count("select count(*) from stale_results"), 1);
+  EXPECT_EQ(Count("select count(*) from samples"), 3);
+  EXPECT_EQ(Count("select count(*) from result_summary"), 1);
+  EXPECT_EQ(Count("select count(*) from jobs where state = 'done'"), 1);
+}
+
+TEST_F(StoreTest, ResultSummaryHasTheDocumentedColumns) {
+  ASSERT_TRUE(store_->CreateSweep(MakeSweep(kTwoJobs), {}, nullptr).ok());
+  int64_t job = store_->QueuedJobsFor("node-a", 1)->front().job_id;
+  ASSERT_TRUE(store_->MarkRunning(job, host_).ok());
+  ASSERT_TRUE(store_->StoreResult(job, 1, host_, "node-a", GoodResult(1)).ok());
+  auto rows = store_->ResultSummary(std::nullopt, 10);
+  ASSERT_TRUE(rows.ok());
+  for (const char* column :
+       {"sweep", "job_id", "host", "device", "model", "mode", "dtype", "batch_size", "threads", "n",
+        "median_ms", "mean_ms", "p90_ms", "p99_ms", "iqr_ms", "throughput_per_s", "peak_rss_mb",
+        "effective_threads", "finished_at"}) {
+    EXPECT_NE(std::find(rows->columns.begin(), rows->columns.end(), column), rows->columns.end())
+        << column;
+  }
+  ASSERT_EQ(rows->rows.size(), 1u);
+}
+
+TEST_F(StoreTest, SweepFinishesWhenEveryJobHasEnded) {
+  auto sweep_id = *store_->CreateSweep(MakeSweep(kTwoJobs), {}, nullptr);
+  auto jobs = *store_->QueuedJobsFor("node-a", 100);
+  for (const auto& job : jobs) {
+    ASSERT_TRUE(store_->MarkRunning(job.job_id, host_).ok());
+    json failed = {{"ok", false}, {"error", "worker killed by signal 9"}};
+    ASSERT_TRUE(store_->StoreResult(job.job_id, 1, host_, "node-a", failed).ok());
+  }
+  auto status = store_->SweepStatus(sweep_id, 1);
+  ASSERT_TRUE(status.ok());
+  EXPECT_EQ((*status)[0]["state"], "done");
+  EXPECT_EQ((*status)[0]["jobs"]["failed"], 2);
+  EXPECT_EQ(Count("select count(*) from result_summary"), 0);  // failures are not summary rows
+  EXPECT_EQ(Count("select count(*) from job_failures"), 2);
+}
+
+TEST_F(StoreTest, LostAttemptsRequeueUntilMaxAttemptsThenFail) {
+  ASSERT_TRUE(store_->CreateSweep(MakeSweep(kTwoJobs), {}, nullptr).ok());
+  int64_t job = store_->QueuedJobsFor("node-a", 1)->front().job_id;
+  ASSERT_EQ(*store_->MarkRunning(job, host_), 1);
+  EXPECT_TRUE(*store_->RequeueOrFail(job, 1, 2, "agent went silent"));
+  EXPECT_FALSE(*store_->RequeueOrFail(job, 1, 2, "again"));  // not running any more: no-op
+  ASSERT_EQ(*store_->MarkRunning(job, host_), 2);
+  EXPECT_FALSE(*store_->RequeueOrFail(job, 2, 2, "agent went silent"));
+  auto failures = store_->Query("select error from job_failures", 10);
+  ASSERT_TRUE(failures.ok());
+  ASSERT_EQ(failures->rows.size(), 1u);
+  EXPECT_NE(failures->rows[0][0].get<std::string>().find("gave up after 2 attempts"),
+            std::string::npos);
+}
+
+TEST_F(StoreTest, CancelDropsQueuedJobs) {
+  auto sweep_id = *store_->CreateSweep(MakeSweep(kTwoJobs), {}, nullptr);
+  EXPECT_EQ(*store_->CancelSweep(sweep_id), 2);
+  EXPECT_TRUE(store_->QueuedJobsFor("node-a", 10)->empty());
+  EXPECT_EQ(store_->CancelSweep(999).status().code(), StatusCode::kNotFound);
+}
+
+TEST_F(StoreTest, UserQueriesAreReadOnlyAndErrorsAreClear) {
+  auto write = store_->Query("delete from hosts", 10);
+  ASSERT_FALSE(write.ok());
+  EXPECT_NE(write.status().message().find("read-only"), std::string::npos);
+  auto bad = store_->Query("select nope from nowhere", 10);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("no such table"), std::string::npos);
+  auto many = store_->Query("with recursive c(x) as (select 1 union all select x+1 from c "
+                            "where x < 50) select x from c", 10);
+  ASSERT_TRUE(many.ok());
+  EXPECT_EQ(many->rows.size(), 10u);
+  EXPECT_TRUE(many->truncated);
+}
+
+TEST_F(StoreTest, NewerSchemaIsRefused) {
+  store_.reset();
+  {
+    auto db = Database::Open(path_, SQLITE_OPEN_READWRITE);
+    ASSERT_TRUE(db.ok());
+    ASSERT_TRUE((*db)->Exec("PRAGMA user_version = 999").ok());
+  }
+  auto reopened = Store::Open(path_);
+  ASSERT_FALSE(reopened.ok());
+  EXPECT_NE(reopened.status().message().find("newer"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace benchfleet
