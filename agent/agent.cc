@@ -1,0 +1,231 @@
+#include "agent/agent.h"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+
+#include "common/host_probe.h"
+#include "common/log.h"
+#include "common/transport.h"
+
+namespace benchfleet {
+namespace {
+
+// Reconnect backoff after the coordinator went silent: 1 s doubling up to 32 s.
+constexpr int kReconnectBackoffMaxMs = 32000;
+// Longest the loop sleeps in one poll, so timers stay punctual.
+constexpr int kAgentTickMs = 100;
+
+}  // namespace
+
+nlohmann::json ProbeWorker(const std::string& worker_path) {
+  std::string command = "'" + worker_path + "' --probe 2>/dev/null";
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) return {{"error", "cannot run " + worker_path}};
+  std::string output;
+  std::array<char, 4096> buffer;
+  size_t n;
+  while ((n = fread(buffer.data(), 1, buffer.size(), pipe)) > 0) output.append(buffer.data(), n);
+  int status = pclose(pipe);
+  auto probe = nlohmann::json::parse(output, nullptr, false);
+  if (status != 0 || probe.is_discarded() || !probe.is_object()) {
+    return {{"error", worker_path + " --probe failed (exit status " + std::to_string(status) +
+                          "); jobs on this agent will fail until the worker runs"}};
+  }
+  return probe;
+}
+
+AgentDaemon::AgentDaemon(AgentOptions options)
+    : options_(std::move(options)), heartbeat_ms_(options_.heartbeat_ms), liveness_(options_.liveness) {}
+
+AgentDaemon::~AgentDaemon() = default;
+
+Status AgentDaemon::Start() {
+  if (options_.cpus.empty()) options_.cpus = AllowedCpus();
+  spool_ = std::make_unique<SpoolDirectory>(options_.state_dir + "/spool");
+  RETURN_IF_ERROR(spool_->Open());
+  runner_ = std::make_unique<WorkerRunner>(
+      RunnerOptions{options_.worker_path, options_.state_dir + "/jobs", options_.cpus});
+
+  nlohmann::json torch = ProbeWorker(options_.worker_path);
+  if (torch.contains("error")) LOG_WARN(torch["error"].get<std::string>());
+  capabilities_ = {{"host", ProbeHost()},
+                   {"torch", torch},
+                   {"gpus", torch.value("gpus", nlohmann::json::array())},
+                   {"cpus", FormatCpuList(options_.cpus)}};
+  // A new routing id per process: a restarted agent is a new peer to the coordinator.
+  routing_id_ = options_.name + "/" + std::to_string(getpid());
+  RETURN_IF_ERROR(Connect());
+  size_t pending = spool_->List().size();
+  LOG_INFO("agent " << options_.name << " on CPUs " << FormatCpuList(options_.cpus) << ", "
+                    << pending << " spooled results to deliver, coordinator " << options_.coordinator);
+  return Status::Ok();
+}
+
+Status AgentDaemon::Connect() {
+  // Paranoid Pirate: a fresh socket drops whatever was queued for the silent peer.
+  socket_.reset();
+  auto socket = ConnectDealer(context_, options_.coordinator, routing_id_);
+  if (!socket.ok()) {
+    reconnect_at_ = MonoNow() + Millis(reconnect_backoff_ms_);
+    return socket.status();
+  }
+  socket->set(zmq::sockopt::reconnect_ivl, kHeartbeatIntervalMs);
+  socket->set(zmq::sockopt::reconnect_ivl_max, kReconnectBackoffMaxMs);
+  socket_ = std::make_unique<zmq::socket_t>(std::move(*socket));
+  registered_ = false;
+  MonoTime now = MonoNow();
+  last_heard_ = now;
+  next_register_ = now;
+  next_heartbeat_ = now;
+  next_resend_ = now;
+  return Status::Ok();
+}
+
+void AgentDaemon::Send(const Message& message) {
+  if (!socket_) return;
+  Status sent = SendMessage(*socket_, message);
+  if (!sent.ok()) LOG_DEBUG("send " << message.type << ": " << sent.message());
+}
+
+Status AgentDaemon::Run(const std::atomic<bool>* stop) {
+  while (!stop->load()) {
+    if (!socket_ && MonoNow() >= reconnect_at_) {
+      Status connected = Connect();
+      if (!connected.ok()) LOG_ERROR(connected.message());
+    }
+    if (!socket_) {
+      usleep(kAgentTickMs * 1000);  // backing off before the next connection attempt
+      if (auto result = runner_->Poll()) Store(*result, runner_->job().job_id, runner_->job().attempt);
+      continue;
+    }
+    auto readable = PollReadable({socket_.get()}, kAgentTickMs);
+    for (int i = 0; readable[0] && i < 100; ++i) {
+      auto frames = ReceiveFrames(*socket_);
+      if (!frames.ok() || !frames->has_value()) break;
+      last_heard_ = MonoNow();
+      if ((*frames)->size() != 1) {
+        LOG_WARN("dropped a message of " << (*frames)->size() << " frames from the coordinator");
+        continue;
+      }
+      auto decoded = Decode((*frames)->front());
+      if (!decoded.ok()) {
+        LOG_WARN("dropped a malformed message from the coordinator: " << decoded.status().message());
+        continue;
+      }
+      Handle(*decoded);
+    }
+    if (auto result = runner_->Poll()) {
+      const WorkerJob& job = runner_->job();
+      LOG_INFO("job " << job.job_id << " attempt " << job.attempt << " finished: "
+                      << (result->value("ok", false) ? "ok" : result->value("error", std::string("failed"))));
+      Store(*result, job.job_id, job.attempt);
+    }
+    Timers();
+  }
+  runner_->Kill();
+  LOG_INFO("stopping");
+  return Status::Ok();
+}
+
+void AgentDaemon::Handle(const Message& message) {
+  const json& body = message.body;
+  if (message.type == msg::kRegistered) {
+    if (!registered_) LOG_INFO("registered with " << options_.coordinator);
+    registered_ = true;
+    heartbeat_ms_ = std::max(10, body["heartbeat_ms"].get<int>());
+    liveness_ = std::max(1, body["liveness"].get<int>());
+    reconnect_backoff_ms_ = kHeartbeatIntervalMs;
+    SendSpooled();
+  } else if (message.type == msg::kHeartbeat) {
+    // last_heard_ is enough.
+  } else if (message.type == msg::kJob) {
+    StartJob(body);
+  } else if (message.type == msg::kAck) {
+    Status removed = spool_->Remove(body["job_id"], body["attempt"]);
+    if (!removed.ok()) LOG_ERROR(removed.message());
+    LOG_DEBUG("ack job " << body["job_id"] << ": " << body["outcome"]);
+  } else if (message.type == msg::kError) {
+    const std::string code = body["code"];
+    if (code == "not_found") {
+      registered_ = false;  // the coordinator restarted or took us for dead
+      next_register_ = MonoNow();
+    } else {
+      LOG_WARN("coordinator says " << code << ": " << body["message"].get<std::string>());
+    }
+  } else {
+    LOG_WARN("ignored unexpected message \"" << message.type << "\" from the coordinator");
+  }
+}
+
+void AgentDaemon::StartJob(const json& body) {
+  WorkerJob job;
+  job.job_id = body["job_id"];
+  job.attempt = body["attempt"];
+  job.timeout_s = body["timeout_s"];
+  job.spec = body["spec"];
+  if (runner_->busy()) {
+    Send(MakeMessage(msg::kError, {{"code", "failed_precondition"},
+                                   {"message", "agent is busy with job " +
+                                                   std::to_string(runner_->job().job_id)},
+                                   {"job_id", job.job_id},
+                                   {"attempt", job.attempt}}));
+    return;
+  }
+  if (!(job.timeout_s > 0)) job.timeout_s = kJobStartupAllowanceS;
+  Status started = runner_->Start(job);
+  if (!started.ok()) Store(FailedResult(job, "cannot start the worker: " + started.message()), job.job_id, job.attempt);
+}
+
+void AgentDaemon::Store(const json& result, int64_t job_id, int attempt) {
+  Status spooled = spool_->Put({job_id, attempt, result});
+  if (!spooled.ok()) {
+    // Better to send it unspooled than to lose it; the coordinator's ack makes it safe.
+    LOG_ERROR("cannot spool result of job " << job_id << ": " << spooled.message());
+  }
+  if (registered_) {
+    Send(MakeMessage(msg::kResult, {{"job_id", job_id}, {"attempt", attempt}, {"result", result}}));
+  }
+}
+
+void AgentDaemon::SendSpooled() {
+  for (const SpooledResult& entry : spool_->List()) {
+    Send(MakeMessage(msg::kResult,
+                     {{"job_id", entry.job_id}, {"attempt", entry.attempt}, {"result", entry.result}}));
+  }
+  next_resend_ = MonoNow() + Millis(kResultResendIntervalMs);
+}
+
+void AgentDaemon::Timers() {
+  MonoTime now = MonoNow();
+  if (!registered_) {
+    if (now >= next_register_) {
+      Send(MakeMessage(msg::kRegister, {{"agent", options_.name},
+                                        {"tags", options_.tags},
+                                        {"capabilities", capabilities_}}));
+      next_register_ = now + Millis(kRegisterRetryMs);
+    }
+  } else {
+    if (now >= next_heartbeat_) {
+      json running = nullptr;
+      if (runner_->busy()) running = {{"job_id", runner_->job().job_id}, {"attempt", runner_->job().attempt}};
+      Send(MakeMessage(msg::kHeartbeat, {{"running", running}}));
+      next_heartbeat_ = now + Millis(heartbeat_ms_);
+    }
+    if (now >= next_resend_) SendSpooled();
+  }
+  if (socket_ && now - last_heard_ > Millis(int64_t{heartbeat_ms_} * liveness_)) {
+    LOG_WARN("coordinator silent for " << (int64_t{heartbeat_ms_} * liveness_)
+                                       << " ms; reconnecting in " << reconnect_backoff_ms_ << " ms");
+    // Drop the socket now; Run() makes a new one when the backoff has passed. The worker
+    // keeps running meanwhile and its result is spooled as soon as it ends.
+    socket_.reset();
+    registered_ = false;
+    reconnect_at_ = now + Millis(reconnect_backoff_ms_);
+    reconnect_backoff_ms_ = std::min(reconnect_backoff_ms_ * 2, kReconnectBackoffMaxMs);
+  }
+}
+
+}  // namespace benchfleet

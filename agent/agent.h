@@ -1,0 +1,72 @@
+// The agent daemon: registers this host with the coordinator, heartbeats, runs offered
+// jobs one at a time in worker processes, and delivers every result (from its spool)
+// until the coordinator acknowledges it.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <vector>
+#include <zmq.hpp>
+
+#include "agent/runner.h"
+#include "agent/spool.h"
+#include "common/clock.h"
+#include "common/limits.h"
+#include "common/protocol.h"
+
+namespace benchfleet {
+
+struct AgentOptions {
+  std::string coordinator = "tcp://127.0.0.1:5556";
+  std::string name;              // default: the host name
+  std::vector<std::string> tags;
+  std::vector<int> cpus;         // default: every CPU this process may use
+  std::string worker_path;       // default: benchfleet-worker beside this program
+  std::string state_dir;         // spool/ and jobs/ below it
+  int heartbeat_ms = kHeartbeatIntervalMs;
+  int liveness = kHeartbeatLiveness;
+};
+
+class AgentDaemon {
+ public:
+  explicit AgentDaemon(AgentOptions options);
+  ~AgentDaemon();
+
+  // Probes the host and the worker, opens the spool, connects.
+  Status Start();
+  // Serves until *stop becomes true.
+  Status Run(const std::atomic<bool>* stop);
+  const nlohmann::json& capabilities() const { return capabilities_; }
+
+ private:
+  Status Connect();
+  void Send(const Message& message);
+  void Handle(const Message& message);
+  void StartJob(const json& body);
+  void SendSpooled();
+  void Store(const json& result, int64_t job_id, int attempt);
+  void Timers();
+
+  AgentOptions options_;
+  nlohmann::json capabilities_;
+  zmq::context_t context_;
+  std::unique_ptr<zmq::socket_t> socket_;
+  std::unique_ptr<SpoolDirectory> spool_;
+  std::unique_ptr<WorkerRunner> runner_;
+  std::string routing_id_;
+  bool registered_ = false;
+  int heartbeat_ms_;  // as the coordinator asked in "registered"
+  int liveness_;
+  MonoTime last_heard_;        // any message from the coordinator
+  MonoTime next_heartbeat_;
+  MonoTime next_register_;
+  MonoTime next_resend_;
+  MonoTime reconnect_at_;      // while there is no socket: when to make the next one
+  int reconnect_backoff_ms_ = kHeartbeatIntervalMs;
+};
+
+// Runs `benchfleet-worker --probe` and returns its JSON, or {"error": ...}.
+nlohmann::json ProbeWorker(const std::string& worker_path);
+
+}  // namespace benchfleet

@@ -1,0 +1,83 @@
+// benchfleet-agent: parses flags and runs the agent until SIGINT/SIGTERM.
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <csignal>
+#include <filesystem>
+
+#include "agent/agent.h"
+#include "common/host_probe.h"
+#include "common/log.h"
+
+namespace {
+std::atomic<bool> stop_requested{false};
+void RequestStop(int) { stop_requested = true; }
+
+std::string DefaultWorkerPath() {
+  std::error_code ec;
+  auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) return "benchfleet-worker";
+  return (self.parent_path() / "benchfleet-worker").string();
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  benchfleet::AgentOptions options;
+  char hostname[256] = {0};
+  gethostname(hostname, sizeof hostname - 1);
+  options.name = hostname;
+  options.worker_path = DefaultWorkerPath();
+  std::string tags, cpus;
+
+  CLI::App app{"benchfleet-agent: runs benchmark jobs from a benchfleet coordinator on this host"};
+  app.add_option("--coordinator", options.coordinator, "coordinator's agent endpoint")
+      ->capture_default_str();
+  app.add_option("--name", options.name, "agent name, unique in the fleet")->capture_default_str();
+  app.add_option("--tags", tags, "comma-separated tags a sweep's select can match");
+  app.add_option("--cpus", cpus, "CPUs jobs may use, e.g. 0-3,6 (default: all allowed)");
+  app.add_option("--worker", options.worker_path, "path of benchfleet-worker")->capture_default_str();
+  app.add_option("--state-dir", options.state_dir,
+                 "directory for the result spool and job files (default /var/tmp/benchfleet-agent-NAME)");
+  app.add_option("--heartbeat-ms", options.heartbeat_ms, "heartbeat interval before registration")
+      ->check(CLI::Range(10, 60000))->capture_default_str();
+  bool verbose = false;
+  app.add_flag("-v,--verbose", verbose, "log debug messages");
+  CLI11_PARSE(app, argc, argv);
+
+  benchfleet::SetLogComponent("agent " + options.name);
+  if (verbose) benchfleet::SetLogLevel(benchfleet::LogLevel::kDebug);
+  if (!tags.empty()) {
+    std::stringstream in(tags);
+    std::string tag;
+    while (std::getline(in, tag, ',')) {
+      if (!tag.empty()) options.tags.push_back(tag);
+    }
+  }
+  if (!cpus.empty()) {
+    auto parsed = benchfleet::ParseCpuList(cpus);
+    if (!parsed.ok()) {
+      LOG_ERROR("--cpus: " << parsed.status().message());
+      return 2;
+    }
+    auto allowed = benchfleet::AllowedCpus();
+    for (int cpu : *parsed) {
+      if (std::find(allowed.begin(), allowed.end(), cpu) == allowed.end()) {
+        LOG_ERROR("--cpus: CPU " << cpu << " is not available to this process (allowed: "
+                                 << benchfleet::FormatCpuList(allowed) << ")");
+        return 2;
+      }
+    }
+    options.cpus = *parsed;
+  }
+  if (options.state_dir.empty()) options.state_dir = "/var/tmp/benchfleet-agent-" + options.name;
+  std::signal(SIGINT, RequestStop);
+  std::signal(SIGTERM, RequestStop);
+
+  benchfleet::AgentDaemon agent(options);
+  benchfleet::Status started = agent.Start();
+  if (!started.ok()) {
+    LOG_ERROR(started.message());
+    return 1;
+  }
+  return agent.Run(&stop_requested).ok() ? 0 : 1;
+}

@@ -1,0 +1,216 @@
+#include "cli/commands.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "cli/client.h"
+#include "common/clock.h"
+#include "common/sweep.h"
+
+namespace benchfleet {
+namespace {
+
+// How often `submit --wait` asks for progress.
+constexpr int kProgressPollMs = 250;
+constexpr int kProgressBarWidth = 30;
+
+// Columns `results` shows as a table unless --all-columns is given.
+const std::vector<std::string> kResultTableColumns = {
+    "job_id", "host",   "model",  "mode",   "dtype",   "batch_size",       "threads",
+    "n",      "median_ms", "p90_ms", "iqr_ms", "throughput_per_s", "effective_threads", "peak_rss_mb"};
+
+int Fail(const Status& status) {
+  std::cerr << "benchfleet: " << status.message() << "\n";
+  return status.code() == StatusCode::kInvalidArgument ? 2 : 1;
+}
+
+StatusOr<std::unique_ptr<CoordinatorClient>> Connect(const ClientOptions& client) {
+  return CoordinatorClient::Connect(client.coordinator, client.timeout_ms);
+}
+
+void PrintRows(const json& reply, RowFormat format, const std::vector<std::string>& only = {}) {
+  std::vector<std::string> columns = reply["columns"].get<std::vector<std::string>>();
+  json rows = reply["rows"];
+  if (!only.empty() && format == RowFormat::kTable) {
+    std::vector<size_t> keep;
+    for (const auto& name : only) {
+      for (size_t c = 0; c < columns.size(); ++c) {
+        if (columns[c] == name) keep.push_back(c);
+      }
+    }
+    json narrowed = json::array();
+    for (const auto& row : rows) {
+      json line = json::array();
+      for (size_t c : keep) line.push_back(row[c]);
+      narrowed.push_back(std::move(line));
+    }
+    std::vector<std::string> names;
+    for (size_t c : keep) names.push_back(columns[c]);
+    columns = names;
+    rows = narrowed;
+  }
+  std::cout << FormatRows(columns, rows, format);
+  if (reply.value("truncated", false)) {
+    std::cerr << "benchfleet: output truncated to " << rows.size() << " rows\n";
+  }
+}
+
+std::string ProgressLine(const json& sweep, double elapsed_s) {
+  const json& jobs = sweep["jobs"];
+  int64_t total = jobs["total"], done = jobs["done"], failed = jobs["failed"],
+          running = jobs["running"], cancelled = jobs["cancelled"];
+  int64_t ended = done + failed + cancelled;
+  int filled = total > 0 ? static_cast<int>(kProgressBarWidth * ended / total) : kProgressBarWidth;
+  std::string bar = "[" + std::string(filled, '#') + std::string(kProgressBarWidth - filled, '.') + "]";
+  char line[256];
+  snprintf(line, sizeof line, "%s %lld/%lld jobs  running %lld  failed %lld  %.0fs", bar.c_str(),
+           static_cast<long long>(ended), static_cast<long long>(total),
+           static_cast<long long>(running), static_cast<long long>(failed), elapsed_s);
+  return line;
+}
+
+int WaitForSweep(CoordinatorClient& client, int64_t sweep_id, double timeout_s) {
+  const bool tty = isatty(STDERR_FILENO);
+  MonoTime start = MonoNow();
+  std::string last_line;
+  while (true) {
+    auto reply = client.Call(msg::kStatus, {{"sweep_id", sweep_id}});
+    if (!reply.ok()) {
+      if (tty) std::cerr << "\n";
+      return Fail(reply.status());
+    }
+    const json sweep = reply->body["sweeps"].at(0);
+    double elapsed = std::chrono::duration<double>(MonoNow() - start).count();
+    std::string line = ProgressLine(sweep, elapsed);
+    // On a terminal the bar redraws in place; in a log, a line only when counts change.
+    std::string counts = line.substr(0, line.rfind("  "));
+    if (tty) {
+      std::cerr << "\r" << line << std::flush;
+    } else if (counts != last_line) {
+      std::cerr << line << "\n";
+    }
+    last_line = counts;
+    if (sweep["state"] != "running") {
+      if (tty) std::cerr << "\n";
+      int64_t failed = sweep["jobs"]["failed"];
+      if (failed > 0) {
+        std::cerr << "benchfleet: " << failed << " job(s) of sweep " << sweep_id
+                  << " failed; see: benchfleet query \"select job_id, host, error from "
+                     "job_failures where sweep_id = "
+                  << sweep_id << "\"\n";
+        return 1;
+      }
+      std::cerr << "sweep " << sweep_id << " " << sweep["state"].get<std::string>() << "\n";
+      return sweep["state"] == "done" ? 0 : 1;
+    }
+    if (timeout_s > 0 && elapsed > timeout_s) {
+      if (tty) std::cerr << "\n";
+      std::cerr << "benchfleet: sweep " << sweep_id << " still running after " << timeout_s
+                << " s; it goes on (see benchfleet status)\n";
+      return 1;
+    }
+    usleep(kProgressPollMs * 1000);
+  }
+}
+
+}  // namespace
+
+int SubmitCommand(const ClientOptions& client_options, const SubmitOptions& options) {
+  std::ifstream in(options.file);
+  if (!in) return Fail(InvalidArgument("cannot read sweep file " + options.file));
+  std::stringstream text;
+  text << in.rdbuf();
+  // Validate here first so a user gets the error without a round trip; the coordinator
+  // validates again (it trusts no client).
+  auto sweep = ParseSweepText(text.str());
+  if (!sweep.ok()) {
+    return Fail(InvalidArgument(options.file + ": " + sweep.status().message() +
+                                "; nothing was enqueued"));
+  }
+  auto client = Connect(client_options);
+  if (!client.ok()) return Fail(client.status());
+  auto reply = (*client)->Call(msg::kSubmit, {{"sweep", sweep->source}});
+  if (!reply.ok()) return Fail(reply.status());
+  int64_t sweep_id = reply->body["sweep_id"];
+  std::string agents;
+  for (const auto& a : reply->body["agents"]) agents += (agents.empty() ? "" : ", ") + a.get<std::string>();
+  std::cout << "sweep " << sweep_id << " \"" << sweep->name << "\": " << reply->body["jobs"]
+            << " jobs" << (agents.empty() ? " for any matching agent" : " on " + agents) << "\n"
+            << std::flush;
+  if (!options.wait) return 0;
+  return WaitForSweep(**client, sweep_id, options.wait_timeout_s);
+}
+
+int StatusCommand(const ClientOptions& client_options, std::optional<int64_t> sweep_id,
+                  RowFormat format) {
+  auto client = Connect(client_options);
+  if (!client.ok()) return Fail(client.status());
+  json fields = json::object();
+  if (sweep_id) fields["sweep_id"] = *sweep_id;
+  auto reply = (*client)->Call(msg::kStatus, fields);
+  if (!reply.ok()) return Fail(reply.status());
+  const json& body = reply->body;
+  if (format == RowFormat::kJson) {
+    std::cout << json({{"sweeps", body["sweeps"]}, {"agents", body["agents"]},
+                       {"counters", body["counters"]}}).dump(2) << "\n";
+    return 0;
+  }
+  json sweep_rows = json::array();
+  for (const auto& s : body["sweeps"]) {
+    const json& j = s["jobs"];
+    sweep_rows.push_back({s["sweep_id"], s["name"], s["state"], j["total"], j["queued"], j["running"],
+                          j["done"], j["failed"], j["cancelled"], s["created_at"]});
+  }
+  std::cout << "sweeps\n"
+            << FormatRows({"sweep_id", "name", "state", "jobs", "queued", "running", "done", "failed",
+                           "cancelled", "created_at"}, sweep_rows, format);
+  json agent_rows = json::array();
+  for (const auto& a : body["agents"]) {
+    agent_rows.push_back({a["agent"], a["state"], a["job_id"], a["last_seen_ms_ago"]});
+  }
+  std::cout << "\nagents\n"
+            << FormatRows({"agent", "state", "job_id", "last_seen_ms_ago"}, agent_rows, format);
+  if (format == RowFormat::kTable) {
+    std::cout << "\ncounters";
+    for (const auto& [name, value] : body["counters"].items()) std::cout << "  " << name << "=" << value;
+    std::cout << "\n";
+  }
+  return 0;
+}
+
+int ResultsCommand(const ClientOptions& client_options, std::optional<int64_t> sweep_id,
+                   RowFormat format, bool all_columns) {
+  auto client = Connect(client_options);
+  if (!client.ok()) return Fail(client.status());
+  json fields = json::object();
+  if (sweep_id) fields["sweep_id"] = *sweep_id;
+  auto reply = (*client)->Call(msg::kResults, fields);
+  if (!reply.ok()) return Fail(reply.status());
+  PrintRows(reply->body, format, all_columns ? std::vector<std::string>{} : kResultTableColumns);
+  return 0;
+}
+
+int QueryCommand(const ClientOptions& client_options, const std::string& sql, RowFormat format) {
+  auto client = Connect(client_options);
+  if (!client.ok()) return Fail(client.status());
+  auto reply = (*client)->Call(msg::kQuery, {{"sql", sql}});
+  if (!reply.ok()) return Fail(reply.status());
+  PrintRows(reply->body, format);
+  return 0;
+}
+
+int CancelCommand(const ClientOptions& client_options, int64_t sweep_id) {
+  auto client = Connect(client_options);
+  if (!client.ok()) return Fail(client.status());
+  auto reply = (*client)->Call(msg::kCancel, {{"sweep_id", sweep_id}});
+  if (!reply.ok()) return Fail(reply.status());
+  std::cout << "sweep " << sweep_id << " cancelled; " << reply->body["jobs_cancelled"]
+            << " queued jobs dropped\n";
+  return 0;
+}
+
+}  // namespace benchfleet

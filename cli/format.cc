@@ -1,0 +1,106 @@
+#include "cli/format.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+namespace benchfleet {
+
+StatusOr<RowFormat> ParseRowFormat(const std::string& name) {
+  if (name == "table") return RowFormat::kTable;
+  if (name == "json") return RowFormat::kJson;
+  if (name == "csv") return RowFormat::kCsv;
+  return InvalidArgument("--format must be table, json or csv, got \"" + name + "\"");
+}
+
+std::string FormatCell(const nlohmann::json& value) {
+  if (value.is_null()) return "";
+  if (value.is_string()) return value.get<std::string>();
+  if (value.is_number_float()) {
+    double v = value.get<double>();
+    char buf[64];
+    double magnitude = std::fabs(v);
+    if (magnitude >= 1000) {
+      snprintf(buf, sizeof buf, "%.0f", v);
+    } else if (magnitude >= 1 || v == 0) {
+      snprintf(buf, sizeof buf, "%.3f", v);
+    } else {
+      snprintf(buf, sizeof buf, "%.4g", v);
+    }
+    return buf;
+  }
+  return value.dump();
+}
+
+namespace {
+
+std::string CsvCell(const nlohmann::json& value) {
+  std::string text = value.is_string() ? value.get<std::string>()
+                     : value.is_null() ? ""
+                                       : value.dump();
+  if (text.find_first_of(",\"\n\r") == std::string::npos) return text;
+  std::string quoted = "\"";
+  for (char c : text) {
+    if (c == '"') quoted += '"';
+    quoted += c;
+  }
+  return quoted + "\"";
+}
+
+bool IsNumber(const nlohmann::json& value) { return value.is_number(); }
+
+}  // namespace
+
+std::string FormatRows(const std::vector<std::string>& columns, const nlohmann::json& rows,
+                       RowFormat format) {
+  std::string out;
+  if (format == RowFormat::kJson) {
+    nlohmann::json objects = nlohmann::json::array();
+    for (const auto& row : rows) {
+      nlohmann::json object = nlohmann::json::object();
+      for (size_t c = 0; c < columns.size() && c < row.size(); ++c) object[columns[c]] = row[c];
+      objects.push_back(std::move(object));
+    }
+    return objects.dump(2) + "\n";
+  }
+  if (format == RowFormat::kCsv) {
+    for (size_t c = 0; c < columns.size(); ++c) out += (c ? "," : "") + CsvCell(columns[c]);
+    out += "\n";
+    for (const auto& row : rows) {
+      for (size_t c = 0; c < row.size(); ++c) out += (c ? "," : "") + CsvCell(row[c]);
+      out += "\n";
+    }
+    return out;
+  }
+  std::vector<size_t> widths;
+  for (const auto& name : columns) widths.push_back(name.size());
+  std::vector<std::vector<std::string>> cells;
+  for (const auto& row : rows) {
+    std::vector<std::string> line;
+    for (size_t c = 0; c < columns.size(); ++c) {
+      line.push_back(c < row.size() ? FormatCell(row[c]) : "");
+      widths[c] = std::max(widths[c], line.back().size());
+    }
+    cells.push_back(std::move(line));
+  }
+  auto pad = [](const std::string& text, size_t width, bool right) {
+    std::string fill(width - std::min(width, text.size()), ' ');
+    return right ? fill + text : text + fill;
+  };
+  for (size_t c = 0; c < columns.size(); ++c) out += (c ? "  " : "") + pad(columns[c], widths[c], false);
+  out += "\n";
+  for (size_t c = 0; c < columns.size(); ++c) out += (c ? "  " : "") + std::string(widths[c], '-');
+  out += "\n";
+  for (size_t r = 0; r < cells.size(); ++r) {
+    for (size_t c = 0; c < columns.size(); ++c) {
+      bool right = c < rows[r].size() && IsNumber(rows[r][c]);
+      out += (c ? "  " : "") + pad(cells[r][c], widths[c], right);
+    }
+    // Trailing blanks of a left-aligned last column add nothing.
+    while (!out.empty() && out.back() == ' ') out.pop_back();
+    out += "\n";
+  }
+  return out;
+}
+
+}  // namespace benchfleet

@@ -1,0 +1,64 @@
+// benchfleet: the command-line client. Parses flags (CLI11) and calls cli/commands.
+#include <CLI/CLI.hpp>
+#include <cstdlib>
+#include <iostream>
+
+#include "cli/commands.h"
+#include "common/limits.h"
+
+int main(int argc, char** argv) {
+  using namespace benchfleet;
+  CLI::App app{"benchfleet: submit benchmark sweeps to a benchfleet coordinator and read results"};
+  app.require_subcommand(1);
+  ClientOptions client;
+  const char* env = std::getenv("BENCHFLEET_COORDINATOR");
+  client.coordinator = env && *env ? env : "tcp://127.0.0.1:5555";
+  double timeout_s = kClientReplyTimeoutMs / 1000.0;
+  app.add_option("--coordinator", client.coordinator,
+                 "coordinator's client endpoint (env BENCHFLEET_COORDINATOR)")
+      ->capture_default_str();
+  app.add_option("--timeout", timeout_s, "seconds to wait for each reply")
+      ->check(CLI::PositiveNumber)->capture_default_str();
+  std::string format_name = "table";
+  std::optional<int64_t> sweep_id;
+
+  SubmitOptions submit;
+  auto* submit_cmd = app.add_subcommand("submit", "submit a sweep file");
+  submit_cmd->add_option("FILE", submit.file, "sweep file (JSON, see schemas/sweep.md)")->required();
+  submit_cmd->add_flag("--wait", submit.wait, "show progress and wait until the sweep has finished");
+  submit_cmd->add_option("--wait-timeout", submit.wait_timeout_s,
+                         "stop waiting after this many seconds (0: no limit)");
+
+  auto* status_cmd = app.add_subcommand("status", "show sweeps, agents and counters");
+  status_cmd->add_option("--sweep", sweep_id, "only this sweep");
+  status_cmd->add_option("--format", format_name, "table, json or csv")->capture_default_str();
+
+  bool all_columns = false;
+  auto* results_cmd = app.add_subcommand("results", "show results (the result_summary view)");
+  results_cmd->add_option("--sweep", sweep_id, "only this sweep");
+  results_cmd->add_option("--format", format_name, "table, json or csv")->capture_default_str();
+  results_cmd->add_flag("--all-columns", all_columns, "every column of result_summary in the table");
+
+  std::string sql;
+  auto* query_cmd = app.add_subcommand("query", "run a read-only SQL statement on the results store");
+  query_cmd->add_option("SQL", sql, "one SQL statement, e.g. \"select * from result_summary\"")->required();
+  query_cmd->add_option("--format", format_name, "table, json or csv")->capture_default_str();
+
+  int64_t cancel_id = 0;
+  auto* cancel_cmd = app.add_subcommand("cancel", "cancel the queued jobs of a sweep");
+  cancel_cmd->add_option("SWEEP_ID", cancel_id, "sweep id")->required();
+
+  CLI11_PARSE(app, argc, argv);
+  client.timeout_ms = static_cast<int>(timeout_s * 1000);
+  auto format = ParseRowFormat(format_name);
+  if (!format.ok()) {
+    std::cerr << "benchfleet: " << format.status().message() << "\n";
+    return 2;
+  }
+  if (*submit_cmd) return SubmitCommand(client, submit);
+  if (*status_cmd) return StatusCommand(client, sweep_id, *format);
+  if (*results_cmd) return ResultsCommand(client, sweep_id, *format, all_columns);
+  if (*query_cmd) return QueryCommand(client, sql, *format);
+  if (*cancel_cmd) return CancelCommand(client, cancel_id);
+  return 2;
+}
