@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# Installs dependencies, builds, and runs the whole test suite with ctest.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+deploy/install-deps.sh
+deploy/build.sh
+build_dir=${BENCHFLEET_BUILD_DIR:-build}
+# Daemon tests are heavy on a 2-core machine; they run one at a time.
+ctest --test-dir "$build_dir" --output-on-failure --timeout 900 "$@"

@@ -1,0 +1,71 @@
+// Test support: a real fleet on loopback — one benchfleet-coordinator and any number of
+// benchfleet-agent processes with their own state directories — plus a client.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "cli/client.h"
+#include "tests/process.h"
+
+namespace benchfleet::testing {
+
+struct FleetOptions {
+  int heartbeat_ms = 500;
+  int liveness = 3;
+  std::vector<std::string> coordinator_flags;
+};
+
+class Fleet {
+ public:
+  explicit Fleet(FleetOptions options = {});
+  ~Fleet();
+
+  // Starts the coordinator on wildcard loopback ports; false if it was not serving in time.
+  bool StartCoordinator();
+  bool StartAgent(const std::string& name, const std::vector<std::string>& extra_flags = {});
+  ChildProcess& agent(const std::string& name) { return *agents_.at(name); }
+  ChildProcess& coordinator() { return coordinator_; }
+
+  CoordinatorClient& client();
+  // Status reply body, or null if the coordinator did not answer.
+  nlohmann::json Status();
+  bool WaitForAgents(size_t count, std::chrono::milliseconds timeout);
+  // Waits until the sweep is no longer running; returns its status object (or null).
+  nlohmann::json WaitForSweep(int64_t sweep_id, std::chrono::milliseconds timeout);
+  // Submits a sweep; returns the sweep id or -1 (with the error in *error).
+  int64_t Submit(const nlohmann::json& sweep, std::string* error = nullptr);
+
+  const std::string& db_path() const { return db_path_; }
+  const std::string& agents_endpoint() const { return agents_endpoint_; }
+  const std::string& clients_endpoint() const { return clients_endpoint_; }
+  std::string dir(const std::string& name) const { return dir_ / name; }
+  // The logs of every process, for a failure message.
+  std::string Logs() const;
+
+ private:
+  FleetOptions options_;
+  TempDir dir_;
+  std::string db_path_;
+  std::string agents_endpoint_;
+  std::string clients_endpoint_;
+  ChildProcess coordinator_;
+  std::map<std::string, std::unique_ptr<ChildProcess>> agents_;
+  std::unique_ptr<CoordinatorClient> client_;
+};
+
+// Opens `path` read-only and returns the first column of the first row of `sql`
+// as JSON (null when no row).
+nlohmann::json QueryValue(const std::string& path, const std::string& sql);
+// All rows of `sql` as an array of objects.
+nlohmann::json QueryRows(const std::string& path, const std::string& sql);
+
+extern const char* kCoordinatorBin;
+extern const char* kAgentBin;
+extern const char* kWorkerBin;
+extern const char* kCliBin;
+
+}  // namespace benchfleet::testing
