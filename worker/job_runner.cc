@@ -1,0 +1,188 @@
+#include "worker/job_runner.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <new>
+#include <sstream>
+
+#include "worker/clock.h"
+#include "worker/job_spec.h"
+#include "worker/process_info.h"
+#include "worker/sampler.h"
+#include "worker/stats.h"
+#include "worker/torch_runtime.h"
+#include "worker/workload.h"
+
+namespace benchfleet::worker {
+namespace {
+
+using nlohmann::json;
+
+// Seeds a result with the job's identity, echoed whenever it is readable so
+// the agent can file even a rejection under the right job.
+json ResultSkeleton(const json& job) {
+  json result = {{"ok", false}};
+  if (job.is_object()) {
+    for (const char* key : {"job_id", "attempt"}) {
+      if (job.contains(key) && job.at(key).is_number_integer()) result[key] = job.at(key);
+    }
+  }
+  return result;
+}
+
+JobOutcome Fail(json result, ExitCode code, const std::string& error) {
+  result["ok"] = false;
+  result["error"] = error;
+  return {std::move(result), code};
+}
+
+json StatsJson(const SampleStats& s, const Measurement& m) {
+  return {{"n", s.n},
+          {"median_ms", s.median_ms},
+          {"mean_ms", s.mean_ms},
+          {"stdev_ms", s.stdev_ms},
+          {"min_ms", s.min_ms},
+          {"max_ms", s.max_ms},
+          {"p90_ms", s.p90_ms},
+          {"p99_ms", s.p99_ms},
+          {"q1_ms", s.q1_ms},
+          {"q3_ms", s.q3_ms},
+          {"iqr_ms", s.iqr_ms},
+          {"noisy", s.noisy},
+          {"iters_per_sample", m.iters_per_sample},
+          {"timed_s", m.timed_s},
+          {"warmup_s", m.warmup_s}};
+}
+
+JobOutcome RunValidJob(const JobSpec& spec, json result) {
+  if (IsCudaDevice(spec.device)) {
+    if (!CudaAvailable()) {
+      return Fail(std::move(result), kExitRejected,
+                  "device \"" + spec.device +
+                      "\": this LibTorch build has no CUDA (or no GPU is visible); use \"cpu\"");
+    }
+    return Fail(std::move(result), kExitRejected,
+                "device \"" + spec.device + "\": GPU jobs are not supported yet; use \"cpu\"");
+  }
+  if (std::string error = ApplyThreadSettings(spec.threads, spec.interop_threads); !error.empty()) {
+    return Fail(std::move(result), kExitRejected, error);
+  }
+
+  const std::optional<double> rss_before = ResidentSetMiB();
+  const PreparedWorkload workload = PrepareWorkload(spec);
+  const Measurement m = MeasureWorkload(workload.iteration, spec.timing, SystemClock());
+  const SampleStats stats = Summarize(m.samples_ms, spec.timing.target_iqr);
+
+  result["ok"] = true;
+  result["job_id"] = spec.job_id;
+  result["attempt"] = spec.attempt;
+  result["device"] = spec.device;
+  result["model"] = spec.model;
+  result["mode"] = spec.mode;
+  result["dtype"] = spec.dtype;
+  result["batch_size"] = spec.batch_size;
+  result["threads"] = spec.threads;
+  result["stats"] = StatsJson(stats, m);
+  result["samples_ms"] = m.samples_ms;
+  result["throughput_per_s"] = static_cast<double>(spec.batch_size) * 1e3 / stats.median_ms;
+  result["effective_threads"] = m.effective_threads;
+  result["rss_before_model_mb"] = rss_before ? json(*rss_before) : json(nullptr);
+  result["param_bytes"] = workload.param_bytes;
+  result["runtime"] = RuntimeInfo();
+  return {std::move(result), kExitOk};
+}
+
+// Writes `text` to `path` so that readers see either nothing or all of it.
+bool WriteFileAtomically(const std::string& path, const std::string& text, std::string* error) {
+  const std::string temp = path + ".tmp." + std::to_string(getpid());
+  const int fd = open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    *error = "cannot create " + temp + ": " + std::strerror(errno);
+    return false;
+  }
+  std::size_t written = 0;
+  while (written < text.size()) {
+    const ssize_t n = write(fd, text.data() + written, text.size() - written);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    written += static_cast<std::size_t>(n);
+  }
+  const bool ok = written == text.size() && fsync(fd) == 0;
+  const int saved_errno = errno;
+  close(fd);
+  if (!ok || rename(temp.c_str(), path.c_str()) != 0) {
+    *error = "cannot write " + path + ": " + std::strerror(ok ? errno : saved_errno);
+    unlink(temp.c_str());
+    return false;
+  }
+  return true;
+}
+
+JobOutcome RunJobFromPath(const std::string& job_path) {
+  std::ifstream in(job_path);
+  if (!in) {
+    return Fail(json::object(), kExitRejected,
+                "cannot read job file " + job_path + ": " + std::strerror(errno));
+  }
+  std::stringstream text;
+  text << in.rdbuf();
+  json job = json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
+  if (job.is_discarded()) {
+    return Fail(json::object(), kExitRejected, "job file " + job_path + " is not valid JSON");
+  }
+  return RunJob(job);
+}
+
+}  // namespace
+
+JobOutcome RunJob(const json& job) {
+  json result = ResultSkeleton(job);
+  try {
+    std::string error;
+    const std::optional<JobSpec> spec = ParseJobSpec(job, &error);
+    if (!spec) return Fail(std::move(result), kExitRejected, error);
+    return RunValidJob(*spec, result);
+  } catch (const WorkloadError& e) {
+    return Fail(std::move(result), kExitRejected, e.what());
+  } catch (const std::bad_alloc&) {
+    return Fail(std::move(result), kExitRejected,
+                "out of memory; reduce batch_size or model_args.layers");
+  } catch (const std::exception& e) {
+    return Fail(std::move(result), kExitInternal, std::string("internal error: ") + e.what());
+  }
+}
+
+ExitCode RunJobFile(const std::string& job_path, const std::string& result_path) {
+  JobOutcome outcome;
+  try {
+    outcome = RunJobFromPath(job_path);
+  } catch (const std::exception& e) {
+    outcome = Fail(json::object(), kExitInternal, std::string("internal error: ") + e.what());
+  }
+  std::string error;
+  if (!WriteFileAtomically(
+          result_path, outcome.result.dump(-1, ' ', false, json::error_handler_t::replace) + "\n",
+          &error)) {
+    std::cerr << "benchfleet-worker: " << error << "\n";
+    return kExitInternal;
+  }
+  return outcome.exit_code;
+}
+
+ExitCode PrintProbe() {
+  try {
+    std::cout << ProbeInfo().dump() << std::endl;
+    return kExitOk;
+  } catch (const std::exception& e) {
+    std::cerr << "benchfleet-worker: probe failed: " << e.what() << "\n";
+    return kExitInternal;
+  }
+}
+
+}  // namespace benchfleet::worker

@@ -1,0 +1,38 @@
+// benchfleet-worker: runs one benchmark job with LibTorch (see schemas/worker.md).
+#include <CLI/CLI.hpp>
+#include <iostream>
+#include <string>
+
+#include "worker/job_runner.h"
+
+int main(int argc, char** argv) {
+  namespace worker = benchfleet::worker;
+  CLI::App app{
+      "Runs one benchmark job with LibTorch and writes its result JSON.\n"
+      "Exit codes: 0 ok, 2 job rejected or failed (result written, ok=false),\n"
+      "1 internal failure.",
+      "benchfleet-worker"};
+  std::string job_path;
+  std::string result_path;
+  bool probe = false;
+  auto* job = app.add_option("--job", job_path, "job JSON file to run");
+  auto* out = app.add_option("--out", result_path, "where to write the result JSON");
+  auto* probe_flag =
+      app.add_flag("--probe", probe, "print this build's and host's capabilities as JSON");
+  job->needs(out);
+  out->needs(job);
+  probe_flag->excludes(job)->excludes(out);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    // A malformed command line is the caller's bug, not the job's: exit 1.
+    const int code = app.exit(e);
+    return code == 0 ? worker::kExitOk : worker::kExitInternal;
+  }
+  if (probe) return worker::PrintProbe();
+  if (job_path.empty()) {
+    std::cerr << "benchfleet-worker: give --job FILE --out FILE, or --probe (see --help)\n";
+    return worker::kExitInternal;
+  }
+  return worker::RunJobFile(job_path, result_path);
+}

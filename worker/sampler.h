@@ -1,0 +1,60 @@
+#ifndef BENCHFLEET_WORKER_SAMPLER_H_
+#define BENCHFLEET_WORKER_SAMPLER_H_
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "worker/clock.h"
+
+namespace benchfleet::worker {
+
+// A timed block runs several iterations when one is shorter than this, so
+// that reading the clock (tens of nanoseconds) stays negligible per sample.
+inline constexpr double kMinBlockSeconds = 1e-3;
+
+// The calibrated block aims this much above kMinBlockSeconds so that ordinary
+// jitter rarely pushes a block under it.
+inline constexpr double kBlockTargetMargin = 1.2;
+
+// Upper bound on iterations per block; only reachable by a workload that
+// takes (almost) no time, and keeps calibration finite for it.
+inline constexpr std::int64_t kMaxItersPerSample = std::int64_t{1} << 24;
+
+// Once the stopping rule could hold, it is re-checked after the sample count
+// grows by n / kConvergenceCheckDivisor, keeping the sorting cost per sample
+// logarithmic instead of linear.
+inline constexpr std::size_t kConvergenceCheckDivisor = 16;
+
+struct TimingOptions {
+  double warmup_s = 0;    // run untimed iterations for at least this long
+  double min_time_s = 0;  // sample at least this long ...
+  double max_time_s = 0;  // ... and never longer than this
+  double target_iqr = 0;  // stop early once IQR / median falls below this
+};
+
+struct Measurement {
+  std::vector<double> samples_ms;  // per-iteration time of each block, in order
+  std::int64_t iters_per_sample = 1;
+  std::int64_t warmup_iterations = 0;
+  double warmup_s = 0;           // wall time actually spent warming up
+  double timed_s = 0;            // wall time of the sampling region
+  double cpu_s = 0;              // process CPU time during the sampling region
+  double effective_threads = 0;  // cpu_s / timed_s
+};
+
+// Measures `iteration` (one unit of work, e.g. one forward pass):
+//  1. warm-up: runs it until options.warmup_s has passed, at least once;
+//  2. block size: picks k iterations per sample so a block lasts at least
+//     kMinBlockSeconds (k = 1 when one iteration is already that long);
+//  3. sampling: times blocks of k, each sample being block time / k, until
+//     elapsed >= min_time_s, n >= kMinSamples and IQR/median < target_iqr,
+//     or until elapsed >= max_time_s. max_time_s is a hard cap: a workload
+//     slower than max_time_s / kMinSamples ends with fewer samples.
+// Requires positive times and min_time_s <= max_time_s.
+Measurement MeasureWorkload(const std::function<void()>& iteration, const TimingOptions& options,
+                            Clock& clock);
+
+}  // namespace benchfleet::worker
+
+#endif  // BENCHFLEET_WORKER_SAMPLER_H_

@@ -1,0 +1,142 @@
+#include "worker/torch_runtime.h"
+
+#include <ATen/Config.h>
+#include <ATen/Context.h>
+#include <ATen/Parallel.h>
+#include <c10/util/Exception.h>
+#include <dlfcn.h>
+#include <torch/cuda.h>
+#include <torch/version.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstddef>
+#include <vector>
+
+#include "worker/omp_wait_policy.h"
+#include "worker/process_info.h"
+
+namespace benchfleet::worker {
+namespace {
+
+using nlohmann::json;
+
+// OpenBLAS is found by symbol rather than linked: LibTorch reaches it through
+// the libblas.so.3 alternative, which may point at another BLAS.
+using OpenblasGetConfig = char* (*)();
+using OpenblasGetThreads = int (*)();
+using OpenblasSetThreads = void (*)(int);
+
+template <typename Fn>
+Fn FindSymbol(const char* name) {
+  return reinterpret_cast<Fn>(dlsym(RTLD_DEFAULT, name));
+}
+
+std::string BlasName() {
+  return FindSymbol<OpenblasGetConfig>("openblas_get_config") != nullptr ? "openblas" : "unknown";
+}
+
+json OpenblasThreads() {
+  auto get = FindSymbol<OpenblasGetThreads>("openblas_get_num_threads");
+  return get != nullptr ? json(get()) : json(nullptr);
+}
+
+json OptionalString(const std::optional<std::string>& value) {
+  return value ? json(*value) : json(nullptr);
+}
+
+// GPU names and memory via the CUDA driver API, loaded at run time so this
+// builds and runs on hosts without CUDA. Returns [] when the driver is absent.
+json ListGpus() {
+  json gpus = json::array();
+  void* driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (driver == nullptr) return gpus;
+  using CuInit = int (*)(unsigned);
+  using CuDeviceGetCount = int (*)(int*);
+  using CuDeviceGet = int (*)(int*, int);
+  using CuDeviceGetName = int (*)(char*, int, int);
+  using CuDeviceTotalMem = int (*)(std::size_t*, int);
+  auto init = reinterpret_cast<CuInit>(dlsym(driver, "cuInit"));
+  auto get_count = reinterpret_cast<CuDeviceGetCount>(dlsym(driver, "cuDeviceGetCount"));
+  auto get_device = reinterpret_cast<CuDeviceGet>(dlsym(driver, "cuDeviceGet"));
+  auto get_name = reinterpret_cast<CuDeviceGetName>(dlsym(driver, "cuDeviceGetName"));
+  auto total_mem = reinterpret_cast<CuDeviceTotalMem>(dlsym(driver, "cuDeviceTotalMem_v2"));
+  constexpr int kCudaSuccess = 0;
+  constexpr int kNameLength = 256;
+  constexpr double kBytesPerMiB = 1024.0 * 1024.0;
+  int count = 0;
+  if (init != nullptr && get_count != nullptr && get_device != nullptr && get_name != nullptr &&
+      total_mem != nullptr && init(0) == kCudaSuccess && get_count(&count) == kCudaSuccess) {
+    for (int i = 0; i < count; ++i) {
+      int device = 0;
+      char name[kNameLength] = {};
+      std::size_t bytes = 0;
+      if (get_device(&device, i) != kCudaSuccess ||
+          get_name(name, kNameLength, device) != kCudaSuccess ||
+          total_mem(&bytes, device) != kCudaSuccess) {
+        continue;
+      }
+      gpus.push_back(
+          {{"index", i}, {"name", name}, {"memory_mb", static_cast<double>(bytes) / kBytesPerMiB}});
+    }
+  }
+  dlclose(driver);
+  return gpus;
+}
+
+}  // namespace
+
+std::string ApplyThreadSettings(std::int64_t threads, std::int64_t interop_threads) {
+  try {
+    at::set_num_threads(static_cast<int>(threads));
+    // The inter-op pool can be sized only once per process, before first use.
+    if (at::get_num_interop_threads() != static_cast<int>(interop_threads)) {
+      at::set_num_interop_threads(static_cast<int>(interop_threads));
+    }
+  } catch (const c10::Error& e) {
+    return "cannot apply threads=" + std::to_string(threads) +
+           " interop_threads=" + std::to_string(interop_threads) + ": " +
+           e.what_without_backtrace();
+  }
+  if (auto set = FindSymbol<OpenblasSetThreads>("openblas_set_num_threads")) {
+    set(static_cast<int>(threads));
+  }
+  return "";
+}
+
+bool CudaAvailable() { return torch::cuda::is_available(); }
+
+json RuntimeInfo() {
+  return {{"torch_version", TORCH_VERSION},
+          {"blas", BlasName()},
+          {"openblas_threads", OpenblasThreads()},
+          {"intraop_threads", at::get_num_threads()},
+          {"interop_threads", at::get_num_interop_threads()},
+          {"omp_wait_policy", OptionalString(OmpWaitPolicy())},
+          {"affinity", AllowedCpus()}};
+}
+
+json ProbeInfo() {
+  auto get_config = FindSymbol<OpenblasGetConfig>("openblas_get_config");
+  json engines = json::array();
+  for (at::QEngine engine : at::globalContext().supportedQEngines()) {
+    if (engine == at::QEngine::NoQEngine) continue;  // "none", not an engine
+    std::string name = c10::toString(engine);
+    std::transform(name.begin(), name.end(), name.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    engines.push_back(name);
+  }
+  const bool cuda = CudaAvailable();
+  return {{"torch_version", TORCH_VERSION},
+          {"blas", BlasName()},
+          {"blas_config", get_config != nullptr ? json(get_config()) : json(nullptr)},
+          {"onednn", at::hasMKLDNN()},
+          {"openmp", static_cast<bool>(AT_PARALLEL_OPENMP)},
+          {"parallel_info", at::get_parallel_info()},
+          {"cuda_available", cuda},
+          {"cuda_device_count", cuda ? static_cast<int>(torch::cuda::device_count()) : 0},
+          {"gpus", cuda ? ListGpus() : json::array()},
+          {"quantized_engines", engines}};
+}
+
+}  // namespace benchfleet::worker

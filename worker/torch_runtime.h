@@ -1,0 +1,31 @@
+#ifndef BENCHFLEET_WORKER_TORCH_RUNTIME_H_
+#define BENCHFLEET_WORKER_TORCH_RUNTIME_H_
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace benchfleet::worker {
+
+// Sets every pool that can run this process's work to the requested size:
+// ATen/OpenMP intra-op threads, ATen inter-op threads, and OpenBLAS's own
+// pthread pool (which ignores torch::set_num_threads). Call before any work.
+// Returns an empty string on success, else what went wrong and how to fix it.
+std::string ApplyThreadSettings(std::int64_t threads, std::int64_t interop_threads);
+
+// What this process is actually running with: {torch_version, blas,
+// openblas_threads, intraop_threads, interop_threads, omp_wait_policy,
+// affinity}. Fields that cannot be known are null.
+nlohmann::json RuntimeInfo();
+
+// Capabilities of this LibTorch build and host, printed by --probe:
+// {torch_version, blas, blas_config, onednn, openmp, parallel_info,
+//  cuda_available, cuda_device_count, gpus, quantized_engines}.
+nlohmann::json ProbeInfo();
+
+// True when LibTorch can use a CUDA device in this process.
+bool CudaAvailable();
+
+}  // namespace benchfleet::worker
+
+#endif  // BENCHFLEET_WORKER_TORCH_RUNTIME_H_

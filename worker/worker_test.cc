@@ -1,0 +1,262 @@
+// Runs real (small) LibTorch jobs through the worker library.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <iterator>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "worker/job_runner.h"
+#include "worker/process_info.h"
+
+namespace benchfleet::worker {
+namespace {
+
+using nlohmann::json;
+
+json SmallJob() {
+  return json::parse(R"({
+    "job_id": 12, "attempt": 3, "model": "mlp", "model_args": {"layers": [64, 128, 10]},
+    "mode": "inference", "dtype": "fp32", "device": "cpu", "batch_size": 8, "threads": 1,
+    "seed": 0, "timing": {"warmup_s": 0.05, "min_time_s": 0.2, "max_time_s": 1,
+                          "target_iqr": 0.05}})");
+}
+
+TEST(WorkerTest, SmallMlpJobProducesSaneResult) {
+  const JobOutcome outcome = RunJob(SmallJob());
+  const json& r = outcome.result;
+  ASSERT_EQ(outcome.exit_code, kExitOk) << r.dump();
+  ASSERT_TRUE(r.at("ok").get<bool>());
+  EXPECT_EQ(r.at("job_id"), 12);
+  EXPECT_EQ(r.at("attempt"), 3);
+  for (const char* key : {"device", "model", "mode", "dtype"}) EXPECT_TRUE(r.at(key).is_string());
+  EXPECT_EQ(r.at("batch_size"), 8);
+  EXPECT_EQ(r.at("threads"), 1);
+
+  const json& s = r.at("stats");
+  for (const char* key : {"median_ms", "mean_ms", "stdev_ms", "min_ms", "max_ms", "p90_ms",
+                          "p99_ms", "q1_ms", "q3_ms", "iqr_ms", "timed_s", "warmup_s"}) {
+    ASSERT_TRUE(s.contains(key)) << key;
+    EXPECT_GE(s.at(key).get<double>(), 0) << key;
+  }
+  EXPECT_TRUE(s.at("noisy").is_boolean());
+  EXPECT_GE(s.at("iters_per_sample").get<int>(), 1);
+  const auto n = s.at("n").get<std::size_t>();
+  EXPECT_GE(n, 10u);
+  EXPECT_EQ(r.at("samples_ms").size(), n);
+  const double median = s.at("median_ms").get<double>();
+  EXPECT_GT(median, 0);
+  EXPECT_LE(s.at("min_ms").get<double>(), median);
+  EXPECT_LE(median, s.at("max_ms").get<double>());
+  EXPECT_LE(s.at("q1_ms").get<double>(), s.at("q3_ms").get<double>());
+  EXPECT_GE(s.at("timed_s").get<double>(), 0.2);
+  EXPECT_GE(s.at("warmup_s").get<double>(), 0.05);
+
+  EXPECT_NEAR(r.at("throughput_per_s").get<double>(), 8 * 1000 / median, 0.01 * 8 * 1000 / median);
+  const double effective = r.at("effective_threads").get<double>();
+  EXPECT_GT(effective, 0.75);
+  EXPECT_LT(effective, 1.25);
+  EXPECT_GT(r.at("rss_before_model_mb").get<double>(), 0);
+  EXPECT_EQ(r.at("param_bytes"), (64 * 128 + 128 + 128 * 10 + 10) * 4);
+
+  const json& rt = r.at("runtime");
+  EXPECT_TRUE(rt.at("torch_version").is_string());
+  EXPECT_TRUE(rt.at("blas").is_string());
+  EXPECT_EQ(rt.at("intraop_threads"), 1);
+  EXPECT_EQ(rt.at("interop_threads"), 1);
+  if (!rt.at("openblas_threads").is_null()) {
+    EXPECT_EQ(rt.at("openblas_threads"), 1);
+  }
+  EXPECT_TRUE(rt.contains("omp_wait_policy"));
+  EXPECT_EQ(rt.at("affinity").get<std::vector<int>>(), AllowedCpus());
+}
+
+TEST(WorkerTest, ModelArgsDefaultToMlp1024) {
+  json job = SmallJob();
+  job.erase("model_args");
+  job["timing"] = {{"warmup_s", 0.01}, {"min_time_s", 0.01}, {"max_time_s", 0.05}};
+  const JobOutcome outcome = RunJob(job);
+  ASSERT_EQ(outcome.exit_code, kExitOk) << outcome.result.dump();
+  EXPECT_EQ(outcome.result.at("param_bytes"), (1024 * 1024 + 1024 + 1024 * 10 + 10) * 4);
+}
+
+struct BadInput {
+  std::string what;
+  std::function<void(json&)> mutate;
+  std::string error_mentions;
+};
+
+TEST(WorkerTest, BadInputIsRejectedNamingTheField) {
+  const std::vector<BadInput> cases = {
+      {"unknown model", [](json& j) { j["model"] = "resnet"; }, "model \"resnet\""},
+      {"model not a string", [](json& j) { j["model"] = 3; }, "model"},
+      {"negative batch", [](json& j) { j["batch_size"] = -4; }, "batch_size"},
+      {"fractional batch", [](json& j) { j["batch_size"] = 2.5; }, "batch_size"},
+      {"missing batch", [](json& j) { j.erase("batch_size"); }, "batch_size"},
+      {"layers missing", [](json& j) { j["model_args"] = json::object(); }, "layers"},
+      {"layers empty", [](json& j) { j["model_args"]["layers"] = json::array(); }, "layers"},
+      {"one layer", [](json& j) { j["model_args"]["layers"] = {4}; }, "layers"},
+      {"zero layer",
+       [](json& j) {
+         j["model_args"]["layers"] = {4, 0};
+       },
+       "layers[1]"},
+      {"unknown model arg", [](json& j) { j["model_args"]["width"] = 4; }, "width"},
+      {"unknown dtype", [](json& j) { j["dtype"] = "fp16"; }, "dtype"},
+      {"unknown mode", [](json& j) { j["mode"] = "training"; }, "mode"},
+      {"unknown device", [](json& j) { j["device"] = "tpu"; }, "device"},
+      {"zero threads", [](json& j) { j["threads"] = 0; }, "threads"},
+      {"threads as string", [](json& j) { j["threads"] = "2"; }, "threads"},
+      {"negative seed", [](json& j) { j["seed"] = -1; }, "seed"},
+      {"min above max", [](json& j) { j["timing"]["min_time_s"] = 2; }, "min_time_s"},
+      {"zero warmup", [](json& j) { j["timing"]["warmup_s"] = 0; }, "warmup_s"},
+      {"iqr target too big", [](json& j) { j["timing"]["target_iqr"] = 1.5; }, "target_iqr"},
+      {"unknown timing key", [](json& j) { j["timing"]["min_time"] = 1; }, "min_time"},
+      {"missing job_id", [](json& j) { j.erase("job_id"); }, "job_id"},
+  };
+  for (const BadInput& c : cases) {
+    json job = SmallJob();
+    c.mutate(job);
+    const JobOutcome outcome = RunJob(job);
+    EXPECT_EQ(outcome.exit_code, kExitRejected) << c.what;
+    EXPECT_FALSE(outcome.result.at("ok").get<bool>()) << c.what;
+    const std::string error = outcome.result.value("error", "");
+    EXPECT_NE(error.find(c.error_mentions), std::string::npos) << c.what << ": " << error;
+    if (job.contains("job_id")) {
+      EXPECT_EQ(outcome.result.at("job_id"), 12) << c.what;
+    }
+    EXPECT_FALSE(outcome.result.contains("stats")) << c.what;
+  }
+}
+
+TEST(WorkerTest, UnknownModelListsKnownModels) {
+  json job = SmallJob();
+  job["model"] = "resnet";
+  EXPECT_EQ(RunJob(job).result.at("error"), "unknown model \"resnet\"; known models: mlp");
+}
+
+TEST(WorkerTest, CudaDeviceIsRefusedWithoutCuda) {
+  json job = SmallJob();
+  job["device"] = "cuda:0";
+  const JobOutcome outcome = RunJob(job);
+  EXPECT_EQ(outcome.exit_code, kExitRejected);
+  EXPECT_NE(outcome.result.at("error").get<std::string>().find("cuda"), std::string::npos);
+}
+
+TEST(WorkerTest, NonObjectJobIsRejected) {
+  const JobOutcome outcome = RunJob(json::array({1, 2}));
+  EXPECT_EQ(outcome.exit_code, kExitRejected);
+  EXPECT_FALSE(outcome.result.at("ok").get<bool>());
+}
+
+std::string ScratchPath(const std::string& name) {
+  return testing::TempDir() + "worker_test_" + std::to_string(getpid()) + "_" + name;
+}
+
+json ReadJson(const std::string& path) {
+  std::ifstream in(path);
+  return json::parse(in);
+}
+
+TEST(WorkerTest, RunJobFileWritesResult) {
+  const std::string job_path = ScratchPath("job.json");
+  const std::string out_path = ScratchPath("result.json");
+  json job = SmallJob();
+  job["timing"] = {{"warmup_s", 0.01}, {"min_time_s", 0.01}, {"max_time_s", 0.05}};
+  std::ofstream(job_path) << job.dump();
+  EXPECT_EQ(RunJobFile(job_path, out_path), kExitOk);
+  EXPECT_TRUE(ReadJson(out_path).at("ok").get<bool>());
+  EXPECT_NE(access((out_path + ".tmp." + std::to_string(getpid())).c_str(), F_OK), 0);
+  std::remove(job_path.c_str());
+  std::remove(out_path.c_str());
+}
+
+TEST(WorkerTest, UnreadableOrMalformedJobFileStillWritesResult) {
+  const std::string out_path = ScratchPath("result.json");
+  EXPECT_EQ(RunJobFile(ScratchPath("does-not-exist.json"), out_path), kExitRejected);
+  json r = ReadJson(out_path);
+  EXPECT_FALSE(r.at("ok").get<bool>());
+  EXPECT_NE(r.at("error").get<std::string>().find("cannot read job file"), std::string::npos);
+
+  const std::string job_path = ScratchPath("bad.json");
+  std::ofstream(job_path) << "{\"job_id\": 1,";
+  EXPECT_EQ(RunJobFile(job_path, out_path), kExitRejected);
+  r = ReadJson(out_path);
+  EXPECT_NE(r.at("error").get<std::string>().find("not valid JSON"), std::string::npos);
+  std::remove(job_path.c_str());
+  std::remove(out_path.c_str());
+}
+
+// CPU time (clock ticks) used so far by each thread of this process.
+std::map<std::string, long> ThreadCpuTicks() {
+  std::map<std::string, long> ticks;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+    std::ifstream in(task.path() / "stat");
+    std::string line;
+    if (!std::getline(in, line)) continue;  // the thread has exited
+    // Fields after the parenthesised name start at field 3 (state); utime and
+    // stime are fields 14 and 15.
+    std::istringstream rest(line.substr(line.rfind(')') + 2));
+    std::vector<std::string> fields{std::istream_iterator<std::string>(rest), {}};
+    ticks[task.path().filename()] = std::stol(fields.at(11)) + std::stol(fields.at(12));
+  }
+  return ticks;
+}
+
+// Threads that did at least a fifth of the busiest thread's work between the
+// two snapshots. Counting threads rather than comparing CPU time with wall
+// time keeps the check valid on a host that other processes keep busy.
+int BusyThreads(const std::map<std::string, long>& before,
+                const std::map<std::string, long>& after) {
+  long busiest = 0;
+  for (const auto& [tid, t] : after) {
+    busiest = std::max(busiest, t - (before.count(tid) ? before.at(tid) : 0));
+  }
+  int busy = 0;
+  for (const auto& [tid, t] : after) {
+    const long used = t - (before.count(tid) ? before.at(tid) : 0);
+    if (used > 0 && used * 5 >= busiest) ++busy;
+  }
+  return busy;
+}
+
+// Whether 2 threads are faster is left to bench/worker_threads.sh (it depends
+// on the host and its load); here we check that the requested thread count
+// is the number of threads that really work.
+TEST(WorkerTest, RequestedThreadsAreTheThreadsThatWork) {
+  if (AllowedCpus().size() < 2) GTEST_SKIP() << "needs at least 2 CPUs";
+  json job = SmallJob();
+  job["model_args"]["layers"] = {1024, 1024, 1024, 10};
+  job["batch_size"] = 64;
+  job["timing"]["min_time_s"] = 0.5;
+
+  job["threads"] = 1;
+  auto before = ThreadCpuTicks();
+  const JobOutcome one = RunJob(job);
+  ASSERT_EQ(one.exit_code, kExitOk) << one.result.dump();
+  EXPECT_EQ(BusyThreads(before, ThreadCpuTicks()), 1);
+  EXPECT_LT(one.result.at("effective_threads").get<double>(), 1.25);
+
+  job["threads"] = 2;
+  before = ThreadCpuTicks();
+  const JobOutcome two = RunJob(job);
+  ASSERT_EQ(two.exit_code, kExitOk) << two.result.dump();
+  EXPECT_EQ(BusyThreads(before, ThreadCpuTicks()), 2);
+  EXPECT_EQ(two.result.at("runtime").at("intraop_threads"), 2);
+  if (!two.result.at("runtime").at("openblas_threads").is_null()) {
+    EXPECT_EQ(two.result.at("runtime").at("openblas_threads"), 2);
+  }
+}
+
+}  // namespace
+}  // namespace benchfleet::worker
