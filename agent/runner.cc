@@ -13,6 +13,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/host_probe.h"
 #include "common/log.h"
 
 namespace fs = std::filesystem;
@@ -151,7 +152,7 @@ Status WorkerRunner::Start(const WorkerJob& job) {
   pid_ = pid;
   started_ = MonoNow();
   LOG_INFO("job " << job.job_id << " attempt " << job.attempt << ": worker " << pid << " on CPUs "
-                  << CpusFor(threads).size() << ", timeout " << job.timeout_s << " s");
+                  << FormatCpuList(CpusFor(threads)) << ", timeout " << job.timeout_s << " s");
   return Status::Ok();
 }
 

@@ -55,7 +55,10 @@ bool Fleet::StartAgent(const std::string& name, const std::vector<std::string>& 
 }
 
 CoordinatorClient& Fleet::client() {
-  if (!client_) client_ = std::move(*CoordinatorClient::Connect(clients_endpoint_, 10000));
+  if (!client_) {
+    auto connected = CoordinatorClient::Connect(clients_endpoint_, 10000);
+    if (connected.ok()) client_ = std::move(connected).value();
+  }
   return *client_;
 }
 

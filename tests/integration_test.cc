@@ -142,7 +142,7 @@ TEST_F(IntegrationTest, CliSubmitWaitsWithProgressAndShowsResults) {
   code = RunCommand({kCliBin, "--coordinator", fleet_.clients_endpoint(), "results", "--sweep", "1",
                      "--format", "csv"}, &out, &err);
   ASSERT_EQ(code, 0) << err;
-  EXPECT_EQ(out.rfind("job_id,host,model", 0), 0u) << out;
+  EXPECT_EQ(out.rfind("sweep,sweep_id,job_id,host,device,model", 0), 0u) << out;  // every column
   EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 2);
   code = RunCommand({kCliBin, "--coordinator", fleet_.clients_endpoint(), "query",
                      "select count(*) as n from result_summary"}, &out, &err);
