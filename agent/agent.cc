@@ -38,7 +38,9 @@ nlohmann::json ProbeWorker(const std::string& worker_path) {
 }
 
 AgentDaemon::AgentDaemon(AgentOptions options)
-    : options_(std::move(options)), heartbeat_ms_(options_.heartbeat_ms), liveness_(options_.liveness) {}
+    : options_(std::move(options)),
+      heartbeat_ms_(options_.heartbeat_ms),
+      liveness_(options_.liveness) {}
 
 AgentDaemon::~AgentDaemon() = default;
 
@@ -60,7 +62,8 @@ Status AgentDaemon::Start() {
   RETURN_IF_ERROR(Connect());
   size_t pending = spool_->List().size();
   LOG_INFO("agent " << options_.name << " on CPUs " << FormatCpuList(options_.cpus) << ", "
-                    << pending << " spooled results to deliver, coordinator " << options_.coordinator);
+                    << pending << " spooled results to deliver, coordinator "
+                    << options_.coordinator);
   return Status::Ok();
 }
 
@@ -98,7 +101,8 @@ Status AgentDaemon::Run(const std::atomic<bool>* stop) {
     }
     if (!socket_) {
       usleep(kAgentTickMs * 1000);  // backing off before the next connection attempt
-      if (auto result = runner_->Poll()) Store(*result, runner_->job().job_id, runner_->job().attempt);
+      if (auto result = runner_->Poll())
+        Store(*result, runner_->job().job_id, runner_->job().attempt);
       continue;
     }
     auto readable = PollReadable({socket_.get()}, kAgentTickMs);
@@ -112,7 +116,8 @@ Status AgentDaemon::Run(const std::atomic<bool>* stop) {
       }
       auto decoded = Decode((*frames)->front());
       if (!decoded.ok()) {
-        LOG_WARN("dropped a malformed message from the coordinator: " << decoded.status().message());
+        LOG_WARN(
+            "dropped a malformed message from the coordinator: " << decoded.status().message());
         continue;
       }
       Handle(*decoded);
@@ -120,7 +125,9 @@ Status AgentDaemon::Run(const std::atomic<bool>* stop) {
     if (auto result = runner_->Poll()) {
       const WorkerJob& job = runner_->job();
       LOG_INFO("job " << job.job_id << " attempt " << job.attempt << " finished: "
-                      << (result->value("ok", false) ? "ok" : result->value("error", std::string("failed"))));
+                      << (result->value("ok", false)
+                              ? "ok"
+                              : result->value("error", std::string("failed"))));
       Store(*result, job.job_id, job.attempt);
     }
     Timers();
@@ -176,7 +183,9 @@ void AgentDaemon::StartJob(const json& body) {
   }
   if (!(job.timeout_s > 0)) job.timeout_s = kJobStartupAllowanceS;
   Status started = runner_->Start(job);
-  if (!started.ok()) Store(FailedResult(job, "cannot start the worker: " + started.message()), job.job_id, job.attempt);
+  if (!started.ok())
+    Store(FailedResult(job, "cannot start the worker: " + started.message()), job.job_id,
+          job.attempt);
 }
 
 void AgentDaemon::Store(const json& result, int64_t job_id, int attempt) {
@@ -192,8 +201,9 @@ void AgentDaemon::Store(const json& result, int64_t job_id, int attempt) {
 
 void AgentDaemon::SendSpooled() {
   for (const SpooledResult& entry : spool_->List()) {
-    Send(MakeMessage(msg::kResult,
-                     {{"job_id", entry.job_id}, {"attempt", entry.attempt}, {"result", entry.result}}));
+    Send(MakeMessage(
+        msg::kResult,
+        {{"job_id", entry.job_id}, {"attempt", entry.attempt}, {"result", entry.result}}));
   }
   next_resend_ = MonoNow() + Millis(kResultResendIntervalMs);
 }
@@ -202,15 +212,16 @@ void AgentDaemon::Timers() {
   MonoTime now = MonoNow();
   if (!registered_) {
     if (now >= next_register_) {
-      Send(MakeMessage(msg::kRegister, {{"agent", options_.name},
-                                        {"tags", options_.tags},
-                                        {"capabilities", capabilities_}}));
+      Send(MakeMessage(
+          msg::kRegister,
+          {{"agent", options_.name}, {"tags", options_.tags}, {"capabilities", capabilities_}}));
       next_register_ = now + Millis(kRegisterRetryMs);
     }
   } else {
     if (now >= next_heartbeat_) {
       json running = nullptr;
-      if (runner_->busy()) running = {{"job_id", runner_->job().job_id}, {"attempt", runner_->job().attempt}};
+      if (runner_->busy())
+        running = {{"job_id", runner_->job().job_id}, {"attempt", runner_->job().attempt}};
       Send(MakeMessage(msg::kHeartbeat, {{"running", running}}));
       next_heartbeat_ = now + Millis(heartbeat_ms_);
     }
@@ -218,7 +229,8 @@ void AgentDaemon::Timers() {
   }
   if (socket_ && now - last_heard_ > Millis(int64_t{heartbeat_ms_} * liveness_)) {
     LOG_WARN("coordinator silent for " << (int64_t{heartbeat_ms_} * liveness_)
-                                       << " ms; reconnecting in " << reconnect_backoff_ms_ << " ms");
+                                       << " ms; reconnecting in " << reconnect_backoff_ms_
+                                       << " ms");
     // Drop the socket now; Run() makes a new one when the backoff has passed. The worker
     // keeps running meanwhile and its result is spooled as soon as it ends.
     socket_.reset();

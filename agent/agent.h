@@ -19,11 +19,11 @@ namespace benchfleet {
 
 struct AgentOptions {
   std::string coordinator = "tcp://127.0.0.1:5556";
-  std::string name;              // default: the host name
+  std::string name;  // default: the host name
   std::vector<std::string> tags;
-  std::vector<int> cpus;         // default: every CPU this process may use
-  std::string worker_path;       // default: benchfleet-worker beside this program
-  std::string state_dir;         // spool/ and jobs/ below it
+  std::vector<int> cpus;    // default: every CPU this process may use
+  std::string worker_path;  // default: benchfleet-worker beside this program
+  std::string state_dir;    // spool/ and jobs/ below it
   int heartbeat_ms = kHeartbeatIntervalMs;
   int liveness = kHeartbeatLiveness;
 };
@@ -58,11 +58,11 @@ class AgentDaemon {
   bool registered_ = false;
   int heartbeat_ms_;  // as the coordinator asked in "registered"
   int liveness_;
-  MonoTime last_heard_;        // any message from the coordinator
+  MonoTime last_heard_;  // any message from the coordinator
   MonoTime next_heartbeat_;
   MonoTime next_register_;
   MonoTime next_resend_;
-  MonoTime reconnect_at_;      // while there is no socket: when to make the next one
+  MonoTime reconnect_at_;  // while there is no socket: when to make the next one
   int reconnect_backoff_ms_ = kHeartbeatIntervalMs;
 };
 

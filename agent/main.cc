@@ -35,11 +35,14 @@ int main(int argc, char** argv) {
   app.add_option("--name", options.name, "agent name, unique in the fleet")->capture_default_str();
   app.add_option("--tags", tags, "comma-separated tags a sweep's select can match");
   app.add_option("--cpus", cpus, "CPUs jobs may use, e.g. 0-3,6 (default: all allowed)");
-  app.add_option("--worker", options.worker_path, "path of benchfleet-worker")->capture_default_str();
-  app.add_option("--state-dir", options.state_dir,
-                 "directory for the result spool and job files (default /var/tmp/benchfleet-agent-NAME)");
+  app.add_option("--worker", options.worker_path, "path of benchfleet-worker")
+      ->capture_default_str();
+  app.add_option(
+      "--state-dir", options.state_dir,
+      "directory for the result spool and job files (default /var/tmp/benchfleet-agent-NAME)");
   app.add_option("--heartbeat-ms", options.heartbeat_ms, "heartbeat interval before registration")
-      ->check(CLI::Range(10, 60000))->capture_default_str();
+      ->check(CLI::Range(10, 60000))
+      ->capture_default_str();
   bool verbose = false;
   app.add_flag("-v,--verbose", verbose, "log debug messages");
   CLI11_PARSE(app, argc, argv);

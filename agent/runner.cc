@@ -34,7 +34,8 @@ std::string ReadTail(const std::string& path, size_t bytes) {
   if (!in) return "";
   in.seekg(0, std::ios::end);
   std::streamoff size = in.tellg();
-  std::streamoff start = size > static_cast<std::streamoff>(bytes) ? size - static_cast<std::streamoff>(bytes) : 0;
+  std::streamoff start =
+      size > static_cast<std::streamoff>(bytes) ? size - static_cast<std::streamoff>(bytes) : 0;
   in.seekg(start);
   std::stringstream out;
   out << in.rdbuf();
@@ -53,8 +54,8 @@ std::string DescribeExit(int wait_status) {
 }  // namespace
 
 nlohmann::json FailedResult(const WorkerJob& job, const std::string& reason) {
-  nlohmann::json result = {{"ok", false}, {"job_id", job.job_id}, {"attempt", job.attempt},
-                           {"error", reason}};
+  nlohmann::json result = {
+      {"ok", false}, {"job_id", job.job_id}, {"attempt", job.attempt}, {"error", reason}};
   for (const char* key : {"device", "model", "mode", "dtype", "batch_size", "threads"}) {
     if (job.spec.is_object() && job.spec.contains(key)) result[key] = job.spec[key];
   }
@@ -94,7 +95,8 @@ Status WorkerRunner::Start(const WorkerJob& job) {
   if (busy()) return FailedPrecondition("a job is already running");
   job_ = job;
   timed_out_ = false;
-  job_dir_ = options_.work_dir + "/job-" + std::to_string(job.job_id) + "-" + std::to_string(job.attempt);
+  job_dir_ =
+      options_.work_dir + "/job-" + std::to_string(job.job_id) + "-" + std::to_string(job.attempt);
   std::error_code ec;
   fs::remove_all(job_dir_, ec);
   fs::create_directories(job_dir_, ec);
@@ -173,7 +175,8 @@ std::optional<nlohmann::json> WorkerRunner::Poll() {
   }
   if (done < 0) {
     pid_ = -1;
-    return FailedResult(job_, std::string("lost track of the worker process: ") + std::strerror(errno));
+    return FailedResult(job_,
+                        std::string("lost track of the worker process: ") + std::strerror(errno));
   }
   pid_ = -1;
   kill(-done, SIGKILL);  // reap anything the worker left behind in its group
@@ -192,8 +195,8 @@ nlohmann::json WorkerRunner::Finish(int wait_status, double max_rss_kb) {
   }
   const bool clean_exit = WIFEXITED(wait_status) && WEXITSTATUS(wait_status) == 0;
   if (timed_out_) {
-    result = FailedResult(job_, "worker timed out after " + std::to_string(job_.timeout_s) +
-                                    " s and was killed");
+    result = FailedResult(
+        job_, "worker timed out after " + std::to_string(job_.timeout_s) + " s and was killed");
   } else if (result.is_discarded() || !result.is_object()) {
     result = FailedResult(job_, "worker " + DescribeExit(wait_status) + " without a result");
   } else if (!clean_exit && result.value("ok", false) == true) {
@@ -211,7 +214,8 @@ nlohmann::json WorkerRunner::Finish(int wait_status, double max_rss_kb) {
   result["peak_rss_mb"] = max_rss_kb / 1024.0;  // ru_maxrss is in KiB on Linux
   result["worker_wall_s"] = wall_s;
   result["exit"] = DescribeExit(wait_status);
-  if (result.value("ok", false) != true) result["stderr_tail"] = ReadTail(log_path, kStderrTailBytes);
+  if (result.value("ok", false) != true)
+    result["stderr_tail"] = ReadTail(log_path, kStderrTailBytes);
   std::error_code ec;
   if (result.value("ok", false) == true) fs::remove_all(job_dir_, ec);  // failures keep their files
   return result;

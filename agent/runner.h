@@ -24,9 +24,9 @@ struct WorkerJob {
 };
 
 struct RunnerOptions {
-  std::string worker_path;    // benchfleet-worker
-  std::string work_dir;       // one sub-directory per job: job.json, result.json, worker.log
-  std::vector<int> cpus;      // CPUs jobs may use; a job with T threads gets the first T
+  std::string worker_path;  // benchfleet-worker
+  std::string work_dir;     // one sub-directory per job: job.json, result.json, worker.log
+  std::vector<int> cpus;    // CPUs jobs may use; a job with T threads gets the first T
 };
 
 class WorkerRunner {

@@ -42,10 +42,19 @@ class RunnerTest : public ::testing::Test {
     job.job_id = 5;
     job.attempt = 1;
     job.timeout_s = timeout_s;
-    job.spec = {{"model", "mlp"}, {"model_args", {{"layers", {64, 64, 10}}}}, {"mode", "inference"},
-                {"dtype", "fp32"}, {"device", "cpu"}, {"batch_size", 4}, {"threads", 1}, {"seed", 0},
-                {"timing", {{"warmup_s", 0.02}, {"min_time_s", max_time_s}, {"max_time_s", max_time_s},
-                            {"target_iqr", 0.05}}}};
+    job.spec = {{"model", "mlp"},
+                {"model_args", {{"layers", {64, 64, 10}}}},
+                {"mode", "inference"},
+                {"dtype", "fp32"},
+                {"device", "cpu"},
+                {"batch_size", 4},
+                {"threads", 1},
+                {"seed", 0},
+                {"timing",
+                 {{"warmup_s", 0.02},
+                  {"min_time_s", max_time_s},
+                  {"max_time_s", max_time_s},
+                  {"target_iqr", 0.05}}}};
     return job;
   }
 
@@ -82,7 +91,8 @@ TEST_F(RunnerTest, JobPastItsTimeoutIsKilledAndReported) {
   ASSERT_TRUE(runner.Start(Job(1.0, 30)).ok());
   auto result = WaitForResult(runner);
   EXPECT_EQ(result.value("ok", true), false);
-  EXPECT_NE(result["error"].get<std::string>().find("timed out"), std::string::npos) << result.dump();
+  EXPECT_NE(result["error"].get<std::string>().find("timed out"), std::string::npos)
+      << result.dump();
   EXPECT_EQ(result["model"], "mlp");  // a failure still names its configuration
 }
 
@@ -104,7 +114,8 @@ TEST_F(RunnerTest, CrashedWorkerBecomesAFailedResultWithTheSignal) {
   kill(group, SIGSEGV);
   auto result = WaitForResult(runner);
   EXPECT_EQ(result.value("ok", true), false);
-  EXPECT_NE(result["error"].get<std::string>().find("signal 11"), std::string::npos) << result.dump();
+  EXPECT_NE(result["error"].get<std::string>().find("signal 11"), std::string::npos)
+      << result.dump();
 }
 
 TEST_F(RunnerTest, MissingWorkerBinaryIsAFailedResult) {

@@ -58,7 +58,8 @@ std::string SpoolDirectory::FileName(int64_t job_id, int attempt) const {
 Status SpoolDirectory::Put(const SpooledResult& entry) {
   const std::string final_path = FileName(entry.job_id, entry.attempt);
   const std::string tmp_path = final_path + ".tmp";
-  nlohmann::json doc = {{"job_id", entry.job_id}, {"attempt", entry.attempt}, {"result", entry.result}};
+  nlohmann::json doc = {
+      {"job_id", entry.job_id}, {"attempt", entry.attempt}, {"result", entry.result}};
   const std::string data = doc.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   int fd = open(tmp_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return Unavailable("cannot create " + tmp_path + ": " + std::strerror(errno));
@@ -91,7 +92,8 @@ std::vector<SpooledResult> SpoolDirectory::List() {
     std::stringstream text;
     text << in.rdbuf();
     auto doc = nlohmann::json::parse(text.str(), nullptr, false);
-    if (doc.is_discarded() || !doc.is_object() || !doc.value("job_id", nlohmann::json()).is_number_integer() ||
+    if (doc.is_discarded() || !doc.is_object() ||
+        !doc.value("job_id", nlohmann::json()).is_number_integer() ||
         !doc.value("attempt", nlohmann::json()).is_number_integer() || !doc.contains("result")) {
       LOG_ERROR("spooled result " << file.path().string() << " is unreadable; moved aside");
       fs::rename(file.path(), file.path().string() + ".bad", ec);

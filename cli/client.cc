@@ -16,7 +16,8 @@ StatusOr<std::unique_ptr<CoordinatorClient>> CoordinatorClient::Connect(const st
 }
 
 StatusOr<Message> CoordinatorClient::Call(const std::string& type, json fields) {
-  const std::string request_id = "cli-" + std::to_string(getpid()) + "-" + std::to_string(next_request_++);
+  const std::string request_id =
+      "cli-" + std::to_string(getpid()) + "-" + std::to_string(next_request_++);
   fields["request_id"] = request_id;
   // A DEALER queues while the TCP connection is being made, so a send right after
   // connect is fine; with no coordinator at all the reply deadline below fires.
@@ -39,9 +40,9 @@ StatusOr<Message> CoordinatorClient::Call(const std::string& type, json fields) 
     if (reply.type == msg::kError) {
       StatusCode code = StatusCode::kInternal;
       const std::string name = reply.body["code"];
-      for (auto c : {StatusCode::kInvalidArgument, StatusCode::kNotFound,
-                     StatusCode::kFailedPrecondition, StatusCode::kUnavailable,
-                     StatusCode::kDeadlineExceeded}) {
+      for (auto c :
+           {StatusCode::kInvalidArgument, StatusCode::kNotFound, StatusCode::kFailedPrecondition,
+            StatusCode::kUnavailable, StatusCode::kDeadlineExceeded}) {
         if (name == StatusCodeName(c)) code = c;
       }
       return Status(code, reply.body["message"].get<std::string>());

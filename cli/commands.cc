@@ -20,8 +20,9 @@ constexpr int kProgressBarWidth = 30;
 
 // Columns `results` shows as a table unless --all-columns is given.
 const std::vector<std::string> kResultTableColumns = {
-    "job_id", "host",   "model",  "mode",   "dtype",   "batch_size",       "threads",
-    "n",      "median_ms", "p90_ms", "iqr_ms", "noisy", "throughput_per_s", "effective_threads", "peak_rss_mb"};
+    "job_id",     "host",      "model",  "mode",   "dtype", "batch_size",       "threads",
+    "n",          "median_ms", "p90_ms", "iqr_ms", "noisy", "throughput_per_s", "effective_threads",
+    "peak_rss_mb"};
 
 int Fail(const Status& status) {
   std::cerr << "benchfleet: " << status.message() << "\n";
@@ -65,7 +66,8 @@ std::string ProgressLine(const json& sweep, double elapsed_s) {
           running = jobs["running"], cancelled = jobs["cancelled"];
   int64_t ended = done + failed + cancelled;
   int filled = total > 0 ? static_cast<int>(kProgressBarWidth * ended / total) : kProgressBarWidth;
-  std::string bar = "[" + std::string(filled, '#') + std::string(kProgressBarWidth - filled, '.') + "]";
+  std::string bar =
+      "[" + std::string(filled, '#') + std::string(kProgressBarWidth - filled, '.') + "]";
   char line[256];
   snprintf(line, sizeof line, "%s %lld/%lld jobs  running %lld  failed %lld  %.0fs", bar.c_str(),
            static_cast<long long>(ended), static_cast<long long>(total),
@@ -128,8 +130,8 @@ int SubmitCommand(const ClientOptions& client_options, const SubmitOptions& opti
   // validates again (it trusts no client).
   auto sweep = ParseSweepText(text.str());
   if (!sweep.ok()) {
-    return Fail(InvalidArgument(options.file + ": " + sweep.status().message() +
-                                "; nothing was enqueued"));
+    return Fail(
+        InvalidArgument(options.file + ": " + sweep.status().message() + "; nothing was enqueued"));
   }
   auto client = Connect(client_options);
   if (!client.ok()) return Fail(client.status());
@@ -137,7 +139,8 @@ int SubmitCommand(const ClientOptions& client_options, const SubmitOptions& opti
   if (!reply.ok()) return Fail(reply.status());
   int64_t sweep_id = reply->body["sweep_id"];
   std::string agents;
-  for (const auto& a : reply->body["agents"]) agents += (agents.empty() ? "" : ", ") + a.get<std::string>();
+  for (const auto& a : reply->body["agents"])
+    agents += (agents.empty() ? "" : ", ") + a.get<std::string>();
   std::cout << "sweep " << sweep_id << " \"" << sweep->name << "\": " << reply->body["jobs"]
             << " jobs" << (agents.empty() ? " for any matching agent" : " on " + agents) << "\n"
             << std::flush;
@@ -155,19 +158,23 @@ int StatusCommand(const ClientOptions& client_options, std::optional<int64_t> sw
   if (!reply.ok()) return Fail(reply.status());
   const json& body = reply->body;
   if (format == RowFormat::kJson) {
-    std::cout << json({{"sweeps", body["sweeps"]}, {"agents", body["agents"]},
-                       {"counters", body["counters"]}}).dump(2) << "\n";
+    std::cout << json({{"sweeps", body["sweeps"]},
+                       {"agents", body["agents"]},
+                       {"counters", body["counters"]}})
+                     .dump(2)
+              << "\n";
     return 0;
   }
   json sweep_rows = json::array();
   for (const auto& s : body["sweeps"]) {
     const json& j = s["jobs"];
-    sweep_rows.push_back({s["sweep_id"], s["name"], s["state"], j["total"], j["queued"], j["running"],
-                          j["done"], j["failed"], j["cancelled"], s["created_at"]});
+    sweep_rows.push_back({s["sweep_id"], s["name"], s["state"], j["total"], j["queued"],
+                          j["running"], j["done"], j["failed"], j["cancelled"], s["created_at"]});
   }
   std::cout << "sweeps\n"
-            << FormatRows({"sweep_id", "name", "state", "jobs", "queued", "running", "done", "failed",
-                           "cancelled", "created_at"}, sweep_rows, format);
+            << FormatRows({"sweep_id", "name", "state", "jobs", "queued", "running", "done",
+                           "failed", "cancelled", "created_at"},
+                          sweep_rows, format);
   json agent_rows = json::array();
   for (const auto& a : body["agents"]) {
     agent_rows.push_back({a["agent"], a["state"], a["job_id"], a["last_seen_ms_ago"]});
@@ -176,7 +183,8 @@ int StatusCommand(const ClientOptions& client_options, std::optional<int64_t> sw
             << FormatRows({"agent", "state", "job_id", "last_seen_ms_ago"}, agent_rows, format);
   if (format == RowFormat::kTable) {
     std::cout << "\ncounters";
-    for (const auto& [name, value] : body["counters"].items()) std::cout << "  " << name << "=" << value;
+    for (const auto& [name, value] : body["counters"].items())
+      std::cout << "  " << name << "=" << value;
     std::cout << "\n";
   }
   return 0;

@@ -87,7 +87,8 @@ std::string FormatRows(const std::vector<std::string>& columns, const nlohmann::
     std::string fill(width - std::min(width, text.size()), ' ');
     return right ? fill + text : text + fill;
   };
-  for (size_t c = 0; c < columns.size(); ++c) out += (c ? "  " : "") + pad(columns[c], widths[c], false);
+  for (size_t c = 0; c < columns.size(); ++c)
+    out += (c ? "  " : "") + pad(columns[c], widths[c], false);
   out += "\n";
   for (size_t c = 0; c < columns.size(); ++c) out += (c ? "  " : "") + std::string(widths[c], '-');
   out += "\n";

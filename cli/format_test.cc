@@ -6,7 +6,8 @@ namespace benchfleet {
 namespace {
 
 const std::vector<std::string> kColumns = {"model", "batch_size", "median_ms"};
-const nlohmann::json kRows = nlohmann::json::parse(R"([["mlp", 64, 1.12345], ["a,\"b\"", 1, null]])");
+const nlohmann::json kRows =
+    nlohmann::json::parse(R"([["mlp", 64, 1.12345], ["a,\"b\"", 1, null]])");
 
 TEST(FormatTest, TableAlignsColumnsAndNumbersRight) {
   std::string table = FormatRows(kColumns, kRows, RowFormat::kTable);

@@ -18,14 +18,17 @@ int main(int argc, char** argv) {
                  "coordinator's client endpoint (env BENCHFLEET_COORDINATOR)")
       ->capture_default_str();
   app.add_option("--timeout", timeout_s, "seconds to wait for each reply")
-      ->check(CLI::PositiveNumber)->capture_default_str();
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   std::string format_name = "table";
   std::optional<int64_t> sweep_id;
 
   SubmitOptions submit;
   auto* submit_cmd = app.add_subcommand("submit", "submit a sweep file");
-  submit_cmd->add_option("FILE", submit.file, "sweep file (JSON, see schemas/sweep.md)")->required();
-  submit_cmd->add_flag("--wait", submit.wait, "show progress and wait until the sweep has finished");
+  submit_cmd->add_option("FILE", submit.file, "sweep file (JSON, see schemas/sweep.md)")
+      ->required();
+  submit_cmd->add_flag("--wait", submit.wait,
+                       "show progress and wait until the sweep has finished");
   submit_cmd->add_option("--wait-timeout", submit.wait_timeout_s,
                          "stop waiting after this many seconds (0: no limit)");
 
@@ -37,11 +40,14 @@ int main(int argc, char** argv) {
   auto* results_cmd = app.add_subcommand("results", "show results (the result_summary view)");
   results_cmd->add_option("--sweep", sweep_id, "only this sweep");
   results_cmd->add_option("--format", format_name, "table, json or csv")->capture_default_str();
-  results_cmd->add_flag("--all-columns", all_columns, "every column of result_summary in the table");
+  results_cmd->add_flag("--all-columns", all_columns,
+                        "every column of result_summary in the table");
 
   std::string sql;
-  auto* query_cmd = app.add_subcommand("query", "run a read-only SQL statement on the results store");
-  query_cmd->add_option("SQL", sql, "one SQL statement, e.g. \"select * from result_summary\"")->required();
+  auto* query_cmd =
+      app.add_subcommand("query", "run a read-only SQL statement on the results store");
+  query_cmd->add_option("SQL", sql, "one SQL statement, e.g. \"select * from result_summary\"")
+      ->required();
   query_cmd->add_option("--format", format_name, "table, json or csv")->capture_default_str();
 
   int64_t cancel_id = 0;

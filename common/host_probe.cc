@@ -93,7 +93,8 @@ StatusOr<std::vector<int>> ParseCpuList(const std::string& text) {
         last = std::stoi(tail, &used);
         if (used != tail.size()) return bad("\"" + part + "\" is not a range");
       }
-      if (first < 0 || last < first || last >= CPU_SETSIZE) return bad("bad range \"" + part + "\"");
+      if (first < 0 || last < first || last >= CPU_SETSIZE)
+        return bad("bad range \"" + part + "\"");
       for (int cpu = first; cpu <= last; ++cpu) cpus.insert(cpu);
     } catch (const std::exception&) {
       return bad("\"" + part + "\" is not a number or range");

@@ -16,13 +16,13 @@ void LogLine(LogLevel level, const std::string& message);
 
 }  // namespace benchfleet
 
-#define BF_LOG(level, expr)                                                 \
-  do {                                                                      \
-    if (::benchfleet::LogEnabled(::benchfleet::LogLevel::level)) {          \
-      std::ostringstream bf_log_stream_;                                    \
-      bf_log_stream_ << expr;                                               \
+#define BF_LOG(level, expr)                                                       \
+  do {                                                                            \
+    if (::benchfleet::LogEnabled(::benchfleet::LogLevel::level)) {                \
+      std::ostringstream bf_log_stream_;                                          \
+      bf_log_stream_ << expr;                                                     \
       ::benchfleet::LogLine(::benchfleet::LogLevel::level, bf_log_stream_.str()); \
-    }                                                                       \
+    }                                                                             \
   } while (0)
 
 #define LOG_DEBUG(expr) BF_LOG(kDebug, expr)

@@ -18,26 +18,40 @@ struct Field {
 
 const char* KindName(Kind kind) {
   switch (kind) {
-    case Kind::kString: return "a string";
-    case Kind::kInteger: return "an integer";
-    case Kind::kNumber: return "a number";
-    case Kind::kObject: return "an object";
-    case Kind::kArray: return "an array";
-    case Kind::kBoolean: return "a boolean";
-    case Kind::kAny: return "any value";
+    case Kind::kString:
+      return "a string";
+    case Kind::kInteger:
+      return "an integer";
+    case Kind::kNumber:
+      return "a number";
+    case Kind::kObject:
+      return "an object";
+    case Kind::kArray:
+      return "an array";
+    case Kind::kBoolean:
+      return "a boolean";
+    case Kind::kAny:
+      return "any value";
   }
   return "?";
 }
 
 bool HasKind(const json& value, Kind kind) {
   switch (kind) {
-    case Kind::kString: return value.is_string();
-    case Kind::kInteger: return value.is_number_integer();
-    case Kind::kNumber: return value.is_number();
-    case Kind::kObject: return value.is_object();
-    case Kind::kArray: return value.is_array();
-    case Kind::kBoolean: return value.is_boolean();
-    case Kind::kAny: return true;
+    case Kind::kString:
+      return value.is_string();
+    case Kind::kInteger:
+      return value.is_number_integer();
+    case Kind::kNumber:
+      return value.is_number();
+    case Kind::kObject:
+      return value.is_object();
+    case Kind::kArray:
+      return value.is_array();
+    case Kind::kBoolean:
+      return value.is_boolean();
+    case Kind::kAny:
+      return true;
   }
   return false;
 }
@@ -50,39 +64,54 @@ const std::vector<std::pair<std::string, std::vector<Field>>>& Schema() {
       {msg::kStatus, {{"request_id", Kind::kAny, true}, {"sweep_id", Kind::kInteger, false}}},
       {msg::kCancel, {{"request_id", Kind::kAny, true}, {"sweep_id", Kind::kInteger, true}}},
       {msg::kResults,
-       {{"request_id", Kind::kAny, true}, {"sweep_id", Kind::kInteger, false},
+       {{"request_id", Kind::kAny, true},
+        {"sweep_id", Kind::kInteger, false},
         {"limit", Kind::kInteger, false}}},
       {msg::kQuery, {{"request_id", Kind::kAny, true}, {"sql", Kind::kString, true}}},
       {msg::kSubmitted,
-       {{"request_id", Kind::kAny, true}, {"sweep_id", Kind::kInteger, true},
-        {"jobs", Kind::kInteger, true}, {"agents", Kind::kArray, true}}},
+       {{"request_id", Kind::kAny, true},
+        {"sweep_id", Kind::kInteger, true},
+        {"jobs", Kind::kInteger, true},
+        {"agents", Kind::kArray, true}}},
       {msg::kStatusReply,
-       {{"request_id", Kind::kAny, true}, {"sweeps", Kind::kArray, true},
-        {"agents", Kind::kArray, true}, {"counters", Kind::kObject, true}}},
+       {{"request_id", Kind::kAny, true},
+        {"sweeps", Kind::kArray, true},
+        {"agents", Kind::kArray, true},
+        {"counters", Kind::kObject, true}}},
       {msg::kCancelled,
-       {{"request_id", Kind::kAny, true}, {"sweep_id", Kind::kInteger, true},
+       {{"request_id", Kind::kAny, true},
+        {"sweep_id", Kind::kInteger, true},
         {"jobs_cancelled", Kind::kInteger, true}}},
       {msg::kRows,
-       {{"request_id", Kind::kAny, true}, {"columns", Kind::kArray, true},
-        {"rows", Kind::kArray, true}, {"truncated", Kind::kBoolean, true}}},
+       {{"request_id", Kind::kAny, true},
+        {"columns", Kind::kArray, true},
+        {"rows", Kind::kArray, true},
+        {"truncated", Kind::kBoolean, true}}},
       {msg::kRegister,
-       {{"agent", Kind::kString, true}, {"tags", Kind::kArray, true},
+       {{"agent", Kind::kString, true},
+        {"tags", Kind::kArray, true},
         {"capabilities", Kind::kObject, true}}},
       {msg::kHeartbeat, {{"running", Kind::kAny, false}}},
       {msg::kResult,
-       {{"job_id", Kind::kInteger, true}, {"attempt", Kind::kInteger, true},
+       {{"job_id", Kind::kInteger, true},
+        {"attempt", Kind::kInteger, true},
         {"result", Kind::kObject, true}}},
       {msg::kRegistered,
-       {{"agent", Kind::kString, true}, {"heartbeat_ms", Kind::kInteger, true},
+       {{"agent", Kind::kString, true},
+        {"heartbeat_ms", Kind::kInteger, true},
         {"liveness", Kind::kInteger, true}}},
       {msg::kJob,
-       {{"job_id", Kind::kInteger, true}, {"attempt", Kind::kInteger, true},
-        {"spec", Kind::kObject, true}, {"timeout_s", Kind::kNumber, true}}},
+       {{"job_id", Kind::kInteger, true},
+        {"attempt", Kind::kInteger, true},
+        {"spec", Kind::kObject, true},
+        {"timeout_s", Kind::kNumber, true}}},
       {msg::kAck,
-       {{"job_id", Kind::kInteger, true}, {"attempt", Kind::kInteger, true},
+       {{"job_id", Kind::kInteger, true},
+        {"attempt", Kind::kInteger, true},
         {"outcome", Kind::kString, true}}},
       {msg::kError,
-       {{"code", Kind::kString, true}, {"message", Kind::kString, true},
+       {{"code", Kind::kString, true},
+        {"message", Kind::kString, true},
         {"request_id", Kind::kAny, false}}},
   };
   return *schema;

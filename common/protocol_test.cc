@@ -85,8 +85,8 @@ TEST(ProtocolTest, MalformedFramesAreRejectedWithAReason) {
 TEST(ProtocolTest, HugeAndDeeplyNestedInputDoesNotCrash) {
   std::string deep(100000, '[');
   EXPECT_FALSE(Decode(deep).ok());
-  std::string huge = R"({"v":1,"type":"query","request_id":1,"sql":")" +
-                     std::string(1 << 20, 'x') + "\"}";
+  std::string huge =
+      R"({"v":1,"type":"query","request_id":1,"sql":")" + std::string(1 << 20, 'x') + "\"}";
   EXPECT_TRUE(Decode(huge).ok());  // big but within the message limit
 }
 
@@ -98,7 +98,8 @@ TEST(ProtocolTest, ErrorEchoesRequestId) {
 }
 
 TEST(ProtocolTest, EncodeReplacesInvalidUtf8InsteadOfThrowing) {
-  Message m = MakeMessage(msg::kError, {{"code", "internal"}, {"message", std::string("\xff\xfe")}});
+  Message m =
+      MakeMessage(msg::kError, {{"code", "internal"}, {"message", std::string("\xff\xfe")}});
   std::string encoded;
   ASSERT_NO_THROW(encoded = Encode(m));
   EXPECT_TRUE(Decode(encoded).ok());

@@ -38,7 +38,9 @@ class Status {
   std::string message_;
 };
 
-inline Status InvalidArgument(std::string m) { return {StatusCode::kInvalidArgument, std::move(m)}; }
+inline Status InvalidArgument(std::string m) {
+  return {StatusCode::kInvalidArgument, std::move(m)};
+}
 inline Status NotFound(std::string m) { return {StatusCode::kNotFound, std::move(m)}; }
 inline Status FailedPrecondition(std::string m) {
   return {StatusCode::kFailedPrecondition, std::move(m)};
@@ -53,7 +55,7 @@ inline Status Internal(std::string m) { return {StatusCode::kInternal, std::move
 template <typename T>
 class StatusOr {
  public:
-  StatusOr(T value) : value_(std::move(value)) {}  // NOLINT(google-explicit-constructor)
+  StatusOr(T value) : value_(std::move(value)) {}         // NOLINT(google-explicit-constructor)
   StatusOr(Status status) : status_(std::move(status)) {  // NOLINT(google-explicit-constructor)
     if (status_.ok()) status_ = Internal("StatusOr built from an OK status without a value");
   }
@@ -77,10 +79,10 @@ class StatusOr {
 #define BF_CONCAT_INNER(a, b) a##b
 #define BF_CONCAT(a, b) BF_CONCAT_INNER(a, b)
 
-#define RETURN_IF_ERROR(expr)                          \
-  do {                                                 \
-    ::benchfleet::Status bf_status_ = (expr);          \
-    if (!bf_status_.ok()) return bf_status_;           \
+#define RETURN_IF_ERROR(expr)                 \
+  do {                                        \
+    ::benchfleet::Status bf_status_ = (expr); \
+    if (!bf_status_.ok()) return bf_status_;  \
   } while (0)
 
 #define ASSIGN_OR_RETURN(lhs, expr) ASSIGN_OR_RETURN_IMPL(BF_CONCAT(bf_or_, __LINE__), lhs, expr)

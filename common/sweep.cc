@@ -10,14 +10,13 @@ namespace {
 
 const std::vector<std::string> kModes = {"inference"};
 const std::vector<std::string> kDtypes = {"fp32"};
-const std::vector<std::string> kTopKeys = {"name",   "select", "placement", "matrix", "timing",
-                                           "models", "timeout_s", "seed", "description"};
+const std::vector<std::string> kTopKeys = {"name",      "select", "placement",
+                                           "matrix",    "timing", "models",
+                                           "timeout_s", "seed",   "description"};
 const std::vector<std::string> kMatrixKeys = {"model", "batch_size", "threads",
                                               "dtype", "mode",       "device"};
-const std::vector<std::string> kTimingKeys = {"warmup_s", "min_time_s", "max_time_s",
-                                              "target_iqr"};
-const std::vector<std::string> kSelectKeys = {"device", "name", "tags", "cpu_model",
-                                              "gpu_model"};
+const std::vector<std::string> kTimingKeys = {"warmup_s", "min_time_s", "max_time_s", "target_iqr"};
+const std::vector<std::string> kSelectKeys = {"device", "name", "tags", "cpu_model", "gpu_model"};
 const std::vector<std::string> kMlpArgKeys = {"layers"};
 
 // Upper bounds that catch typos (batch 1e9) before they reach a worker.
@@ -40,8 +39,8 @@ Status CheckKeys(const json& object, const std::vector<std::string>& allowed,
                  const std::string& where) {
   for (const auto& item : object.items()) {
     if (!Contains(allowed, item.key())) {
-      return InvalidArgument((where.empty() ? "" : where + ": ") + "unknown key \"" +
-                             item.key() + "\"; allowed keys: " + Join(allowed));
+      return InvalidArgument((where.empty() ? "" : where + ": ") + "unknown key \"" + item.key() +
+                             "\"; allowed keys: " + Join(allowed));
     }
   }
   return Status::Ok();
@@ -78,23 +77,23 @@ StatusOr<json> Axis(const json& matrix, const std::string& key, const json& fall
     if (key == "batch_size" || key == "threads") {
       int64_t max = key == "batch_size" ? kMaxBatchSize : kMaxThreads;
       if (!v.is_number_integer() || v.get<int64_t>() <= 0 || v.get<int64_t>() > max) {
-        return InvalidArgument(where + ": must be a positive integer up to " +
-                               std::to_string(max) + ", got " + v.dump());
+        return InvalidArgument(where + ": must be a positive integer up to " + std::to_string(max) +
+                               ", got " + v.dump());
       }
       continue;
     }
     if (!v.is_string()) return InvalidArgument(where + ": must be a string, got " + v.dump());
     const std::string s = v.get<std::string>();
     if (key == "model" && !Contains(KnownModels(), s)) {
-      return InvalidArgument(where + ": unknown model \"" + s + "\"; known models: " +
-                             Join(KnownModels()));
+      return InvalidArgument(where + ": unknown model \"" + s +
+                             "\"; known models: " + Join(KnownModels()));
     }
     if (key == "mode" && !Contains(kModes, s)) {
       return InvalidArgument(where + ": unknown mode \"" + s + "\"; known modes: " + Join(kModes));
     }
     if (key == "dtype" && !Contains(kDtypes, s)) {
-      return InvalidArgument(where + ": unknown dtype \"" + s + "\"; known dtypes: " +
-                             Join(kDtypes));
+      return InvalidArgument(where + ": unknown dtype \"" + s +
+                             "\"; known dtypes: " + Join(kDtypes));
     }
     if (key == "device" && !IsDevice(s)) {
       return InvalidArgument(where + ": unknown device \"" + s + "\"; use cpu, cuda or cuda:N");
@@ -123,7 +122,9 @@ Status ValidateSelect(const json& select) {
     bool ok = v.is_string() || (v.is_array() && std::all_of(v.begin(), v.end(), [](const json& e) {
                                   return e.is_string();
                                 }));
-    if (!ok) return InvalidArgument(std::string("select.") + key + ": must be a string or an array of strings");
+    if (!ok)
+      return InvalidArgument(std::string("select.") + key +
+                             ": must be a string or an array of strings");
   }
   return Status::Ok();
 }
@@ -132,8 +133,8 @@ Status ValidateModelArgs(const json& models) {
   if (!models.is_object()) return InvalidArgument("models: must be an object keyed by model name");
   for (const auto& [model, args] : models.items()) {
     if (!Contains(KnownModels(), model)) {
-      return InvalidArgument("models." + model + ": unknown model; known models: " +
-                             Join(KnownModels()));
+      return InvalidArgument("models." + model +
+                             ": unknown model; known models: " + Join(KnownModels()));
     }
     if (!args.is_object()) return InvalidArgument("models." + model + ": must be an object");
     if (model == "mlp") {
@@ -193,10 +194,14 @@ StatusOr<Sweep> ParseSweep(const json& document) {
     const json& t = document["timing"];
     if (!t.is_object()) return InvalidArgument("timing: must be an object");
     RETURN_IF_ERROR(CheckKeys(t, kTimingKeys, "timing"));
-    ASSIGN_OR_RETURN(sweep.timing.warmup_s, PositiveNumber(t, "warmup_s", sweep.timing.warmup_s, "timing"));
-    ASSIGN_OR_RETURN(sweep.timing.min_time_s, PositiveNumber(t, "min_time_s", sweep.timing.min_time_s, "timing"));
-    ASSIGN_OR_RETURN(sweep.timing.max_time_s, PositiveNumber(t, "max_time_s", sweep.timing.max_time_s, "timing"));
-    ASSIGN_OR_RETURN(sweep.timing.target_iqr, PositiveNumber(t, "target_iqr", sweep.timing.target_iqr, "timing"));
+    ASSIGN_OR_RETURN(sweep.timing.warmup_s,
+                     PositiveNumber(t, "warmup_s", sweep.timing.warmup_s, "timing"));
+    ASSIGN_OR_RETURN(sweep.timing.min_time_s,
+                     PositiveNumber(t, "min_time_s", sweep.timing.min_time_s, "timing"));
+    ASSIGN_OR_RETURN(sweep.timing.max_time_s,
+                     PositiveNumber(t, "max_time_s", sweep.timing.max_time_s, "timing"));
+    ASSIGN_OR_RETURN(sweep.timing.target_iqr,
+                     PositiveNumber(t, "target_iqr", sweep.timing.target_iqr, "timing"));
     if (sweep.timing.min_time_s > sweep.timing.max_time_s) {
       return InvalidArgument("timing.min_time_s: must not exceed timing.max_time_s");
     }
@@ -235,11 +240,11 @@ StatusOr<Sweep> ParseSweep(const json& document) {
   ASSIGN_OR_RETURN(json modes, Axis(*matrix, "mode", json::array({"inference"})));
   ASSIGN_OR_RETURN(json devices, Axis(*matrix, "device", json::array({"cpu"})));
 
-  size_t count = models.size() * batches.size() * threads.size() * dtypes.size() *
-                 modes.size() * devices.size();
+  size_t count = models.size() * batches.size() * threads.size() * dtypes.size() * modes.size() *
+                 devices.size();
   if (count > kMaxCombinations) {
-    return InvalidArgument("matrix: " + std::to_string(count) + " combinations exceed the limit of " +
-                           std::to_string(kMaxCombinations));
+    return InvalidArgument("matrix: " + std::to_string(count) +
+                           " combinations exceed the limit of " + std::to_string(kMaxCombinations));
   }
   json timing = {{"warmup_s", sweep.timing.warmup_s},
                  {"min_time_s", sweep.timing.min_time_s},
@@ -251,12 +256,16 @@ StatusOr<Sweep> ParseSweep(const json& document) {
         for (const auto& dtype : dtypes)
           for (const auto& batch : batches)
             for (const auto& thread_count : threads) {
-              json spec = {{"model", model},       {"mode", mode},
-                           {"dtype", dtype},       {"device", device},
-                           {"batch_size", batch},  {"threads", thread_count},
-                           {"seed", sweep.seed},   {"timing", timing},
-                           {"model_args", sweep.model_args.value(model.get<std::string>(),
-                                                                 json::object())}};
+              json spec = {
+                  {"model", model},
+                  {"mode", mode},
+                  {"dtype", dtype},
+                  {"device", device},
+                  {"batch_size", batch},
+                  {"threads", thread_count},
+                  {"seed", sweep.seed},
+                  {"timing", timing},
+                  {"model_args", sweep.model_args.value(model.get<std::string>(), json::object())}};
               sweep.combinations.push_back(std::move(spec));
             }
 
@@ -295,7 +304,8 @@ bool AgentMatches(const json& select, const AgentDescription& agent) {
   if (!select.is_object()) return false;
   const json& caps = agent.capabilities;
   const json gpus = caps.value("gpus", json::array());
-  if (select.contains("device") && select["device"] == "cuda" && (!gpus.is_array() || gpus.empty())) {
+  if (select.contains("device") && select["device"] == "cuda" &&
+      (!gpus.is_array() || gpus.empty())) {
     return false;
   }
   if (select.contains("name")) {
@@ -316,7 +326,8 @@ bool AgentMatches(const json& select, const AgentDescription& agent) {
     bool found = false;
     if (gpus.is_array()) {
       for (const auto& gpu : gpus) {
-        if (gpu.is_object() && gpu.value("name", "").find(wanted) != std::string::npos) found = true;
+        if (gpu.is_object() && gpu.value("name", "").find(wanted) != std::string::npos)
+          found = true;
       }
     }
     if (!found) return false;

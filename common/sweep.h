@@ -28,7 +28,7 @@ struct Sweep {
   json select = json::object();
   Placement placement = Placement::kEach;
   TimingSpec timing;
-  double timeout_s = 0;      // per job; 0 = derived from timing
+  double timeout_s = 0;  // per job; 0 = derived from timing
   int64_t seed = 0;
   json model_args = json::object();  // per model name, e.g. {"mlp": {"layers": [...]}}
   // One job spec per combination of the matrix, in a stable order.

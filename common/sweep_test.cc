@@ -94,10 +94,10 @@ TEST(SweepTest, BadInputNamesTheField) {
 }
 
 TEST(SweepTest, SelectMatchesByDeviceNameTagsAndModels) {
-  AgentDescription cpu_box{"node-a", {"lab", "avx2"},
+  AgentDescription cpu_box{"node-a",
+                           {"lab", "avx2"},
                            json::parse(R"({"host":{"cpu_model":"AMD EPYC 7B13"},"gpus":[]})")};
-  AgentDescription gpu_box{"node-g", {"lab"},
-                           json::parse(R"({"host":{"cpu_model":"Intel Xeon"},
+  AgentDescription gpu_box{"node-g", {"lab"}, json::parse(R"({"host":{"cpu_model":"Intel Xeon"},
                                            "gpus":[{"name":"NVIDIA H200","memory_mb":141000}]})")};
   EXPECT_TRUE(AgentMatches(json::object(), cpu_box));
   EXPECT_TRUE(AgentMatches({{"device", "cpu"}}, gpu_box));  // every host has a CPU

@@ -44,7 +44,8 @@ StatusOr<zmq::socket_t> ConnectDealer(zmq::context_t& context, const std::string
 StatusOr<std::optional<Frames>> ReceiveFrames(zmq::socket_t& socket) {
   try {
     std::vector<zmq::message_t> parts;
-    auto received = zmq::recv_multipart(socket, std::back_inserter(parts), zmq::recv_flags::dontwait);
+    auto received =
+        zmq::recv_multipart(socket, std::back_inserter(parts), zmq::recv_flags::dontwait);
     if (!received) return std::optional<Frames>();
     Frames frames;
     frames.reserve(parts.size());
@@ -75,8 +76,7 @@ Status SendMessage(zmq::socket_t& dealer, const Message& message) {
   return SendFrames(dealer, {Encode(message)});
 }
 
-Status SendMessageTo(zmq::socket_t& router, const std::string& routing_id,
-                     const Message& message) {
+Status SendMessageTo(zmq::socket_t& router, const std::string& routing_id, const Message& message) {
   return SendFrames(router, {routing_id, Encode(message)});
 }
 

@@ -37,8 +37,7 @@ Status SendFrames(zmq::socket_t& socket, const Frames& frames);
 Status SendMessage(zmq::socket_t& dealer, const Message& message);
 
 // Sends one protocol message from a ROUTER to the peer with `routing_id`.
-Status SendMessageTo(zmq::socket_t& router, const std::string& routing_id,
-                     const Message& message);
+Status SendMessageTo(zmq::socket_t& router, const std::string& routing_id, const Message& message);
 
 // Waits up to `timeout_ms` for any of `sockets` to become readable. Returns which are
 // readable (same order); an interrupted wait (a signal) returns all false.

@@ -41,17 +41,23 @@ bool ValidAgentName(const std::string& name) {
 }
 
 json RowsToJson(const Rows& rows, const json& request_id) {
-  return {{"request_id", request_id}, {"columns", rows.columns}, {"rows", rows.rows},
+  return {{"request_id", request_id},
+          {"columns", rows.columns},
+          {"rows", rows.rows},
           {"truncated", rows.truncated}};
 }
 
 }  // namespace
 
 json CoordinatorCounters::ToJson() const {
-  return {{"malformed_messages", malformed_messages}, {"unknown_peers", unknown_peers},
-          {"results_stored", results_stored},         {"duplicate_results", duplicate_results},
-          {"stale_results", stale_results},           {"failed_jobs", failed_jobs},
-          {"requeued_jobs", requeued_jobs},           {"send_failures", send_failures},
+  return {{"malformed_messages", malformed_messages},
+          {"unknown_peers", unknown_peers},
+          {"results_stored", results_stored},
+          {"duplicate_results", duplicate_results},
+          {"stale_results", stale_results},
+          {"failed_jobs", failed_jobs},
+          {"requeued_jobs", requeued_jobs},
+          {"send_failures", send_failures},
           {"store_errors", store_errors}};
 }
 
@@ -66,9 +72,9 @@ Status Coordinator::Start() {
   agents_socket_ = std::make_unique<zmq::socket_t>(std::move(agents));
   clients_socket_ = std::make_unique<zmq::socket_t>(std::move(clients));
   RecoverLeases();
-  LOG_INFO("serving agents on " << agents_bound << ", clients on " << clients_bound
-                                << ", store " << options_.db_path << " (schema v"
-                                << store_->SchemaVersion() << ")");
+  LOG_INFO("serving agents on " << agents_bound << ", clients on " << clients_bound << ", store "
+                                << options_.db_path << " (schema v" << store_->SchemaVersion()
+                                << ")");
   if (!options_.ready_file.empty()) {
     json ready = {{"agents", agents_bound}, {"clients", clients_bound}, {"pid", getpid()}};
     RETURN_IF_ERROR(WriteFileAtomically(options_.ready_file, ready.dump()));
@@ -149,7 +155,8 @@ Message Coordinator::Submit(const json& request) {
   std::vector<std::string> pinned;
   if (sweep->placement == Placement::kEach) {
     for (Agent* agent : registry_.All()) {
-      if (AgentMatches(sweep->select, agent->description)) pinned.push_back(agent->description.name);
+      if (AgentMatches(sweep->select, agent->description))
+        pinned.push_back(agent->description.name);
     }
     std::sort(pinned.begin(), pinned.end());
     if (pinned.empty()) {
@@ -169,10 +176,9 @@ Message Coordinator::Submit(const json& request) {
   }
   LOG_INFO("sweep " << *sweep_id << " \"" << sweep->name << "\": " << jobs << " jobs");
   Dispatch();
-  return MakeMessage(msg::kSubmitted, {{"request_id", request_id},
-                                       {"sweep_id", *sweep_id},
-                                       {"jobs", jobs},
-                                       {"agents", pinned}});
+  return MakeMessage(
+      msg::kSubmitted,
+      {{"request_id", request_id}, {"sweep_id", *sweep_id}, {"jobs", jobs}, {"agents", pinned}});
 }
 
 Message Coordinator::StatusReply(const json& request) {
@@ -188,13 +194,13 @@ Message Coordinator::StatusReply(const json& request) {
     for (const auto& [id, lease] : registry_.leases()) {
       if (lease.agent == agent->description.name) job_id = id;
     }
-    agents.push_back({{"agent", agent->description.name},
-                      {"state", job_id.is_null() ? "idle" : "busy"},
-                      {"job_id", job_id},
-                      {"machine_id", agent->machine_id},
-                      {"tags", agent->description.tags},
-                      {"last_seen_ms_ago",
-                       std::chrono::duration_cast<Millis>(now - agent->last_seen).count()}});
+    agents.push_back(
+        {{"agent", agent->description.name},
+         {"state", job_id.is_null() ? "idle" : "busy"},
+         {"job_id", job_id},
+         {"machine_id", agent->machine_id},
+         {"tags", agent->description.tags},
+         {"last_seen_ms_ago", std::chrono::duration_cast<Millis>(now - agent->last_seen).count()}});
   }
   return MakeMessage(msg::kStatusReply, {{"request_id", request_id},
                                          {"sweeps", *sweeps},
@@ -208,9 +214,9 @@ Message Coordinator::Cancel(const json& request) {
   auto cancelled = store_->CancelSweep(sweep_id);
   if (!cancelled.ok()) return MakeError(cancelled.status(), request_id);
   LOG_INFO("sweep " << sweep_id << " cancelled: " << *cancelled << " queued jobs dropped");
-  return MakeMessage(msg::kCancelled, {{"request_id", request_id},
-                                       {"sweep_id", sweep_id},
-                                       {"jobs_cancelled", *cancelled}});
+  return MakeMessage(
+      msg::kCancelled,
+      {{"request_id", request_id}, {"sweep_id", sweep_id}, {"jobs_cancelled", *cancelled}});
 }
 
 Message Coordinator::ResultsReply(const json& request) {
@@ -219,7 +225,8 @@ Message Coordinator::ResultsReply(const json& request) {
   if (request.contains("sweep_id")) sweep_id = request["sweep_id"].get<int64_t>();
   int limit = kMaxReplyRows;
   if (request.contains("limit")) {
-    limit = static_cast<int>(std::clamp<int64_t>(request["limit"].get<int64_t>(), 1, kMaxReplyRows));
+    limit =
+        static_cast<int>(std::clamp<int64_t>(request["limit"].get<int64_t>(), 1, kMaxReplyRows));
   }
   auto rows = store_->ResultSummary(sweep_id, limit);
   if (!rows.ok()) return MakeError(rows.status(), request_id);
@@ -282,7 +289,8 @@ void Coordinator::HandleAgent(const Frames& frames) {
     AgentError(*agent, body);
   } else {
     ++counters_.malformed_messages;
-    ReplyToAgent(routing_id, MakeError(InvalidArgument("\"" + type + "\" is not an agent message")));
+    ReplyToAgent(routing_id,
+                 MakeError(InvalidArgument("\"" + type + "\" is not an agent message")));
   }
 }
 
@@ -307,8 +315,8 @@ void Coordinator::Register(const std::string& routing_id, const json& body) {
   const json host = agent.description.capabilities.value("host", json::object());
   agent.machine_id = host.is_object() ? host.value("machine_id", name) : name;
   if (Agent* other = registry_.FindByName(name); other && other->routing_id != routing_id) {
-    ReplyToAgent(routing_id, MakeError(FailedPrecondition(
-                                 "agent name \"" + name + "\" is in use by a live agent")));
+    ReplyToAgent(routing_id, MakeError(FailedPrecondition("agent name \"" + name +
+                                                          "\" is in use by a live agent")));
     return;
   }
   auto host_id = store_->UpsertHost(name, agent.machine_id, agent.description.tags,
@@ -345,8 +353,8 @@ void Coordinator::Heartbeat(Agent& agent, const json& body) {
 void Coordinator::AcceptResult(Agent& agent, const json& body) {
   int64_t job_id = body["job_id"];
   int attempt = body["attempt"];
-  auto outcome = store_->StoreResult(job_id, attempt, agent.host_id, agent.description.name,
-                                     body["result"]);
+  auto outcome =
+      store_->StoreResult(job_id, attempt, agent.host_id, agent.description.name, body["result"]);
   if (!outcome.ok()) {
     // No ack: the agent keeps the result spooled and sends it again.
     ++counters_.store_errors;
@@ -363,7 +371,9 @@ void Coordinator::AcceptResult(Agent& agent, const json& body) {
                         << body["result"].value("error", std::string("(no reason given)")));
       }
       break;
-    case ResultOutcome::kDuplicate: ++counters_.duplicate_results; break;
+    case ResultOutcome::kDuplicate:
+      ++counters_.duplicate_results;
+      break;
     case ResultOutcome::kStale:
       ++counters_.stale_results;
       LOG_WARN("stale result for job " << job_id << " attempt " << attempt << " from "
@@ -373,15 +383,16 @@ void Coordinator::AcceptResult(Agent& agent, const json& body) {
   if (Lease* lease = registry_.FindLease(job_id); lease && lease->attempt == attempt) {
     registry_.RemoveLease(job_id);
   }
-  ReplyToAgent(agent.routing_id, MakeMessage(msg::kAck, {{"job_id", job_id},
-                                                         {"attempt", attempt},
-                                                         {"outcome", ResultOutcomeName(*outcome)}}));
+  ReplyToAgent(agent.routing_id,
+               MakeMessage(msg::kAck, {{"job_id", job_id},
+                                       {"attempt", attempt},
+                                       {"outcome", ResultOutcomeName(*outcome)}}));
   Dispatch();
 }
 
 void Coordinator::AgentError(Agent& agent, const json& body) {
-  LOG_WARN("agent " << agent.description.name << " reports " << body.value("code", "")
-                    << ": " << body.value("message", ""));
+  LOG_WARN("agent " << agent.description.name << " reports " << body.value("code", "") << ": "
+                    << body.value("message", ""));
   // A refused job offer names the job: its attempt is lost, the job goes back.
   json job_id = body.value("job_id", json());
   json attempt = body.value("attempt", json());
@@ -390,8 +401,8 @@ void Coordinator::AgentError(Agent& agent, const json& body) {
     if (lease && lease->attempt == attempt.get<int>() && lease->agent == agent.description.name) {
       Lease lost = *lease;
       registry_.RemoveLease(lost.job_id);
-      LoseAttempt(lost, "agent " + agent.description.name + " refused the job: " +
-                            body.value("message", std::string()));
+      LoseAttempt(lost, "agent " + agent.description.name +
+                            " refused the job: " + body.value("message", std::string()));
     }
   }
 }
@@ -413,8 +424,9 @@ void Coordinator::RecoverLeases() {
     lease.attempt = job.attempt;
     lease.agent = job.host;
     lease.renewed_at = now;
-    lease.hard_deadline = now + std::chrono::duration_cast<Millis>(
-                                    std::chrono::duration<double>(job.timeout_s)) + LivenessWindow();
+    lease.hard_deadline =
+        now + std::chrono::duration_cast<Millis>(std::chrono::duration<double>(job.timeout_s)) +
+        LivenessWindow();
     registry_.AddLease(lease);
   }
   if (!running->empty()) LOG_INFO("recovered " << running->size() << " leases of running jobs");
@@ -480,8 +492,9 @@ bool Coordinator::OfferNextJob(Agent& agent) {
     lease.attempt = *attempt;
     lease.agent = agent.description.name;
     lease.renewed_at = now;
-    lease.hard_deadline = now + std::chrono::duration_cast<Millis>(
-                                    std::chrono::duration<double>(job.timeout_s)) + LivenessWindow();
+    lease.hard_deadline =
+        now + std::chrono::duration_cast<Millis>(std::chrono::duration<double>(job.timeout_s)) +
+        LivenessWindow();
     registry_.AddLease(lease);
     Message offer = MakeMessage(msg::kJob, {{"job_id", job.job_id},
                                             {"attempt", *attempt},

@@ -76,7 +76,9 @@ class Coordinator {
   void Dispatch();
   bool OfferNextJob(Agent& agent);
   void SendHeartbeats();
-  Millis LivenessWindow() const { return Millis(int64_t{options_.heartbeat_ms} * options_.liveness); }
+  Millis LivenessWindow() const {
+    return Millis(int64_t{options_.heartbeat_ms} * options_.liveness);
+  }
 
   CoordinatorOptions options_;
   std::unique_ptr<Store> store_;

@@ -12,8 +12,9 @@ void RequestStop(int) { stop_requested = true; }
 
 int main(int argc, char** argv) {
   benchfleet::CoordinatorOptions options;
-  CLI::App app{"benchfleet-coordinator: queues benchmark sweeps, dispatches jobs to agents and "
-               "stores results in SQLite"};
+  CLI::App app{
+      "benchfleet-coordinator: queues benchmark sweeps, dispatches jobs to agents and "
+      "stores results in SQLite"};
   app.add_option("--db", options.db_path, "SQLite database file (created if missing)")
       ->capture_default_str();
   app.add_option("--agents", options.agents_endpoint, "ZeroMQ endpoint agents connect to")
@@ -21,13 +22,16 @@ int main(int argc, char** argv) {
   app.add_option("--clients", options.clients_endpoint, "ZeroMQ endpoint clients connect to")
       ->capture_default_str();
   app.add_option("--heartbeat-ms", options.heartbeat_ms, "heartbeat interval in milliseconds")
-      ->check(CLI::Range(50, 60000))->capture_default_str();
+      ->check(CLI::Range(50, 60000))
+      ->capture_default_str();
   app.add_option("--liveness", options.liveness,
                  "missed heartbeats before an agent is taken for dead")
-      ->check(CLI::Range(1, 100))->capture_default_str();
+      ->check(CLI::Range(1, 100))
+      ->capture_default_str();
   app.add_option("--max-attempts", options.max_attempts,
                  "hand-outs of a job before it fails for good")
-      ->check(CLI::Range(1, 100))->capture_default_str();
+      ->check(CLI::Range(1, 100))
+      ->capture_default_str();
   app.add_flag("--share-machines", options.share_machines,
                "let agents on the same machine run jobs at the same time");
   app.add_option("--ready-file", options.ready_file,

@@ -57,7 +57,8 @@ bool AgentRegistry::MachineBusy(const Agent& agent) const {
   for (const auto& [job, lease] : leases_) {
     if (lease.agent == agent.description.name) continue;
     for (const auto& [id, other] : agents_) {
-      if (other.description.name == lease.agent && other.machine_id == agent.machine_id) return true;
+      if (other.description.name == lease.agent && other.machine_id == agent.machine_id)
+        return true;
     }
   }
   return false;

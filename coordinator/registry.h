@@ -26,9 +26,9 @@ struct Agent {
 struct Lease {
   int64_t job_id = 0;
   int attempt = 0;
-  std::string agent;      // agent name
-  MonoTime renewed_at;    // dispatch, or the last heartbeat naming this job
-  MonoTime hard_deadline; // the job's timeout plus the liveness window
+  std::string agent;       // agent name
+  MonoTime renewed_at;     // dispatch, or the last heartbeat naming this job
+  MonoTime hard_deadline;  // the job's timeout plus the liveness window
 };
 
 class AgentRegistry {

@@ -88,11 +88,16 @@ std::string Statement::Text(int col) const {
 
 nlohmann::json Statement::ColumnJson(int col) const {
   switch (sqlite3_column_type(stmt_, col)) {
-    case SQLITE_INTEGER: return Int(col);
-    case SQLITE_FLOAT: return Real(col);
-    case SQLITE_TEXT: return Text(col);
-    case SQLITE_BLOB: return "<blob " + std::to_string(sqlite3_column_bytes(stmt_, col)) + " bytes>";
-    default: return nullptr;
+    case SQLITE_INTEGER:
+      return Int(col);
+    case SQLITE_FLOAT:
+      return Real(col);
+    case SQLITE_TEXT:
+      return Text(col);
+    case SQLITE_BLOB:
+      return "<blob " + std::to_string(sqlite3_column_bytes(stmt_, col)) + " bytes>";
+    default:
+      return nullptr;
   }
 }
 

@@ -31,9 +31,12 @@ json Field(const json& object, const char* key) {
 
 const char* ResultOutcomeName(ResultOutcome outcome) {
   switch (outcome) {
-    case ResultOutcome::kStored: return "stored";
-    case ResultOutcome::kDuplicate: return "duplicate";
-    case ResultOutcome::kStale: return "stale";
+    case ResultOutcome::kStored:
+      return "stored";
+    case ResultOutcome::kDuplicate:
+      return "duplicate";
+    case ResultOutcome::kStale:
+      return "stale";
   }
   return "?";
 }
@@ -43,8 +46,9 @@ StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path) {
   sqlite3_busy_timeout(db->handle(), kBusyTimeoutMs);
   // WAL lets readers (the CLI's queries, a user's sqlite3 shell) run beside the writer;
   // synchronous=FULL makes every commit durable before we acknowledge it to a peer.
-  RETURN_IF_ERROR(db->Exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; "
-                           "PRAGMA foreign_keys=ON;"));
+  RETURN_IF_ERROR(
+      db->Exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; "
+               "PRAGMA foreign_keys=ON;"));
   std::unique_ptr<Store> store(new Store(std::move(db), path));
   RETURN_IF_ERROR(store->Migrate());
   return store;
@@ -81,36 +85,47 @@ Status Store::Migrate() {
 StatusOr<int64_t> Store::UpsertHost(const std::string& name, const std::string& machine_id,
                                     const json& tags, const json& capabilities) {
   std::string now = UtcNowIso8601();
-  ASSIGN_OR_RETURN(auto stmt, db_->Prepare(
-      "INSERT INTO hosts(name, machine_id, tags, capabilities, first_seen, last_seen) "
-      "VALUES (?1, ?2, ?3, ?4, ?5, ?5) "
-      "ON CONFLICT(name) DO UPDATE SET machine_id = excluded.machine_id, tags = excluded.tags, "
-      "capabilities = excluded.capabilities, last_seen = excluded.last_seen "
-      "RETURNING host_id"));
-  stmt.Bind(1, name).Bind(2, machine_id).Bind(3, tags.dump()).Bind(4, capabilities.dump()).Bind(5, now);
+  ASSIGN_OR_RETURN(
+      auto stmt,
+      db_->Prepare(
+          "INSERT INTO hosts(name, machine_id, tags, capabilities, first_seen, last_seen) "
+          "VALUES (?1, ?2, ?3, ?4, ?5, ?5) "
+          "ON CONFLICT(name) DO UPDATE SET machine_id = excluded.machine_id, tags = excluded.tags, "
+          "capabilities = excluded.capabilities, last_seen = excluded.last_seen "
+          "RETURNING host_id"));
+  stmt.Bind(1, name)
+      .Bind(2, machine_id)
+      .Bind(3, tags.dump())
+      .Bind(4, capabilities.dump())
+      .Bind(5, now);
   ASSIGN_OR_RETURN(bool row, stmt.Step());
   if (!row) return Internal("host upsert returned no row");
   return stmt.Int(0);
 }
 
-StatusOr<int64_t> Store::CreateSweep(const Sweep& sweep, const std::vector<std::string>& pinned_hosts,
+StatusOr<int64_t> Store::CreateSweep(const Sweep& sweep,
+                                     const std::vector<std::string>& pinned_hosts,
                                      int64_t* jobs_created) {
   std::string now = UtcNowIso8601();
   Transaction tx(*db_);
   RETURN_IF_ERROR(tx.Begin());
-  ASSIGN_OR_RETURN(auto insert_sweep, db_->Prepare(
-      "INSERT INTO sweeps(name, spec, created_at) VALUES (?1, ?2, ?3)"));
+  ASSIGN_OR_RETURN(auto insert_sweep,
+                   db_->Prepare("INSERT INTO sweeps(name, spec, created_at) VALUES (?1, ?2, ?3)"));
   RETURN_IF_ERROR(insert_sweep.Bind(1, sweep.name).Bind(2, sweep.source.dump()).Bind(3, now).Run());
   int64_t sweep_id = db_->LastInsertRowid();
 
-  ASSIGN_OR_RETURN(auto insert_job, db_->Prepare(
-      "INSERT INTO jobs(sweep_id, pinned_host, spec, timeout_s, created_at) "
-      "VALUES (?1, ?2, ?3, ?4, ?5)"));
+  ASSIGN_OR_RETURN(
+      auto insert_job,
+      db_->Prepare("INSERT INTO jobs(sweep_id, pinned_host, spec, timeout_s, created_at) "
+                   "VALUES (?1, ?2, ?3, ?4, ?5)"));
   double timeout_s = JobTimeoutSeconds(sweep);
   int64_t count = 0;
   auto add = [&](const json& spec, const std::string* host) -> Status {
     insert_job.Bind(1, sweep_id);
-    if (host) insert_job.Bind(2, *host); else insert_job.BindNull(2);
+    if (host)
+      insert_job.Bind(2, *host);
+    else
+      insert_job.BindNull(2);
     insert_job.Bind(3, spec.dump()).Bind(4, timeout_s).Bind(5, now);
     RETURN_IF_ERROR(insert_job.Run());
     insert_job.Reset();
@@ -130,12 +145,14 @@ StatusOr<int64_t> Store::CreateSweep(const Sweep& sweep, const std::vector<std::
 }
 
 StatusOr<std::vector<QueuedJob>> Store::QueuedJobsFor(const std::string& agent_name, int limit) {
-  ASSIGN_OR_RETURN(auto stmt, db_->Prepare(
-      "SELECT j.job_id, j.sweep_id, j.pinned_host, j.spec, json_extract(s.spec, '$.select'), "
-      "       j.timeout_s, j.attempts "
-      "FROM jobs j JOIN sweeps s ON s.sweep_id = j.sweep_id "
-      "WHERE j.state = 'queued' AND (j.pinned_host = ?1 OR j.pinned_host IS NULL) "
-      "ORDER BY j.job_id LIMIT ?2"));
+  ASSIGN_OR_RETURN(
+      auto stmt,
+      db_->Prepare(
+          "SELECT j.job_id, j.sweep_id, j.pinned_host, j.spec, json_extract(s.spec, '$.select'), "
+          "       j.timeout_s, j.attempts "
+          "FROM jobs j JOIN sweeps s ON s.sweep_id = j.sweep_id "
+          "WHERE j.state = 'queued' AND (j.pinned_host = ?1 OR j.pinned_host IS NULL) "
+          "ORDER BY j.job_id LIMIT ?2"));
   stmt.Bind(1, agent_name).Bind(2, limit);
   std::vector<QueuedJob> jobs;
   while (true) {
@@ -155,9 +172,10 @@ StatusOr<std::vector<QueuedJob>> Store::QueuedJobsFor(const std::string& agent_n
 }
 
 StatusOr<int> Store::MarkRunning(int64_t job_id, int64_t host_id) {
-  ASSIGN_OR_RETURN(auto stmt, db_->Prepare(
-      "UPDATE jobs SET state = 'running', attempts = attempts + 1, host_id = ?2, "
-      "started_at = ?3 WHERE job_id = ?1 AND state = 'queued' RETURNING attempts"));
+  ASSIGN_OR_RETURN(
+      auto stmt,
+      db_->Prepare("UPDATE jobs SET state = 'running', attempts = attempts + 1, host_id = ?2, "
+                   "started_at = ?3 WHERE job_id = ?1 AND state = 'queued' RETURNING attempts"));
   stmt.Bind(1, job_id).Bind(2, host_id).Bind(3, UtcNowIso8601());
   ASSIGN_OR_RETURN(bool row, stmt.Step());
   if (!row) return FailedPrecondition("job " + std::to_string(job_id) + " is no longer queued");
@@ -170,18 +188,21 @@ StatusOr<bool> Store::RequeueOrFail(int64_t job_id, int attempt, int max_attempt
                                     const std::string& reason) {
   Transaction tx(*db_);
   RETURN_IF_ERROR(tx.Begin());
-  ASSIGN_OR_RETURN(auto find, db_->Prepare(
-      "SELECT attempts, sweep_id FROM jobs WHERE job_id = ?1 AND state = 'running'"));
+  ASSIGN_OR_RETURN(
+      auto find,
+      db_->Prepare("SELECT attempts, sweep_id FROM jobs WHERE job_id = ?1 AND state = 'running'"));
   find.Bind(1, job_id);
   ASSIGN_OR_RETURN(bool row, find.Step());
   if (!row || find.Int(0) != attempt) return false;  // already finished or handed out again
   int64_t sweep_id = find.Int(1);
   bool requeue = attempt < max_attempts;
-  ASSIGN_OR_RETURN(auto update, db_->Prepare(
-      requeue ? "UPDATE jobs SET state = 'queued', error = ?2 WHERE job_id = ?1"
-              : "UPDATE jobs SET state = 'failed', error = ?2, finished_at = ?3 WHERE job_id = ?1"));
-  std::string message = requeue ? reason : reason + "; gave up after " +
-                                               std::to_string(attempt) + " attempts";
+  ASSIGN_OR_RETURN(
+      auto update,
+      db_->Prepare(requeue ? "UPDATE jobs SET state = 'queued', error = ?2 WHERE job_id = ?1"
+                           : "UPDATE jobs SET state = 'failed', error = ?2, finished_at = ?3 WHERE "
+                             "job_id = ?1"));
+  std::string message =
+      requeue ? reason : reason + "; gave up after " + std::to_string(attempt) + " attempts";
   update.Bind(1, job_id).Bind(2, message);
   if (!requeue) update.Bind(3, UtcNowIso8601());
   RETURN_IF_ERROR(update.Run());
@@ -196,9 +217,9 @@ StatusOr<ResultOutcome> Store::StoreResult(int64_t job_id, int attempt, int64_t 
   Transaction tx(*db_);
   RETURN_IF_ERROR(tx.Begin());
 
-  ASSIGN_OR_RETURN(auto find, db_->Prepare(
-      "SELECT j.state, j.attempts, j.sweep_id, r.attempt FROM jobs j "
-      "LEFT JOIN results r ON r.job_id = j.job_id WHERE j.job_id = ?1"));
+  ASSIGN_OR_RETURN(auto find,
+                   db_->Prepare("SELECT j.state, j.attempts, j.sweep_id, r.attempt FROM jobs j "
+                                "LEFT JOIN results r ON r.job_id = j.job_id WHERE j.job_id = ?1"));
   find.Bind(1, job_id);
   ASSIGN_OR_RETURN(bool found, find.Step());
   std::string stale_reason;
@@ -221,29 +242,41 @@ StatusOr<ResultOutcome> Store::StoreResult(int64_t job_id, int attempt, int64_t 
   }
 
   json detail = result;
-  json samples = detail.is_object() && detail.contains("samples_ms") ? detail["samples_ms"] : json();
+  json samples =
+      detail.is_object() && detail.contains("samples_ms") ? detail["samples_ms"] : json();
   if (detail.is_object()) detail.erase("samples_ms");
 
   if (!stale_reason.empty()) {
-    ASSIGN_OR_RETURN(auto stale, db_->Prepare(
-        "INSERT INTO stale_results(job_id, attempt, host, reason, detail, received_at) "
-        "VALUES (?1, ?2, ?3, ?4, ?5, ?6)"));
-    RETURN_IF_ERROR(stale.Bind(1, job_id).Bind(2, attempt).Bind(3, host_name).Bind(4, stale_reason)
+    ASSIGN_OR_RETURN(
+        auto stale,
+        db_->Prepare(
+            "INSERT INTO stale_results(job_id, attempt, host, reason, detail, received_at) "
+            "VALUES (?1, ?2, ?3, ?4, ?5, ?6)"));
+    RETURN_IF_ERROR(stale.Bind(1, job_id)
+                        .Bind(2, attempt)
+                        .Bind(3, host_name)
+                        .Bind(4, stale_reason)
                         .Bind(5, detail.dump(-1, ' ', false, json::error_handler_t::replace))
-                        .Bind(6, now).Run());
+                        .Bind(6, now)
+                        .Run());
     RETURN_IF_ERROR(tx.Commit());
     return ResultOutcome::kStale;
   }
 
   const bool ok = result.value("ok", false) == true;
   const json stats = Field(result, "stats");
-  ASSIGN_OR_RETURN(auto insert, db_->Prepare(
-      "INSERT INTO results(job_id, attempt, host_id, ok, device, model, mode, dtype, batch_size, "
-      "threads, n, median_ms, mean_ms, stdev_ms, min_ms, max_ms, p90_ms, p99_ms, q1_ms, q3_ms, "
-      "iqr_ms, noisy, throughput_per_s, peak_rss_mb, rss_before_model_mb, param_bytes, "
-      "effective_threads, worker_wall_s, error, detail, received_at) VALUES (?1, ?2, ?3, ?4, ?5, "
-      "?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, "
-      "?25, ?26, ?27, ?28, ?29, ?30, ?31)"));
+  ASSIGN_OR_RETURN(
+      auto insert,
+      db_->Prepare(
+          "INSERT INTO results(job_id, attempt, host_id, ok, device, model, mode, dtype, "
+          "batch_size, "
+          "threads, n, median_ms, mean_ms, stdev_ms, min_ms, max_ms, p90_ms, p99_ms, q1_ms, q3_ms, "
+          "iqr_ms, noisy, throughput_per_s, peak_rss_mb, rss_before_model_mb, param_bytes, "
+          "effective_threads, worker_wall_s, error, detail, received_at) VALUES (?1, ?2, ?3, ?4, "
+          "?5, "
+          "?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, "
+          "?24, "
+          "?25, ?26, ?27, ?28, ?29, ?30, ?31)"));
   insert.Bind(1, job_id).Bind(2, attempt).Bind(3, host_id).Bind(4, ok ? 1 : 0);
   int pos = 5;
   for (const char* key : {"device", "model", "mode", "dtype", "batch_size", "threads"}) {
@@ -261,19 +294,26 @@ StatusOr<ResultOutcome> Store::StoreResult(int64_t job_id, int attempt, int64_t 
   RETURN_IF_ERROR(insert.Run());
 
   if (ok && samples.is_array()) {
-    ASSIGN_OR_RETURN(auto sample, db_->Prepare("INSERT INTO samples(job_id, idx, ms) VALUES (?1, ?2, ?3)"));
+    ASSIGN_OR_RETURN(auto sample,
+                     db_->Prepare("INSERT INTO samples(job_id, idx, ms) VALUES (?1, ?2, ?3)"));
     for (size_t i = 0; i < samples.size(); ++i) {
       if (!samples[i].is_number()) continue;
-      RETURN_IF_ERROR(sample.Bind(1, job_id).Bind(2, static_cast<int64_t>(i))
-                          .Bind(3, samples[i].get<double>()).Run());
+      RETURN_IF_ERROR(sample.Bind(1, job_id)
+                          .Bind(2, static_cast<int64_t>(i))
+                          .Bind(3, samples[i].get<double>())
+                          .Run());
       sample.Reset();
     }
   }
 
-  ASSIGN_OR_RETURN(auto finish, db_->Prepare(
-      "UPDATE jobs SET state = ?2, error = ?3, finished_at = ?4 WHERE job_id = ?1"));
+  ASSIGN_OR_RETURN(
+      auto finish,
+      db_->Prepare("UPDATE jobs SET state = ?2, error = ?3, finished_at = ?4 WHERE job_id = ?1"));
   finish.Bind(1, job_id).Bind(2, ok ? "done" : "failed").Bind(4, now);
-  if (ok) finish.BindNull(3); else finish.BindJson(3, Field(result, "error"));
+  if (ok)
+    finish.BindNull(3);
+  else
+    finish.BindJson(3, Field(result, "error"));
   RETURN_IF_ERROR(finish.Run());
   RETURN_IF_ERROR(FinishSweepIfComplete(sweep_id));
   RETURN_IF_ERROR(tx.Commit());
@@ -281,10 +321,11 @@ StatusOr<ResultOutcome> Store::StoreResult(int64_t job_id, int attempt, int64_t 
 }
 
 Status Store::FinishSweepIfComplete(int64_t sweep_id) {
-  ASSIGN_OR_RETURN(auto stmt, db_->Prepare(
-      "UPDATE sweeps SET state = 'done', finished_at = ?2 WHERE sweep_id = ?1 "
-      "AND state = 'running' AND NOT EXISTS (SELECT 1 FROM jobs WHERE sweep_id = ?1 "
-      "AND state IN ('queued', 'running'))"));
+  ASSIGN_OR_RETURN(
+      auto stmt,
+      db_->Prepare("UPDATE sweeps SET state = 'done', finished_at = ?2 WHERE sweep_id = ?1 "
+                   "AND state = 'running' AND NOT EXISTS (SELECT 1 FROM jobs WHERE sweep_id = ?1 "
+                   "AND state IN ('queued', 'running'))"));
   return stmt.Bind(1, sweep_id).Bind(2, UtcNowIso8601()).Run();
 }
 
@@ -296,21 +337,23 @@ StatusOr<int> Store::CancelSweep(int64_t sweep_id) {
   ASSIGN_OR_RETURN(bool found, exists.Step());
   if (!found) return NotFound("no sweep with id " + std::to_string(sweep_id));
   std::string now = UtcNowIso8601();
-  ASSIGN_OR_RETURN(auto cancel, db_->Prepare(
-      "UPDATE jobs SET state = 'cancelled', finished_at = ?2 WHERE sweep_id = ?1 AND state = 'queued'"));
+  ASSIGN_OR_RETURN(auto cancel, db_->Prepare("UPDATE jobs SET state = 'cancelled', finished_at = "
+                                             "?2 WHERE sweep_id = ?1 AND state = 'queued'"));
   RETURN_IF_ERROR(cancel.Bind(1, sweep_id).Bind(2, now).Run());
   int cancelled = db_->Changes();
-  ASSIGN_OR_RETURN(auto sweep, db_->Prepare(
-      "UPDATE sweeps SET state = 'cancelled', finished_at = ?2 WHERE sweep_id = ?1 AND state = 'running'"));
+  ASSIGN_OR_RETURN(auto sweep, db_->Prepare("UPDATE sweeps SET state = 'cancelled', finished_at = "
+                                            "?2 WHERE sweep_id = ?1 AND state = 'running'"));
   RETURN_IF_ERROR(sweep.Bind(1, sweep_id).Bind(2, now).Run());
   RETURN_IF_ERROR(tx.Commit());
   return cancelled;
 }
 
 StatusOr<std::vector<RunningJob>> Store::RunningJobs() {
-  ASSIGN_OR_RETURN(auto stmt, db_->Prepare(
-      "SELECT j.job_id, j.attempts, COALESCE(h.name, ''), j.timeout_s FROM jobs j "
-      "LEFT JOIN hosts h ON h.host_id = j.host_id WHERE j.state = 'running' ORDER BY j.job_id"));
+  ASSIGN_OR_RETURN(
+      auto stmt,
+      db_->Prepare("SELECT j.job_id, j.attempts, COALESCE(h.name, ''), j.timeout_s FROM jobs j "
+                   "LEFT JOIN hosts h ON h.host_id = j.host_id WHERE j.state = 'running' ORDER BY "
+                   "j.job_id"));
   std::vector<RunningJob> jobs;
   while (true) {
     ASSIGN_OR_RETURN(bool row, stmt.Step());
@@ -341,14 +384,19 @@ StatusOr<json> Store::SweepStatus(std::optional<int64_t> sweep_id, int limit) {
                       {"created_at", stmt.Text(3)},
                       {"finished_at", stmt.ColumnJson(4)},
                       {"jobs",
-                       {{"total", stmt.Int(5)}, {"queued", stmt.Int(6)}, {"running", stmt.Int(7)},
-                        {"done", stmt.Int(8)}, {"failed", stmt.Int(9)}, {"cancelled", stmt.Int(10)}}}});
+                       {{"total", stmt.Int(5)},
+                        {"queued", stmt.Int(6)},
+                        {"running", stmt.Int(7)},
+                        {"done", stmt.Int(8)},
+                        {"failed", stmt.Int(9)},
+                        {"cancelled", stmt.Int(10)}}}});
   }
   if (sweep_id && sweeps.empty()) return NotFound("no sweep with id " + std::to_string(*sweep_id));
   return sweeps;
 }
 
-StatusOr<Rows> Store::RunRows(Database& db, const std::string& sql, const json& params, int max_rows) {
+StatusOr<Rows> Store::RunRows(Database& db, const std::string& sql, const json& params,
+                              int max_rows) {
   ASSIGN_OR_RETURN(auto stmt, db.Prepare(sql));
   for (size_t i = 0; i < params.size(); ++i) stmt.BindJson(static_cast<int>(i + 1), params[i]);
   Rows rows;
@@ -359,7 +407,8 @@ StatusOr<Rows> Store::RunRows(Database& db, const std::string& sql, const json& 
     auto row = stmt.Step();
     if (!row.ok()) {
       sqlite3_progress_handler(db.handle(), 0, nullptr, nullptr);
-      if (MonoNow() > deadline) return DeadlineExceeded("query ran longer than 10 s and was stopped");
+      if (MonoNow() > deadline)
+        return DeadlineExceeded("query ran longer than 10 s and was stopped");
       return InvalidArgument(row.status().message());
     }
     if (!*row) break;

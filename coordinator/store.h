@@ -103,7 +103,8 @@ class Store {
   StatusOr<Rows> ResultSummary(std::optional<int64_t> sweep_id, int max_rows);
 
  private:
-  Store(std::unique_ptr<Database> db, std::string path) : db_(std::move(db)), path_(std::move(path)) {}
+  Store(std::unique_ptr<Database> db, std::string path)
+      : db_(std::move(db)), path_(std::move(path)) {}
   Status Migrate();
   Status FinishSweepIfComplete(int64_t sweep_id);
   StatusOr<Rows> RunRows(Database& db, const std::string& sql, const json& params, int max_rows);

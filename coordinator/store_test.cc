@@ -20,7 +20,8 @@ class StoreTest : public ::testing::Test {
     auto store = Store::Open(path_);
     ASSERT_TRUE(store.ok()) << store.status().ToString();
     store_ = std::move(*store);
-    host_ = *store_->UpsertHost("node-a", "m1", json::array({"lab"}), {{"host", {{"cpu_model", "x"}}}});
+    host_ =
+        *store_->UpsertHost("node-a", "m1", json::array({"lab"}), {{"host", {{"cpu_model", "x"}}}});
   }
   void TearDown() override {
     store_.reset();
@@ -35,10 +36,20 @@ class StoreTest : public ::testing::Test {
 
   json GoodResult(int batch) {
     return {{"ok", true},
-            {"device", "cpu"}, {"model", "mlp"}, {"mode", "inference"}, {"dtype", "fp32"},
-            {"batch_size", batch}, {"threads", 1},
-            {"stats", {{"n", 12}, {"median_ms", 2.0}, {"mean_ms", 2.1}, {"p90_ms", 2.5},
-                       {"p99_ms", 2.9}, {"iqr_ms", 0.1}, {"noisy", false}}},
+            {"device", "cpu"},
+            {"model", "mlp"},
+            {"mode", "inference"},
+            {"dtype", "fp32"},
+            {"batch_size", batch},
+            {"threads", 1},
+            {"stats",
+             {{"n", 12},
+              {"median_ms", 2.0},
+              {"mean_ms", 2.1},
+              {"p90_ms", 2.5},
+              {"p99_ms", 2.9},
+              {"iqr_ms", 0.1},
+              {"noisy", false}}},
             {"samples_ms", {2.0, 2.1, 1.9}},
             {"throughput_per_s", batch * 1000 / 2.0},
             {"peak_rss_mb", 200.0},
@@ -171,8 +182,10 @@ TEST_F(StoreTest, UserQueriesAreReadOnlyAndErrorsAreClear) {
   auto bad = store_->Query("select nope from nowhere", 10);
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("no such table"), std::string::npos);
-  auto many = store_->Query("with recursive c(x) as (select 1 union all select x+1 from c "
-                            "where x < 50) select x from c", 10);
+  auto many = store_->Query(
+      "with recursive c(x) as (select 1 union all select x+1 from c "
+      "where x < 50) select x from c",
+      10);
   ASSERT_TRUE(many.ok());
   EXPECT_EQ(many->rows.size(), 10u);
   EXPECT_TRUE(many->truncated);

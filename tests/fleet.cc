@@ -24,12 +24,20 @@ Fleet::~Fleet() {
 bool Fleet::StartCoordinator() {
   const std::string ready = dir_ / "coordinator.ready";
   std::filesystem::remove(ready);
-  std::vector<std::string> argv = {kCoordinatorBin, "--db", db_path_,
-                                   "--agents", agents_endpoint_.empty() ? "tcp://127.0.0.1:*" : agents_endpoint_,
-                                   "--clients", clients_endpoint_.empty() ? "tcp://127.0.0.1:*" : clients_endpoint_,
-                                   "--heartbeat-ms", std::to_string(options_.heartbeat_ms),
-                                   "--liveness", std::to_string(options_.liveness),
-                                   "--ready-file", ready};
+  std::vector<std::string> argv = {
+      kCoordinatorBin,
+      "--db",
+      db_path_,
+      "--agents",
+      agents_endpoint_.empty() ? "tcp://127.0.0.1:*" : agents_endpoint_,
+      "--clients",
+      clients_endpoint_.empty() ? "tcp://127.0.0.1:*" : clients_endpoint_,
+      "--heartbeat-ms",
+      std::to_string(options_.heartbeat_ms),
+      "--liveness",
+      std::to_string(options_.liveness),
+      "--ready-file",
+      ready};
   argv.insert(argv.end(), options_.coordinator_flags.begin(), options_.coordinator_flags.end());
   if (!coordinator_.Start(argv, dir_ / "coordinator.log")) return false;
   bool up = WaitFor([&] { return std::filesystem::exists(ready) || !coordinator_.running(); },
@@ -44,9 +52,17 @@ bool Fleet::StartCoordinator() {
 }
 
 bool Fleet::StartAgent(const std::string& name, const std::vector<std::string>& extra_flags) {
-  std::vector<std::string> argv = {kAgentBin, "--coordinator", agents_endpoint_, "--name", name,
-                                   "--worker", kWorkerBin, "--state-dir", dir_ / ("agent-" + name),
-                                   "--heartbeat-ms", std::to_string(options_.heartbeat_ms)};
+  std::vector<std::string> argv = {kAgentBin,
+                                   "--coordinator",
+                                   agents_endpoint_,
+                                   "--name",
+                                   name,
+                                   "--worker",
+                                   kWorkerBin,
+                                   "--state-dir",
+                                   dir_ / ("agent-" + name),
+                                   "--heartbeat-ms",
+                                   std::to_string(options_.heartbeat_ms)};
   argv.insert(argv.end(), extra_flags.begin(), extra_flags.end());
   auto process = std::make_unique<ChildProcess>();
   if (!process->Start(argv, dir_ / ("agent-" + name + ".log"))) return false;
@@ -69,20 +85,24 @@ nlohmann::json Fleet::Status() {
 }
 
 bool Fleet::WaitForAgents(size_t count, std::chrono::milliseconds timeout) {
-  return WaitFor([&] {
-    auto status = Status();
-    return status.is_object() && status["agents"].size() >= count;
-  }, timeout);
+  return WaitFor(
+      [&] {
+        auto status = Status();
+        return status.is_object() && status["agents"].size() >= count;
+      },
+      timeout);
 }
 
 nlohmann::json Fleet::WaitForSweep(int64_t sweep_id, std::chrono::milliseconds timeout) {
   nlohmann::json last;
-  bool ended = WaitFor([&] {
-    auto reply = client().Call(msg::kStatus, {{"sweep_id", sweep_id}});
-    if (!reply.ok()) return false;
-    last = reply->body["sweeps"][0];
-    return last["state"] != "running";
-  }, timeout);
+  bool ended = WaitFor(
+      [&] {
+        auto reply = client().Call(msg::kStatus, {{"sweep_id", sweep_id}});
+        if (!reply.ok()) return false;
+        last = reply->body["sweeps"][0];
+        return last["state"] != "running";
+      },
+      timeout);
   return ended ? last : nlohmann::json();
 }
 
@@ -120,10 +140,17 @@ nlohmann::json QueryRows(const std::string& path, const std::string& sql) {
       for (int c = 0; c < sqlite3_column_count(stmt); ++c) {
         std::string name = sqlite3_column_name(stmt, c);
         switch (sqlite3_column_type(stmt, c)) {
-          case SQLITE_INTEGER: row[name] = sqlite3_column_int64(stmt, c); break;
-          case SQLITE_FLOAT: row[name] = sqlite3_column_double(stmt, c); break;
-          case SQLITE_TEXT: row[name] = reinterpret_cast<const char*>(sqlite3_column_text(stmt, c)); break;
-          default: row[name] = nullptr;
+          case SQLITE_INTEGER:
+            row[name] = sqlite3_column_int64(stmt, c);
+            break;
+          case SQLITE_FLOAT:
+            row[name] = sqlite3_column_double(stmt, c);
+            break;
+          case SQLITE_TEXT:
+            row[name] = reinterpret_cast<const char*>(sqlite3_column_text(stmt, c));
+            break;
+          default:
+            row[name] = nullptr;
         }
       }
       rows.push_back(std::move(row));

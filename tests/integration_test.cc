@@ -62,7 +62,8 @@ TEST_F(IntegrationTest, SweepRunsOnTwoAgentsAndEveryResultLandsInSqlite) {
     double median = row["median_ms"];
     EXPECT_GT(median, 0);
     double expected_throughput = row["batch_size"].get<double>() * 1000.0 / median;
-    EXPECT_NEAR(row["throughput_per_s"].get<double>(), expected_throughput, expected_throughput * 0.01);
+    EXPECT_NEAR(row["throughput_per_s"].get<double>(), expected_throughput,
+                expected_throughput * 0.01);
     if (row["threads"] == 1) {
       EXPECT_GE(row["effective_threads"].get<double>(), 0.75);
       EXPECT_LE(row["effective_threads"].get<double>(), 1.25);
@@ -75,7 +76,8 @@ TEST_F(IntegrationTest, SweepRunsOnTwoAgentsAndEveryResultLandsInSqlite) {
   EXPECT_EQ(QueryValue(fleet_.db_path(), "select count(*) from hosts"), 2);
   EXPECT_EQ(QueryValue(fleet_.db_path(),
                        "select count(*) from hosts where json_extract(capabilities, "
-                       "'$.torch.torch_version') is not null"), 2);
+                       "'$.torch.torch_version') is not null"),
+            2);
   // Raw samples are kept: one row per sample.
   EXPECT_EQ(QueryValue(fleet_.db_path(), "select count(distinct job_id) from samples"), 6);
   EXPECT_EQ(QueryValue(fleet_.db_path(), "PRAGMA integrity_check"), "ok");
@@ -103,16 +105,19 @@ TEST_F(IntegrationTest, CliRejectsBadSweepFilesAndEnqueuesNothing) {
   };
   const std::vector<Case> cases = {
       {"this is not json", "not valid JSON"},
-      {R"({"name":"x","matrix":{"model":["mlp"],"batch_size":[1]},"colour":"red"})", "unknown key \"colour\""},
+      {R"({"name":"x","matrix":{"model":["mlp"],"batch_size":[1]},"colour":"red"})",
+       "unknown key \"colour\""},
       {R"({"name":"x","matrix":{"model":["mlp"],"batch_size":[-4]}})", "matrix.batch_size[0]"},
-      {R"({"name":"x","matrix":{"model":["resnet9000"],"batch_size":[1]}})", "unknown model \"resnet9000\""},
+      {R"({"name":"x","matrix":{"model":["resnet9000"],"batch_size":[1]}})",
+       "unknown model \"resnet9000\""},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.text);
     const std::string file = fleet_.dir("bad-sweep.json");
     std::ofstream(file) << c.text;
     std::string out, err;
-    int code = RunCommand({kCliBin, "--coordinator", fleet_.clients_endpoint(), "submit", file}, &out, &err);
+    int code = RunCommand({kCliBin, "--coordinator", fleet_.clients_endpoint(), "submit", file},
+                          &out, &err);
     EXPECT_EQ(code, 2);
     EXPECT_NE(err.find(c.expected_words), std::string::npos) << err;
     EXPECT_NE(err.find("nothing was enqueued"), std::string::npos) << err;
@@ -134,22 +139,25 @@ TEST_F(IntegrationTest, CliSubmitWaitsWithProgressAndShowsResults) {
   sweep["matrix"]["threads"] = {1};
   std::ofstream(file) << sweep.dump();
   std::string out, err;
-  int code = RunCommand({kCliBin, "--coordinator", fleet_.clients_endpoint(), "submit", file, "--wait"},
-                        &out, &err);
+  int code = RunCommand(
+      {kCliBin, "--coordinator", fleet_.clients_endpoint(), "submit", file, "--wait"}, &out, &err);
   ASSERT_EQ(code, 0) << out << err;
   EXPECT_NE(out.find("sweep 1 \"integration\": 1 jobs"), std::string::npos) << out;
   EXPECT_NE(err.find("1/1 jobs"), std::string::npos) << err;  // the progress line
   code = RunCommand({kCliBin, "--coordinator", fleet_.clients_endpoint(), "results", "--sweep", "1",
-                     "--format", "csv"}, &out, &err);
+                     "--format", "csv"},
+                    &out, &err);
   ASSERT_EQ(code, 0) << err;
   EXPECT_EQ(out.rfind("sweep,sweep_id,job_id,host,device,model", 0), 0u) << out;  // every column
   EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 2);
   code = RunCommand({kCliBin, "--coordinator", fleet_.clients_endpoint(), "query",
-                     "select count(*) as n from result_summary"}, &out, &err);
+                     "select count(*) as n from result_summary"},
+                    &out, &err);
   ASSERT_EQ(code, 0) << err;
   EXPECT_NE(out.find("1"), std::string::npos);
-  code = RunCommand({kCliBin, "--coordinator", fleet_.clients_endpoint(), "query", "delete from jobs"},
-                    &out, &err);
+  code =
+      RunCommand({kCliBin, "--coordinator", fleet_.clients_endpoint(), "query", "delete from jobs"},
+                 &out, &err);
   EXPECT_NE(code, 0);
   EXPECT_NE(err.find("read-only"), std::string::npos) << err;
 }
@@ -166,14 +174,16 @@ TEST_F(IntegrationTest, MalformedMessagesAreAnsweredAndCountedWhileServing) {
   ASSERT_TRUE(SendFrames(*rogue, {"two", "frames"}).ok());
   // Every bad message gets an error back.
   int errors = 0;
-  ASSERT_TRUE(WaitFor([&] {
-    auto frames = ReceiveFrames(*rogue);
-    if (frames.ok() && frames->has_value()) {
-      auto reply = Decode((*frames)->front());
-      if (reply.ok() && reply->type == "error") ++errors;
-    }
-    return errors == 5;
-  }, 10s));
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        auto frames = ReceiveFrames(*rogue);
+        if (frames.ok() && frames->has_value()) {
+          auto reply = Decode((*frames)->front());
+          if (reply.ok() && reply->type == "error") ++errors;
+        }
+        return errors == 5;
+      },
+      10s));
   json status = fleet_.Status();
   ASSERT_TRUE(status.is_object()) << "coordinator stopped answering";
   EXPECT_GE(status["counters"]["malformed_messages"].get<int>(), 5);
@@ -190,19 +200,22 @@ TEST_F(IntegrationTest, KilledAgentsJobIsRequeuedAndCompletesElsewhere) {
   int64_t sweep_id = fleet_.Submit(sweep);
   ASSERT_GT(sweep_id, 0);
   std::string victim;
-  ASSERT_TRUE(WaitFor([&] {
-    json status = fleet_.Status();
-    for (const json& agent : status.value("agents", json::array())) {
-      if (agent["state"] == "busy") victim = agent["agent"];
-    }
-    return !victim.empty();
-  }, 60s));
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        json status = fleet_.Status();
+        for (const json& agent : status.value("agents", json::array())) {
+          if (agent["state"] == "busy") victim = agent["agent"];
+        }
+        return !victim.empty();
+      },
+      60s));
   fleet_.agent(victim).Signal(SIGKILL);
   json done = fleet_.WaitForSweep(sweep_id, 120s);
   ASSERT_TRUE(done.is_object());
   EXPECT_EQ(done["jobs"]["done"], 1);
-  json row = QueryRows(fleet_.db_path(), "select host, attempt from result_summary where sweep_id = " +
-                                             std::to_string(sweep_id));
+  json row =
+      QueryRows(fleet_.db_path(), "select host, attempt from result_summary where sweep_id = " +
+                                      std::to_string(sweep_id));
   ASSERT_EQ(row.size(), 1u);
   EXPECT_NE(row[0]["host"], victim);
   EXPECT_EQ(row[0]["attempt"], 2);

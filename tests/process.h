@@ -15,7 +15,9 @@ class ChildProcess {
  public:
   ChildProcess() = default;
   ChildProcess(const ChildProcess&) = delete;
-  ChildProcess(ChildProcess&& other) noexcept : pid_(other.pid_), log_(std::move(other.log_)) { other.pid_ = -1; }
+  ChildProcess(ChildProcess&& other) noexcept : pid_(other.pid_), log_(std::move(other.log_)) {
+    other.pid_ = -1;
+  }
   // Kills the process if it still runs.
   ~ChildProcess();
 
