@@ -142,6 +142,7 @@ void AgentDaemon::Handle(const Message& message) {
   if (message.type == msg::kRegistered) {
     if (!registered_) LOG_INFO("registered with " << options_.coordinator);
     registered_ = true;
+    ever_registered_ = true;
     heartbeat_ms_ = std::max(10, body["heartbeat_ms"].get<int>());
     liveness_ = std::max(1, body["liveness"].get<int>());
     reconnect_backoff_ms_ = kHeartbeatIntervalMs;
@@ -214,7 +215,12 @@ void AgentDaemon::Timers() {
     if (now >= next_register_) {
       Send(MakeMessage(
           msg::kRegister,
-          {{"agent", options_.name}, {"tags", options_.tags}, {"capabilities", capabilities_}}));
+          {{"agent", options_.name},
+           {"tags", options_.tags},
+           {"capabilities", capabilities_},
+           // Only until the first registration went through: a re-registration (after a
+           // coordinator restart) is not an agent start.
+           {"calibrate", options_.calibrate_at_start && !ever_registered_}}));
       next_register_ = now + Millis(kRegisterRetryMs);
     }
   } else {

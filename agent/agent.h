@@ -26,6 +26,8 @@ struct AgentOptions {
   std::string state_dir;    // spool/ and jobs/ below it
   int heartbeat_ms = kHeartbeatIntervalMs;
   int liveness = kHeartbeatLiveness;
+  // Ask the coordinator for a calibration of this host when the agent starts.
+  bool calibrate_at_start = true;
 };
 
 class AgentDaemon {
@@ -56,6 +58,7 @@ class AgentDaemon {
   std::unique_ptr<WorkerRunner> runner_;
   std::string routing_id_;
   bool registered_ = false;
+  bool ever_registered_ = false;
   int heartbeat_ms_;  // as the coordinator asked in "registered"
   int liveness_;
   MonoTime last_heard_;  // any message from the coordinator

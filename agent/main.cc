@@ -43,9 +43,13 @@ int main(int argc, char** argv) {
   app.add_option("--heartbeat-ms", options.heartbeat_ms, "heartbeat interval before registration")
       ->check(CLI::Range(10, 60000))
       ->capture_default_str();
+  bool no_calibrate = false;
+  app.add_flag("--no-calibrate", no_calibrate,
+               "do not calibrate the host at start (benchfleet calibrate does it on demand)");
   bool verbose = false;
   app.add_flag("-v,--verbose", verbose, "log debug messages");
   CLI11_PARSE(app, argc, argv);
+  options.calibrate_at_start = !no_calibrate;
 
   benchfleet::SetLogComponent("agent " + options.name);
   if (verbose) benchfleet::SetLogLevel(benchfleet::LogLevel::kDebug);

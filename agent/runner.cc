@@ -53,6 +53,10 @@ std::string DescribeExit(int wait_status) {
 
 }  // namespace
 
+bool IsCalibration(const WorkerJob& job) {
+  return job.spec.is_object() && job.spec.value("kind", std::string()) == "calibration";
+}
+
 nlohmann::json FailedResult(const WorkerJob& job, const std::string& reason) {
   nlohmann::json result = {
       {"ok", false}, {"job_id", job.job_id}, {"attempt", job.attempt}, {"error", reason}};
@@ -114,12 +118,15 @@ Status WorkerRunner::Start(const WorkerJob& job) {
     if (!out) return Unavailable("cannot write " + job_path);
   }
 
-  int threads = job.spec.value("threads", 1);
+  // A calibration measures the whole allowed CPU set; it prints its JSON on stdout.
+  const bool calibration = IsCalibration(job);
+  int threads = calibration ? static_cast<int>(options_.cpus.size()) : job.spec.value("threads", 1);
   std::vector<std::string> env = WorkerEnvironment(threads);
   std::vector<char*> envp;
   for (auto& e : env) envp.push_back(e.data());
   envp.push_back(nullptr);
   std::vector<std::string> args = {options_.worker_path, "--job", job_path, "--out", result_path};
+  if (calibration) args = {options_.worker_path, "--calibrate"};
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -129,12 +136,21 @@ Status WorkerRunner::Start(const WorkerJob& job) {
 
   int log_fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (log_fd < 0) return Unavailable("cannot create " + log_path + ": " + std::strerror(errno));
+  int out_fd = log_fd;
+  if (calibration) {
+    out_fd = open(result_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (out_fd < 0) {
+      close(log_fd);
+      return Unavailable("cannot create " + result_path + ": " + std::strerror(errno));
+    }
+  }
 
   // Everything the child needs is prepared above: between fork and exec it only makes
   // async-signal-safe system calls.
   pid_t pid = fork();
   if (pid < 0) {
     close(log_fd);
+    if (out_fd != log_fd) close(out_fd);
     return Unavailable(std::string("fork failed: ") + std::strerror(errno));
   }
   if (pid == 0) {
@@ -142,7 +158,7 @@ Status WorkerRunner::Start(const WorkerJob& job) {
     sched_setaffinity(0, sizeof cpu_set, &cpu_set);
     int devnull = open("/dev/null", O_RDONLY);
     if (devnull >= 0) dup2(devnull, STDIN_FILENO);
-    dup2(log_fd, STDOUT_FILENO);
+    dup2(out_fd, STDOUT_FILENO);
     dup2(log_fd, STDERR_FILENO);
     execve(argv[0], argv.data(), envp.data());
     const char message[] = "benchfleet-agent: exec of the worker failed\n";
@@ -150,6 +166,7 @@ Status WorkerRunner::Start(const WorkerJob& job) {
     _exit(127);
   }
   close(log_fd);
+  if (out_fd != log_fd) close(out_fd);
   setpgid(pid, pid);  // also from the parent, to win the race with Kill()
   pid_ = pid;
   started_ = MonoNow();
@@ -194,6 +211,9 @@ nlohmann::json WorkerRunner::Finish(int wait_status, double max_rss_kb) {
     result = nlohmann::json::parse(text.str(), nullptr, false);
   }
   const bool clean_exit = WIFEXITED(wait_status) && WEXITSTATUS(wait_status) == 0;
+  if (IsCalibration(job_) && clean_exit && result.is_object()) {
+    result = {{"ok", true}, {"kind", "calibration"}, {"calibration", result}};
+  }
   if (timed_out_) {
     result = FailedResult(
         job_, "worker timed out after " + std::to_string(job_.timeout_s) + " s and was killed");

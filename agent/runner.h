@@ -63,6 +63,10 @@ class WorkerRunner {
   bool timed_out_ = false;
 };
 
+// True for a host calibration job ({"kind": "calibration"}): the worker runs with
+// --calibrate on every CPU of the agent instead of a benchmark.
+bool IsCalibration(const WorkerJob& job);
+
 // A failed result for `job` with `reason`, carrying the job's identifying fields so the
 // failure is visible next to the successful rows of the same sweep.
 nlohmann::json FailedResult(const WorkerJob& job, const std::string& reason);

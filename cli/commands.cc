@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <sstream>
 
 #include "cli/client.h"
@@ -209,6 +210,70 @@ int QueryCommand(const ClientOptions& client_options, const std::string& sql, Ro
   if (!reply.ok()) return Fail(reply.status());
   PrintRows(reply->body, format);
   return 0;
+}
+
+int CalibrateCommand(const ClientOptions& client_options, const std::vector<std::string>& agents,
+                     bool wait) {
+  auto client = Connect(client_options);
+  if (!client.ok()) return Fail(client.status());
+  json fields = json::object();
+  if (!agents.empty()) fields["agents"] = agents;
+  auto reply = (*client)->Call(msg::kCalibrate, fields);
+  if (!reply.ok()) return Fail(reply.status());
+  int64_t sweep_id = reply->body["sweep_id"];
+  std::cout << "calibration sweep " << sweep_id << " queued for "
+            << reply->body["agents"].size() << " agent(s)\n" << std::flush;
+  if (!wait) return 0;
+  int code = WaitForSweep(**client, sweep_id, 0);
+  if (code != 0) return code;
+  auto rows = (*client)->Call(
+      msg::kQuery,
+      {{"sql", "select host, gemm_gflops_all, gemm_threads_all, gemm_gflops_1, "
+               "stream_triad_gbps_all, stream_triad_gbps_1, theoretical_gflops_all, measured_at "
+               "from host_calibration where job_id in (select job_id from jobs where sweep_id = " +
+                   std::to_string(sweep_id) + ") order by host"}});
+  if (!rows.ok()) return Fail(rows.status());
+  PrintRows(rows->body, RowFormat::kTable);
+  return 0;
+}
+
+const std::vector<std::string>& ResultViews() {
+  static const std::vector<std::string> views = {"summary", "speedup", "batch", "threads", "dtype",
+                                                 "calibration"};
+  return views;
+}
+
+int ViewCommand(const ClientOptions& client_options, const std::string& view,
+                std::optional<int64_t> sweep_id, RowFormat format) {
+  // Each view of docs/results.md with the columns worth a terminal's width.
+  static const std::map<std::string, std::string> kQueries = {
+      {"speedup",
+       "select sweep_id, host, model, mode, dtype, batch_size, cpu_threads, gpu_device, "
+       "cpu_median_ms, gpu_median_ms, speedup from cpu_gpu_speedup"},
+      {"batch",
+       "select sweep_id, host, device, model, mode, dtype, threads, batch_size, median_ms, "
+       "throughput_per_s, throughput_vs_smallest_batch, ms_per_sample from batch_scaling"},
+      {"threads",
+       "select sweep_id, host, device, model, mode, dtype, batch_size, threads, median_ms, "
+       "effective_threads, threads_mismatch, speedup, parallel_efficiency from thread_scaling"},
+      {"dtype",
+       "select sweep_id, host, device, model, mode, batch_size, threads, dtype, fp32_median_ms, "
+       "median_ms, speedup, max_abs_err, mean_abs_err, rel_err, top1_agreement from dtype_comparison"},
+      {"calibration",
+       "select host, gemm_gflops_all, gemm_threads_all, gemm_gflops_1, stream_triad_gbps_all, "
+       "stream_triad_gbps_1, theoretical_gflops_all, theoretical_gflops_1, gpus, measured_at "
+       "from host_calibration"},
+  };
+  if (view == "summary") return ResultsCommand(client_options, sweep_id, format, false);
+  auto it = kQueries.find(view);
+  if (it == kQueries.end()) {
+    std::string names;
+    for (const auto& v : ResultViews()) names += (names.empty() ? "" : ", ") + v;
+    return Fail(InvalidArgument("--view must be one of " + names + ", got \"" + view + "\""));
+  }
+  std::string sql = it->second;
+  if (sweep_id && view != "calibration") sql += " where sweep_id = " + std::to_string(*sweep_id);
+  return QueryCommand(client_options, sql + " order by 1, 2, 3, 4, 5, 6, 7, 8", format);
 }
 
 int CancelCommand(const ClientOptions& client_options, int64_t sweep_id) {

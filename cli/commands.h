@@ -4,6 +4,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "cli/format.h"
 
@@ -26,5 +27,12 @@ int ResultsCommand(const ClientOptions& client, std::optional<int64_t> sweep_id,
                    bool all_columns);
 int QueryCommand(const ClientOptions& client, const std::string& sql, RowFormat format);
 int CancelCommand(const ClientOptions& client, int64_t sweep_id);
+// Queues a calibration of the named agents (all when empty); --wait as for submit.
+int CalibrateCommand(const ClientOptions& client, const std::vector<std::string>& agents, bool wait);
+
+// The comparison views `results --view` can show (docs/results.md).
+const std::vector<std::string>& ResultViews();
+int ViewCommand(const ClientOptions& client, const std::string& view, std::optional<int64_t> sweep_id,
+                RowFormat format);
 
 }  // namespace benchfleet

@@ -37,11 +37,24 @@ int main(int argc, char** argv) {
   status_cmd->add_option("--format", format_name, "table, json or csv")->capture_default_str();
 
   bool all_columns = false;
+  std::string view = "summary";
   auto* results_cmd = app.add_subcommand("results", "show results (the result_summary view)");
   results_cmd->add_option("--sweep", sweep_id, "only this sweep");
   results_cmd->add_option("--format", format_name, "table, json or csv")->capture_default_str();
   results_cmd->add_flag("--all-columns", all_columns,
                         "every column of result_summary in the table");
+  results_cmd
+      ->add_option("--view", view,
+                   "summary (result_summary), speedup (CPU vs GPU), batch (batch-size scaling), "
+                   "threads (thread scaling), dtype (int8/bf16 vs fp32), calibration (host peaks)")
+      ->capture_default_str();
+
+  std::vector<std::string> calibrate_agents;
+  bool calibrate_wait = false;
+  auto* calibrate_cmd =
+      app.add_subcommand("calibrate", "measure the peak GFLOP/s and memory bandwidth of hosts");
+  calibrate_cmd->add_option("--agent", calibrate_agents, "agent to calibrate (repeatable; default all)");
+  calibrate_cmd->add_flag("--wait", calibrate_wait, "wait and show the measured peaks");
 
   std::string sql;
   auto* query_cmd =
@@ -63,7 +76,11 @@ int main(int argc, char** argv) {
   }
   if (*submit_cmd) return SubmitCommand(client, submit);
   if (*status_cmd) return StatusCommand(client, sweep_id, *format);
-  if (*results_cmd) return ResultsCommand(client, sweep_id, *format, all_columns);
+  if (*results_cmd) {
+    if (view != "summary") return ViewCommand(client, view, sweep_id, *format);
+    return ResultsCommand(client, sweep_id, *format, all_columns);
+  }
+  if (*calibrate_cmd) return CalibrateCommand(client, calibrate_agents, calibrate_wait);
   if (*query_cmd) return QueryCommand(client, sql, *format);
   if (*cancel_cmd) return CancelCommand(client, cancel_id);
   return 2;

@@ -37,6 +37,9 @@ inline constexpr int kMaxReplyRows = 10000;
 // start-up and model construction.
 inline constexpr double kJobStartupAllowanceS = 60.0;
 
+// A host calibration (peak GEMM and memory bandwidth, CPU and GPUs) is killed after this.
+inline constexpr double kCalibrationTimeoutS = 600.0;
+
 // The coordinator's idle wake-up: checks liveness and dispatches at least this often.
 inline constexpr int kCoordinatorTickMs = 200;
 

@@ -24,6 +24,7 @@ inline constexpr const char* kStatus = "status";
 inline constexpr const char* kCancel = "cancel";
 inline constexpr const char* kResults = "results";
 inline constexpr const char* kQuery = "query";
+inline constexpr const char* kCalibrate = "calibrate";
 // coordinator -> client
 inline constexpr const char* kSubmitted = "submitted";
 inline constexpr const char* kStatusReply = "status_reply";

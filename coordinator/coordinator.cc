@@ -134,6 +134,8 @@ void Coordinator::HandleClient(const Frames& frames) {
       reply = ResultsReply(body);
     } else if (type == msg::kQuery) {
       reply = QueryReply(body);
+    } else if (type == msg::kCalibrate) {
+      reply = Calibrate(body);
     } else {
       ++counters_.malformed_messages;
       reply = MakeError(InvalidArgument("\"" + type + "\" is not a client request"),
@@ -240,6 +242,40 @@ Message Coordinator::QueryReply(const json& request) {
   return MakeMessage(msg::kRows, RowsToJson(*rows, request_id));
 }
 
+Message Coordinator::Calibrate(const json& request) {
+  const json& request_id = request["request_id"];
+  std::vector<std::string> names;
+  std::vector<std::string> wanted;
+  for (const json& name : request.value("agents", json::array())) {
+    if (!name.is_string()) return MakeError(InvalidArgument("agents: must be names"), request_id);
+    wanted.push_back(name);
+  }
+  for (Agent* agent : registry_.All()) {
+    const std::string& name = agent->description.name;
+    if (wanted.empty() || std::find(wanted.begin(), wanted.end(), name) != wanted.end()) {
+      names.push_back(name);
+    }
+  }
+  for (const std::string& name : wanted) {
+    if (std::find(names.begin(), names.end(), name) == names.end()) {
+      return MakeError(NotFound("no registered agent named \"" + name + "\""), request_id);
+    }
+  }
+  if (names.empty()) return MakeError(FailedPrecondition("no agent is registered"), request_id);
+  std::sort(names.begin(), names.end());
+  auto sweep_id = store_->CreateCalibration(names, kCalibrationTimeoutS);
+  if (!sweep_id.ok()) {
+    ++counters_.store_errors;
+    return MakeError(Unavailable("cannot store the calibration: " + sweep_id.status().message()),
+                     request_id);
+  }
+  Dispatch();
+  return MakeMessage(msg::kSubmitted, {{"request_id", request_id},
+                                       {"sweep_id", *sweep_id},
+                                       {"jobs", names.size()},
+                                       {"agents", names}});
+}
+
 // ---- agents ----
 
 void Coordinator::ReplyToAgent(const std::string& routing_id, const Message& message) {
@@ -332,7 +368,18 @@ void Coordinator::Register(const std::string& routing_id, const json& body) {
   agent.last_seen = MonoNow();
   bool known = registry_.FindByRoutingId(routing_id) != nullptr;
   registry_.Upsert(std::move(agent));
-  if (!known) LOG_INFO("agent " << name << " registered");
+  if (!known) {
+    LOG_INFO("agent " << name << " registered");
+    // A fresh agent process asks for a calibration of its host; it runs as a job, so it
+    // waits for other jobs on the same machine instead of disturbing them.
+    if (body.value("calibrate", false) == true) {
+      auto calibration = store_->CreateCalibration({name}, kCalibrationTimeoutS);
+      if (!calibration.ok()) {
+        ++counters_.store_errors;
+        LOG_ERROR("cannot queue the calibration of " << name << ": " << calibration.status().message());
+      }
+    }
+  }
   ReplyToAgent(routing_id, MakeMessage(msg::kRegistered, {{"agent", name},
                                                           {"heartbeat_ms", options_.heartbeat_ms},
                                                           {"liveness", options_.liveness}}));

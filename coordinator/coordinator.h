@@ -64,6 +64,7 @@ class Coordinator {
   Message Cancel(const json& request);
   Message ResultsReply(const json& request);
   Message QueryReply(const json& request);
+  Message Calibrate(const json& request);
   void Register(const std::string& routing_id, const json& body);
   void Heartbeat(Agent& agent, const json& body);
   void AcceptResult(Agent& agent, const json& body);

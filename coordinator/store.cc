@@ -144,15 +144,35 @@ StatusOr<int64_t> Store::CreateSweep(const Sweep& sweep,
   return sweep_id;
 }
 
+StatusOr<int64_t> Store::CreateCalibration(const std::vector<std::string>& agents,
+                                           double timeout_s) {
+  std::string now = UtcNowIso8601();
+  Transaction tx(*db_);
+  RETURN_IF_ERROR(tx.Begin());
+  json spec = {{"name", "calibration"}, {"kind", "calibration"}, {"agents", agents}};
+  RETURN_IF_ERROR(Insert("sweeps", {{"name", "calibration"}, {"spec", spec.dump()}, {"created_at", now}}));
+  int64_t sweep_id = db_->LastInsertRowid();
+  for (const std::string& agent : agents) {
+    RETURN_IF_ERROR(Insert("jobs", {{"sweep_id", sweep_id},
+                                    {"pinned_host", agent},
+                                    {"kind", "calibration"},
+                                    {"spec", json({{"kind", "calibration"}}).dump()},
+                                    {"timeout_s", timeout_s},
+                                    {"created_at", now}}));
+  }
+  RETURN_IF_ERROR(tx.Commit());
+  return sweep_id;
+}
+
 StatusOr<std::vector<QueuedJob>> Store::QueuedJobsFor(const std::string& agent_name, int limit) {
   ASSIGN_OR_RETURN(
       auto stmt,
       db_->Prepare(
           "SELECT j.job_id, j.sweep_id, j.pinned_host, j.spec, json_extract(s.spec, '$.select'), "
-          "       j.timeout_s, j.attempts "
+          "       j.timeout_s, j.attempts, j.kind "
           "FROM jobs j JOIN sweeps s ON s.sweep_id = j.sweep_id "
           "WHERE j.state = 'queued' AND (j.pinned_host = ?1 OR j.pinned_host IS NULL) "
-          "ORDER BY j.job_id LIMIT ?2"));
+          "ORDER BY j.kind = 'calibration' DESC, j.job_id LIMIT ?2"));
   stmt.Bind(1, agent_name).Bind(2, limit);
   std::vector<QueuedJob> jobs;
   while (true) {
@@ -166,6 +186,7 @@ StatusOr<std::vector<QueuedJob>> Store::QueuedJobsFor(const std::string& agent_n
     job.select = stmt.IsNull(4) ? json::object() : json::parse(stmt.Text(4), nullptr, false);
     job.timeout_s = stmt.Real(5);
     job.attempts = static_cast<int>(stmt.Int(6));
+    job.kind = stmt.Text(7);
     jobs.push_back(std::move(job));
   }
   return jobs;
@@ -217,19 +238,24 @@ StatusOr<ResultOutcome> Store::StoreResult(int64_t job_id, int attempt, int64_t 
   Transaction tx(*db_);
   RETURN_IF_ERROR(tx.Begin());
 
-  ASSIGN_OR_RETURN(auto find,
-                   db_->Prepare("SELECT j.state, j.attempts, j.sweep_id, r.attempt FROM jobs j "
-                                "LEFT JOIN results r ON r.job_id = j.job_id WHERE j.job_id = ?1"));
+  ASSIGN_OR_RETURN(auto find, db_->Prepare(
+                                  "SELECT j.state, j.attempts, j.sweep_id, r.attempt, j.kind, j.spec "
+                                  "FROM jobs j LEFT JOIN results r ON r.job_id = j.job_id "
+                                  "WHERE j.job_id = ?1"));
   find.Bind(1, job_id);
   ASSIGN_OR_RETURN(bool found, find.Step());
   std::string stale_reason;
   int64_t sweep_id = 0;
+  std::string kind = "benchmark";
+  json spec = json::object();
   if (!found) {
     stale_reason = "no such job";
   } else {
     std::string state = find.Text(0);
     int current_attempt = static_cast<int>(find.Int(1));
     sweep_id = find.Int(2);
+    kind = find.Text(4);
+    spec = json::parse(find.Text(5), nullptr, false);
     if (!find.IsNull(3) && find.Int(3) == attempt) {
       return ResultOutcome::kDuplicate;  // the transaction rolls back: nothing to write
     }
@@ -245,79 +271,144 @@ StatusOr<ResultOutcome> Store::StoreResult(int64_t job_id, int attempt, int64_t 
   json samples =
       detail.is_object() && detail.contains("samples_ms") ? detail["samples_ms"] : json();
   if (detail.is_object()) detail.erase("samples_ms");
+  const std::string detail_text = detail.dump(-1, ' ', false, json::error_handler_t::replace);
 
   if (!stale_reason.empty()) {
-    ASSIGN_OR_RETURN(
-        auto stale,
-        db_->Prepare(
-            "INSERT INTO stale_results(job_id, attempt, host, reason, detail, received_at) "
-            "VALUES (?1, ?2, ?3, ?4, ?5, ?6)"));
-    RETURN_IF_ERROR(stale.Bind(1, job_id)
-                        .Bind(2, attempt)
-                        .Bind(3, host_name)
-                        .Bind(4, stale_reason)
-                        .Bind(5, detail.dump(-1, ' ', false, json::error_handler_t::replace))
-                        .Bind(6, now)
-                        .Run());
+    ASSIGN_OR_RETURN(auto stale,
+                     db_->Prepare("INSERT INTO stale_results(job_id, attempt, host, reason, detail, "
+                                  "received_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)"));
+    RETURN_IF_ERROR(stale.Bind(1, job_id).Bind(2, attempt).Bind(3, host_name).Bind(4, stale_reason)
+                        .Bind(5, detail_text).Bind(6, now).Run());
     RETURN_IF_ERROR(tx.Commit());
     return ResultOutcome::kStale;
   }
 
   const bool ok = result.value("ok", false) == true;
-  const json stats = Field(result, "stats");
-  ASSIGN_OR_RETURN(
-      auto insert,
-      db_->Prepare(
-          "INSERT INTO results(job_id, attempt, host_id, ok, device, model, mode, dtype, "
-          "batch_size, "
-          "threads, n, median_ms, mean_ms, stdev_ms, min_ms, max_ms, p90_ms, p99_ms, q1_ms, q3_ms, "
-          "iqr_ms, noisy, throughput_per_s, peak_rss_mb, rss_before_model_mb, param_bytes, "
-          "effective_threads, worker_wall_s, error, detail, received_at) VALUES (?1, ?2, ?3, ?4, "
-          "?5, "
-          "?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, "
-          "?24, "
-          "?25, ?26, ?27, ?28, ?29, ?30, ?31)"));
-  insert.Bind(1, job_id).Bind(2, attempt).Bind(3, host_id).Bind(4, ok ? 1 : 0);
-  int pos = 5;
-  for (const char* key : {"device", "model", "mode", "dtype", "batch_size", "threads"}) {
-    insert.BindJson(pos++, Field(result, key));
-  }
-  for (const char* key : {"n", "median_ms", "mean_ms", "stdev_ms", "min_ms", "max_ms", "p90_ms",
-                          "p99_ms", "q1_ms", "q3_ms", "iqr_ms", "noisy"}) {
-    insert.BindJson(pos++, ok ? Field(stats, key) : json(nullptr));
-  }
-  for (const char* key : {"throughput_per_s", "peak_rss_mb", "rss_before_model_mb", "param_bytes",
-                          "effective_threads", "worker_wall_s", "error"}) {
-    insert.BindJson(pos++, Field(result, key));
-  }
-  insert.Bind(30, detail.dump(-1, ' ', false, json::error_handler_t::replace)).Bind(31, now);
-  RETURN_IF_ERROR(insert.Run());
+  ASSIGN_OR_RETURN(Columns columns, ResultColumns(kind, spec, host_id, result, ok));
+  columns.emplace_back("job_id", job_id);
+  columns.emplace_back("attempt", attempt);
+  columns.emplace_back("host_id", host_id);
+  columns.emplace_back("ok", ok ? 1 : 0);
+  columns.emplace_back("detail", detail_text);
+  columns.emplace_back("received_at", now);
+  RETURN_IF_ERROR(Insert("results", columns));
 
   if (ok && samples.is_array()) {
     ASSIGN_OR_RETURN(auto sample,
                      db_->Prepare("INSERT INTO samples(job_id, idx, ms) VALUES (?1, ?2, ?3)"));
     for (size_t i = 0; i < samples.size(); ++i) {
       if (!samples[i].is_number()) continue;
-      RETURN_IF_ERROR(sample.Bind(1, job_id)
-                          .Bind(2, static_cast<int64_t>(i))
-                          .Bind(3, samples[i].get<double>())
-                          .Run());
+      RETURN_IF_ERROR(sample.Bind(1, job_id).Bind(2, static_cast<int64_t>(i))
+                          .Bind(3, samples[i].get<double>()).Run());
       sample.Reset();
     }
   }
+  if (ok && kind == "calibration") RETURN_IF_ERROR(StoreCalibration(job_id, host_id, result, now));
 
-  ASSIGN_OR_RETURN(
-      auto finish,
-      db_->Prepare("UPDATE jobs SET state = ?2, error = ?3, finished_at = ?4 WHERE job_id = ?1"));
+  ASSIGN_OR_RETURN(auto finish, db_->Prepare("UPDATE jobs SET state = ?2, error = ?3, "
+                                             "finished_at = ?4 WHERE job_id = ?1"));
   finish.Bind(1, job_id).Bind(2, ok ? "done" : "failed").Bind(4, now);
-  if (ok)
+  if (ok) {
     finish.BindNull(3);
-  else
+  } else {
     finish.BindJson(3, Field(result, "error"));
+  }
   RETURN_IF_ERROR(finish.Run());
   RETURN_IF_ERROR(FinishSweepIfComplete(sweep_id));
   RETURN_IF_ERROR(tx.Commit());
   return ResultOutcome::kStored;
+}
+
+StatusOr<Store::Columns> Store::ResultColumns(const std::string& kind, const json& spec,
+                                              int64_t host_id, const json& result, bool ok) {
+  Columns columns;
+  for (const char* key : {"device", "model", "mode", "dtype", "batch_size", "threads",
+                          "interop_threads", "error", "peak_rss_mb", "worker_wall_s"}) {
+    columns.emplace_back(key, Field(result, key));
+  }
+  if (kind != "benchmark" || !ok) return columns;
+
+  const json stats = Field(result, "stats");
+  for (const char* key : {"n", "median_ms", "mean_ms", "stdev_ms", "min_ms", "max_ms", "p90_ms",
+                          "p99_ms", "q1_ms", "q3_ms", "iqr_ms", "noisy"}) {
+    columns.emplace_back(key, Field(stats, key));
+  }
+  for (const char* key : {"throughput_per_s", "rss_before_model_mb", "param_bytes",
+                          "effective_threads", "threads_mismatch", "flops_per_sample", "gflops",
+                          "gpu_peak_mem_mb"}) {
+    columns.emplace_back(key, Field(result, key));
+  }
+  const json accuracy = Field(result, "accuracy");
+  for (const char* key : {"max_abs_err", "mean_abs_err", "rel_err", "top1_agreement"}) {
+    columns.emplace_back(key, Field(accuracy, key));
+  }
+  columns.emplace_back("onednn", Field(Field(result, "runtime"), "onednn"));
+  // The job's own model arguments, canonical (sorted keys), so that views can match
+  // identical configurations across devices, dtypes and thread counts.
+  columns.emplace_back("model_args", spec.is_object() ? json(spec.value("model_args", json::object()).dump())
+                                                      : json(nullptr));
+
+  json gflops = Field(result, "gflops");
+  if (gflops.is_number()) {
+    ASSIGN_OR_RETURN(json peak, PeakFor(host_id, result));
+    if (peak.is_number() && peak.get<double>() > 0) {
+      columns.emplace_back("peak_gflops", peak);
+      columns.emplace_back("fraction_of_peak", gflops.get<double>() / peak.get<double>());
+    }
+  }
+  return columns;
+}
+
+StatusOr<json> Store::PeakFor(int64_t host_id, const json& result) {
+  ASSIGN_OR_RETURN(auto latest, db_->Prepare(
+                                    "SELECT gemm_gflops_all, gemm_threads_all, gemm_gflops_1, gpus "
+                                    "FROM calibrations WHERE host_id = ?1 "
+                                    "ORDER BY calibration_id DESC LIMIT 1"));
+  latest.Bind(1, host_id);
+  ASSIGN_OR_RETURN(bool row, latest.Step());
+  if (!row) return json(nullptr);
+  const std::string device = result.value("device", std::string("cpu"));
+  if (device.rfind("cuda", 0) == 0) {
+    size_t index = device.size() > 5 ? std::stoul(device.substr(5)) : 0;
+    json gpus = json::parse(latest.Text(3), nullptr, false);
+    if (!gpus.is_array() || index >= gpus.size()) return json(nullptr);
+    return gpus[index].value("sgemm_gflops", json(nullptr));
+  }
+  if (latest.IsNull(0)) return json(nullptr);
+  // The peak for T threads: T single-CPU peaks, but never more than all CPUs together.
+  double all = latest.Real(0);
+  int64_t all_threads = latest.Int(1);
+  int64_t threads = result.value("threads", int64_t{1});
+  if (latest.IsNull(2) || threads >= all_threads) return json(all);
+  return json(std::min(all, latest.Real(2) * static_cast<double>(threads)));
+}
+
+Status Store::StoreCalibration(int64_t job_id, int64_t host_id, const json& result,
+                               const std::string& now) {
+  const json calibration = Field(result, "calibration");
+  const json cpu = Field(calibration, "cpu");
+  Columns columns = {{"host_id", host_id}, {"job_id", job_id}, {"measured_at", now}};
+  for (const char* key : {"gemm_gflops_all", "gemm_threads_all", "gemm_gflops_1",
+                          "stream_triad_gbps_all", "stream_triad_gbps_1", "theoretical_gflops_all",
+                          "theoretical_gflops_1"}) {
+    columns.emplace_back(key, Field(cpu, key));
+  }
+  json gpus = Field(calibration, "gpus");
+  columns.emplace_back("gpus", gpus.is_array() ? gpus.dump() : "[]");
+  columns.emplace_back("detail", calibration.dump(-1, ' ', false, json::error_handler_t::replace));
+  return Insert("calibrations", columns);
+}
+
+Status Store::Insert(const std::string& table, const Columns& columns) {
+  std::string names, slots;
+  for (size_t i = 0; i < columns.size(); ++i) {
+    names += (i ? ", " : "") + columns[i].first;
+    slots += (i ? ", ?" : "?") + std::to_string(i + 1);
+  }
+  ASSIGN_OR_RETURN(auto insert,
+                   db_->Prepare("INSERT INTO " + table + "(" + names + ") VALUES (" + slots + ")"));
+  for (size_t i = 0; i < columns.size(); ++i) insert.BindJson(static_cast<int>(i + 1), columns[i].second);
+  return insert.Run();
 }
 
 Status Store::FinishSweepIfComplete(int64_t sweep_id) {

@@ -28,6 +28,7 @@ const std::vector<Migration>& Migrations();
 
 struct QueuedJob {
   int64_t job_id;
+  std::string kind;  // "benchmark" or "calibration"
   int64_t sweep_id;
   std::optional<std::string> pinned_host;
   json spec;
@@ -69,6 +70,10 @@ class Store {
   StatusOr<int64_t> CreateSweep(const Sweep& sweep, const std::vector<std::string>& pinned_hosts,
                                 int64_t* jobs_created);
 
+  // A sweep of one calibration job per agent in `agents` (pinned to it). Calibrations
+  // are dispatched before queued benchmarks.
+  StatusOr<int64_t> CreateCalibration(const std::vector<std::string>& agents, double timeout_s);
+
   // Queued jobs a given agent could take, oldest first: pinned to it, or unpinned.
   StatusOr<std::vector<QueuedJob>> QueuedJobsFor(const std::string& agent_name, int limit);
 
@@ -106,7 +111,16 @@ class Store {
   Store(std::unique_ptr<Database> db, std::string path)
       : db_(std::move(db)), path_(std::move(path)) {}
   Status Migrate();
+  using Columns = std::vector<std::pair<std::string, json>>;
   Status FinishSweepIfComplete(int64_t sweep_id);
+  // The results columns taken from a worker's result (schemas/worker.md).
+  StatusOr<Columns> ResultColumns(const std::string& kind, const json& spec, int64_t host_id,
+                                  const json& result, bool ok);
+  // The calibrated peak GFLOP/s a result is compared with, or null without a calibration.
+  StatusOr<json> PeakFor(int64_t host_id, const json& result);
+  Status StoreCalibration(int64_t job_id, int64_t host_id, const json& result,
+                          const std::string& now);
+  Status Insert(const std::string& table, const Columns& columns);
   StatusOr<Rows> RunRows(Database& db, const std::string& sql, const json& params, int max_rows);
 
   std::unique_ptr<Database> db_;

@@ -63,6 +63,7 @@ bool Fleet::StartAgent(const std::string& name, const std::vector<std::string>& 
                                    dir_ / ("agent-" + name),
                                    "--heartbeat-ms",
                                    std::to_string(options_.heartbeat_ms)};
+  if (!options_.calibrate_agents) argv.push_back("--no-calibrate");
   argv.insert(argv.end(), extra_flags.begin(), extra_flags.end());
   auto process = std::make_unique<ChildProcess>();
   if (!process->Start(argv, dir_ / ("agent-" + name + ".log"))) return false;

@@ -16,6 +16,8 @@ namespace benchfleet::testing {
 struct FleetOptions {
   int heartbeat_ms = 500;
   int liveness = 3;
+  // Agents calibrate their host at start (a job of ~10 s each); off unless a test needs it.
+  bool calibrate_agents = false;
   std::vector<std::string> coordinator_flags;
 };
 
