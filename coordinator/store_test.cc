@@ -203,5 +203,79 @@ TEST_F(StoreTest, NewerSchemaIsRefused) {
   EXPECT_NE(reopened.status().message().find("newer"), std::string::npos);
 }
 
+TEST_F(StoreTest, CalibrationsGoFirstAndSetTheFractionOfPeak) {
+  ASSERT_TRUE(store_->CreateSweep(MakeSweep(kTwoJobs), {"node-a"}, nullptr).ok());
+  ASSERT_TRUE(store_->CreateCalibration({"node-a"}, 600).ok());
+  auto queued = *store_->QueuedJobsFor("node-a", 10);
+  ASSERT_EQ(queued.size(), 3u);
+  EXPECT_EQ(queued[0].kind, "calibration");  // dispatched before the older benchmarks
+  int64_t calibration_job = queued[0].job_id;
+  ASSERT_TRUE(store_->MarkRunning(calibration_job, host_).ok());
+  json calibration = {{"ok", true}, {"kind", "calibration"},
+                      {"calibration", {{"cpu", {{"gemm_gflops_all", 200.0}, {"gemm_threads_all", 2},
+                                                {"gemm_gflops_1", 110.0}, {"stream_triad_gbps_all", 20.0}}},
+                                       {"gpus", json::array()}}}};
+  ASSERT_EQ(*store_->StoreResult(calibration_job, 1, host_, "node-a", calibration), ResultOutcome::kStored);
+  EXPECT_EQ(Count("select count(*) from host_calibration where host = 'node-a'"), 1);
+  EXPECT_EQ(Count("select count(*) from result_summary"), 0);  // not a benchmark row
+
+  // One thread: compared with one CPU's peak. Two threads: with the all-CPU peak.
+  for (int i = 1; i <= 2; ++i) {
+    int64_t job = queued[i].job_id;
+    ASSERT_TRUE(store_->MarkRunning(job, host_).ok());
+    json result = GoodResult(1);
+    result["threads"] = i;
+    result["gflops"] = 55.0;
+    ASSERT_TRUE(store_->StoreResult(job, 1, host_, "node-a", result).ok());
+  }
+  auto rows = store_->Query(
+      "select threads, peak_gflops, fraction_of_peak from result_summary order by threads", 10);
+  ASSERT_TRUE(rows.ok());
+  ASSERT_EQ(rows->rows.size(), 2u);
+  EXPECT_DOUBLE_EQ(rows->rows[0][1].get<double>(), 110.0);
+  EXPECT_DOUBLE_EQ(rows->rows[0][2].get<double>(), 0.5);
+  EXPECT_DOUBLE_EQ(rows->rows[1][1].get<double>(), 200.0);
+  EXPECT_DOUBLE_EQ(rows->rows[1][2].get<double>(), 55.0 / 200.0);
+}
+
+TEST_F(StoreTest, ComparisonViewsPairIdenticalConfigurations) {
+  auto sweep = MakeSweep(R"({"name":"v","placement":"any","matrix":{"model":["mlp"],"batch_size":[8]}})");
+  // Three results of one configuration: fp32 at 1 and 2 threads, int8 at 1 thread.
+  std::vector<json> variants = {{{"dtype", "fp32"}, {"threads", 1}, {"median", 4.0}},
+                                {{"dtype", "fp32"}, {"threads", 2}, {"median", 2.5}},
+                                {{"dtype", "int8"}, {"threads", 1}, {"median", 2.0}}};
+  sweep.combinations = {sweep.combinations[0], sweep.combinations[0], sweep.combinations[0]};
+  ASSERT_TRUE(store_->CreateSweep(sweep, {}, nullptr).ok());
+  auto queued = *store_->QueuedJobsFor("node-a", 10);
+  ASSERT_EQ(queued.size(), 3u);
+  for (size_t i = 0; i < 3; ++i) {
+    ASSERT_TRUE(store_->MarkRunning(queued[i].job_id, host_).ok());
+    json result = GoodResult(8);
+    result["dtype"] = variants[i]["dtype"];
+    result["threads"] = variants[i]["threads"];
+    result["stats"]["median_ms"] = variants[i]["median"];
+    if (variants[i]["dtype"] == "int8") {
+      result["accuracy"] = {{"max_abs_err", 0.02}, {"mean_abs_err", 0.004}, {"rel_err", 0.01},
+                            {"top1_agreement", 0.98}};
+    }
+    ASSERT_TRUE(store_->StoreResult(queued[i].job_id, 1, host_, "node-a", result).ok());
+  }
+  auto threads = store_->Query(
+      "select threads, speedup, parallel_efficiency from thread_scaling where dtype = 'fp32' "
+      "order by threads", 10);
+  ASSERT_TRUE(threads.ok()) << threads.status().ToString();
+  ASSERT_EQ(threads->rows.size(), 2u);
+  EXPECT_DOUBLE_EQ(threads->rows[1][1].get<double>(), 4.0 / 2.5);
+  EXPECT_DOUBLE_EQ(threads->rows[1][2].get<double>(), 4.0 / 2.5 / 2);
+  auto dtype = store_->Query("select dtype, speedup, rel_err, top1_agreement from dtype_comparison", 10);
+  ASSERT_TRUE(dtype.ok()) << dtype.status().ToString();
+  ASSERT_EQ(dtype->rows.size(), 1u);  // int8 against fp32 at the same thread count only
+  EXPECT_DOUBLE_EQ(dtype->rows[0][1].get<double>(), 2.0);
+  EXPECT_DOUBLE_EQ(dtype->rows[0][3].get<double>(), 0.98);
+  auto batch = store_->Query("select count(*) from batch_scaling", 10);
+  ASSERT_TRUE(batch.ok());
+  EXPECT_EQ(batch->rows[0][0], 3);
+}
+
 }  // namespace
 }  // namespace benchfleet
