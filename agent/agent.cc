@@ -70,7 +70,8 @@ Status AgentDaemon::Start() {
 Status AgentDaemon::Connect() {
   // Paranoid Pirate: a fresh socket drops whatever was queued for the silent peer.
   socket_.reset();
-  auto socket = ConnectDealer(context_, options_.coordinator, routing_id_);
+  auto socket = ConnectDealer(context_, options_.coordinator, routing_id_,
+                              options_.curve ? &*options_.curve : nullptr);
   if (!socket.ok()) {
     reconnect_at_ = MonoNow() + Millis(reconnect_backoff_ms_);
     return socket.status();

@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 #include <zmq.hpp>
@@ -12,6 +13,7 @@
 #include "agent/runner.h"
 #include "agent/spool.h"
 #include "common/clock.h"
+#include "common/curve.h"
 #include "common/limits.h"
 #include "common/protocol.h"
 
@@ -28,6 +30,8 @@ struct AgentOptions {
   int liveness = kHeartbeatLiveness;
   // Ask the coordinator for a calibration of this host when the agent starts.
   bool calibrate_at_start = true;
+  // Set when the coordinator serves CURVE.
+  std::optional<CurveClientKeys> curve;
 };
 
 class AgentDaemon {

@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "agent/agent.h"
+#include "common/curve.h"
 #include "common/host_probe.h"
 #include "common/log.h"
 
@@ -43,6 +44,10 @@ int main(int argc, char** argv) {
   app.add_option("--heartbeat-ms", options.heartbeat_ms, "heartbeat interval before registration")
       ->check(CLI::Range(10, 60000))
       ->capture_default_str();
+  std::string curve_key, server_key;
+  app.add_option("--curve-key", curve_key, "this agent's CURVE key pair file (benchfleet keygen)");
+  app.add_option("--server-key", server_key,
+                 "the coordinator's CURVE public key (40 Z85 characters, or a .pub file)");
   bool no_calibrate = false;
   app.add_flag("--no-calibrate", no_calibrate,
                "do not calibrate the host at start (benchfleet calibrate does it on demand)");
@@ -50,6 +55,21 @@ int main(int argc, char** argv) {
   app.add_flag("-v,--verbose", verbose, "log debug messages");
   CLI11_PARSE(app, argc, argv);
   options.calibrate_at_start = !no_calibrate;
+  if (curve_key.empty() != server_key.empty()) {
+    std::cerr << "benchfleet-agent: --curve-key and --server-key go together\n";
+    return 2;
+  }
+  if (!curve_key.empty()) {
+    auto pair = benchfleet::ReadCurveKeyPair(curve_key);
+    auto server = benchfleet::ReadCurvePublicKey(server_key);
+    for (const benchfleet::Status& s : {pair.status(), server.status()}) {
+      if (!s.ok()) {
+        std::cerr << "benchfleet-agent: " << s.message() << "\n";
+        return 2;
+      }
+    }
+    options.curve = benchfleet::CurveClientKeys{*pair, *server};
+  }
 
   benchfleet::SetLogComponent("agent " + options.name);
   if (verbose) benchfleet::SetLogLevel(benchfleet::LogLevel::kDebug);

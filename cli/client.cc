@@ -7,10 +7,10 @@
 
 namespace benchfleet {
 
-StatusOr<std::unique_ptr<CoordinatorClient>> CoordinatorClient::Connect(const std::string& endpoint,
-                                                                        int timeout_ms) {
+StatusOr<std::unique_ptr<CoordinatorClient>> CoordinatorClient::Connect(
+    const std::string& endpoint, int timeout_ms, const CurveClientKeys* curve) {
   std::unique_ptr<CoordinatorClient> client(new CoordinatorClient(endpoint, timeout_ms));
-  ASSIGN_OR_RETURN(auto socket, ConnectDealer(client->context_, endpoint, ""));
+  ASSIGN_OR_RETURN(auto socket, ConnectDealer(client->context_, endpoint, "", curve));
   client->socket_ = std::make_unique<zmq::socket_t>(std::move(socket));
   return client;
 }
@@ -29,7 +29,8 @@ StatusOr<Message> CoordinatorClient::Call(const std::string& type, json fields) 
       return Unavailable("no reply from the coordinator at " + endpoint_ + " within " +
                          std::to_string(timeout_ms_ / 1000.0).substr(0, 4) +
                          " s; is benchfleet-coordinator running there? (set --coordinator or "
-                         "BENCHFLEET_COORDINATOR)");
+                         "BENCHFLEET_COORDINATOR; with CURVE, is this client's public key on "
+                         "its allow-list?)");
     }
     auto readable = PollReadable({socket_.get()}, left);
     if (!readable[0]) continue;

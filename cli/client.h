@@ -6,6 +6,7 @@
 #include <string>
 #include <zmq.hpp>
 
+#include "common/curve.h"
 #include "common/protocol.h"
 #include "common/status.h"
 
@@ -13,8 +14,8 @@ namespace benchfleet {
 
 class CoordinatorClient {
  public:
-  static StatusOr<std::unique_ptr<CoordinatorClient>> Connect(const std::string& endpoint,
-                                                              int timeout_ms);
+  static StatusOr<std::unique_ptr<CoordinatorClient>> Connect(
+      const std::string& endpoint, int timeout_ms, const CurveClientKeys* curve = nullptr);
   // Sends `type` with `fields` and returns the reply. An `error` reply becomes a Status
   // with the coordinator's message.
   StatusOr<Message> Call(const std::string& type, json fields);

@@ -31,7 +31,8 @@ int Fail(const Status& status) {
 }
 
 StatusOr<std::unique_ptr<CoordinatorClient>> Connect(const ClientOptions& client) {
-  return CoordinatorClient::Connect(client.coordinator, client.timeout_ms);
+  return CoordinatorClient::Connect(client.coordinator, client.timeout_ms,
+                                   client.curve ? &*client.curve : nullptr);
 }
 
 void PrintRows(const json& reply, RowFormat format, const std::vector<std::string>& only = {}) {
@@ -274,6 +275,16 @@ int ViewCommand(const ClientOptions& client_options, const std::string& view,
   std::string sql = it->second;
   if (sweep_id && view != "calibration") sql += " where sweep_id = " + std::to_string(*sweep_id);
   return QueryCommand(client_options, sql + " order by 1, 2, 3, 4, 5, 6, 7, 8", format);
+}
+
+int KeygenCommand(const std::string& prefix) {
+  auto pair = GenerateCurveKeyPair();
+  if (!pair.ok()) return Fail(pair.status());
+  Status written = WriteCurveKeyPair(*pair, prefix);
+  if (!written.ok()) return Fail(written);
+  std::cout << "wrote " << prefix << ".key (keep it secret) and " << prefix << ".pub\n"
+            << "public key: " << pair->public_key << "\n";
+  return 0;
 }
 
 int CancelCommand(const ClientOptions& client_options, int64_t sweep_id) {

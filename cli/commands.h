@@ -7,13 +7,18 @@
 #include <vector>
 
 #include "cli/format.h"
+#include "common/curve.h"
 
 namespace benchfleet {
 
 struct ClientOptions {
   std::string coordinator;  // the coordinator's client endpoint
   int timeout_ms;
+  std::optional<CurveClientKeys> curve;  // when the coordinator serves CURVE
 };
+
+// Writes PREFIX.key and PREFIX.pub (a new CURVE key pair).
+int KeygenCommand(const std::string& prefix);
 
 struct SubmitOptions {
   std::string file;

@@ -20,6 +20,14 @@ int main(int argc, char** argv) {
   app.add_option("--timeout", timeout_s, "seconds to wait for each reply")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  const char* env_key = std::getenv("BENCHFLEET_CURVE_KEY");
+  const char* env_server = std::getenv("BENCHFLEET_SERVER_KEY");
+  std::string curve_key = env_key ? env_key : "";
+  std::string server_key = env_server ? env_server : "";
+  app.add_option("--curve-key", curve_key,
+                 "this client's CURVE key pair file (env BENCHFLEET_CURVE_KEY)");
+  app.add_option("--server-key", server_key,
+                 "the coordinator's CURVE public key or .pub file (env BENCHFLEET_SERVER_KEY)");
   std::string format_name = "table";
   std::optional<int64_t> sweep_id;
 
@@ -67,7 +75,27 @@ int main(int argc, char** argv) {
   auto* cancel_cmd = app.add_subcommand("cancel", "cancel the queued jobs of a sweep");
   cancel_cmd->add_option("SWEEP_ID", cancel_id, "sweep id")->required();
 
+  std::string keygen_prefix;
+  auto* keygen_cmd = app.add_subcommand("keygen", "make a CURVE key pair: PREFIX.key and PREFIX.pub");
+  keygen_cmd->add_option("PREFIX", keygen_prefix, "path prefix of the two files")->required();
+
   CLI11_PARSE(app, argc, argv);
+  if (*keygen_cmd) return KeygenCommand(keygen_prefix);
+  if (curve_key.empty() != server_key.empty()) {
+    std::cerr << "benchfleet: --curve-key and --server-key go together\n";
+    return 2;
+  }
+  if (!curve_key.empty()) {
+    auto pair = ReadCurveKeyPair(curve_key);
+    auto server = ReadCurvePublicKey(server_key);
+    for (const Status& s : {pair.status(), server.status()}) {
+      if (!s.ok()) {
+        std::cerr << "benchfleet: " << s.message() << "\n";
+        return 2;
+      }
+    }
+    client.curve = CurveClientKeys{*pair, *server};
+  }
   client.timeout_ms = static_cast<int>(timeout_s * 1000);
   auto format = ParseRowFormat(format_name);
   if (!format.ok()) {

@@ -15,11 +15,19 @@ void ApplyCommonOptions(zmq::socket_t& socket) {
 }  // namespace
 
 StatusOr<zmq::socket_t> BindRouter(zmq::context_t& context, const std::string& endpoint,
-                                   std::string* bound) {
+                                   std::string* bound, const CurveKeyPair* curve) {
   try {
     zmq::socket_t socket(context, zmq::socket_type::router);
     ApplyCommonOptions(socket);
     socket.set(zmq::sockopt::router_mandatory, 1);
+    // A peer that reconnects under the same routing id (an agent after a network
+    // partition) takes over its old connection instead of being ignored.
+    socket.set(zmq::sockopt::router_handover, 1);
+    if (curve != nullptr) {
+      socket.set(zmq::sockopt::curve_server, 1);
+      socket.set(zmq::sockopt::curve_secretkey, curve->secret_key);
+      socket.set(zmq::sockopt::zap_domain, kZapDomain);
+    }
     socket.bind(endpoint);
     if (bound != nullptr) *bound = socket.get(zmq::sockopt::last_endpoint);
     return socket;
@@ -29,11 +37,16 @@ StatusOr<zmq::socket_t> BindRouter(zmq::context_t& context, const std::string& e
 }
 
 StatusOr<zmq::socket_t> ConnectDealer(zmq::context_t& context, const std::string& endpoint,
-                                      const std::string& routing_id) {
+                                      const std::string& routing_id, const CurveClientKeys* curve) {
   try {
     zmq::socket_t socket(context, zmq::socket_type::dealer);
     ApplyCommonOptions(socket);
     if (!routing_id.empty()) socket.set(zmq::sockopt::routing_id, routing_id);
+    if (curve != nullptr) {
+      socket.set(zmq::sockopt::curve_serverkey, curve->server_public_key);
+      socket.set(zmq::sockopt::curve_publickey, curve->client.public_key);
+      socket.set(zmq::sockopt::curve_secretkey, curve->client.secret_key);
+    }
     socket.connect(endpoint);
     return socket;
   } catch (const zmq::error_t& e) {

@@ -9,6 +9,7 @@
 #include <zmq.hpp>
 #include <zmq_addon.hpp>
 
+#include "common/curve.h"
 #include "common/protocol.h"
 #include "common/status.h"
 
@@ -19,13 +20,19 @@ using Frames = std::vector<std::string>;
 // A ROUTER bound to `endpoint` (e.g. "tcp://*:5555", "tcp://127.0.0.1:*"), with
 // ROUTER_MANDATORY (sending to a vanished peer fails instead of vanishing silently)
 // and the maximum message size. Returns the endpoint actually bound (wildcard port
-// resolved) through `bound`.
+// resolved) through `bound`. With `curve`, the socket is a CURVE server whose peers are
+// vetted by the ZAP handler of domain kZapDomain (coordinator/zap.h).
 StatusOr<zmq::socket_t> BindRouter(zmq::context_t& context, const std::string& endpoint,
-                                   std::string* bound);
+                                   std::string* bound, const CurveKeyPair* curve = nullptr);
 
-// A DEALER connected to `endpoint` with the given routing id (empty: libzmq picks one).
+// A DEALER connected to `endpoint` with the given routing id (empty: libzmq picks one);
+// with `curve`, a CURVE client of the server key it holds.
 StatusOr<zmq::socket_t> ConnectDealer(zmq::context_t& context, const std::string& endpoint,
-                                      const std::string& routing_id);
+                                      const std::string& routing_id,
+                                      const CurveClientKeys* curve = nullptr);
+
+// The ZAP domain of benchfleet's CURVE servers.
+inline constexpr const char* kZapDomain = "benchfleet";
 
 // Non-blocking receive of one multipart message.
 StatusOr<std::optional<Frames>> ReceiveFrames(zmq::socket_t& socket);

@@ -64,17 +64,48 @@ json CoordinatorCounters::ToJson() const {
 Coordinator::Coordinator(CoordinatorOptions options) : options_(std::move(options)) {}
 Coordinator::~Coordinator() = default;
 
+StatusOr<std::unique_ptr<CurveKeyPair>> Coordinator::SecurityPolicy() const {
+  if (options_.curve_key_path.empty()) {
+    if (!options_.allow_list_path.empty()) {
+      return InvalidArgument("--allow needs --curve-key (the coordinator's own key pair)");
+    }
+    for (const std::string& endpoint : {options_.agents_endpoint, options_.clients_endpoint}) {
+      if (!IsLoopbackEndpoint(endpoint) && !options_.insecure) {
+        return FailedPrecondition(
+            "binding " + endpoint + " beyond loopback needs CURVE: give --curve-key and --allow "
+            "(make keys with benchfleet keygen), or --insecure to let anyone in");
+      }
+    }
+    return std::unique_ptr<CurveKeyPair>();
+  }
+  if (!CurveAvailable()) {
+    return FailedPrecondition("this libzmq was built without CURVE support; cannot serve securely");
+  }
+  if (options_.allow_list_path.empty()) {
+    return InvalidArgument("--curve-key needs --allow (the public keys of agents and clients)");
+  }
+  ASSIGN_OR_RETURN(CurveKeyPair pair, ReadCurveKeyPair(options_.curve_key_path));
+  return std::make_unique<CurveKeyPair>(pair);
+}
+
 Status Coordinator::Start() {
+  ASSIGN_OR_RETURN(auto curve, SecurityPolicy());
   ASSIGN_OR_RETURN(store_, Store::Open(options_.db_path));
+  if (curve) {
+    // The ZAP handler must be bound before the first handshake can arrive.
+    ASSIGN_OR_RETURN(zap_, ZapHandler::Start(context_, options_.allow_list_path));
+  }
   std::string agents_bound, clients_bound;
-  ASSIGN_OR_RETURN(auto agents, BindRouter(context_, options_.agents_endpoint, &agents_bound));
-  ASSIGN_OR_RETURN(auto clients, BindRouter(context_, options_.clients_endpoint, &clients_bound));
+  ASSIGN_OR_RETURN(auto agents,
+                   BindRouter(context_, options_.agents_endpoint, &agents_bound, curve.get()));
+  ASSIGN_OR_RETURN(auto clients,
+                   BindRouter(context_, options_.clients_endpoint, &clients_bound, curve.get()));
   agents_socket_ = std::make_unique<zmq::socket_t>(std::move(agents));
   clients_socket_ = std::make_unique<zmq::socket_t>(std::move(clients));
   RecoverLeases();
   LOG_INFO("serving agents on " << agents_bound << ", clients on " << clients_bound << ", store "
                                 << options_.db_path << " (schema v" << store_->SchemaVersion()
-                                << ")");
+                                << ")" << (curve ? ", CURVE on" : ", CURVE off"));
   if (!options_.ready_file.empty()) {
     json ready = {{"agents", agents_bound}, {"clients", clients_bound}, {"pid", getpid()}};
     RETURN_IF_ERROR(WriteFileAtomically(options_.ready_file, ready.dump()));
@@ -83,9 +114,16 @@ Status Coordinator::Start() {
   return Status::Ok();
 }
 
-Status Coordinator::Run(const std::atomic<bool>* stop) {
+Status Coordinator::Run(const std::atomic<bool>* stop, std::atomic<bool>* reload) {
   while (!stop->load()) {
-    auto readable = PollReadable({agents_socket_.get(), clients_socket_.get()}, kCoordinatorTickMs);
+    if (reload != nullptr && reload->exchange(false) && zap_) {
+      Status reloaded = zap_->Reload();
+      if (!reloaded.ok()) LOG_ERROR("allow-list not reloaded, the old one stays: " << reloaded.message());
+    }
+    std::vector<zmq::socket_t*> sockets = {agents_socket_.get(), clients_socket_.get()};
+    if (zap_) sockets.push_back(&zap_->socket());
+    auto readable = PollReadable(sockets, kCoordinatorTickMs);
+    if (zap_ && readable[2]) zap_->Handle();
     for (int i = 0; readable[0] && i < kMaxMessagesPerRound; ++i) {
       auto frames = ReceiveFrames(*agents_socket_);
       if (!frames.ok() || !frames->has_value()) break;

@@ -13,6 +13,7 @@
 #include "common/transport.h"
 #include "coordinator/registry.h"
 #include "coordinator/store.h"
+#include "coordinator/zap.h"
 
 namespace benchfleet {
 
@@ -31,6 +32,12 @@ struct CoordinatorOptions {
   // When set, a JSON file {"agents": ..., "clients": ..., "pid": ...} written once both
   // sockets are bound (with wildcard ports resolved), for scripts and tests.
   std::string ready_file;
+  // CURVE: the coordinator's key pair (benchfleet keygen) and the allow-list of agent
+  // and client public keys. Required when an endpoint is beyond loopback, unless
+  // `insecure` is set explicitly.
+  std::string curve_key_path;
+  std::string allow_list_path;
+  bool insecure = false;
 };
 
 struct CoordinatorCounters {
@@ -53,8 +60,11 @@ class Coordinator {
 
   // Opens the store, binds the sockets, recovers leases of running jobs.
   Status Start();
-  // Serves until *stop becomes true (set it from a signal handler).
-  Status Run(const std::atomic<bool>* stop);
+  // Checks the CURVE options: which key pair to serve with (null: plain TCP).
+  StatusOr<std::unique_ptr<CurveKeyPair>> SecurityPolicy() const;
+  // Serves until *stop becomes true (set it from a signal handler). When *reload is
+  // true (SIGHUP) the allow-list is re-read and the flag cleared.
+  Status Run(const std::atomic<bool>* stop, std::atomic<bool>* reload = nullptr);
 
  private:
   void HandleClient(const Frames& frames);
@@ -86,6 +96,7 @@ class Coordinator {
   zmq::context_t context_;
   std::unique_ptr<zmq::socket_t> agents_socket_;
   std::unique_ptr<zmq::socket_t> clients_socket_;
+  std::unique_ptr<ZapHandler> zap_;
   AgentRegistry registry_;
   CoordinatorCounters counters_;
   MonoTime next_heartbeat_;

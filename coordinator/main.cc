@@ -7,7 +7,9 @@
 
 namespace {
 std::atomic<bool> stop_requested{false};
+std::atomic<bool> reload_requested{false};
 void RequestStop(int) { stop_requested = true; }
+void RequestReload(int) { reload_requested = true; }
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -36,6 +38,12 @@ int main(int argc, char** argv) {
                "let agents on the same machine run jobs at the same time");
   app.add_option("--ready-file", options.ready_file,
                  "write bound endpoints as JSON to this file once serving");
+  app.add_option("--curve-key", options.curve_key_path,
+                 "the coordinator's CURVE key pair file (benchfleet keygen); turns CURVE on");
+  app.add_option("--allow", options.allow_list_path,
+                 "allow-list of agent and client public keys, one per line (re-read on SIGHUP)");
+  app.add_flag("--insecure", options.insecure,
+               "serve plain TCP beyond loopback: anyone who reaches the port gets in");
   bool verbose = false;
   app.add_flag("-v,--verbose", verbose, "log debug messages");
   CLI11_PARSE(app, argc, argv);
@@ -44,6 +52,7 @@ int main(int argc, char** argv) {
   if (verbose) benchfleet::SetLogLevel(benchfleet::LogLevel::kDebug);
   std::signal(SIGINT, RequestStop);
   std::signal(SIGTERM, RequestStop);
+  std::signal(SIGHUP, RequestReload);
 
   benchfleet::Coordinator coordinator(options);
   benchfleet::Status started = coordinator.Start();
@@ -51,7 +60,7 @@ int main(int argc, char** argv) {
     LOG_ERROR(started.message());
     return 1;
   }
-  benchfleet::Status done = coordinator.Run(&stop_requested);
+  benchfleet::Status done = coordinator.Run(&stop_requested, &reload_requested);
   if (!done.ok()) {
     LOG_ERROR(done.message());
     return 1;

@@ -1,0 +1,131 @@
+#include "common/curve.h"
+
+#include <sys/stat.h>
+#include <zmq.h>
+
+#include <fstream>
+#include <sstream>
+
+namespace benchfleet {
+namespace {
+
+constexpr size_t kZ85KeyLength = 40;
+
+bool ValidZ85Key(const std::string& key) {
+  if (key.size() != kZ85KeyLength) return false;
+  uint8_t decoded[32];
+  return zmq_z85_decode(decoded, key.c_str()) != nullptr;
+}
+
+// Trims blanks; a line whose first non-blank character is '#' is a comment. (Only at
+// the start: '#' is one of Z85's characters, so it may occur inside a key.)
+std::string Trim(std::string text) {
+  size_t start = text.find_first_not_of(" \t");
+  if (start != std::string::npos && text[start] == '#') return "";
+  size_t first = text.find_first_not_of(" \t\r\n");
+  if (first == std::string::npos) return "";
+  size_t last = text.find_last_not_of(" \t\r\n");
+  return text.substr(first, last - first + 1);
+}
+
+}  // namespace
+
+bool CurveAvailable() { return zmq_has("curve") != 0; }
+
+StatusOr<CurveKeyPair> GenerateCurveKeyPair() {
+  if (!CurveAvailable()) return FailedPrecondition("this libzmq was built without CURVE support");
+  char public_key[41];
+  char secret_key[41];
+  if (zmq_curve_keypair(public_key, secret_key) != 0) {
+    return Internal(std::string("zmq_curve_keypair failed: ") + zmq_strerror(zmq_errno()));
+  }
+  return CurveKeyPair{public_key, secret_key};
+}
+
+Status WriteCurveKeyPair(const CurveKeyPair& pair, const std::string& prefix) {
+  const std::string key_path = prefix + ".key";
+  const std::string pub_path = prefix + ".pub";
+  {
+    // Created 0600 from the start, so the secret is never readable by others.
+    mode_t old_mask = umask(077);
+    std::ofstream key(key_path, std::ios::trunc);
+    umask(old_mask);
+    key << "public " << pair.public_key << "\nsecret " << pair.secret_key << "\n";
+    if (!key) return Unavailable("cannot write " + key_path);
+  }
+  chmod(key_path.c_str(), 0600);
+  std::ofstream pub(pub_path, std::ios::trunc);
+  pub << pair.public_key << "\n";
+  if (!pub) return Unavailable("cannot write " + pub_path);
+  return Status::Ok();
+}
+
+StatusOr<CurveKeyPair> ReadCurveKeyPair(const std::string& path) {
+  struct stat info {};
+  if (stat(path.c_str(), &info) != 0) return NotFound("key file " + path + " does not exist");
+  if ((info.st_mode & 077) != 0) {
+    return FailedPrecondition("key file " + path + " is readable by others; chmod 600 it");
+  }
+  std::ifstream in(path);
+  CurveKeyPair pair;
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream words(Trim(line));
+    std::string kind, key;
+    words >> kind >> key;
+    if (kind == "public") pair.public_key = key;
+    if (kind == "secret") pair.secret_key = key;
+  }
+  if (!ValidZ85Key(pair.public_key) || !ValidZ85Key(pair.secret_key)) {
+    return InvalidArgument("key file " + path +
+                           " must hold \"public <key>\" and \"secret <key>\" lines with 40-character "
+                           "Z85 keys (make one with benchfleet keygen)");
+  }
+  return pair;
+}
+
+StatusOr<std::string> ReadCurvePublicKey(const std::string& key_or_path) {
+  if (ValidZ85Key(key_or_path)) return key_or_path;
+  std::ifstream in(key_or_path);
+  if (!in) return NotFound("\"" + key_or_path + "\" is neither a Z85 public key nor a readable file");
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream words(Trim(line));
+    std::string key;
+    words >> key;
+    if (key.empty()) continue;
+    if (!ValidZ85Key(key)) return InvalidArgument(key_or_path + ": not a 40-character Z85 public key");
+    return key;
+  }
+  return InvalidArgument(key_or_path + ": no public key in the file");
+}
+
+StatusOr<std::set<std::string>> ReadAllowList(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return NotFound("allow-list " + path + " cannot be read");
+  std::set<std::string> keys;
+  std::string line;
+  int number = 0;
+  while (std::getline(in, line)) {
+    ++number;
+    std::istringstream words(Trim(line));
+    std::string key;
+    words >> key;
+    if (key.empty()) continue;
+    if (!ValidZ85Key(key)) {
+      return InvalidArgument(path + ":" + std::to_string(number) +
+                             ": not a 40-character Z85 public key");
+    }
+    keys.insert(key);
+  }
+  return keys;
+}
+
+bool IsLoopbackEndpoint(const std::string& endpoint) {
+  if (endpoint.rfind("ipc://", 0) == 0 || endpoint.rfind("inproc://", 0) == 0) return true;
+  if (endpoint.rfind("tcp://", 0) != 0) return false;
+  std::string host = endpoint.substr(6, endpoint.rfind(':') - 6);
+  return host.rfind("127.", 0) == 0 || host == "localhost" || host == "[::1]" || host == "::1";
+}
+
+}  // namespace benchfleet
