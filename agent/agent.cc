@@ -201,6 +201,14 @@ void AgentDaemon::Store(const json& result, int64_t job_id, int attempt) {
   }
 }
 
+json AgentDaemon::SpooledIds() {
+  json ids = json::array();
+  for (const SpooledResult& entry : spool_->List()) {
+    ids.push_back({{"job_id", entry.job_id}, {"attempt", entry.attempt}});
+  }
+  return ids;
+}
+
 void AgentDaemon::SendSpooled() {
   for (const SpooledResult& entry : spool_->List()) {
     Send(MakeMessage(
@@ -221,7 +229,10 @@ void AgentDaemon::Timers() {
            {"capabilities", capabilities_},
            // Only until the first registration went through: a re-registration (after a
            // coordinator restart) is not an agent start.
-           {"calibrate", options_.calibrate_at_start && !ever_registered_}}));
+           {"calibrate", options_.calibrate_at_start && !ever_registered_},
+           // Results waiting in the spool: the coordinator keeps those jobs for us
+           // until they arrive, instead of handing them out again.
+           {"spooled", SpooledIds()}}));
       next_register_ = now + Millis(kRegisterRetryMs);
     }
   } else {

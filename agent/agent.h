@@ -51,6 +51,7 @@ class AgentDaemon {
   void Handle(const Message& message);
   void StartJob(const json& body);
   void SendSpooled();
+  json SpooledIds();
   void Store(const json& result, int64_t job_id, int attempt);
   void Timers();
 

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sched.h>
+#include <sys/prctl.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -155,6 +156,9 @@ Status WorkerRunner::Start(const WorkerJob& job) {
   }
   if (pid == 0) {
     setpgid(0, 0);  // its own process group, so a timeout kills its helpers too
+    // A worker must not outlive its agent (kill -9 of the agent): its result would have
+    // no one to deliver it, and it would disturb the next job on this machine.
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
     sched_setaffinity(0, sizeof cpu_set, &cpu_set);
     int devnull = open("/dev/null", O_RDONLY);
     if (devnull >= 0) dup2(devnull, STDIN_FILENO);

@@ -406,6 +406,7 @@ void Coordinator::Register(const std::string& routing_id, const json& body) {
   agent.last_seen = MonoNow();
   bool known = registry_.FindByRoutingId(routing_id) != nullptr;
   registry_.Upsert(std::move(agent));
+  HoldSpooledJobs(name, body.value("spooled", json::array()));
   if (!known) {
     LOG_INFO("agent " << name << " registered");
     // A fresh agent process asks for a calibration of its host; it runs as a job, so it
@@ -421,6 +422,28 @@ void Coordinator::Register(const std::string& routing_id, const json& body) {
   ReplyToAgent(routing_id, MakeMessage(msg::kRegistered, {{"agent", name},
                                                           {"heartbeat_ms", options_.heartbeat_ms},
                                                           {"liveness", options_.liveness}}));
+}
+
+void Coordinator::HoldSpooledJobs(const std::string& agent, const json& spooled) {
+  // The agent is about to deliver these results (it sends its spool right after
+  // "registered"). A lease per result keeps a requeued job from being handed out again
+  // meanwhile, so valid work is not thrown away; if the result does not come, the lease
+  // expires like any other.
+  MonoTime now = MonoNow();
+  for (const json& item : spooled) {
+    if (!item.is_object()) continue;
+    json job_id = item.value("job_id", json());
+    json attempt = item.value("attempt", json());
+    if (!job_id.is_number_integer() || !attempt.is_number_integer()) continue;
+    if (registry_.FindLease(job_id.get<int64_t>()) != nullptr) continue;
+    Lease lease;
+    lease.job_id = job_id.get<int64_t>();
+    lease.attempt = attempt.get<int>();
+    lease.agent = agent;
+    lease.renewed_at = now;
+    lease.hard_deadline = now + LivenessWindow();
+    registry_.AddLease(lease);
+  }
 }
 
 void Coordinator::Heartbeat(Agent& agent, const json& body) {
@@ -565,6 +588,7 @@ bool Coordinator::OfferNextJob(Agent& agent) {
   }
   for (const QueuedJob& job : *queued) {
     if (!job.pinned_host && !AgentMatches(job.select, agent.description)) continue;
+    if (registry_.FindLease(job.job_id) != nullptr) continue;  // its result is on the way
     auto attempt = store_->MarkRunning(job.job_id, agent.host_id);
     if (!attempt.ok()) {
       ++counters_.store_errors;

@@ -77,6 +77,7 @@ class Coordinator {
   Message Calibrate(const json& request);
   void Register(const std::string& routing_id, const json& body);
   void Heartbeat(Agent& agent, const json& body);
+  void HoldSpooledJobs(const std::string& agent, const json& spooled);
   void AcceptResult(Agent& agent, const json& body);
   void AgentError(Agent& agent, const json& body);
   void ReplyToAgent(const std::string& routing_id, const Message& message);

@@ -259,7 +259,10 @@ StatusOr<ResultOutcome> Store::StoreResult(int64_t job_id, int attempt, int64_t 
     if (!find.IsNull(3) && find.Int(3) == attempt) {
       return ResultOutcome::kDuplicate;  // the transaction rolls back: nothing to write
     }
-    if (state != "running") {
+    // The fence: only the latest attempt may deliver, and only while the job is open.
+    // A job requeued after its agent went silent but not yet handed out again still
+    // takes the late result of that attempt: the work is valid and nothing ran twice.
+    if (state != "running" && state != "queued") {
       stale_reason = "job is " + state;
     } else if (current_attempt != attempt) {
       stale_reason = "attempt " + std::to_string(attempt) + " was superseded by attempt " +

@@ -4,6 +4,8 @@
 
 #include <filesystem>
 
+using nlohmann::json;
+
 namespace benchfleet::testing {
 
 const char* kCoordinatorBin = BENCHFLEET_COORDINATOR_BIN;
@@ -51,10 +53,11 @@ bool Fleet::StartCoordinator() {
   return true;
 }
 
-bool Fleet::StartAgent(const std::string& name, const std::vector<std::string>& extra_flags) {
+bool Fleet::StartAgent(const std::string& name, const std::vector<std::string>& extra_flags,
+                       const std::string& endpoint) {
   std::vector<std::string> argv = {kAgentBin,
                                    "--coordinator",
-                                   agents_endpoint_,
+                                   endpoint.empty() ? agents_endpoint_ : endpoint,
                                    "--name",
                                    name,
                                    "--worker",
@@ -114,6 +117,26 @@ int64_t Fleet::Submit(const nlohmann::json& sweep, std::string* error) {
     return -1;
   }
   return reply->body["sweep_id"];
+}
+
+size_t Fleet::SpooledResults(const std::string& name) const {
+  size_t count = 0;
+  std::error_code ec;
+  for (const auto& entry :
+       std::filesystem::directory_iterator(dir_ / ("agent-" + name) + "/spool", ec)) {
+    const std::string file = entry.path().filename().string();
+    if (file.size() > 12 && file.compare(file.size() - 12, 12, ".result.json") == 0) ++count;
+  }
+  return count;
+}
+
+std::string Fleet::AgentRunning(int64_t job_id) {
+  json status = Status();
+  if (!status.is_object()) return "";
+  for (const json& agent : status["agents"]) {
+    if (agent["job_id"] == job_id) return agent["agent"];
+  }
+  return "";
 }
 
 std::string Fleet::Logs() const {

@@ -28,7 +28,13 @@ class Fleet {
 
   // Starts the coordinator on wildcard loopback ports; false if it was not serving in time.
   bool StartCoordinator();
-  bool StartAgent(const std::string& name, const std::vector<std::string>& extra_flags = {});
+  // Starts (or restarts) agent `name`; `endpoint` overrides the coordinator's (a proxy).
+  bool StartAgent(const std::string& name, const std::vector<std::string>& extra_flags = {},
+                  const std::string& endpoint = "");
+  // The spooled results of agent `name` waiting for an ack.
+  size_t SpooledResults(const std::string& name) const;
+  // The agent busy with `job_id` according to the coordinator, or "".
+  std::string AgentRunning(int64_t job_id);
   ChildProcess& agent(const std::string& name) { return *agents_.at(name); }
   ChildProcess& coordinator() { return coordinator_; }
 
