@@ -134,7 +134,9 @@ Status Coordinator::Run(const std::atomic<bool>* stop, std::atomic<bool>* reload
       if (!frames.ok() || !frames->has_value()) break;
       HandleClient(**frames);
     }
-    ExpireSilentAgentsAndLeases();
+    // An agent is silent only if nothing of it waits in our own queue: after a slow
+    // store operation (a locked database) the input is drained before anyone expires.
+    if (!PollReadable({agents_socket_.get()}, 0)[0]) ExpireSilentAgentsAndLeases();
     Dispatch();
     SendHeartbeats();
   }

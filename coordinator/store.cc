@@ -10,7 +10,7 @@ namespace {
 
 // A writer waits this long for a lock held by another process (a user's sqlite3 shell
 // in a write transaction) before the operation fails and is retried later.
-constexpr int kBusyTimeoutMs = 2000;
+constexpr int kBusyTimeoutMs = 500;
 
 // A user's query may run at most this long; the coordinator's loop waits for it.
 constexpr auto kQueryTimeLimit = std::chrono::seconds(10);

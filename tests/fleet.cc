@@ -14,7 +14,7 @@ const char* kWorkerBin = BENCHFLEET_WORKER_BIN;
 const char* kCliBin = BENCHFLEET_CLI_BIN;
 
 Fleet::Fleet(FleetOptions options) : options_(std::move(options)), dir_("bf-fleet") {
-  db_path_ = dir_ / "results.db";
+  db_path_ = options_.db_path.empty() ? dir_ / "results.db" : options_.db_path;
 }
 
 Fleet::~Fleet() {

@@ -19,6 +19,7 @@ struct FleetOptions {
   // Agents calibrate their host at start (a job of ~10 s each); off unless a test needs it.
   bool calibrate_agents = false;
   std::vector<std::string> coordinator_flags;
+  std::string db_path;  // default: results.db in the fleet's directory
 };
 
 class Fleet {
