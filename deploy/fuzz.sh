@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets with clang (ASan + UBSan) and runs the message fuzzer over
+# the wire decoder and the sweep-file parser.
+# usage: deploy/fuzz.sh [RUNS]     (default 1000000 executions; CI runs a shorter one)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+runs=${1:-1000000}
+build_dir=${BENCHFLEET_FUZZ_BUILD_DIR:-build-fuzz}
+CC=clang CXX=clang++ cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DBENCHFLEET_FUZZ=ON -DBENCHFLEET_BUILD_WORKER=OFF -DBENCHFLEET_BUILD_TESTS=OFF >/dev/null
+cmake --build "$build_dir" -j "$(nproc)" --target message_fuzzer
+# libFuzzer adds what it finds to the corpus directory: work on a copy of the seeds.
+corpus=$(mktemp -d -t benchfleet-corpus.XXXXXX)
+trap 'rm -rf "$corpus"' EXIT
+cp fuzz/corpus/* "$corpus"/
+"$build_dir/fuzz/message_fuzzer" -runs="$runs" -max_len=65536 -print_final_stats=1 \
+  -artifact_prefix="$build_dir/" "$corpus"

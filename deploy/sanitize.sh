@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Builds the coordinator, agent, CLI and their tests with AddressSanitizer and
+# UndefinedBehaviorSanitizer and runs the unit, integration and fault tests against
+# them. The LibTorch worker is not sanitized: the tests use the one from ./build.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+worker=$(pwd)/${BENCHFLEET_BUILD_DIR:-build}/worker/benchfleet-worker
+[[ -x $worker ]] || { echo "sanitize: build the worker first (deploy/build.sh)" >&2; exit 1; }
+build_dir=${BENCHFLEET_SANITIZE_BUILD_DIR:-build-asan}
+cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBENCHFLEET_SANITIZE=ON \
+  -DBENCHFLEET_BUILD_WORKER=OFF -DBENCHFLEET_WORKER_PATH="$worker" >/dev/null
+cmake --build "$build_dir" -j "$(nproc)"
+# A sanitizer report ends the process with an error: the test that started it fails.
+export ASAN_OPTIONS=abort_on_error=1:detect_leaks=1
+export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+ctest --test-dir "$build_dir" --output-on-failure --timeout 900 "$@"
