@@ -111,6 +111,7 @@ Status AgentDaemon::Run(const std::atomic<bool>* stop) {
       auto frames = ReceiveFrames(*socket_);
       if (!frames.ok() || !frames->has_value()) break;
       last_heard_ = MonoNow();
+      reconnect_backoff_ms_ = kHeartbeatIntervalMs;  // the coordinator is there again
       if ((*frames)->size() != 1) {
         LOG_WARN("dropped a message of " << (*frames)->size() << " frames from the coordinator");
         continue;

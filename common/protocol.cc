@@ -150,8 +150,39 @@ std::string Encode(const Message& message) {
   return message.body.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
+// Deepest nesting of arrays and objects, found by a byte scan that skips strings. A
+// message nested deeper than any real one is refused before the (costly) parse, so a
+// megabyte of '[' costs a scan, not a parse.
+size_t NestingDepth(const std::string& text) {
+  size_t depth = 0, deepest = 0;
+  bool in_string = false, escaped = false;
+  for (char c : text) {
+    if (in_string) {
+      if (escaped) {
+        escaped = false;
+      } else if (c == '\\') {
+        escaped = true;
+      } else if (c == '"') {
+        in_string = false;
+      }
+      continue;
+    }
+    if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      deepest = std::max(deepest, ++depth);
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  return deepest;
+}
+
 StatusOr<Message> Decode(const std::string& frame) {
   if (frame.empty()) return InvalidArgument("empty frame");
+  if (NestingDepth(frame) > kMaxJsonDepth) {
+    return InvalidArgument("JSON nested deeper than " + std::to_string(kMaxJsonDepth) + " levels");
+  }
   if (static_cast<int64_t>(frame.size()) > kMaxMessageBytes) {
     return InvalidArgument("message of " + std::to_string(frame.size()) + " bytes exceeds " +
                            std::to_string(kMaxMessageBytes));

@@ -55,6 +55,12 @@ Message MakeMessage(const std::string& type, json fields = json::object());
 
 std::string Encode(const Message& message);
 
+// Messages and sweep files nested deeper than this are refused unparsed.
+inline constexpr size_t kMaxJsonDepth = 64;
+
+// Deepest nesting of arrays/objects in a JSON text (strings skipped).
+size_t NestingDepth(const std::string& text);
+
 // Parses and validates one frame. Errors name the offending field.
 StatusOr<Message> Decode(const std::string& frame);
 

@@ -84,7 +84,10 @@ TEST(ProtocolTest, MalformedFramesAreRejectedWithAReason) {
 
 TEST(ProtocolTest, HugeAndDeeplyNestedInputDoesNotCrash) {
   std::string deep(100000, '[');
-  EXPECT_FALSE(Decode(deep).ok());
+  auto refused = Decode(deep);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("nested deeper"), std::string::npos);
+  EXPECT_EQ(NestingDepth(R"({"a":"[[[[","b":[[1]]})"), 3u);  // brackets in strings do not count
   std::string huge =
       R"({"v":1,"type":"query","request_id":1,"sql":")" + std::string(1 << 20, 'x') + "\"}";
   EXPECT_TRUE(Decode(huge).ok());  // big but within the message limit

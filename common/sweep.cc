@@ -4,6 +4,7 @@
 #include <set>
 
 #include "common/limits.h"
+#include "common/protocol.h"
 
 namespace benchfleet {
 namespace {
@@ -274,6 +275,10 @@ StatusOr<Sweep> ParseSweep(const json& document) {
 }
 
 StatusOr<Sweep> ParseSweepText(const std::string& text) {
+  if (NestingDepth(text) > kMaxJsonDepth) {
+    return InvalidArgument("not valid JSON: nested deeper than " + std::to_string(kMaxJsonDepth) +
+                           " levels");
+  }
   json document;
   try {
     document = json::parse(text);

@@ -136,7 +136,12 @@ Status Coordinator::Run(const std::atomic<bool>* stop, std::atomic<bool>* reload
     }
     // An agent is silent only if nothing of it waits in our own queue: after a slow
     // store operation (a locked database) the input is drained before anyone expires.
-    if (!PollReadable({agents_socket_.get()}, 0)[0]) ExpireSilentAgentsAndLeases();
+    // (A flood that never lets the queue empty cannot postpone expiry past one window.)
+    MonoTime now = MonoNow();
+    if (!PollReadable({agents_socket_.get()}, 0)[0] || now - last_expiry_ > LivenessWindow()) {
+      ExpireSilentAgentsAndLeases();
+      last_expiry_ = now;
+    }
     Dispatch();
     SendHeartbeats();
   }
@@ -339,7 +344,11 @@ void Coordinator::HandleAgent(const Frames& frames) {
   auto decoded = Decode(frames[1]);
   if (!decoded.ok()) {
     ++counters_.malformed_messages;
-    LOG_WARN("malformed message from an agent peer: " << decoded.status().message());
+    // Logged sparingly: a flood of garbage must not become a flood of log lines.
+    if (counters_.malformed_messages <= 10 || counters_.malformed_messages % 1000 == 0) {
+      LOG_WARN("malformed message from an agent peer (" << counters_.malformed_messages
+                                                         << " so far): " << decoded.status().message());
+    }
     ReplyToAgent(routing_id, MakeError(decoded.status()));
     return;
   }
@@ -353,7 +362,10 @@ void Coordinator::HandleAgent(const Frames& frames) {
   if (agent == nullptr) {
     // After a coordinator restart, or after we declared the agent dead: it registers again.
     ++counters_.unknown_peers;
-    ReplyToAgent(routing_id, MakeError(NotFound("unknown agent; register first")));
+    // Rate-limited like malformed messages: a stranger may repeat this endlessly.
+    if (counters_.unknown_peers <= 100 || counters_.unknown_peers % 100 == 0) {
+      ReplyToAgent(routing_id, MakeError(NotFound("unknown agent; register first")));
+    }
     return;
   }
   agent->last_seen = MonoNow();

@@ -101,6 +101,7 @@ class Coordinator {
   AgentRegistry registry_;
   CoordinatorCounters counters_;
   MonoTime next_heartbeat_;
+  MonoTime last_expiry_ = MonoNow();
 };
 
 }  // namespace benchfleet

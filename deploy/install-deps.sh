@@ -12,6 +12,8 @@ packages=(
   libsqlite3-dev sqlite3
   libcli11-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev
+  # the fuzz targets (libFuzzer) and the sanitizer builds
+  clang libclang-rt-14-dev
 )
 
 missing=()

@@ -7,3 +7,9 @@ deploy/build.sh
 build_dir=${BENCHFLEET_BUILD_DIR:-build}
 # Daemon tests are heavy on a 2-core machine; they run one at a time.
 ctest --test-dir "$build_dir" --output-on-failure --timeout 900 "$@"
+# The daemons again under AddressSanitizer + UndefinedBehaviorSanitizer: unit, integration
+# and fault tests (the LibTorch worker is the one built above).
+deploy/sanitize.sh
+# A short fuzzing run over the message decoder and the sweep parser (docs/testing.md
+# has the long one).
+deploy/fuzz.sh "${BENCHFLEET_FUZZ_RUNS:-100000}"
