@@ -1,9 +1,11 @@
 // benchfleet-worker: runs one benchmark job with LibTorch (see schemas/worker.md).
 #include <CLI/CLI.hpp>
+#include <cstdint>
 #include <iostream>
 #include <string>
 
 #include "worker/job_runner.h"
+#include "worker/torch_calibration.h"
 
 int main(int argc, char** argv) {
   namespace worker = benchfleet::worker;
@@ -19,9 +21,18 @@ int main(int argc, char** argv) {
   auto* out = app.add_option("--out", result_path, "where to write the result JSON");
   auto* probe_flag =
       app.add_flag("--probe", probe, "print this build's and host's capabilities as JSON");
+  bool calibrate = false;
+  std::int64_t gemm_n = worker::kDefaultCalibrationGemmN;
+  auto* calibrate_flag =
+      app.add_flag("--calibrate", calibrate,
+                   "measure this host's peak GEMM GFLOP/s, memory bandwidth and GPUs; print JSON");
+  app.add_option("--calibrate-gemm-n", gemm_n, "N of the N x N fp32 GEMM for --calibrate")
+      ->check(CLI::PositiveNumber)
+      ->needs(calibrate_flag);
   job->needs(out);
   out->needs(job);
   probe_flag->excludes(job)->excludes(out);
+  calibrate_flag->excludes(job)->excludes(out)->excludes(probe_flag);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -30,6 +41,7 @@ int main(int argc, char** argv) {
     return code == 0 ? worker::kExitOk : worker::kExitInternal;
   }
   if (probe) return worker::PrintProbe();
+  if (calibrate) return worker::PrintCalibration(gemm_n);
   if (job_path.empty()) {
     std::cerr << "benchfleet-worker: give --job FILE --out FILE, or --probe (see --help)\n";
     return worker::kExitInternal;

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# What the worker's harness (job parsing, std::function call, blocked timing,
+# adaptive sampling) adds to the median of an MLP forward pass, against a
+# plain timing loop over the same model (bench_harness_overhead). Goal: <= 2%.
+# Both run with the environment and pinning the agent gives a worker
+# (OMP_WAIT_POLICY=PASSIVE, OMP/OPENBLAS_NUM_THREADS, the first N allowed
+# CPUs), and the two are alternated ROUNDS times per configuration so that
+# drift (clocks, neighbours) hits both alike; the table shows the median over
+# rounds of each side's median.
+# usage: bench/harness_overhead.sh [build dir] [rounds]
+set -euo pipefail
+build=${1:-build}
+rounds=${2:-3}
+worker=$build/worker/benchfleet-worker
+plain=$build/bench/bench_harness_overhead
+layers=${LAYERS:-1024,1024,10}
+batches=${BATCHES:-1 16 64}
+thread_counts=${THREADS:-1 2}
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+
+echo "# $(date -u +%Y-%m-%dT%H:%M:%SZ) load before: $(cut -d' ' -f1-3 /proc/loadavg)"
+printf '%-6s %-7s %12s %12s %9s   %s\n' batch threads plain_ms worker_ms overhead "per-round overhead"
+for threads in $thread_counts; do
+  cpus=$(python3 -c "import os; print(','.join(map(str, sorted(os.sched_getaffinity(0))[:$threads])))")
+  run() {
+    OMP_WAIT_POLICY=PASSIVE OMP_NUM_THREADS=$threads OPENBLAS_NUM_THREADS=$threads \
+      MKL_NUM_THREADS=$threads taskset -c "$cpus" "$@"
+  }
+  for batch in $batches; do
+    cat >"$dir/job.json" <<JOB
+{"job_id": 0, "model": "mlp", "model_args": {"layers": [$layers]}, "mode": "inference",
+ "dtype": "fp32", "device": "cpu", "batch_size": $batch, "threads": $threads, "seed": 0,
+ "timing": {"warmup_s": 0.5, "min_time_s": 5, "max_time_s": 10, "target_iqr": 0.05}}
+JOB
+    : >"$dir/pairs"
+    for ((round = 0; round < rounds; ++round)); do
+      run "$plain" --layers "$layers" --batch "$batch" --threads "$threads" \
+        --warmup 0.5 --window 1 --windows 10 >"$dir/plain.json"
+      run "$worker" --job "$dir/job.json" --out "$dir/result.json" 2>/dev/null
+      python3 - "$dir/plain.json" "$dir/result.json" >>"$dir/pairs" <<'PY'
+import json, sys
+plain = json.load(open(sys.argv[1]))["median_ms"]
+result = json.load(open(sys.argv[2]))
+assert result["ok"], result.get("error")
+print(plain, result["stats"]["median_ms"])
+PY
+    done
+    python3 - "$dir/pairs" "$batch" "$threads" <<'PY'
+import statistics, sys
+pairs = [tuple(map(float, line.split())) for line in open(sys.argv[1])]
+plain = statistics.median(p for p, _ in pairs)
+worker = statistics.median(w for _, w in pairs)
+rounds = " ".join(f"{(w / p - 1) * 100:+.1f}%" for p, w in pairs)
+print(f"{sys.argv[2]:<6} {sys.argv[3]:<7} {plain:12.4f} {worker:12.4f} "
+      f"{(worker / plain - 1) * 100:+8.2f}%   {rounds}")
+PY
+  done
+done
+echo "# load after: $(cut -d' ' -f1-3 /proc/loadavg)"

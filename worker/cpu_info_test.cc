@@ -1,0 +1,206 @@
+#include "worker/cpu_info.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+namespace benchfleet::worker {
+namespace {
+
+// Two blocks as a 2-vCPU AMD guest prints them (flags shortened).
+constexpr char kAmdGuest[] =
+    "processor\t: 0\n"
+    "vendor_id\t: AuthenticAMD\n"
+    "cpu family\t: 26\n"
+    "model name\t: AMD EPYC\n"
+    "cpu MHz\t\t: 2096.001\n"
+    "physical id\t: 0\n"
+    "core id\t\t: 0\n"
+    "flags\t\t: fpu sse sse2 avx fma avx2 avx512f avx512bw\n"
+    "\n"
+    "processor\t: 1\n"
+    "vendor_id\t: AuthenticAMD\n"
+    "cpu family\t: 26\n"
+    "model name\t: AMD EPYC\n"
+    "cpu MHz\t\t: 2096.001\n"
+    "physical id\t: 0\n"
+    "core id\t\t: 1\n"
+    "flags\t\t: fpu sse sse2 avx fma avx2 avx512f avx512bw\n"
+    "\n";
+
+CpuInfoProcessor WithFlags(std::set<std::string> flags, std::string vendor = "GenuineIntel",
+                           std::optional<int> family = 6) {
+  CpuInfoProcessor cpu;
+  cpu.processor = 0;
+  cpu.vendor_id = std::move(vendor);
+  cpu.family = family;
+  cpu.flags = std::move(flags);
+  return cpu;
+}
+
+TEST(CpuInfoTest, ParsesEveryProcessorBlock) {
+  const auto processors = ParseCpuInfo(kAmdGuest);
+  ASSERT_EQ(processors.size(), 2u);
+  EXPECT_EQ(processors[0].processor, 0);
+  EXPECT_EQ(processors[1].processor, 1);
+  EXPECT_EQ(processors[0].vendor_id, "AuthenticAMD");
+  EXPECT_EQ(processors[0].model_name, "AMD EPYC");
+  EXPECT_EQ(processors[0].family, 26);
+  ASSERT_TRUE(processors[0].mhz.has_value());
+  EXPECT_DOUBLE_EQ(*processors[0].mhz, 2096.001);
+  EXPECT_EQ(processors[1].core_id, 1);
+  EXPECT_EQ(processors[1].physical_id, 0);
+  EXPECT_EQ(processors[0].flags.count("avx512f"), 1u);
+  EXPECT_EQ(processors[0].flags.count("avx512"), 0u);  // whole words only
+}
+
+TEST(CpuInfoTest, BlocksWithoutProcessorLineAndGarbageAreSkipped) {
+  const auto processors =
+      ParseCpuInfo("vendor_id : X\n\nno colon here\nprocessor : 3\ncpu MHz : fast\ncore id : 2\n");
+  ASSERT_EQ(processors.size(), 1u);
+  EXPECT_EQ(processors[0].processor, 3);
+  EXPECT_FALSE(processors[0].mhz.has_value());
+  EXPECT_EQ(processors[0].core_id, 2);
+  EXPECT_TRUE(ParseCpuInfo("").empty());
+}
+
+TEST(CpuInfoTest, FlopsPerCycleFollowTheWidestIsa) {
+  auto peak = Fp32PeakPerCycle(WithFlags({"sse2", "avx", "avx2", "fma", "avx512f"}));
+  ASSERT_TRUE(peak);
+  EXPECT_EQ(peak->isa, "avx512f");
+  EXPECT_EQ(peak->flops_per_cycle_fp32, 64);
+
+  peak = Fp32PeakPerCycle(WithFlags({"sse2", "avx", "avx2", "fma"}));
+  ASSERT_TRUE(peak);
+  EXPECT_EQ(peak->isa, "avx2+fma");
+  EXPECT_EQ(peak->flops_per_cycle_fp32, 32);
+
+  peak = Fp32PeakPerCycle(WithFlags({"sse2", "avx", "avx2"}));  // AVX2 without FMA
+  ASSERT_TRUE(peak);
+  EXPECT_EQ(peak->isa, "avx");
+  EXPECT_EQ(peak->flops_per_cycle_fp32, 16);
+
+  peak = Fp32PeakPerCycle(WithFlags({"sse", "sse2"}));
+  ASSERT_TRUE(peak);
+  EXPECT_EQ(peak->isa, "sse2");
+  EXPECT_EQ(peak->flops_per_cycle_fp32, 8);
+
+  EXPECT_FALSE(Fp32PeakPerCycle(WithFlags({"fpu", "neon"})));
+}
+
+TEST(CpuInfoTest, Zen4Avx512CountsAsTwoHalves) {
+  const std::set<std::string> flags = {"sse2", "avx", "avx2", "fma", "avx512f"};
+  auto zen4 = Fp32PeakPerCycle(WithFlags(flags, "AuthenticAMD", 0x19));
+  ASSERT_TRUE(zen4);
+  EXPECT_EQ(zen4->isa, "avx2+fma");
+  EXPECT_EQ(zen4->flops_per_cycle_fp32, 32);
+  auto zen5 = Fp32PeakPerCycle(WithFlags(flags, "AuthenticAMD", 0x1a));
+  ASSERT_TRUE(zen5);
+  EXPECT_EQ(zen5->flops_per_cycle_fp32, 64);
+}
+
+TEST(CpuInfoTest, ClockPrefersCpufreqMaximum) {
+  CpuInfoProcessor cpu;
+  cpu.mhz = 2096.001;
+  auto clock = ChooseClock(std::string("3700000\n"), cpu);
+  ASSERT_TRUE(clock);
+  EXPECT_DOUBLE_EQ(clock->mhz, 3700.0);
+  EXPECT_EQ(clock->source, kClockSourceCpufreq);
+
+  clock = ChooseClock(std::nullopt, cpu);
+  ASSERT_TRUE(clock);
+  EXPECT_DOUBLE_EQ(clock->mhz, 2096.001);
+  EXPECT_EQ(clock->source, kClockSourceCpuinfo);
+
+  clock = ChooseClock(std::string("garbage"), cpu);  // unreadable cpufreq: fall back
+  ASSERT_TRUE(clock);
+  EXPECT_EQ(clock->source, kClockSourceCpuinfo);
+
+  EXPECT_FALSE(ChooseClock(std::nullopt, CpuInfoProcessor{}));
+  EXPECT_FALSE(ParseCpufreqKhzAsMhz("0"));
+  EXPECT_FALSE(ParseCpufreqKhzAsMhz("-5"));
+}
+
+TEST(CpuInfoTest, PhysicalCoresCountSmtSiblingsOnce) {
+  // Four logical CPUs, two cores with two hardware threads each.
+  std::vector<CpuInfoProcessor> processors(4);
+  for (int i = 0; i < 4; ++i) {
+    processors[static_cast<std::size_t>(i)].processor = i;
+    processors[static_cast<std::size_t>(i)].physical_id = 0;
+    processors[static_cast<std::size_t>(i)].core_id = i % 2;
+  }
+  EXPECT_EQ(PhysicalCores(processors, {0, 1, 2, 3}), 2);
+  EXPECT_EQ(PhysicalCores(processors, {0, 2}), 1);
+  EXPECT_EQ(PhysicalCores(processors, {0, 1}), 2);
+  EXPECT_FALSE(PhysicalCores(processors, {0, 7}));  // CPU 7 unknown
+  EXPECT_FALSE(PhysicalCores(processors, {}));
+  processors[1].core_id.reset();
+  EXPECT_FALSE(PhysicalCores(processors, {0, 1}));
+  EXPECT_EQ(PhysicalCores(ParseCpuInfo(kAmdGuest), {0, 1}), 2);
+}
+
+TEST(CpuInfoTest, TheoreticalPeakNeedsEveryInput) {
+  const auto peak = TheoreticalGflops(2, 2096.001, 64);
+  ASSERT_TRUE(peak);
+  EXPECT_DOUBLE_EQ(*peak, 2 * 2096.001 * 64 / 1000);
+  EXPECT_FALSE(TheoreticalGflops(std::nullopt, 2096.0, 64));
+  EXPECT_FALSE(TheoreticalGflops(2, std::nullopt, 64));
+  EXPECT_FALSE(TheoreticalGflops(2, 2096.0, std::nullopt));
+  EXPECT_FALSE(TheoreticalGflops(0, 2096.0, 64));
+}
+
+TEST(CpuInfoTest, CacheSizesParseWithUnits) {
+  EXPECT_EQ(ParseCacheSize("32768K\n"), std::int64_t{32} << 20);
+  EXPECT_EQ(ParseCacheSize("1M"), std::int64_t{1} << 20);
+  EXPECT_EQ(ParseCacheSize("512"), 512);
+  EXPECT_FALSE(ParseCacheSize(""));
+  EXPECT_FALSE(ParseCacheSize("K"));
+  EXPECT_FALSE(ParseCacheSize("12X"));
+  EXPECT_FALSE(ParseCacheSize("0K"));
+}
+
+TEST(CpuInfoTest, LastLevelCacheSumsDistinctInstances) {
+  // Two L3 instances (one per core complex), each seen from two CPUs.
+  const std::vector<CacheIndex> caches = {
+      {1, "Data", 48 << 10, "0"},      {1, "Instruction", 32 << 10, "0"},
+      {2, "Unified", 1 << 20, "0"},    {3, "Unified", 32 << 20, "0-1"},
+      {3, "Unified", 32 << 20, "0-1"}, {3, "Unified", 32 << 20, "2-3"},
+      {3, "Unified", 32 << 20, "2-3"}, {4, "Instruction", 1 << 10, "0-3"},
+  };
+  EXPECT_EQ(LastLevelCacheBytes(caches), std::int64_t{64} << 20);
+  EXPECT_FALSE(LastLevelCacheBytes({}));
+  EXPECT_FALSE(LastLevelCacheBytes({{1, "Instruction", 32 << 10, "0"}}));
+}
+
+TEST(CpuInfoTest, ReadsCacheIndexesFromASysfsTree) {
+  const std::filesystem::path root =
+      std::filesystem::temp_directory_path() / ("cpu_info_test." + std::to_string(getpid()));
+  auto write = [&](const std::string& relative, const std::string& text) {
+    const auto path = root / relative;
+    std::filesystem::create_directories(path.parent_path());
+    std::ofstream(path) << text;
+  };
+  for (int cpu : {0, 1}) {
+    const std::string dir = "cpu" + std::to_string(cpu) + "/cache/";
+    write(dir + "index0/level", "1\n");
+    write(dir + "index0/type", "Data\n");
+    write(dir + "index0/size", "48K\n");
+    write(dir + "index0/shared_cpu_list", std::to_string(cpu) + "\n");
+    write(dir + "index1/level", "3\n");
+    write(dir + "index1/type", "Unified\n");
+    write(dir + "index1/size", "32768K\n");
+    write(dir + "index1/shared_cpu_list", "0-1\n");
+  }
+  const auto caches = ReadCacheIndexes(root.string(), {0, 1});
+  EXPECT_EQ(caches.size(), 4u);
+  EXPECT_EQ(LastLevelCacheBytes(caches), std::int64_t{32} << 20);
+  EXPECT_TRUE(ReadCacheIndexes(root.string(), {5}).empty());
+  std::filesystem::remove_all(root);
+}
+
+}  // namespace
+}  // namespace benchfleet::worker
