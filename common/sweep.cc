@@ -1,29 +1,23 @@
 #include "common/sweep.h"
 
 #include <algorithm>
-#include <set>
+#include <utility>
 
+#include "common/job_spec.h"
 #include "common/limits.h"
 #include "common/protocol.h"
 
 namespace benchfleet {
 namespace {
 
-const std::vector<std::string> kModes = {"inference"};
-const std::vector<std::string> kDtypes = {"fp32"};
 const std::vector<std::string> kTopKeys = {"name",      "select", "placement",
                                            "matrix",    "timing", "models",
                                            "timeout_s", "seed",   "description"};
-const std::vector<std::string> kMatrixKeys = {"model", "batch_size", "threads",
-                                              "dtype", "mode",       "device"};
-const std::vector<std::string> kTimingKeys = {"warmup_s", "min_time_s", "max_time_s", "target_iqr"};
 const std::vector<std::string> kSelectKeys = {"device", "name", "tags", "cpu_model", "gpu_model"};
-const std::vector<std::string> kMlpArgKeys = {"layers"};
 
 // Upper bounds that catch typos (batch 1e9) before they reach a worker.
 constexpr int64_t kMaxBatchSize = 1 << 20;
 constexpr int64_t kMaxThreads = 1024;
-constexpr int64_t kMaxLayerWidth = 1 << 20;
 constexpr size_t kMaxCombinations = 100000;
 
 bool Contains(const std::vector<std::string>& list, const std::string& value) {
@@ -47,23 +41,30 @@ Status CheckKeys(const json& object, const std::vector<std::string>& allowed,
   return Status::Ok();
 }
 
-StatusOr<double> PositiveNumber(const json& object, const char* key, double fallback,
-                                const std::string& where) {
-  auto it = object.find(key);
-  if (it == object.end()) return fallback;
-  if (!it->is_number() || it->get<double>() <= 0) {
-    return InvalidArgument(where + "." + key + ": must be a positive number, got " + it->dump());
-  }
-  return it->get<double>();
-}
+// One matrix axis: the job field it sets and its values, in the order written.
+struct MatrixAxis {
+  std::string key;
+  json values;
+};
 
-bool IsDevice(const std::string& device) {
-  if (device == "cpu" || device == "cuda") return true;
-  if (device.rfind("cuda:", 0) != 0 || device.size() == 5) return false;
-  return std::all_of(device.begin() + 5, device.end(), ::isdigit);
+// Axes in expansion order, outermost first; the default is used when the matrix
+// omits the axis (null: the axis is required).
+const std::vector<std::pair<std::string, json>>& AxisDefaults() {
+  static const std::vector<std::pair<std::string, json>> axes = {
+      {"device", json::array({"cpu"})},
+      {"model", nullptr},
+      {"mode", json::array({"inference"})},
+      {"dtype", json::array({"fp32"})},
+      {"batch_size", nullptr},
+      {"threads", json::array({1})},
+      {"interop_threads", json::array({1})},
+      {"onednn", json::array({true})}};
+  return axes;
 }
 
 // A matrix axis: a non-empty array (or a single value, taken as a one-element array).
+// Only the sweep's own limits are checked here; what a worker accepts is checked per
+// combination by ParseJobConfig.
 StatusOr<json> Axis(const json& matrix, const std::string& key, const json& fallback) {
   auto it = matrix.find(key);
   if (it == matrix.end()) {
@@ -72,35 +73,33 @@ StatusOr<json> Axis(const json& matrix, const std::string& key, const json& fall
   }
   json values = it->is_array() ? *it : json::array({*it});
   if (values.empty()) return InvalidArgument("matrix." + key + ": must not be empty");
+  if (key != "batch_size" && key != "threads") return values;
   for (size_t i = 0; i < values.size(); ++i) {
     const json& v = values[i];
-    std::string where = "matrix." + key + "[" + std::to_string(i) + "]";
-    if (key == "batch_size" || key == "threads") {
-      int64_t max = key == "batch_size" ? kMaxBatchSize : kMaxThreads;
-      if (!v.is_number_integer() || v.get<int64_t>() <= 0 || v.get<int64_t>() > max) {
-        return InvalidArgument(where + ": must be a positive integer up to " + std::to_string(max) +
-                               ", got " + v.dump());
-      }
-      continue;
-    }
-    if (!v.is_string()) return InvalidArgument(where + ": must be a string, got " + v.dump());
-    const std::string s = v.get<std::string>();
-    if (key == "model" && !Contains(KnownModels(), s)) {
-      return InvalidArgument(where + ": unknown model \"" + s +
-                             "\"; known models: " + Join(KnownModels()));
-    }
-    if (key == "mode" && !Contains(kModes, s)) {
-      return InvalidArgument(where + ": unknown mode \"" + s + "\"; known modes: " + Join(kModes));
-    }
-    if (key == "dtype" && !Contains(kDtypes, s)) {
-      return InvalidArgument(where + ": unknown dtype \"" + s +
-                             "\"; known dtypes: " + Join(kDtypes));
-    }
-    if (key == "device" && !IsDevice(s)) {
-      return InvalidArgument(where + ": unknown device \"" + s + "\"; use cpu, cuda or cuda:N");
+    int64_t max = key == "batch_size" ? kMaxBatchSize : kMaxThreads;
+    if (!v.is_number_integer() || v.get<int64_t>() <= 0 || v.get<int64_t>() > max) {
+      return InvalidArgument("matrix." + key + "[" + std::to_string(i) +
+                             "]: must be a positive integer up to " + std::to_string(max) +
+                             ", got " + v.dump());
     }
   }
   return values;
+}
+
+// The sweep field a worker's objection to a job came from: model_args.x is
+// models.<model>.x, an axis is matrix.<axis>[i], timing and seed are themselves.
+std::string SweepField(const std::string& job_field, const std::string& model,
+                       const std::vector<MatrixAxis>& axes, const std::vector<size_t>& index) {
+  const std::string args = "model_args";
+  if (job_field.compare(0, args.size(), args) == 0) {
+    return "models." + model + job_field.substr(args.size());
+  }
+  for (size_t a = 0; a < axes.size(); ++a) {
+    if (axes[a].key == job_field) {
+      return "matrix." + job_field + "[" + std::to_string(index[a]) + "]";
+    }
+  }
+  return job_field.empty() ? "matrix" : job_field;
 }
 
 Status ValidateSelect(const json& select) {
@@ -130,6 +129,8 @@ Status ValidateSelect(const json& select) {
   return Status::Ok();
 }
 
+// Arguments of models the matrix does not (yet) name are checked too: a typo there
+// is as wrong as anywhere else.
 Status ValidateModelArgs(const json& models) {
   if (!models.is_object()) return InvalidArgument("models: must be an object keyed by model name");
   for (const auto& [model, args] : models.items()) {
@@ -138,32 +139,18 @@ Status ValidateModelArgs(const json& models) {
                              ": unknown model; known models: " + Join(KnownModels()));
     }
     if (!args.is_object()) return InvalidArgument("models." + model + ": must be an object");
-    if (model == "mlp") {
-      RETURN_IF_ERROR(CheckKeys(args, kMlpArgKeys, "models.mlp"));
-      if (args.contains("layers")) {
-        const json& layers = args["layers"];
-        if (!layers.is_array() || layers.size() < 2) {
-          return InvalidArgument("models.mlp.layers: must be an array of at least 2 widths");
-        }
-        for (size_t i = 0; i < layers.size(); ++i) {
-          if (!layers[i].is_number_integer() || layers[i].get<int64_t>() <= 0 ||
-              layers[i].get<int64_t>() > kMaxLayerWidth) {
-            return InvalidArgument("models.mlp.layers[" + std::to_string(i) +
-                                   "]: must be a positive integer, got " + layers[i].dump());
-          }
-        }
-      }
+    const json probe = {{"model", model},  {"model_args", args}, {"mode", "inference"},
+                        {"dtype", "fp32"}, {"device", "cpu"},    {"batch_size", 1},
+                        {"threads", 1}};
+    JobSpecError error;
+    if (!ParseJobConfig(probe, &error)) {
+      return InvalidArgument(SweepField(error.field, model, {}, {}) + ": " + error.message);
     }
   }
   return Status::Ok();
 }
 
 }  // namespace
-
-const std::vector<std::string>& KnownModels() {
-  static const std::vector<std::string> models = {"mlp"};
-  return models;
-}
 
 StatusOr<Sweep> ParseSweep(const json& document) {
   if (!document.is_object()) return InvalidArgument("a sweep must be a JSON object");
@@ -192,22 +179,9 @@ StatusOr<Sweep> ParseSweep(const json& document) {
     }
   }
   if (document.contains("timing")) {
-    const json& t = document["timing"];
-    if (!t.is_object()) return InvalidArgument("timing: must be an object");
-    RETURN_IF_ERROR(CheckKeys(t, kTimingKeys, "timing"));
-    ASSIGN_OR_RETURN(sweep.timing.warmup_s,
-                     PositiveNumber(t, "warmup_s", sweep.timing.warmup_s, "timing"));
-    ASSIGN_OR_RETURN(sweep.timing.min_time_s,
-                     PositiveNumber(t, "min_time_s", sweep.timing.min_time_s, "timing"));
-    ASSIGN_OR_RETURN(sweep.timing.max_time_s,
-                     PositiveNumber(t, "max_time_s", sweep.timing.max_time_s, "timing"));
-    ASSIGN_OR_RETURN(sweep.timing.target_iqr,
-                     PositiveNumber(t, "target_iqr", sweep.timing.target_iqr, "timing"));
-    if (sweep.timing.min_time_s > sweep.timing.max_time_s) {
-      return InvalidArgument("timing.min_time_s: must not exceed timing.max_time_s");
-    }
-    if (sweep.timing.target_iqr >= 1) {
-      return InvalidArgument("timing.target_iqr: must be below 1 (a fraction of the median)");
+    JobSpecError error;
+    if (!ParseTiming(document["timing"], &sweep.timing, &error)) {
+      return InvalidArgument(error.message);
     }
   }
   if (document.contains("timeout_s")) {
@@ -233,42 +207,41 @@ StatusOr<Sweep> ParseSweep(const json& document) {
   if (matrix == document.end() || !matrix->is_object()) {
     return InvalidArgument("matrix: required, an object of axes (model, batch_size, threads, ...)");
   }
-  RETURN_IF_ERROR(CheckKeys(*matrix, kMatrixKeys, "matrix"));
-  ASSIGN_OR_RETURN(json models, Axis(*matrix, "model", nullptr));
-  ASSIGN_OR_RETURN(json batches, Axis(*matrix, "batch_size", nullptr));
-  ASSIGN_OR_RETURN(json threads, Axis(*matrix, "threads", json::array({1})));
-  ASSIGN_OR_RETURN(json dtypes, Axis(*matrix, "dtype", json::array({"fp32"})));
-  ASSIGN_OR_RETURN(json modes, Axis(*matrix, "mode", json::array({"inference"})));
-  ASSIGN_OR_RETURN(json devices, Axis(*matrix, "device", json::array({"cpu"})));
-
-  size_t count = models.size() * batches.size() * threads.size() * dtypes.size() * modes.size() *
-                 devices.size();
-  if (count > kMaxCombinations) {
-    return InvalidArgument("matrix: " + std::to_string(count) +
-                           " combinations exceed the limit of " + std::to_string(kMaxCombinations));
+  std::vector<std::string> axis_keys;
+  for (const auto& [key, fallback] : AxisDefaults()) axis_keys.push_back(key);
+  RETURN_IF_ERROR(CheckKeys(*matrix, axis_keys, "matrix"));
+  std::vector<MatrixAxis> axes;
+  size_t count = 1;
+  for (const auto& [key, fallback] : AxisDefaults()) {
+    ASSIGN_OR_RETURN(json values, Axis(*matrix, key, fallback));
+    count *= values.size();
+    if (count > kMaxCombinations) {
+      return InvalidArgument("matrix: more combinations than the limit of " +
+                             std::to_string(kMaxCombinations));
+    }
+    axes.push_back({key, std::move(values)});
   }
-  json timing = {{"warmup_s", sweep.timing.warmup_s},
-                 {"min_time_s", sweep.timing.min_time_s},
-                 {"max_time_s", sweep.timing.max_time_s},
-                 {"target_iqr", sweep.timing.target_iqr}};
-  for (const auto& device : devices)
-    for (const auto& model : models)
-      for (const auto& mode : modes)
-        for (const auto& dtype : dtypes)
-          for (const auto& batch : batches)
-            for (const auto& thread_count : threads) {
-              json spec = {
-                  {"model", model},
-                  {"mode", mode},
-                  {"dtype", dtype},
-                  {"device", device},
-                  {"batch_size", batch},
-                  {"threads", thread_count},
-                  {"seed", sweep.seed},
-                  {"timing", timing},
-                  {"model_args", sweep.model_args.value(model.get<std::string>(), json::object())}};
-              sweep.combinations.push_back(std::move(spec));
-            }
+  const json timing = {{"warmup_s", sweep.timing.warmup_s},
+                       {"min_time_s", sweep.timing.min_time_s},
+                       {"max_time_s", sweep.timing.max_time_s},
+                       {"target_iqr", sweep.timing.target_iqr}};
+  // An odometer over the axes, the last one turning fastest.
+  std::vector<size_t> index(axes.size(), 0);
+  for (size_t c = 0; c < count; ++c) {
+    json spec = {{"seed", sweep.seed}, {"timing", timing}};
+    for (size_t a = 0; a < axes.size(); ++a) spec[axes[a].key] = axes[a].values[index[a]];
+    const std::string model = spec["model"].is_string() ? spec["model"].get<std::string>() : "";
+    if (sweep.model_args.contains(model)) spec["model_args"] = sweep.model_args[model];
+    JobSpecError error;
+    if (!ParseJobConfig(spec, &error)) {
+      return InvalidArgument(SweepField(error.field, model, axes, index) + ": " + error.message);
+    }
+    sweep.combinations.push_back(std::move(spec));
+    for (size_t a = axes.size(); a-- > 0;) {
+      if (++index[a] < axes[a].values.size()) break;
+      index[a] = 0;
+    }
+  }
 
   sweep.source = document;
   return sweep;

@@ -6,18 +6,12 @@
 #include <string>
 #include <vector>
 
+#include "common/job_spec.h"
 #include "common/status.h"
 
 namespace benchfleet {
 
 using nlohmann::json;
-
-struct TimingSpec {
-  double warmup_s = 0.2;
-  double min_time_s = 0.5;
-  double max_time_s = 5.0;
-  double target_iqr = 0.05;  // stop sampling once IQR / median is below this
-};
 
 // "each": every combination runs once on every matching agent (host comparison).
 // "any": every combination runs once, on whichever matching agent is free first.
@@ -36,11 +30,10 @@ struct Sweep {
   json source;  // the sweep as written, normalised (stored with the sweep)
 };
 
-// Models, modes, dtypes and devices the workers accept (schemas/sweep.md).
-const std::vector<std::string>& KnownModels();
-
-// Validates a parsed sweep document. Errors name the field: "matrix.batch_size[1]: must
-// be a positive integer, got -4".
+// Validates a parsed sweep document, including every combination of its matrix against
+// the worker's own job rules (ParseJobConfig), so that nothing is enqueued that a worker
+// would refuse. Errors name the sweep field: "matrix.batch_size[1]: must be a positive
+// integer, got -4", "models.matmul.m: model_args.m must be an integer in ...".
 StatusOr<Sweep> ParseSweep(const json& document);
 
 // Same, from the text of a sweep file.

@@ -72,7 +72,7 @@ TEST(SweepTest, BadInputNamesTheField) {
       {R"({"name":"x","matrix":{"model":["mlp"],"batch_size":[1]},"timing":{"min_time_s":-1}})",
        "timing.min_time_s"},
       {R"({"name":"x","matrix":{"model":["mlp"],"batch_size":[1]},"timing":{"min_time_s":9,"max_time_s":1}})",
-       "timing.min_time_s: must not exceed"},
+       "timing.min_time_s (9.0) must not exceed"},
       {R"({"name":"x","matrix":{"model":["mlp"],"batch_size":[1]},"select":{"device":"fpga"}})",
        "select.device"},
       {R"({"name":"x","matrix":{"model":["mlp"],"batch_size":[1]},"placement":"all"})",

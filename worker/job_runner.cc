@@ -4,15 +4,19 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <iostream>
+#include <memory>
 #include <new>
 #include <sstream>
 
+#include "common/job_spec.h"
 #include "worker/clock.h"
-#include "worker/job_spec.h"
+#include "worker/flops.h"
+#include "worker/gpu_telemetry.h"
 #include "worker/process_info.h"
 #include "worker/sampler.h"
 #include "worker/stats.h"
@@ -34,6 +38,12 @@ json ResultSkeleton(const json& job) {
     }
   }
   return result;
+}
+
+// The CUDA ordinal of "cuda" (0) or "cuda:N".
+int CudaIndex(const std::string& device) {
+  const std::size_t colon = device.find(':');
+  return colon == std::string::npos ? 0 : std::stoi(device.substr(colon + 1));
 }
 
 JobOutcome Fail(json result, ExitCode code, const std::string& error) {
@@ -60,24 +70,41 @@ json StatsJson(const SampleStats& s, const Measurement& m) {
           {"warmup_s", m.warmup_s}};
 }
 
+// The measurement budget in the sampler's terms.
+TimingOptions ToTimingOptions(const TimingSpec& t) {
+  return {t.warmup_s, t.min_time_s, t.max_time_s, t.target_iqr};
+}
+
+// A job whose effective parallelism is further than this (relative) from the
+// threads it asked for did not get the CPUs it asked for, or could not use them.
+constexpr double kThreadsMismatchTolerance = 0.25;
+
 JobOutcome RunValidJob(const JobSpec& spec, json result) {
-  if (IsCudaDevice(spec.device)) {
-    if (!CudaAvailable()) {
-      return Fail(std::move(result), kExitRejected,
-                  "device \"" + spec.device +
-                      "\": this LibTorch build has no CUDA (or no GPU is visible); use \"cpu\"");
-    }
-    return Fail(std::move(result), kExitRejected,
-                "device \"" + spec.device + "\": GPU jobs are not supported yet; use \"cpu\"");
+  if (std::string error = CheckDevice(spec.device); !error.empty()) {
+    return Fail(std::move(result), kExitRejected, error);
   }
   if (std::string error = ApplyThreadSettings(spec.threads, spec.interop_threads); !error.empty()) {
     return Fail(std::move(result), kExitRejected, error);
   }
+  const bool quantized = spec.dtype == "int8";
+  if (std::string error = ApplyBackendSettings(spec.onednn, quantized); !error.empty()) {
+    return Fail(std::move(result), kExitRejected, error);
+  }
+  const bool gpu = IsCudaDevice(spec.device);
 
   const std::optional<double> rss_before = ResidentSetMiB();
   const PreparedWorkload workload = PrepareWorkload(spec);
-  const Measurement m = MeasureWorkload(workload.iteration, spec.timing, SystemClock());
+  std::unique_ptr<GpuTelemetry> telemetry;
+  std::string telemetry_note = "not a GPU job";
+  if (gpu) {
+    telemetry = GpuTelemetry::Open(CudaIndex(spec.device), &telemetry_note);
+    if (telemetry) telemetry->Start();
+  }
+  const Measurement m = MeasureWorkload(workload.iteration, ToTimingOptions(spec.timing),
+                                        SystemClock(), workload.block_end);
+  const json telemetry_summary = telemetry ? telemetry->Stop() : json(nullptr);
   const SampleStats stats = Summarize(m.samples_ms, spec.timing.target_iqr);
+  const std::optional<double> flops = FlopsPerSample(spec);
 
   result["ok"] = true;
   result["job_id"] = spec.job_id;
@@ -88,13 +115,32 @@ JobOutcome RunValidJob(const JobSpec& spec, json result) {
   result["dtype"] = spec.dtype;
   result["batch_size"] = spec.batch_size;
   result["threads"] = spec.threads;
+  result["interop_threads"] = spec.interop_threads;
   result["stats"] = StatsJson(stats, m);
   result["samples_ms"] = m.samples_ms;
   result["throughput_per_s"] = static_cast<double>(spec.batch_size) * 1e3 / stats.median_ms;
+  result["flops_per_sample"] = flops ? json(*flops) : json(nullptr);
+  result["gflops"] =
+      flops ? json(*flops * static_cast<double>(spec.batch_size) / (stats.median_ms * 1e6))
+            : json(nullptr);
   result["effective_threads"] = m.effective_threads;
+  // On a GPU the CPU threads mostly wait for kernels; their count says nothing.
+  result["threads_mismatch"] =
+      gpu ? json(nullptr)
+          : json(std::abs(m.effective_threads / static_cast<double>(spec.threads) - 1) >
+                 kThreadsMismatchTolerance);
   result["rss_before_model_mb"] = rss_before ? json(*rss_before) : json(nullptr);
   result["param_bytes"] = workload.param_bytes;
-  result["runtime"] = RuntimeInfo();
+  result["accuracy"] = workload.accuracy;
+  if (gpu) {
+    result["gpu_peak_mem_mb"] = nullptr;
+    result["gpu_peak_mem_note"] =
+        "the CUDA caching allocator's statistics live in libc10_cuda, which the worker does "
+        "not link; gpu_telemetry.mem_used_mb_max is the device-wide peak NVML saw";
+  }
+  result["gpu_telemetry"] = telemetry_summary;
+  if (!telemetry) result["gpu_telemetry_note"] = telemetry_note;
+  result["runtime"] = RuntimeInfo(quantized);
   return {std::move(result), kExitOk};
 }
 
@@ -144,15 +190,15 @@ JobOutcome RunJobFromPath(const std::string& job_path) {
 JobOutcome RunJob(const json& job) {
   json result = ResultSkeleton(job);
   try {
-    std::string error;
+    JobSpecError error;
     const std::optional<JobSpec> spec = ParseJobSpec(job, &error);
-    if (!spec) return Fail(std::move(result), kExitRejected, error);
+    if (!spec) return Fail(std::move(result), kExitRejected, error.message);
     return RunValidJob(*spec, result);
   } catch (const WorkloadError& e) {
     return Fail(std::move(result), kExitRejected, e.what());
   } catch (const std::bad_alloc&) {
     return Fail(std::move(result), kExitRejected,
-                "out of memory; reduce batch_size or model_args.layers");
+                "out of memory; reduce batch_size or the model's size (model_args)");
   } catch (const std::exception& e) {
     return Fail(std::move(result), kExitInternal, std::string("internal error: ") + e.what());
   }

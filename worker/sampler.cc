@@ -8,8 +8,12 @@
 namespace benchfleet::worker {
 namespace {
 
-void RunBlock(const std::function<void()>& iteration, std::int64_t count) {
+// Runs `count` iterations and waits for the work they queued (block_end), so the
+// clock read after it sees the work done, not merely submitted.
+void RunBlock(const std::function<void()>& iteration, std::int64_t count,
+              const std::function<void()>& block_end) {
   for (std::int64_t i = 0; i < count; ++i) iteration();
+  if (block_end) block_end();
 }
 
 // Iterations needed for a block of kMinBlockSeconds * kBlockTargetMargin when
@@ -25,7 +29,7 @@ std::int64_t ItersForTargetBlock(std::int64_t block_iters, double block_s) {
 }  // namespace
 
 Measurement MeasureWorkload(const std::function<void()>& iteration, const TimingOptions& options,
-                            Clock& clock) {
+                            Clock& clock, const std::function<void()>& block_end) {
   Measurement m;
 
   // Warm-up; the last iteration's duration seeds the block size.
@@ -34,7 +38,7 @@ Measurement MeasureWorkload(const std::function<void()>& iteration, const Timing
   double now = warmup_start;
   do {
     const double before = now;
-    iteration();
+    RunBlock(iteration, 1, block_end);
     now = clock.WallSeconds();
     last_iteration_s = now - before;
     ++m.warmup_iterations;
@@ -48,7 +52,7 @@ Measurement MeasureWorkload(const std::function<void()>& iteration, const Timing
     k = ItersForTargetBlock(1, last_iteration_s);
     while (k < kMaxItersPerSample) {
       const double before = clock.WallSeconds();
-      RunBlock(iteration, k);
+      RunBlock(iteration, k, block_end);
       const double block_s = clock.WallSeconds() - before;
       if (block_s >= kMinBlockSeconds) break;
       k = std::max(k * 2, ItersForTargetBlock(k, block_s));
@@ -64,7 +68,7 @@ Measurement MeasureWorkload(const std::function<void()>& iteration, const Timing
   std::vector<double> sorted;
   for (;;) {
     const double before = clock.WallSeconds();
-    RunBlock(iteration, k);
+    RunBlock(iteration, k, block_end);
     const double after = clock.WallSeconds();
     m.samples_ms.push_back((after - before) * 1e3 / static_cast<double>(k));
 

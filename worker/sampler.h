@@ -51,9 +51,11 @@ struct Measurement {
 //     elapsed >= min_time_s, n >= kMinSamples and IQR/median < target_iqr,
 //     or until elapsed >= max_time_s. max_time_s is a hard cap: a workload
 //     slower than max_time_s / kMinSamples ends with fewer samples.
+// `block_end`, when given, runs after every block (and warm-up iteration) before
+// the clock is read: a GPU workload waits there for its queued kernels.
 // Requires positive times and min_time_s <= max_time_s.
 Measurement MeasureWorkload(const std::function<void()>& iteration, const TimingOptions& options,
-                            Clock& clock);
+                            Clock& clock, const std::function<void()>& block_end = nullptr);
 
 }  // namespace benchfleet::worker
 

@@ -11,6 +11,8 @@
 #include <algorithm>
 #include <cctype>
 #include <cstddef>
+#include <limits>
+#include <string>
 #include <vector>
 
 #include "worker/omp_wait_policy.h"
@@ -84,7 +86,54 @@ json ListGpus() {
   return gpus;
 }
 
+std::string EngineName(at::QEngine engine) {
+  std::string name = c10::toString(engine);
+  std::transform(name.begin(), name.end(), name.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return name;
+}
+
+bool Supports(at::QEngine engine) {
+  const auto& engines = at::globalContext().supportedQEngines();
+  return std::find(engines.begin(), engines.end(), engine) != engines.end();
+}
+
 }  // namespace
+
+std::string CheckDevice(const std::string& device) {
+  if (device == "cpu") return "";
+  if (!at::hasCUDA()) {
+    return "device \"" + device +
+           "\": this LibTorch build has no CUDA support; run the job on a host whose "
+           "LibTorch has CUDA, or use device \"cpu\"";
+  }
+  const std::size_t colon = device.find(':');
+  const std::string digits = colon == std::string::npos ? "0" : device.substr(colon + 1);
+  // More digits than an int holds is no GPU that exists.
+  constexpr std::size_t kMaxIndexDigits = 9;
+  const long index =
+      digits.size() > kMaxIndexDigits ? std::numeric_limits<long>::max() : std::stol(digits);
+  const auto count = static_cast<long>(torch::cuda::device_count());
+  if (index >= count) {
+    return "device \"" + device + "\": no GPU " + digits + " on this host (it has " +
+           std::to_string(count) + ")";
+  }
+  return "";
+}
+
+std::string ApplyBackendSettings(bool onednn, bool quantized) {
+  at::globalContext().setUserEnabledMkldnn(onednn);
+  if (!quantized) return "";
+  // oneDNN's int8 kernels are the fast path on x86; QNNPACK is the fallback (ARM).
+  for (at::QEngine engine : {at::QEngine::ONEDNN, at::QEngine::QNNPACK}) {
+    if (Supports(engine)) {
+      at::globalContext().setQEngine(engine);
+      return "";
+    }
+  }
+  return "dtype \"int8\": this LibTorch build has neither the onednn nor the qnnpack "
+         "quantized engine; use dtype \"fp32\" or \"bf16\"";
+}
 
 std::string ApplyThreadSettings(std::int64_t threads, std::int64_t interop_threads) {
   try {
@@ -106,8 +155,10 @@ std::string ApplyThreadSettings(std::int64_t threads, std::int64_t interop_threa
 
 bool CudaAvailable() { return torch::cuda::is_available(); }
 
-json RuntimeInfo() {
+json RuntimeInfo(bool quantized) {
   return {{"torch_version", TORCH_VERSION},
+          {"onednn", at::hasMKLDNN() && at::globalContext().userEnabledMkldnn()},
+          {"qengine", quantized ? json(EngineName(at::globalContext().qEngine())) : json(nullptr)},
           {"blas", BlasName()},
           {"openblas_threads", OpenblasThreads()},
           {"intraop_threads", at::get_num_threads()},
@@ -121,10 +172,7 @@ json ProbeInfo() {
   json engines = json::array();
   for (at::QEngine engine : at::globalContext().supportedQEngines()) {
     if (engine == at::QEngine::NoQEngine) continue;  // "none", not an engine
-    std::string name = c10::toString(engine);
-    std::transform(name.begin(), name.end(), name.begin(),
-                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-    engines.push_back(name);
+    engines.push_back(EngineName(engine));
   }
   const bool cuda = CudaAvailable();
   return {{"torch_version", TORCH_VERSION},

@@ -13,10 +13,21 @@ namespace benchfleet::worker {
 // Returns an empty string on success, else what went wrong and how to fix it.
 std::string ApplyThreadSettings(std::int64_t threads, std::int64_t interop_threads);
 
-// What this process is actually running with: {torch_version, blas,
-// openblas_threads, intraop_threads, interop_threads, omp_wait_policy,
-// affinity}. Fields that cannot be known are null.
-nlohmann::json RuntimeInfo();
+// Allows or forbids ATen's oneDNN (mkldnn) kernels, and for a job that runs
+// quantized ops (`quantized`) selects the onednn quantized engine, else qnnpack.
+// Returns an empty string on success, else why the job cannot run here.
+std::string ApplyBackendSettings(bool onednn, bool quantized);
+
+// Empty when `device` ("cpu", "cuda", "cuda:N") can run jobs in this process;
+// otherwise why not: this LibTorch build has no CUDA support, or there is no
+// such GPU on this host.
+std::string CheckDevice(const std::string& device);
+
+// What this process is actually running with: {torch_version, onednn, qengine,
+// blas, openblas_threads, intraop_threads, interop_threads, omp_wait_policy,
+// affinity}. qengine is null unless `quantized`. Fields that cannot be known are
+// null.
+nlohmann::json RuntimeInfo(bool quantized);
 
 // Capabilities of this LibTorch build and host, printed by --probe:
 // {torch_version, blas, blas_config, onednn, openmp, parallel_info,

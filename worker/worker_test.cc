@@ -83,11 +83,18 @@ TEST(WorkerTest, SmallMlpJobProducesSaneResult) {
 
 TEST(WorkerTest, ModelArgsDefaultToMlp1024) {
   json job = SmallJob();
-  job.erase("model_args");
   job["timing"] = {{"warmup_s", 0.01}, {"min_time_s", 0.01}, {"max_time_s", 0.05}};
-  const JobOutcome outcome = RunJob(job);
-  ASSERT_EQ(outcome.exit_code, kExitOk) << outcome.result.dump();
-  EXPECT_EQ(outcome.result.at("param_bytes"), (1024 * 1024 + 1024 + 1024 * 10 + 10) * 4);
+  // Absent model_args and absent keys inside it both take the defaults.
+  for (const json& args : {json(nullptr), json::object()}) {
+    if (args.is_null()) {
+      job.erase("model_args");
+    } else {
+      job["model_args"] = args;
+    }
+    const JobOutcome outcome = RunJob(job);
+    ASSERT_EQ(outcome.exit_code, kExitOk) << outcome.result.dump();
+    EXPECT_EQ(outcome.result.at("param_bytes"), (1024 * 1024 + 1024 + 1024 * 10 + 10) * 4);
+  }
 }
 
 struct BadInput {
@@ -103,7 +110,7 @@ TEST(WorkerTest, BadInputIsRejectedNamingTheField) {
       {"negative batch", [](json& j) { j["batch_size"] = -4; }, "batch_size"},
       {"fractional batch", [](json& j) { j["batch_size"] = 2.5; }, "batch_size"},
       {"missing batch", [](json& j) { j.erase("batch_size"); }, "batch_size"},
-      {"layers missing", [](json& j) { j["model_args"] = json::object(); }, "layers"},
+      {"layers not an array", [](json& j) { j["model_args"]["layers"] = "64"; }, "layers"},
       {"layers empty", [](json& j) { j["model_args"]["layers"] = json::array(); }, "layers"},
       {"one layer", [](json& j) { j["model_args"]["layers"] = {4}; }, "layers"},
       {"zero layer",
@@ -142,7 +149,8 @@ TEST(WorkerTest, BadInputIsRejectedNamingTheField) {
 TEST(WorkerTest, UnknownModelListsKnownModels) {
   json job = SmallJob();
   job["model"] = "resnet";
-  EXPECT_EQ(RunJob(job).result.at("error"), "unknown model \"resnet\"; known models: mlp");
+  EXPECT_EQ(RunJob(job).result.at("error"),
+            "unknown model \"resnet\"; known models: matmul, mlp, cnn, transformer, torchscript");
 }
 
 TEST(WorkerTest, CudaDeviceIsRefusedWithoutCuda) {

@@ -3,9 +3,10 @@
 
 #include <cstdint>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <stdexcept>
 
-#include "worker/job_spec.h"
+#include "common/job_spec.h"
 
 namespace benchfleet::worker {
 
@@ -18,17 +19,23 @@ class WorkloadError : public std::runtime_error {
 
 // A model built and ready to time.
 struct PreparedWorkload {
-  // One unit of measured work (one forward pass over one batch). Throws
-  // WorkloadError when LibTorch fails.
+  // One unit of measured work: a forward pass over one batch (inference), or
+  // forward, backward and an optimizer step (train). Throws WorkloadError.
   std::function<void()> iteration;
-  std::int64_t param_bytes = 0;  // bytes held by the model's parameters
+  // Waits until the work queued by the iterations so far is done (GPU jobs); empty
+  // where iteration() returns only when its work is done (CPU).
+  std::function<void()> block_end;
+  std::int64_t param_bytes = 0;  // bytes of the weights the forward pass reads
+  // For dtypes other than fp32: {max_abs_err, mean_abs_err, rel_err,
+  // top1_agreement} of the model's output against the fp32 model with the same
+  // weights on the same inputs; null for fp32.
+  nlohmann::json accuracy;
 };
 
-// Builds the model described by `spec` (validated, device "cpu"): for "mlp",
-// Linear layers of spec.layers with ReLU between them, weights drawn after
-// torch::manual_seed(spec.seed), and an input of randn(batch_size,
-// layers[0]); the forward pass runs under torch::InferenceMode. Throws
-// WorkloadError when LibTorch fails.
+// Builds the model described by `spec` (validated; thread and device settings
+// already applied): weights and inputs drawn after torch::manual_seed(spec.seed),
+// converted to the job's dtype and moved to its device, and checked with one
+// untimed forward pass. Throws WorkloadError when the job cannot run as given.
 PreparedWorkload PrepareWorkload(const JobSpec& spec);
 
 }  // namespace benchfleet::worker

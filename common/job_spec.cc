@@ -1,0 +1,373 @@
+#include "common/job_spec.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <limits>
+
+namespace benchfleet {
+namespace {
+
+using nlohmann::json;
+
+constexpr std::int64_t kNoLimit = std::numeric_limits<std::int64_t>::max();
+constexpr const char* kKnownDevices = "cpu, cuda, cuda:N";
+
+std::string Quoted(const std::string& s) { return json(s).dump(); }
+
+std::string Join(const std::vector<std::string>& list) {
+  std::string out;
+  for (const auto& item : list) out += (out.empty() ? "" : ", ") + item;
+  return out;
+}
+
+bool Fail(JobSpecError* error, std::string field, std::string message) {
+  *error = {std::move(field), std::move(message)};
+  return false;
+}
+
+// Reads an integer in [min, max] from `value`, describing it as `name` in errors.
+bool ReadInt(const json& value, const std::string& name, std::int64_t min, std::int64_t max,
+             std::int64_t* out, JobSpecError* error) {
+  bool ok = false;
+  if (value.is_number_unsigned()) {
+    const auto v = value.get<std::uint64_t>();
+    ok = v <= static_cast<std::uint64_t>(max) && static_cast<std::int64_t>(v) >= min;
+    if (ok) *out = static_cast<std::int64_t>(v);
+  } else if (value.is_number_integer()) {
+    const auto v = value.get<std::int64_t>();
+    ok = v >= min && v <= max;
+    if (ok) *out = v;
+  }
+  if (ok) return true;
+  const std::string range =
+      max == kNoLimit ? "an integer >= " + std::to_string(min)
+                      : "an integer in [" + std::to_string(min) + ", " + std::to_string(max) + "]";
+  return Fail(error, name, name + " must be " + range + ", got " + value.dump());
+}
+
+bool ReadRequiredInt(const json& job, const char* key, std::int64_t min, std::int64_t max,
+                     std::int64_t* out, JobSpecError* error) {
+  if (!job.contains(key)) return Fail(error, key, std::string("missing ") + key);
+  return ReadInt(job.at(key), key, min, max, out, error);
+}
+
+// Reads a string field and checks it against `accepted`; an empty list accepts any.
+bool ReadChoice(const json& job, const char* key, const std::vector<std::string>& accepted,
+                std::string* out, JobSpecError* error) {
+  const std::string plural = std::string(key) + "s";
+  const std::string known = accepted.empty() ? kKnownDevices : Join(accepted);
+  if (!job.contains(key)) {
+    return Fail(error, key, std::string("missing ") + key + "; known " + plural + ": " + known);
+  }
+  const json& value = job.at(key);
+  if (!value.is_string()) {
+    return Fail(error, key, std::string(key) + " must be a string, got " + value.dump());
+  }
+  *out = value.get<std::string>();
+  if (!accepted.empty() && std::find(accepted.begin(), accepted.end(), *out) == accepted.end()) {
+    return Fail(
+        error, key,
+        "unknown " + std::string(key) + " " + Quoted(*out) + "; known " + plural + ": " + known);
+  }
+  return true;
+}
+
+// An array of integers in [min, kMaxModelDimension] named `name` (e.g. model_args.layers).
+bool ReadDims(const json& value, const std::string& name, std::size_t min_size, std::int64_t min,
+              const std::string& example, std::vector<std::int64_t>* out, JobSpecError* error) {
+  if (!value.is_array() || value.size() < min_size) {
+    return Fail(error, name,
+                name + " must be an array of at least " + std::to_string(min_size) +
+                    " integers (e.g. " + example + "), got " + value.dump());
+  }
+  out->clear();
+  for (std::size_t i = 0; i < value.size(); ++i) {
+    std::int64_t v = 0;
+    if (!ReadInt(value[i], name + "[" + std::to_string(i) + "]", min, kMaxModelDimension, &v,
+                 error)) {
+      return false;
+    }
+    out->push_back(v);
+  }
+  return true;
+}
+
+// model_args of `model`: each key optional (its default applies) unless listed
+// otherwise in schemas/worker.md; unknown keys are errors.
+class ArgsReader {
+ public:
+  ArgsReader(const json& args, std::string model, std::vector<std::string> keys)
+      : args_(args), model_(std::move(model)), keys_(std::move(keys)) {}
+
+  bool CheckKeys(JobSpecError* error) const {
+    for (const auto& item : args_.items()) {
+      if (std::find(keys_.begin(), keys_.end(), item.key()) == keys_.end()) {
+        return Fail(error, "model_args." + item.key(),
+                    "unknown key " + Quoted(item.key()) + " in model_args; known keys for " +
+                        model_ + ": " + Join(keys_));
+      }
+    }
+    return true;
+  }
+
+  bool Int(const char* key, std::int64_t* out, JobSpecError* error) const {
+    if (!args_.contains(key)) return true;
+    return ReadInt(args_.at(key), std::string("model_args.") + key, 1, kMaxModelDimension, out,
+                   error);
+  }
+
+  const json* Find(const char* key) const { return args_.contains(key) ? &args_.at(key) : nullptr; }
+
+ private:
+  const json& args_;
+  std::string model_;
+  std::vector<std::string> keys_;
+};
+
+bool ReadModelArgs(const json& args, JobSpec* spec, JobSpecError* error) {
+  const std::string& model = spec->model;
+  if (model == "matmul") {
+    ArgsReader r(args, model, {"m", "k", "n"});
+    return r.CheckKeys(error) && r.Int("m", &spec->matmul.m, error) &&
+           r.Int("k", &spec->matmul.k, error) && r.Int("n", &spec->matmul.n, error);
+  }
+  if (model == "mlp") {
+    ArgsReader r(args, model, {"layers"});
+    if (!r.CheckKeys(error)) return false;
+    const json* layers = r.Find("layers");
+    return layers == nullptr || ReadDims(*layers, "model_args.layers", 2, 1, "[1024, 1024, 10]",
+                                         &spec->mlp.layers, error);
+  }
+  if (model == "cnn") {
+    CnnArgs& c = spec->cnn;
+    ArgsReader r(args, model, {"width", "blocks", "image_size", "channels", "classes"});
+    if (!r.CheckKeys(error) || !r.Int("width", &c.width, error) ||
+        !r.Int("image_size", &c.image_size, error) || !r.Int("channels", &c.channels, error) ||
+        !r.Int("classes", &c.classes, error)) {
+      return false;
+    }
+    const json* blocks = r.Find("blocks");
+    if (blocks == nullptr) return true;
+    if (!ReadDims(*blocks, "model_args.blocks", 4, 1, "[2, 2, 2, 2]", &c.blocks, error)) {
+      return false;
+    }
+    if (c.blocks.size() != 4) {
+      return Fail(error, "model_args.blocks",
+                  "model_args.blocks must list the BasicBlocks of exactly 4 stages (e.g. [2, 2, "
+                  "2, 2]), got " +
+                      blocks->dump());
+    }
+    return true;
+  }
+  if (model == "transformer") {
+    TransformerArgs& t = spec->transformer;
+    ArgsReader r(args, model, {"hidden", "heads", "layers", "ffn", "seq_len"});
+    if (!r.CheckKeys(error) || !r.Int("hidden", &t.hidden, error) ||
+        !r.Int("heads", &t.heads, error) || !r.Int("layers", &t.layers, error) ||
+        !r.Int("ffn", &t.ffn, error) || !r.Int("seq_len", &t.seq_len, error)) {
+      return false;
+    }
+    if (t.hidden % t.heads != 0) {
+      return Fail(error, "model_args.heads",
+                  "model_args.hidden (" + std::to_string(t.hidden) +
+                      ") must be divisible by model_args.heads (" + std::to_string(t.heads) + ")");
+    }
+    return true;
+  }
+  // torchscript: both keys required; nothing sensible to default to.
+  ArgsReader r(args, model, {"path", "inputs"});
+  if (!r.CheckKeys(error)) return false;
+  const json* path = r.Find("path");
+  if (path == nullptr || !path->is_string() || path->get<std::string>().empty() ||
+      path->get<std::string>().front() != '/') {
+    return Fail(error, "model_args.path",
+                "model_args.path must be the absolute path of a TorchScript file (saved with "
+                "torch.jit.save), got " +
+                    (path == nullptr ? std::string("nothing") : path->dump()));
+  }
+  spec->torchscript.path = path->get<std::string>();
+  const json* inputs = r.Find("inputs");
+  if (inputs == nullptr || !inputs->is_array() || inputs->empty()) {
+    return Fail(error, "model_args.inputs",
+                "model_args.inputs must be an array with one shape per forward() argument, "
+                "without the batch dimension (e.g. [[3, 224, 224]]), got " +
+                    (inputs == nullptr ? std::string("nothing") : inputs->dump()));
+  }
+  spec->torchscript.inputs.clear();
+  for (std::size_t i = 0; i < inputs->size(); ++i) {
+    std::vector<std::int64_t> shape;
+    if (!ReadDims((*inputs)[i], "model_args.inputs[" + std::to_string(i) + "]", 0, 1,
+                  "[3, 224, 224]", &shape, error)) {
+      return false;
+    }
+    spec->torchscript.inputs.push_back(std::move(shape));
+  }
+  return true;
+}
+
+bool ReadSeconds(const json& timing, const char* key, double* out, JobSpecError* error) {
+  if (!timing.contains(key)) return true;  // keep the default
+  const json& value = timing.at(key);
+  const std::string field = std::string("timing.") + key;
+  if (!value.is_number() || !std::isfinite(value.get<double>()) || value.get<double>() <= 0) {
+    return Fail(error, field, field + " must be a positive number, got " + value.dump());
+  }
+  *out = value.get<double>();
+  return true;
+}
+
+// Combinations that are each valid alone but cannot run together.
+bool CheckCombination(const JobSpec& spec, JobSpecError* error) {
+  if (spec.dtype != "int8") return true;
+  if (spec.mode != "inference") {
+    return Fail(error, "dtype",
+                "dtype \"int8\" (dynamic quantization) runs in mode \"inference\" only: its "
+                "quantized Linear has no backward; got mode " +
+                    Quoted(spec.mode));
+  }
+  if (spec.model == "matmul") {
+    return Fail(error, "dtype",
+                "int8 dynamic quantization needs Linear layers; model matmul has none");
+  }
+  if (spec.model == "torchscript") {
+    return Fail(error, "dtype",
+                "int8 dynamic quantization needs Linear layers the worker builds itself; a "
+                "torchscript module runs as saved (quantize it before saving and use dtype "
+                "\"fp32\")");
+  }
+  if (spec.device != "cpu") {
+    return Fail(
+        error, "dtype",
+        "int8 dynamic quantization runs on the CPU only; got device " + Quoted(spec.device));
+  }
+  return true;
+}
+
+std::optional<JobSpec> Parse(const json& job, bool require_identity, JobSpecError* error) {
+  if (!job.is_object()) {
+    Fail(error, "", "the job must be a JSON object, got " + std::string(job.type_name()));
+    return std::nullopt;
+  }
+  JobSpec spec;
+  if (require_identity) {
+    if (!ReadRequiredInt(job, "job_id", 0, kNoLimit, &spec.job_id, error)) return std::nullopt;
+    if (job.contains("attempt") &&
+        !ReadInt(job.at("attempt"), "attempt", 1, kNoLimit, &spec.attempt, error)) {
+      return std::nullopt;
+    }
+  }
+  if (!ReadChoice(job, "model", KnownModels(), &spec.model, error)) return std::nullopt;
+  const json args = job.value("model_args", json(nullptr));
+  if (!args.is_null() && !args.is_object()) {
+    Fail(error, "model_args", "model_args must be an object, got " + args.dump());
+    return std::nullopt;
+  }
+  if (!ReadModelArgs(args.is_null() ? json::object() : args, &spec, error)) return std::nullopt;
+
+  if (!ReadChoice(job, "mode", KnownModes(), &spec.mode, error) ||
+      !ReadChoice(job, "dtype", KnownDtypes(), &spec.dtype, error) ||
+      !ReadChoice(job, "device", {}, &spec.device, error)) {
+    return std::nullopt;
+  }
+  if (spec.device != "cpu" && !IsCudaDevice(spec.device)) {
+    Fail(error, "device",
+         "unknown device " + Quoted(spec.device) + "; known devices: " + kKnownDevices);
+    return std::nullopt;
+  }
+
+  if (!ReadRequiredInt(job, "batch_size", 1, kNoLimit, &spec.batch_size, error) ||
+      !ReadRequiredInt(job, "threads", 1, kMaxJobThreads, &spec.threads, error)) {
+    return std::nullopt;
+  }
+  if (job.contains("interop_threads") && !ReadInt(job.at("interop_threads"), "interop_threads", 1,
+                                                  kMaxJobThreads, &spec.interop_threads, error)) {
+    return std::nullopt;
+  }
+  if (job.contains("onednn")) {
+    if (!job.at("onednn").is_boolean()) {
+      Fail(error, "onednn", "onednn must be true or false, got " + job.at("onednn").dump());
+      return std::nullopt;
+    }
+    spec.onednn = job.at("onednn").get<bool>();
+  }
+  if (job.contains("seed")) {
+    std::int64_t seed = 0;
+    if (!ReadInt(job.at("seed"), "seed", 0, kNoLimit, &seed, error)) return std::nullopt;
+    spec.seed = static_cast<std::uint64_t>(seed);
+  }
+  if (job.contains("timing") && !job.at("timing").is_null() &&
+      !ParseTiming(job.at("timing"), &spec.timing, error)) {
+    return std::nullopt;
+  }
+  if (!CheckCombination(spec, error)) return std::nullopt;
+  return spec;
+}
+
+}  // namespace
+
+bool ParseTiming(const json& t, TimingSpec* timing, JobSpecError* error) {
+  if (!t.is_object()) return Fail(error, "timing", "timing must be an object, got " + t.dump());
+  for (const auto& item : t.items()) {
+    const std::string& k = item.key();
+    if (k != "warmup_s" && k != "min_time_s" && k != "max_time_s" && k != "target_iqr") {
+      return Fail(error, "timing." + k,
+                  "unknown key " + Quoted(k) +
+                      " in timing; known keys: warmup_s, min_time_s, max_time_s, target_iqr");
+    }
+  }
+  if (!ReadSeconds(t, "warmup_s", &timing->warmup_s, error) ||
+      !ReadSeconds(t, "min_time_s", &timing->min_time_s, error) ||
+      !ReadSeconds(t, "max_time_s", &timing->max_time_s, error) ||
+      !ReadSeconds(t, "target_iqr", &timing->target_iqr, error)) {
+    return false;
+  }
+  if (timing->min_time_s > timing->max_time_s) {
+    return Fail(error, "timing.min_time_s",
+                "timing.min_time_s (" + json(timing->min_time_s).dump() +
+                    ") must not exceed timing.max_time_s (" + json(timing->max_time_s).dump() +
+                    ")");
+  }
+  if (timing->target_iqr >= 1) {
+    return Fail(error, "timing.target_iqr",
+                "timing.target_iqr must be in (0, 1), a fraction of the median, got " +
+                    json(timing->target_iqr).dump());
+  }
+  return true;
+}
+
+std::optional<JobSpec> ParseJobSpec(const json& job, JobSpecError* error) {
+  return Parse(job, /*require_identity=*/true, error);
+}
+
+std::optional<JobSpec> ParseJobConfig(const json& job, JobSpecError* error) {
+  return Parse(job, /*require_identity=*/false, error);
+}
+
+const std::vector<std::string>& KnownModels() {
+  static const std::vector<std::string> models = {"matmul", "mlp", "cnn", "transformer",
+                                                  "torchscript"};
+  return models;
+}
+
+const std::vector<std::string>& KnownModes() {
+  static const std::vector<std::string> modes = {"inference", "train"};
+  return modes;
+}
+
+const std::vector<std::string>& KnownDtypes() {
+  static const std::vector<std::string> dtypes = {"fp32", "bf16", "int8"};
+  return dtypes;
+}
+
+bool IsCudaDevice(const std::string& device) {
+  if (device == "cuda") return true;
+  const std::string prefix = "cuda:";
+  if (device.size() <= prefix.size() || device.compare(0, prefix.size(), prefix) != 0) {
+    return false;
+  }
+  return std::all_of(device.begin() + static_cast<std::ptrdiff_t>(prefix.size()), device.end(),
+                     [](char c) { return c >= '0' && c <= '9'; });
+}
+
+}  // namespace benchfleet

@@ -1,0 +1,102 @@
+// The job a benchfleet-worker runs (schemas/worker.md) and its validation. One source
+// of truth: the worker parses every job with it, and a sweep file is accepted only when
+// each of its combinations passes it, so a sweep never enqueues a job a worker refuses.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace benchfleet {
+
+// The measurement budget of one job; the defaults are those of schemas/worker.md.
+struct TimingSpec {
+  double warmup_s = 0.2;     // run untimed iterations for at least this long
+  double min_time_s = 0.5;   // sample at least this long ...
+  double max_time_s = 5.0;   // ... and never longer than this
+  double target_iqr = 0.05;  // stop sampling once IQR / median is below this
+};
+
+// A thread count above this is a typo, not an experiment.
+inline constexpr std::int64_t kMaxJobThreads = 4096;
+
+// A model dimension (width, size, channels) above this is a typo.
+inline constexpr std::int64_t kMaxModelDimension = std::int64_t{1} << 20;
+
+// model_args of each built-in model, with their defaults (schemas/worker.md).
+struct MatmulArgs {
+  std::int64_t m = 2048, k = 2048, n = 2048;
+};
+struct MlpArgs {
+  std::vector<std::int64_t> layers = {1024, 1024, 10};  // feature sizes, input first
+};
+struct CnnArgs {
+  std::int64_t width = 64;                          // channels of the first stage
+  std::vector<std::int64_t> blocks = {2, 2, 2, 2};  // BasicBlocks per stage (4 stages)
+  std::int64_t image_size = 224;
+  std::int64_t channels = 3;
+  std::int64_t classes = 1000;
+};
+struct TransformerArgs {
+  std::int64_t hidden = 768, heads = 12, layers = 12, ffn = 3072, seq_len = 128;
+};
+struct TorchScriptArgs {
+  std::string path;                               // absolute path of a torch::jit::save file
+  std::vector<std::vector<std::int64_t>> inputs;  // per forward() argument, without batch
+};
+
+// A job after validation: every field present and within range. Only the args of
+// `model` are meaningful.
+struct JobSpec {
+  std::int64_t job_id = 0;
+  std::int64_t attempt = 1;
+  std::string model;  // one of KnownModels()
+  MatmulArgs matmul;
+  MlpArgs mlp;
+  CnnArgs cnn;
+  TransformerArgs transformer;
+  TorchScriptArgs torchscript;
+  std::string mode;    // "inference" or "train"
+  std::string dtype;   // "fp32", "bf16" or "int8"
+  std::string device;  // "cpu", "cuda" or "cuda:N"
+  std::int64_t batch_size = 0;
+  std::int64_t threads = 0;
+  std::int64_t interop_threads = 1;
+  bool onednn = true;  // let ATen use oneDNN (mkldnn) kernels
+  std::uint64_t seed = 0;
+  TimingSpec timing;
+};
+
+// Why a job was refused: the job field at fault ("dtype", "model_args.layers[1]",
+// "timing.min_time_s"; empty for the job as a whole) and a message that names the
+// field and what it accepts.
+struct JobSpecError {
+  std::string field;
+  std::string message;
+};
+
+// Validates `job` (the job JSON of schemas/worker.md). On failure returns nullopt and
+// fills *error. Unknown top-level keys are ignored (the coordinator may annotate jobs);
+// unknown keys inside model_args and timing are errors, because a typo there would
+// silently change what is measured.
+std::optional<JobSpec> ParseJobSpec(const nlohmann::json& job, JobSpecError* error);
+
+// The same rules without the job's identity (job_id, attempt are not required): what
+// every combination of a sweep must satisfy.
+std::optional<JobSpec> ParseJobConfig(const nlohmann::json& job, JobSpecError* error);
+
+// Validates a `timing` object on top of the defaults in *timing.
+bool ParseTiming(const nlohmann::json& timing, TimingSpec* out, JobSpecError* error);
+
+// The accepted values, in the order error messages list them.
+const std::vector<std::string>& KnownModels();
+const std::vector<std::string>& KnownModes();
+const std::vector<std::string>& KnownDtypes();
+
+// True for "cuda" and "cuda:N"; such jobs pass parsing and are refused at run time
+// when the LibTorch build or host has no usable GPU.
+bool IsCudaDevice(const std::string& device);
+
+}  // namespace benchfleet

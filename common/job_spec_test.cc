@@ -1,0 +1,137 @@
+#include "common/job_spec.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "common/sweep.h"
+
+namespace benchfleet {
+namespace {
+
+using nlohmann::json;
+
+TEST(JobSpecTest, DefaultsFillTheGaps) {
+  JobSpecError error;
+  auto spec = ParseJobSpec(json::parse(R"({"job_id": 1, "model": "cnn", "mode": "train",
+      "dtype": "bf16", "device": "cpu", "batch_size": 4, "threads": 2})"),
+                           &error);
+  ASSERT_TRUE(spec) << error.message;
+  EXPECT_EQ(spec->cnn.width, 64);
+  EXPECT_EQ(spec->cnn.blocks, (std::vector<std::int64_t>{2, 2, 2, 2}));
+  EXPECT_EQ(spec->cnn.image_size, 224);
+  EXPECT_EQ(spec->interop_threads, 1);
+  EXPECT_TRUE(spec->onednn);
+  EXPECT_DOUBLE_EQ(spec->timing.max_time_s, 5.0);
+  EXPECT_EQ(spec->attempt, 1);
+}
+
+TEST(JobSpecTest, ErrorsNameTheJobField) {
+  const json base = json::parse(R"({"job_id": 1, "model": "transformer", "mode": "inference",
+      "dtype": "fp32", "device": "cpu", "batch_size": 1, "threads": 1})");
+  struct Case {
+    json patch;
+    std::string field;
+  };
+  for (const Case& c : std::vector<Case>{
+           {{{"model_args", {{"heads", 5}}}}, "model_args.heads"},
+           {{{"model_args", {{"hidden", -1}}}}, "model_args.hidden"},
+           {{{"model_args", {{"depth", 2}}}}, "model_args.depth"},
+           {{{"dtype", "fp16"}}, "dtype"},
+           {{{"mode", "train"}, {"dtype", "int8"}}, "dtype"},
+           {{{"interop_threads", 0}}, "interop_threads"},
+           {{{"timing", {{"warmup_s", 0}}}}, "timing.warmup_s"},
+       }) {
+    json job = base;
+    job.update(c.patch);
+    JobSpecError error;
+    EXPECT_FALSE(ParseJobSpec(job, &error)) << job.dump();
+    EXPECT_EQ(error.field, c.field) << error.message;
+  }
+}
+
+TEST(JobSpecTest, ConfigNeedsNoJobId) {
+  JobSpecError error;
+  const json config = json::parse(
+      R"({"model": "matmul", "mode": "inference", "dtype": "fp32", "device": "cuda:1",
+          "batch_size": 1, "threads": 1})");
+  EXPECT_TRUE(ParseJobConfig(config, &error)) << error.message;
+  EXPECT_FALSE(ParseJobSpec(config, &error));
+  EXPECT_EQ(error.field, "job_id");
+}
+
+// Every model x mode x dtype, each as a one-combination sweep: valid, or refused
+// with the worker's own message and the matrix field it came from.
+TEST(JobSpecTest, EveryCombinationThroughTheSweepValidator) {
+  for (const std::string model : {"matmul", "mlp", "cnn", "transformer"}) {
+    for (const std::string mode : {"inference", "train"}) {
+      for (const std::string dtype : {"fp32", "bf16", "int8"}) {
+        SCOPED_TRACE(model + " " + mode + " " + dtype);
+        const json sweep = {{"name", "all"},
+                            {"matrix",
+                             {{"model", model},
+                              {"mode", mode},
+                              {"dtype", json::array({dtype})},
+                              {"batch_size", 1}}}};
+        const auto parsed = ParseSweep(sweep);
+        if (dtype != "int8") {
+          ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+          EXPECT_EQ(parsed->combinations.size(), 1u);
+        } else if (mode == "train") {
+          ASSERT_FALSE(parsed.ok());
+          EXPECT_EQ(parsed.status().message().rfind("matrix.dtype[0]: dtype \"int8\"", 0), 0u)
+              << parsed.status().message();
+        } else if (model == "matmul") {
+          ASSERT_FALSE(parsed.ok());
+          EXPECT_EQ(parsed.status().message(),
+                    "matrix.dtype[0]: int8 dynamic quantization needs Linear layers; model "
+                    "matmul has none");
+        } else {
+          EXPECT_TRUE(parsed.ok()) << parsed.status().ToString();
+        }
+      }
+    }
+  }
+}
+
+TEST(JobSpecTest, SweepErrorsPointAtTheSweepField) {
+  struct Case {
+    const char* sweep;
+    const char* message;
+  };
+  for (
+      const Case& c : std::vector<Case>{
+          {R"({"name":"x","matrix":{"model":"matmul","batch_size":1},"models":{"matmul":{"m":0}}})",
+           "models.matmul.m: model_args.m must be an integer in [1, 1048576], got 0"},
+          {R"({"name":"x","matrix":{"model":["mlp","matmul"],"batch_size":1,"dtype":["fp32","int8"]}})",
+           "matrix.dtype[1]: int8 dynamic quantization needs Linear layers; model matmul has none"},
+          {R"({"name":"x","matrix":{"model":"mlp","batch_size":1,"interop_threads":[1,0]}})",
+           "matrix.interop_threads[1]: interop_threads must be an integer in [1, 4096], got 0"},
+          {R"({"name":"x","matrix":{"model":"mlp","batch_size":1,"onednn":["no"]}})",
+           "matrix.onednn[0]: onednn must be true or false, got \"no\""},
+          {R"({"name":"x","matrix":{"model":"mlp","batch_size":1},"seed":-2})",
+           "seed: seed must be an integer >= 0, got -2"},
+          {R"({"name":"x","matrix":{"model":"mlp","batch_size":1},"models":{"transformer":{"hidden":10,"heads":3}}})",
+           "models.transformer.heads: model_args.hidden (10) must be divisible by "
+           "model_args.heads (3)"},
+      }) {
+    const auto parsed = ParseSweepText(c.sweep);
+    ASSERT_FALSE(parsed.ok()) << c.sweep;
+    EXPECT_EQ(parsed.status().message(), c.message);
+  }
+}
+
+TEST(JobSpecTest, InteropThreadsAndOnednnAreAxes) {
+  const auto sweep = ParseSweepText(
+      R"({"name":"x","matrix":{"model":"mlp","batch_size":1,"interop_threads":[1,2],
+          "onednn":[true,false]}})");
+  ASSERT_TRUE(sweep.ok()) << sweep.status().ToString();
+  ASSERT_EQ(sweep->combinations.size(), 4u);
+  EXPECT_EQ(sweep->combinations[1]["interop_threads"], 1);
+  EXPECT_EQ(sweep->combinations[1]["onednn"], false);
+  EXPECT_EQ(sweep->combinations[2]["interop_threads"], 2);
+  EXPECT_FALSE(sweep->combinations[0].contains("model_args"));  // the worker's defaults
+}
+
+}  // namespace
+}  // namespace benchfleet

@@ -1,0 +1,71 @@
+#ifndef BENCHFLEET_WORKER_GPU_TELEMETRY_H_
+#define BENCHFLEET_WORKER_GPU_TELEMETRY_H_
+
+#include <chrono>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+
+namespace benchfleet::worker {
+
+// NVML ships with the NVIDIA driver, not with the toolkit, and has no header on
+// hosts without one; it is loaded at run time so the worker runs everywhere.
+inline constexpr const char* kNvmlLibrary = "libnvidia-ml.so.1";
+
+// How often the sampler reads the GPU's counters while a job is timed. NVML's
+// utilisation is itself an average over the driver's last sample period (1/6 s
+// to 1 s depending on the GPU), so sampling faster adds no information.
+inline constexpr std::chrono::milliseconds kGpuTelemetryPeriod{100};
+
+// Utilisation, memory, SM clock, temperature and power of one GPU, sampled by a
+// background thread between Start() and Stop().
+class GpuTelemetry {
+ public:
+  // Loads NVML from `library` and finds CUDA device `cuda_index` (matched by PCI bus
+  // id through the CUDA driver, so CUDA_VISIBLE_DEVICES and CUDA_DEVICE_ORDER are
+  // honoured; by NVML index when the driver API is absent). Returns nullptr and sets
+  // *why_not when NVML or the device is unavailable.
+  static std::unique_ptr<GpuTelemetry> Open(int cuda_index, std::string* why_not,
+                                            const char* library = kNvmlLibrary);
+  ~GpuTelemetry();
+  GpuTelemetry(const GpuTelemetry&) = delete;
+  GpuTelemetry& operator=(const GpuTelemetry&) = delete;
+
+  // Starts sampling every `period` (one sample at once).
+  void Start(std::chrono::milliseconds period = kGpuTelemetryPeriod);
+
+  // Takes a last sample, stops the thread and returns {samples, util_pct_mean,
+  // util_pct_max, mem_used_mb_max, sm_clock_mhz_mean, temp_c_max, power_w_mean};
+  // a counter the GPU does not report is null.
+  nlohmann::json Stop();
+
+ private:
+  struct Nvml;
+  struct Series {
+    int count = 0;
+    double sum = 0;
+    double max = 0;
+    void Add(double v);
+    nlohmann::json Mean() const;
+    nlohmann::json Max() const;
+  };
+  explicit GpuTelemetry(std::unique_ptr<Nvml> nvml);
+  void SampleOnce();
+  void Run(std::chrono::milliseconds period);
+
+  std::unique_ptr<Nvml> nvml_;
+  std::thread thread_;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  // State below is protected by mutex_.
+  bool stop_ = false;
+  int samples_ = 0;
+  Series util_, mem_mb_, clock_mhz_, temp_c_, power_w_;
+};
+
+}  // namespace benchfleet::worker
+
+#endif  // BENCHFLEET_WORKER_GPU_TELEMETRY_H_

@@ -1,0 +1,80 @@
+// The models the worker times, behind one interface. LibTorch types appear here, so
+// only the worker's LibTorch translation units include this header.
+#ifndef BENCHFLEET_WORKER_MODEL_H_
+#define BENCHFLEET_WORKER_MODEL_H_
+
+#include <ATen/core/ivalue.h>
+#include <torch/nn/module.h>
+#include <torch/nn/modules/linear.h>
+#include <torch/nn/pimpl.h>
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "common/job_spec.h"
+
+namespace benchfleet::worker {
+
+// A model as the measurement sees it: a forward pass, its parameters, and the
+// conversions a job's dtype and device ask for.
+class Model {
+ public:
+  virtual ~Model() = default;
+  virtual torch::Tensor Forward(const std::vector<torch::Tensor>& inputs) = 0;
+  virtual std::vector<torch::Tensor> Parameters() = 0;
+  virtual void SetTraining(bool on) = 0;
+  virtual void To(const torch::Device& device, torch::ScalarType dtype) = 0;
+  // Replaces the weights of every Linear layer by int8 ones (dynamic quantization:
+  // activations stay fp32 and are quantized per call). Returns how many layers were
+  // quantized; 0 when the model has none it can replace.
+  virtual int QuantizeDynamicInt8() = 0;
+  // Bytes of the weights the forward pass reads (an int8 weight counts one byte).
+  virtual std::int64_t WeightBytes() = 0;
+};
+
+struct BuiltModel {
+  std::unique_ptr<Model> model;
+  std::vector<torch::Tensor> inputs;  // fp32 on the CPU, batch dimension first
+  bool classifier = false;            // output is [batch, classes]
+};
+
+// A Linear layer that can switch to int8 dynamic quantization through the
+// quantized::linear_prepack / quantized::linear_dynamic operators (quantize.cc),
+// which is what torch.ao.quantization.quantize_dynamic does in Python.
+class DenseImpl : public torch::nn::Module {
+ public:
+  DenseImpl(std::int64_t in_features, std::int64_t out_features);
+  torch::Tensor forward(const torch::Tensor& x);
+  // Quantizes the weight symmetrically per tensor to qint8 (Python's default dynamic
+  // qconfig) and packs it for the current quantized engine.
+  void QuantizeDynamicInt8();
+  bool quantized() const { return !packed_.isNone(); }
+
+  torch::nn::Linear linear{nullptr};
+
+ private:
+  c10::IValue packed_;  // LinearPackedParamsBase once quantized
+};
+TORCH_MODULE(Dense);
+
+// Quantizes every Dense below `root`; returns how many.
+int QuantizeDenseLayers(torch::nn::Module& root);
+
+// WeightBytes() of a module tree that may hold quantized Dense layers.
+std::int64_t ModuleWeightBytes(torch::nn::Module& root);
+
+std::int64_t TensorBytes(const torch::Tensor& t);
+
+// The built-in models of schemas/worker.md (zoo.cc): weights and inputs are drawn
+// from the current torch seed. Throws c10::Error when LibTorch fails.
+BuiltModel BuildZooModel(const JobSpec& spec);
+
+// The TorchScript module at spec.torchscript.path with random fp32 inputs of the
+// shapes given (torchscript_model.cc). Throws WorkloadError naming the file when it
+// cannot be read or loaded.
+BuiltModel LoadTorchScriptModel(const JobSpec& spec);
+
+}  // namespace benchfleet::worker
+
+#endif  // BENCHFLEET_WORKER_MODEL_H_

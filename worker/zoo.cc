@@ -1,0 +1,225 @@
+// The built-in models: matmul, mlp, cnn (ResNet-18 style), transformer (BERT-style
+// encoder). Their FLOP counts live in flops.cc; keep the two in step.
+#include <torch/nn/functional/activation.h>
+#include <torch/nn/functional/pooling.h>
+#include <torch/nn/modules/activation.h>
+#include <torch/nn/modules/batchnorm.h>
+#include <torch/nn/modules/container/sequential.h>
+#include <torch/nn/modules/conv.h>
+#include <torch/nn/modules/normalization.h>
+#include <torch/nn/modules/pooling.h>
+#include <torch/utils.h>
+
+#include <cmath>
+#include <memory>
+#include <utility>
+
+#include "worker/model.h"
+
+namespace benchfleet::worker {
+namespace {
+
+namespace nn = torch::nn;
+
+// batch_size independent (m x k) . (k x n) products; B is the parameter.
+class MatmulImpl : public nn::Module {
+ public:
+  MatmulImpl(const MatmulArgs& a, std::int64_t batch) {
+    b_ = register_parameter(
+        "b", batch == 1 ? torch::randn({a.k, a.n}) : torch::randn({batch, a.k, a.n}));
+  }
+  torch::Tensor forward(const torch::Tensor& a) {
+    return a.dim() == 2 ? torch::mm(a, b_) : torch::matmul(a, b_);
+  }
+
+ private:
+  torch::Tensor b_;
+};
+TORCH_MODULE(Matmul);
+
+nn::Sequential BuildMlp(const MlpArgs& args) {
+  nn::Sequential net;
+  for (std::size_t i = 0; i + 1 < args.layers.size(); ++i) {
+    net->push_back(Dense(args.layers[i], args.layers[i + 1]));
+    if (i + 2 < args.layers.size()) net->push_back(nn::ReLU());
+  }
+  return net;
+}
+
+nn::Conv2d Conv(std::int64_t in, std::int64_t out, std::int64_t kernel, std::int64_t stride) {
+  return nn::Conv2d(
+      nn::Conv2dOptions(in, out, kernel).stride(stride).padding(kernel / 2).bias(false));
+}
+
+// BatchNorm whose running statistics are replaced by those of the last
+// training-mode batch (momentum 1); see CalibrateBatchNorm.
+nn::BatchNorm2d Norm(std::int64_t channels) {
+  return nn::BatchNorm2d(nn::BatchNorm2dOptions(channels).momentum(1.0));
+}
+
+// ResNet's BasicBlock: two 3x3 convolutions and a residual connection, with a 1x1
+// projection on the shortcut where the shape changes.
+class BasicBlockImpl : public nn::Module {
+ public:
+  BasicBlockImpl(std::int64_t in, std::int64_t out, std::int64_t stride)
+      : conv1_(register_module("conv1", Conv(in, out, 3, stride))),
+        bn1_(register_module("bn1", Norm(out))),
+        conv2_(register_module("conv2", Conv(out, out, 3, 1))),
+        bn2_(register_module("bn2", Norm(out))) {
+    if (stride != 1 || in != out) {
+      shortcut_ = register_module("shortcut", nn::Sequential(Conv(in, out, 1, stride), Norm(out)));
+    }
+  }
+  torch::Tensor forward(const torch::Tensor& x) {
+    torch::Tensor y = torch::relu(bn1_(conv1_(x)));
+    y = bn2_(conv2_(y));
+    return torch::relu(y + (shortcut_ ? shortcut_->forward(x) : x));
+  }
+
+ private:
+  nn::Conv2d conv1_;
+  nn::BatchNorm2d bn1_;
+  nn::Conv2d conv2_;
+  nn::BatchNorm2d bn2_;
+  nn::Sequential shortcut_{nullptr};
+};
+TORCH_MODULE(BasicBlock);
+
+class CnnImpl : public nn::Module {
+ public:
+  explicit CnnImpl(const CnnArgs& c)
+      : stem_(register_module("stem", Conv(c.channels, c.width, 7, 2))),
+        stem_bn_(register_module("stem_bn", Norm(c.width))),
+        stages_(register_module("stages", nn::Sequential())) {
+    std::int64_t in = c.width;
+    for (std::size_t stage = 0; stage < c.blocks.size(); ++stage) {
+      const std::int64_t out = c.width << stage;
+      for (std::int64_t b = 0; b < c.blocks[stage]; ++b) {
+        stages_->push_back(BasicBlock(in, out, (stage > 0 && b == 0) ? 2 : 1));
+        in = out;
+      }
+    }
+    fc_ = register_module("fc", Dense(in, c.classes));
+  }
+  torch::Tensor forward(const torch::Tensor& x) {
+    torch::Tensor y = torch::relu(stem_bn_(stem_(x)));
+    y = torch::max_pool2d(y, /*kernel_size=*/3, /*stride=*/2, /*padding=*/1);
+    y = stages_->forward(y);
+    return fc_(torch::adaptive_avg_pool2d(y, {1, 1}).flatten(1));
+  }
+
+ private:
+  nn::Conv2d stem_;
+  nn::BatchNorm2d stem_bn_;
+  nn::Sequential stages_;
+  Dense fc_{nullptr};
+};
+TORCH_MODULE(Cnn);
+
+// A BERT encoder layer (post-norm): multi-head self-attention with its projections
+// as Dense layers (so int8 reaches them too), then a GELU feed-forward block. No
+// dropout: it would only add noise to the timing.
+class EncoderLayerImpl : public nn::Module {
+ public:
+  explicit EncoderLayerImpl(const TransformerArgs& t)
+      : heads_(t.heads),
+        qkv_(register_module("qkv", Dense(t.hidden, 3 * t.hidden))),
+        out_(register_module("out", Dense(t.hidden, t.hidden))),
+        norm1_(register_module("norm1", nn::LayerNorm(nn::LayerNormOptions({t.hidden})))),
+        ffn1_(register_module("ffn1", Dense(t.hidden, t.ffn))),
+        ffn2_(register_module("ffn2", Dense(t.ffn, t.hidden))),
+        norm2_(register_module("norm2", nn::LayerNorm(nn::LayerNormOptions({t.hidden})))) {}
+
+  torch::Tensor forward(const torch::Tensor& x) {  // [batch, seq, hidden]
+    const std::int64_t batch = x.size(0), seq = x.size(1), hidden = x.size(2);
+    const std::int64_t head_dim = hidden / heads_;
+    // [3, batch, heads, seq, head_dim]
+    const torch::Tensor qkv =
+        qkv_(x).view({batch, seq, 3, heads_, head_dim}).permute({2, 0, 3, 1, 4});
+    const torch::Tensor scores =
+        torch::matmul(qkv[0], qkv[1].transpose(-2, -1)) / std::sqrt(static_cast<double>(head_dim));
+    const torch::Tensor context = torch::matmul(torch::softmax(scores, -1), qkv[2])
+                                      .transpose(1, 2)
+                                      .reshape({batch, seq, hidden});
+    const torch::Tensor y = norm1_(x + out_(context));
+    return norm2_(y + ffn2_(torch::gelu(ffn1_(y))));
+  }
+
+ private:
+  std::int64_t heads_;
+  Dense qkv_, out_;
+  nn::LayerNorm norm1_;
+  Dense ffn1_, ffn2_;
+  nn::LayerNorm norm2_;
+};
+TORCH_MODULE(EncoderLayer);
+
+// Adapts a module holder whose forward takes one tensor.
+template <typename Holder>
+class ModuleModel : public Model {
+ public:
+  explicit ModuleModel(Holder module) : module_(std::move(module)) {}
+  torch::Tensor Forward(const std::vector<torch::Tensor>& inputs) override {
+    return module_->forward(inputs.at(0));
+  }
+  std::vector<torch::Tensor> Parameters() override { return module_->parameters(); }
+  void SetTraining(bool on) override { module_->train(on); }
+  void To(const torch::Device& device, torch::ScalarType dtype) override {
+    module_->to(device, dtype);
+  }
+  int QuantizeDynamicInt8() override { return QuantizeDenseLayers(*module_); }
+  std::int64_t WeightBytes() override { return ModuleWeightBytes(*module_); }
+
+ private:
+  Holder module_;
+};
+
+template <typename Holder>
+BuiltModel Wrap(Holder module, torch::Tensor input, bool classifier) {
+  module->eval();
+  BuiltModel built;
+  built.model = std::make_unique<ModuleModel<Holder>>(std::move(module));
+  built.inputs = {std::move(input)};
+  built.classifier = classifier;
+  return built;
+}
+
+// Random weights leave BatchNorm's running statistics at mean 0, variance 1, so in
+// eval mode activations would drift in scale from block to block, unlike a trained
+// network. One training-mode pass over the input batch sets them to what the
+// layers really produce.
+void CalibrateBatchNorm(Cnn& net, const torch::Tensor& input) {
+  torch::NoGradGuard no_grad;
+  net->train();
+  net->forward(input);
+  net->eval();
+}
+
+}  // namespace
+
+BuiltModel BuildZooModel(const JobSpec& spec) {
+  const std::int64_t batch = spec.batch_size;
+  if (spec.model == "matmul") {
+    const MatmulArgs& a = spec.matmul;
+    Matmul net(a, batch);
+    return Wrap(net, batch == 1 ? torch::randn({a.m, a.k}) : torch::randn({batch, a.m, a.k}),
+                false);
+  }
+  if (spec.model == "mlp") {
+    nn::Sequential net = BuildMlp(spec.mlp);
+    return Wrap(net, torch::randn({batch, spec.mlp.layers.front()}), true);
+  }
+  if (spec.model == "cnn") {
+    const CnnArgs& c = spec.cnn;
+    Cnn net(c);
+    torch::Tensor input = torch::randn({batch, c.channels, c.image_size, c.image_size});
+    CalibrateBatchNorm(net, input);
+    return Wrap(net, std::move(input), true);
+  }
+  const TransformerArgs& t = spec.transformer;
+  nn::Sequential net;
+  for (std::int64_t i = 0; i < t.layers; ++i) net->push_back(EncoderLayer(t));
+  return Wrap(net, torch::randn({batch, t.seq_len, t.hidden}), false);
+}
+
+}  // namespace benchfleet::worker
