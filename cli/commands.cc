@@ -21,9 +21,9 @@ constexpr int kProgressBarWidth = 30;
 
 // Columns `results` shows as a table unless --all-columns is given.
 const std::vector<std::string> kResultTableColumns = {
-    "job_id",     "host",      "model",  "mode",   "dtype", "batch_size",       "threads",
-    "n",          "median_ms", "p90_ms", "iqr_ms", "noisy", "throughput_per_s", "effective_threads",
-    "peak_rss_mb"};
+    "job_id", "host",   "model", "mode",             "dtype",  "batch_size",       "threads",
+    "n",      "median_ms", "p90_ms", "iqr_ms", "noisy", "throughput_per_s", "gflops",
+    "fraction_of_peak", "effective_threads", "peak_rss_mb"};
 
 int Fail(const Status& status) {
   std::cerr << "benchfleet: " << status.message() << "\n";

@@ -1,0 +1,149 @@
+// The benchmark engine end to end: one agent (calibrated at start) runs every built-in
+// model and a TorchScript file in inference and training, fp32, bf16 and int8 where it
+// applies, at 1 and 2 threads; every row carries its statistics, memory, FLOP and
+// accuracy columns. Bad jobs fail with a reason and the agent keeps serving.
+#include <gtest/gtest.h>
+
+#include <iostream>
+
+#include "tests/fleet.h"
+#include "tests/torchscript_fixture.h"
+
+namespace benchfleet::testing {
+namespace {
+
+using namespace std::chrono_literals;
+using nlohmann::json;
+
+const json kTiming = {{"warmup_s", 0.02}, {"min_time_s", 0.05}, {"max_time_s", 0.3}, {"target_iqr", 0.2}};
+const json kSmallModels = {
+    {"matmul", {{"m", 128}, {"k", 128}, {"n", 128}}},
+    {"mlp", {{"layers", {64, 64, 10}}}},
+    {"cnn", {{"width", 8}, {"blocks", {1, 1, 1, 1}}, {"image_size", 32}, {"classes", 10}}},
+    {"transformer", {{"hidden", 32}, {"heads", 4}, {"layers", 1}, {"ffn", 64}, {"seq_len", 16}}}};
+
+json Sweep(const std::string& name, json models, json modes, json dtypes, json model_args) {
+  return {{"name", name},
+          {"matrix", {{"model", models}, {"mode", modes}, {"dtype", dtypes},
+                      {"batch_size", {4}}, {"threads", {1, 2}}}},
+          {"models", model_args},
+          {"timing", kTiming}};
+}
+
+class EngineSweepTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    FleetOptions options;
+    options.calibrate_agents = true;
+    fleet_ = std::make_unique<Fleet>(options);
+    ASSERT_TRUE(fleet_->StartCoordinator());
+    ASSERT_TRUE(fleet_->StartAgent("engine"));
+    ASSERT_TRUE(fleet_->WaitForAgents(1, 60s)) << fleet_->Logs();
+  }
+  void TearDown() override {
+    if (HasFailure()) std::cerr << fleet_->Logs();
+  }
+  json RunSweep(const json& sweep) {
+    int64_t id = fleet_->Submit(sweep);
+    EXPECT_GT(id, 0) << sweep.dump();
+    json done = fleet_->WaitForSweep(id, 600s);
+    EXPECT_TRUE(done.is_object()) << sweep["name"];
+    return done;
+  }
+  std::unique_ptr<Fleet> fleet_;
+};
+
+TEST_F(EngineSweepTest, EveryModelModeAndDtypeProducesAFullRow) {
+  const std::string script = fleet_->dir("tiny.pt");
+  ASSERT_TRUE(WriteTinyTorchScript(script));
+  json torchscript_args = {{"torchscript", {{"path", script}, {"inputs", {{16}}}}}};
+  // int8 applies to inference of models with Linear layers; the other sweeps cover the rest.
+  std::vector<json> sweeps = {
+      Sweep("inference", {"mlp", "cnn", "transformer"}, {"inference"}, {"fp32", "bf16", "int8"}, kSmallModels),
+      Sweep("train", {"matmul", "mlp", "cnn", "transformer"}, {"train"}, {"fp32", "bf16"}, kSmallModels),
+      Sweep("matmul", {"matmul"}, {"inference"}, {"fp32", "bf16"}, kSmallModels),
+      Sweep("torchscript", {"torchscript"}, {"inference", "train"}, {"fp32", "bf16"}, torchscript_args),
+  };
+  int expected = 0;
+  for (const json& sweep : sweeps) {
+    json done = RunSweep(sweep);
+    int jobs = done["jobs"]["total"];
+    expected += jobs;
+    EXPECT_EQ(done["jobs"]["done"], jobs) << sweep["name"] << ": " << done.dump();
+  }
+  EXPECT_EQ(expected, 18 + 16 + 4 + 8);
+
+  json rows = QueryRows(fleet_->db_path(), "select * from result_summary");
+  ASSERT_EQ(rows.size(), static_cast<size_t>(expected));
+  std::set<std::string> combinations;
+  for (const json& row : rows) {
+    SCOPED_TRACE(row.dump());
+    combinations.insert(row["model"].get<std::string>() + "/" + row["mode"].get<std::string>() + "/" +
+                        row["dtype"].get<std::string>());
+    for (const char* column : {"n", "median_ms", "mean_ms", "p90_ms", "p99_ms", "iqr_ms",
+                               "throughput_per_s", "effective_threads", "peak_rss_mb",
+                               "rss_before_model_mb", "param_bytes", "threads_mismatch"}) {
+      EXPECT_FALSE(row[column].is_null()) << column;
+    }
+    EXPECT_GE(row["n"].get<int>(), 1);
+    const bool builtin = row["model"] != "torchscript";
+    EXPECT_EQ(row["gflops"].is_null(), !builtin);
+    EXPECT_EQ(row["fraction_of_peak"].is_null(), !builtin);  // the agent calibrated its host
+    if (builtin) EXPECT_GT(row["fraction_of_peak"].get<double>(), 0);
+    const bool fp32 = row["dtype"] == "fp32";
+    for (const char* column : {"max_abs_err", "mean_abs_err", "rel_err"}) {
+      EXPECT_EQ(row[column].is_null(), fp32) << column;
+    }
+    if (row["dtype"] == "int8") EXPECT_LT(row["rel_err"].get<double>(), 0.2);
+  }
+  EXPECT_EQ(combinations.size(), 3u * 3 + 4 * 2 + 2 + 4);
+
+  // The comparison views pair what they should.
+  EXPECT_EQ(QueryValue(fleet_->db_path(), "select count(*) from dtype_comparison where dtype = 'int8'"), 6);
+  EXPECT_GT(QueryValue(fleet_->db_path(), "select count(*) from thread_scaling where threads = 2 "
+                                          "and speedup is not null").get<int>(), 0);
+  EXPECT_EQ(QueryValue(fleet_->db_path(), "select count(*) from host_calibration where "
+                                          "gemm_gflops_all > 0 and stream_triad_gbps_all > 0"), 1);
+  json int8 = QueryRows(fleet_->db_path(),
+                        "select speedup, rel_err, top1_agreement from dtype_comparison where "
+                        "model = 'mlp' and dtype = 'int8' and threads = 1");
+  ASSERT_EQ(int8.size(), 1u);
+  std::cout << "FIGURE engine sweep: " << expected << " jobs, " << combinations.size()
+            << " model/mode/dtype combinations; tiny mlp int8 vs fp32 " << int8[0].dump() << "\n";
+}
+
+TEST_F(EngineSweepTest, BadJobsFailWithTheirReasonAndTheAgentKeepsServing) {
+  // Refused at submission: nothing is enqueued.
+  for (const auto& [sweep, words] : std::vector<std::pair<json, std::string>>{
+           {Sweep("unknown", {"resnet9000"}, {"inference"}, {"fp32"}, json::object()),
+            "unknown model \"resnet9000\""},
+           {Sweep("int8-matmul", {"matmul"}, {"inference"}, {"int8"}, kSmallModels),
+            "needs Linear layers; model matmul has none"}}) {
+    std::string error;
+    EXPECT_EQ(fleet_->Submit(sweep, &error), -1);
+    EXPECT_NE(error.find(words), std::string::npos) << error;
+  }
+  // Accepted, then failed by the worker with the reason.
+  const std::string script = fleet_->dir("tiny.pt");
+  ASSERT_TRUE(WriteTinyTorchScript(script));
+  json missing = Sweep("missing", {"torchscript"}, {"inference"}, {"fp32"},
+                       {{"torchscript", {{"path", fleet_->dir("nope.pt")}, {"inputs", {{16}}}}}});
+  json misfit = Sweep("misfit", {"torchscript"}, {"inference"}, {"fp32"},
+                      {{"torchscript", {{"path", script}, {"inputs", {{7}}}}}});
+  for (const auto& [sweep, words] : std::vector<std::pair<json, std::string>>{
+           {missing, "nope.pt"}, {misfit, "[4, 7]"}}) {
+    json done = RunSweep(sweep);
+    EXPECT_EQ(done["jobs"]["failed"], 2) << done.dump();
+    json errors = QueryRows(fleet_->db_path(), "select error from job_failures where sweep_id = " +
+                                                   done["sweep_id"].dump());
+    ASSERT_EQ(errors.size(), 2u);
+    EXPECT_NE(errors[0]["error"].get<std::string>().find(words), std::string::npos) << errors.dump();
+  }
+  // The agent is still there and still works.
+  json fine = RunSweep(Sweep("fine", {"mlp"}, {"inference"}, {"fp32"}, kSmallModels));
+  EXPECT_EQ(fine["jobs"]["done"], 2);
+  EXPECT_TRUE(fleet_->agent("engine").running());
+}
+
+}  // namespace
+}  // namespace benchfleet::testing
