@@ -89,12 +89,16 @@ TEST_F(EngineSweepTest, EveryModelModeAndDtypeProducesAFullRow) {
     const bool builtin = row["model"] != "torchscript";
     EXPECT_EQ(row["gflops"].is_null(), !builtin);
     EXPECT_EQ(row["fraction_of_peak"].is_null(), !builtin);  // the agent calibrated its host
-    if (builtin) EXPECT_GT(row["fraction_of_peak"].get<double>(), 0);
+    if (builtin) {
+      EXPECT_GT(row["fraction_of_peak"].get<double>(), 0);
+    }
     const bool fp32 = row["dtype"] == "fp32";
     for (const char* column : {"max_abs_err", "mean_abs_err", "rel_err"}) {
       EXPECT_EQ(row[column].is_null(), fp32) << column;
     }
-    if (row["dtype"] == "int8") EXPECT_LT(row["rel_err"].get<double>(), 0.2);
+    if (row["dtype"] == "int8") {
+      EXPECT_LT(row["rel_err"].get<double>(), 0.2);
+    }
   }
   EXPECT_EQ(combinations.size(), 3u * 3 + 4 * 2 + 2 + 4);
 
@@ -131,7 +135,7 @@ TEST_F(EngineSweepTest, BadJobsFailWithTheirReasonAndTheAgentKeepsServing) {
   json misfit = Sweep("misfit", {"torchscript"}, {"inference"}, {"fp32"},
                       {{"torchscript", {{"path", script}, {"inputs", {{7}}}}}});
   for (const auto& [sweep, words] : std::vector<std::pair<json, std::string>>{
-           {missing, "nope.pt"}, {misfit, "[4, 7]"}}) {
+           {missing, "nope.pt"}, {misfit, "does not fit the model"}}) {
     json done = RunSweep(sweep);
     EXPECT_EQ(done["jobs"]["failed"], 2) << done.dump();
     json errors = QueryRows(fleet_->db_path(), "select error from job_failures where sweep_id = " +
