@@ -6,7 +6,11 @@
 # (OMP_WAIT_POLICY=PASSIVE, OMP/OPENBLAS_NUM_THREADS, the first N allowed
 # CPUs), and the two are alternated ROUNDS times per configuration so that
 # drift (clocks, neighbours) hits both alike; the table shows the median over
-# rounds of each side's median.
+# rounds of each side's median. plain_ms is the median of the plain loop's
+# 1 s window means; plain_iter_ms the median of its single iterations. On a
+# quiet host they agree; under load the window means also absorb time slices
+# lost to other processes, which the worker's median of ~1 ms blocks mostly
+# leaves out; compare the worker with both.
 # usage: bench/harness_overhead.sh [build dir] [rounds]
 set -euo pipefail
 build=${1:-build}
@@ -20,7 +24,8 @@ dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 
 echo "# $(date -u +%Y-%m-%dT%H:%M:%SZ) load before: $(cut -d' ' -f1-3 /proc/loadavg)"
-printf '%-6s %-7s %12s %12s %9s   %s\n' batch threads plain_ms worker_ms overhead "per-round overhead"
+printf '%-6s %-7s %10s %13s %10s %9s %9s   %s\n' batch threads plain_ms plain_iter_ms worker_ms \
+  overhead vs_iter "per-round overhead"
 for threads in $thread_counts; do
   cpus=$(python3 -c "import os; print(','.join(map(str, sorted(os.sched_getaffinity(0))[:$threads])))")
   run() {
@@ -40,20 +45,21 @@ JOB
       run "$worker" --job "$dir/job.json" --out "$dir/result.json" 2>/dev/null
       python3 - "$dir/plain.json" "$dir/result.json" >>"$dir/pairs" <<'PY'
 import json, sys
-plain = json.load(open(sys.argv[1]))["median_ms"]
+plain = json.load(open(sys.argv[1]))
 result = json.load(open(sys.argv[2]))
 assert result["ok"], result.get("error")
-print(plain, result["stats"]["median_ms"])
+print(plain["median_ms"], plain["median_iteration_ms"], result["stats"]["median_ms"])
 PY
     done
     python3 - "$dir/pairs" "$batch" "$threads" <<'PY'
 import statistics, sys
-pairs = [tuple(map(float, line.split())) for line in open(sys.argv[1])]
-plain = statistics.median(p for p, _ in pairs)
-worker = statistics.median(w for _, w in pairs)
-rounds = " ".join(f"{(w / p - 1) * 100:+.1f}%" for p, w in pairs)
-print(f"{sys.argv[2]:<6} {sys.argv[3]:<7} {plain:12.4f} {worker:12.4f} "
-      f"{(worker / plain - 1) * 100:+8.2f}%   {rounds}")
+rows = [tuple(map(float, line.split())) for line in open(sys.argv[1])]
+plain = statistics.median(p for p, _, _ in rows)
+plain_iter = statistics.median(i for _, i, _ in rows)
+worker = statistics.median(w for _, _, w in rows)
+rounds = " ".join(f"{(w / p - 1) * 100:+.1f}%" for p, _, w in rows)
+print(f"{sys.argv[2]:<6} {sys.argv[3]:<7} {plain:10.4f} {plain_iter:13.4f} {worker:10.4f} "
+      f"{(worker / plain - 1) * 100:+8.2f}% {(worker / plain_iter - 1) * 100:+8.2f}%   {rounds}")
 PY
   done
 done
