@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <iostream>
+#include <thread>
 
 #include "tests/fleet.h"
 #include "tests/torchscript_fixture.h"
@@ -147,6 +148,31 @@ TEST_F(EngineSweepTest, BadJobsFailWithTheirReasonAndTheAgentKeepsServing) {
   json fine = RunSweep(Sweep("fine", {"mlp"}, {"inference"}, {"fp32"}, kSmallModels));
   EXPECT_EQ(fine["jobs"]["done"], 2);
   EXPECT_TRUE(fleet_->agent("engine").running());
+}
+
+// The thread sweep must tell the truth on this 2-core machine: for a GEMM-bound model two
+// threads beat one (OpenMP and OpenBLAS coordinated), and one thread uses one core. A
+// timing comparison, so a noisy run may repeat the sweep, at most three times.
+TEST_F(EngineSweepTest, TwoThreadsBeatOneForGemm) {
+  if (std::thread::hardware_concurrency() < 2) GTEST_SKIP() << "needs 2 CPUs";
+  json sweep = {{"name", "gemm-threads"},
+                {"matrix", {{"model", {"matmul"}}, {"batch_size", {1}}, {"threads", {1, 2}}}},
+                {"models", {{"matmul", {{"m", 768}, {"k", 768}, {"n", 768}}}}},
+                {"timing", {{"warmup_s", 0.2}, {"min_time_s", 1}, {"max_time_s", 3}, {"target_iqr", 0.05}}}};
+  json scaling;
+  for (int run = 0; run < 3; ++run) {
+    json done = RunSweep(sweep);
+    ASSERT_EQ(done["jobs"]["done"], 2);
+    scaling = QueryRows(fleet_->db_path(),
+                        "select threads, median_ms, effective_threads, speedup from thread_scaling "
+                        "where sweep_id = " + done["sweep_id"].dump() + " order by threads");
+    ASSERT_EQ(scaling.size(), 2u);
+    if (scaling[1]["speedup"].get<double>() > 1.2) break;
+  }
+  std::cout << "FIGURE matmul 768^3 thread scaling: " << scaling.dump() << "\n";
+  EXPECT_GT(scaling[1]["speedup"].get<double>(), 1.2);
+  EXPECT_NEAR(scaling[0]["effective_threads"].get<double>(), 1.0, 0.25);
+  EXPECT_GT(scaling[1]["effective_threads"].get<double>(), 1.5);
 }
 
 }  // namespace
