@@ -54,22 +54,11 @@ void TcpProxy::Loop() {
       fds.push_back({p.b, POLLIN, 0});
     }
     if (poll(fds.data(), fds.size(), 20) <= 0) continue;
-    if (fds[0].revents & POLLIN) {
-      int a = accept(listen_fd_, nullptr, nullptr);
-      int b = socket(AF_INET, SOCK_STREAM, 0);
-      sockaddr_in addr{};
-      addr.sin_family = AF_INET;
-      addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-      addr.sin_port = htons(static_cast<uint16_t>(target_port_));
-      if (a >= 0 && connect(b, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) {
-        pairs.push_back({a, b});
-      } else {
-        if (a >= 0) close(a);
-        close(b);
-      }
-    }
     std::vector<Pair> alive;
-    for (size_t i = 0; i < pairs.size(); ++i) {
+    // `fds` describes the pairs as they were before poll(); a connection accepted
+    // below joins on the next round.
+    const size_t polled = (fds.size() - 1) / 2;
+    for (size_t i = 0; i < polled; ++i) {
       bool open = true;
       for (int side = 0; side < 2 && open; ++side) {
         const pollfd& fd = fds[1 + 2 * i + side];
@@ -98,6 +87,20 @@ void TcpProxy::Loop() {
       }
     }
     pairs = alive;
+    if (fds[0].revents & POLLIN) {
+      int a = accept(listen_fd_, nullptr, nullptr);
+      int b = socket(AF_INET, SOCK_STREAM, 0);
+      sockaddr_in addr{};
+      addr.sin_family = AF_INET;
+      addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+      addr.sin_port = htons(static_cast<uint16_t>(target_port_));
+      if (a >= 0 && connect(b, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) {
+        pairs.push_back({a, b});
+      } else {
+        if (a >= 0) close(a);
+        close(b);
+      }
+    }
   }
   for (const Pair& p : pairs) {
     close(p.a);
