@@ -255,7 +255,7 @@ StatusOr<Sweep> ParseSweepText(const std::string& text) {
   json document;
   try {
     document = json::parse(text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, and out_of_range for a number like 1e999
     // e.what() carries the byte position, which is what a user needs to fix the file.
     return InvalidArgument(std::string("not valid JSON: ") + e.what());
   }

@@ -51,6 +51,8 @@ struct BadSweep {
 TEST(SweepTest, BadInputNamesTheField) {
   const std::vector<BadSweep> cases = {
       {"{not json", "not valid JSON"},
+      {R"({"name":"x","seed":3.6E666666662,"matrix":{"model":["mlp"],"batch_size":[1]}})",
+       "not valid JSON"},  // a number too large for a double must not throw
       {"[]", "JSON object"},
       {R"({"matrix":{"model":["mlp"],"batch_size":[1]}})", "name"},
       {R"({"name":"x","matrix":{"model":["mlp"],"batch_size":[1]},"colour":"red"})",
