@@ -1,5 +1,7 @@
 #include "worker/process_info.h"
 
+#include "common/host_probe.h"
+
 #include <sched.h>
 #include <unistd.h>
 
@@ -19,16 +21,7 @@ std::optional<double> ResidentSetMiB() {
          kBytesPerMiB;
 }
 
-std::vector<int> AllowedCpus() {
-  std::vector<int> cpus;
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof(set), &set) != 0) return cpus;
-  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
-    if (CPU_ISSET(cpu, &set)) cpus.push_back(cpu);
-  }
-  return cpus;
-}
+std::vector<int> AllowedCpus() { return benchfleet::AllowedCpus(); }
 
 std::optional<std::string> EnvironmentValue(const char* name) {
   const char* value = std::getenv(name);
