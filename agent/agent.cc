@@ -154,9 +154,18 @@ void AgentDaemon::Handle(const Message& message) {
   } else if (message.type == msg::kJob) {
     StartJob(body);
   } else if (message.type == msg::kAck) {
+    // Every outcome ends the result's life in the spool. "rejected": the coordinator
+    // can never store it (it names the field at fault), so resending would only bring
+    // the same answer after every reconnect.
     Status removed = spool_->Remove(body["job_id"], body["attempt"]);
     if (!removed.ok()) LOG_ERROR(removed.message());
-    LOG_DEBUG("ack job " << body["job_id"] << ": " << body["outcome"]);
+    if (body["outcome"] == "rejected") {
+      LOG_WARN("result of job " << body["job_id"] << " attempt " << body["attempt"]
+                                << " rejected by the coordinator and dropped from the spool: "
+                                << body.value("reason", std::string("(no reason given)")));
+    } else {
+      LOG_DEBUG("ack job " << body["job_id"] << ": " << body["outcome"]);
+    }
   } else if (message.type == msg::kError) {
     const std::string code = body["code"];
     if (code == "not_found") {

@@ -2,14 +2,17 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <random>
 #include <sstream>
 
 #include "cli/client.h"
 #include "common/clock.h"
+#include "common/result_fields.h"
 #include "common/sweep.h"
 
 namespace benchfleet {
@@ -19,11 +22,30 @@ namespace {
 constexpr int kProgressPollMs = 250;
 constexpr int kProgressBarWidth = 30;
 
-// Columns `results` shows as a table unless --all-columns is given.
-const std::vector<std::string> kResultTableColumns = {
-    "job_id", "host",   "model", "mode",             "dtype",  "batch_size",       "threads",
-    "n",      "median_ms", "p90_ms", "iqr_ms", "noisy", "throughput_per_s", "gflops",
-    "fraction_of_peak", "effective_threads", "peak_rss_mb"};
+// Submits tried with one submission id before the CLI gives up (safe: a resend never
+// makes a second sweep).
+constexpr int kSubmitTries = 3;
+
+// Columns `results` shows as a table unless --all-columns is given: the job's identity
+// and configuration, the result fields marked `show` in schemas/result_fields.json, and
+// the fraction of the calibrated peak.
+std::vector<std::string> ResultTableColumns() {
+  std::vector<std::string> columns = {"job_id", "host",       "model",  "mode",
+                                      "dtype",  "batch_size", "threads"};
+  for (const ResultField& field : ResultFields()) {
+    if (field.show && !field.column.empty()) columns.push_back(field.column);
+  }
+  columns.push_back("fraction_of_peak");
+  return columns;
+}
+
+// A random id for one submission: 64 bits from the OS.
+std::string NewSubmissionId() {
+  std::random_device random;
+  char id[32];
+  snprintf(id, sizeof id, "cli-%08x%08x", random(), random());
+  return id;
+}
 
 int Fail(const Status& status) {
   std::cerr << "benchfleet: " << status.message() << "\n";
@@ -111,6 +133,20 @@ int WaitForSweep(CoordinatorClient& client, int64_t sweep_id, double timeout_s) 
       std::cerr << "sweep " << sweep_id << " " << sweep["state"].get<std::string>() << "\n";
       return sweep["state"] == "done" ? 0 : 1;
     }
+    // Jobs that no registered agent can run would wait for ever: say so and stop.
+    const json& waiting = reply->body["waiting"];
+    const bool stuck = sweep["jobs"]["running"] == 0 && sweep["jobs"]["queued"] > 0 &&
+                       !waiting.empty() &&
+                       std::all_of(waiting.begin(), waiting.end(), [](const json& w) {
+                         return w.value("matching_agents", 1) == 0;
+                       });
+    if (stuck) {
+      if (tty) std::cerr << "\n";
+      for (const json& w : waiting) std::cerr << "benchfleet: " << w.value("reason", "") << "\n";
+      std::cerr << "benchfleet: no registered agent can run the queued jobs of sweep " << sweep_id
+                << "; they stay queued until one registers (benchfleet status shows them)\n";
+      return kExitNoAgentCanRun;
+    }
     if (timeout_s > 0 && elapsed > timeout_s) {
       if (tty) std::cerr << "\n";
       std::cerr << "benchfleet: sweep " << sweep_id << " still running after " << timeout_s
@@ -137,14 +173,33 @@ int SubmitCommand(const ClientOptions& client_options, const SubmitOptions& opti
   }
   auto client = Connect(client_options);
   if (!client.ok()) return Fail(client.status());
-  auto reply = (*client)->Call(msg::kSubmit, {{"sweep", sweep->source}});
-  if (!reply.ok()) return Fail(reply.status());
+  const std::string submission_id =
+      options.submission_id.empty() ? NewSubmissionId() : options.submission_id;
+  StatusOr<Message> reply = Unavailable("not sent");
+  for (int attempt = 1; attempt <= kSubmitTries; ++attempt) {
+    reply = (*client)->Call(msg::kSubmit, {{"sweep", sweep->source}, {"submission_id", submission_id}});
+    if (reply.ok() || reply.status().code() != StatusCode::kUnavailable) break;
+    if (attempt < kSubmitTries) std::cerr << "benchfleet: " << reply.status().message() << "; sending again\n";
+  }
+  if (!reply.ok()) {
+    if (reply.status().code() == StatusCode::kUnavailable) {
+      std::cerr << "benchfleet: " << reply.status().message() << "\n"
+                << "benchfleet: the sweep may have been stored all the same. Check with "
+                   "`benchfleet status`, or send it again with `benchfleet submit "
+                << options.file << " --submission-id " << submission_id
+                << "` (the same id never makes a second sweep)\n";
+      return 1;
+    }
+    return Fail(reply.status());
+  }
   int64_t sweep_id = reply->body["sweep_id"];
   std::string agents;
   for (const auto& a : reply->body["agents"])
     agents += (agents.empty() ? "" : ", ") + a.get<std::string>();
   std::cout << "sweep " << sweep_id << " \"" << sweep->name << "\": " << reply->body["jobs"]
-            << " jobs" << (agents.empty() ? " for any matching agent" : " on " + agents) << "\n"
+            << " jobs" << (agents.empty() ? " for any matching agent" : " on " + agents)
+            << (reply->body.value("existing", false) ? " (stored by an earlier send of this submission)" : "")
+            << "\n"
             << std::flush;
   if (!options.wait) return 0;
   return WaitForSweep(**client, sweep_id, options.wait_timeout_s);
@@ -162,7 +217,9 @@ int StatusCommand(const ClientOptions& client_options, std::optional<int64_t> sw
   if (format == RowFormat::kJson) {
     std::cout << json({{"sweeps", body["sweeps"]},
                        {"agents", body["agents"]},
-                       {"counters", body["counters"]}})
+                       {"counters", body["counters"]},
+                       {"waiting", body.value("waiting", json::array())},
+                       {"departed", body.value("departed", json::array())}})
                      .dump(2)
               << "\n";
     return 0;
@@ -183,6 +240,19 @@ int StatusCommand(const ClientOptions& client_options, std::optional<int64_t> sw
   }
   std::cout << "\nagents\n"
             << FormatRows({"agent", "state", "job_id", "last_seen_ms_ago"}, agent_rows, format);
+  const json waiting = body.value("waiting", json::array());
+  if (!waiting.empty()) {
+    std::cout << "\nwaiting\n";
+    for (const auto& w : waiting) std::cout << "  " << w.value("reason", "") << "\n";
+  }
+  const json departed = body.value("departed", json::array());
+  if (!departed.empty()) {
+    std::cout << "\nagents gone\n";
+    for (const auto& d : departed) {
+      std::cout << "  " << d.value("agent", "") << " at " << d.value("at", "") << ": "
+                << d.value("reason", "") << "\n";
+    }
+  }
   if (format == RowFormat::kTable) {
     std::cout << "\ncounters";
     for (const auto& [name, value] : body["counters"].items())
@@ -200,7 +270,7 @@ int ResultsCommand(const ClientOptions& client_options, std::optional<int64_t> s
   if (sweep_id) fields["sweep_id"] = *sweep_id;
   auto reply = (*client)->Call(msg::kResults, fields);
   if (!reply.ok()) return Fail(reply.status());
-  PrintRows(reply->body, format, all_columns ? std::vector<std::string>{} : kResultTableColumns);
+  PrintRows(reply->body, format, all_columns ? std::vector<std::string>{} : ResultTableColumns());
   return 0;
 }
 

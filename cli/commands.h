@@ -24,7 +24,13 @@ struct SubmitOptions {
   std::string file;
   bool wait = false;
   double wait_timeout_s = 0;  // 0: wait as long as it takes
+  // Sent with the submit; a resend with the same id returns the sweep stored the first
+  // time. Empty: a fresh random one.
+  std::string submission_id;
 };
+
+// Exit status of `submit --wait` when no registered agent can run the sweep's jobs.
+inline constexpr int kExitNoAgentCanRun = 3;
 
 int SubmitCommand(const ClientOptions& client, const SubmitOptions& options);
 int StatusCommand(const ClientOptions& client, std::optional<int64_t> sweep_id, RowFormat format);

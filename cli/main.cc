@@ -39,6 +39,9 @@ int main(int argc, char** argv) {
                        "show progress and wait until the sweep has finished");
   submit_cmd->add_option("--wait-timeout", submit.wait_timeout_s,
                          "stop waiting after this many seconds (0: no limit)");
+  submit_cmd->add_option("--submission-id", submit.submission_id,
+                         "resend a submission whose reply was lost: the coordinator returns the "
+                         "sweep it stored under this id instead of storing a second one");
 
   auto* status_cmd = app.add_subcommand("status", "show sweeps, agents and counters");
   status_cmd->add_option("--sweep", sweep_id, "only this sweep");

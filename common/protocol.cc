@@ -60,7 +60,10 @@ bool HasKind(const json& value, Kind kind) {
 // peer may add optional fields without breaking an older one) but ignored.
 const std::vector<std::pair<std::string, std::vector<Field>>>& Schema() {
   static const auto* schema = new std::vector<std::pair<std::string, std::vector<Field>>>{
-      {msg::kSubmit, {{"request_id", Kind::kAny, true}, {"sweep", Kind::kObject, true}}},
+      {msg::kSubmit,
+       {{"request_id", Kind::kAny, true},
+        {"sweep", Kind::kObject, true},
+        {"submission_id", Kind::kString, false}}},
       {msg::kStatus, {{"request_id", Kind::kAny, true}, {"sweep_id", Kind::kInteger, false}}},
       {msg::kCancel, {{"request_id", Kind::kAny, true}, {"sweep_id", Kind::kInteger, true}}},
       {msg::kResults,
@@ -73,12 +76,15 @@ const std::vector<std::pair<std::string, std::vector<Field>>>& Schema() {
        {{"request_id", Kind::kAny, true},
         {"sweep_id", Kind::kInteger, true},
         {"jobs", Kind::kInteger, true},
-        {"agents", Kind::kArray, true}}},
+        {"agents", Kind::kArray, true},
+        {"existing", Kind::kBoolean, false}}},
       {msg::kStatusReply,
        {{"request_id", Kind::kAny, true},
         {"sweeps", Kind::kArray, true},
         {"agents", Kind::kArray, true},
-        {"counters", Kind::kObject, true}}},
+        {"counters", Kind::kObject, true},
+        {"waiting", Kind::kArray, true},
+        {"departed", Kind::kArray, true}}},
       {msg::kCancelled,
        {{"request_id", Kind::kAny, true},
         {"sweep_id", Kind::kInteger, true},
@@ -94,7 +100,7 @@ const std::vector<std::pair<std::string, std::vector<Field>>>& Schema() {
         {"capabilities", Kind::kObject, true},
         {"calibrate", Kind::kBoolean, false},
         {"spooled", Kind::kArray, false}}},
-      {msg::kHeartbeat, {{"running", Kind::kAny, false}}},
+      {msg::kHeartbeat, {{"running", Kind::kAny, false}}},  // null or {job_id, attempt}
       {msg::kResult,
        {{"job_id", Kind::kInteger, true},
         {"attempt", Kind::kInteger, true},
@@ -111,11 +117,14 @@ const std::vector<std::pair<std::string, std::vector<Field>>>& Schema() {
       {msg::kAck,
        {{"job_id", Kind::kInteger, true},
         {"attempt", Kind::kInteger, true},
-        {"outcome", Kind::kString, true}}},
+        {"outcome", Kind::kString, true},
+        {"reason", Kind::kString, false}}},
       {msg::kError,
        {{"code", Kind::kString, true},
         {"message", Kind::kString, true},
-        {"request_id", Kind::kAny, false}}},
+        {"request_id", Kind::kAny, false},
+        {"job_id", Kind::kInteger, false},
+        {"attempt", Kind::kInteger, false}}},
   };
   return *schema;
 }
@@ -128,6 +137,14 @@ const std::vector<Field>* FieldsOf(const std::string& type) {
 }
 
 }  // namespace
+
+std::vector<MessageField> MessageFields(const std::string& type) {
+  std::vector<MessageField> out;
+  if (const std::vector<Field>* fields = FieldsOf(type)) {
+    for (const Field& field : *fields) out.push_back({field.name, KindName(field.kind), field.required});
+  }
+  return out;
+}
 
 const std::vector<std::string>& AllMessageTypes() {
   static const auto* types = [] {

@@ -47,6 +47,16 @@ struct Message {
   json body;  // the whole object, "v" and "type" included
 };
 
+// A top-level field of a message type, as the decoder checks it and protocol.md lists
+// it: `kind` is "a string", "an integer", "a number", "an object", "an array",
+// "a boolean" or "any value".
+struct MessageField {
+  std::string name;
+  std::string kind;
+  bool required;
+};
+std::vector<MessageField> MessageFields(const std::string& type);
+
 // Every message type the protocol defines, in protocol.md's order.
 const std::vector<std::string>& AllMessageTypes();
 

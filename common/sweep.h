@@ -1,5 +1,6 @@
-// The sweep file: what a user writes (schemas/sweep.md), its validation, its expansion
-// into job specs, and the matching of a sweep's `select` against an agent.
+// The sweep file: what a user writes (schemas/sweep.md), its validation and its
+// expansion into job specs. Matching jobs to agents is the coordinator's
+// (coordinator/matching.h).
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -41,15 +42,5 @@ StatusOr<Sweep> ParseSweepText(const std::string& text);
 
 // The per-job timeout in seconds: the sweep's own, or one derived from its timing.
 double JobTimeoutSeconds(const Sweep& sweep);
-
-// What the scheduler knows of an agent when matching a `select`.
-struct AgentDescription {
-  std::string name;
-  std::vector<std::string> tags;
-  json capabilities = json::object();  // see schemas/protocol.md, message "register"
-};
-
-// True when the agent satisfies every key of `select` (an empty select matches all).
-bool AgentMatches(const json& select, const AgentDescription& agent);
 
 }  // namespace benchfleet

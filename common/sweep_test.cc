@@ -95,25 +95,6 @@ TEST(SweepTest, BadInputNamesTheField) {
   }
 }
 
-TEST(SweepTest, SelectMatchesByDeviceNameTagsAndModels) {
-  AgentDescription cpu_box{"node-a",
-                           {"lab", "avx2"},
-                           json::parse(R"({"host":{"cpu_model":"AMD EPYC 7B13"},"gpus":[]})")};
-  AgentDescription gpu_box{"node-g", {"lab"}, json::parse(R"({"host":{"cpu_model":"Intel Xeon"},
-                                           "gpus":[{"name":"NVIDIA H200","memory_mb":141000}]})")};
-  EXPECT_TRUE(AgentMatches(json::object(), cpu_box));
-  EXPECT_TRUE(AgentMatches({{"device", "cpu"}}, gpu_box));  // every host has a CPU
-  EXPECT_FALSE(AgentMatches({{"device", "cuda"}}, cpu_box));
-  EXPECT_TRUE(AgentMatches({{"device", "cuda"}}, gpu_box));
-  EXPECT_TRUE(AgentMatches({{"name", "node-a"}}, cpu_box));
-  EXPECT_FALSE(AgentMatches({{"name", json::array({"node-x", "node-g"})}}, cpu_box));
-  EXPECT_TRUE(AgentMatches({{"tags", json::array({"lab", "avx2"})}}, cpu_box));
-  EXPECT_FALSE(AgentMatches({{"tags", "avx2"}}, gpu_box));
-  EXPECT_TRUE(AgentMatches({{"cpu_model", "EPYC"}}, cpu_box));
-  EXPECT_FALSE(AgentMatches({{"cpu_model", "EPYC"}}, gpu_box));
-  EXPECT_TRUE(AgentMatches({{"gpu_model", "H200"}}, gpu_box));
-  EXPECT_FALSE(AgentMatches({{"gpu_model", "H200"}}, cpu_box));
-}
 
 }  // namespace
 }  // namespace benchfleet

@@ -1,5 +1,7 @@
 #include "common/transport.h"
 
+#include <cerrno>
+
 #include "common/limits.h"
 
 namespace benchfleet {
@@ -80,7 +82,9 @@ Status SendFrames(zmq::socket_t& socket, const Frames& frames) {
     }
     return Status::Ok();
   } catch (const zmq::error_t& e) {
-    // EHOSTUNREACH under ROUTER_MANDATORY: the peer disconnected.
+    // EHOSTUNREACH under ROUTER_MANDATORY: the peer disconnected; it is gone for good
+    // (a reconnecting agent comes back as a new peer and registers again).
+    if (e.num() == EHOSTUNREACH) return NotFound(std::string("peer is gone: ") + e.what());
     return Unavailable(std::string("send failed: ") + e.what());
   }
 }

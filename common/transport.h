@@ -37,7 +37,8 @@ inline constexpr const char* kZapDomain = "benchfleet";
 // Non-blocking receive of one multipart message.
 StatusOr<std::optional<Frames>> ReceiveFrames(zmq::socket_t& socket);
 
-// Non-blocking send; kUnavailable when the peer is gone or its queue is full.
+// Non-blocking send; kNotFound when a ROUTER has no peer of that routing id (it
+// disconnected), kUnavailable when the peer's queue is full.
 Status SendFrames(zmq::socket_t& socket, const Frames& frames);
 
 // Sends one protocol message from a DEALER.

@@ -6,21 +6,29 @@
 #include <cstdio>
 #include <fstream>
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "common/transport.h"
+#include "common/worker_result.h"
 
 namespace benchfleet {
 namespace {
 
 // Most recent sweeps shown by a status request without a sweep id.
 constexpr int kStatusSweeps = 20;
-// Queued jobs examined per idle agent and dispatch round.
-constexpr int kDispatchScan = 256;
+// Agents that left the registry, remembered for status.
+constexpr size_t kDepartedShown = 20;
+// Queued jobs read per requirement when looking for one to hand out: jobs held for a
+// spooled result on its way are skipped, so a few more than one are read.
+constexpr int kOldestQueuedScan = 8;
 // Messages handled per socket before the loop looks at timers again, so a flood on one
 // socket cannot starve heartbeats and the other socket.
 constexpr int kMaxMessagesPerRound = 100;
-// Longest agent name accepted.
-constexpr size_t kMaxAgentName = 128;
+// A busy agent that refused an offer gets no other for this long, doubling per refusal
+// up to the maximum; a result resets it.
+constexpr int kMaxRefusalBackoffMs = 30000;
+// Malformed messages logged one by one before logging thins out to one in 1000.
+constexpr int64_t kMalformedLoggedInFull = 10;
 
 Status WriteFileAtomically(const std::string& path, const std::string& content) {
   std::string tmp = path + ".tmp";
@@ -33,18 +41,9 @@ Status WriteFileAtomically(const std::string& path, const std::string& content) 
   return Status::Ok();
 }
 
-bool ValidAgentName(const std::string& name) {
-  if (name.empty() || name.size() > kMaxAgentName) return false;
-  return std::all_of(name.begin(), name.end(), [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.';
-  });
-}
-
-json RowsToJson(const Rows& rows, const json& request_id) {
-  return {{"request_id", request_id},
-          {"columns", rows.columns},
-          {"rows", rows.rows},
-          {"truncated", rows.truncated}};
+json RequestId(const Message& message) {
+  auto it = message.body.find("request_id");
+  return it == message.body.end() ? json() : *it;
 }
 
 }  // namespace
@@ -55,14 +54,21 @@ json CoordinatorCounters::ToJson() const {
           {"results_stored", results_stored},
           {"duplicate_results", duplicate_results},
           {"stale_results", stale_results},
+          {"rejected_results", rejected_results},
           {"failed_jobs", failed_jobs},
           {"requeued_jobs", requeued_jobs},
+          {"undelivered_offers", undelivered_offers},
+          {"refused_offers", refused_offers},
           {"send_failures", send_failures},
-          {"store_errors", store_errors}};
+          {"store_errors", store_errors},
+          {"handler_exceptions", handler_exceptions}};
 }
 
 Coordinator::Coordinator(CoordinatorOptions options) : options_(std::move(options)) {}
-Coordinator::~Coordinator() = default;
+
+Coordinator::~Coordinator() {
+  reads_.reset();  // joins the query thread before the context goes
+}
 
 StatusOr<std::unique_ptr<CurveKeyPair>> Coordinator::SecurityPolicy() const {
   if (options_.curve_key_path.empty()) {
@@ -91,6 +97,9 @@ StatusOr<std::unique_ptr<CurveKeyPair>> Coordinator::SecurityPolicy() const {
 Status Coordinator::Start() {
   ASSIGN_OR_RETURN(auto curve, SecurityPolicy());
   ASSIGN_OR_RETURN(store_, Store::Open(options_.db_path));
+  RETURN_IF_ERROR(ReloadRequirements());
+  reads_ = std::make_unique<QueryRunner>(context_, options_.db_path);
+  RETURN_IF_ERROR(reads_->Start());
   if (curve) {
     // The ZAP handler must be bound before the first handshake can arrive.
     ASSIGN_OR_RETURN(zap_, ZapHandler::Start(context_, options_.allow_list_path));
@@ -114,16 +123,28 @@ Status Coordinator::Start() {
   return Status::Ok();
 }
 
+Status Coordinator::StartInProcess(Outbox outbox) {
+  outbox_ = std::move(outbox);
+  ASSIGN_OR_RETURN(store_, Store::Open(options_.db_path));
+  RETURN_IF_ERROR(ReloadRequirements());
+  reads_ = std::make_unique<QueryRunner>(context_, options_.db_path);
+  RETURN_IF_ERROR(reads_->Start());
+  RecoverLeases();
+  next_heartbeat_ = MonoNow();
+  return Status::Ok();
+}
+
 Status Coordinator::Run(const std::atomic<bool>* stop, std::atomic<bool>* reload) {
   while (!stop->load()) {
     if (reload != nullptr && reload->exchange(false) && zap_) {
       Status reloaded = zap_->Reload();
       if (!reloaded.ok()) LOG_ERROR("allow-list not reloaded, the old one stays: " << reloaded.message());
     }
-    std::vector<zmq::socket_t*> sockets = {agents_socket_.get(), clients_socket_.get()};
+    std::vector<zmq::socket_t*> sockets = {agents_socket_.get(), clients_socket_.get(),
+                                           &reads_->reply_socket()};
     if (zap_) sockets.push_back(&zap_->socket());
     auto readable = PollReadable(sockets, kCoordinatorTickMs);
-    if (zap_ && readable[2]) zap_->Handle();
+    if (zap_ && readable[3]) zap_->Handle();
     for (int i = 0; readable[0] && i < kMaxMessagesPerRound; ++i) {
       auto frames = ReceiveFrames(*agents_socket_);
       if (!frames.ok() || !frames->has_value()) break;
@@ -134,105 +155,230 @@ Status Coordinator::Run(const std::atomic<bool>* stop, std::atomic<bool>* reload
       if (!frames.ok() || !frames->has_value()) break;
       HandleClient(**frames);
     }
+    if (readable[2]) DeliverReadReplies(Millis(0));
+    Tick();
+  }
+  LOG_INFO("stopping");
+  return Status::Ok();
+}
+
+void Coordinator::Tick() {
+  try {
     // An agent is silent only if nothing of it waits in our own queue: after a slow
     // store operation (a locked database) the input is drained before anyone expires.
     // (A flood that never lets the queue empty cannot postpone expiry past one window.)
     MonoTime now = MonoNow();
-    if (!PollReadable({agents_socket_.get()}, 0)[0] || now - last_expiry_ > LivenessWindow()) {
+    bool inbound_waiting = agents_socket_ && PollReadable({agents_socket_.get()}, 0)[0];
+    if (!inbound_waiting || now - last_expiry_ > LivenessWindow()) {
       ExpireSilentAgentsAndLeases();
       last_expiry_ = now;
     }
     Dispatch();
     SendHeartbeats();
+  } catch (const std::exception& e) {
+    ++counters_.handler_exceptions;
+    LOG_ERROR("timer work failed and was skipped this round: " << e.what());
   }
-  LOG_INFO("stopping");
-  return Status::Ok();
+}
+
+int Coordinator::DeliverReadReplies(Millis wait) {
+  int sent = 0;
+  if (wait.count() > 0 && !PollReadable({&reads_->reply_socket()}, wait.count())[0]) return 0;
+  while (auto reply = reads_->TakeReply()) {
+    auto decoded = Decode(reply->second);
+    if (!decoded.ok()) continue;  // our own encoding; cannot happen
+    (void)Send(Side::kClients, reply->first, *decoded);
+    ++sent;
+  }
+  return sent;
+}
+
+Status Coordinator::Send(Side side, const std::string& routing_id, const Message& message) {
+  Status sent;
+  if (outbox_) {
+    sent = outbox_(side, routing_id, message);
+  } else {
+    zmq::socket_t* socket = side == Side::kAgents ? agents_socket_.get() : clients_socket_.get();
+    sent = SendMessageTo(*socket, routing_id, message);
+  }
+  if (!sent.ok()) {
+    ++counters_.send_failures;
+    LOG_WARN("message " << message.type << " to " << (side == Side::kAgents ? "agent" : "client")
+                        << " peer lost: " << sent.message());
+  }
+  return sent;
+}
+
+void Coordinator::ReplyToAgent(const std::string& routing_id, const Message& message) {
+  (void)Send(Side::kAgents, routing_id, message);
+}
+
+void Coordinator::Refuse(Side side, const std::string& routing_id, const Status& status,
+                         const json& request_id) {
+  ++counters_.malformed_messages;
+  // Logged sparingly: a flood of garbage must not become a flood of log lines.
+  if (counters_.malformed_messages <= kMalformedLoggedInFull ||
+      counters_.malformed_messages % 1000 == 0) {
+    LOG_WARN("refused a message from " << (side == Side::kAgents ? "an agent" : "a client")
+                                       << " peer (" << counters_.malformed_messages
+                                       << " so far): " << status.message());
+  }
+  (void)Send(side, routing_id, MakeError(status, request_id));
 }
 
 // ---- clients ----
 
 void Coordinator::HandleClient(const Frames& frames) {
   if (frames.size() != 2) {
-    ++counters_.malformed_messages;
     if (!frames.empty()) {
-      (void)SendMessageTo(*clients_socket_, frames[0],
-                          MakeError(InvalidArgument("expected one frame per message, got " +
-                                                    std::to_string(frames.size() - 1))));
+      Refuse(Side::kClients, frames[0],
+             InvalidArgument("expected one frame per message, got " + std::to_string(frames.size() - 1)));
     }
     return;
   }
   auto decoded = Decode(frames[1]);
-  Message reply;
-  if (!decoded.ok()) {
-    ++counters_.malformed_messages;
-    reply = MakeError(decoded.status());
-  } else {
-    const json& body = decoded->body;
-    const std::string& type = decoded->type;
-    if (type == msg::kSubmit) {
-      reply = Submit(body);
-    } else if (type == msg::kStatus) {
-      reply = StatusReply(body);
-    } else if (type == msg::kCancel) {
-      reply = Cancel(body);
-    } else if (type == msg::kResults) {
-      reply = ResultsReply(body);
-    } else if (type == msg::kQuery) {
-      reply = QueryReply(body);
-    } else if (type == msg::kCalibrate) {
-      reply = Calibrate(body);
-    } else {
-      ++counters_.malformed_messages;
-      reply = MakeError(InvalidArgument("\"" + type + "\" is not a client request"),
-                        body.value("request_id", json()));
-    }
-  }
-  Status sent = SendMessageTo(*clients_socket_, frames[0], reply);
-  if (!sent.ok()) {
-    ++counters_.send_failures;
-    LOG_WARN("reply to client lost: " << sent.message());
+  if (!decoded.ok()) return Refuse(Side::kClients, frames[0], decoded.status());
+  // The last resort: whatever one message does wrong must not end the daemon.
+  try {
+    HandleClientMessage(frames[0], *decoded);
+  } catch (const std::exception& e) {
+    ++counters_.handler_exceptions;
+    LOG_ERROR("handling a \"" << decoded->type << "\" from a client failed: " << e.what());
+    (void)Send(Side::kClients, frames[0],
+               MakeError(Internal("the coordinator could not handle this " + decoded->type +
+                                  " (logged)"),
+                         RequestId(*decoded)));
   }
 }
 
-Message Coordinator::Submit(const json& request) {
-  const json& request_id = request["request_id"];
-  auto sweep = ParseSweep(request["sweep"]);
+void Coordinator::HandleClientMessage(const std::string& routing_id, const Message& message) {
+  std::optional<Message> reply = ClientReply(routing_id, message);
+  if (reply) (void)Send(Side::kClients, routing_id, *reply);
+}
+
+std::optional<Message> Coordinator::ClientReply(const std::string& routing_id,
+                                                const Message& message) {
+  const json request_id = RequestId(message);
+  const std::string& type = message.type;
+  auto refuse = [&](const Status& status) -> std::optional<Message> {
+    Refuse(Side::kClients, routing_id, status, request_id);
+    return std::nullopt;
+  };
+  if (type == msg::kSubmit) {
+    auto request = ParseSubmit(message);
+    if (!request.ok()) return refuse(request.status());
+    return Submit(request_id, *request);
+  }
+  if (type == msg::kStatus || type == msg::kCancel) {
+    auto request = ParseSweepRequest(message);
+    if (!request.ok()) return refuse(request.status());
+    return type == msg::kStatus ? StatusReply(request_id, *request) : Cancel(request_id, *request);
+  }
+  if (type == msg::kResults) {
+    auto request = ParseResults(message);
+    if (!request.ok()) return refuse(request.status());
+    return PostRead(routing_id, {routing_id, request_id, std::nullopt, request->sweep_id, request->limit});
+  }
+  if (type == msg::kQuery) {
+    auto request = ParseQuery(message);
+    if (!request.ok()) return refuse(request.status());
+    return PostRead(routing_id, {routing_id, request_id, request->sql, std::nullopt, kMaxReplyRows});
+  }
+  if (type == msg::kCalibrate) {
+    auto request = ParseCalibrate(message);
+    if (!request.ok()) return refuse(request.status());
+    return Calibrate(request_id, *request);
+  }
+  return refuse(InvalidArgument("\"" + type + "\" is not a client request"));
+}
+
+std::optional<Message> Coordinator::PostRead(const std::string& routing_id, ReadRequest request) {
+  (void)routing_id;
+  json request_id = request.request_id;
+  if (reads_->Post(std::move(request))) return std::nullopt;  // answered by the query thread
+  return MakeError(Unavailable("too many queries are waiting; try again shortly"), request_id);
+}
+
+Message Coordinator::Submit(const json& request_id, const SubmitRequest& request) {
+  auto sweep = ParseSweep(request.sweep);
   if (!sweep.ok()) return MakeError(sweep.status(), request_id);
 
-  std::vector<std::string> pinned;
+  // Placement "each": every combination on every matching agent that can run its
+  // device (a cuda:1 combination only where the worker sees two GPUs).
+  std::vector<std::vector<std::string>> pinned;
   if (sweep->placement == Placement::kEach) {
-    for (Agent* agent : registry_.All()) {
-      if (AgentMatches(sweep->select, agent->description))
-        pinned.push_back(agent->description.name);
-    }
-    std::sort(pinned.begin(), pinned.end());
-    if (pinned.empty()) {
-      return MakeError(FailedPrecondition("no registered agent matches select " +
-                                          sweep->select.dump() + "; nothing was enqueued"),
-                       request_id);
+    for (const json& spec : sweep->combinations) {
+      JobRequirement requirement;
+      requirement.select = sweep->select;
+      requirement.device = spec.value("device", std::string("cpu"));
+      std::vector<std::string> hosts;
+      for (Agent* agent : registry_.All()) {
+        if (AgentCanRun(requirement, agent->description)) hosts.push_back(agent->description.name);
+      }
+      std::sort(hosts.begin(), hosts.end());
+      if (hosts.empty()) {
+        return MakeError(FailedPrecondition("no registered agent matches " +
+                                            DescribeRequirement(requirement) +
+                                            "; nothing was enqueued"),
+                         request_id);
+      }
+      pinned.push_back(std::move(hosts));
     }
   }
-  int64_t jobs = 0;
-  auto sweep_id = store_->CreateSweep(*sweep, pinned, &jobs);
-  if (!sweep_id.ok()) {
+  auto stored = store_->CreateSweep(*sweep, pinned, request.submission_id);
+  if (!stored.ok()) {
     ++counters_.store_errors;
-    LOG_ERROR("cannot store sweep \"" << sweep->name << "\": " << sweep_id.status().message());
+    LOG_ERROR("cannot store sweep \"" << sweep->name << "\": " << stored.status().message());
     return MakeError(Unavailable("the coordinator could not store the sweep (" +
-                                 sweep_id.status().message() + "); nothing was enqueued"),
+                                 stored.status().message() + "); nothing was enqueued"),
                      request_id);
   }
-  LOG_INFO("sweep " << *sweep_id << " \"" << sweep->name << "\": " << jobs << " jobs");
-  Dispatch();
-  return MakeMessage(
-      msg::kSubmitted,
-      {{"request_id", request_id}, {"sweep_id", *sweep_id}, {"jobs", jobs}, {"agents", pinned}});
+  if (stored->existing) {
+    LOG_INFO("submission " << request.submission_id << " again: sweep " << stored->sweep_id
+                           << " already stored");
+  } else {
+    LOG_INFO("sweep " << stored->sweep_id << " \"" << sweep->name << "\": " << stored->jobs << " jobs");
+    Status reloaded = ReloadRequirements();
+    if (!reloaded.ok()) LOG_ERROR("cannot read requirements: " << reloaded.message());
+    Dispatch();
+  }
+  return MakeMessage(msg::kSubmitted, {{"request_id", request_id},
+                                       {"sweep_id", stored->sweep_id},
+                                       {"jobs", stored->jobs},
+                                       {"agents", stored->agents},
+                                       {"existing", stored->existing}});
 }
 
-Message Coordinator::StatusReply(const json& request) {
-  const json& request_id = request["request_id"];
-  std::optional<int64_t> sweep_id;
-  if (request.contains("sweep_id")) sweep_id = request["sweep_id"].get<int64_t>();
-  auto sweeps = store_->SweepStatus(sweep_id, kStatusSweeps);
+json Coordinator::Waiting(std::optional<int64_t> sweep_id) {
+  json waiting = json::array();
+  auto counts = store_->QueuedPerRequirement(sweep_id);
+  if (!counts.ok()) return waiting;
+  for (const auto& [requirement_id, jobs] : *counts) {
+    auto it = requirements_.find(requirement_id);
+    if (it == requirements_.end()) continue;
+    const JobRequirement& requirement = it->second.requirement;
+    int64_t matching = 0;
+    for (Agent* agent : registry_.All()) matching += AgentCanRunRequirement(*agent, requirement) ? 1 : 0;
+    const std::string what = std::to_string(jobs) + (jobs == 1 ? " job waits" : " jobs wait");
+    std::string reason =
+        matching == 0
+            ? what + " for an agent matching " + DescribeRequirement(requirement) + "; none is registered"
+            : what + " for one of " + std::to_string(matching) + " agents matching " +
+                  DescribeRequirement(requirement) + " to be free";
+    waiting.push_back({{"jobs", jobs},
+                       {"requirement",
+                        {{"kind", requirement.kind},
+                         {"pinned_host", requirement.pinned_host.empty() ? json() : json(requirement.pinned_host)},
+                         {"select", requirement.select},
+                         {"device", requirement.device}}},
+                       {"matching_agents", matching},
+                       {"reason", reason}});
+  }
+  return waiting;
+}
+
+Message Coordinator::StatusReply(const json& request_id, const SweepRequest& request) {
+  auto sweeps = store_->SweepStatus(request.sweep_id, kStatusSweeps);
   if (!sweeps.ok()) return MakeError(sweeps.status(), request_id);
   json agents = json::array();
   MonoTime now = MonoNow();
@@ -249,15 +395,21 @@ Message Coordinator::StatusReply(const json& request) {
          {"tags", agent->description.tags},
          {"last_seen_ms_ago", std::chrono::duration_cast<Millis>(now - agent->last_seen).count()}});
   }
+  json departed = json::array();
+  for (const json& entry : departed_) departed.push_back(entry);
   return MakeMessage(msg::kStatusReply, {{"request_id", request_id},
                                          {"sweeps", *sweeps},
                                          {"agents", agents},
-                                         {"counters", counters_.ToJson()}});
+                                         {"counters", counters_.ToJson()},
+                                         {"waiting", Waiting(request.sweep_id)},
+                                         {"departed", departed}});
 }
 
-Message Coordinator::Cancel(const json& request) {
-  const json& request_id = request["request_id"];
-  int64_t sweep_id = request["sweep_id"];
+Message Coordinator::Cancel(const json& request_id, const SweepRequest& request) {
+  if (!request.sweep_id) {
+    return MakeError(InvalidArgument("cancel.sweep_id: missing"), request_id);
+  }
+  int64_t sweep_id = *request.sweep_id;
   auto cancelled = store_->CancelSweep(sweep_id);
   if (!cancelled.ok()) return MakeError(cancelled.status(), request_id);
   LOG_INFO("sweep " << sweep_id << " cancelled: " << *cancelled << " queued jobs dropped");
@@ -266,42 +418,16 @@ Message Coordinator::Cancel(const json& request) {
       {{"request_id", request_id}, {"sweep_id", sweep_id}, {"jobs_cancelled", *cancelled}});
 }
 
-Message Coordinator::ResultsReply(const json& request) {
-  const json& request_id = request["request_id"];
-  std::optional<int64_t> sweep_id;
-  if (request.contains("sweep_id")) sweep_id = request["sweep_id"].get<int64_t>();
-  int limit = kMaxReplyRows;
-  if (request.contains("limit")) {
-    limit =
-        static_cast<int>(std::clamp<int64_t>(request["limit"].get<int64_t>(), 1, kMaxReplyRows));
-  }
-  auto rows = store_->ResultSummary(sweep_id, limit);
-  if (!rows.ok()) return MakeError(rows.status(), request_id);
-  return MakeMessage(msg::kRows, RowsToJson(*rows, request_id));
-}
-
-Message Coordinator::QueryReply(const json& request) {
-  const json& request_id = request["request_id"];
-  auto rows = store_->Query(request["sql"].get<std::string>(), kMaxReplyRows);
-  if (!rows.ok()) return MakeError(rows.status(), request_id);
-  return MakeMessage(msg::kRows, RowsToJson(*rows, request_id));
-}
-
-Message Coordinator::Calibrate(const json& request) {
-  const json& request_id = request["request_id"];
+Message Coordinator::Calibrate(const json& request_id, const CalibrateRequest& request) {
   std::vector<std::string> names;
-  std::vector<std::string> wanted;
-  for (const json& name : request.value("agents", json::array())) {
-    if (!name.is_string()) return MakeError(InvalidArgument("agents: must be names"), request_id);
-    wanted.push_back(name);
-  }
   for (Agent* agent : registry_.All()) {
     const std::string& name = agent->description.name;
-    if (wanted.empty() || std::find(wanted.begin(), wanted.end(), name) != wanted.end()) {
+    if (request.agents.empty() ||
+        std::find(request.agents.begin(), request.agents.end(), name) != request.agents.end()) {
       names.push_back(name);
     }
   }
-  for (const std::string& name : wanted) {
+  for (const std::string& name : request.agents) {
     if (std::find(names.begin(), names.end(), name) == names.end()) {
       return MakeError(NotFound("no registered agent named \"" + name + "\""), request_id);
     }
@@ -314,50 +440,40 @@ Message Coordinator::Calibrate(const json& request) {
     return MakeError(Unavailable("cannot store the calibration: " + sweep_id.status().message()),
                      request_id);
   }
+  Status reloaded = ReloadRequirements();
+  if (!reloaded.ok()) LOG_ERROR("cannot read requirements: " << reloaded.message());
   Dispatch();
   return MakeMessage(msg::kSubmitted, {{"request_id", request_id},
                                        {"sweep_id", *sweep_id},
                                        {"jobs", names.size()},
-                                       {"agents", names}});
+                                       {"agents", names},
+                                       {"existing", false}});
 }
 
 // ---- agents ----
 
-void Coordinator::ReplyToAgent(const std::string& routing_id, const Message& message) {
-  Status sent = SendMessageTo(*agents_socket_, routing_id, message);
-  if (!sent.ok()) {
-    ++counters_.send_failures;
-    LOG_WARN("message " << message.type << " to agent peer lost: " << sent.message());
+void Coordinator::HandleAgent(const Frames& frames) {
+  if (frames.size() != 2) {
+    if (!frames.empty()) {
+      Refuse(Side::kAgents, frames[0],
+             InvalidArgument("expected one frame per message, got " + std::to_string(frames.size() - 1)));
+    }
+    return;
+  }
+  auto decoded = Decode(frames[1]);
+  if (!decoded.ok()) return Refuse(Side::kAgents, frames[0], decoded.status());
+  // The last resort: whatever one message does wrong must not end the daemon.
+  try {
+    HandleAgentMessage(frames[0], *decoded);
+  } catch (const std::exception& e) {
+    ++counters_.handler_exceptions;
+    LOG_ERROR("handling a \"" << decoded->type << "\" from an agent failed: " << e.what());
   }
 }
 
-void Coordinator::HandleAgent(const Frames& frames) {
-  if (frames.size() != 2) {
-    ++counters_.malformed_messages;
-    if (!frames.empty()) {
-      ReplyToAgent(frames[0], MakeError(InvalidArgument("expected one frame per message, got " +
-                                                        std::to_string(frames.size() - 1))));
-    }
-    return;
-  }
-  const std::string& routing_id = frames[0];
-  auto decoded = Decode(frames[1]);
-  if (!decoded.ok()) {
-    ++counters_.malformed_messages;
-    // Logged sparingly: a flood of garbage must not become a flood of log lines.
-    if (counters_.malformed_messages <= 10 || counters_.malformed_messages % 1000 == 0) {
-      LOG_WARN("malformed message from an agent peer (" << counters_.malformed_messages
-                                                         << " so far): " << decoded.status().message());
-    }
-    ReplyToAgent(routing_id, MakeError(decoded.status()));
-    return;
-  }
-  const std::string& type = decoded->type;
-  const json& body = decoded->body;
-  if (type == msg::kRegister) {
-    Register(routing_id, body);
-    return;
-  }
+void Coordinator::HandleAgentMessage(const std::string& routing_id, const Message& message) {
+  const std::string& type = message.type;
+  if (type == msg::kRegister) return Register(routing_id, message);
   Agent* agent = registry_.FindByRoutingId(routing_id);
   if (agent == nullptr) {
     // After a coordinator restart, or after we declared the agent dead: it registers again.
@@ -370,45 +486,32 @@ void Coordinator::HandleAgent(const Frames& frames) {
   }
   agent->last_seen = MonoNow();
   if (type == msg::kHeartbeat) {
-    Heartbeat(*agent, body);
+    Heartbeat(*agent, message);
   } else if (type == msg::kResult) {
-    AcceptResult(*agent, body);
+    AcceptResult(*agent, message);
   } else if (type == msg::kError) {
-    AgentError(*agent, body);
+    AgentError(*agent, message);
   } else {
-    ++counters_.malformed_messages;
-    ReplyToAgent(routing_id,
-                 MakeError(InvalidArgument("\"" + type + "\" is not an agent message")));
+    Refuse(Side::kAgents, routing_id, InvalidArgument("\"" + type + "\" is not an agent message"));
   }
 }
 
-void Coordinator::Register(const std::string& routing_id, const json& body) {
-  const std::string name = body["agent"];
-  auto refuse = [&](const Status& status) {
-    ++counters_.malformed_messages;
-    LOG_WARN("registration refused: " << status.message());
-    ReplyToAgent(routing_id, MakeError(status));
-  };
-  if (!ValidAgentName(name)) {
-    return refuse(InvalidArgument("agent name must be 1-128 letters, digits, '-', '_' or '.'"));
-  }
-  Agent agent;
-  agent.routing_id = routing_id;
-  agent.description.name = name;
-  for (const json& tag : body["tags"]) {
-    if (!tag.is_string()) return refuse(InvalidArgument("register: tags must be strings"));
-    agent.description.tags.push_back(tag);
-  }
-  agent.description.capabilities = body["capabilities"];
-  const json host = agent.description.capabilities.value("host", json::object());
-  agent.machine_id = host.is_object() ? host.value("machine_id", name) : name;
+void Coordinator::Register(const std::string& routing_id, const Message& message) {
+  auto request = ParseRegister(message);
+  if (!request.ok()) return Refuse(Side::kAgents, routing_id, request.status());
+  const std::string& name = request->agent;
   if (Agent* other = registry_.FindByName(name); other && other->routing_id != routing_id) {
     ReplyToAgent(routing_id, MakeError(FailedPrecondition("agent name \"" + name +
                                                           "\" is in use by a live agent")));
     return;
   }
-  auto host_id = store_->UpsertHost(name, agent.machine_id, agent.description.tags,
-                                    agent.description.capabilities);
+  Agent agent;
+  agent.routing_id = routing_id;
+  agent.description = {name, request->tags, request->capabilities};
+  // Agents on one machine (same machine_id) run one job at a time unless
+  // --share-machines; an agent that does not say is a machine of its own.
+  agent.machine_id = request->capabilities.machine_id.empty() ? name : request->capabilities.machine_id;
+  auto host_id = store_->UpsertHost(name, agent.machine_id, request->tags, request->capabilities.raw);
   if (!host_id.ok()) {
     ++counters_.store_errors;
     LOG_ERROR("cannot store host " << name << ": " << host_id.status().message());
@@ -420,16 +523,18 @@ void Coordinator::Register(const std::string& routing_id, const json& body) {
   agent.last_seen = MonoNow();
   bool known = registry_.FindByRoutingId(routing_id) != nullptr;
   registry_.Upsert(std::move(agent));
-  HoldSpooledJobs(name, body.value("spooled", json::array()));
+  HoldSpooledJobs(name, request->spooled);
   if (!known) {
     LOG_INFO("agent " << name << " registered");
     // A fresh agent process asks for a calibration of its host; it runs as a job, so it
     // waits for other jobs on the same machine instead of disturbing them.
-    if (body.value("calibrate", false) == true) {
+    if (request->calibrate) {
       auto calibration = store_->CreateCalibration({name}, kCalibrationTimeoutS);
       if (!calibration.ok()) {
         ++counters_.store_errors;
         LOG_ERROR("cannot queue the calibration of " << name << ": " << calibration.status().message());
+      } else if (Status reloaded = ReloadRequirements(); !reloaded.ok()) {
+        LOG_ERROR("cannot read requirements: " << reloaded.message());
       }
     }
   }
@@ -438,21 +543,17 @@ void Coordinator::Register(const std::string& routing_id, const json& body) {
                                                           {"liveness", options_.liveness}}));
 }
 
-void Coordinator::HoldSpooledJobs(const std::string& agent, const json& spooled) {
+void Coordinator::HoldSpooledJobs(const std::string& agent, const std::vector<JobAttempt>& spooled) {
   // The agent is about to deliver these results (it sends its spool right after
   // "registered"). A lease per result keeps a requeued job from being handed out again
   // meanwhile, so valid work is not thrown away; if the result does not come, the lease
   // expires like any other.
   MonoTime now = MonoNow();
-  for (const json& item : spooled) {
-    if (!item.is_object()) continue;
-    json job_id = item.value("job_id", json());
-    json attempt = item.value("attempt", json());
-    if (!job_id.is_number_integer() || !attempt.is_number_integer()) continue;
-    if (registry_.FindLease(job_id.get<int64_t>()) != nullptr) continue;
+  for (const JobAttempt& item : spooled) {
+    if (registry_.FindLease(item.job_id) != nullptr) continue;
     Lease lease;
-    lease.job_id = job_id.get<int64_t>();
-    lease.attempt = attempt.get<int>();
+    lease.job_id = item.job_id;
+    lease.attempt = item.attempt;
     lease.agent = agent;
     lease.renewed_at = now;
     lease.hard_deadline = now + LivenessWindow();
@@ -460,37 +561,74 @@ void Coordinator::HoldSpooledJobs(const std::string& agent, const json& spooled)
   }
 }
 
-void Coordinator::Heartbeat(Agent& agent, const json& body) {
-  const json running = body.value("running", json());
-  if (!running.is_object()) return;
-  json job_id = running.value("job_id", json());
-  json attempt = running.value("attempt", json());
-  if (!job_id.is_number_integer() || !attempt.is_number_integer()) return;
-  Lease* lease = registry_.FindLease(job_id.get<int64_t>());
-  if (lease && lease->attempt == attempt.get<int>() && lease->agent == agent.description.name) {
+void Coordinator::Heartbeat(Agent& agent, const Message& message) {
+  auto heartbeat = ParseHeartbeat(message);
+  if (!heartbeat.ok()) return Refuse(Side::kAgents, agent.routing_id, heartbeat.status());
+  if (!heartbeat->running) return;
+  Lease* lease = registry_.FindLease(heartbeat->running->job_id);
+  if (lease && lease->attempt == heartbeat->running->attempt &&
+      lease->agent == agent.description.name) {
     lease->renewed_at = MonoNow();
   }
 }
 
-void Coordinator::AcceptResult(Agent& agent, const json& body) {
-  int64_t job_id = body["job_id"];
-  int attempt = body["attempt"];
-  auto outcome =
-      store_->StoreResult(job_id, attempt, agent.host_id, agent.description.name, body["result"]);
+void Coordinator::RejectResult(Agent& agent, const JobAttempt& job, const std::string& reason) {
+  ++counters_.malformed_messages;
+  ++counters_.rejected_results;
+  LOG_WARN("result of job " << job.job_id << " attempt " << job.attempt << " from "
+                            << agent.description.name << " rejected: " << reason);
+  ReplyToAgent(agent.routing_id,
+               MakeMessage(msg::kError, {{"code", StatusCodeName(StatusCode::kInvalidArgument)},
+                                         {"message", reason},
+                                         {"job_id", job.job_id},
+                                         {"attempt", job.attempt}}));
+  // The ack lets the agent drop the result from its spool: it can never be stored, so
+  // it must not come back after every reconnect.
+  ReplyToAgent(agent.routing_id, MakeMessage(msg::kAck, {{"job_id", job.job_id},
+                                                         {"attempt", job.attempt},
+                                                         {"outcome", "rejected"},
+                                                         {"reason", reason}}));
+  // The attempt produced nothing usable: it is lost like a silent agent's.
+  if (Lease* lease = registry_.FindLease(job.job_id);
+      lease && lease->attempt == job.attempt && lease->agent == agent.description.name) {
+    Lease lost = *lease;
+    registry_.RemoveLease(job.job_id);
+    LoseAttempt(lost, "its result was rejected: " + reason);
+  }
+}
+
+void Coordinator::AcceptResult(Agent& agent, const Message& message) {
+  auto report = ParseResultReport(message);
+  if (!report.ok()) return Refuse(Side::kAgents, agent.routing_id, report.status());
+  const JobAttempt job = report->job;
+  auto result = ParseWorkerResult(*report->result);
+  if (!result.ok()) return RejectResult(agent, job, result.status().message());
+  if (result->job_id && *result->job_id != job.job_id) {
+    return RejectResult(agent, job, "result.job_id: " + std::to_string(*result->job_id) +
+                                        " differs from the message's job_id " + std::to_string(job.job_id));
+  }
+  if (result->attempt && *result->attempt != job.attempt) {
+    return RejectResult(agent, job, "result.attempt: " + std::to_string(*result->attempt) +
+                                        " differs from the message's attempt " + std::to_string(job.attempt));
+  }
+  std::string rejection;
+  auto outcome = store_->StoreResult(job.job_id, job.attempt, agent.host_id,
+                                     agent.description.name, *result, &rejection);
   if (!outcome.ok()) {
     // No ack: the agent keeps the result spooled and sends it again.
     ++counters_.store_errors;
-    LOG_ERROR("cannot store result of job " << job_id << " attempt " << attempt << ": "
+    LOG_ERROR("cannot store result of job " << job.job_id << " attempt " << job.attempt << ": "
                                             << outcome.status().message());
     return;
   }
   switch (*outcome) {
+    case ResultOutcome::kRejected:
+      return RejectResult(agent, job, rejection);
     case ResultOutcome::kStored:
       ++counters_.results_stored;
-      if (body["result"].value("ok", false) != true) {
+      if (!result->ok) {
         ++counters_.failed_jobs;
-        LOG_WARN("job " << job_id << " failed on " << agent.description.name << ": "
-                        << body["result"].value("error", std::string("(no reason given)")));
+        LOG_WARN("job " << job.job_id << " failed on " << agent.description.name << ": " << result->error);
       }
       break;
     case ResultOutcome::kDuplicate:
@@ -498,35 +636,41 @@ void Coordinator::AcceptResult(Agent& agent, const json& body) {
       break;
     case ResultOutcome::kStale:
       ++counters_.stale_results;
-      LOG_WARN("stale result for job " << job_id << " attempt " << attempt << " from "
+      LOG_WARN("stale result for job " << job.job_id << " attempt " << job.attempt << " from "
                                        << agent.description.name << " recorded, not counted");
       break;
   }
-  if (Lease* lease = registry_.FindLease(job_id); lease && lease->attempt == attempt) {
-    registry_.RemoveLease(job_id);
+  agent.refusal_backoff_ms = 0;
+  if (Lease* lease = registry_.FindLease(job.job_id); lease && lease->attempt == job.attempt) {
+    registry_.RemoveLease(job.job_id);
   }
   ReplyToAgent(agent.routing_id,
-               MakeMessage(msg::kAck, {{"job_id", job_id},
-                                       {"attempt", attempt},
+               MakeMessage(msg::kAck, {{"job_id", job.job_id},
+                                       {"attempt", job.attempt},
                                        {"outcome", ResultOutcomeName(*outcome)}}));
   Dispatch();
 }
 
-void Coordinator::AgentError(Agent& agent, const json& body) {
-  LOG_WARN("agent " << agent.description.name << " reports " << body.value("code", "") << ": "
-                    << body.value("message", ""));
-  // A refused job offer names the job: its attempt is lost, the job goes back.
-  json job_id = body.value("job_id", json());
-  json attempt = body.value("attempt", json());
-  if (job_id.is_number_integer() && attempt.is_number_integer()) {
-    Lease* lease = registry_.FindLease(job_id.get<int64_t>());
-    if (lease && lease->attempt == attempt.get<int>() && lease->agent == agent.description.name) {
-      Lease lost = *lease;
-      registry_.RemoveLease(lost.job_id);
-      LoseAttempt(lost, "agent " + agent.description.name +
-                            " refused the job: " + body.value("message", std::string()));
-    }
+void Coordinator::AgentError(Agent& agent, const Message& message) {
+  auto report = ParseErrorReport(message);
+  if (!report.ok()) return Refuse(Side::kAgents, agent.routing_id, report.status());
+  LOG_WARN("agent " << agent.description.name << " reports " << report->code << ": "
+                    << report->message.substr(0, 500));
+  if (!report->job) return;
+  // A refused offer (the agent was busy) names the job. The job never started there, so
+  // the hand-out is taken back without costing an attempt, and the agent gets no offer
+  // for a while.
+  Lease* lease = registry_.FindLease(report->job->job_id);
+  if (!lease || lease->attempt != report->job->attempt || lease->agent != agent.description.name) {
+    return;
   }
+  Lease refused = *lease;
+  registry_.RemoveLease(refused.job_id);
+  ++counters_.refused_offers;
+  UndoHandOut(refused);
+  agent.refusal_backoff_ms =
+      std::min(kMaxRefusalBackoffMs, std::max(options_.heartbeat_ms, agent.refusal_backoff_ms * 2));
+  agent.offers_paused_until = MonoNow() + Millis(agent.refusal_backoff_ms);
 }
 
 // ---- leases and dispatch ----
@@ -564,6 +708,7 @@ void Coordinator::LoseAttempt(const Lease& lease, const std::string& reason) {
   }
   if (*requeued) {
     ++counters_.requeued_jobs;
+    MarkQueued();
     LOG_WARN("job " << lease.job_id << " attempt " << lease.attempt << " lost (" << reason
                     << "); requeued");
   } else {
@@ -571,77 +716,157 @@ void Coordinator::LoseAttempt(const Lease& lease, const std::string& reason) {
   }
 }
 
+void Coordinator::UndoHandOut(const Lease& lease) {
+  auto undone = store_->UndoHandOut(lease.job_id, lease.attempt);
+  if (!undone.ok()) {
+    ++counters_.store_errors;
+    LOG_ERROR("cannot take back job " << lease.job_id << ": " << undone.status().message());
+    registry_.AddLease(lease);  // it expires and is requeued the usual way
+    return;
+  }
+  MarkQueued();
+}
+
+void Coordinator::DropAgent(const std::string& routing_id, const std::string& reason) {
+  Agent* agent = registry_.FindByRoutingId(routing_id);
+  if (agent == nullptr) return;
+  const std::string name = agent->description.name;
+  registry_.Remove(routing_id);
+  LOG_WARN("agent " << name << " " << reason << "; taken for gone");
+  departed_.push_back({{"agent", name}, {"at", UtcNowIso8601()}, {"reason", reason}});
+  while (departed_.size() > kDepartedShown) departed_.pop_front();
+  for (const Lease& lease : registry_.TakeLeasesOf(name)) {
+    LoseAttempt(lease, "agent " + name + " " + reason);
+  }
+}
+
 void Coordinator::ExpireSilentAgentsAndLeases() {
   MonoTime now = MonoNow();
-  for (const Agent& agent : registry_.RemoveSilent(now, LivenessWindow())) {
-    LOG_WARN("agent " << agent.description.name << " silent for " << LivenessWindow().count()
-                      << " ms; taken for dead");
-    for (const Lease& lease : registry_.TakeLeasesOf(agent.description.name)) {
-      LoseAttempt(lease, "agent " + agent.description.name + " went silent");
-    }
+  std::vector<std::string> silent;
+  for (Agent* agent : registry_.All()) {
+    if (now - agent->last_seen > LivenessWindow()) silent.push_back(agent->routing_id);
+  }
+  for (const std::string& routing_id : silent) {
+    DropAgent(routing_id, "went silent for " + std::to_string(LivenessWindow().count()) + " ms");
   }
   for (const Lease& lease : registry_.TakeExpiredLeases(now, LivenessWindow())) {
     LoseAttempt(lease, "lease of agent " + lease.agent + " expired");
   }
 }
 
+Status Coordinator::ReloadRequirements() {
+  ASSIGN_OR_RETURN(auto all, store_->Requirements());
+  for (JobRequirement& requirement : all) {
+    auto& state = requirements_[requirement.requirement_id];
+    state.requirement = std::move(requirement);
+    state.may_have_queued = true;
+  }
+  return Status::Ok();
+}
+
+void Coordinator::MarkQueued() {
+  for (auto& [id, state] : requirements_) state.may_have_queued = true;
+}
+
+bool Coordinator::AgentCanRunRequirement(Agent& agent, const JobRequirement& requirement) {
+  auto [it, inserted] = agent.can_run.emplace(requirement.requirement_id, false);
+  if (inserted) it->second = AgentCanRun(requirement, agent.description);
+  return it->second;
+}
+
 void Coordinator::Dispatch() {
+  MonoTime now = MonoNow();
+  std::vector<std::string> idle;
   for (Agent* agent : registry_.All()) {
     if (registry_.HasLease(agent->description.name)) continue;
+    if (now < agent->offers_paused_until) continue;
     if (!options_.share_machines && registry_.MachineBusy(*agent)) continue;
+    idle.push_back(agent->routing_id);
+  }
+  // By routing id: an offer that cannot be sent removes its agent from the registry.
+  for (const std::string& routing_id : idle) {
+    Agent* agent = registry_.FindByRoutingId(routing_id);
+    if (agent == nullptr || (!options_.share_machines && registry_.MachineBusy(*agent))) continue;
     OfferNextJob(*agent);
   }
 }
 
-bool Coordinator::OfferNextJob(Agent& agent) {
-  auto queued = store_->QueuedJobsFor(agent.description.name, kDispatchScan);
-  if (!queued.ok()) {
-    ++counters_.store_errors;
-    LOG_ERROR("cannot read the queue: " << queued.status().message());
-    return false;
-  }
-  for (const QueuedJob& job : *queued) {
-    if (!job.pinned_host && !AgentMatches(job.select, agent.description)) continue;
-    if (registry_.FindLease(job.job_id) != nullptr) continue;  // its result is on the way
-    auto attempt = store_->MarkRunning(job.job_id, agent.host_id);
-    if (!attempt.ok()) {
+void Coordinator::OfferNextJob(Agent& agent) {
+  // The oldest queued job among the requirements this agent can run, calibrations
+  // first. Each requirement costs one index probe, however many queued jobs match
+  // nothing registered.
+  std::optional<QueuedJob> best;
+  for (auto& [id, state] : requirements_) {
+    if (!state.may_have_queued) continue;
+    if (!AgentCanRunRequirement(agent, state.requirement)) continue;
+    if (best && best->kind == "calibration" && state.requirement.kind != "calibration") continue;
+    auto queued = store_->OldestQueued(id, kOldestQueuedScan);
+    if (!queued.ok()) {
       ++counters_.store_errors;
-      LOG_ERROR("cannot hand out job " << job.job_id << ": " << attempt.status().message());
-      return false;
+      LOG_ERROR("cannot read the queue: " << queued.status().message());
+      return;
     }
-    MonoTime now = MonoNow();
-    Lease lease;
-    lease.job_id = job.job_id;
-    lease.attempt = *attempt;
-    lease.agent = agent.description.name;
-    lease.renewed_at = now;
-    lease.hard_deadline =
-        now + std::chrono::duration_cast<Millis>(std::chrono::duration<double>(job.timeout_s)) +
-        LivenessWindow();
-    registry_.AddLease(lease);
-    Message offer = MakeMessage(msg::kJob, {{"job_id", job.job_id},
-                                            {"attempt", *attempt},
-                                            {"timeout_s", job.timeout_s},
-                                            {"spec", job.spec}});
-    Status sent = SendMessageTo(*agents_socket_, agent.routing_id, offer);
-    if (!sent.ok()) {
-      ++counters_.send_failures;
-      registry_.RemoveLease(job.job_id);
-      LoseAttempt(lease, "offer to agent " + agent.description.name + " failed: " + sent.message());
-      return false;
+    if (queued->empty()) {
+      state.may_have_queued = false;
+      continue;
     }
-    LOG_INFO("job " << job.job_id << " attempt " << *attempt << " -> " << agent.description.name);
-    return true;
+    for (QueuedJob& job : *queued) {
+      if (registry_.FindLease(job.job_id) != nullptr) continue;  // its result is on the way
+      const bool calibration = job.kind == "calibration";
+      const bool better = !best || (calibration && best->kind != "calibration") ||
+                          (calibration == (best->kind == "calibration") && job.job_id < best->job_id);
+      if (better) best = std::move(job);
+      break;
+    }
   }
-  return false;
+  if (!best) return;
+  const QueuedJob& job = *best;
+  auto attempt = store_->MarkRunning(job.job_id, agent.host_id);
+  if (!attempt.ok()) {
+    ++counters_.store_errors;
+    LOG_ERROR("cannot hand out job " << job.job_id << ": " << attempt.status().message());
+    return;
+  }
+  MonoTime now = MonoNow();
+  Lease lease;
+  lease.job_id = job.job_id;
+  lease.attempt = *attempt;
+  lease.agent = agent.description.name;
+  lease.renewed_at = now;
+  lease.hard_deadline =
+      now + std::chrono::duration_cast<Millis>(std::chrono::duration<double>(job.timeout_s)) +
+      LivenessWindow();
+  registry_.AddLease(lease);
+  Message offer = MakeMessage(msg::kJob, {{"job_id", job.job_id},
+                                          {"attempt", *attempt},
+                                          {"timeout_s", job.timeout_s},
+                                          {"spec", job.spec}});
+  Status sent = Send(Side::kAgents, agent.routing_id, offer);
+  if (!sent.ok()) {
+    // The job never reached the agent: not an attempt. The peer is gone (the ROUTER
+    // knows no connection to it), so it leaves the registry now, not after its
+    // liveness window, and the job goes to another agent.
+    ++counters_.undelivered_offers;
+    registry_.RemoveLease(job.job_id);
+    UndoHandOut(lease);
+    if (sent.code() == StatusCode::kNotFound) {
+      DropAgent(agent.routing_id, "is unreachable (" + sent.message() + ")");
+    }
+    return;
+  }
+  LOG_INFO("job " << job.job_id << " attempt " << *attempt << " -> " << agent.description.name);
 }
 
 void Coordinator::SendHeartbeats() {
   MonoTime now = MonoNow();
   if (now < next_heartbeat_) return;
   next_heartbeat_ = now + Millis(options_.heartbeat_ms);
-  for (Agent* agent : registry_.All()) {
-    (void)SendMessageTo(*agents_socket_, agent->routing_id, MakeMessage(msg::kHeartbeat));
+  std::vector<std::string> peers;
+  for (Agent* agent : registry_.All()) peers.push_back(agent->routing_id);
+  for (const std::string& peer : peers) {
+    Status sent = outbox_ ? outbox_(Side::kAgents, peer, MakeMessage(msg::kHeartbeat))
+                          : SendMessageTo(*agents_socket_, peer, MakeMessage(msg::kHeartbeat));
+    if (sent.code() == StatusCode::kNotFound) DropAgent(peer, "is unreachable (" + sent.message() + ")");
   }
 }
 

@@ -1,16 +1,22 @@
 // The coordinator daemon: accepts sweeps from clients, stores them, hands jobs to idle
 // matching agents under leases, stores results, answers status and queries.
-// Single-threaded: one loop polls both sockets; the store is touched only from it.
+// One loop polls both sockets and owns the store; users' reads (query, results) run on
+// the query thread (coordinator/query_runner.h), so nothing slow delays a heartbeat.
 #pragma once
 
 #include <atomic>
+#include <deque>
+#include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <zmq.hpp>
 
 #include "common/limits.h"
+#include "common/messages.h"
 #include "common/protocol.h"
 #include "common/transport.h"
+#include "coordinator/query_runner.h"
 #include "coordinator/registry.h"
 #include "coordinator/store.h"
 #include "coordinator/zap.h"
@@ -24,7 +30,8 @@ struct CoordinatorOptions {
   int heartbeat_ms = kHeartbeatIntervalMs;
   int liveness = kHeartbeatLiveness;
   // Hand-outs of one job before it fails for good (a job that kills its agent every
-  // time must not go round the fleet forever).
+  // time must not go round the fleet forever). A hand-out that never reached the agent
+  // (the send failed, the agent refused it) is not counted.
   int max_attempts = 3;
   // Allow two agents on one machine to run jobs at the same time (their timings will
   // disturb each other); off by default.
@@ -40,18 +47,28 @@ struct CoordinatorOptions {
   bool insecure = false;
 };
 
+// The coordinator's counters, as `status_reply.counters` (schemas/protocol.md).
 struct CoordinatorCounters {
-  int64_t malformed_messages = 0;
-  int64_t unknown_peers = 0;
+  int64_t malformed_messages = 0;  // refused at the edge: bad frames, JSON, fields
+  int64_t unknown_peers = 0;       // messages from agents that had not registered
   int64_t results_stored = 0;
   int64_t duplicate_results = 0;
   int64_t stale_results = 0;
+  int64_t rejected_results = 0;    // results that could never be stored (ack "rejected")
   int64_t failed_jobs = 0;
-  int64_t requeued_jobs = 0;
+  int64_t requeued_jobs = 0;       // attempts lost (agent silent, lease expired, result rejected)
+  int64_t undelivered_offers = 0;  // job offers whose send failed: not an attempt
+  int64_t refused_offers = 0;      // job offers a busy agent refused: not an attempt
   int64_t send_failures = 0;
   int64_t store_errors = 0;
+  int64_t handler_exceptions = 0;  // caught by the last-resort guard; should stay 0
   json ToJson() const;
 };
+
+// Which socket a message goes out on.
+enum class Side { kAgents, kClients };
+// Where outgoing messages go when the coordinator runs in process (tests, fuzzing).
+using Outbox = std::function<Status(Side side, const std::string& routing_id, const Message&)>;
 
 class Coordinator {
  public:
@@ -60,33 +77,59 @@ class Coordinator {
 
   // Opens the store, binds the sockets, recovers leases of running jobs.
   Status Start();
+  // The same without sockets: every outgoing message goes to `outbox`. Drive it with
+  // HandleAgent/HandleClient, Tick and DeliverReadReplies.
+  Status StartInProcess(Outbox outbox);
   // Checks the CURVE options: which key pair to serve with (null: plain TCP).
   StatusOr<std::unique_ptr<CurveKeyPair>> SecurityPolicy() const;
   // Serves until *stop becomes true (set it from a signal handler). When *reload is
   // true (SIGHUP) the allow-list is re-read and the flag cleared.
   Status Run(const std::atomic<bool>* stop, std::atomic<bool>* reload = nullptr);
 
- private:
-  void HandleClient(const Frames& frames);
+  // One message from a peer, as [routing id, body]. Never throws.
   void HandleAgent(const Frames& frames);
-  Message Submit(const json& request);
-  Message StatusReply(const json& request);
-  Message Cancel(const json& request);
-  Message ResultsReply(const json& request);
-  Message QueryReply(const json& request);
-  Message Calibrate(const json& request);
-  void Register(const std::string& routing_id, const json& body);
-  void Heartbeat(Agent& agent, const json& body);
-  void HoldSpooledJobs(const std::string& agent, const json& spooled);
-  void AcceptResult(Agent& agent, const json& body);
-  void AgentError(Agent& agent, const json& body);
+  void HandleClient(const Frames& frames);
+  // Expires silent agents and leases, dispatches, heartbeats: the loop's timer work.
+  void Tick();
+  // Sends the replies of finished reads (query, results); waits up to `wait` for the
+  // first. Returns how many were sent.
+  int DeliverReadReplies(Millis wait);
+  const CoordinatorCounters& counters() const { return counters_; }
+
+ private:
+  void HandleAgentMessage(const std::string& routing_id, const Message& message);
+  void HandleClientMessage(const std::string& routing_id, const Message& message);
+  // Returns the reply, or nullopt when the request went to the query thread.
+  std::optional<Message> ClientReply(const std::string& routing_id, const Message& message);
+  Message Submit(const json& request_id, const SubmitRequest& request);
+  Message StatusReply(const json& request_id, const SweepRequest& request);
+  Message Cancel(const json& request_id, const SweepRequest& request);
+  Message Calibrate(const json& request_id, const CalibrateRequest& request);
+  std::optional<Message> PostRead(const std::string& routing_id, ReadRequest request);
+  void Register(const std::string& routing_id, const Message& message);
+  void Heartbeat(Agent& agent, const Message& message);
+  void HoldSpooledJobs(const std::string& agent, const std::vector<JobAttempt>& spooled);
+  void AcceptResult(Agent& agent, const Message& message);
+  void RejectResult(Agent& agent, const JobAttempt& job, const std::string& reason);
+  void AgentError(Agent& agent, const Message& message);
+  void Refuse(Side side, const std::string& routing_id, const Status& status,
+              const json& request_id = nullptr);
+  Status Send(Side side, const std::string& routing_id, const Message& message);
   void ReplyToAgent(const std::string& routing_id, const Message& message);
 
   void RecoverLeases();
   void ExpireSilentAgentsAndLeases();
+  // Removes an agent that is gone (silent, unreachable) and loses its leases' attempts.
+  void DropAgent(const std::string& routing_id, const std::string& reason);
   void LoseAttempt(const Lease& lease, const std::string& reason);
+  // Takes back a hand-out that did not reach its agent or that it refused.
+  void UndoHandOut(const Lease& lease);
   void Dispatch();
-  bool OfferNextJob(Agent& agent);
+  void OfferNextJob(Agent& agent);
+  bool AgentCanRunRequirement(Agent& agent, const JobRequirement& requirement);
+  Status ReloadRequirements();
+  void MarkQueued();  // some requirement may have queued jobs again
+  json Waiting(std::optional<int64_t> sweep_id);
   void SendHeartbeats();
   Millis LivenessWindow() const {
     return Millis(int64_t{options_.heartbeat_ms} * options_.liveness);
@@ -98,8 +141,19 @@ class Coordinator {
   std::unique_ptr<zmq::socket_t> agents_socket_;
   std::unique_ptr<zmq::socket_t> clients_socket_;
   std::unique_ptr<ZapHandler> zap_;
+  std::unique_ptr<QueryRunner> reads_;
+  Outbox outbox_;  // set in process; otherwise messages go to the sockets
   AgentRegistry registry_;
   CoordinatorCounters counters_;
+  // Requirements by id, each with whether it may have queued jobs (cleared when the
+  // store finds none, set again by a submit or a requeue).
+  struct RequirementState {
+    JobRequirement requirement;
+    bool may_have_queued = true;
+  };
+  std::map<int64_t, RequirementState> requirements_;
+  // Agents that left the registry lately (silent, unreachable), newest last.
+  std::deque<json> departed_;
   MonoTime next_heartbeat_;
   MonoTime last_expiry_ = MonoNow();
 };

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "common/clock.h"
-#include "common/sweep.h"
+#include "coordinator/matching.h"
 
 namespace benchfleet {
 
@@ -19,6 +19,12 @@ struct Agent {
   std::string machine_id;
   AgentDescription description;  // name, tags, capabilities
   MonoTime last_seen;
+  // After the agent refused a job offer (busy), no offer before this; the wait doubles
+  // with each refusal and is reset by a result.
+  MonoTime offers_paused_until;
+  int refusal_backoff_ms = 0;
+  // Whether the agent can run each requirement (by requirement_id), computed once.
+  std::map<int64_t, bool> can_run;
 };
 
 // A job handed out under (job_id, attempt). It stays valid while the agent keeps naming

@@ -41,6 +41,34 @@ StatusOr<Statement> Database::Prepare(const std::string& sql) {
   return Statement(this, stmt);
 }
 
+StatusOr<Statement> Database::PrepareOne(const std::string& sql) {
+  sqlite3_stmt* stmt = nullptr;
+  const char* tail = nullptr;
+  int rc = sqlite3_prepare_v2(db_, sql.c_str(), static_cast<int>(sql.size()), &stmt, &tail);
+  if (rc != SQLITE_OK) {
+    sqlite3_finalize(stmt);
+    return InvalidArgument("SQLite: " + std::string(sqlite3_errmsg(db_)));
+  }
+  if (stmt == nullptr) return InvalidArgument("SQLite: empty statement");
+  Statement first(this, stmt);
+  // What follows the first statement must be nothing but blanks, ';' and comments: a
+  // second statement is refused rather than silently dropped.
+  const char* end = sql.c_str() + sql.size();
+  while (tail != nullptr && tail < end) {
+    sqlite3_stmt* next = nullptr;
+    const char* rest = nullptr;
+    rc = sqlite3_prepare_v2(db_, tail, static_cast<int>(end - tail), &next, &rest);
+    sqlite3_finalize(next);
+    if (rc != SQLITE_OK || next != nullptr) {
+      return InvalidArgument("only one SQL statement is allowed; found more after \"" +
+                             sql.substr(0, static_cast<size_t>(tail - sql.c_str())) + "\"");
+    }
+    if (rest == tail) break;
+    tail = rest;
+  }
+  return first;
+}
+
 Statement& Statement::Bind(int pos, int64_t value) {
   sqlite3_bind_int64(stmt_, pos, value);
   return *this;

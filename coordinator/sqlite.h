@@ -29,6 +29,9 @@ class Database {
   // Runs one or more statements that return no rows.
   Status Exec(const std::string& sql);
   StatusOr<Statement> Prepare(const std::string& sql);
+  // Prepares exactly one statement: text after it other than blanks and comments is an
+  // error (a user's "select 1; delete ..." is refused, not cut short).
+  StatusOr<Statement> PrepareOne(const std::string& sql);
   int64_t LastInsertRowid() const { return sqlite3_last_insert_rowid(db_); }
   int Changes() const { return sqlite3_changes(db_); }
   sqlite3* handle() { return db_; }

@@ -1,9 +1,14 @@
 #include "coordinator/store.h"
 
+#include <algorithm>
 #include <chrono>
+#include <map>
+#include <set>
 
 #include "common/clock.h"
+#include "common/job_spec.h"
 #include "common/log.h"
+#include "common/result_fields.h"
 
 namespace benchfleet {
 namespace {
@@ -12,20 +17,16 @@ namespace {
 // in a write transaction) before the operation fails and is retried later.
 constexpr int kBusyTimeoutMs = 500;
 
-// A user's query may run at most this long; the coordinator's loop waits for it.
-constexpr auto kQueryTimeLimit = std::chrono::seconds(10);
+// The columns a result_summary row starts with (job and host identity, and the job's
+// configuration as the coordinator stored it) before the declared result fields.
+constexpr const char* kSummaryIdentity =
+    "s.name AS sweep, s.sweep_id AS sweep_id, r.job_id AS job_id, h.name AS host, "
+    "r.device, r.model, r.mode, r.dtype, r.batch_size, r.threads, r.interop_threads, r.onednn, "
+    "r.model_args";
 
-int QueryProgress(void* deadline_ptr) {
-  auto* deadline = static_cast<MonoTime*>(deadline_ptr);
-  return MonoNow() > *deadline ? 1 : 0;  // non-zero interrupts the statement
-}
-
-// Value of a JSON field, or null when absent (so a missing statistic stores NULL).
-json Field(const json& object, const char* key) {
-  if (!object.is_object()) return nullptr;
-  auto it = object.find(key);
-  return it == object.end() ? json(nullptr) : *it;
-}
+// A fraction of the calibrated peak above this says the calibration is suspect (taken
+// under load, or for another dtype), not that the job beat the hardware.
+constexpr double kSuspectFractionOfPeak = 1.05;
 
 }  // namespace
 
@@ -37,6 +38,8 @@ const char* ResultOutcomeName(ResultOutcome outcome) {
       return "duplicate";
     case ResultOutcome::kStale:
       return "stale";
+    case ResultOutcome::kRejected:
+      return "rejected";
   }
   return "?";
 }
@@ -51,6 +54,7 @@ StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path) {
                "PRAGMA foreign_keys=ON;"));
   std::unique_ptr<Store> store(new Store(std::move(db), path));
   RETURN_IF_ERROR(store->Migrate());
+  RETURN_IF_ERROR(store->ApplyFieldTables());
   return store;
 }
 
@@ -82,6 +86,43 @@ Status Store::Migrate() {
   return Status::Ok();
 }
 
+Status Store::ApplyFieldTables() {
+  Transaction tx(*db_);
+  RETURN_IF_ERROR(tx.Begin());
+  for (const auto& [table, fields] :
+       {std::make_pair(std::string("results"), &ResultFields()),
+        std::make_pair(std::string("calibrations"), &CalibrationFields())}) {
+    std::set<std::string> present;
+    ASSIGN_OR_RETURN(auto info, db_->Prepare("SELECT name FROM pragma_table_info(?1)"));
+    info.Bind(1, table);
+    while (true) {
+      ASSIGN_OR_RETURN(bool row, info.Step());
+      if (!row) break;
+      present.insert(info.Text(0));
+    }
+    for (const ResultField& field : *fields) {
+      if (field.column.empty() || present.count(field.column)) continue;
+      RETURN_IF_ERROR(db_->Exec("ALTER TABLE " + table + " ADD COLUMN " + field.column + " " +
+                                SqlType(field.type)));
+      LOG_INFO("added column " << table << "." << field.column << " (declared in result_fields.json)");
+    }
+  }
+  // result_summary shows every declared result column, so it is made from the table.
+  std::string columns = kSummaryIdentity;
+  for (const ResultField& field : ResultFields()) {
+    if (!field.column.empty()) columns += ", r." + field.column;
+  }
+  columns += ", r.peak_gflops, r.fraction_of_peak, r.fraction_of_peak > " +
+             std::to_string(kSuspectFractionOfPeak) + " AS calibration_suspect";
+  columns += ", r.attempt, r.received_at AS finished_at";
+  RETURN_IF_ERROR(db_->Exec(
+      "DROP VIEW IF EXISTS result_summary; CREATE VIEW result_summary AS SELECT " + columns +
+      " FROM results r JOIN jobs j ON j.job_id = r.job_id "
+      "JOIN sweeps s ON s.sweep_id = j.sweep_id JOIN hosts h ON h.host_id = r.host_id "
+      "WHERE r.ok = 1 AND j.kind = 'benchmark'"));
+  return tx.Commit();
+}
+
 StatusOr<int64_t> Store::UpsertHost(const std::string& name, const std::string& machine_id,
                                     const json& tags, const json& capabilities) {
   std::string now = UtcNowIso8601();
@@ -103,45 +144,104 @@ StatusOr<int64_t> Store::UpsertHost(const std::string& name, const std::string& 
   return stmt.Int(0);
 }
 
-StatusOr<int64_t> Store::CreateSweep(const Sweep& sweep,
-                                     const std::vector<std::string>& pinned_hosts,
-                                     int64_t* jobs_created) {
+StatusOr<int64_t> Store::RequirementId(const std::string& kind, const std::string& pinned_host,
+                                       const json& select, const std::string& device) {
+  const std::string select_text = select.is_object() ? select.dump() : "{}";
+  ASSIGN_OR_RETURN(auto insert,
+                   db_->Prepare("INSERT INTO requirements(kind, pinned_host, select_json, device) "
+                                "VALUES (?1, ?2, ?3, ?4) ON CONFLICT DO NOTHING"));
+  RETURN_IF_ERROR(insert.Bind(1, kind).Bind(2, pinned_host).Bind(3, select_text).Bind(4, device).Run());
+  ASSIGN_OR_RETURN(auto find,
+                   db_->Prepare("SELECT requirement_id FROM requirements WHERE kind = ?1 AND "
+                                "pinned_host = ?2 AND select_json = ?3 AND device = ?4"));
+  find.Bind(1, kind).Bind(2, pinned_host).Bind(3, select_text).Bind(4, device);
+  ASSIGN_OR_RETURN(bool row, find.Step());
+  if (!row) return Internal("requirement not stored");
+  return find.Int(0);
+}
+
+StatusOr<StoredSweep> Store::CreateSweep(const Sweep& sweep,
+                                         const std::vector<std::vector<std::string>>& pinned,
+                                         const std::string& submission_id) {
   std::string now = UtcNowIso8601();
   Transaction tx(*db_);
   RETURN_IF_ERROR(tx.Begin());
+  StoredSweep stored;
+  if (!submission_id.empty()) {
+    // A resend of a submission (the client timed out while we were busy) is answered
+    // with the sweep the first one stored.
+    ASSIGN_OR_RETURN(auto find, db_->Prepare(
+                                    "SELECT s.sweep_id, COUNT(j.job_id) FROM sweeps s LEFT JOIN "
+                                    "jobs j ON j.sweep_id = s.sweep_id WHERE s.submission_id = ?1 "
+                                    "GROUP BY s.sweep_id"));
+    find.Bind(1, submission_id);
+    ASSIGN_OR_RETURN(bool found, find.Step());
+    if (found) {
+      stored.sweep_id = find.Int(0);
+      stored.jobs = find.Int(1);
+      stored.existing = true;
+      ASSIGN_OR_RETURN(auto hosts, db_->Prepare("SELECT DISTINCT pinned_host FROM jobs WHERE "
+                                                "sweep_id = ?1 AND pinned_host IS NOT NULL "
+                                                "ORDER BY pinned_host"));
+      hosts.Bind(1, stored.sweep_id);
+      while (true) {
+        ASSIGN_OR_RETURN(bool row, hosts.Step());
+        if (!row) break;
+        stored.agents.push_back(hosts.Text(0));
+      }
+      return stored;  // nothing written; the transaction rolls back
+    }
+  }
   ASSIGN_OR_RETURN(auto insert_sweep,
-                   db_->Prepare("INSERT INTO sweeps(name, spec, created_at) VALUES (?1, ?2, ?3)"));
-  RETURN_IF_ERROR(insert_sweep.Bind(1, sweep.name).Bind(2, sweep.source.dump()).Bind(3, now).Run());
-  int64_t sweep_id = db_->LastInsertRowid();
+                   db_->Prepare("INSERT INTO sweeps(name, spec, created_at, submission_id) "
+                                "VALUES (?1, ?2, ?3, ?4)"));
+  insert_sweep.Bind(1, sweep.name).Bind(2, sweep.source.dump()).Bind(3, now);
+  if (submission_id.empty()) {
+    insert_sweep.BindNull(4);
+  } else {
+    insert_sweep.Bind(4, submission_id);
+  }
+  RETURN_IF_ERROR(insert_sweep.Run());
+  stored.sweep_id = db_->LastInsertRowid();
 
   ASSIGN_OR_RETURN(
       auto insert_job,
-      db_->Prepare("INSERT INTO jobs(sweep_id, pinned_host, spec, timeout_s, created_at) "
-                   "VALUES (?1, ?2, ?3, ?4, ?5)"));
+      db_->Prepare("INSERT INTO jobs(sweep_id, pinned_host, spec, timeout_s, created_at, "
+                   "requirement_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6)"));
   double timeout_s = JobTimeoutSeconds(sweep);
-  int64_t count = 0;
-  auto add = [&](const json& spec, const std::string* host) -> Status {
-    insert_job.Bind(1, sweep_id);
-    if (host)
-      insert_job.Bind(2, *host);
-    else
+  std::map<std::pair<std::string, std::string>, int64_t> requirements;  // (host, device)
+  std::set<std::string> agents;
+  auto add = [&](const json& spec, const std::string& host) -> Status {
+    const std::string device = spec.is_object() && spec.value("device", json()).is_string()
+                                   ? spec["device"].get<std::string>()
+                                   : std::string("cpu");
+    auto key = std::make_pair(host, device);
+    if (!requirements.count(key)) {
+      ASSIGN_OR_RETURN(requirements[key], RequirementId("benchmark", host, sweep.select, device));
+    }
+    insert_job.Bind(1, stored.sweep_id);
+    if (!host.empty()) {
+      insert_job.Bind(2, host);
+      agents.insert(host);
+    } else {
       insert_job.BindNull(2);
-    insert_job.Bind(3, spec.dump()).Bind(4, timeout_s).Bind(5, now);
+    }
+    insert_job.Bind(3, spec.dump()).Bind(4, timeout_s).Bind(5, now).Bind(6, requirements[key]);
     RETURN_IF_ERROR(insert_job.Run());
     insert_job.Reset();
-    ++count;
+    ++stored.jobs;
     return Status::Ok();
   };
-  for (const json& spec : sweep.combinations) {
-    if (pinned_hosts.empty()) {
-      RETURN_IF_ERROR(add(spec, nullptr));
-    } else {
-      for (const std::string& host : pinned_hosts) RETURN_IF_ERROR(add(spec, &host));
+  for (size_t i = 0; i < sweep.combinations.size(); ++i) {
+    if (pinned.empty()) {
+      RETURN_IF_ERROR(add(sweep.combinations[i], ""));
+    } else if (i < pinned.size()) {
+      for (const std::string& host : pinned[i]) RETURN_IF_ERROR(add(sweep.combinations[i], host));
     }
   }
   RETURN_IF_ERROR(tx.Commit());
-  if (jobs_created) *jobs_created = count;
-  return sweep_id;
+  stored.agents.assign(agents.begin(), agents.end());
+  return stored;
 }
 
 StatusOr<int64_t> Store::CreateCalibration(const std::vector<std::string>& agents,
@@ -153,27 +253,44 @@ StatusOr<int64_t> Store::CreateCalibration(const std::vector<std::string>& agent
   RETURN_IF_ERROR(Insert("sweeps", {{"name", "calibration"}, {"spec", spec.dump()}, {"created_at", now}}));
   int64_t sweep_id = db_->LastInsertRowid();
   for (const std::string& agent : agents) {
+    ASSIGN_OR_RETURN(int64_t requirement, RequirementId("calibration", agent, json::object(), ""));
     RETURN_IF_ERROR(Insert("jobs", {{"sweep_id", sweep_id},
                                     {"pinned_host", agent},
                                     {"kind", "calibration"},
                                     {"spec", json({{"kind", "calibration"}}).dump()},
                                     {"timeout_s", timeout_s},
-                                    {"created_at", now}}));
+                                    {"created_at", now},
+                                    {"requirement_id", requirement}}));
   }
   RETURN_IF_ERROR(tx.Commit());
   return sweep_id;
 }
 
-StatusOr<std::vector<QueuedJob>> Store::QueuedJobsFor(const std::string& agent_name, int limit) {
-  ASSIGN_OR_RETURN(
-      auto stmt,
-      db_->Prepare(
-          "SELECT j.job_id, j.sweep_id, j.pinned_host, j.spec, json_extract(s.spec, '$.select'), "
-          "       j.timeout_s, j.attempts, j.kind "
-          "FROM jobs j JOIN sweeps s ON s.sweep_id = j.sweep_id "
-          "WHERE j.state = 'queued' AND (j.pinned_host = ?1 OR j.pinned_host IS NULL) "
-          "ORDER BY j.kind = 'calibration' DESC, j.job_id LIMIT ?2"));
-  stmt.Bind(1, agent_name).Bind(2, limit);
+StatusOr<std::vector<JobRequirement>> Store::Requirements() {
+  ASSIGN_OR_RETURN(auto stmt, db_->Prepare("SELECT requirement_id, kind, pinned_host, select_json, "
+                                           "device FROM requirements ORDER BY requirement_id"));
+  std::vector<JobRequirement> out;
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, stmt.Step());
+    if (!row) break;
+    JobRequirement requirement;
+    requirement.requirement_id = stmt.Int(0);
+    requirement.kind = stmt.Text(1);
+    requirement.pinned_host = stmt.Text(2);
+    requirement.select = json::parse(stmt.Text(3), nullptr, false);
+    if (!requirement.select.is_object()) requirement.select = json::object();
+    requirement.device = stmt.Text(4);
+    out.push_back(std::move(requirement));
+  }
+  return out;
+}
+
+StatusOr<std::vector<QueuedJob>> Store::OldestQueued(int64_t requirement_id, int limit) {
+  ASSIGN_OR_RETURN(auto stmt,
+                   db_->Prepare("SELECT job_id, sweep_id, spec, timeout_s, attempts, kind "
+                                "FROM jobs WHERE state = 'queued' AND requirement_id = ?1 "
+                                "ORDER BY job_id LIMIT ?2"));
+  stmt.Bind(1, requirement_id).Bind(2, limit);
   std::vector<QueuedJob> jobs;
   while (true) {
     ASSIGN_OR_RETURN(bool row, stmt.Step());
@@ -181,15 +298,31 @@ StatusOr<std::vector<QueuedJob>> Store::QueuedJobsFor(const std::string& agent_n
     QueuedJob job;
     job.job_id = stmt.Int(0);
     job.sweep_id = stmt.Int(1);
-    if (!stmt.IsNull(2)) job.pinned_host = stmt.Text(2);
-    job.spec = json::parse(stmt.Text(3), nullptr, false);
-    job.select = stmt.IsNull(4) ? json::object() : json::parse(stmt.Text(4), nullptr, false);
-    job.timeout_s = stmt.Real(5);
-    job.attempts = static_cast<int>(stmt.Int(6));
-    job.kind = stmt.Text(7);
+    job.requirement_id = requirement_id;
+    job.spec = json::parse(stmt.Text(2), nullptr, false);
+    job.timeout_s = stmt.Real(3);
+    job.attempts = static_cast<int>(stmt.Int(4));
+    job.kind = stmt.Text(5);
     jobs.push_back(std::move(job));
   }
   return jobs;
+}
+
+StatusOr<std::vector<std::pair<int64_t, int64_t>>> Store::QueuedPerRequirement(
+    std::optional<int64_t> sweep_id) {
+  ASSIGN_OR_RETURN(auto stmt,
+                   db_->Prepare(sweep_id ? "SELECT requirement_id, COUNT(*) FROM jobs WHERE "
+                                           "sweep_id = ?1 AND state = 'queued' GROUP BY requirement_id"
+                                         : "SELECT requirement_id, COUNT(*) FROM jobs WHERE "
+                                           "state = 'queued' GROUP BY requirement_id"));
+  if (sweep_id) stmt.Bind(1, *sweep_id);
+  std::vector<std::pair<int64_t, int64_t>> out;
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, stmt.Step());
+    if (!row) break;
+    out.emplace_back(stmt.Int(0), stmt.Int(1));
+  }
+  return out;
 }
 
 StatusOr<int> Store::MarkRunning(int64_t job_id, int64_t host_id) {
@@ -203,6 +336,15 @@ StatusOr<int> Store::MarkRunning(int64_t job_id, int64_t host_id) {
   int attempt = static_cast<int>(stmt.Int(0));
   RETURN_IF_ERROR(stmt.Run());  // finish the statement so the autocommit happens now
   return attempt;
+}
+
+StatusOr<bool> Store::UndoHandOut(int64_t job_id, int attempt) {
+  ASSIGN_OR_RETURN(auto stmt,
+                   db_->Prepare("UPDATE jobs SET state = 'queued', attempts = attempts - 1, "
+                                "started_at = NULL WHERE job_id = ?1 AND attempts = ?2 AND "
+                                "state = 'running'"));
+  RETURN_IF_ERROR(stmt.Bind(1, job_id).Bind(2, attempt).Run());
+  return db_->Changes() == 1;
 }
 
 StatusOr<bool> Store::RequeueOrFail(int64_t job_id, int attempt, int max_attempts,
@@ -232,8 +374,37 @@ StatusOr<bool> Store::RequeueOrFail(int64_t job_id, int attempt, int max_attempt
   return requeue;
 }
 
+namespace {
+
+// The first echoed configuration field that differs from the job's, as an error naming
+// it; empty when the echo agrees (absent fields agree).
+std::string EchoMismatch(const ResultEcho& echo, const JobSpec& job) {
+  auto text = [](const char* name, const std::optional<std::string>& got, const std::string& want) {
+    return got && *got != want ? std::string("result.") + name + ": \"" + got->substr(0, 64) +
+                                     "\" is not the job's \"" + want + "\""
+                               : std::string();
+  };
+  auto number = [](const char* name, const std::optional<int64_t>& got, int64_t want) {
+    return got && *got != want ? std::string("result.") + name + ": " + std::to_string(*got) +
+                                     " is not the job's " + std::to_string(want)
+                               : std::string();
+  };
+  for (const std::string& mismatch :
+       {text("model", echo.model, job.model), text("mode", echo.mode, job.mode),
+        text("dtype", echo.dtype, job.dtype), text("device", echo.device, job.device),
+        number("batch_size", echo.batch_size, job.batch_size),
+        number("threads", echo.threads, job.threads),
+        number("interop_threads", echo.interop_threads, job.interop_threads)}) {
+    if (!mismatch.empty()) return mismatch;
+  }
+  return "";
+}
+
+}  // namespace
+
 StatusOr<ResultOutcome> Store::StoreResult(int64_t job_id, int attempt, int64_t host_id,
-                                           const std::string& host_name, const json& result) {
+                                           const std::string& host_name,
+                                           const WorkerResult& result, std::string* rejection) {
   std::string now = UtcNowIso8601();
   Transaction tx(*db_);
   RETURN_IF_ERROR(tx.Begin());
@@ -248,6 +419,7 @@ StatusOr<ResultOutcome> Store::StoreResult(int64_t job_id, int attempt, int64_t 
   int64_t sweep_id = 0;
   std::string kind = "benchmark";
   json spec = json::object();
+  std::optional<JobSpec> job;
   if (!found) {
     stale_reason = "no such job";
   } else {
@@ -258,6 +430,25 @@ StatusOr<ResultOutcome> Store::StoreResult(int64_t job_id, int attempt, int64_t 
     spec = json::parse(find.Text(5), nullptr, false);
     if (!find.IsNull(3) && find.Int(3) == attempt) {
       return ResultOutcome::kDuplicate;  // the transaction rolls back: nothing to write
+    }
+    // The result must be one this job can have: of its kind, and of its configuration.
+    const bool calibration = kind == "calibration";
+    if (result.ok && result.calibration_kind != calibration) {
+      *rejection = calibration ? "result.kind: job " + std::to_string(job_id) +
+                                     " is a calibration; its result must be one"
+                               : "result.kind: job " + std::to_string(job_id) +
+                                     " is a benchmark, not a calibration";
+      return ResultOutcome::kRejected;
+    }
+    if (!calibration) {
+      JobSpecError error;
+      job = ParseJobConfig(spec, &error);
+      if (!job) return Internal("stored job " + std::to_string(job_id) + " does not parse: " + error.message);
+      std::string mismatch = EchoMismatch(result.echo, *job);
+      if (!mismatch.empty()) {
+        *rejection = mismatch;
+        return ResultOutcome::kRejected;
+      }
     }
     // The fence: only the latest attempt may deliver, and only while the job is open.
     // A job requeued after its agent went silent but not yet handed out again still
@@ -270,12 +461,8 @@ StatusOr<ResultOutcome> Store::StoreResult(int64_t job_id, int attempt, int64_t 
     }
   }
 
-  json detail = result;
-  json samples =
-      detail.is_object() && detail.contains("samples_ms") ? detail["samples_ms"] : json();
-  if (detail.is_object()) detail.erase("samples_ms");
-  const std::string detail_text = detail.dump(-1, ' ', false, json::error_handler_t::replace);
-
+  const std::string detail_text =
+      result.detail.dump(-1, ' ', false, json::error_handler_t::replace);
   if (!stale_reason.empty()) {
     ASSIGN_OR_RETURN(auto stale,
                      db_->Prepare("INSERT INTO stale_results(job_id, attempt, host, reason, detail, "
@@ -286,23 +473,43 @@ StatusOr<ResultOutcome> Store::StoreResult(int64_t job_id, int attempt, int64_t 
     return ResultOutcome::kStale;
   }
 
-  const bool ok = result.value("ok", false) == true;
-  ASSIGN_OR_RETURN(Columns columns, ResultColumns(kind, spec, host_id, result, ok));
-  columns.emplace_back("job_id", job_id);
-  columns.emplace_back("attempt", attempt);
-  columns.emplace_back("host_id", host_id);
-  columns.emplace_back("ok", ok ? 1 : 0);
-  columns.emplace_back("detail", detail_text);
-  columns.emplace_back("received_at", now);
+  const bool ok = result.ok;
+  Columns columns = {{"job_id", job_id},     {"attempt", attempt},
+                     {"host_id", host_id},   {"ok", ok ? 1 : 0},
+                     {"detail", detail_text}, {"received_at", now},
+                     {"error", ok ? json(nullptr) : json(result.error)}};
+  if (job) {
+    // The configuration is the coordinator's own, from the job it handed out.
+    columns.insert(columns.end(), {{"device", job->device},
+                                   {"model", job->model},
+                                   {"mode", job->mode},
+                                   {"dtype", job->dtype},
+                                   {"batch_size", job->batch_size},
+                                   {"threads", job->threads},
+                                   {"interop_threads", job->interop_threads},
+                                   {"onednn", job->onednn ? 1 : 0},
+                                   {"model_args", spec.value("model_args", json::object()).dump()}});
+  }
+  const auto& fields = ResultFields();
+  for (size_t i = 0; i < fields.size() && i < result.values.size(); ++i) {
+    if (!fields[i].column.empty()) columns.emplace_back(fields[i].column, result.values[i]);
+  }
+  const json& gflops = ResultValue(result, "gflops");
+  if (ok && job && gflops.is_number()) {
+    ASSIGN_OR_RETURN(json peak, PeakFor(host_id, job->device, job->threads));
+    if (peak.is_number() && peak.get<double>() > 0) {
+      columns.emplace_back("peak_gflops", peak);
+      columns.emplace_back("fraction_of_peak", gflops.get<double>() / peak.get<double>());
+    }
+  }
   RETURN_IF_ERROR(Insert("results", columns));
 
-  if (ok && samples.is_array()) {
+  if (ok && !result.samples_ms.empty()) {
     ASSIGN_OR_RETURN(auto sample,
                      db_->Prepare("INSERT INTO samples(job_id, idx, ms) VALUES (?1, ?2, ?3)"));
-    for (size_t i = 0; i < samples.size(); ++i) {
-      if (!samples[i].is_number()) continue;
-      RETURN_IF_ERROR(sample.Bind(1, job_id).Bind(2, static_cast<int64_t>(i))
-                          .Bind(3, samples[i].get<double>()).Run());
+    for (size_t i = 0; i < result.samples_ms.size(); ++i) {
+      RETURN_IF_ERROR(
+          sample.Bind(1, job_id).Bind(2, static_cast<int64_t>(i)).Bind(3, result.samples_ms[i]).Run());
       sample.Reset();
     }
   }
@@ -314,7 +521,7 @@ StatusOr<ResultOutcome> Store::StoreResult(int64_t job_id, int attempt, int64_t 
   if (ok) {
     finish.BindNull(3);
   } else {
-    finish.BindJson(3, Field(result, "error"));
+    finish.Bind(3, result.error);
   }
   RETURN_IF_ERROR(finish.Run());
   RETURN_IF_ERROR(FinishSweepIfComplete(sweep_id));
@@ -322,47 +529,7 @@ StatusOr<ResultOutcome> Store::StoreResult(int64_t job_id, int attempt, int64_t 
   return ResultOutcome::kStored;
 }
 
-StatusOr<Store::Columns> Store::ResultColumns(const std::string& kind, const json& spec,
-                                              int64_t host_id, const json& result, bool ok) {
-  Columns columns;
-  for (const char* key : {"device", "model", "mode", "dtype", "batch_size", "threads",
-                          "interop_threads", "error", "peak_rss_mb", "worker_wall_s"}) {
-    columns.emplace_back(key, Field(result, key));
-  }
-  if (kind != "benchmark" || !ok) return columns;
-
-  const json stats = Field(result, "stats");
-  for (const char* key : {"n", "median_ms", "mean_ms", "stdev_ms", "min_ms", "max_ms", "p90_ms",
-                          "p99_ms", "q1_ms", "q3_ms", "iqr_ms", "noisy"}) {
-    columns.emplace_back(key, Field(stats, key));
-  }
-  for (const char* key : {"throughput_per_s", "rss_before_model_mb", "param_bytes",
-                          "effective_threads", "threads_mismatch", "flops_per_sample", "gflops",
-                          "gpu_peak_mem_mb"}) {
-    columns.emplace_back(key, Field(result, key));
-  }
-  const json accuracy = Field(result, "accuracy");
-  for (const char* key : {"max_abs_err", "mean_abs_err", "rel_err", "top1_agreement"}) {
-    columns.emplace_back(key, Field(accuracy, key));
-  }
-  columns.emplace_back("onednn", Field(Field(result, "runtime"), "onednn"));
-  // The job's own model arguments, canonical (sorted keys), so that views can match
-  // identical configurations across devices, dtypes and thread counts.
-  columns.emplace_back("model_args", spec.is_object() ? json(spec.value("model_args", json::object()).dump())
-                                                      : json(nullptr));
-
-  json gflops = Field(result, "gflops");
-  if (gflops.is_number()) {
-    ASSIGN_OR_RETURN(json peak, PeakFor(host_id, result));
-    if (peak.is_number() && peak.get<double>() > 0) {
-      columns.emplace_back("peak_gflops", peak);
-      columns.emplace_back("fraction_of_peak", gflops.get<double>() / peak.get<double>());
-    }
-  }
-  return columns;
-}
-
-StatusOr<json> Store::PeakFor(int64_t host_id, const json& result) {
+StatusOr<json> Store::PeakFor(int64_t host_id, const std::string& device, int64_t threads) {
   ASSIGN_OR_RETURN(auto latest, db_->Prepare(
                                     "SELECT gemm_gflops_all, gemm_threads_all, gemm_gflops_1, gpus "
                                     "FROM calibrations WHERE host_id = ?1 "
@@ -370,35 +537,34 @@ StatusOr<json> Store::PeakFor(int64_t host_id, const json& result) {
   latest.Bind(1, host_id);
   ASSIGN_OR_RETURN(bool row, latest.Step());
   if (!row) return json(nullptr);
-  const std::string device = result.value("device", std::string("cpu"));
-  if (device.rfind("cuda", 0) == 0) {
-    size_t index = device.size() > 5 ? std::stoul(device.substr(5)) : 0;
+  if (int64_t needed = GpusNeeded(device); needed > 0) {
+    // Stored from a checked calibration: an array of objects with sgemm_gflops.
     json gpus = json::parse(latest.Text(3), nullptr, false);
-    if (!gpus.is_array() || index >= gpus.size()) return json(nullptr);
-    return gpus[index].value("sgemm_gflops", json(nullptr));
+    const size_t index = static_cast<size_t>(needed - 1);
+    if (!gpus.is_array() || index >= gpus.size() || !gpus[index].is_object()) return json(nullptr);
+    json peak = gpus[index].value("sgemm_gflops", json(nullptr));
+    return peak.is_number() ? peak : json(nullptr);
   }
   if (latest.IsNull(0)) return json(nullptr);
   // The peak for T threads: T single-CPU peaks, but never more than all CPUs together.
   double all = latest.Real(0);
   int64_t all_threads = latest.Int(1);
-  int64_t threads = result.value("threads", int64_t{1});
   if (latest.IsNull(2) || threads >= all_threads) return json(all);
   return json(std::min(all, latest.Real(2) * static_cast<double>(threads)));
 }
 
-Status Store::StoreCalibration(int64_t job_id, int64_t host_id, const json& result,
+Status Store::StoreCalibration(int64_t job_id, int64_t host_id, const WorkerResult& result,
                                const std::string& now) {
-  const json calibration = Field(result, "calibration");
-  const json cpu = Field(calibration, "cpu");
   Columns columns = {{"host_id", host_id}, {"job_id", job_id}, {"measured_at", now}};
-  for (const char* key : {"gemm_gflops_all", "gemm_threads_all", "gemm_gflops_1",
-                          "stream_triad_gbps_all", "stream_triad_gbps_1", "theoretical_gflops_all",
-                          "theoretical_gflops_1"}) {
-    columns.emplace_back(key, Field(cpu, key));
+  const auto& fields = CalibrationFields();
+  for (size_t i = 0; i < fields.size() && i < result.calibration_values.size(); ++i) {
+    if (!fields[i].column.empty()) columns.emplace_back(fields[i].column, result.calibration_values[i]);
   }
-  json gpus = Field(calibration, "gpus");
-  columns.emplace_back("gpus", gpus.is_array() ? gpus.dump() : "[]");
-  columns.emplace_back("detail", calibration.dump(-1, ' ', false, json::error_handler_t::replace));
+  json gpus = json::array();
+  if (const json* listed = FindPath(result.calibration, "gpus")) gpus = *listed;
+  columns.emplace_back("gpus", gpus.dump(-1, ' ', false, json::error_handler_t::replace));
+  columns.emplace_back("detail",
+                       result.calibration.dump(-1, ' ', false, json::error_handler_t::replace));
   return Insert("calibrations", columns);
 }
 
@@ -487,60 +653,6 @@ StatusOr<json> Store::SweepStatus(std::optional<int64_t> sweep_id, int limit) {
   }
   if (sweep_id && sweeps.empty()) return NotFound("no sweep with id " + std::to_string(*sweep_id));
   return sweeps;
-}
-
-StatusOr<Rows> Store::RunRows(Database& db, const std::string& sql, const json& params,
-                              int max_rows) {
-  ASSIGN_OR_RETURN(auto stmt, db.Prepare(sql));
-  for (size_t i = 0; i < params.size(); ++i) stmt.BindJson(static_cast<int>(i + 1), params[i]);
-  Rows rows;
-  for (int c = 0; c < stmt.ColumnCount(); ++c) rows.columns.push_back(stmt.ColumnName(c));
-  MonoTime deadline = MonoNow() + kQueryTimeLimit;
-  sqlite3_progress_handler(db.handle(), 10000, QueryProgress, &deadline);
-  while (true) {
-    auto row = stmt.Step();
-    if (!row.ok()) {
-      sqlite3_progress_handler(db.handle(), 0, nullptr, nullptr);
-      if (MonoNow() > deadline)
-        return DeadlineExceeded("query ran longer than 10 s and was stopped");
-      return InvalidArgument(row.status().message());
-    }
-    if (!*row) break;
-    if (static_cast<int>(rows.rows.size()) >= max_rows) {
-      rows.truncated = true;
-      break;
-    }
-    json values = json::array();
-    for (int c = 0; c < stmt.ColumnCount(); ++c) values.push_back(stmt.ColumnJson(c));
-    rows.rows.push_back(std::move(values));
-  }
-  sqlite3_progress_handler(db.handle(), 0, nullptr, nullptr);
-  return rows;
-}
-
-StatusOr<Rows> Store::Query(const std::string& sql, int max_rows) {
-  if (!reader_) {
-    ASSIGN_OR_RETURN(reader_, Database::Open(path_, SQLITE_OPEN_READONLY));
-    sqlite3_busy_timeout(reader_->handle(), kBusyTimeoutMs);
-  }
-  {
-    // Refuse writes with a clear message before SQLite's "attempt to write a readonly
-    // database"; the read-only connection is the real guard.
-    ASSIGN_OR_RETURN(auto probe, reader_->Prepare(sql));
-    if (!probe.ReadOnly()) return InvalidArgument("only read-only statements are allowed in query");
-  }
-  return RunRows(*reader_, sql, json::array(), max_rows);
-}
-
-StatusOr<Rows> Store::ResultSummary(std::optional<int64_t> sweep_id, int max_rows) {
-  std::string sql = "SELECT * FROM result_summary";
-  json params = json::array();
-  if (sweep_id) {
-    sql += " WHERE sweep_id = ?1";
-    params.push_back(*sweep_id);
-  }
-  sql += " ORDER BY sweep_id, host, model, mode, dtype, batch_size, threads, job_id";
-  return RunRows(*db_, sql, params, max_rows);
 }
 
 }  // namespace benchfleet

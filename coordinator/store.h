@@ -11,6 +11,8 @@
 
 #include "common/status.h"
 #include "common/sweep.h"
+#include "common/worker_result.h"
+#include "coordinator/matching.h"
 #include "coordinator/sqlite.h"
 
 namespace benchfleet {
@@ -30,9 +32,8 @@ struct QueuedJob {
   int64_t job_id;
   std::string kind;  // "benchmark" or "calibration"
   int64_t sweep_id;
-  std::optional<std::string> pinned_host;
+  int64_t requirement_id;
   json spec;
-  json select;  // the sweep's select
   double timeout_s;
   int attempts;
 };
@@ -44,19 +45,23 @@ struct RunningJob {
   double timeout_s;
 };
 
-enum class ResultOutcome { kStored, kDuplicate, kStale };
-const char* ResultOutcomeName(ResultOutcome outcome);
-
-struct Rows {
-  std::vector<std::string> columns;
-  std::vector<json> rows;  // each an array
-  bool truncated = false;
+// A sweep as stored: new, or the one an earlier submit with the same submission id
+// stored (existing = true).
+struct StoredSweep {
+  int64_t sweep_id = 0;
+  int64_t jobs = 0;
+  std::vector<std::string> agents;  // pinned agents, sorted
+  bool existing = false;
 };
+
+enum class ResultOutcome { kStored, kDuplicate, kStale, kRejected };
+const char* ResultOutcomeName(ResultOutcome outcome);
 
 class Store {
  public:
-  // Opens (creating if needed) the database at `path`, sets WAL and full fsync, and
-  // applies the migrations not yet applied.
+  // Opens (creating if needed) the database at `path`, sets WAL and full fsync, applies
+  // the migrations not yet applied, adds the columns of result fields declared since
+  // (schemas/result_fields.json) and recreates result_summary over them.
   static StatusOr<std::unique_ptr<Store>> Open(const std::string& path);
 
   int SchemaVersion();
@@ -65,32 +70,48 @@ class Store {
   StatusOr<int64_t> UpsertHost(const std::string& name, const std::string& machine_id,
                                const json& tags, const json& capabilities);
 
-  // Stores a sweep and its jobs in one transaction. `pinned_hosts` empty: one job per
-  // combination with no pinned host; otherwise one job per combination and host.
-  StatusOr<int64_t> CreateSweep(const Sweep& sweep, const std::vector<std::string>& pinned_hosts,
-                                int64_t* jobs_created);
+  // Stores a sweep and its jobs in one transaction: per combination (in order), one job
+  // per agent in `pinned[i]`, or one unpinned job when `pinned` is empty. With a
+  // non-empty `submission_id` already stored, stores nothing and returns that sweep.
+  StatusOr<StoredSweep> CreateSweep(const Sweep& sweep,
+                                    const std::vector<std::vector<std::string>>& pinned,
+                                    const std::string& submission_id = "");
 
   // A sweep of one calibration job per agent in `agents` (pinned to it). Calibrations
   // are dispatched before queued benchmarks.
   StatusOr<int64_t> CreateCalibration(const std::vector<std::string>& agents, double timeout_s);
 
-  // Queued jobs a given agent could take, oldest first: pinned to it, or unpinned.
-  StatusOr<std::vector<QueuedJob>> QueuedJobsFor(const std::string& agent_name, int limit);
+  // Every requirement jobs were stored with.
+  StatusOr<std::vector<JobRequirement>> Requirements();
+  // The oldest queued jobs of one requirement (at most `limit`), oldest first.
+  StatusOr<std::vector<QueuedJob>> OldestQueued(int64_t requirement_id, int limit);
+  // Queued jobs per requirement (optionally of one sweep): {requirement_id, count}.
+  StatusOr<std::vector<std::pair<int64_t, int64_t>>> QueuedPerRequirement(
+      std::optional<int64_t> sweep_id);
 
   // Hands job out: state running, attempts + 1. Fails if it was no longer queued.
   // Returns the new attempt number.
   StatusOr<int> MarkRunning(int64_t job_id, int64_t host_id);
 
-  // Puts a running job back in the queue after its attempt was lost (agent silent, job
-  // refused). When `max_attempts` hand-outs were used the job fails with `reason`.
+  // Takes back a hand-out that never reached its agent (the send failed, the agent
+  // refused it): the job is queued again and the attempt is not counted. Returns false
+  // when (job_id, attempt) no longer owns the job.
+  StatusOr<bool> UndoHandOut(int64_t job_id, int attempt);
+
+  // Puts a running job back in the queue after its attempt was lost (agent silent, lease
+  // expired). When `max_attempts` hand-outs were used the job fails with `reason`.
   // Returns true when the job was requeued, false when it failed.
   StatusOr<bool> RequeueOrFail(int64_t job_id, int attempt, int max_attempts,
                                const std::string& reason);
 
   // Accepts the result of (job_id, attempt) as the job's only result if that attempt
-  // still owns the job; otherwise records it as stale.
+  // still owns the job; otherwise records it as stale. A result that can never be stored
+  // (the wrong kind for its job, a configuration other than the job's) is kRejected,
+  // with the reason naming the field in *rejection; nothing is written then. The
+  // configuration columns come from the stored job, never from the result.
   StatusOr<ResultOutcome> StoreResult(int64_t job_id, int attempt, int64_t host_id,
-                                      const std::string& host_name, const json& result);
+                                      const std::string& host_name, const WorkerResult& result,
+                                      std::string* rejection);
 
   StatusOr<int> CancelSweep(int64_t sweep_id);
 
@@ -101,30 +122,26 @@ class Store {
   // sweep or the most recent `limit`.
   StatusOr<json> SweepStatus(std::optional<int64_t> sweep_id, int limit);
 
-  // Runs one user statement on a read-only connection; at most `max_rows` rows.
-  StatusOr<Rows> Query(const std::string& sql, int max_rows);
-
-  // Rows of result_summary, optionally for one sweep.
-  StatusOr<Rows> ResultSummary(std::optional<int64_t> sweep_id, int max_rows);
+  const std::string& path() const { return path_; }
 
  private:
   Store(std::unique_ptr<Database> db, std::string path)
       : db_(std::move(db)), path_(std::move(path)) {}
   Status Migrate();
+  // Adds a column for every declared field the table lacks; recreates result_summary.
+  Status ApplyFieldTables();
   using Columns = std::vector<std::pair<std::string, json>>;
   Status FinishSweepIfComplete(int64_t sweep_id);
-  // The results columns taken from a worker's result (schemas/worker.md).
-  StatusOr<Columns> ResultColumns(const std::string& kind, const json& spec, int64_t host_id,
-                                  const json& result, bool ok);
-  // The calibrated peak GFLOP/s a result is compared with, or null without a calibration.
-  StatusOr<json> PeakFor(int64_t host_id, const json& result);
-  Status StoreCalibration(int64_t job_id, int64_t host_id, const json& result,
+  StatusOr<int64_t> RequirementId(const std::string& kind, const std::string& pinned_host,
+                                  const json& select, const std::string& device);
+  // The calibrated peak GFLOP/s a result on `device` with `threads` is compared with, or
+  // null without a calibration.
+  StatusOr<json> PeakFor(int64_t host_id, const std::string& device, int64_t threads);
+  Status StoreCalibration(int64_t job_id, int64_t host_id, const WorkerResult& result,
                           const std::string& now);
   Status Insert(const std::string& table, const Columns& columns);
-  StatusOr<Rows> RunRows(Database& db, const std::string& sql, const json& params, int max_rows);
 
   std::unique_ptr<Database> db_;
-  std::unique_ptr<Database> reader_;  // opened lazily, read-only, for user queries
   std::string path_;
 };
 

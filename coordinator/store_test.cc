@@ -5,6 +5,9 @@
 
 #include <filesystem>
 
+#include "common/result_fields.h"
+#include "coordinator/reader.h"
+
 namespace benchfleet {
 namespace {
 
@@ -46,6 +49,8 @@ class StoreTest : public ::testing::Test {
              {{"n", 12},
               {"median_ms", 2.0},
               {"mean_ms", 2.1},
+              {"min_ms", 1.9},
+              {"max_ms", 3.0},
               {"p90_ms", 2.5},
               {"p99_ms", 2.9},
               {"iqr_ms", 0.1},
@@ -57,9 +62,41 @@ class StoreTest : public ::testing::Test {
   }
 
   int64_t Count(const std::string& sql) {
-    auto rows = store_->Query(sql, 10);
+    auto rows = Query(sql, 10);
     EXPECT_TRUE(rows.ok()) << rows.status().ToString();
     return rows->rows.at(0).at(0).get<int64_t>();
+  }
+
+  StatusOr<Rows> Query(const std::string& sql, int max_rows) {
+    auto reader = StoreReader::Open(path_);
+    if (!reader.ok()) return reader.status();
+    return (*reader)->Query(sql, max_rows);
+  }
+
+  // Every queued job the agent "node-a" could be offered, in dispatch order
+  // (calibrations first, then oldest first).
+  std::vector<QueuedJob> QueuedFor(const std::string& agent) {
+    std::vector<QueuedJob> all;
+    auto requirements = store_->Requirements();
+    for (const JobRequirement& requirement : *requirements) {
+      if (!requirement.pinned_host.empty() && requirement.pinned_host != agent) continue;
+      auto jobs = store_->OldestQueued(requirement.requirement_id, 100000);
+      all.insert(all.end(), jobs->begin(), jobs->end());
+    }
+    std::sort(all.begin(), all.end(), [](const QueuedJob& a, const QueuedJob& b) {
+      if ((a.kind == "calibration") != (b.kind == "calibration")) return a.kind == "calibration";
+      return a.job_id < b.job_id;
+    });
+    return all;
+  }
+
+  StatusOr<ResultOutcome> Deliver(int64_t job, int attempt, const json& result,
+                                  std::string* rejection = nullptr) {
+    auto parsed = ParseWorkerResult(result);
+    if (!parsed.ok()) return parsed.status();
+    std::string ignored;
+    return store_->StoreResult(job, attempt, host_, "node-a", *parsed,
+                               rejection ? rejection : &ignored);
   }
 
   std::filesystem::path dir_;
@@ -85,32 +122,30 @@ TEST_F(StoreTest, MigrationsApplyOnceAndDatabaseIsInWalMode) {
 }
 
 TEST_F(StoreTest, SweepExpandsIntoJobsPerPinnedHost) {
-  int64_t jobs = 0;
-  auto id = store_->CreateSweep(MakeSweep(kTwoJobs), {"node-a", "node-b"}, &jobs);
-  ASSERT_TRUE(id.ok());
-  EXPECT_EQ(jobs, 4);
-  auto mine = store_->QueuedJobsFor("node-a", 100);
-  ASSERT_TRUE(mine.ok());
-  EXPECT_EQ(mine->size(), 2u);
-  EXPECT_EQ(*mine->front().pinned_host, "node-a");
-  EXPECT_EQ(mine->front().spec["batch_size"], 1);
+  auto stored = store_->CreateSweep(MakeSweep(kTwoJobs), {{"node-a", "node-b"}, {"node-a", "node-b"}});
+  ASSERT_TRUE(stored.ok());
+  EXPECT_EQ(stored->jobs, 4);
+  EXPECT_EQ(stored->agents, (std::vector<std::string>{"node-a", "node-b"}));
+  auto mine = QueuedFor("node-a");
+  EXPECT_EQ(mine.size(), 2u);
+  EXPECT_EQ(mine.front().spec["batch_size"], 1);
 }
 
 TEST_F(StoreTest, ResultIsStoredOnceThenDuplicateThenStale) {
-  ASSERT_TRUE(store_->CreateSweep(MakeSweep(kTwoJobs), {}, nullptr).ok());
-  auto queued = *store_->QueuedJobsFor("node-a", 100);
+  ASSERT_TRUE(store_->CreateSweep(MakeSweep(kTwoJobs), {}).ok());
+  auto queued = QueuedFor("node-a");
   int64_t job = queued[0].job_id;
   auto attempt = store_->MarkRunning(job, host_);
   ASSERT_TRUE(attempt.ok());
   EXPECT_EQ(*attempt, 1);
   EXPECT_FALSE(store_->MarkRunning(job, host_).ok());  // no longer queued
 
-  auto first = store_->StoreResult(job, 1, host_, "node-a", GoodResult(1));
+  auto first = Deliver(job, 1, GoodResult(1));
   ASSERT_TRUE(first.ok()) << first.status().ToString();
   EXPECT_EQ(*first, ResultOutcome::kStored);
-  auto again = store_->StoreResult(job, 1, host_, "node-a", GoodResult(1));
+  auto again = Deliver(job, 1, GoodResult(1));
   EXPECT_EQ(*again, ResultOutcome::kDuplicate);
-  auto late = store_->StoreResult(job, 7, host_, "node-a", GoodResult(1));
+  auto late = Deliver(job, 7, GoodResult(1));
   EXPECT_EQ(*late, ResultOutcome::kStale);
 
   EXPECT_EQ(Count("select count(*) from results"), 1);
@@ -121,11 +156,11 @@ TEST_F(StoreTest, ResultIsStoredOnceThenDuplicateThenStale) {
 }
 
 TEST_F(StoreTest, ResultSummaryHasTheDocumentedColumns) {
-  ASSERT_TRUE(store_->CreateSweep(MakeSweep(kTwoJobs), {}, nullptr).ok());
-  int64_t job = store_->QueuedJobsFor("node-a", 1)->front().job_id;
+  ASSERT_TRUE(store_->CreateSweep(MakeSweep(kTwoJobs), {}).ok());
+  int64_t job = QueuedFor("node-a").front().job_id;
   ASSERT_TRUE(store_->MarkRunning(job, host_).ok());
-  ASSERT_TRUE(store_->StoreResult(job, 1, host_, "node-a", GoodResult(1)).ok());
-  auto rows = store_->ResultSummary(std::nullopt, 10);
+  ASSERT_TRUE(Deliver(job, 1, GoodResult(1)).ok());
+  auto rows = (*StoreReader::Open(path_))->ResultSummary(std::nullopt, 10);
   ASSERT_TRUE(rows.ok());
   for (const char* column :
        {"sweep", "job_id", "host", "device", "model", "mode", "dtype", "batch_size", "threads", "n",
@@ -138,12 +173,12 @@ TEST_F(StoreTest, ResultSummaryHasTheDocumentedColumns) {
 }
 
 TEST_F(StoreTest, SweepFinishesWhenEveryJobHasEnded) {
-  auto sweep_id = *store_->CreateSweep(MakeSweep(kTwoJobs), {}, nullptr);
-  auto jobs = *store_->QueuedJobsFor("node-a", 100);
+  auto sweep_id = store_->CreateSweep(MakeSweep(kTwoJobs), {})->sweep_id;
+  auto jobs = QueuedFor("node-a");
   for (const auto& job : jobs) {
     ASSERT_TRUE(store_->MarkRunning(job.job_id, host_).ok());
     json failed = {{"ok", false}, {"error", "worker killed by signal 9"}};
-    ASSERT_TRUE(store_->StoreResult(job.job_id, 1, host_, "node-a", failed).ok());
+    ASSERT_TRUE(Deliver(job.job_id, 1, failed).ok());
   }
   auto status = store_->SweepStatus(sweep_id, 1);
   ASSERT_TRUE(status.ok());
@@ -154,14 +189,14 @@ TEST_F(StoreTest, SweepFinishesWhenEveryJobHasEnded) {
 }
 
 TEST_F(StoreTest, LostAttemptsRequeueUntilMaxAttemptsThenFail) {
-  ASSERT_TRUE(store_->CreateSweep(MakeSweep(kTwoJobs), {}, nullptr).ok());
-  int64_t job = store_->QueuedJobsFor("node-a", 1)->front().job_id;
+  ASSERT_TRUE(store_->CreateSweep(MakeSweep(kTwoJobs), {}).ok());
+  int64_t job = QueuedFor("node-a").front().job_id;
   ASSERT_EQ(*store_->MarkRunning(job, host_), 1);
   EXPECT_TRUE(*store_->RequeueOrFail(job, 1, 2, "agent went silent"));
   EXPECT_FALSE(*store_->RequeueOrFail(job, 1, 2, "again"));  // not running any more: no-op
   ASSERT_EQ(*store_->MarkRunning(job, host_), 2);
   EXPECT_FALSE(*store_->RequeueOrFail(job, 2, 2, "agent went silent"));
-  auto failures = store_->Query("select error from job_failures", 10);
+  auto failures = Query("select error from job_failures", 10);
   ASSERT_TRUE(failures.ok());
   ASSERT_EQ(failures->rows.size(), 1u);
   EXPECT_NE(failures->rows[0][0].get<std::string>().find("gave up after 2 attempts"),
@@ -169,20 +204,20 @@ TEST_F(StoreTest, LostAttemptsRequeueUntilMaxAttemptsThenFail) {
 }
 
 TEST_F(StoreTest, CancelDropsQueuedJobs) {
-  auto sweep_id = *store_->CreateSweep(MakeSweep(kTwoJobs), {}, nullptr);
+  auto sweep_id = store_->CreateSweep(MakeSweep(kTwoJobs), {})->sweep_id;
   EXPECT_EQ(*store_->CancelSweep(sweep_id), 2);
-  EXPECT_TRUE(store_->QueuedJobsFor("node-a", 10)->empty());
+  EXPECT_TRUE(QueuedFor("node-a").empty());
   EXPECT_EQ(store_->CancelSweep(999).status().code(), StatusCode::kNotFound);
 }
 
 TEST_F(StoreTest, UserQueriesAreReadOnlyAndErrorsAreClear) {
-  auto write = store_->Query("delete from hosts", 10);
+  auto write = Query("delete from hosts", 10);
   ASSERT_FALSE(write.ok());
   EXPECT_NE(write.status().message().find("read-only"), std::string::npos);
-  auto bad = store_->Query("select nope from nowhere", 10);
+  auto bad = Query("select nope from nowhere", 10);
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("no such table"), std::string::npos);
-  auto many = store_->Query(
+  auto many = Query(
       "with recursive c(x) as (select 1 union all select x+1 from c "
       "where x < 50) select x from c",
       10);
@@ -204,18 +239,19 @@ TEST_F(StoreTest, NewerSchemaIsRefused) {
 }
 
 TEST_F(StoreTest, CalibrationsGoFirstAndSetTheFractionOfPeak) {
-  ASSERT_TRUE(store_->CreateSweep(MakeSweep(kTwoJobs), {"node-a"}, nullptr).ok());
+  ASSERT_TRUE(store_->CreateSweep(MakeSweep(R"({"name":"s","matrix":{"model":["mlp"],
+      "batch_size":[1],"threads":[1,2]}})"), {{"node-a"}, {"node-a"}}).ok());
   ASSERT_TRUE(store_->CreateCalibration({"node-a"}, 600).ok());
-  auto queued = *store_->QueuedJobsFor("node-a", 10);
+  auto queued = QueuedFor("node-a");
   ASSERT_EQ(queued.size(), 3u);
   EXPECT_EQ(queued[0].kind, "calibration");  // dispatched before the older benchmarks
   int64_t calibration_job = queued[0].job_id;
   ASSERT_TRUE(store_->MarkRunning(calibration_job, host_).ok());
-  json calibration = {{"ok", true}, {"kind", "calibration"},
+  const json calibration = {{"ok", true}, {"kind", "calibration"},
                       {"calibration", {{"cpu", {{"gemm_gflops_all", 200.0}, {"gemm_threads_all", 2},
                                                 {"gemm_gflops_1", 110.0}, {"stream_triad_gbps_all", 20.0}}},
                                        {"gpus", json::array()}}}};
-  ASSERT_EQ(*store_->StoreResult(calibration_job, 1, host_, "node-a", calibration), ResultOutcome::kStored);
+  ASSERT_EQ(*Deliver(calibration_job, 1, calibration), ResultOutcome::kStored);
   EXPECT_EQ(Count("select count(*) from host_calibration where host = 'node-a'"), 1);
   EXPECT_EQ(Count("select count(*) from result_summary"), 0);  // not a benchmark row
 
@@ -223,12 +259,12 @@ TEST_F(StoreTest, CalibrationsGoFirstAndSetTheFractionOfPeak) {
   for (int i = 1; i <= 2; ++i) {
     int64_t job = queued[i].job_id;
     ASSERT_TRUE(store_->MarkRunning(job, host_).ok());
-    json result = GoodResult(1);
-    result["threads"] = i;
+    json result = GoodResult(static_cast<int>(queued[i].spec["batch_size"]));
+    result["threads"] = queued[i].spec["threads"];
     result["gflops"] = 55.0;
-    ASSERT_TRUE(store_->StoreResult(job, 1, host_, "node-a", result).ok());
+    ASSERT_TRUE(Deliver(job, 1, result).ok());
   }
-  auto rows = store_->Query(
+  auto rows = Query(
       "select threads, peak_gflops, fraction_of_peak from result_summary order by threads", 10);
   ASSERT_TRUE(rows.ok());
   ASSERT_EQ(rows->rows.size(), 2u);
@@ -239,42 +275,115 @@ TEST_F(StoreTest, CalibrationsGoFirstAndSetTheFractionOfPeak) {
 }
 
 TEST_F(StoreTest, ComparisonViewsPairIdenticalConfigurations) {
-  auto sweep = MakeSweep(R"({"name":"v","placement":"any","matrix":{"model":["mlp"],"batch_size":[8]}})");
-  // Three results of one configuration: fp32 at 1 and 2 threads, int8 at 1 thread.
-  std::vector<json> variants = {{{"dtype", "fp32"}, {"threads", 1}, {"median", 4.0}},
-                                {{"dtype", "fp32"}, {"threads", 2}, {"median", 2.5}},
-                                {{"dtype", "int8"}, {"threads", 1}, {"median", 2.0}}};
-  sweep.combinations = {sweep.combinations[0], sweep.combinations[0], sweep.combinations[0]};
-  ASSERT_TRUE(store_->CreateSweep(sweep, {}, nullptr).ok());
-  auto queued = *store_->QueuedJobsFor("node-a", 10);
-  ASSERT_EQ(queued.size(), 3u);
-  for (size_t i = 0; i < 3; ++i) {
-    ASSERT_TRUE(store_->MarkRunning(queued[i].job_id, host_).ok());
+  // Three jobs of one configuration: fp32 at 1 and 2 threads, int8 at 1 thread.
+  auto sweep = MakeSweep(R"({"name":"v","placement":"any","matrix":{"model":["mlp"],
+      "batch_size":[8],"dtype":["fp32","int8"],"threads":[1,2]}})");
+  ASSERT_TRUE(store_->CreateSweep(sweep, {}).ok());
+  auto queued = QueuedFor("node-a");
+  ASSERT_EQ(queued.size(), 4u);
+  std::map<std::pair<std::string, int>, double> medians = {
+      {{"fp32", 1}, 4.0}, {{"fp32", 2}, 2.5}, {{"int8", 1}, 2.0}};
+  for (const QueuedJob& job : queued) {
+    const std::string dtype = job.spec["dtype"];
+    const int threads = job.spec["threads"];
+    auto median = medians.find({dtype, threads});
+    if (median == medians.end()) continue;  // int8 at 2 threads stays queued
+    ASSERT_TRUE(store_->MarkRunning(job.job_id, host_).ok());
     json result = GoodResult(8);
-    result["dtype"] = variants[i]["dtype"];
-    result["threads"] = variants[i]["threads"];
-    result["stats"]["median_ms"] = variants[i]["median"];
-    if (variants[i]["dtype"] == "int8") {
+    result["dtype"] = dtype;
+    result["threads"] = threads;
+    result["stats"]["median_ms"] = median->second;
+    if (dtype == "int8") {
       result["accuracy"] = {{"max_abs_err", 0.02}, {"mean_abs_err", 0.004}, {"rel_err", 0.01},
                             {"top1_agreement", 0.98}};
     }
-    ASSERT_TRUE(store_->StoreResult(queued[i].job_id, 1, host_, "node-a", result).ok());
+    auto stored = Deliver(job.job_id, 1, result);
+    ASSERT_TRUE(stored.ok()) << stored.status().ToString();
+    ASSERT_EQ(*stored, ResultOutcome::kStored);
   }
-  auto threads = store_->Query(
+  auto threads = Query(
       "select threads, speedup, parallel_efficiency from thread_scaling where dtype = 'fp32' "
       "order by threads", 10);
   ASSERT_TRUE(threads.ok()) << threads.status().ToString();
   ASSERT_EQ(threads->rows.size(), 2u);
   EXPECT_DOUBLE_EQ(threads->rows[1][1].get<double>(), 4.0 / 2.5);
   EXPECT_DOUBLE_EQ(threads->rows[1][2].get<double>(), 4.0 / 2.5 / 2);
-  auto dtype = store_->Query("select dtype, speedup, rel_err, top1_agreement from dtype_comparison", 10);
+  auto dtype = Query("select dtype, speedup, rel_err, top1_agreement from dtype_comparison", 10);
   ASSERT_TRUE(dtype.ok()) << dtype.status().ToString();
   ASSERT_EQ(dtype->rows.size(), 1u);  // int8 against fp32 at the same thread count only
   EXPECT_DOUBLE_EQ(dtype->rows[0][1].get<double>(), 2.0);
   EXPECT_DOUBLE_EQ(dtype->rows[0][3].get<double>(), 0.98);
-  auto batch = store_->Query("select count(*) from batch_scaling", 10);
+  auto batch = Query("select count(*) from batch_scaling", 10);
   ASSERT_TRUE(batch.ok());
   EXPECT_EQ(batch->rows[0][0], 3);
+}
+
+TEST_F(StoreTest, AResultCannotChangeItsJobsConfiguration) {
+  ASSERT_TRUE(store_->CreateSweep(MakeSweep(kTwoJobs), {}).ok());
+  int64_t job = QueuedFor("node-a").front().job_id;  // mlp, batch 1
+  ASSERT_TRUE(store_->MarkRunning(job, host_).ok());
+  json forged = GoodResult(1);
+  forged["model"] = "cnn";
+  std::string rejection;
+  EXPECT_EQ(*Deliver(job, 1, forged, &rejection), ResultOutcome::kRejected);
+  EXPECT_NE(rejection.find("result.model"), std::string::npos) << rejection;
+  forged = GoodResult(999);
+  EXPECT_EQ(*Deliver(job, 1, forged, &rejection), ResultOutcome::kRejected);
+  EXPECT_NE(rejection.find("result.batch_size"), std::string::npos) << rejection;
+  json calibration = {{"ok", true}, {"kind", "calibration"}, {"calibration", json::object()}};
+  EXPECT_EQ(*Deliver(job, 1, calibration, &rejection), ResultOutcome::kRejected);
+  EXPECT_EQ(Count("select count(*) from results"), 0);
+  EXPECT_EQ(Count("select count(*) from stale_results"), 0);
+
+  // Without an echo the configuration still comes from the job.
+  json bare = GoodResult(1);
+  for (const char* key : {"device", "model", "mode", "dtype", "batch_size", "threads"}) bare.erase(key);
+  EXPECT_EQ(*Deliver(job, 1, bare), ResultOutcome::kStored);
+  auto row = Query("select model, batch_size, threads, median_ms from result_summary", 10);
+  ASSERT_TRUE(row.ok());
+  EXPECT_EQ(row->rows.at(0), json::parse(R"(["mlp", 1, 1, 2.0])"));
+}
+
+TEST_F(StoreTest, ASubmissionIsStoredOnceHoweverOftenItIsSent) {
+  auto first = store_->CreateSweep(MakeSweep(kTwoJobs), {}, "cli-123");
+  auto again = store_->CreateSweep(MakeSweep(kTwoJobs), {}, "cli-123");
+  ASSERT_TRUE(first.ok() && again.ok());
+  EXPECT_FALSE(first->existing);
+  EXPECT_TRUE(again->existing);
+  EXPECT_EQ(first->sweep_id, again->sweep_id);
+  EXPECT_EQ(again->jobs, 2);
+  EXPECT_EQ(Count("select count(*) from sweeps"), 1);
+  EXPECT_EQ(Count("select count(*) from jobs"), 2);
+  EXPECT_FALSE(store_->CreateSweep(MakeSweep(kTwoJobs), {}, "cli-456")->existing);
+}
+
+TEST_F(StoreTest, AnUndoneHandOutCostsNoAttempt) {
+  ASSERT_TRUE(store_->CreateSweep(MakeSweep(kTwoJobs), {}).ok());
+  int64_t job = QueuedFor("node-a").front().job_id;
+  ASSERT_EQ(*store_->MarkRunning(job, host_), 1);
+  EXPECT_TRUE(*store_->UndoHandOut(job, 1));
+  EXPECT_FALSE(*store_->UndoHandOut(job, 1));  // already queued again
+  EXPECT_EQ(*store_->MarkRunning(job, host_), 1);
+}
+
+TEST_F(StoreTest, QueriesMayHoldOneStatementOnly) {
+  auto two = Query("select 1; delete from hosts", 10);
+  ASSERT_FALSE(two.ok());
+  EXPECT_NE(two.status().message().find("only one SQL statement"), std::string::npos)
+      << two.status().message();
+  EXPECT_TRUE(Query("select 1; -- a comment\n", 10).ok());
+  EXPECT_TRUE(Query("select 1;;  ", 10).ok());
+}
+
+TEST_F(StoreTest, EveryDeclaredResultFieldHasAColumnAndIsInTheSummary) {
+  auto summary = (*StoreReader::Open(path_))->ResultSummary(std::nullopt, 1);
+  ASSERT_TRUE(summary.ok());
+  for (const ResultField& field : ResultFields()) {
+    if (field.column.empty()) continue;
+    EXPECT_NE(std::find(summary->columns.begin(), summary->columns.end(), field.column),
+              summary->columns.end())
+        << field.column;
+  }
 }
 
 }  // namespace

@@ -1,0 +1,183 @@
+#include "common/messages.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "common/limits.h"
+
+namespace benchfleet {
+namespace {
+
+using nlohmann::json;
+
+// Most tags an agent may carry and most spooled results it may list in one register.
+constexpr size_t kMaxTags = 64;
+constexpr size_t kMaxTagLength = 128;
+constexpr size_t kMaxSpooledListed = 100000;
+// Longest SQL text a query may carry.
+constexpr size_t kMaxSqlLength = 64 * 1024;
+
+std::string Shown(const json& value) {
+  std::string text = value.dump(-1, ' ', false, json::error_handler_t::replace);
+  return text.size() > 40 ? text.substr(0, 40) + "..." : text;
+}
+
+// {job_id >= 1, attempt >= 1}; `where` names the object.
+StatusOr<JobAttempt> ParseJobAttempt(const json& value, const std::string& where) {
+  if (!value.is_object()) return InvalidArgument(where + ": must be {job_id, attempt}, got " + Shown(value));
+  JobAttempt out;
+  for (const char* key : {"job_id", "attempt"}) {
+    auto it = value.find(key);
+    if (it == value.end() || !it->is_number_integer() || it->get<int64_t>() < 1 ||
+        (std::string(key) == "attempt" && it->get<int64_t>() > std::numeric_limits<int>::max())) {
+      return InvalidArgument(where + "." + key + ": must be a positive integer");
+    }
+  }
+  out.job_id = value["job_id"].get<int64_t>();
+  out.attempt = static_cast<int>(value["attempt"].get<int64_t>());
+  return out;
+}
+
+// Optional positive integer field `key` (Decode checked it is an integer).
+StatusOr<std::optional<int64_t>> PositiveId(const Message& message, const char* key) {
+  auto it = message.body.find(key);
+  if (it == message.body.end()) return std::optional<int64_t>();
+  if (!it->is_number_integer() || it->get<int64_t>() < 1) {
+    return InvalidArgument(message.type + "." + key + ": must be a positive integer, got " + Shown(*it));
+  }
+  return std::optional<int64_t>(it->get<int64_t>());
+}
+
+}  // namespace
+
+bool ValidAgentName(const std::string& name) {
+  if (name.empty() || name.size() > kMaxAgentNameLength) return false;
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.';
+  });
+}
+
+StatusOr<RegisterRequest> ParseRegister(const Message& message) {
+  const json& body = message.body;
+  RegisterRequest out;
+  out.agent = body["agent"].get<std::string>();
+  if (!ValidAgentName(out.agent)) {
+    return InvalidArgument("register.agent: must be 1-" + std::to_string(kMaxAgentNameLength) +
+                           " letters, digits, '-', '_' or '.'");
+  }
+  const json& tags = body["tags"];
+  if (tags.size() > kMaxTags) return InvalidArgument("register.tags: at most " + std::to_string(kMaxTags) + " tags");
+  for (size_t i = 0; i < tags.size(); ++i) {
+    if (!tags[i].is_string() || tags[i].get_ref<const std::string&>().empty() ||
+        tags[i].get_ref<const std::string&>().size() > kMaxTagLength) {
+      return InvalidArgument("register.tags[" + std::to_string(i) + "]: must be a non-empty string of at most " +
+                             std::to_string(kMaxTagLength) + " characters");
+    }
+    out.tags.push_back(tags[i].get<std::string>());
+  }
+  auto capabilities = ParseCapabilities(body["capabilities"]);
+  if (!capabilities.ok()) return InvalidArgument("register." + capabilities.status().message());
+  out.capabilities = std::move(*capabilities);
+  out.calibrate = body.value("calibrate", json(false)) == true;
+  auto spooled = body.find("spooled");
+  if (spooled != body.end()) {
+    if (spooled->size() > kMaxSpooledListed) return InvalidArgument("register.spooled: too many entries");
+    for (size_t i = 0; i < spooled->size(); ++i) {
+      ASSIGN_OR_RETURN(JobAttempt item,
+                       ParseJobAttempt((*spooled)[i], "register.spooled[" + std::to_string(i) + "]"));
+      out.spooled.push_back(item);
+    }
+  }
+  return out;
+}
+
+StatusOr<HeartbeatRequest> ParseHeartbeat(const Message& message) {
+  HeartbeatRequest out;
+  auto running = message.body.find("running");
+  if (running != message.body.end() && !running->is_null()) {
+    ASSIGN_OR_RETURN(JobAttempt job, ParseJobAttempt(*running, "heartbeat.running"));
+    out.running = job;
+  }
+  return out;
+}
+
+StatusOr<ResultReport> ParseResultReport(const Message& message) {
+  ResultReport out;
+  ASSIGN_OR_RETURN(out.job, ParseJobAttempt(message.body, "result"));
+  out.result = &message.body["result"];
+  return out;
+}
+
+StatusOr<ErrorReport> ParseErrorReport(const Message& message) {
+  ErrorReport out;
+  out.code = message.body["code"].get<std::string>();
+  out.message = message.body["message"].get<std::string>();
+  const bool names_job = message.body.contains("job_id") || message.body.contains("attempt");
+  if (names_job) {
+    ASSIGN_OR_RETURN(JobAttempt job, ParseJobAttempt(message.body, "error"));
+    out.job = job;
+  }
+  return out;
+}
+
+StatusOr<SubmitRequest> ParseSubmit(const Message& message) {
+  SubmitRequest out;
+  out.sweep = message.body["sweep"];
+  auto id = message.body.find("submission_id");
+  if (id != message.body.end() && !id->is_null()) {
+    if (!id->is_string() || id->get_ref<const std::string&>().empty() ||
+        id->get_ref<const std::string&>().size() > kMaxSubmissionIdLength) {
+      return InvalidArgument("submit.submission_id: must be a non-empty string of at most " +
+                             std::to_string(kMaxSubmissionIdLength) + " characters");
+    }
+    out.submission_id = id->get<std::string>();
+  }
+  return out;
+}
+
+StatusOr<SweepRequest> ParseSweepRequest(const Message& message) {
+  SweepRequest out;
+  ASSIGN_OR_RETURN(out.sweep_id, PositiveId(message, "sweep_id"));
+  return out;
+}
+
+StatusOr<ResultsRequest> ParseResults(const Message& message) {
+  ResultsRequest out;
+  ASSIGN_OR_RETURN(out.sweep_id, PositiveId(message, "sweep_id"));
+  out.limit = kMaxReplyRows;
+  auto limit = message.body.find("limit");
+  if (limit != message.body.end()) {
+    if (!limit->is_number_integer() || limit->get<int64_t>() < 1 ||
+        limit->get<int64_t>() > kMaxReplyRows) {
+      return InvalidArgument("results.limit: must be an integer from 1 to " +
+                             std::to_string(kMaxReplyRows) + ", got " + Shown(*limit));
+    }
+    out.limit = static_cast<int>(limit->get<int64_t>());
+  }
+  return out;
+}
+
+StatusOr<QueryRequest> ParseQuery(const Message& message) {
+  QueryRequest out;
+  out.sql = message.body["sql"].get<std::string>();
+  if (out.sql.size() > kMaxSqlLength) {
+    return InvalidArgument("query.sql: longer than " + std::to_string(kMaxSqlLength) + " bytes");
+  }
+  return out;
+}
+
+StatusOr<CalibrateRequest> ParseCalibrate(const Message& message) {
+  CalibrateRequest out;
+  auto agents = message.body.find("agents");
+  if (agents == message.body.end()) return out;
+  for (size_t i = 0; i < agents->size(); ++i) {
+    const json& name = (*agents)[i];
+    if (!name.is_string() || !ValidAgentName(name.get<std::string>())) {
+      return InvalidArgument("calibrate.agents[" + std::to_string(i) + "]: must be an agent name");
+    }
+    out.agents.push_back(name.get<std::string>());
+  }
+  return out;
+}
+
+}  // namespace benchfleet

@@ -1,0 +1,89 @@
+// The messages a coordinator receives, as typed structs (schemas/protocol.md). Decode()
+// checks the envelope and top-level field types; these parsers check everything nested
+// and every range, so a handler never reads raw peer JSON and never meets a surprise.
+// Each error names the field ("heartbeat.running: must be null or {job_id, attempt}").
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/capabilities.h"
+#include "common/protocol.h"
+#include "common/status.h"
+
+namespace benchfleet {
+
+// Longest agent name accepted; names are letters, digits, '-', '_' and '.'.
+inline constexpr size_t kMaxAgentNameLength = 128;
+// Longest submission id a client may send with a submit.
+inline constexpr size_t kMaxSubmissionIdLength = 128;
+
+// True for a valid agent name (see kMaxAgentNameLength).
+bool ValidAgentName(const std::string& name);
+
+struct JobAttempt {
+  int64_t job_id = 0;
+  int attempt = 0;
+};
+
+// ---- agent -> coordinator ----
+struct RegisterRequest {
+  std::string agent;
+  std::vector<std::string> tags;
+  Capabilities capabilities;
+  bool calibrate = false;
+  std::vector<JobAttempt> spooled;
+};
+StatusOr<RegisterRequest> ParseRegister(const Message& message);
+
+struct HeartbeatRequest {
+  std::optional<JobAttempt> running;
+};
+StatusOr<HeartbeatRequest> ParseHeartbeat(const Message& message);
+
+// The envelope of a result; the result itself is parsed by ParseWorkerResult, after the
+// envelope is known, so that even a result with bad contents can be answered by its ids.
+struct ResultReport {
+  JobAttempt job;
+  const nlohmann::json* result = nullptr;  // points into the message
+};
+StatusOr<ResultReport> ParseResultReport(const Message& message);
+
+struct ErrorReport {
+  std::string code;
+  std::string message;
+  std::optional<JobAttempt> job;  // an agent's refusal of a job offer names the job
+};
+StatusOr<ErrorReport> ParseErrorReport(const Message& message);
+
+// ---- client -> coordinator ----
+struct SubmitRequest {
+  nlohmann::json sweep;           // validated by ParseSweep
+  std::string submission_id;      // empty: none; a resend with the same id is not a new sweep
+};
+StatusOr<SubmitRequest> ParseSubmit(const Message& message);
+
+struct SweepRequest {  // status, cancel
+  std::optional<int64_t> sweep_id;
+};
+StatusOr<SweepRequest> ParseSweepRequest(const Message& message);
+
+struct ResultsRequest {
+  std::optional<int64_t> sweep_id;
+  int limit = 0;
+};
+StatusOr<ResultsRequest> ParseResults(const Message& message);
+
+struct QueryRequest {
+  std::string sql;
+};
+StatusOr<QueryRequest> ParseQuery(const Message& message);
+
+struct CalibrateRequest {
+  std::vector<std::string> agents;
+};
+StatusOr<CalibrateRequest> ParseCalibrate(const Message& message);
+
+}  // namespace benchfleet

@@ -1,0 +1,92 @@
+#include "common/messages.h"
+
+#include <gtest/gtest.h>
+
+namespace benchfleet {
+namespace {
+
+using nlohmann::json;
+
+Message Decoded(const json& body) {
+  auto decoded = Decode(body.dump());
+  EXPECT_TRUE(decoded.ok()) << decoded.status().message();
+  return decoded.ok() ? *decoded : Message{};
+}
+
+json Register() {
+  return {{"v", 1},
+          {"type", "register"},
+          {"agent", "node-a"},
+          {"tags", {"lab"}},
+          {"capabilities",
+           {{"host", {{"machine_id", "m1"}, {"cpu_model", "AMD EPYC"}, {"logical_cpus", 2}}},
+            {"torch", {{"cuda_available", false}}},
+            {"gpus", json::array({{{"index", 0}, {"name", "NVIDIA H200"}, {"memory_mb", 141000}}})},
+            {"cpus", "0-1"}}}};
+}
+
+TEST(MessagesTest, RegisterParsesCapabilitiesIntoTypedFields) {
+  auto parsed = ParseRegister(Decoded(Register()));
+  ASSERT_TRUE(parsed.ok()) << parsed.status().message();
+  EXPECT_EQ(parsed->capabilities.machine_id, "m1");
+  ASSERT_EQ(parsed->capabilities.gpus.size(), 1u);
+  EXPECT_EQ(parsed->capabilities.gpus[0].name, "NVIDIA H200");
+}
+
+TEST(MessagesTest, NestedFieldsOfTheWrongTypeAreErrorsNamingThem) {
+  struct Case {
+    const char* pointer;
+    json value;
+    const char* names;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"/capabilities/host/machine_id", 1, "capabilities.host.machine_id"},
+           {"/capabilities/host", "x", "capabilities.host"},
+           {"/capabilities/gpus", json::object(), "capabilities.gpus"},
+           {"/capabilities/gpus/0/name", 5, "capabilities.gpus[0].name"},
+           {"/capabilities/torch/cuda_available", "yes", "capabilities.torch.cuda_available"},
+           {"/tags/0", 3, "register.tags[0]"},
+           {"/agent", "no spaces allowed", "register.agent"}}) {
+    json body = Register();
+    body[json::json_pointer(c.pointer)] = c.value;
+    auto parsed = ParseRegister(Decoded(body));
+    ASSERT_FALSE(parsed.ok()) << c.pointer;
+    EXPECT_NE(parsed.status().message().find(c.names), std::string::npos)
+        << c.pointer << ": " << parsed.status().message();
+  }
+}
+
+TEST(MessagesTest, HeartbeatRunningIsNullOrAJobAttempt) {
+  EXPECT_TRUE(ParseHeartbeat(Decoded({{"v", 1}, {"type", "heartbeat"}, {"running", nullptr}})).ok());
+  auto running = ParseHeartbeat(
+      Decoded({{"v", 1}, {"type", "heartbeat"}, {"running", {{"job_id", 3}, {"attempt", 1}}}}));
+  ASSERT_TRUE(running.ok());
+  EXPECT_EQ(running->running->job_id, 3);
+  auto five = ParseHeartbeat(Decoded({{"v", 1}, {"type", "heartbeat"}, {"running", 5}}));
+  ASSERT_FALSE(five.ok());
+  EXPECT_NE(five.status().message().find("heartbeat.running"), std::string::npos);
+}
+
+TEST(MessagesTest, ResultsLimitMustBeWithinTheDocumentedRange) {
+  for (int64_t limit : {0, -1, 20000}) {
+    auto parsed = ParseResults(Decoded({{"v", 1}, {"type", "results"}, {"request_id", 1}, {"limit", limit}}));
+    ASSERT_FALSE(parsed.ok()) << limit;
+    EXPECT_NE(parsed.status().message().find("results.limit"), std::string::npos);
+  }
+  auto ok = ParseResults(Decoded({{"v", 1}, {"type", "results"}, {"request_id", 1}, {"limit", 5}}));
+  ASSERT_TRUE(ok.ok());
+  EXPECT_EQ(ok->limit, 5);
+}
+
+TEST(MessagesTest, AnAgentErrorNamingAJobMustNameItFully) {
+  json refusal = {{"v", 1}, {"type", "error"}, {"code", "failed_precondition"}, {"message", "busy"},
+                  {"job_id", 4}, {"attempt", 1}};
+  auto parsed = ParseErrorReport(Decoded(refusal));
+  ASSERT_TRUE(parsed.ok());
+  EXPECT_EQ(parsed->job->job_id, 4);
+  refusal.erase("attempt");
+  EXPECT_FALSE(ParseErrorReport(Decoded(refusal)).ok());
+}
+
+}  // namespace
+}  // namespace benchfleet

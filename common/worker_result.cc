@@ -1,0 +1,132 @@
+#include "common/worker_result.h"
+
+#include "common/result_fields.h"
+
+namespace benchfleet {
+namespace {
+
+using nlohmann::json;
+
+// Samples beyond this many are refused: a result of a long run stays well below it, and
+// the store writes one row per sample.
+constexpr size_t kMaxSamples = 1000000;
+
+Status ReadText(const json& object, const char* key, std::optional<std::string>* out) {
+  auto it = object.find(key);
+  if (it == object.end() || it->is_null()) return Status::Ok();
+  if (!it->is_string()) return InvalidArgument(std::string("result.") + key + ": must be a string");
+  *out = it->get<std::string>();
+  return Status::Ok();
+}
+
+Status ReadInteger(const json& object, const char* key, int64_t min,
+                   std::optional<int64_t>* out) {
+  auto it = object.find(key);
+  if (it == object.end() || it->is_null()) return Status::Ok();
+  if (!it->is_number_integer() || it->get<int64_t>() < min) {
+    return InvalidArgument(std::string("result.") + key + ": must be an integer >= " +
+                           std::to_string(min));
+  }
+  *out = it->get<int64_t>();
+  return Status::Ok();
+}
+
+Status ParseCalibration(const json& result, WorkerResult* out) {
+  auto it = result.find("calibration");
+  if (it == result.end() || !it->is_object()) {
+    return InvalidArgument("result.calibration: a calibration result must carry an object");
+  }
+  RETURN_IF_ERROR(CheckFields(CalibrationFields(), *it, "result.calibration", false));
+  for (const ResultField& field : CalibrationFields()) {
+    const json* value = FindPath(*it, field.path);
+    out->calibration_values.push_back(value ? *value : json());
+  }
+  if (const json* gpus = FindPath(*it, "gpus")) {
+    for (size_t i = 0; i < gpus->size(); ++i) {
+      const json& gpu = (*gpus)[i];
+      const std::string where = "result.calibration.gpus[" + std::to_string(i) + "]";
+      if (!gpu.is_object()) return InvalidArgument(where + ": must be an object");
+      auto peak = gpu.find("sgemm_gflops");
+      if (peak == gpu.end() || peak->is_null()) {
+        out->gpu_sgemm_gflops.push_back(std::nullopt);
+      } else if (peak->is_number() && peak->get<double>() >= 0) {
+        out->gpu_sgemm_gflops.push_back(peak->get<double>());
+      } else {
+        return InvalidArgument(where + ".sgemm_gflops: must be a number >= 0 or null");
+      }
+    }
+  }
+  out->calibration = *it;
+  return Status::Ok();
+}
+
+}  // namespace
+
+StatusOr<WorkerResult> ParseWorkerResult(const json& result) {
+  if (!result.is_object()) return InvalidArgument("result: must be an object");
+  WorkerResult out;
+  auto ok = result.find("ok");
+  if (ok == result.end()) return InvalidArgument("result.ok: missing");
+  if (!ok->is_boolean()) return InvalidArgument("result.ok: must be a boolean, got " + ok->dump());
+  out.ok = ok->get<bool>();
+  RETURN_IF_ERROR(ReadInteger(result, "job_id", 1, &out.job_id));
+  RETURN_IF_ERROR(ReadInteger(result, "attempt", 1, &out.attempt));
+  std::optional<std::string> kind, error;
+  RETURN_IF_ERROR(ReadText(result, "kind", &kind));
+  if (kind && *kind != "calibration" && *kind != "benchmark") {
+    return InvalidArgument("result.kind: must be \"benchmark\" or \"calibration\"");
+  }
+  out.calibration_kind = kind && *kind == "calibration";
+  RETURN_IF_ERROR(ReadText(result, "error", &error));
+  if (!out.ok) {
+    if (!error || error->empty()) {
+      return InvalidArgument("result.error: a failed result must say why (a non-empty string)");
+    }
+    out.error = *error;
+  }
+  ResultEcho& echo = out.echo;
+  RETURN_IF_ERROR(ReadText(result, "device", &echo.device));
+  RETURN_IF_ERROR(ReadText(result, "model", &echo.model));
+  RETURN_IF_ERROR(ReadText(result, "mode", &echo.mode));
+  RETURN_IF_ERROR(ReadText(result, "dtype", &echo.dtype));
+  RETURN_IF_ERROR(ReadInteger(result, "batch_size", 1, &echo.batch_size));
+  RETURN_IF_ERROR(ReadInteger(result, "threads", 1, &echo.threads));
+  RETURN_IF_ERROR(ReadInteger(result, "interop_threads", 1, &echo.interop_threads));
+
+  // A successful benchmark must carry its statistics; a failure carries what it has.
+  const bool benchmark = out.ok && !out.calibration_kind;
+  RETURN_IF_ERROR(CheckFields(ResultFields(), result, "result", benchmark));
+  for (const ResultField& field : ResultFields()) {
+    const json* value = FindPath(result, field.path);
+    out.values.push_back(value ? *value : json());
+  }
+  if (const json* samples = FindPath(result, "samples_ms")) {
+    if (samples->size() > kMaxSamples) {
+      return InvalidArgument("result.samples_ms: more than " + std::to_string(kMaxSamples) +
+                             " samples");
+    }
+    for (size_t i = 0; i < samples->size(); ++i) {
+      const json& sample = (*samples)[i];
+      if (!sample.is_number() || !(sample.get<double>() >= 0)) {
+        return InvalidArgument("result.samples_ms[" + std::to_string(i) +
+                               "]: must be a number >= 0");
+      }
+      out.samples_ms.push_back(sample.get<double>());
+    }
+  }
+  if (out.ok && out.calibration_kind) RETURN_IF_ERROR(ParseCalibration(result, &out));
+  out.detail = result;
+  out.detail.erase("samples_ms");
+  return out;
+}
+
+const json& ResultValue(const WorkerResult& result, const std::string& column) {
+  static const json kNull;
+  const auto& fields = ResultFields();
+  for (size_t i = 0; i < fields.size() && i < result.values.size(); ++i) {
+    if (fields[i].column == column) return result.values[i];
+  }
+  return kNull;
+}
+
+}  // namespace benchfleet

@@ -1,0 +1,48 @@
+// A result as an agent reports it (schemas/protocol.md "result", schemas/worker.md),
+// parsed once at the coordinator's edge. Every declared field is type- and range-checked
+// (common/result_fields.h); nothing past this point reads the raw JSON.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+
+namespace benchfleet {
+
+// The job configuration a worker echoes in its result. The coordinator stores its own
+// (from the job it handed out) and refuses a result whose echo differs.
+struct ResultEcho {
+  std::optional<std::string> device, model, mode, dtype;
+  std::optional<int64_t> batch_size, threads, interop_threads;
+};
+
+struct WorkerResult {
+  bool ok = false;
+  std::string error;                  // why the job failed (ok = false)
+  bool calibration_kind = false;      // "kind": "calibration"
+  std::optional<int64_t> job_id;      // the inner echo of the envelope's job_id ...
+  std::optional<int64_t> attempt;     // ... and attempt, when present
+  ResultEcho echo;
+  // One value per ResultFields() entry, in its order; null when absent.
+  std::vector<nlohmann::json> values;
+  std::vector<double> samples_ms;
+  // A calibration's output: one value per CalibrationFields() entry, and the GPUs'
+  // peaks (sgemm_gflops per device index; null where not measured).
+  std::vector<nlohmann::json> calibration_values;
+  std::vector<std::optional<double>> gpu_sgemm_gflops;
+  nlohmann::json calibration;  // the whole calibration object, kept as detail
+  nlohmann::json detail;       // the result minus samples_ms, kept as detail
+};
+
+// Parses `result` (the "result" field of a result message). Errors name the field:
+// "result.ok: must be a boolean, got 1". A successful benchmark result must carry every
+// required statistic; a failed one must say why (error).
+StatusOr<WorkerResult> ParseWorkerResult(const nlohmann::json& result);
+
+// The value of the result field stored in `column`, or null.
+const nlohmann::json& ResultValue(const WorkerResult& result, const std::string& column);
+
+}  // namespace benchfleet

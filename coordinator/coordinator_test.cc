@@ -1,0 +1,393 @@
+// The coordinator's handlers driven in process: a real store (SQLite file), the real
+// query thread, messages in and out through an outbox instead of sockets. What a peer
+// can send is tried here exhaustively; tests/ covers the same over real sockets.
+#include "coordinator/coordinator.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <set>
+#include <sstream>
+
+#include "common/type_swap.h"
+
+namespace benchfleet {
+namespace {
+
+const std::filesystem::path kSchemas = BENCHFLEET_SCHEMAS_DIR;
+
+std::string ReadFile(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
+}
+
+struct Sent {
+  Side side;
+  std::string peer;
+  Message message;
+};
+
+json Capabilities(int gpus, const std::string& machine_id) {
+  json list = json::array();
+  for (int i = 0; i < gpus; ++i) list.push_back({{"index", i}, {"name", "NVIDIA H200"}, {"memory_mb", 141000}});
+  return {{"host", {{"hostname", "h"}, {"machine_id", machine_id}, {"cpu_model", "AMD EPYC"}}},
+          {"torch", {{"torch_version", "1.13.0"}, {"cuda_available", gpus > 0}}},
+          {"gpus", list},
+          {"cpus", "0-1"}};
+}
+
+json GoodResult(const json& spec) {
+  return {{"ok", true},
+          {"model", spec["model"]},
+          {"batch_size", spec["batch_size"]},
+          {"stats",
+           {{"n", 10}, {"median_ms", 1.0}, {"mean_ms", 1.0}, {"min_ms", 0.9}, {"max_ms", 1.2}, {"noisy", false}}},
+          {"samples_ms", {1.0, 1.0}}};
+}
+
+class CoordinatorTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("bf-coord-" + std::to_string(getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+    CoordinatorOptions options;
+    options.db_path = (dir_ / "results.db").string();
+    options.heartbeat_ms = 60000;  // nothing expires while a test runs
+    coordinator_ = std::make_unique<Coordinator>(options);
+    Status started = coordinator_->StartInProcess(
+        [this](Side side, const std::string& peer, const Message& message) -> Status {
+          if (gone_.count(peer)) return NotFound("peer is gone: Host unreachable");
+          sent_.push_back({side, peer, message});
+          return Status::Ok();
+        });
+    ASSERT_TRUE(started.ok()) << started.ToString();
+  }
+  void TearDown() override {
+    coordinator_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+
+  void FromAgent(const std::string& peer, const json& body) {
+    coordinator_->HandleAgent({peer, body.dump()});
+  }
+  void Register(const std::string& name, int gpus = 0, const std::string& machine = "") {
+    FromAgent(name + "/1", {{"v", 1},
+                            {"type", "register"},
+                            {"agent", name},
+                            {"tags", json::array()},
+                            {"capabilities", Capabilities(gpus, machine.empty() ? name : machine)}});
+  }
+  // Sends a client request and returns the coordinator's reply to it.
+  Message Request(json body) {
+    body["v"] = 1;
+    body["request_id"] = "r" + std::to_string(++requests_);
+    coordinator_->HandleClient({"client", body.dump()});
+    for (int i = 0; i < 100; ++i) {
+      for (auto it = sent_.rbegin(); it != sent_.rend(); ++it) {
+        if (it->side == Side::kClients && it->message.body.value("request_id", json()) == body["request_id"]) {
+          return it->message;
+        }
+      }
+      coordinator_->DeliverReadReplies(Millis(100));
+    }
+    ADD_FAILURE() << "no reply to " << body.dump();
+    return Message{};
+  }
+  int64_t Submit(const json& sweep, const std::string& submission_id = "") {
+    json request = {{"type", "submit"}, {"sweep", sweep}};
+    if (!submission_id.empty()) request["submission_id"] = submission_id;
+    Message reply = Request(request);
+    EXPECT_EQ(reply.type, "submitted") << reply.body.dump();
+    return reply.body.value("sweep_id", int64_t{0});
+  }
+  // Job offers sent to `peer`, oldest first.
+  std::vector<json> OffersTo(const std::string& peer) {
+    std::vector<json> offers;
+    for (const Sent& s : sent_) {
+      if (s.peer == peer && s.message.type == "job") offers.push_back(s.message.body);
+    }
+    return offers;
+  }
+  const Sent* LastTo(const std::string& peer, const std::string& type) {
+    for (auto it = sent_.rbegin(); it != sent_.rend(); ++it) {
+      if (it->peer == peer && it->message.type == type) return &*it;
+    }
+    return nullptr;
+  }
+  json Query(const std::string& sql) {
+    Message reply = Request({{"type", "query"}, {"sql", sql}});
+    EXPECT_EQ(reply.type, "rows") << reply.body.dump();
+    return reply.body.value("rows", json::array());
+  }
+
+  std::filesystem::path dir_;
+  std::unique_ptr<Coordinator> coordinator_;
+  std::vector<Sent> sent_;
+  std::set<std::string> gone_;
+  int requests_ = 0;
+};
+
+const json kCpuSweep = json::parse(
+    R"({"name": "cpu", "placement": "any", "matrix": {"model": ["mlp"], "batch_size": [1, 2]}})");
+
+// Every golden message with every field at every depth swapped for a value of every
+// other JSON type, sent as an agent and as a client: nothing escapes a handler.
+TEST_F(CoordinatorTest, TypeSwapSweepOverEveryGoldenMessage) {
+  Register("node-a");
+  Submit(kCpuSweep);
+  coordinator_->Tick();
+  ASSERT_EQ(OffersTo("node-a/1").size(), 1u);
+  const json offer = OffersTo("node-a/1").front();
+  size_t tried = 0;
+  for (const std::string& type : AllMessageTypes()) {
+    json golden = json::parse(ReadFile(kSchemas / "golden" / (type + ".json")));
+    // Aim the agent's messages at the job it holds, so they reach the deepest checks.
+    if (golden.contains("job_id")) golden["job_id"] = offer["job_id"];
+    if (golden.contains("attempt")) golden["attempt"] = offer["attempt"];
+    if (type == "result") {
+      golden["result"]["job_id"] = offer["job_id"];
+      golden["result"]["attempt"] = offer["attempt"];
+    }
+    if (type == "register") golden["agent"] = "node-a";
+    tried += ForEachTypeSwap(golden, [&](const json& variant) {
+      const std::string frame = variant.dump();
+      coordinator_->HandleAgent({"node-a/1", frame});
+      coordinator_->HandleClient({"client", frame});
+      coordinator_->DeliverReadReplies(Millis(0));
+      coordinator_->Tick();
+    });
+  }
+  std::cout << "FIGURE type-swap messages tried: " << tried << " (each sent as agent and as client)\n";
+  EXPECT_GT(tried, 1000u);
+  EXPECT_EQ(coordinator_->counters().handler_exceptions, 0);
+  EXPECT_GT(coordinator_->counters().malformed_messages, 0);
+  Message status = Request({{"type", "status"}});
+  EXPECT_EQ(status.type, "status_reply");
+}
+
+TEST_F(CoordinatorTest, ForgedOrEmptyResultsAreRejectedAndNothingIsStored) {
+  Register("node-a");
+  Submit(kCpuSweep);
+  coordinator_->Tick();
+  json offer = OffersTo("node-a/1").at(0);
+  auto deliver = [&](const json& result) {
+    FromAgent("node-a/1", {{"v", 1}, {"type", "result"}, {"job_id", offer["job_id"]},
+                           {"attempt", offer["attempt"]}, {"result", result}});
+    const Sent* ack = LastTo("node-a/1", "ack");
+    return ack ? ack->message.body : json();
+  };
+  // Each case makes its result for the job on offer (a rejected attempt is lost and
+  // the job offered again).
+  struct Case {
+    std::function<json(const json& offer)> result;
+    const char* names;
+  };
+  auto with = [](const char* key, json value) {
+    return [key, value](const json& offer) {
+      json result = GoodResult(offer["spec"]);
+      result[key] = value;
+      return result;
+    };
+  };
+  std::vector<Case> cases = {
+      {[](const json&) { return json{{"ok", true}}; }, "result.stats.n"},
+      {[](const json&) { return json{{"ok", 1}}; }, "result.ok"},
+      {with("model", "cnn"), "result.model"},
+      {with("batch_size", 999), "result.batch_size"},
+      {[](const json& offer) {
+         json result = GoodResult(offer["spec"]);
+         result["job_id"] = offer["job_id"].get<int64_t>() + 100;
+         return result;
+       },
+       "result.job_id"}};
+  for (const Case& c : cases) {
+    sent_.clear();
+    json ack = deliver(c.result(offer));
+    EXPECT_EQ(ack.value("outcome", ""), "rejected") << ack.dump();
+    EXPECT_NE(ack.value("reason", "").find(c.names), std::string::npos) << ack.dump();
+    const Sent* error = LastTo("node-a/1", "error");
+    ASSERT_NE(error, nullptr);
+    EXPECT_NE(error->message.body["message"].get<std::string>().find(c.names), std::string::npos);
+    coordinator_->Tick();
+    auto offers = OffersTo("node-a/1");
+    if (!offers.empty()) offer = offers.back();  // the job came back as a new attempt
+  }
+  EXPECT_EQ(Query("select count(*) from results"), json::parse("[[0]]"));
+  EXPECT_EQ(coordinator_->counters().rejected_results, 5);
+  EXPECT_EQ(coordinator_->counters().handler_exceptions, 0);
+}
+
+TEST_F(CoordinatorTest, JobsNobodyCanRunDoNotBlockJobsSomebodyCan) {
+  Register("cpu-box");
+  // 10,000 jobs that need an H100 nobody has registered, then one CPU job.
+  json gpu_sweep = {{"name", "h100"},
+                    {"placement", "any"},
+                    {"select", {{"gpu_model", "H100"}}},
+                    {"matrix", {{"model", "mlp"}, {"batch_size", json::array()}}}};
+  for (int b = 1; b <= 10000; ++b) gpu_sweep["matrix"]["batch_size"].push_back(b);
+  int64_t blocked = Submit(gpu_sweep);
+  ASSERT_GT(blocked, 0);
+  Submit(json::parse(R"({"name": "one", "placement": "any", "matrix": {"model": "mlp", "batch_size": 3}})"));
+  coordinator_->Tick();
+  auto offers = OffersTo("cpu-box/1");
+  ASSERT_EQ(offers.size(), 1u);
+  EXPECT_EQ(offers[0]["spec"]["batch_size"], 3);
+
+  Message status = Request({{"type", "status"}, {"sweep_id", blocked}});
+  ASSERT_EQ(status.type, "status_reply");
+  ASSERT_EQ(status.body["waiting"].size(), 1u) << status.body.dump();
+  EXPECT_EQ(status.body["waiting"][0]["matching_agents"], 0);
+  EXPECT_EQ(status.body["waiting"][0]["reason"],
+            "10000 jobs wait for an agent matching {gpu_model: H100}; none is registered");
+}
+
+TEST_F(CoordinatorTest, CudaJobsGoOnlyToAgentsWithEnoughGpus) {
+  Register("cpu-only");
+  Register("one-gpu", 1);
+  Submit(json::parse(R"({"name": "g", "placement": "any",
+                        "matrix": {"model": "mlp", "batch_size": 1, "device": "cuda:1"}})"));
+  coordinator_->Tick();
+  EXPECT_TRUE(OffersTo("cpu-only/1").empty());
+  EXPECT_TRUE(OffersTo("one-gpu/1").empty());
+  Register("two-gpus", 2);
+  coordinator_->Tick();
+  EXPECT_EQ(OffersTo("two-gpus/1").size(), 1u);
+  // placement "each" pins only to agents that can run the device; none: refused.
+  Message refused = Request({{"type", "submit"},
+                             {"sweep", json::parse(R"({"name": "e", "select": {"name": "cpu-only"},
+                                 "matrix": {"model": "mlp", "batch_size": 1, "device": "cuda"}})")}});
+  EXPECT_EQ(refused.type, "error");
+}
+
+TEST_F(CoordinatorTest, TheSameSubmissionSentTwiceMakesOneSweep) {
+  int64_t first = Submit(kCpuSweep, "cli-42-abc");
+  Message again = Request({{"type", "submit"}, {"sweep", kCpuSweep}, {"submission_id", "cli-42-abc"}});
+  ASSERT_EQ(again.type, "submitted");
+  EXPECT_EQ(again.body["sweep_id"], first);
+  EXPECT_EQ(again.body["existing"], true);
+  EXPECT_EQ(Query("select count(*) from sweeps"), json::parse("[[1]]"));
+  EXPECT_EQ(Query("select count(*) from jobs"), json::parse("[[2]]"));
+}
+
+TEST_F(CoordinatorTest, AnOfferToADeadAgentCostsNoAttempt) {
+  Register("dead");
+  gone_.insert("dead/1");  // killed: the ROUTER no longer knows its peer
+  Submit(json::parse(R"({"name": "one", "placement": "any", "matrix": {"model": "mlp", "batch_size": 1}})"));
+  coordinator_->Tick();
+  EXPECT_EQ(coordinator_->counters().undelivered_offers, 1);
+  Register("alive");
+  coordinator_->Tick();
+  auto offers = OffersTo("alive/1");
+  ASSERT_EQ(offers.size(), 1u);
+  EXPECT_EQ(offers[0]["attempt"], 1);
+  Message status = Request({{"type", "status"}});
+  ASSERT_EQ(status.body["agents"].size(), 1u);
+  ASSERT_EQ(status.body["departed"].size(), 1u);
+  EXPECT_EQ(status.body["departed"][0]["agent"], "dead");
+}
+
+TEST_F(CoordinatorTest, ARefusedOfferCostsNoAttemptAndPausesTheAgent) {
+  Register("busy");
+  Submit(json::parse(R"({"name": "one", "placement": "any", "matrix": {"model": "mlp", "batch_size": 1}})"));
+  coordinator_->Tick();
+  json offer = OffersTo("busy/1").at(0);
+  for (int i = 0; i < 5; ++i) {
+    FromAgent("busy/1", {{"v", 1}, {"type", "error"}, {"code", "failed_precondition"},
+                         {"message", "agent is busy with job 7"}, {"job_id", offer["job_id"]},
+                         {"attempt", offer["attempt"]}});
+    coordinator_->Tick();
+  }
+  EXPECT_EQ(coordinator_->counters().refused_offers, 1);
+  EXPECT_EQ(OffersTo("busy/1").size(), 1u);  // paused: not offered again at once
+  Register("free");
+  coordinator_->Tick();
+  auto offers = OffersTo("free/1");
+  ASSERT_EQ(offers.size(), 1u);
+  EXPECT_EQ(offers[0]["attempt"], 1);
+}
+
+TEST_F(CoordinatorTest, AHeartbeatMustNameItsJobProperly) {
+  Register("node-a");
+  sent_.clear();
+  FromAgent("node-a/1", {{"v", 1}, {"type", "heartbeat"}, {"running", 5}});
+  const Sent* error = LastTo("node-a/1", "error");
+  ASSERT_NE(error, nullptr);
+  EXPECT_NE(error->message.body["message"].get<std::string>().find("heartbeat.running"), std::string::npos);
+}
+
+TEST_F(CoordinatorTest, ResultsLimitAndMultipleStatementsAreRefused) {
+  for (int limit : {0, -1, 20000}) {
+    Message reply = Request({{"type", "results"}, {"limit", limit}});
+    EXPECT_EQ(reply.type, "error") << limit;
+  }
+  Message two = Request({{"type", "query"}, {"sql", "select 1; delete from hosts"}});
+  ASSERT_EQ(two.type, "error");
+  EXPECT_NE(two.body["message"].get<std::string>().find("only one SQL statement"), std::string::npos);
+}
+
+// The replies the coordinator sends have the shape of their golden examples, key by key
+// at every depth: protocol.md, the examples and the code agree.
+void ExpectSameKeys(const json& golden, const json& actual, const std::string& where) {
+  if (golden.is_object()) {
+    ASSERT_TRUE(actual.is_object()) << where;
+    std::set<std::string> want, got;
+    for (const auto& [key, value] : golden.items()) want.insert(key);
+    for (const auto& [key, value] : actual.items()) got.insert(key);
+    EXPECT_EQ(want, got) << where;
+    for (const auto& [key, value] : golden.items()) {
+      if (actual.contains(key) && !actual[key].is_null() && !value.is_null()) {
+        ExpectSameKeys(value, actual[key], where + "." + key);
+      }
+    }
+  } else if (golden.is_array() && !golden.empty() && actual.is_array() && !actual.empty()) {
+    ExpectSameKeys(golden[0], actual[0], where + "[0]");
+  }
+}
+
+TEST_F(CoordinatorTest, RepliesHaveTheShapeOfTheirGoldenExamples) {
+  auto golden = [](const std::string& type) {
+    return json::parse(ReadFile(kSchemas / "golden" / (type + ".json")));
+  };
+  Register("node-a");
+  ExpectSameKeys(golden("registered"), LastTo("node-a/1", "registered")->message.body, "registered");
+  json gpu_sweep = json::parse(R"({"name": "g", "placement": "any", "select": {"device": "cpu"},
+      "matrix": {"model": "mlp", "batch_size": [1, 2, 3], "device": "cuda"}})");
+  json cpu_sweep = kCpuSweep;
+  cpu_sweep["models"] = {{"mlp", {{"layers", {16, 4}}}}};
+  Message submitted = Request({{"type", "submit"}, {"sweep", gpu_sweep}, {"submission_id", "s1"}});
+  ExpectSameKeys(golden("submitted"), submitted.body, "submitted");
+  Submit(cpu_sweep);
+  coordinator_->Tick();
+  ExpectSameKeys(golden("job"), LastTo("node-a/1", "job")->message.body, "job");
+  json offer = LastTo("node-a/1", "job")->message.body;
+  FromAgent("node-a/1", {{"v", 1}, {"type", "result"}, {"job_id", offer["job_id"]},
+                         {"attempt", offer["attempt"]}, {"result", {{"ok", true}}}});
+  ExpectSameKeys(golden("ack"), LastTo("node-a/1", "ack")->message.body, "ack");
+  coordinator_->Tick();  // the rejected attempt is lost; the job is offered again
+  offer = LastTo("node-a/1", "job")->message.body;
+  FromAgent("node-a/1", {{"v", 1}, {"type", "result"}, {"job_id", offer["job_id"]},
+                         {"attempt", offer["attempt"]}, {"result", GoodResult(offer["spec"])}});
+  EXPECT_EQ(LastTo("node-a/1", "ack")->message.body["outcome"], "stored");
+  Submit(kCpuSweep);
+  Register("node-c");
+  gone_.insert("node-c/1");
+  coordinator_->Tick();  // node-c is offered a job, cannot be reached and departs
+  coordinator_->Tick();  // node-a gets the next job: status shows it busy
+  Message status = Request({{"type", "status"}});
+  ASSERT_FALSE(status.body["waiting"].empty()) << status.body.dump();
+  ASSERT_FALSE(status.body["departed"].empty()) << status.body.dump();
+  ExpectSameKeys(golden("status_reply"), status.body, "status_reply");
+  ExpectSameKeys(golden("rows"), Request({{"type", "results"}, {"limit", 5}}).body, "rows");
+  ExpectSameKeys(golden("cancelled"), Request({{"type", "cancel"}, {"sweep_id", 1}}).body, "cancelled");
+}
+
+}  // namespace
+}  // namespace benchfleet

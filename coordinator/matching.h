@@ -1,0 +1,47 @@
+// Which agent may run which job. A job's requirement is what decides it: the sweep's
+// `select`, the job's `device` (a cuda:N job needs an agent whose worker sees more than
+// N GPUs) and, for placement "each" and calibrations, the agent it is pinned to. Jobs
+// share requirements (a sweep has a handful), so the dispatcher matches an agent against
+// requirements once and then asks the store for the oldest queued job among those it
+// matches, however many queued jobs match nothing (schemas/sweep.md, docs/scheduling.md).
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "common/capabilities.h"
+
+namespace benchfleet {
+
+using nlohmann::json;
+
+// What the scheduler knows of an agent.
+struct AgentDescription {
+  std::string name;
+  std::vector<std::string> tags;
+  Capabilities capabilities;
+};
+
+struct JobRequirement {
+  int64_t requirement_id = 0;
+  std::string kind = "benchmark";  // or "calibration" (dispatched first)
+  std::string pinned_host;         // empty: any agent that matches
+  json select = json::object();    // the sweep's select (validated by ParseSweep)
+  std::string device;              // "cpu", "cuda", "cuda:N"; empty for calibrations
+};
+
+// True when the agent satisfies every key of `select` (an empty select matches all).
+bool AgentMatches(const json& select, const AgentDescription& agent);
+
+// GPUs a device string needs: 0 for "cpu" (or empty), N + 1 for "cuda:N" ("cuda" is
+// cuda:0).
+int64_t GpusNeeded(const std::string& device);
+
+// True when `agent` may run a job with this requirement.
+bool AgentCanRun(const JobRequirement& requirement, const AgentDescription& agent);
+
+// For people: "{gpu_model: H100, device: cuda:1}" or "agent node-a".
+std::string DescribeRequirement(const JobRequirement& requirement);
+
+}  // namespace benchfleet
