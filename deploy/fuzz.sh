@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer targets with clang (ASan + UBSan) and runs the message fuzzer over
-# the wire decoder and the sweep-file parser.
+# Builds the libFuzzer targets with clang (ASan + UBSan) and runs the message fuzzer: the
+# wire decoder, the sweep-file parser and the coordinator's handlers (in process, over a
+# :memory: store), with a structure-aware mutator that swaps JSON types at every depth.
 # usage: deploy/fuzz.sh [RUNS]     (default 1000000 executions; CI runs a shorter one)
 set -euo pipefail
 cd "$(dirname "$0")/.."
