@@ -496,7 +496,7 @@ StatusOr<ResultOutcome> Store::StoreResult(int64_t job_id, int attempt, int64_t 
   }
   const json& gflops = ResultValue(result, "gflops");
   if (ok && job && gflops.is_number()) {
-    ASSIGN_OR_RETURN(json peak, PeakFor(host_id, job->device, job->threads));
+    ASSIGN_OR_RETURN(json peak, PeakFor(host_id, job->device, job->dtype, job->threads));
     if (peak.is_number() && peak.get<double>() > 0) {
       columns.emplace_back("peak_gflops", peak);
       columns.emplace_back("fraction_of_peak", gflops.get<double>() / peak.get<double>());
@@ -529,15 +529,23 @@ StatusOr<ResultOutcome> Store::StoreResult(int64_t job_id, int attempt, int64_t 
   return ResultOutcome::kStored;
 }
 
-StatusOr<json> Store::PeakFor(int64_t host_id, const std::string& device, int64_t threads) {
-  ASSIGN_OR_RETURN(auto latest, db_->Prepare(
-                                    "SELECT gemm_gflops_all, gemm_threads_all, gemm_gflops_1, gpus "
-                                    "FROM calibrations WHERE host_id = ?1 "
-                                    "ORDER BY calibration_id DESC LIMIT 1"));
+StatusOr<json> Store::PeakFor(int64_t host_id, const std::string& device,
+                              const std::string& dtype, int64_t threads) {
+  if (dtype != "fp32" && dtype != "bf16") return json(nullptr);  // no int8 GEMM peak
+  const bool bf16 = dtype == "bf16";
+  ASSIGN_OR_RETURN(
+      auto latest,
+      db_->Prepare(std::string("SELECT ") +
+                   (bf16 ? "c.gemm_bf16_gflops_all, c.gemm_threads_all, c.gemm_bf16_gflops_1, "
+                         : "c.gemm_gflops_all, c.gemm_threads_all, c.gemm_gflops_1, ") +
+                   "c.gpus FROM calibrations c JOIN hosts h ON h.host_id = c.host_id "
+                   "WHERE h.machine_id = (SELECT machine_id FROM hosts WHERE host_id = ?1) "
+                   "ORDER BY c.calibration_id DESC LIMIT 1"));
   latest.Bind(1, host_id);
   ASSIGN_OR_RETURN(bool row, latest.Step());
   if (!row) return json(nullptr);
   if (int64_t needed = GpusNeeded(device); needed > 0) {
+    if (bf16) return json(nullptr);  // GPUs are calibrated in fp32 only
     // Stored from a checked calibration: an array of objects with sgemm_gflops.
     json gpus = json::parse(latest.Text(3), nullptr, false);
     const size_t index = static_cast<size_t>(needed - 1);
@@ -551,6 +559,26 @@ StatusOr<json> Store::PeakFor(int64_t host_id, const std::string& device, int64_
   int64_t all_threads = latest.Int(1);
   if (latest.IsNull(2) || threads >= all_threads) return json(all);
   return json(std::min(all, latest.Real(2) * static_cast<double>(threads)));
+}
+
+StatusOr<std::optional<double>> Store::CalibrationAge(const std::string& machine_id) {
+  ASSIGN_OR_RETURN(auto stmt, db_->Prepare(
+                                  "SELECT (julianday('now') - julianday(c.measured_at)) * 86400 "
+                                  "FROM calibrations c JOIN hosts h ON h.host_id = c.host_id "
+                                  "WHERE h.machine_id = ?1 ORDER BY c.calibration_id DESC LIMIT 1"));
+  stmt.Bind(1, machine_id);
+  ASSIGN_OR_RETURN(bool row, stmt.Step());
+  if (!row || stmt.IsNull(0)) return std::optional<double>();
+  return std::optional<double>(stmt.Real(0));
+}
+
+StatusOr<bool> Store::CalibrationPending(const std::string& machine_id) {
+  ASSIGN_OR_RETURN(auto stmt, db_->Prepare(
+                                  "SELECT 1 FROM jobs j JOIN hosts h ON h.name = j.pinned_host "
+                                  "WHERE j.kind = 'calibration' AND j.state IN ('queued', 'running') "
+                                  "AND h.machine_id = ?1 LIMIT 1"));
+  stmt.Bind(1, machine_id);
+  return stmt.Step();
 }
 
 Status Store::StoreCalibration(int64_t job_id, int64_t host_id, const WorkerResult& result,

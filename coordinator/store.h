@@ -115,6 +115,12 @@ class Store {
 
   StatusOr<int> CancelSweep(int64_t sweep_id);
 
+  // Seconds since the latest calibration of any host on `machine_id`, or nullopt when
+  // the machine was never calibrated.
+  StatusOr<std::optional<double>> CalibrationAge(const std::string& machine_id);
+  // True when a calibration of an agent on `machine_id` is queued or running.
+  StatusOr<bool> CalibrationPending(const std::string& machine_id);
+
   // Jobs in state running (for recovery after a restart).
   StatusOr<std::vector<RunningJob>> RunningJobs();
 
@@ -134,9 +140,11 @@ class Store {
   Status FinishSweepIfComplete(int64_t sweep_id);
   StatusOr<int64_t> RequirementId(const std::string& kind, const std::string& pinned_host,
                                   const json& select, const std::string& device);
-  // The calibrated peak GFLOP/s a result on `device` with `threads` is compared with, or
-  // null without a calibration.
-  StatusOr<json> PeakFor(int64_t host_id, const std::string& device, int64_t threads);
+  // The calibrated peak GFLOP/s a result of `dtype` on `device` with `threads` is
+  // compared with: the latest calibration of the host's machine (agents of one machine
+  // share it), for the dtype's own GEMM. Null without one (int8 has none).
+  StatusOr<json> PeakFor(int64_t host_id, const std::string& device, const std::string& dtype,
+                         int64_t threads);
   Status StoreCalibration(int64_t job_id, int64_t host_id, const WorkerResult& result,
                           const std::string& now);
   Status Insert(const std::string& table, const Columns& columns);
