@@ -136,6 +136,10 @@ JobOutcome RunValidJob(const JobSpec& spec, json result) {
       flops ? json(*flops * static_cast<double>(spec.batch_size) / (stats.median_ms * 1e6))
             : json(nullptr);
   result["effective_threads"] = m.effective_threads;
+  // Who else used the host while this was timed: the usual reason for noise.
+  result["host_busy_cpus"] = m.host_load ? json(m.host_load->busy_cpus) : json(nullptr);
+  result["steal_fraction"] = m.host_load ? json(m.host_load->steal_fraction) : json(nullptr);
+  result["disturbed"] = m.host_load ? json(m.host_load->disturbed) : json(nullptr);
   // On a GPU the CPU threads mostly wait for kernels; their count says nothing.
   result["threads_mismatch"] =
       gpu ? json(nullptr)

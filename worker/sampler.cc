@@ -55,6 +55,7 @@ Measurement MeasureWorkload(const std::function<void()>& iteration, const Timing
   std::int64_t k = ItersForTargetBlock(1, last_iteration_s);
   const double region_wall_start = clock.WallSeconds();
   const double region_cpu_start = clock.ProcessCpuSeconds();
+  const std::optional<HostCpuTimes> host_start = clock.HostCpu();
   std::vector<double> block_start_s;  // wall time each kept sample's block began
   std::size_t next_check = 0;
   std::vector<double> sorted;
@@ -100,6 +101,9 @@ Measurement MeasureWorkload(const std::function<void()>& iteration, const Timing
   m.iters_per_sample = k;
   m.timed_s = clock.WallSeconds() - region_wall_start;
   m.cpu_s = clock.ProcessCpuSeconds() - region_cpu_start;
+  if (const std::optional<HostCpuTimes> host_end = clock.HostCpu(); host_start && host_end) {
+    m.host_load = ComputeHostLoad(*host_start, *host_end, m.cpu_s, m.timed_s);
+  }
   m.effective_threads = m.timed_s > 0 ? m.cpu_s / m.timed_s : 0;
 
   // The time ran out: what is kept must still be one regime, and a regime

@@ -3,9 +3,11 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <vector>
 
 #include "worker/clock.h"
+#include "worker/host_load.h"
 
 namespace benchfleet::worker {
 
@@ -50,6 +52,10 @@ struct Measurement {
   double timed_s = 0;            // wall time of the sampling region
   double cpu_s = 0;              // process CPU time during the sampling region
   double effective_threads = 0;  // cpu_s / timed_s
+  // What the rest of the host did during the sampling region (Clock::HostCpu
+  // read at its start and end, less cpu_s); nullopt where the clock does not
+  // know the host's CPU time.
+  std::optional<HostLoad> host_load;
 };
 
 // Measures `iteration` (one unit of work, e.g. one forward pass):

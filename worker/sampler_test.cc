@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdint>
 #include <functional>
+#include <optional>
 
 #include "worker/stats.h"
 
@@ -17,14 +18,32 @@ class FakeClock final : public Clock {
  public:
   double WallSeconds() override { return wall_; }
   double ProcessCpuSeconds() override { return cpu_; }
+  std::optional<HostCpuTimes> HostCpu() override {
+    if (!with_host_) return std::nullopt;
+    return HostCpuTimes{host_busy_, 0, host_steal_, host_busy_ + host_steal_};
+  }
   void Advance(double wall_s, double busy_threads) {
     wall_ += wall_s;
     cpu_ += wall_s * busy_threads;
+    host_busy_ += wall_s * (busy_threads + other_busy_cpus_);
+    host_steal_ += wall_s * steal_cpus_;
+  }
+  // The host's /proc/stat, with others keeping `other_busy_cpus` busy and the
+  // hypervisor stealing `steal_cpus`.
+  void SimulateHost(double other_busy_cpus, double steal_cpus) {
+    with_host_ = true;
+    other_busy_cpus_ = other_busy_cpus;
+    steal_cpus_ = steal_cpus;
   }
 
  private:
   double wall_ = 1000;
   double cpu_ = 5;
+  bool with_host_ = false;
+  double other_busy_cpus_ = 0;
+  double steal_cpus_ = 0;
+  double host_busy_ = 50;
+  double host_steal_ = 1;
 };
 
 // A workload whose i-th call (counting from 0) lasts duration(i) seconds.
@@ -198,6 +217,24 @@ TEST(MeasureWorkloadTest, FlatNoisyWorkloadIsNotUnsteady) {
     EXPECT_TRUE(m.discarded_samples_ms.empty()) << "seed " << seed;
     EXPECT_GE(m.samples_ms.size(), 400u) << "seed " << seed;
   }
+}
+
+TEST(MeasureWorkloadTest, HostLoadCoversTheSamplingRegion) {
+  FakeClock clock;
+  clock.SimulateHost(/*other_busy_cpus=*/0.75, /*steal_cpus=*/0.05);
+  FakeWorkload work{&clock, [](long) { return 0.002; }};
+  const Measurement m = MeasureWorkload(work.AsIteration(), Options(0.01, 0.1, 1, 0.05), clock);
+  ASSERT_TRUE(m.host_load.has_value());
+  EXPECT_NEAR(m.host_load->busy_cpus, 0.75, 1e-6);
+  EXPECT_NEAR(m.host_load->steal_fraction, 0.05 / 1.8, 1e-6);
+  EXPECT_TRUE(m.host_load->disturbed);
+}
+
+TEST(MeasureWorkloadTest, NoHostLoadWhereTheClockCannotTell) {
+  FakeClock clock;
+  FakeWorkload work{&clock, [](long) { return 0.002; }};
+  const Measurement m = MeasureWorkload(work.AsIteration(), Options(0.01, 0.1, 1, 0.05), clock);
+  EXPECT_FALSE(m.host_load.has_value());
 }
 
 }  // namespace
