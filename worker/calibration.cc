@@ -8,11 +8,16 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <iterator>
+#include <sstream>
+#include <utility>
 
 #include "worker/cpu_info.h"
 #include "worker/stream_triad.h"
@@ -46,7 +51,9 @@ std::string ShellQuote(const std::string& text) {
 struct CpuFacts {
   std::string model_name;
   std::optional<SimdPeak> simd;
-  std::optional<ClockReading> clock;
+  std::optional<std::string> cpufreq_max_text;  // cpuinfo_max_freq of the first CPU
+  std::optional<double> cpuinfo_mhz;            // reported, never used
+  std::string flags_isa;                        // WidestFlagsIsa of the first CPU
   std::optional<int> cores_all;
   std::optional<std::int64_t> llc_bytes;
 };
@@ -59,12 +66,13 @@ CpuFacts ReadCpuFacts(const CalibrationOptions& options, const std::vector<int>&
     const CpuInfoProcessor& first = processors.front();
     facts.model_name = first.model_name;
     facts.simd = Fp32PeakPerCycle(first);
-    const int cpu = cpus.empty() ? 0 : cpus.front();
-    facts.clock = ChooseClock(ReadTextFile(options.sysfs_cpu_root + "/cpu" + std::to_string(cpu) +
-                                           "/cpufreq/cpuinfo_max_freq"),
-                              first);
+    facts.cpuinfo_mhz = first.mhz;
+    facts.flags_isa = WidestFlagsIsa(first.flags);
     facts.cores_all = PhysicalCores(processors, cpus);
   }
+  const int cpu = cpus.empty() ? 0 : cpus.front();
+  facts.cpufreq_max_text = ReadTextFile(options.sysfs_cpu_root + "/cpu" + std::to_string(cpu) +
+                                        "/cpufreq/cpuinfo_max_freq");
   facts.llc_bytes = LastLevelCacheBytes(ReadCacheIndexes(options.sysfs_cpu_root, cpus));
   return facts;
 }
@@ -74,7 +82,41 @@ json GemmFigure(const GemmPeak& peak, const std::string& label, json& errors) {
     errors.push_back("gemm (" + label + "): " + peak.error);
     return nullptr;
   }
+  if (!peak.agreed) {
+    errors.push_back("gemm (" + label + "): no two consecutive of " +
+                     std::to_string(peak.timed_runs) + " measurements agreed within " +
+                     std::to_string(static_cast<int>(kGemmAgreement * 100)) +
+                     "%; the host is noisy");
+  }
   return peak.best_gflops;
+}
+
+// How a GEMM figure was reached, for the reader who doubts it.
+json GemmDetail(const GemmPeak& peak) {
+  if (!peak.error.empty()) return nullptr;
+  return {{"n", peak.n},
+          {"runs_gflops", peak.runs_gflops},
+          {"agreed", peak.agreed},
+          {"best_seconds", peak.best_seconds}};
+}
+
+// Why the fp32 figures, which results are divided by, cannot be trusted;
+// empty when they can. More threads never make the best GEMM slower on a
+// quiet host, so all CPUs below one CPU means something else ran meanwhile.
+std::string RefusalReason(const GemmPeak& all, const GemmPeak& one, int threads_all) {
+  if (!all.error.empty() || !one.error.empty()) return "";  // null figures, nothing to store
+  if (!all.agreed || !one.agreed) {
+    return "noisy host: the fp32 GEMM measurements did not agree within " +
+           std::to_string(static_cast<int>(kGemmAgreement * 100)) + "% (all CPUs " +
+           json(all.runs_gflops).dump() + ", one CPU " + json(one.runs_gflops).dump() +
+           " GFLOP/s); calibrate again on a quiet host";
+  }
+  if (threads_all > 1 && all.best_gflops < one.best_gflops) {
+    return "noisy host: the fp32 GEMM on all " + std::to_string(threads_all) + " CPUs (" +
+           std::to_string(all.best_gflops) + " GFLOP/s) was slower than on one (" +
+           std::to_string(one.best_gflops) + " GFLOP/s); calibrate again on a quiet host";
+  }
+  return "";
 }
 
 json TriadFigure(const TriadResult& triad, const std::string& label, json& errors) {
@@ -91,6 +133,118 @@ json TriadFigure(const TriadResult& triad, const std::string& label, json& error
 }
 
 }  // namespace
+
+json PerformanceEnvironment(const char* const* envp) {
+  static constexpr const char* kPrefixes[] = {"OPENBLAS_", "OMP_", "MKL_", "KMP_", "GOMP_"};
+  json variables = json::object();
+  for (; envp != nullptr && *envp != nullptr; ++envp) {
+    const std::string entry = *envp;
+    const std::size_t equals = entry.find('=');
+    if (equals == std::string::npos) continue;
+    const std::string name = entry.substr(0, equals);
+    for (const char* prefix : kPrefixes) {
+      if (name.rfind(prefix, 0) == 0) variables[name] = entry.substr(equals + 1);
+    }
+  }
+  return variables;
+}
+
+namespace {
+
+// Vector ISAs from narrowest to widest.
+constexpr const char* kIsaOrder[] = {"sse2", "avx", "avx2", "avx512f"};
+
+int IsaRank(const std::string& isa) {
+  for (int i = 0; i < static_cast<int>(std::size(kIsaOrder)); ++i) {
+    if (isa == kIsaOrder[i]) return i;
+  }
+  return -1;
+}
+
+std::string Lower(std::string text) {
+  for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return text;
+}
+
+}  // namespace
+
+std::string WidestFlagsIsa(const std::set<std::string>& flags) {
+  for (int i = static_cast<int>(std::size(kIsaOrder)) - 1; i >= 0; --i) {
+    if (flags.count(kIsaOrder[i]) > 0) return kIsaOrder[i];
+  }
+  return "";
+}
+
+std::optional<BlasKernel> OpenBlasKernel(const std::string& blas_config) {
+  // OpenBLAS's x86-64 kernel families (its TARGET / OPENBLAS_CORETYPE names).
+  static constexpr std::pair<const char*, const char*> kKernels[] = {{"sapphirerapids", "avx512f"},
+                                                                     {"cooperlake", "avx512f"},
+                                                                     {"skylakex", "avx512f"},
+                                                                     {"haswell", "avx2"},
+                                                                     {"zen", "avx2"},
+                                                                     {"excavator", "avx"},
+                                                                     {"steamroller", "avx"},
+                                                                     {"piledriver", "avx"},
+                                                                     {"bulldozer", "avx"},
+                                                                     {"sandybridge", "avx"},
+                                                                     {"nehalem", "sse2"},
+                                                                     {"dunnington", "sse2"},
+                                                                     {"penryn", "sse2"},
+                                                                     {"core2", "sse2"},
+                                                                     {"atom", "sse2"},
+                                                                     {"barcelona", "sse2"},
+                                                                     {"opteron", "sse2"},
+                                                                     {"prescott", "sse2"}};
+  std::istringstream words(blas_config);
+  std::string first;
+  words >> first;
+  if (Lower(first) != "openblas") return std::nullopt;
+  for (std::string word; words >> word;) {
+    for (const auto& [name, isa] : kKernels) {
+      if (Lower(word) == name) return BlasKernel{word, isa};
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<bool> BlasIsaNarrowerThanCpu(const std::string& blas_isa,
+                                           const std::string& cpu_isa) {
+  const int blas = IsaRank(blas_isa);
+  const int cpu = IsaRank(cpu_isa);
+  if (blas < 0 || cpu < 0) return std::nullopt;
+  return blas < cpu;
+}
+
+GemmPeak RepeatUntilAgreement(const std::function<GemmMeasurement()>& measure) {
+  GemmPeak peak;
+  double previous = 0;  // last steady measurement's GFLOP/s; 0: none
+  while (peak.timed_runs < kGemmMaxMeasurements) {
+    const GemmMeasurement m = measure();
+    if (!m.error.empty()) {
+      peak.error = m.error;
+      return peak;
+    }
+    ++peak.timed_runs;
+    if (m.unsteady) {
+      peak.runs_gflops.push_back(0);
+      previous = 0;
+      continue;
+    }
+    peak.runs_gflops.push_back(m.gflops);
+    if (m.gflops > peak.best_gflops) {
+      peak.best_gflops = m.gflops;
+      peak.best_seconds = m.median_seconds;
+    }
+    if (previous > 0 &&
+        std::abs(m.gflops - previous) <= kGemmAgreement * std::max(m.gflops, previous)) {
+      peak.agreed = true;
+      break;
+    }
+    previous = m.gflops;
+  }
+  if (peak.best_gflops <= 0) peak.error = "no measurement reached a steady regime";
+  return peak;
+}
 
 std::int64_t TriadArrayBytes(std::optional<std::int64_t> llc_bytes) {
   const std::int64_t wanted =
@@ -201,9 +355,17 @@ json RunCalibration(const CalibrationOptions& options, const GemmMeasure& gemm) 
     }
   };
   pin(all, "the all-CPU GEMM");
-  const GemmPeak gemm_all = gemm(options.gemm_n, std::max(threads_all, 1));
+  const GemmPeak gemm_all = gemm(GemmDtype::kFp32, options.gemm_n, std::max(threads_all, 1));
+  const GemmPeak bf16_all = gemm(GemmDtype::kBf16, options.gemm_n, std::max(threads_all, 1));
   pin(one, "the one-CPU GEMM");
-  const GemmPeak gemm_one = gemm(options.gemm_n, 1);
+  // The clock one busy core sustains, measured before the GEMMs heat it.
+  const std::optional<double> measured_mhz =
+      options.measure_clock ? options.measure_clock() : std::nullopt;
+  const std::optional<ClockReading> clock = ChooseClock(facts.cpufreq_max_text, measured_mhz);
+  const GemmPeak gemm_one = gemm(GemmDtype::kFp32, options.gemm_n, 1);
+  // The same N as on all CPUs where that one was chosen smaller.
+  const GemmPeak bf16_one =
+      gemm(GemmDtype::kBf16, bf16_all.error.empty() ? bf16_all.n : options.gemm_n, 1);
   pin(all, "the all-CPU triad");
   const TriadResult triad_all = RunStreamTriad({array_bytes, all, kTriadDefaultTimedPasses});
   const TriadResult triad_one = RunStreamTriad({array_bytes, one, kTriadDefaultTimedPasses});
@@ -211,8 +373,7 @@ json RunCalibration(const CalibrationOptions& options, const GemmMeasure& gemm) 
 
   const GpuCalibration gpu = RunGpuCalibrationTool(options.gpu_tool_path);
 
-  const std::optional<double> mhz =
-      facts.clock ? std::optional<double>(facts.clock->mhz) : std::nullopt;
+  const std::optional<double> mhz = clock ? std::optional<double>(clock->mhz) : std::nullopt;
   const std::optional<int> flops_per_cycle =
       facts.simd ? std::optional<int>(facts.simd->flops_per_cycle_fp32) : std::nullopt;
   json cpu = {
@@ -222,6 +383,14 @@ json RunCalibration(const CalibrationOptions& options, const GemmMeasure& gemm) 
       {"gemm_gflops_all", GemmFigure(gemm_all, "all CPUs", errors)},
       {"gemm_threads_all", threads_all},
       {"gemm_gflops_1", GemmFigure(gemm_one, "one CPU", errors)},
+      {"gemm_bf16_n", bf16_all.error.empty() ? json(bf16_all.n) : json(nullptr)},
+      {"gemm_bf16_gflops_all", GemmFigure(bf16_all, "bf16, all CPUs", errors)},
+      {"gemm_bf16_gflops_1", GemmFigure(bf16_one, "bf16, one CPU", errors)},
+      {"gemm_detail",
+       {{"fp32_all", GemmDetail(gemm_all)},
+        {"fp32_1", GemmDetail(gemm_one)},
+        {"bf16_all", GemmDetail(bf16_all)},
+        {"bf16_1", GemmDetail(bf16_one)}}},
       {"stream_triad_gbps_all", TriadFigure(triad_all, "all CPUs", errors)},
       {"stream_triad_gbps_1", TriadFigure(triad_one, "one CPU", errors)},
       {"stream_array_mb", static_cast<double>(array_bytes) / kBytesPerMiB},
@@ -234,17 +403,32 @@ json RunCalibration(const CalibrationOptions& options, const GemmMeasure& gemm) 
        OptionalJson(TheoreticalGflops(all.empty() ? std::nullopt : std::optional<int>(1), mhz,
                                       flops_per_cycle))},
       {"clock_mhz", OptionalJson(mhz)},
-      {"clock_source", facts.clock ? json(facts.clock->source) : json(nullptr)},
+      {"clock_source", clock ? json(clock->source) : json(nullptr)},
+      {"clock_measured_mhz", OptionalJson(measured_mhz)},
+      {"clock_cpufreq_max_mhz",
+       OptionalJson(facts.cpufreq_max_text ? ParseCpufreqKhzAsMhz(*facts.cpufreq_max_text)
+                                           : std::nullopt)},
+      {"clock_cpuinfo_mhz", OptionalJson(facts.cpuinfo_mhz)},
+      {"cores_source",
+       facts.cores_all ? json("/proc/cpuinfo: distinct (physical id, core id)") : json(nullptr)},
+      {"microarchitecture", facts.simd ? json(facts.simd->microarchitecture) : json(nullptr)},
+      {"flops_per_cycle_source", facts.simd ? json(facts.simd->source) : json(nullptr)},
       {"flops_per_cycle_fp32", flops_per_cycle ? json(*flops_per_cycle) : json(nullptr)},
-      {"isa", facts.simd ? json(facts.simd->isa) : json(nullptr)}};
+      {"isa", facts.simd ? json(facts.simd->isa) : json(nullptr)},
+      {"flags_isa", facts.flags_isa.empty() ? json(nullptr) : json(facts.flags_isa)}};
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  return {{"cpu", cpu},
-          {"gpus", gpu.gpus},
-          {"gpu_note", gpu.note},
-          {"errors", errors},
-          {"measured_at", Iso8601Utc(started_at)},
-          {"seconds", seconds}};
+  json calibration = {{"cpu", cpu},
+                      {"gpus", gpu.gpus},
+                      {"gpu_note", gpu.note},
+                      {"errors", errors},
+                      {"measured_at", Iso8601Utc(started_at)},
+                      {"seconds", seconds}};
+  if (std::string refusal = RefusalReason(gemm_all, gemm_one, threads_all); !refusal.empty()) {
+    calibration["ok"] = false;
+    calibration["error"] = refusal;
+  }
+  return calibration;
 }
 
 }  // namespace benchfleet::worker

@@ -41,7 +41,8 @@ class CalibrationTest : public ::testing::Test {
     std::string cpuinfo;
     for (int cpu : cpus_) {
       cpuinfo += "processor\t: " + std::to_string(cpu) +
-                 "\nvendor_id\t: GenuineIntel\ncpu family\t: 6\nmodel name\t: Test CPU\n"
+                 "\nvendor_id\t: GenuineIntel\ncpu family\t: 6\nmodel\t\t: 63\n"
+                 "model name\t: Test CPU\n"
                  "cpu MHz\t\t: 1000.000\nphysical id\t: 0\ncore id\t\t: " +
                  std::to_string(cpu) + "\nflags\t\t: sse2 avx avx2 fma\n\n";
     }
@@ -53,6 +54,7 @@ class CalibrationTest : public ::testing::Test {
     options_.proc_cpuinfo_path = (dir_ / "cpuinfo").string();
     options_.sysfs_cpu_root = (dir_ / "sys").string();
     options_.gpu_tool_path = (dir_ / "absent-tool").string();
+    options_.measure_clock = [] { return std::optional<double>(3000.0); };
   }
   void TearDown() override {
     PinAllThreads(cpus_);
@@ -72,29 +74,47 @@ class CalibrationTest : public ::testing::Test {
     return path;
   }
 
-  // Records each call and returns a fixed rate that names its thread count.
+  // Records each call and returns a fixed rate that names its thread count
+  // (bf16: half of it, with N at most 32).
   GemmMeasure FakeGemm() {
-    return [this](std::int64_t n, int threads) {
-      calls_.push_back({n, threads});
+    return [this](GemmDtype dtype, std::int64_t n, int threads) {
+      const bool bf16 = dtype == GemmDtype::kBf16;
+      calls_.push_back({bf16, n, threads});
       GemmPeak peak;
-      peak.best_gflops = 100.0 * threads;
+      peak.n = bf16 && n > 32 ? 32 : n;
+      peak.best_gflops = (bf16 ? 50.0 : 100.0) * threads;
       peak.best_seconds = 1;
-      peak.timed_runs = 5;
+      peak.timed_runs = 2;
+      peak.agreed = true;
+      peak.runs_gflops = {peak.best_gflops, peak.best_gflops};
       return peak;
     };
   }
 
+  struct GemmCall {
+    bool bf16;
+    std::int64_t n;
+    int threads;
+    bool operator==(const GemmCall& o) const {
+      return bf16 == o.bf16 && n == o.n && threads == o.threads;
+    }
+  };
+
   fs::path dir_;
   std::vector<int> cpus_;
   CalibrationOptions options_;
-  std::vector<std::pair<std::int64_t, int>> calls_;
+  std::vector<GemmCall> calls_;
 };
 
 TEST_F(CalibrationTest, ReportsEveryCpuFigureAndItsInputs) {
   const json r = RunCalibration(options_, FakeGemm());
-  ASSERT_EQ(calls_.size(), 2u);
-  EXPECT_EQ(calls_[0], (std::pair<std::int64_t, int>{64, static_cast<int>(cpus_.size())}));
-  EXPECT_EQ(calls_[1], (std::pair<std::int64_t, int>{64, 1}));
+  const int all = static_cast<int>(cpus_.size());
+  ASSERT_EQ(calls_.size(), 4u);
+  EXPECT_TRUE((calls_[0] == GemmCall{false, 64, all}));
+  EXPECT_TRUE((calls_[1] == GemmCall{true, 64, all}));
+  EXPECT_TRUE((calls_[2] == GemmCall{false, 64, 1}));
+  // bf16 on one CPU uses the N that bf16 on all CPUs chose.
+  EXPECT_TRUE((calls_[3] == GemmCall{true, 32, 1}));
 
   const json& cpu = r.at("cpu");
   EXPECT_EQ(cpu.at("model_name"), "Test CPU");
@@ -103,6 +123,12 @@ TEST_F(CalibrationTest, ReportsEveryCpuFigureAndItsInputs) {
   EXPECT_EQ(cpu.at("gemm_threads_all"), cpus_.size());
   EXPECT_DOUBLE_EQ(cpu.at("gemm_gflops_all").get<double>(), 100.0 * cpus_.size());
   EXPECT_DOUBLE_EQ(cpu.at("gemm_gflops_1").get<double>(), 100.0);
+  EXPECT_EQ(cpu.at("gemm_bf16_n"), 32);
+  EXPECT_DOUBLE_EQ(cpu.at("gemm_bf16_gflops_all").get<double>(), 50.0 * cpus_.size());
+  EXPECT_DOUBLE_EQ(cpu.at("gemm_bf16_gflops_1").get<double>(), 50.0);
+  EXPECT_EQ(cpu.at("gemm_detail").at("fp32_1").at("runs_gflops"), json({100.0, 100.0}));
+  EXPECT_EQ(cpu.at("gemm_detail").at("bf16_1").at("n"), 32);
+  EXPECT_FALSE(r.contains("error"));
   EXPECT_GT(cpu.at("stream_triad_gbps_all").get<double>(), 0);
   EXPECT_GT(cpu.at("stream_triad_gbps_1").get<double>(), 0);
   EXPECT_DOUBLE_EQ(cpu.at("stream_array_mb").get<double>(), 1.0);
@@ -110,8 +136,16 @@ TEST_F(CalibrationTest, ReportsEveryCpuFigureAndItsInputs) {
   EXPECT_EQ(cpu.at("cores_all"), cpus_.size());
   EXPECT_DOUBLE_EQ(cpu.at("clock_mhz").get<double>(), 2500.0);
   EXPECT_EQ(cpu.at("clock_source"), "cpufreq cpuinfo_max_freq");
+  EXPECT_DOUBLE_EQ(cpu.at("clock_measured_mhz").get<double>(), 3000.0);
+  EXPECT_DOUBLE_EQ(cpu.at("clock_cpufreq_max_mhz").get<double>(), 2500.0);
+  EXPECT_DOUBLE_EQ(cpu.at("clock_cpuinfo_mhz").get<double>(), 1000.0);
   EXPECT_EQ(cpu.at("isa"), "avx2+fma");
   EXPECT_EQ(cpu.at("flops_per_cycle_fp32"), 32);
+  EXPECT_EQ(cpu.at("microarchitecture"), "Haswell");
+  EXPECT_EQ(cpu.at("flops_per_cycle_source"),
+            "table: GenuineIntel family 0x6 model 0x3f = Haswell, avx2+fma");
+  EXPECT_TRUE(cpu.at("cores_source").is_string());
+  EXPECT_EQ(cpu.at("flags_isa"), "avx2");
   EXPECT_DOUBLE_EQ(cpu.at("theoretical_gflops_all").get<double>(), 80.0 * cpus_.size());
   EXPECT_DOUBLE_EQ(cpu.at("theoretical_gflops_1").get<double>(), 80.0);
 
@@ -126,26 +160,113 @@ TEST_F(CalibrationTest, ReportsEveryCpuFigureAndItsInputs) {
   EXPECT_GE(r.at("seconds").get<double>(), 0);
 }
 
+TEST_F(CalibrationTest, MeasuredClockWhereCpufreqIsAbsent) {
+  fs::remove_all(dir_ / "sys");
+  const json cpu = RunCalibration(options_, FakeGemm()).at("cpu");
+  EXPECT_DOUBLE_EQ(cpu.at("clock_mhz").get<double>(), 3000.0);
+  EXPECT_EQ(cpu.at("clock_source"), "measured: dependent add chain");
+  EXPECT_TRUE(cpu.at("clock_cpufreq_max_mhz").is_null());
+  // Not the 1000 MHz /proc/cpuinfo claims.
+  EXPECT_DOUBLE_EQ(cpu.at("theoretical_gflops_1").get<double>(), 3000.0 * 32 / 1000);
+}
+
 TEST_F(CalibrationTest, UnknownInputsGiveNullsNotGuesses) {
   Write("cpuinfo", "processor : 0\nflags : neon\n");
   fs::remove_all(dir_ / "sys");
+  options_.measure_clock = [] { return std::optional<double>(); };
   const json cpu = RunCalibration(options_, FakeGemm()).at("cpu");
   for (const char* key : {"theoretical_gflops_all", "theoretical_gflops_1", "clock_mhz",
-                          "clock_source", "flops_per_cycle_fp32", "isa"}) {
+                          "clock_source", "flops_per_cycle_fp32", "isa", "microarchitecture",
+                          "flops_per_cycle_source", "clock_measured_mhz"}) {
     EXPECT_TRUE(cpu.at(key).is_null()) << key;
   }
 }
 
 TEST_F(CalibrationTest, FailedGemmIsNullWithAnError) {
-  const json r = RunCalibration(options_, [](std::int64_t, int) {
+  const json r = RunCalibration(options_, [](GemmDtype, std::int64_t, int) {
     GemmPeak peak;
     peak.error = "out of memory";
     return peak;
   });
   EXPECT_TRUE(r.at("cpu").at("gemm_gflops_all").is_null());
   EXPECT_TRUE(r.at("cpu").at("gemm_gflops_1").is_null());
-  ASSERT_EQ(r.at("errors").size(), 2u);
+  EXPECT_TRUE(r.at("cpu").at("gemm_bf16_gflops_1").is_null());
+  ASSERT_EQ(r.at("errors").size(), 4u);
   EXPECT_EQ(r.at("errors")[0], "gemm (all CPUs): out of memory");
+}
+
+TEST_F(CalibrationTest, AllCpusSlowerThanOneIsRefusedAsNoisy) {
+  if (cpus_.size() < 2) GTEST_SKIP() << "needs two allowed CPUs";
+  const json r = RunCalibration(options_, [](GemmDtype, std::int64_t n, int threads) {
+    GemmPeak peak;
+    peak.n = n;
+    peak.best_gflops = threads == 1 ? 100 : 90;  // a neighbour took a core
+    peak.timed_runs = 2;
+    peak.agreed = true;
+    return peak;
+  });
+  EXPECT_EQ(r.at("ok"), false);
+  ASSERT_TRUE(r.at("error").is_string());
+  EXPECT_NE(r.at("error").get<std::string>().find("noisy host"), std::string::npos);
+  EXPECT_NE(r.at("error").get<std::string>().find("slower than on one"), std::string::npos);
+}
+
+TEST_F(CalibrationTest, GemmThatNeverAgreedIsRefusedAsNoisy) {
+  const json r = RunCalibration(options_, [](GemmDtype, std::int64_t n, int threads) {
+    GemmPeak peak;
+    peak.n = n;
+    peak.best_gflops = 100.0 * threads;
+    peak.timed_runs = kGemmMaxMeasurements;
+    peak.agreed = threads != 1;
+    return peak;
+  });
+  ASSERT_TRUE(r.at("error").is_string());
+  EXPECT_NE(r.at("error").get<std::string>().find("did not agree"), std::string::npos);
+  EXPECT_FALSE(r.at("cpu").at("gemm_gflops_1").is_null());  // reported, not stored
+}
+
+GemmMeasurement Measured(double gflops) { return {gflops, 1 / gflops, false, ""}; }
+
+TEST(RepeatUntilAgreementTest, StopsAtTwoConsecutiveWithin3PercentAndKeepsTheBest) {
+  const std::vector<GemmMeasurement> series = {Measured(80), Measured(100), Measured(102),
+                                               Measured(500)};
+  std::size_t calls = 0;
+  const GemmPeak peak = RepeatUntilAgreement([&] { return series[calls++]; });
+  EXPECT_EQ(calls, 3u);
+  EXPECT_TRUE(peak.agreed);
+  EXPECT_EQ(peak.timed_runs, 3);
+  EXPECT_DOUBLE_EQ(peak.best_gflops, 102);
+  EXPECT_EQ(peak.runs_gflops, (std::vector<double>{80, 100, 102}));
+}
+
+TEST(RepeatUntilAgreementTest, GivesUpAfterTheMaximumWithoutAgreement) {
+  std::size_t calls = 0;
+  const GemmPeak peak = RepeatUntilAgreement([&] { return Measured(calls++ % 2 ? 100 : 90); });
+  EXPECT_EQ(calls, static_cast<std::size_t>(kGemmMaxMeasurements));
+  EXPECT_FALSE(peak.agreed);
+  EXPECT_DOUBLE_EQ(peak.best_gflops, 100);
+  EXPECT_TRUE(peak.error.empty());
+}
+
+TEST(RepeatUntilAgreementTest, UnsteadyMeasurementNeverAgrees) {
+  std::vector<GemmMeasurement> series = {Measured(100), Measured(101), Measured(100),
+                                         Measured(101)};
+  series[1].unsteady = true;
+  std::size_t calls = 0;
+  const GemmPeak peak = RepeatUntilAgreement([&] { return series[calls++]; });
+  EXPECT_EQ(calls, 4u);  // 100 then unsteady, then 100 and 101 agree
+  EXPECT_TRUE(peak.agreed);
+  EXPECT_EQ(peak.runs_gflops, (std::vector<double>{100, 0, 100, 101}));
+}
+
+TEST(RepeatUntilAgreementTest, ErrorEndsIt) {
+  const GemmPeak peak = RepeatUntilAgreement([] {
+    GemmMeasurement m;
+    m.error = "out of memory";
+    return m;
+  });
+  EXPECT_EQ(peak.error, "out of memory");
+  EXPECT_EQ(peak.timed_runs, 0);
 }
 
 TEST_F(CalibrationTest, GpusComeFromTheTool) {
@@ -173,6 +294,49 @@ TEST_F(CalibrationTest, FailingOrGarbledToolGivesANote) {
   EXPECT_EQ(gpu.note, "benchfleet-gpu-calibrate printed no JSON object with a \"gpus\" array");
   gpu = ParseGpuCalibrationOutput(0, "not json");
   EXPECT_TRUE(gpu.note.is_string());
+}
+
+TEST(CalibrationRulesTest, PerformanceEnvironmentKeepsOnlyRuntimeVariables) {
+  const char* envp[] = {"OPENBLAS_CORETYPE=Haswell",
+                        "OMP_WAIT_POLICY=PASSIVE",
+                        "PATH=/usr/bin",
+                        "MKL_DEBUG_CPU_TYPE=5",
+                        "KMP_AFFINITY=compact",
+                        "GOMP_SPINCOUNT=0",
+                        "HOME=/root",
+                        "NOEQUALS",
+                        nullptr};
+  EXPECT_EQ(PerformanceEnvironment(envp), json({{"OPENBLAS_CORETYPE", "Haswell"},
+                                                {"OMP_WAIT_POLICY", "PASSIVE"},
+                                                {"MKL_DEBUG_CPU_TYPE", "5"},
+                                                {"KMP_AFFINITY", "compact"},
+                                                {"GOMP_SPINCOUNT", "0"}}));
+  EXPECT_EQ(PerformanceEnvironment(nullptr), json::object());
+}
+
+TEST(CalibrationRulesTest, OpenBlasHaswellKernelsOnAnAvx512CpuAreFlagged) {
+  const std::optional<BlasKernel> kernel =
+      OpenBlasKernel("OpenBLAS 0.3.21 NO_LAPACKE DYNAMIC_ARCH NO_AFFINITY Haswell MAX_THREADS=64");
+  ASSERT_TRUE(kernel);
+  EXPECT_EQ(kernel->name, "Haswell");
+  EXPECT_EQ(kernel->isa, "avx2");
+  EXPECT_EQ(BlasIsaNarrowerThanCpu(kernel->isa, "avx512f"), true);
+  EXPECT_EQ(BlasIsaNarrowerThanCpu(kernel->isa, "avx2"), false);
+  EXPECT_EQ(BlasIsaNarrowerThanCpu("avx512f", "avx512f"), false);
+  EXPECT_EQ(BlasIsaNarrowerThanCpu("avx2", ""), std::nullopt);
+
+  EXPECT_EQ(OpenBlasKernel("OpenBLAS 0.3.26 DYNAMIC_ARCH SkylakeX MAX_THREADS=128")->isa,
+            "avx512f");
+  EXPECT_EQ(OpenBlasKernel("OpenBLAS 0.3.21 Zen MAX_THREADS=64")->isa, "avx2");
+  EXPECT_FALSE(OpenBlasKernel("OpenBLAS 0.3.21 NEOVERSEN1 MAX_THREADS=64"));
+  EXPECT_FALSE(OpenBlasKernel("MKL 2024 Haswell"));
+  EXPECT_FALSE(OpenBlasKernel(""));
+}
+
+TEST(CalibrationRulesTest, WidestFlagsIsa) {
+  EXPECT_EQ(WidestFlagsIsa({"sse2", "avx", "avx2", "fma", "avx512f"}), "avx512f");
+  EXPECT_EQ(WidestFlagsIsa({"sse2", "avx", "avx2"}), "avx2");
+  EXPECT_EQ(WidestFlagsIsa({"neon"}), "");
 }
 
 TEST(CalibrationRulesTest, TriadArraysOutgrowTheCache) {

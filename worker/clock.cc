@@ -19,6 +19,8 @@ class RealClock final : public Clock {
     clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
     return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
   }
+
+  std::optional<HostCpuTimes> HostCpu() override { return ReadHostCpuTimes(); }
 };
 
 }  // namespace

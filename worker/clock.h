@@ -1,6 +1,10 @@
 #ifndef BENCHFLEET_WORKER_CLOCK_H_
 #define BENCHFLEET_WORKER_CLOCK_H_
 
+#include <optional>
+
+#include "worker/host_load.h"
+
 namespace benchfleet::worker {
 
 // The time sources the sampling loop reads. Behind an interface so that tests
@@ -14,9 +18,13 @@ class Clock {
 
   // CPU time consumed so far by all threads of this process, in seconds.
   virtual double ProcessCpuSeconds() = 0;
+
+  // CPU time of the whole host so far (/proc/stat); nullopt where unknown.
+  virtual std::optional<HostCpuTimes> HostCpu() { return std::nullopt; }
 };
 
-// steady_clock for wall time, CLOCK_PROCESS_CPUTIME_ID for CPU time.
+// steady_clock for wall time, CLOCK_PROCESS_CPUTIME_ID for CPU time,
+// /proc/stat for the host's.
 // The returned object lives for the whole program.
 Clock& SystemClock();
 

@@ -1,6 +1,8 @@
 #include "worker/cpu_info.h"
 
 #include <cctype>
+#include <chrono>
+#include <cstdint>
 #include <cstdlib>
 #include <fstream>
 #include <map>
@@ -10,8 +12,67 @@
 namespace benchfleet::worker {
 namespace {
 
-// AMD's family number for Zen 3 and Zen 4 (only Zen 4 has AVX-512).
-constexpr int kAmdFamilyZen4 = 0x19;
+// A range of models of one vendor and family, and the fp32 FLOP per cycle
+// per core of their vector FMA units (0: the core lacks that ISA).
+struct MicroArchitecture {
+  const char* vendor;
+  int family;
+  int model_first;
+  int model_last;
+  const char* name;
+  int flops_avx512;  // with AVX-512
+  int flops_avx2;    // with AVX2 + FMA
+};
+
+// Sources: Intel's optimization reference manual and AMD's software
+// optimization guides (FMA pipes and their width per core), models from
+// the kernel's arch/x86/include/asm/intel-family.h and AMD's revision guides.
+// Skylake-SP/Cascade Lake lists the two-FMA SKUs (Gold 6xxx, Platinum); the
+// Bronze, Silver and some Gold 5xxx parts have one 512-bit FMA unit and are
+// overstated 2x: their model number cannot tell them apart.
+constexpr MicroArchitecture kMicroArchitectures[] = {
+    {"GenuineIntel", 6, 0x3c, 0x3c, "Haswell", 0, 32},
+    {"GenuineIntel", 6, 0x3f, 0x3f, "Haswell", 0, 32},
+    {"GenuineIntel", 6, 0x45, 0x46, "Haswell", 0, 32},
+    {"GenuineIntel", 6, 0x3d, 0x3d, "Broadwell", 0, 32},
+    {"GenuineIntel", 6, 0x47, 0x47, "Broadwell", 0, 32},
+    {"GenuineIntel", 6, 0x4f, 0x4f, "Broadwell", 0, 32},
+    {"GenuineIntel", 6, 0x56, 0x56, "Broadwell", 0, 32},
+    {"GenuineIntel", 6, 0x4e, 0x4e, "Skylake", 0, 32},
+    {"GenuineIntel", 6, 0x5e, 0x5e, "Skylake", 0, 32},
+    {"GenuineIntel", 6, 0x8e, 0x8e, "Kaby/Coffee Lake", 0, 32},
+    {"GenuineIntel", 6, 0x9e, 0x9e, "Kaby/Coffee Lake", 0, 32},
+    {"GenuineIntel", 6, 0xa5, 0xa6, "Comet Lake", 0, 32},
+    {"GenuineIntel", 6, 0x55, 0x55, "Skylake-SP/Cascade Lake", 64, 32},
+    {"GenuineIntel", 6, 0x6a, 0x6a, "Ice Lake-SP", 64, 32},
+    {"GenuineIntel", 6, 0x6c, 0x6c, "Ice Lake-SP", 64, 32},
+    {"GenuineIntel", 6, 0x8f, 0x8f, "Sapphire Rapids", 64, 32},
+    {"GenuineIntel", 6, 0xcf, 0xcf, "Emerald Rapids", 64, 32},
+    {"GenuineIntel", 6, 0xad, 0xae, "Granite Rapids", 64, 32},
+    {"GenuineIntel", 6, 0x7d, 0x7e, "Ice Lake (client)", 32, 32},
+    {"GenuineIntel", 6, 0x8c, 0x8d, "Tiger Lake", 32, 32},
+    {"GenuineIntel", 6, 0xa7, 0xa7, "Rocket Lake", 32, 32},
+    {"AuthenticAMD", 0x17, 0x00, 0x2f, "Zen/Zen+", 0, 16},
+    {"AuthenticAMD", 0x17, 0x30, 0xaf, "Zen 2", 0, 32},
+    {"AuthenticAMD", 0x19, 0x00, 0x0f, "Zen 3", 0, 32},
+    {"AuthenticAMD", 0x19, 0x10, 0x1f, "Zen 4", 32, 32},
+    {"AuthenticAMD", 0x19, 0x20, 0x5f, "Zen 3", 0, 32},
+    {"AuthenticAMD", 0x19, 0x60, 0x7f, "Zen 4", 32, 32},
+    {"AuthenticAMD", 0x19, 0xa0, 0xaf, "Zen 4", 32, 32},
+    {"AuthenticAMD", 0x1a, 0x00, 0x1f, "Zen 5", 64, 32},
+    {"AuthenticAMD", 0x1a, 0x20, 0x2f, "Zen 5 (mobile, 256-bit datapath)", 32, 32},
+    {"AuthenticAMD", 0x1a, 0x40, 0x4f, "Zen 5", 64, 32},
+};
+
+std::string Hex(int value) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string text;
+  do {
+    text.insert(text.begin(), kDigits[value % 16]);
+    value /= 16;
+  } while (value > 0);
+  return "0x" + text;
+}
 
 std::string Trim(const std::string& text) {
   std::size_t begin = 0;
@@ -54,6 +115,8 @@ void SetField(CpuInfoProcessor& cpu, const std::string& key, const std::string& 
     cpu.core_id = ParseInt(value);
   } else if (key == "cpu family") {
     cpu.family = ParseInt(value);
+  } else if (key == "model") {
+    cpu.model = ParseInt(value);
   } else if (key == "cpu MHz") {
     cpu.mhz = ParseNumber(value);
   } else if (key == "vendor_id") {
@@ -93,12 +156,23 @@ std::vector<CpuInfoProcessor> ParseCpuInfo(const std::string& text) {
 }
 
 std::optional<SimdPeak> Fp32PeakPerCycle(const CpuInfoProcessor& cpu) {
+  if (!cpu.family || !cpu.model) return std::nullopt;
   const auto has = [&](const char* flag) { return cpu.flags.count(flag) > 0; };
-  const bool zen4 = cpu.vendor_id == "AuthenticAMD" && cpu.family == kAmdFamilyZen4;
-  if (has("avx512f") && !zen4) return SimdPeak{"avx512f", 64};
-  if (has("avx2") && has("fma")) return SimdPeak{"avx2+fma", 32};
-  if (has("avx")) return SimdPeak{"avx", 16};
-  if (has("sse2")) return SimdPeak{"sse2", 8};
+  for (const MicroArchitecture& arch : kMicroArchitectures) {
+    if (cpu.vendor_id != arch.vendor || *cpu.family != arch.family ||
+        *cpu.model < arch.model_first || *cpu.model > arch.model_last) {
+      continue;
+    }
+    const std::string key = cpu.vendor_id + " family " + Hex(*cpu.family) + " model " +
+                            Hex(*cpu.model) + " = " + arch.name;
+    if (arch.flops_avx512 > 0 && has("avx512f")) {
+      return SimdPeak{"avx512f", arch.flops_avx512, arch.name, "table: " + key + ", avx512f"};
+    }
+    if (has("avx2") && has("fma")) {
+      return SimdPeak{"avx2+fma", arch.flops_avx2, arch.name, "table: " + key + ", avx2+fma"};
+    }
+    return std::nullopt;
+  }
   return std::nullopt;
 }
 
@@ -109,14 +183,49 @@ std::optional<double> ParseCpufreqKhzAsMhz(const std::string& text) {
 }
 
 std::optional<ClockReading> ChooseClock(const std::optional<std::string>& cpufreq_max_freq_text,
-                                        const CpuInfoProcessor& cpu) {
+                                        std::optional<double> measured_mhz) {
   if (cpufreq_max_freq_text) {
     if (auto mhz = ParseCpufreqKhzAsMhz(*cpufreq_max_freq_text)) {
       return ClockReading{*mhz, kClockSourceCpufreq};
     }
   }
-  if (cpu.mhz && *cpu.mhz > 0) return ClockReading{*cpu.mhz, kClockSourceCpuinfo};
+  if (measured_mhz && *measured_mhz > 0) return ClockReading{*measured_mhz, kClockSourceMeasured};
   return std::nullopt;
+}
+
+std::optional<double> MeasureCoreClockMhz() {
+#if defined(__x86_64__)
+  // 64 dependent adds per loop iteration: 64 cycles, the loop's own
+  // increment and branch run beside them. Register operands, because some
+  // cores (Golden Cove) execute small immediate adds at rename, in no time.
+  constexpr int kAddsPerIteration = 64;
+  constexpr std::uint64_t kIterations = 50'000;  // ~1 ms at 3 GHz
+  constexpr int kRuns = 30;
+  constexpr double kSpinSeconds = 0.05;  // lets an idle core ramp its clock up
+  using Clock = std::chrono::steady_clock;
+  auto run = [] {
+    std::uint64_t value = 0;
+    std::uint64_t one = 1;
+    const auto start = Clock::now();
+    for (std::uint64_t i = 0; i < kIterations; ++i) {
+      asm volatile(".rept 64\n\taddq %1, %0\n\t.endr" : "+r"(value) : "r"(one));
+    }
+    return std::chrono::duration<double>(Clock::now() - start).count();
+  };
+  const auto spin_until = Clock::now() + std::chrono::duration<double>(kSpinSeconds);
+  while (Clock::now() < spin_until) run();
+  double fastest = 0;
+  for (int i = 0; i < kRuns; ++i) {
+    const double seconds = run();
+    if (i == 0 || seconds < fastest) fastest = seconds;
+  }
+  if (fastest <= 0) return std::nullopt;
+  const double mhz = static_cast<double>(kIterations) * kAddsPerIteration / fastest / 1e6;
+  if (mhz < 200 || mhz > 10000) return std::nullopt;
+  return mhz;
+#else
+  return std::nullopt;
+#endif
 }
 
 std::optional<int> PhysicalCores(const std::vector<CpuInfoProcessor>& processors,

@@ -19,6 +19,7 @@ struct CpuInfoProcessor {
   std::optional<int> physical_id;  // socket
   std::optional<int> core_id;      // core within the socket
   std::optional<int> family;       // "cpu family"
+  std::optional<int> model;        // "model" (not "model name")
   std::optional<double> mhz;       // "cpu MHz"
   std::string vendor_id;           // "GenuineIntel", "AuthenticAMD", ...
   std::string model_name;          // "model name"
@@ -29,25 +30,25 @@ struct CpuInfoProcessor {
 // are skipped. Unparsable numbers leave the field empty.
 std::vector<CpuInfoProcessor> ParseCpuInfo(const std::string& text);
 
-// The widest fp32 vector FMA capability the flags advertise.
+// fp32 FLOP per cycle per core, from the micro-architecture.
 struct SimdPeak {
-  std::string isa;               // "avx512f", "avx2+fma", "avx", "sse2"
-  int flops_per_cycle_fp32 = 0;  // per core
+  std::string isa;                // widest vector ISA both the core and the flags offer:
+                                  // "avx512f" or "avx2+fma"
+  int flops_per_cycle_fp32 = 0;   // per core
+  std::string microarchitecture;  // "Zen 3", "Skylake-SP", ...
+  std::string source;             // which table row, keyed by what: for the reader
 };
 
-// fp32 FLOP per cycle per core from the ISA flags, assuming two vector FMA
-// (or, for AVX/SSE2, one add and one multiply) pipes per core, as on server
-// cores since Haswell / Zen 2:
-//   avx512f  -> 2 pipes x 16 lanes x 2 (FMA) = 64
-//   avx2+fma -> 2 pipes x  8 lanes x 2       = 32
-//   avx      -> (1 add + 1 mul) x 8 lanes    = 16
-//   sse2     -> (1 add + 1 mul) x 4 lanes    =  8
-// One known exception is applied: AMD family 19h with AVX-512 (Zen 4)
-// executes a 512-bit operation as two halves on its 256-bit pipes (AMD's
-// Zen 4 software optimization guide), so it counts as avx2+fma. Cores with
-// a single 512-bit FMA unit (some Xeon Bronze/Silver, client parts) or
-// 128-bit pipes (Zen 1) cannot be told apart by flags and are overstated by
-// 2x. nullopt when no known flag is present.
+// Looks the core up in a small table keyed by vendor, family and model
+// (kMicroArchitectures in cpu_info.cc) and takes its FLOP/cycle for the
+// widest ISA the flags advertise, so that a guest without AVX-512 in its
+// flags is not credited with it. The table knows the FMA units, which flags
+// cannot tell: Zen 4 runs AVX-512 as two halves on its 256-bit pipes (32),
+// Zen 5 server/desktop, Skylake-SP and later Xeons have two 512-bit FMA
+// pipes (64), Haswell through Comet Lake and Zen 2/3 two 256-bit ones (32),
+// Zen 1 two 128-bit ones (16), client Ice/Tiger/Rocket Lake one 512-bit one
+// (32). nullopt (unknown, not a guess) for any other core, and for a known
+// one whose flags lack AVX2+FMA.
 std::optional<SimdPeak> Fp32PeakPerCycle(const CpuInfoProcessor& cpu);
 
 // Parses cpufreq's cpuinfo_max_freq (kHz) into MHz; nullopt when not a
@@ -57,17 +58,25 @@ std::optional<double> ParseCpufreqKhzAsMhz(const std::string& text);
 // The clock a theoretical peak is computed with, and where it came from.
 struct ClockReading {
   double mhz = 0;
-  std::string source;  // kClockSourceCpufreq or kClockSourceCpuinfo
+  std::string source;  // kClockSourceCpufreq or kClockSourceMeasured
 };
 inline constexpr char kClockSourceCpufreq[] = "cpufreq cpuinfo_max_freq";
-inline constexpr char kClockSourceCpuinfo[] = "/proc/cpuinfo cpu MHz";
+inline constexpr char kClockSourceMeasured[] = "measured: dependent add chain";
 
 // cpufreq's maximum when `cpufreq_max_freq_text` (the file's contents) is
-// present and valid, else the "cpu MHz" of `cpu`, else nullopt. "cpu MHz" is
-// the current clock on bare metal and the nominal (not boost) clock in most
-// virtual machines.
+// present and valid, else the clock MeasureCoreClockMhz measured, else
+// nullopt. /proc/cpuinfo's "cpu MHz" is never used: it is the current clock
+// on bare metal and the nominal one in most virtual machines (2096 MHz on a
+// Zen 5 guest whose cores sustain well over 3 GHz).
 std::optional<ClockReading> ChooseClock(const std::optional<std::string>& cpufreq_max_freq_text,
-                                        const CpuInfoProcessor& cpu);
+                                        std::optional<double> measured_mhz);
+
+// A dependent chain of register adds (one cycle each on every x86-64 core)
+// timed against the wall clock, fastest of several short runs after a brief
+// spin that lets the core reach its clock: the clock this core sustains
+// while busy, in MHz. Runs on the calling thread; pin it first. nullopt
+// off x86-64 or when the figure is implausible (outside 200-10000 MHz).
+std::optional<double> MeasureCoreClockMhz();
 
 // Distinct physical cores (socket, core id) among `cpus`; nullopt when a CPU
 // in `cpus` is missing from `processors` or lacks physical/core ids, so that

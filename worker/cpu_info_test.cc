@@ -16,6 +16,7 @@ constexpr char kAmdGuest[] =
     "processor\t: 0\n"
     "vendor_id\t: AuthenticAMD\n"
     "cpu family\t: 26\n"
+    "model\t\t: 2\n"
     "model name\t: AMD EPYC\n"
     "cpu MHz\t\t: 2096.001\n"
     "physical id\t: 0\n"
@@ -25,6 +26,7 @@ constexpr char kAmdGuest[] =
     "processor\t: 1\n"
     "vendor_id\t: AuthenticAMD\n"
     "cpu family\t: 26\n"
+    "model\t\t: 2\n"
     "model name\t: AMD EPYC\n"
     "cpu MHz\t\t: 2096.001\n"
     "physical id\t: 0\n"
@@ -50,6 +52,7 @@ TEST(CpuInfoTest, ParsesEveryProcessorBlock) {
   EXPECT_EQ(processors[0].vendor_id, "AuthenticAMD");
   EXPECT_EQ(processors[0].model_name, "AMD EPYC");
   EXPECT_EQ(processors[0].family, 26);
+  EXPECT_EQ(processors[0].model, 2);
   ASSERT_TRUE(processors[0].mhz.has_value());
   EXPECT_DOUBLE_EQ(*processors[0].mhz, 2096.001);
   EXPECT_EQ(processors[1].core_id, 1);
@@ -68,61 +71,108 @@ TEST(CpuInfoTest, BlocksWithoutProcessorLineAndGarbageAreSkipped) {
   EXPECT_TRUE(ParseCpuInfo("").empty());
 }
 
-TEST(CpuInfoTest, FlopsPerCycleFollowTheWidestIsa) {
-  auto peak = Fp32PeakPerCycle(WithFlags({"sse2", "avx", "avx2", "fma", "avx512f"}));
-  ASSERT_TRUE(peak);
-  EXPECT_EQ(peak->isa, "avx512f");
-  EXPECT_EQ(peak->flops_per_cycle_fp32, 64);
+CpuInfoProcessor Core(std::string vendor, int family, int model, std::set<std::string> flags) {
+  CpuInfoProcessor cpu = WithFlags(std::move(flags), std::move(vendor), family);
+  cpu.model = model;
+  return cpu;
+}
 
-  peak = Fp32PeakPerCycle(WithFlags({"sse2", "avx", "avx2", "fma"}));
+const std::set<std::string> kAvx512 = {"sse2", "avx", "avx2", "fma", "avx512f"};
+const std::set<std::string> kAvx2 = {"sse2", "avx", "avx2", "fma"};
+
+TEST(CpuInfoTest, FlopsPerCycleComeFromTheMicroArchitecture) {
+  struct Case {
+    const char* vendor;
+    int family;
+    int model;
+    const char* name;
+    int flops;
+  };
+  for (const Case& c : {
+           Case{"AuthenticAMD", 0x1a, 0x02, "Zen 5", 64},  // Turin
+           Case{"AuthenticAMD", 0x1a, 0x44, "Zen 5", 64},  // Granite Ridge
+           Case{"AuthenticAMD", 0x19, 0x11, "Zen 4", 32},  // Genoa: 512 bits as two halves
+           Case{"AuthenticAMD", 0x19, 0x61, "Zen 4", 32},  // Raphael
+           Case{"GenuineIntel", 6, 0x55, "Skylake-SP/Cascade Lake", 64},
+           Case{"GenuineIntel", 6, 0x6a, "Ice Lake-SP", 64},
+           Case{"GenuineIntel", 6, 0x8f, "Sapphire Rapids", 64},
+           Case{"GenuineIntel", 6, 0x7e, "Ice Lake (client)", 32},  // one 512-bit FMA unit
+       }) {
+    const auto peak = Fp32PeakPerCycle(Core(c.vendor, c.family, c.model, kAvx512));
+    ASSERT_TRUE(peak) << c.name;
+    EXPECT_EQ(peak->microarchitecture, c.name);
+    EXPECT_EQ(peak->isa, "avx512f") << c.name;
+    EXPECT_EQ(peak->flops_per_cycle_fp32, c.flops) << c.name;
+  }
+  for (const Case& c : {
+           Case{"AuthenticAMD", 0x19, 0x01, "Zen 3", 32},  // Milan
+           Case{"AuthenticAMD", 0x19, 0x21, "Zen 3", 32},  // Vermeer
+           Case{"AuthenticAMD", 0x17, 0x31, "Zen 2", 32},  // Rome
+           Case{"AuthenticAMD", 0x17, 0x01, "Zen/Zen+", 16},
+           Case{"GenuineIntel", 6, 0x3f, "Haswell", 32},
+           Case{"GenuineIntel", 6, 0x4f, "Broadwell", 32},
+       }) {
+    const auto peak = Fp32PeakPerCycle(Core(c.vendor, c.family, c.model, kAvx2));
+    ASSERT_TRUE(peak) << c.name;
+    EXPECT_EQ(peak->microarchitecture, c.name);
+    EXPECT_EQ(peak->isa, "avx2+fma") << c.name;
+    EXPECT_EQ(peak->flops_per_cycle_fp32, c.flops) << c.name;
+  }
+}
+
+TEST(CpuInfoTest, SourceNamesTheTableRow) {
+  const auto peak = Fp32PeakPerCycle(Core("AuthenticAMD", 0x1a, 0x02, kAvx512));
+  ASSERT_TRUE(peak);
+  EXPECT_EQ(peak->source, "table: AuthenticAMD family 0x1a model 0x2 = Zen 5, avx512f");
+}
+
+TEST(CpuInfoTest, GuestWithoutAvx512FlagsIsNotCreditedWithIt) {
+  // A Zen 5 or Skylake-SP guest whose hypervisor hides AVX-512.
+  auto peak = Fp32PeakPerCycle(Core("AuthenticAMD", 0x1a, 0x02, kAvx2));
   ASSERT_TRUE(peak);
   EXPECT_EQ(peak->isa, "avx2+fma");
   EXPECT_EQ(peak->flops_per_cycle_fp32, 32);
-
-  peak = Fp32PeakPerCycle(WithFlags({"sse2", "avx", "avx2"}));  // AVX2 without FMA
-  ASSERT_TRUE(peak);
-  EXPECT_EQ(peak->isa, "avx");
-  EXPECT_EQ(peak->flops_per_cycle_fp32, 16);
-
-  peak = Fp32PeakPerCycle(WithFlags({"sse", "sse2"}));
-  ASSERT_TRUE(peak);
-  EXPECT_EQ(peak->isa, "sse2");
-  EXPECT_EQ(peak->flops_per_cycle_fp32, 8);
-
-  EXPECT_FALSE(Fp32PeakPerCycle(WithFlags({"fpu", "neon"})));
+  // A known core without even AVX2+FMA in its flags: unknown.
+  EXPECT_FALSE(Fp32PeakPerCycle(Core("GenuineIntel", 6, 0x55, {"sse2", "avx"})));
 }
 
-TEST(CpuInfoTest, Zen4Avx512CountsAsTwoHalves) {
-  const std::set<std::string> flags = {"sse2", "avx", "avx2", "fma", "avx512f"};
-  auto zen4 = Fp32PeakPerCycle(WithFlags(flags, "AuthenticAMD", 0x19));
-  ASSERT_TRUE(zen4);
-  EXPECT_EQ(zen4->isa, "avx2+fma");
-  EXPECT_EQ(zen4->flops_per_cycle_fp32, 32);
-  auto zen5 = Fp32PeakPerCycle(WithFlags(flags, "AuthenticAMD", 0x1a));
-  ASSERT_TRUE(zen5);
-  EXPECT_EQ(zen5->flops_per_cycle_fp32, 64);
+TEST(CpuInfoTest, UnknownCoreIsUnknownNotAGuess) {
+  EXPECT_FALSE(Fp32PeakPerCycle(Core("GenuineIntel", 6, 0x97, kAvx2)));       // Alder Lake: hybrid
+  EXPECT_FALSE(Fp32PeakPerCycle(Core("AuthenticAMD", 0x1b, 0x00, kAvx512)));  // a future family
+  EXPECT_FALSE(Fp32PeakPerCycle(Core("HygonGenuine", 0x18, 0x00, kAvx2)));
+  EXPECT_FALSE(Fp32PeakPerCycle(WithFlags(kAvx512)));  // no model line
 }
 
-TEST(CpuInfoTest, ClockPrefersCpufreqMaximum) {
-  CpuInfoProcessor cpu;
-  cpu.mhz = 2096.001;
-  auto clock = ChooseClock(std::string("3700000\n"), cpu);
+TEST(CpuInfoTest, ClockPrefersCpufreqMaximumThenTheMeasuredOne) {
+  auto clock = ChooseClock(std::string("3700000\n"), 3300.0);
   ASSERT_TRUE(clock);
   EXPECT_DOUBLE_EQ(clock->mhz, 3700.0);
   EXPECT_EQ(clock->source, kClockSourceCpufreq);
 
-  clock = ChooseClock(std::nullopt, cpu);
+  clock = ChooseClock(std::nullopt, 3300.0);
   ASSERT_TRUE(clock);
-  EXPECT_DOUBLE_EQ(clock->mhz, 2096.001);
-  EXPECT_EQ(clock->source, kClockSourceCpuinfo);
+  EXPECT_DOUBLE_EQ(clock->mhz, 3300.0);
+  EXPECT_EQ(clock->source, kClockSourceMeasured);
 
-  clock = ChooseClock(std::string("garbage"), cpu);  // unreadable cpufreq: fall back
+  clock = ChooseClock(std::string("garbage"), 3300.0);  // unreadable cpufreq: fall back
   ASSERT_TRUE(clock);
-  EXPECT_EQ(clock->source, kClockSourceCpuinfo);
+  EXPECT_EQ(clock->source, kClockSourceMeasured);
 
-  EXPECT_FALSE(ChooseClock(std::nullopt, CpuInfoProcessor{}));
+  EXPECT_FALSE(ChooseClock(std::nullopt, std::nullopt));
   EXPECT_FALSE(ParseCpufreqKhzAsMhz("0"));
   EXPECT_FALSE(ParseCpufreqKhzAsMhz("-5"));
+}
+
+TEST(CpuInfoTest, MeasuredClockIsPlausibleOnX86) {
+#if defined(__x86_64__)
+  // Only the plausibility window is asserted: the figure depends on the host.
+  const std::optional<double> mhz = MeasureCoreClockMhz();
+  ASSERT_TRUE(mhz);
+  EXPECT_GE(*mhz, 200);
+  EXPECT_LE(*mhz, 10000);
+#else
+  EXPECT_FALSE(MeasureCoreClockMhz());
+#endif
 }
 
 TEST(CpuInfoTest, PhysicalCoresCountSmtSiblingsOnce) {

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -12,6 +13,7 @@
 #include <memory>
 #include <new>
 #include <sstream>
+#include <vector>
 
 #include "common/job_spec.h"
 #include "worker/clock.h"
@@ -53,6 +55,12 @@ JobOutcome Fail(json result, ExitCode code, const std::string& error) {
 }
 
 json StatsJson(const SampleStats& s, const Measurement& m) {
+  json discarded_median = nullptr;
+  if (!m.discarded_samples_ms.empty()) {
+    std::vector<double> sorted = m.discarded_samples_ms;
+    std::sort(sorted.begin(), sorted.end());
+    discarded_median = Quantile(sorted, 0.5);
+  }
   return {{"n", s.n},
           {"median_ms", s.median_ms},
           {"mean_ms", s.mean_ms},
@@ -64,7 +72,11 @@ json StatsJson(const SampleStats& s, const Measurement& m) {
           {"q1_ms", s.q1_ms},
           {"q3_ms", s.q3_ms},
           {"iqr_ms", s.iqr_ms},
-          {"noisy", s.noisy},
+          // A result that never settled is not one to compare against.
+          {"noisy", s.noisy || m.unsteady},
+          {"unsteady", m.unsteady},
+          {"discarded_samples", m.discarded_samples_ms.size()},
+          {"discarded_median_ms", discarded_median},
           {"iters_per_sample", m.iters_per_sample},
           {"timed_s", m.timed_s},
           {"warmup_s", m.warmup_s}};
@@ -124,6 +136,10 @@ JobOutcome RunValidJob(const JobSpec& spec, json result) {
       flops ? json(*flops * static_cast<double>(spec.batch_size) / (stats.median_ms * 1e6))
             : json(nullptr);
   result["effective_threads"] = m.effective_threads;
+  // Who else used the host while this was timed: the usual reason for noise.
+  result["host_busy_cpus"] = m.host_load ? json(m.host_load->busy_cpus) : json(nullptr);
+  result["steal_fraction"] = m.host_load ? json(m.host_load->steal_fraction) : json(nullptr);
+  result["disturbed"] = m.host_load ? json(m.host_load->disturbed) : json(nullptr);
   // On a GPU the CPU threads mostly wait for kernels; their count says nothing.
   result["threads_mismatch"] =
       gpu ? json(nullptr)

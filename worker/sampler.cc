@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include "worker/stats.h"
+#include "worker/steady_state.h"
 
 namespace benchfleet::worker {
 namespace {
@@ -32,7 +34,8 @@ Measurement MeasureWorkload(const std::function<void()>& iteration, const Timing
                             Clock& clock, const std::function<void()>& block_end) {
   Measurement m;
 
-  // Warm-up; the last iteration's duration seeds the block size.
+  // Warm-up; the last iteration's duration gives the first guess of the
+  // block size.
   const double warmup_start = clock.WallSeconds();
   double last_iteration_s = 0;
   double now = warmup_start;
@@ -45,46 +48,73 @@ Measurement MeasureWorkload(const std::function<void()>& iteration, const Timing
   } while (now - warmup_start < options.warmup_s);
   m.warmup_s = now - warmup_start;
 
-  // Block size. A block of the first guess is timed (and discarded) until one
-  // reaches kMinBlockSeconds; slow workloads skip this entirely.
-  std::int64_t k = 1;
-  if (last_iteration_s < kMinBlockSeconds) {
-    k = ItersForTargetBlock(1, last_iteration_s);
-    while (k < kMaxItersPerSample) {
-      const double before = clock.WallSeconds();
-      RunBlock(iteration, k, block_end);
-      const double block_s = clock.WallSeconds() - before;
-      if (block_s >= kMinBlockSeconds) break;
-      k = std::max(k * 2, ItersForTargetBlock(k, block_s));
-      k = std::min(k, kMaxItersPerSample);
-    }
-  }
-  m.iters_per_sample = k;
-
-  // Sampling.
+  // Sampling. The first blocks also confirm the block size: one warm-up
+  // iteration can be slow for reasons of its own (a cold cache, a page
+  // fault, a preemption), so the guess it gives is checked against a block
+  // of k before any sample counts.
+  std::int64_t k = ItersForTargetBlock(1, last_iteration_s);
   const double region_wall_start = clock.WallSeconds();
   const double region_cpu_start = clock.ProcessCpuSeconds();
+  const std::optional<HostCpuTimes> host_start = clock.HostCpu();
+  std::vector<double> block_start_s;  // wall time each kept sample's block began
   std::size_t next_check = 0;
   std::vector<double> sorted;
+  // Moves the first `count` kept samples to the discarded ones.
+  auto discard = [&](std::size_t count) {
+    m.discarded_samples_ms.insert(m.discarded_samples_ms.end(), m.samples_ms.begin(),
+                                  m.samples_ms.begin() + static_cast<std::ptrdiff_t>(count));
+    m.samples_ms.erase(m.samples_ms.begin(),
+                       m.samples_ms.begin() + static_cast<std::ptrdiff_t>(count));
+    block_start_s.erase(block_start_s.begin(),
+                        block_start_s.begin() + static_cast<std::ptrdiff_t>(count));
+    next_check = 0;
+  };
   for (;;) {
     const double before = clock.WallSeconds();
     RunBlock(iteration, k, block_end);
     const double after = clock.WallSeconds();
-    m.samples_ms.push_back((after - before) * 1e3 / static_cast<double>(k));
-
-    const double elapsed = after - region_wall_start;
-    if (elapsed >= options.max_time_s) break;
-    const std::size_t n = m.samples_ms.size();
-    if (elapsed >= options.min_time_s && n >= kMinSamples && n >= next_check) {
-      sorted = m.samples_ms;
-      std::sort(sorted.begin(), sorted.end());
-      if (RelativeIqr(sorted) < options.target_iqr) break;
-      next_check = n + std::max<std::size_t>(1, n / kConvergenceCheckDivisor);
+    const double block_s = after - before;
+    if (block_s < kMinBlockSeconds && k < kMaxItersPerSample) {
+      // Too short to be a sample: everything so far ran at a slower pace.
+      discard(m.samples_ms.size());
+      k = std::min(std::max(k * 2, ItersForTargetBlock(k, block_s)), kMaxItersPerSample);
+    } else {
+      m.samples_ms.push_back(block_s * 1e3 / static_cast<double>(k));
+      block_start_s.push_back(before);
     }
+
+    if (after - region_wall_start >= options.max_time_s) break;
+    const std::size_t n = m.samples_ms.size();
+    if (n == 0 || after - block_start_s.front() < options.min_time_s || n < kMinSamples ||
+        n < next_check) {
+      continue;
+    }
+    next_check = n + std::max<std::size_t>(1, n / kConvergenceCheckDivisor);
+    if (const std::optional<std::size_t> change = FindRegimeChange(m.samples_ms)) {
+      discard(*change);
+      continue;
+    }
+    sorted = m.samples_ms;
+    std::sort(sorted.begin(), sorted.end());
+    if (RelativeIqr(sorted) < options.target_iqr) break;
   }
+  m.iters_per_sample = k;
   m.timed_s = clock.WallSeconds() - region_wall_start;
   m.cpu_s = clock.ProcessCpuSeconds() - region_cpu_start;
+  if (const std::optional<HostCpuTimes> host_end = clock.HostCpu(); host_start && host_end) {
+    m.host_load = ComputeHostLoad(*host_start, *host_end, m.cpu_s, m.timed_s);
+  }
   m.effective_threads = m.timed_s > 0 ? m.cpu_s / m.timed_s : 0;
+
+  // The time ran out: what is kept must still be one regime, and a regime
+  // found after a change must be long enough to be checked for another.
+  if (const std::optional<std::size_t> change = FindRegimeChange(m.samples_ms)) {
+    discard(*change);
+    m.unsteady = true;
+  }
+  if (!m.discarded_samples_ms.empty() && m.samples_ms.size() < 2 * kRegimeMinSamples) {
+    m.unsteady = true;
+  }
   return m;
 }
 

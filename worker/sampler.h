@@ -3,9 +3,11 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <vector>
 
 #include "worker/clock.h"
+#include "worker/host_load.h"
 
 namespace benchfleet::worker {
 
@@ -34,22 +36,41 @@ struct TimingOptions {
 };
 
 struct Measurement {
-  std::vector<double> samples_ms;  // per-iteration time of each block, in order
+  // Per-iteration time of each block of the final, steady regime, in order.
+  std::vector<double> samples_ms;
+  // Samples dropped because a later regime replaced theirs (a step or trend
+  // in the series, or blocks that became shorter than kMinBlockSeconds), in
+  // the order taken.
+  std::vector<double> discarded_samples_ms;
+  // True when sampling hit max_time_s while samples_ms still changed regime
+  // (or too few samples remained after the last change to check it);
+  // samples_ms then holds only the last regime found.
+  bool unsteady = false;
   std::int64_t iters_per_sample = 1;
   std::int64_t warmup_iterations = 0;
   double warmup_s = 0;           // wall time actually spent warming up
   double timed_s = 0;            // wall time of the sampling region
   double cpu_s = 0;              // process CPU time during the sampling region
   double effective_threads = 0;  // cpu_s / timed_s
+  // What the rest of the host did during the sampling region (Clock::HostCpu
+  // read at its start and end, less cpu_s); nullopt where the clock does not
+  // know the host's CPU time.
+  std::optional<HostLoad> host_load;
 };
 
 // Measures `iteration` (one unit of work, e.g. one forward pass):
 //  1. warm-up: runs it until options.warmup_s has passed, at least once;
 //  2. block size: picks k iterations per sample so a block lasts at least
-//     kMinBlockSeconds (k = 1 when one iteration is already that long);
-//  3. sampling: times blocks of k, each sample being block time / k, until
-//     elapsed >= min_time_s, n >= kMinSamples and IQR/median < target_iqr,
-//     or until elapsed >= max_time_s. max_time_s is a hard cap: a workload
+//     kMinBlockSeconds, from the last warm-up iteration, and confirms it by
+//     timing a block of k: a shorter block grows k and is not a sample. A
+//     sampled block that is shorter (the workload sped up) grows k and drops
+//     the samples before it, so every sample is a block of >= kMinBlockSeconds;
+//  3. sampling: times blocks of k, each sample being block time / k. At
+//     each check, a change of regime (FindRegimeChange) drops the samples
+//     before it; sampling stops when the samples kept span >= min_time_s,
+//     n >= kMinSamples, no change is found and IQR/median < target_iqr, or
+//     when elapsed >= max_time_s, where a change still found drops the
+//     earlier part and sets `unsteady`. max_time_s is a hard cap: a workload
 //     slower than max_time_s / kMinSamples ends with fewer samples.
 // `block_end`, when given, runs after every block (and warm-up iteration) before
 // the clock is read: a GPU workload waits there for its queued kernels.

@@ -3,7 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
+#include <cstdint>
 #include <functional>
+#include <optional>
 
 #include "worker/stats.h"
 
@@ -15,14 +18,32 @@ class FakeClock final : public Clock {
  public:
   double WallSeconds() override { return wall_; }
   double ProcessCpuSeconds() override { return cpu_; }
+  std::optional<HostCpuTimes> HostCpu() override {
+    if (!with_host_) return std::nullopt;
+    return HostCpuTimes{host_busy_, 0, host_steal_, host_busy_ + host_steal_};
+  }
   void Advance(double wall_s, double busy_threads) {
     wall_ += wall_s;
     cpu_ += wall_s * busy_threads;
+    host_busy_ += wall_s * (busy_threads + other_busy_cpus_);
+    host_steal_ += wall_s * steal_cpus_;
+  }
+  // The host's /proc/stat, with others keeping `other_busy_cpus` busy and the
+  // hypervisor stealing `steal_cpus`.
+  void SimulateHost(double other_busy_cpus, double steal_cpus) {
+    with_host_ = true;
+    other_busy_cpus_ = other_busy_cpus;
+    steal_cpus_ = steal_cpus;
   }
 
  private:
   double wall_ = 1000;
   double cpu_ = 5;
+  bool with_host_ = false;
+  double other_busy_cpus_ = 0;
+  double steal_cpus_ = 0;
+  double host_busy_ = 50;
+  double host_steal_ = 1;
 };
 
 // A workload whose i-th call (counting from 0) lasts duration(i) seconds.
@@ -116,6 +137,104 @@ TEST(MeasureWorkloadTest, EffectiveThreadsIsCpuOverWallOfSamplingRegion) {
   const Measurement m = MeasureWorkload(work.AsIteration(), Options(0.01, 0.1, 1, 0.05), clock);
   EXPECT_NEAR(m.effective_threads, 1.75, 1e-9);
   EXPECT_NEAR(m.cpu_s, 1.75 * m.timed_s, 1e-9);
+}
+
+TEST(MeasureWorkloadTest, SlowWarmupIterationDoesNotDecideTheBlockSize) {
+  FakeClock clock;
+  // One slow cold-start iteration is the whole warm-up; the work itself
+  // takes 0.1 ms, so a block must hold at least 10 iterations.
+  FakeWorkload work{&clock, [](long i) { return i == 0 ? 0.05 : 100e-6; }};
+  const Measurement m = MeasureWorkload(work.AsIteration(), Options(1e-6, 0.05, 5, 0.05), clock);
+  EXPECT_EQ(m.warmup_iterations, 1);
+  EXPECT_GE(static_cast<double>(m.iters_per_sample) * 100e-6, kMinBlockSeconds);
+  ASSERT_GE(m.samples_ms.size(), kMinSamples);
+  for (double s : m.samples_ms) EXPECT_NEAR(s, 0.1, 1e-9);
+  EXPECT_TRUE(m.discarded_samples_ms.empty());
+  EXPECT_FALSE(m.unsteady);
+}
+
+TEST(MeasureWorkloadTest, SpeedUpDuringSamplingGrowsTheBlockAndDropsTheSlowSamples) {
+  FakeClock clock;
+  // 2 ms per call (one per block) for the first 20 calls, then 0.2 ms: a
+  // block of one call would be shorter than kMinBlockSeconds.
+  FakeWorkload work{&clock, [](long i) { return i < 20 ? 0.002 : 0.0002; }};
+  const Measurement m = MeasureWorkload(work.AsIteration(), Options(0.01, 0.05, 5, 0.05), clock);
+  EXPECT_GE(static_cast<double>(m.iters_per_sample) * 0.0002, kMinBlockSeconds);
+  ASSERT_GE(m.samples_ms.size(), kMinSamples);
+  for (double s : m.samples_ms) EXPECT_NEAR(s, 0.2, 1e-9);
+  ASSERT_FALSE(m.discarded_samples_ms.empty());
+  EXPECT_NEAR(m.discarded_samples_ms.front(), 2.0, 1e-9);
+  EXPECT_FALSE(m.unsteady);
+}
+
+TEST(MeasureWorkloadTest, StepAfterWarmupIsDroppedAndSamplingGoesOn) {
+  FakeClock clock;
+  // fp32 GEMM 2048 on one core: ~212 ms for ~1.5 s after its buffers are
+  // allocated, then ~163 ms, with 0.5% jitter; default job timing.
+  FakeWorkload work{&clock, [&clock](long i) {
+                      const double jitter = 1 + 0.005 * ((i * 7) % 5 - 2) / 2.0;
+                      return (clock.WallSeconds() < 1001.5 ? 0.212 : 0.163) * jitter;
+                    }};
+  const Measurement m = MeasureWorkload(work.AsIteration(), Options(0.2, 0.5, 5, 0.05), clock);
+  EXPECT_FALSE(m.unsteady);
+  ASSERT_FALSE(m.discarded_samples_ms.empty());
+  for (double s : m.discarded_samples_ms) EXPECT_GT(s, 200);
+  ASSERT_GE(m.samples_ms.size(), kMinSamples);
+  for (double s : m.samples_ms) EXPECT_LT(s, 170);
+  EXPECT_NEAR(Summarize(m.samples_ms, 0.05).median_ms, 163, 1);
+  EXPECT_LT(m.timed_s, 5.2);
+}
+
+TEST(MeasureWorkloadTest, EndlessTrendIsUnsteadyAndKeepsOnlyTheLastRegime) {
+  FakeClock clock;
+  // Gets 0.2% faster with every call, to the end.
+  FakeWorkload work{&clock, [](long i) { return 0.004 * std::pow(0.998, i); }};
+  const Measurement m = MeasureWorkload(work.AsIteration(), Options(0.01, 0.1, 1, 0.05), clock);
+  EXPECT_TRUE(m.unsteady);
+  EXPECT_FALSE(m.discarded_samples_ms.empty());
+  ASSERT_FALSE(m.samples_ms.empty());
+  // Nothing kept is slower than the fastest sample dropped.
+  EXPECT_LE(*std::max_element(m.samples_ms.begin(), m.samples_ms.end()),
+            *std::min_element(m.discarded_samples_ms.begin(), m.discarded_samples_ms.end()));
+}
+
+TEST(MeasureWorkloadTest, FlatNoisyWorkloadIsNotUnsteady) {
+  // 10% pseudo-random noise, never quiet enough to stop early: the whole
+  // series up to max_time is checked for changes, and none may be found.
+  for (std::uint64_t seed = 1; seed <= 10; ++seed) {
+    FakeClock clock;
+    std::uint64_t state = seed;
+    FakeWorkload work{&clock, [&state](long) {
+                        double sum = 0;  // Irwin-Hall: approximately normal
+                        for (int j = 0; j < 12; ++j) {
+                          state = state * 6364136223846793005u + 1442695040888963407u;
+                          sum += static_cast<double>(state >> 11) / 9007199254740992.0;
+                        }
+                        return 0.002 * (1 + 0.1 * (sum - 6));
+                      }};
+    const Measurement m = MeasureWorkload(work.AsIteration(), Options(0.01, 0.1, 1, 0.01), clock);
+    EXPECT_FALSE(m.unsteady) << "seed " << seed;
+    EXPECT_TRUE(m.discarded_samples_ms.empty()) << "seed " << seed;
+    EXPECT_GE(m.samples_ms.size(), 400u) << "seed " << seed;
+  }
+}
+
+TEST(MeasureWorkloadTest, HostLoadCoversTheSamplingRegion) {
+  FakeClock clock;
+  clock.SimulateHost(/*other_busy_cpus=*/0.75, /*steal_cpus=*/0.05);
+  FakeWorkload work{&clock, [](long) { return 0.002; }};
+  const Measurement m = MeasureWorkload(work.AsIteration(), Options(0.01, 0.1, 1, 0.05), clock);
+  ASSERT_TRUE(m.host_load.has_value());
+  EXPECT_NEAR(m.host_load->busy_cpus, 0.75, 1e-6);
+  EXPECT_NEAR(m.host_load->steal_fraction, 0.05 / 1.8, 1e-6);
+  EXPECT_TRUE(m.host_load->disturbed);
+}
+
+TEST(MeasureWorkloadTest, NoHostLoadWhereTheClockCannotTell) {
+  FakeClock clock;
+  FakeWorkload work{&clock, [](long) { return 0.002; }};
+  const Measurement m = MeasureWorkload(work.AsIteration(), Options(0.01, 0.1, 1, 0.05), clock);
+  EXPECT_FALSE(m.host_load.has_value());
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <c10/util/Exception.h>
 #include <torch/types.h>
 #include <torch/utils.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -11,8 +12,11 @@
 #include <iostream>
 #include <string>
 
+#include "worker/clock.h"
 #include "worker/omp_wait_policy.h"
 #include "worker/process_info.h"
+#include "worker/sampler.h"
+#include "worker/stats.h"
 #include "worker/torch_runtime.h"
 
 namespace benchfleet::worker {
@@ -24,10 +28,38 @@ double Now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
+double GemmFlop(std::int64_t n) {
+  const auto size = static_cast<double>(n);
+  return 2.0 * size * size * size;
+}
+
+torch::Tensor RandomMatrix(std::int64_t n, torch::ScalarType type) {
+  return torch::randn({n, n}).to(type);
+}
+
+// The largest N <= n, halving from n, whose product is expected to take at
+// most kGemmMaxProductSeconds, from one timed product at kGemmMinReducedN.
+std::int64_t ReducedGemmN(std::int64_t n, torch::ScalarType type) {
+  const std::int64_t small = std::min(n, kGemmMinReducedN);
+  const torch::Tensor a = RandomMatrix(small, type);
+  const torch::Tensor b = RandomMatrix(small, type);
+  torch::Tensor c = torch::empty({small, small}, torch::TensorOptions().dtype(type));
+  torch::mm_out(c, a, b);  // untimed: first-call set-up
+  const double start = Now();
+  torch::mm_out(c, a, b);
+  const double seconds_per_flop = (Now() - start) / GemmFlop(small);
+  std::int64_t chosen = n;
+  while (chosen > small && GemmFlop(chosen) * seconds_per_flop > kGemmMaxProductSeconds) {
+    chosen = std::max(small, chosen / 2);
+  }
+  return chosen;
+}
+
 }  // namespace
 
-GemmPeak MeasureTorchGemm(std::int64_t n, int threads) {
+GemmPeak MeasureTorchGemm(GemmDtype dtype, std::int64_t n, int threads) {
   GemmPeak peak;
+  peak.n = n;
   if (n < 1) {
     peak.error = "GEMM size must be >= 1, got " + std::to_string(n);
     return peak;
@@ -36,38 +68,35 @@ GemmPeak MeasureTorchGemm(std::int64_t n, int threads) {
     peak.error = error;
     return peak;
   }
+  const torch::ScalarType type = dtype == GemmDtype::kBf16 ? torch::kBFloat16 : torch::kFloat32;
   try {
     c10::InferenceMode guard;
     torch::manual_seed(0);
-    const torch::Tensor a = torch::randn({n, n});
-    const torch::Tensor b = torch::randn({n, n});
-    torch::Tensor c = torch::empty({n, n});
-
-    const double warmup_start = Now();
-    std::int64_t warmup_calls = 0;
-    do {
-      torch::mm_out(c, a, b);
-      ++warmup_calls;
-    } while (Now() - warmup_start < kGemmWarmupSeconds);
-    const double per_call = (Now() - warmup_start) / static_cast<double>(warmup_calls);
-    const auto calls_per_sample = std::max<std::int64_t>(
-        1, static_cast<std::int64_t>(std::ceil(kGemmMinSampleSeconds / per_call)));
-    peak.best_seconds = 0;
-    for (int run = 0; run < kGemmTimedRuns; ++run) {
-      const double start = Now();
-      for (std::int64_t i = 0; i < calls_per_sample; ++i) torch::mm_out(c, a, b);
-      const double seconds = (Now() - start) / static_cast<double>(calls_per_sample);
-      if (run == 0 || seconds < peak.best_seconds) peak.best_seconds = seconds;
-    }
-    peak.timed_runs = kGemmTimedRuns;
-    const double flop =
-        2.0 * static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(n);
-    peak.best_gflops = flop / peak.best_seconds / 1e9;
+    if (dtype != GemmDtype::kFp32) n = ReducedGemmN(n, type);
+    const torch::Tensor a = RandomMatrix(n, type);
+    const torch::Tensor b = RandomMatrix(n, type);
+    torch::Tensor c = torch::empty({n, n}, torch::TensorOptions().dtype(type));
+    const TimingOptions timing{kGemmWarmupSeconds, kGemmMinSeconds, kGemmMaxSeconds,
+                               kGemmTargetIqr};
+    peak = RepeatUntilAgreement([&] {
+      const Measurement m = MeasureWorkload([&] { torch::mm_out(c, a, b); }, timing, SystemClock());
+      const SampleStats stats = Summarize(m.samples_ms, kGemmTargetIqr);
+      GemmMeasurement measurement;
+      measurement.unsteady = m.unsteady;
+      measurement.median_seconds = stats.median_ms / 1e3;
+      if (stats.n == 0 || stats.median_ms <= 0) {
+        measurement.error = "no GEMM sample was taken";
+      } else {
+        measurement.gflops = GemmFlop(n) / measurement.median_seconds / 1e9;
+      }
+      return measurement;
+    });
+    peak.n = n;
   } catch (const c10::Error& e) {
     peak.error = std::string("LibTorch failed: ") + e.what_without_backtrace();
   } catch (const std::bad_alloc&) {
     peak.error = "out of memory for three " + std::to_string(n) + " x " + std::to_string(n) +
-                 " fp32 matrices; lower --calibrate-gemm-n";
+                 " matrices; lower --calibrate-gemm-n";
   }
   return peak;
 }
@@ -84,9 +113,25 @@ ExitCode PrintCalibration(std::int64_t gemm_n) {
     calibration["runtime"] = {{"torch_version", probe.at("torch_version")},
                               {"blas", probe.at("blas")},
                               {"blas_config", probe.at("blas_config")},
-                              {"omp_wait_policy", policy ? json(*policy) : json(nullptr)}};
+                              {"omp_wait_policy", policy ? json(*policy) : json(nullptr)},
+                              {"env", PerformanceEnvironment(environ)}};
+    // Report only: a BLAS whose kernels use a narrower vector ISA than the
+    // CPU offers caps every GEMM figure, and with it every fraction of peak.
+    const json& config = probe.at("blas_config");
+    const std::optional<BlasKernel> kernel =
+        config.is_string() ? OpenBlasKernel(config.get<std::string>()) : std::nullopt;
+    const json& flags_isa = calibration.at("cpu").at("flags_isa");
+    const std::optional<bool> narrower =
+        kernel && flags_isa.is_string()
+            ? BlasIsaNarrowerThanCpu(kernel->isa, flags_isa.get<std::string>())
+            : std::nullopt;
+    calibration["runtime"]["blas_kernel"] = kernel ? json(kernel->name) : json(nullptr);
+    calibration["runtime"]["blas_kernel_isa"] = kernel ? json(kernel->isa) : json(nullptr);
+    calibration["runtime"]["blas_isa_narrower_than_cpu"] =
+        narrower ? json(*narrower) : json(nullptr);
     std::cout << calibration.dump() << std::endl;
-    return kExitOk;
+    // Refused as noisy: printed for the reader, but not a calibration to store.
+    return calibration.contains("error") ? kExitRejected : kExitOk;
   } catch (const std::exception& e) {
     std::cerr << "benchfleet-worker: calibration failed: " << e.what() << "\n";
     return kExitInternal;

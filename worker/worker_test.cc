@@ -64,8 +64,19 @@ TEST(WorkerTest, SmallMlpJobProducesSaneResult) {
 
   EXPECT_NEAR(r.at("throughput_per_s").get<double>(), 8 * 1000 / median, 0.01 * 8 * 1000 / median);
   const double effective = r.at("effective_threads").get<double>();
-  EXPECT_GT(effective, 0.75);
+  EXPECT_GT(effective, 0);
   EXPECT_LT(effective, 1.25);
+  // One thread keeps one CPU busy, unless others competed for it; the result
+  // says so, and then the figure is theirs as much as ours.
+  ASSERT_TRUE(r.at("disturbed").is_boolean());
+  if (!r.at("disturbed").get<bool>()) {
+    EXPECT_GT(effective, 0.75);
+  }
+  EXPECT_GE(r.at("host_busy_cpus").get<double>(), 0);
+  EXPECT_GE(r.at("steal_fraction").get<double>(), 0);
+  EXPECT_TRUE(s.at("unsteady").is_boolean());
+  EXPECT_EQ(s.at("discarded_samples").get<std::size_t>() == 0,
+            s.at("discarded_median_ms").is_null());
   EXPECT_GT(r.at("rss_before_model_mb").get<double>(), 0);
   EXPECT_EQ(r.at("param_bytes"), (64 * 128 + 128 + 128 * 10 + 10) * 4);
 
