@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
+#include <set>
 
 #include "common/clock.h"
 #include "common/log.h"
@@ -172,6 +173,10 @@ void Coordinator::Tick() {
     if (!inbound_waiting || now - last_expiry_ > LivenessWindow()) {
       ExpireSilentAgentsAndLeases();
       last_expiry_ = now;
+    }
+    if (now >= next_calibration_check_) {
+      next_calibration_check_ = now + std::chrono::minutes(1);
+      RecalibrateStaleMachines();
     }
     Dispatch();
     SendHeartbeats();
@@ -527,14 +532,11 @@ void Coordinator::Register(const std::string& routing_id, const Message& message
   if (!known) {
     LOG_INFO("agent " << name << " registered");
     // A fresh agent process asks for a calibration of its host; it runs as a job, so it
-    // waits for other jobs on the same machine instead of disturbing them.
+    // waits for other jobs on the same machine instead of disturbing them. Agents of
+    // one machine share one calibration.
     if (request->calibrate) {
-      auto calibration = store_->CreateCalibration({name}, kCalibrationTimeoutS);
-      if (!calibration.ok()) {
-        ++counters_.store_errors;
-        LOG_ERROR("cannot queue the calibration of " << name << ": " << calibration.status().message());
-      } else if (Status reloaded = ReloadRequirements(); !reloaded.ok()) {
-        LOG_ERROR("cannot read requirements: " << reloaded.message());
+      if (Agent* registered = registry_.FindByRoutingId(routing_id)) {
+        CalibrateMachineOf(*registered, "agent " + name + " started", /*only_if_stale=*/false);
       }
     }
   }
@@ -671,6 +673,51 @@ void Coordinator::AgentError(Agent& agent, const Message& message) {
   agent.refusal_backoff_ms =
       std::min(kMaxRefusalBackoffMs, std::max(options_.heartbeat_ms, agent.refusal_backoff_ms * 2));
   agent.offers_paused_until = MonoNow() + Millis(agent.refusal_backoff_ms);
+}
+
+// ---- calibrations ----
+
+void Coordinator::CalibrateMachineOf(const Agent& agent, const std::string& why,
+                                     bool only_if_stale) {
+  auto pending = store_->CalibrationPending(agent.machine_id);
+  auto age = store_->CalibrationAge(agent.machine_id);
+  if (!pending.ok() || !age.ok()) {
+    ++counters_.store_errors;
+    LOG_ERROR("cannot read the calibrations of machine " << agent.machine_id);
+    return;
+  }
+  const double max_age_s = options_.calibration_max_age_h * 3600;
+  if (*pending) return;  // one is on its way for this machine
+  if (*age && **age < max_age_s) {
+    if (!only_if_stale) {
+      LOG_INFO(why << ": machine " << agent.machine_id << " was calibrated "
+                   << static_cast<int64_t>(**age / 60) << " min ago; its calibration is shared");
+    }
+    return;
+  }
+  if (only_if_stale && !*age) return;  // never calibrated: only on request
+  auto calibration = store_->CreateCalibration({agent.description.name}, kCalibrationTimeoutS);
+  if (!calibration.ok()) {
+    ++counters_.store_errors;
+    LOG_ERROR("cannot queue the calibration of " << agent.description.name << ": "
+                                                 << calibration.status().message());
+    return;
+  }
+  LOG_INFO(why << ": calibration of machine " << agent.machine_id << " queued on "
+               << agent.description.name);
+  if (Status reloaded = ReloadRequirements(); !reloaded.ok()) {
+    LOG_ERROR("cannot read requirements: " << reloaded.message());
+  }
+}
+
+void Coordinator::RecalibrateStaleMachines() {
+  std::set<std::string> machines;
+  for (Agent* agent : registry_.All()) {
+    if (!machines.insert(agent->machine_id).second) continue;
+    CalibrateMachineOf(*agent, "calibration older than " +
+                                   std::to_string(options_.calibration_max_age_h) + " h",
+                       /*only_if_stale=*/true);
+  }
 }
 
 // ---- leases and dispatch ----

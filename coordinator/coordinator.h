@@ -45,6 +45,9 @@ struct CoordinatorOptions {
   std::string curve_key_path;
   std::string allow_list_path;
   bool insecure = false;
+  // A machine's calibration is shared by its agents and taken again once it is older
+  // than this (checked when an agent starts and every minute).
+  double calibration_max_age_h = 24;
 };
 
 // The coordinator's counters, as `status_reply.counters` (schemas/protocol.md).
@@ -117,6 +120,10 @@ class Coordinator {
   Status Send(Side side, const std::string& routing_id, const Message& message);
   void ReplyToAgent(const std::string& routing_id, const Message& message);
 
+  // Queues a calibration for `agent` unless its machine has a fresh one or one pending;
+  // `why` is logged.
+  void CalibrateMachineOf(const Agent& agent, const std::string& why, bool only_if_stale);
+  void RecalibrateStaleMachines();
   void RecoverLeases();
   void ExpireSilentAgentsAndLeases();
   // Removes an agent that is gone (silent, unreachable) and loses its leases' attempts.
@@ -156,6 +163,7 @@ class Coordinator {
   std::deque<json> departed_;
   MonoTime next_heartbeat_;
   MonoTime last_expiry_ = MonoNow();
+  MonoTime next_calibration_check_ = MonoNow();
 };
 
 }  // namespace benchfleet

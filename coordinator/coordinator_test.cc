@@ -333,6 +333,40 @@ TEST_F(CoordinatorTest, ResultsLimitAndMultipleStatementsAreRefused) {
   EXPECT_NE(two.body["message"].get<std::string>().find("only one SQL statement"), std::string::npos);
 }
 
+TEST_F(CoordinatorTest, CalibrationIsSharedByTheAgentsOfAMachineAndMatchesTheDtype) {
+  auto start = [&](const std::string& name) {
+    FromAgent(name + "/1", {{"v", 1}, {"type", "register"}, {"agent", name}, {"tags", json::array()},
+                            {"calibrate", true}, {"capabilities", Capabilities(0, "box")}});
+  };
+  start("a1");
+  start("a2");  // same machine: the calibration queued for a1 serves it too
+  EXPECT_EQ(Query("select count(*) from jobs where kind = 'calibration'"), json::parse("[[1]]"));
+  coordinator_->Tick();
+  json calibration_job = LastTo("a1/1", "job")->message.body;
+  json calibration = {{"ok", true},
+                      {"kind", "calibration"},
+                      {"calibration",
+                       {{"cpu", {{"gemm_gflops_all", 200.0}, {"gemm_threads_all", 2}, {"gemm_gflops_1", 110.0},
+                                 {"gemm_bf16_gflops_all", 400.0}, {"gemm_bf16_gflops_1", 220.0}}},
+                        {"gpus", json::array()}}}};
+  FromAgent("a1/1", {{"v", 1}, {"type", "result"}, {"job_id", calibration_job["job_id"]},
+                     {"attempt", calibration_job["attempt"]}, {"result", calibration}});
+  start("a3");  // started after the calibration: nothing new is queued
+  EXPECT_EQ(Query("select count(*) from jobs where kind = 'calibration'"), json::parse("[[1]]"));
+
+  // A bf16 result on a2 is read against the machine's bf16 peak.
+  Submit(json::parse(R"({"name": "b", "placement": "each", "select": {"name": "a2"},
+                         "matrix": {"model": "mlp", "batch_size": 1, "dtype": "bf16", "threads": 2}})"));
+  coordinator_->Tick();
+  json offer = LastTo("a2/1", "job")->message.body;
+  json result = GoodResult(offer["spec"]);
+  result["gflops"] = 100.0;
+  FromAgent("a2/1", {{"v", 1}, {"type", "result"}, {"job_id", offer["job_id"]},
+                     {"attempt", offer["attempt"]}, {"result", result}});
+  EXPECT_EQ(Query("select peak_gflops, fraction_of_peak from result_summary"),
+            json::parse("[[400.0, 0.25]]"));
+}
+
 // The replies the coordinator sends have the shape of their golden examples, key by key
 // at every depth: protocol.md, the examples and the code agree.
 void ExpectSameKeys(const json& golden, const json& actual, const std::string& where) {

@@ -42,6 +42,10 @@ int main(int argc, char** argv) {
                  "the coordinator's CURVE key pair file (benchfleet keygen); turns CURVE on");
   app.add_option("--allow", options.allow_list_path,
                  "allow-list of agent and client public keys, one per line (re-read on SIGHUP)");
+  app.add_option("--calibration-max-age-h", options.calibration_max_age_h,
+                 "hours after which a machine's calibration is taken again")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   app.add_flag("--insecure", options.insecure,
                "serve plain TCP beyond loopback: anyone who reaches the port gets in");
   bool verbose = false;
