@@ -12,4 +12,4 @@ ctest --test-dir "$build_dir" --output-on-failure --timeout 900 "$@"
 deploy/sanitize.sh
 # A short fuzzing run over the message decoder and the sweep parser (docs/testing.md
 # has the long one).
-deploy/fuzz.sh "${BENCHFLEET_FUZZ_RUNS:-100000}"
+deploy/fuzz.sh "${BENCHFLEET_FUZZ_RUNS:-50000}"
