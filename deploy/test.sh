@@ -10,6 +10,6 @@ ctest --test-dir "$build_dir" --output-on-failure --timeout 900 "$@"
 # The daemons again under AddressSanitizer + UndefinedBehaviorSanitizer: unit, integration
 # and fault tests (the LibTorch worker is the one built above).
 deploy/sanitize.sh
-# A short fuzzing run over the message decoder and the sweep parser (docs/testing.md
-# has the long one).
+# A short fuzzing run over the message decoder, the sweep parser and the coordinator's
+# handlers (docs/reliability.md, Fuzzing, has the long one).
 deploy/fuzz.sh "${BENCHFLEET_FUZZ_RUNS:-50000}"
