@@ -789,11 +789,7 @@ void Coordinator::DropAgent(const std::string& routing_id, const std::string& re
 
 void Coordinator::ExpireSilentAgentsAndLeases() {
   MonoTime now = MonoNow();
-  std::vector<std::string> silent;
-  for (Agent* agent : registry_.All()) {
-    if (now - agent->last_seen > LivenessWindow()) silent.push_back(agent->routing_id);
-  }
-  for (const std::string& routing_id : silent) {
+  for (const std::string& routing_id : registry_.SilentAgents(now, LivenessWindow())) {
     DropAgent(routing_id, "went silent for " + std::to_string(LivenessWindow().count()) + " ms");
   }
   for (const Lease& lease : registry_.TakeExpiredLeases(now, LivenessWindow())) {

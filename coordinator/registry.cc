@@ -22,15 +22,10 @@ Agent& AgentRegistry::Upsert(Agent agent) {
 
 void AgentRegistry::Remove(const std::string& routing_id) { agents_.erase(routing_id); }
 
-std::vector<Agent> AgentRegistry::RemoveSilent(MonoTime now, Millis window) {
-  std::vector<Agent> silent;
-  for (auto it = agents_.begin(); it != agents_.end();) {
-    if (now - it->second.last_seen > window) {
-      silent.push_back(std::move(it->second));
-      it = agents_.erase(it);
-    } else {
-      ++it;
-    }
+std::vector<std::string> AgentRegistry::SilentAgents(MonoTime now, Millis window) const {
+  std::vector<std::string> silent;
+  for (const auto& [routing_id, agent] : agents_) {
+    if (now - agent.last_seen > window) silent.push_back(routing_id);
   }
   return silent;
 }

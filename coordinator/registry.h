@@ -44,8 +44,8 @@ class AgentRegistry {
   // Adds or replaces the agent with this routing id.
   Agent& Upsert(Agent agent);
   void Remove(const std::string& routing_id);
-  // Agents not heard from within `window`, removed from the registry and returned.
-  std::vector<Agent> RemoveSilent(MonoTime now, Millis window);
+  // Routing ids of the agents not heard from within `window`.
+  std::vector<std::string> SilentAgents(MonoTime now, Millis window) const;
   std::vector<Agent*> All();
 
   // Leases, keyed by job id.
