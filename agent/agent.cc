@@ -6,7 +6,8 @@
 #include <array>
 #include <cstdio>
 
-#include "common/host_probe.h"
+#include "agent/host_probe.h"
+#include "common/cpu_list.h"
 #include "common/log.h"
 #include "common/transport.h"
 

@@ -84,48 +84,25 @@ StatusOr<CurveKeyPair> ReadCurveKeyPair(const std::string& path) {
   return pair;
 }
 
+StatusOr<std::string> CurveKeyOnLine(const std::string& line) {
+  std::istringstream words(Trim(line));
+  std::string key;
+  words >> key;
+  if (!key.empty() && !ValidZ85Key(key)) return InvalidArgument("not a 40-character Z85 public key");
+  return key;
+}
+
 StatusOr<std::string> ReadCurvePublicKey(const std::string& key_or_path) {
   if (ValidZ85Key(key_or_path)) return key_or_path;
   std::ifstream in(key_or_path);
   if (!in) return NotFound("\"" + key_or_path + "\" is neither a Z85 public key nor a readable file");
   std::string line;
   while (std::getline(in, line)) {
-    std::istringstream words(Trim(line));
-    std::string key;
-    words >> key;
-    if (key.empty()) continue;
-    if (!ValidZ85Key(key)) return InvalidArgument(key_or_path + ": not a 40-character Z85 public key");
-    return key;
+    auto key = CurveKeyOnLine(line);
+    if (!key.ok()) return InvalidArgument(key_or_path + ": " + key.status().message());
+    if (!key->empty()) return *key;
   }
   return InvalidArgument(key_or_path + ": no public key in the file");
-}
-
-StatusOr<std::set<std::string>> ReadAllowList(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return NotFound("allow-list " + path + " cannot be read");
-  std::set<std::string> keys;
-  std::string line;
-  int number = 0;
-  while (std::getline(in, line)) {
-    ++number;
-    std::istringstream words(Trim(line));
-    std::string key;
-    words >> key;
-    if (key.empty()) continue;
-    if (!ValidZ85Key(key)) {
-      return InvalidArgument(path + ":" + std::to_string(number) +
-                             ": not a 40-character Z85 public key");
-    }
-    keys.insert(key);
-  }
-  return keys;
-}
-
-bool IsLoopbackEndpoint(const std::string& endpoint) {
-  if (endpoint.rfind("ipc://", 0) == 0 || endpoint.rfind("inproc://", 0) == 0) return true;
-  if (endpoint.rfind("tcp://", 0) != 0) return false;
-  std::string host = endpoint.substr(6, endpoint.rfind(':') - 6);
-  return host.rfind("127.", 0) == 0 || host == "localhost" || host == "[::1]" || host == "::1";
 }
 
 }  // namespace benchfleet

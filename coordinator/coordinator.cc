@@ -8,6 +8,7 @@
 
 #include "common/log.h"
 #include "common/transport.h"
+#include "coordinator/allow_list.h"
 
 namespace benchfleet {
 namespace {

@@ -2,9 +2,9 @@
 
 #include <zmq.h>
 
-#include "common/curve.h"
 #include "common/log.h"
 #include "common/transport.h"
+#include "coordinator/allow_list.h"
 
 namespace benchfleet {
 namespace {
