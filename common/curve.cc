@@ -1,7 +1,12 @@
 #include "common/curve.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <zmq.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include <fstream>
 #include <sstream>
@@ -28,6 +33,28 @@ std::string Trim(std::string text) {
   return text.substr(first, last - first + 1);
 }
 
+// Creates `path` (never follows or clobbers an existing file: O_EXCL) holding `text`.
+Status WriteNewFile(const std::string& path, mode_t mode, const std::string& text) {
+  int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
+  if (fd < 0) {
+    if (errno == EEXIST) return FailedPrecondition(path + " exists; not replaced");
+    return Unavailable("cannot create " + path + ": " + std::strerror(errno));
+  }
+  size_t written = 0;
+  while (written < text.size()) {
+    ssize_t n = write(fd, text.data() + written, text.size() - written);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      int err = errno;
+      close(fd);
+      return Unavailable("cannot write " + path + ": " + std::strerror(err));
+    }
+    written += static_cast<size_t>(n);
+  }
+  if (close(fd) != 0) return Unavailable("cannot write " + path + ": " + std::strerror(errno));
+  return Status::Ok();
+}
+
 }  // namespace
 
 bool CurveAvailable() { return zmq_has("curve") != 0; }
@@ -42,22 +69,26 @@ StatusOr<CurveKeyPair> GenerateCurveKeyPair() {
   return CurveKeyPair{public_key, secret_key};
 }
 
-Status WriteCurveKeyPair(const CurveKeyPair& pair, const std::string& prefix) {
+Status WriteCurveKeyPair(const CurveKeyPair& pair, const std::string& prefix, bool overwrite) {
   const std::string key_path = prefix + ".key";
   const std::string pub_path = prefix + ".pub";
-  {
-    // Created 0600 from the start, so the secret is never readable by others.
-    mode_t old_mask = umask(077);
-    std::ofstream key(key_path, std::ios::trunc);
-    umask(old_mask);
-    key << "public " << pair.public_key << "\nsecret " << pair.secret_key << "\n";
-    if (!key) return Unavailable("cannot write " + key_path);
+  for (const std::string& path : {key_path, pub_path}) {
+    struct stat info {};
+    if (lstat(path.c_str(), &info) != 0) continue;
+    if (!overwrite) {
+      return FailedPrecondition(path + " exists; replacing its key would lock out every peer "
+                                "that trusts the old one");
+    }
+    // Replaced by a new file rather than truncated, so the new secret never sits in a
+    // file with the old one's permissions.
+    if (unlink(path.c_str()) != 0) {
+      return Unavailable("cannot replace " + path + ": " + std::strerror(errno));
+    }
   }
-  chmod(key_path.c_str(), 0600);
-  std::ofstream pub(pub_path, std::ios::trunc);
-  pub << pair.public_key << "\n";
-  if (!pub) return Unavailable("cannot write " + pub_path);
-  return Status::Ok();
+  // Created 0600 from the start, so the secret is never readable by others.
+  RETURN_IF_ERROR(WriteNewFile(key_path, 0600,
+                               "public " + pair.public_key + "\nsecret " + pair.secret_key + "\n"));
+  return WriteNewFile(pub_path, 0644, pair.public_key + "\n");
 }
 
 StatusOr<CurveKeyPair> ReadCurveKeyPair(const std::string& path) {

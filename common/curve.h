@@ -27,8 +27,11 @@ bool CurveAvailable();
 
 StatusOr<CurveKeyPair> GenerateCurveKeyPair();
 
-// Writes PREFIX.key (the pair, mode 0600) and PREFIX.pub (the public key).
-Status WriteCurveKeyPair(const CurveKeyPair& pair, const std::string& prefix);
+// Writes PREFIX.key (the pair, mode 0600) and PREFIX.pub (the public key). Unless
+// `overwrite`, an existing PREFIX.key or PREFIX.pub is an error (kFailedPrecondition)
+// and nothing is written: replacing a key locks out every peer that trusts the old one.
+Status WriteCurveKeyPair(const CurveKeyPair& pair, const std::string& prefix,
+                         bool overwrite = false);
 StatusOr<CurveKeyPair> ReadCurveKeyPair(const std::string& path);
 
 // A public key given inline (40 Z85 characters) or as the path of a .pub file.
