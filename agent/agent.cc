@@ -44,7 +44,7 @@ Status AgentDaemon::Start() {
   // A new routing id per process: a restarted agent is a new peer to the coordinator.
   routing_id_ = options_.name + "/" + std::to_string(getpid());
   RETURN_IF_ERROR(Connect());
-  size_t pending = spool_->List().size();
+  size_t pending = spool_->size();
   LOG_INFO("agent " << options_.name << " on CPUs " << FormatCpuList(options_.cpus) << ", "
                     << pending << " spooled results to deliver, coordinator "
                     << options_.coordinator);
@@ -178,7 +178,8 @@ void AgentDaemon::StartJob(const json& body) {
 void AgentDaemon::Store(const json& result, int64_t job_id, int attempt) {
   Status spooled = spool_->Put({job_id, attempt, result});
   if (!spooled.ok()) {
-    // Better to send it unspooled than to lose it; the coordinator's ack makes it safe.
+    // It stays in the spool's memory and is resent until acknowledged; only an agent
+    // restart before the ack would lose it.
     LOG_ERROR("cannot spool result of job " << job_id << ": " << spooled.message());
   }
   if (registered_) {
@@ -194,6 +195,7 @@ json AgentDaemon::SpooledIds() {
   return ids;
 }
 
+// Resends come from the spool's memory: no file is read or parsed on this path.
 void AgentDaemon::SendSpooled() {
   for (const SpooledResult& entry : spool_->List()) {
     Send(MakeMessage(
