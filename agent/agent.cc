@@ -3,10 +3,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <array>
-#include <cstdio>
-
-#include "common/host_probe.h"
+#include "agent/host_probe.h"
+#include "agent/worker_probe.h"
+#include "common/cpu_list.h"
 #include "common/log.h"
 #include "common/transport.h"
 
@@ -20,23 +19,6 @@ constexpr int kAgentTickMs = 100;
 
 }  // namespace
 
-nlohmann::json ProbeWorker(const std::string& worker_path) {
-  std::string command = "'" + worker_path + "' --probe 2>/dev/null";
-  FILE* pipe = popen(command.c_str(), "r");
-  if (pipe == nullptr) return {{"error", "cannot run " + worker_path}};
-  std::string output;
-  std::array<char, 4096> buffer;
-  size_t n;
-  while ((n = fread(buffer.data(), 1, buffer.size(), pipe)) > 0) output.append(buffer.data(), n);
-  int status = pclose(pipe);
-  auto probe = nlohmann::json::parse(output, nullptr, false);
-  if (status != 0 || probe.is_discarded() || !probe.is_object()) {
-    return {{"error", worker_path + " --probe failed (exit status " + std::to_string(status) +
-                          "); jobs on this agent will fail until the worker runs"}};
-  }
-  return probe;
-}
-
 AgentDaemon::AgentDaemon(AgentOptions options)
     : options_(std::move(options)),
       heartbeat_ms_(options_.heartbeat_ms),
@@ -45,14 +27,16 @@ AgentDaemon::AgentDaemon(AgentOptions options)
 AgentDaemon::~AgentDaemon() = default;
 
 Status AgentDaemon::Start() {
+  // Refuse what cannot work: an agent without a working worker would register and fail
+  // every job it is given.
+  ASSIGN_OR_RETURN(nlohmann::json torch,
+                   ProbeWorker(options_.worker_path, Millis(kWorkerProbeTimeoutMs)));
   if (options_.cpus.empty()) options_.cpus = AllowedCpus();
   spool_ = std::make_unique<SpoolDirectory>(options_.state_dir + "/spool");
   RETURN_IF_ERROR(spool_->Open());
   runner_ = std::make_unique<WorkerRunner>(
       RunnerOptions{options_.worker_path, options_.state_dir + "/jobs", options_.cpus});
 
-  nlohmann::json torch = ProbeWorker(options_.worker_path);
-  if (torch.contains("error")) LOG_WARN(torch["error"].get<std::string>());
   capabilities_ = {{"host", ProbeHost()},
                    {"torch", torch},
                    {"gpus", torch.value("gpus", nlohmann::json::array())},
@@ -60,7 +44,7 @@ Status AgentDaemon::Start() {
   // A new routing id per process: a restarted agent is a new peer to the coordinator.
   routing_id_ = options_.name + "/" + std::to_string(getpid());
   RETURN_IF_ERROR(Connect());
-  size_t pending = spool_->List().size();
+  size_t pending = spool_->size();
   LOG_INFO("agent " << options_.name << " on CPUs " << FormatCpuList(options_.cpus) << ", "
                     << pending << " spooled results to deliver, coordinator "
                     << options_.coordinator);
@@ -203,7 +187,8 @@ void AgentDaemon::StartJob(const json& body) {
 void AgentDaemon::Store(const json& result, int64_t job_id, int attempt) {
   Status spooled = spool_->Put({job_id, attempt, result});
   if (!spooled.ok()) {
-    // Better to send it unspooled than to lose it; the coordinator's ack makes it safe.
+    // It stays in the spool's memory and is resent until acknowledged; only an agent
+    // restart before the ack would lose it.
     LOG_ERROR("cannot spool result of job " << job_id << ": " << spooled.message());
   }
   if (registered_) {
@@ -219,6 +204,7 @@ json AgentDaemon::SpooledIds() {
   return ids;
 }
 
+// Resends come from the spool's memory: no file is read or parsed on this path.
 void AgentDaemon::SendSpooled() {
   for (const SpooledResult& entry : spool_->List()) {
     Send(MakeMessage(

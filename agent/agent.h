@@ -39,7 +39,8 @@ class AgentDaemon {
   explicit AgentDaemon(AgentOptions options);
   ~AgentDaemon();
 
-  // Probes the host and the worker, opens the spool, connects.
+  // Probes the worker (an error when it cannot run or its --probe fails: such an agent
+  // could run no job) and the host, opens the spool, connects.
   Status Start();
   // Serves until *stop becomes true.
   Status Run(const std::atomic<bool>* stop);
@@ -73,8 +74,5 @@ class AgentDaemon {
   MonoTime reconnect_at_;  // while there is no socket: when to make the next one
   int reconnect_backoff_ms_ = kHeartbeatIntervalMs;
 };
-
-// Runs `benchfleet-worker --probe` and returns its JSON, or {"error": ...}.
-nlohmann::json ProbeWorker(const std::string& worker_path);
 
 }  // namespace benchfleet

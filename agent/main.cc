@@ -6,8 +6,8 @@
 #include <filesystem>
 
 #include "agent/agent.h"
+#include "common/cpu_list.h"
 #include "common/curve.h"
-#include "common/host_probe.h"
 #include "common/log.h"
 
 namespace {

@@ -14,7 +14,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "common/host_probe.h"
+#include "common/cpu_list.h"
 #include "common/log.h"
 
 namespace fs = std::filesystem;

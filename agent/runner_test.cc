@@ -9,7 +9,7 @@
 #include <filesystem>
 
 #include "common/clock.h"
-#include "common/host_probe.h"
+#include "common/cpu_list.h"
 
 namespace benchfleet {
 namespace {

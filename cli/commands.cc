@@ -347,10 +347,13 @@ int ViewCommand(const ClientOptions& client_options, const std::string& view,
   return QueryCommand(client_options, sql + " order by 1, 2, 3, 4, 5, 6, 7, 8", format);
 }
 
-int KeygenCommand(const std::string& prefix) {
+int KeygenCommand(const std::string& prefix, bool force) {
   auto pair = GenerateCurveKeyPair();
   if (!pair.ok()) return Fail(pair.status());
-  Status written = WriteCurveKeyPair(*pair, prefix);
+  Status written = WriteCurveKeyPair(*pair, prefix, force);
+  if (written.code() == StatusCode::kFailedPrecondition) {
+    return Fail(FailedPrecondition(written.message() + "; give --force to replace it anyway"));
+  }
   if (!written.ok()) return Fail(written);
   std::cout << "wrote " << prefix << ".key (keep it secret) and " << prefix << ".pub\n"
             << "public key: " << pair->public_key << "\n";

@@ -18,7 +18,7 @@ struct ClientOptions {
 };
 
 // Writes PREFIX.key and PREFIX.pub (a new CURVE key pair).
-int KeygenCommand(const std::string& prefix);
+int KeygenCommand(const std::string& prefix, bool force);
 
 struct SubmitOptions {
   std::string file;

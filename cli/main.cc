@@ -81,9 +81,12 @@ int main(int argc, char** argv) {
   std::string keygen_prefix;
   auto* keygen_cmd = app.add_subcommand("keygen", "make a CURVE key pair: PREFIX.key and PREFIX.pub");
   keygen_cmd->add_option("PREFIX", keygen_prefix, "path prefix of the two files")->required();
+  bool keygen_force = false;
+  keygen_cmd->add_flag("--force", keygen_force,
+                       "replace existing key files (peers that trust the old key are locked out)");
 
   CLI11_PARSE(app, argc, argv);
-  if (*keygen_cmd) return KeygenCommand(keygen_prefix);
+  if (*keygen_cmd) return KeygenCommand(keygen_prefix, keygen_force);
   if (curve_key.empty() != server_key.empty()) {
     std::cerr << "benchfleet: --curve-key and --server-key go together\n";
     return 2;

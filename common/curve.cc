@@ -1,7 +1,12 @@
 #include "common/curve.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <zmq.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include <fstream>
 #include <sstream>
@@ -28,6 +33,28 @@ std::string Trim(std::string text) {
   return text.substr(first, last - first + 1);
 }
 
+// Creates `path` (never follows or clobbers an existing file: O_EXCL) holding `text`.
+Status WriteNewFile(const std::string& path, mode_t mode, const std::string& text) {
+  int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
+  if (fd < 0) {
+    if (errno == EEXIST) return FailedPrecondition(path + " exists; not replaced");
+    return Unavailable("cannot create " + path + ": " + std::strerror(errno));
+  }
+  size_t written = 0;
+  while (written < text.size()) {
+    ssize_t n = write(fd, text.data() + written, text.size() - written);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      int err = errno;
+      close(fd);
+      return Unavailable("cannot write " + path + ": " + std::strerror(err));
+    }
+    written += static_cast<size_t>(n);
+  }
+  if (close(fd) != 0) return Unavailable("cannot write " + path + ": " + std::strerror(errno));
+  return Status::Ok();
+}
+
 }  // namespace
 
 bool CurveAvailable() { return zmq_has("curve") != 0; }
@@ -42,22 +69,26 @@ StatusOr<CurveKeyPair> GenerateCurveKeyPair() {
   return CurveKeyPair{public_key, secret_key};
 }
 
-Status WriteCurveKeyPair(const CurveKeyPair& pair, const std::string& prefix) {
+Status WriteCurveKeyPair(const CurveKeyPair& pair, const std::string& prefix, bool overwrite) {
   const std::string key_path = prefix + ".key";
   const std::string pub_path = prefix + ".pub";
-  {
-    // Created 0600 from the start, so the secret is never readable by others.
-    mode_t old_mask = umask(077);
-    std::ofstream key(key_path, std::ios::trunc);
-    umask(old_mask);
-    key << "public " << pair.public_key << "\nsecret " << pair.secret_key << "\n";
-    if (!key) return Unavailable("cannot write " + key_path);
+  for (const std::string& path : {key_path, pub_path}) {
+    struct stat info {};
+    if (lstat(path.c_str(), &info) != 0) continue;
+    if (!overwrite) {
+      return FailedPrecondition(path + " exists; replacing its key would lock out every peer "
+                                "that trusts the old one");
+    }
+    // Replaced by a new file rather than truncated, so the new secret never sits in a
+    // file with the old one's permissions.
+    if (unlink(path.c_str()) != 0) {
+      return Unavailable("cannot replace " + path + ": " + std::strerror(errno));
+    }
   }
-  chmod(key_path.c_str(), 0600);
-  std::ofstream pub(pub_path, std::ios::trunc);
-  pub << pair.public_key << "\n";
-  if (!pub) return Unavailable("cannot write " + pub_path);
-  return Status::Ok();
+  // Created 0600 from the start, so the secret is never readable by others.
+  RETURN_IF_ERROR(WriteNewFile(key_path, 0600,
+                               "public " + pair.public_key + "\nsecret " + pair.secret_key + "\n"));
+  return WriteNewFile(pub_path, 0644, pair.public_key + "\n");
 }
 
 StatusOr<CurveKeyPair> ReadCurveKeyPair(const std::string& path) {
@@ -84,48 +115,25 @@ StatusOr<CurveKeyPair> ReadCurveKeyPair(const std::string& path) {
   return pair;
 }
 
+StatusOr<std::string> CurveKeyOnLine(const std::string& line) {
+  std::istringstream words(Trim(line));
+  std::string key;
+  words >> key;
+  if (!key.empty() && !ValidZ85Key(key)) return InvalidArgument("not a 40-character Z85 public key");
+  return key;
+}
+
 StatusOr<std::string> ReadCurvePublicKey(const std::string& key_or_path) {
   if (ValidZ85Key(key_or_path)) return key_or_path;
   std::ifstream in(key_or_path);
   if (!in) return NotFound("\"" + key_or_path + "\" is neither a Z85 public key nor a readable file");
   std::string line;
   while (std::getline(in, line)) {
-    std::istringstream words(Trim(line));
-    std::string key;
-    words >> key;
-    if (key.empty()) continue;
-    if (!ValidZ85Key(key)) return InvalidArgument(key_or_path + ": not a 40-character Z85 public key");
-    return key;
+    auto key = CurveKeyOnLine(line);
+    if (!key.ok()) return InvalidArgument(key_or_path + ": " + key.status().message());
+    if (!key->empty()) return *key;
   }
   return InvalidArgument(key_or_path + ": no public key in the file");
-}
-
-StatusOr<std::set<std::string>> ReadAllowList(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return NotFound("allow-list " + path + " cannot be read");
-  std::set<std::string> keys;
-  std::string line;
-  int number = 0;
-  while (std::getline(in, line)) {
-    ++number;
-    std::istringstream words(Trim(line));
-    std::string key;
-    words >> key;
-    if (key.empty()) continue;
-    if (!ValidZ85Key(key)) {
-      return InvalidArgument(path + ":" + std::to_string(number) +
-                             ": not a 40-character Z85 public key");
-    }
-    keys.insert(key);
-  }
-  return keys;
-}
-
-bool IsLoopbackEndpoint(const std::string& endpoint) {
-  if (endpoint.rfind("ipc://", 0) == 0 || endpoint.rfind("inproc://", 0) == 0) return true;
-  if (endpoint.rfind("tcp://", 0) != 0) return false;
-  std::string host = endpoint.substr(6, endpoint.rfind(':') - 6);
-  return host.rfind("127.", 0) == 0 || host == "localhost" || host == "[::1]" || host == "::1";
 }
 
 }  // namespace benchfleet

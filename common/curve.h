@@ -1,10 +1,10 @@
 // CurveZMQ keys and the rules for when they are required. Keys are Z85 text (40
 // characters), as zmq_curve_keypair makes them. A key-pair file holds two lines,
 // "public <key>" and "secret <key>", and must not be readable by others; a public key
-// file (or an allow-list line) holds the public key, optionally followed by a name.
+// file holds the public key, optionally followed by a name. (The coordinator's
+// allow-list, a file of such lines, lives in coordinator/allow_list.h.)
 #pragma once
 
-#include <set>
 #include <string>
 
 #include "common/status.h"
@@ -27,19 +27,19 @@ bool CurveAvailable();
 
 StatusOr<CurveKeyPair> GenerateCurveKeyPair();
 
-// Writes PREFIX.key (the pair, mode 0600) and PREFIX.pub (the public key).
-Status WriteCurveKeyPair(const CurveKeyPair& pair, const std::string& prefix);
+// Writes PREFIX.key (the pair, mode 0600) and PREFIX.pub (the public key). Unless
+// `overwrite`, an existing PREFIX.key or PREFIX.pub is an error (kFailedPrecondition)
+// and nothing is written: replacing a key locks out every peer that trusts the old one.
+Status WriteCurveKeyPair(const CurveKeyPair& pair, const std::string& prefix,
+                         bool overwrite = false);
 StatusOr<CurveKeyPair> ReadCurveKeyPair(const std::string& path);
 
 // A public key given inline (40 Z85 characters) or as the path of a .pub file.
 StatusOr<std::string> ReadCurvePublicKey(const std::string& key_or_path);
 
-// The allow-list: one public key per line, a line starting with '#' is a comment, text after the key is
-// a name for people. Every key is validated; a bad line is an error naming its number.
-StatusOr<std::set<std::string>> ReadAllowList(const std::string& path);
-
-// True for endpoints only this machine can reach (loopback TCP, ipc, inproc), where
-// running without CURVE is the default; anything else needs CURVE or --insecure.
-bool IsLoopbackEndpoint(const std::string& endpoint);
+// The public key on one line of a .pub file or an allow-list: "" for a blank line or
+// a comment (first non-blank character '#'), the key (first word) otherwise, an error
+// when that word is not a 40-character Z85 key. Text after the key is a name for people.
+StatusOr<std::string> CurveKeyOnLine(const std::string& line);
 
 }  // namespace benchfleet

@@ -40,6 +40,10 @@ inline constexpr double kJobStartupAllowanceS = 60.0;
 // A host calibration (peak GEMM and memory bandwidth, CPU and GPUs) is killed after this.
 inline constexpr double kCalibrationTimeoutS = 600.0;
 
+// `benchfleet-worker --probe` (LibTorch start-up, device enumeration) must answer
+// within this at agent start, or the agent refuses to start.
+inline constexpr int kWorkerProbeTimeoutMs = 60000;
+
 // The coordinator's idle wake-up: checks liveness and dispatches at least this often.
 inline constexpr int kCoordinatorTickMs = 200;
 

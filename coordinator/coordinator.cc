@@ -11,6 +11,7 @@
 #include "common/log.h"
 #include "common/transport.h"
 #include "common/worker_result.h"
+#include "coordinator/allow_list.h"
 
 namespace benchfleet {
 namespace {
@@ -141,11 +142,10 @@ Status Coordinator::Run(const std::atomic<bool>* stop, std::atomic<bool>* reload
       Status reloaded = zap_->Reload();
       if (!reloaded.ok()) LOG_ERROR("allow-list not reloaded, the old one stays: " << reloaded.message());
     }
-    std::vector<zmq::socket_t*> sockets = {agents_socket_.get(), clients_socket_.get(),
-                                           &reads_->reply_socket()};
-    if (zap_) sockets.push_back(&zap_->socket());
-    auto readable = PollReadable(sockets, kCoordinatorTickMs);
-    if (zap_ && readable[3]) zap_->Handle();
+    // CURVE handshakes are vetted on the ZAP handler's own thread, users' reads on the
+    // query thread; the loop only picks up the reads' replies.
+    auto readable = PollReadable({agents_socket_.get(), clients_socket_.get(), &reads_->reply_socket()},
+                                 kCoordinatorTickMs);
     for (int i = 0; readable[0] && i < kMaxMessagesPerRound; ++i) {
       auto frames = ReceiveFrames(*agents_socket_);
       if (!frames.ok() || !frames->has_value()) break;

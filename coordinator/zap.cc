@@ -1,44 +1,122 @@
 #include "coordinator/zap.h"
 
+#include <pthread.h>
+#include <signal.h>
 #include <zmq.h>
 
-#include "common/curve.h"
 #include "common/log.h"
 #include "common/transport.h"
+#include "coordinator/allow_list.h"
 
 namespace benchfleet {
 namespace {
 
 constexpr const char* kZapEndpoint = "inproc://zeromq.zap.01";
 constexpr const char* kZapVersion = "1.0";
+// Commands on the control pipe.
+constexpr const char* kReloadCommand = "RELOAD";
+constexpr const char* kStopCommand = "STOP";
+// Wait without end for a request or a command: the thread has nothing else to do.
+constexpr long kWaitForever = -1;
 
 }  // namespace
 
 StatusOr<std::unique_ptr<ZapHandler>> ZapHandler::Start(zmq::context_t& context,
                                                         const std::string& allow_list_path) {
+  ASSIGN_OR_RETURN(std::set<std::string> allowed, ReadAllowList(allow_list_path));
+  LOG_INFO("allow-list " << allow_list_path << ": " << allowed.size() << " public keys");
   try {
-    zmq::socket_t socket(context, zmq::socket_type::rep);
-    socket.set(zmq::sockopt::linger, 0);
-    socket.bind(kZapEndpoint);
-    std::unique_ptr<ZapHandler> handler(new ZapHandler(std::move(socket), allow_list_path));
-    RETURN_IF_ERROR(handler->Reload());
+    zmq::socket_t zap(context, zmq::socket_type::rep);
+    zap.set(zmq::sockopt::linger, 0);
+    zap.bind(kZapEndpoint);
+    // One pipe per handler; the address only has to be unique within the context.
+    const std::string control_endpoint =
+        "inproc://benchfleet-zap-control-" + std::to_string(reinterpret_cast<uintptr_t>(&context));
+    zmq::socket_t control(context, zmq::socket_type::pair);
+    control.set(zmq::sockopt::linger, 0);
+    control.bind(control_endpoint);
+    zmq::socket_t control_peer(context, zmq::socket_type::pair);
+    control_peer.set(zmq::sockopt::linger, 0);
+    control_peer.connect(control_endpoint);
+    std::unique_ptr<ZapHandler> handler(new ZapHandler(std::move(zap), std::move(control),
+                                                       std::move(control_peer), allow_list_path,
+                                                       std::move(allowed)));
     return handler;
   } catch (const zmq::error_t& e) {
     return Internal(std::string("cannot start the ZAP handler: ") + e.what());
+  } catch (const std::system_error& e) {
+    return Internal(std::string("cannot start the ZAP handler's thread: ") + e.what());
   }
 }
 
-Status ZapHandler::Reload() {
-  auto keys = ReadAllowList(path_);
-  if (!keys.ok()) return keys.status();
-  allowed_ = std::move(*keys);
-  LOG_INFO("allow-list " << path_ << ": " << allowed_.size() << " public keys");
-  return Status::Ok();
+ZapHandler::ZapHandler(zmq::socket_t zap, zmq::socket_t control, zmq::socket_t control_peer,
+                       std::string path, std::set<std::string> allowed)
+    : zap_(std::move(zap)),
+      control_(std::move(control)),
+      path_(std::move(path)),
+      allowed_(std::move(allowed)),
+      control_peer_(std::move(control_peer)) {
+  // Signals (SIGHUP, SIGTERM) belong to the coordinator's main thread, which polls its
+  // flags; the handler's thread starts with every signal blocked.
+  sigset_t all, previous;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, &previous);
+  try {
+    thread_ = std::thread([this] { Serve(); });
+  } catch (...) {
+    pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+    throw;  // Start() reports it
+  }
+  pthread_sigmask(SIG_SETMASK, &previous, nullptr);
 }
 
-void ZapHandler::Handle() {
+ZapHandler::~ZapHandler() {
+  if (!Post(kStopCommand).ok()) LOG_ERROR("cannot stop the ZAP handler's thread");
+  if (thread_.joinable()) thread_.join();
+}
+
+Status ZapHandler::Post(const std::string& command) {
+  std::lock_guard<std::mutex> lock(control_mutex_);
+  try {
+    if (control_peer_.send(zmq::buffer(command), zmq::send_flags::none)) return Status::Ok();
+  } catch (const zmq::error_t& e) {
+    return Unavailable("cannot reach the ZAP handler's thread: " + std::string(e.what()));
+  }
+  return Unavailable("cannot reach the ZAP handler's thread");
+}
+
+Status ZapHandler::Reload() { return Post(kReloadCommand); }
+
+void ZapHandler::Serve() {
   while (true) {
-    auto frames = ReceiveFrames(socket_);
+    auto readable = PollReadable({&control_, &zap_}, kWaitForever);
+    // Commands first: a handshake that arrives after a reload was asked for is judged
+    // by the new list.
+    if (readable[0]) {
+      auto frames = ReceiveFrames(control_);
+      if (frames.ok() && frames->has_value() && !(*frames)->empty()) {
+        const std::string& command = (*frames)->front();
+        if (command == kStopCommand) return;
+        if (command == kReloadCommand) ReloadNow();
+      }
+    }
+    if (readable[1]) Answer();
+  }
+}
+
+void ZapHandler::ReloadNow() {
+  auto keys = ReadAllowList(path_);
+  if (!keys.ok()) {
+    LOG_ERROR("allow-list not reloaded, the old one stays: " << keys.status().message());
+    return;
+  }
+  allowed_ = std::move(*keys);
+  LOG_INFO("allow-list " << path_ << ": " << allowed_.size() << " public keys");
+}
+
+void ZapHandler::Answer() {
+  while (true) {
+    auto frames = ReceiveFrames(zap_);
     if (!frames.ok() || !frames->has_value()) return;
     const Frames& request = **frames;
     // version, request id, domain, address, identity, mechanism, credentials...
@@ -61,8 +139,8 @@ void ZapHandler::Handle() {
       LOG_WARN("refused a connection from " << (request.size() > 3 ? request[3] : "?") << ": "
                                             << reason << (key.empty() ? "" : " (" + key + ")"));
     }
-    (void)SendFrames(socket_, {kZapVersion, request_id, allowed ? "200" : "400", reason,
-                               allowed ? key : "", ""});
+    (void)SendFrames(zap_, {kZapVersion, request_id, allowed ? "200" : "400", reason,
+                            allowed ? key : "", ""});
   }
 }
 

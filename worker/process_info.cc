@@ -1,6 +1,6 @@
 #include "worker/process_info.h"
 
-#include "common/host_probe.h"
+#include "common/cpu_list.h"
 
 #include <sched.h>
 #include <unistd.h>

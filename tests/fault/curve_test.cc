@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <sys/wait.h>
 
+#include <filesystem>
 #include <fstream>
 
 #include "common/curve.h"
@@ -136,14 +137,38 @@ TEST(CurveKeysTest, KeyFilesAndAllowListsAreValidated) {
   EXPECT_EQ(*ReadCurvePublicKey(pair->public_key), pair->public_key);
   chmod((dir / "k.key").c_str(), 0644);
   EXPECT_NE(ReadCurveKeyPair(dir / "k.key").status().message().find("chmod 600"), std::string::npos);
-  std::ofstream(dir / "allow") << pair->public_key << " ok\nnot-a-key\n";
-  auto allow = ReadAllowList(dir / "allow");
-  ASSERT_FALSE(allow.ok());
-  EXPECT_NE(allow.status().message().find(":2:"), std::string::npos);
-  EXPECT_TRUE(IsLoopbackEndpoint("tcp://127.0.0.1:5555"));
-  EXPECT_TRUE(IsLoopbackEndpoint("ipc:///tmp/x"));
-  EXPECT_FALSE(IsLoopbackEndpoint("tcp://*:5555"));
-  EXPECT_FALSE(IsLoopbackEndpoint("tcp://10.0.0.1:5555"));
+  // The allow-list and the loopback rule: coordinator/allow_list_test.cc.
+}
+
+TEST(CurveKeysTest, KeygenRefusesToReplaceAKeyWithoutForce) {
+  if (!CurveAvailable()) GTEST_SKIP() << "this libzmq has no CURVE support";
+  TempDir dir("bf-keygen");
+  const std::string prefix = dir / "coordinator";
+  std::string out, err;
+  ASSERT_EQ(RunCommand({kCliBin, "keygen", prefix}, &out, &err), 0) << err;
+  const std::string key = ReadFile(prefix + ".key");
+  const std::string pub = ReadFile(prefix + ".pub");
+  ASSERT_FALSE(key.empty());
+
+  // A second keygen into the same files would lock the fleet out: refused, nothing changed.
+  EXPECT_NE(RunCommand({kCliBin, "keygen", prefix}, &out, &err), 0);
+  EXPECT_NE(err.find(prefix + ".key exists"), std::string::npos) << err;
+  EXPECT_NE(err.find("--force"), std::string::npos) << err;
+  EXPECT_EQ(ReadFile(prefix + ".key"), key);
+  EXPECT_EQ(ReadFile(prefix + ".pub"), pub);
+
+  // A lone .pub (the key pair lives elsewhere) is not replaced either.
+  std::ofstream(dir / "agent.pub") << pub;
+  EXPECT_NE(RunCommand({kCliBin, "keygen", dir / "agent"}, &out, &err), 0);
+  EXPECT_NE(err.find("agent.pub exists"), std::string::npos) << err;
+  EXPECT_FALSE(std::filesystem::exists(dir / "agent.key"));
+
+  // --force replaces both, and the new secret file is 0600.
+  ASSERT_EQ(RunCommand({kCliBin, "keygen", "--force", prefix}, &out, &err), 0) << err;
+  EXPECT_NE(ReadFile(prefix + ".key"), key);
+  auto replaced = ReadCurveKeyPair(prefix + ".key");
+  ASSERT_TRUE(replaced.ok()) << replaced.status().ToString();
+  EXPECT_EQ(*ReadCurvePublicKey(prefix + ".pub"), replaced->public_key);
 }
 
 }  // namespace
