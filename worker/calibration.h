@@ -101,10 +101,10 @@ struct CalibrationOptions {
 // fp32 and bf16 GEMM on all allowed CPUs, then on the first one alone; triad
 // the same way; then the GPU tool. Every thread of the process is pinned for
 // each phase and re-pinned to all allowed CPUs at the end. A phase that fails
-// leaves its figure null and adds a line to "errors". A calibration whose
-// fp32 figures cannot be trusted (all CPUs slower than one, or no two
-// measurements agreed) gets a top-level "error" saying why: it must not be
-// stored.
+// leaves its figure null and adds a line to "errors" (so do measurements that
+// never agreed; their best counts). A calibration whose fp32 figures cannot be
+// trusted (all CPUs slower than one) gets a top-level "error" saying why: it
+// must not be stored.
 nlohmann::json RunCalibration(const CalibrationOptions& options, const GemmMeasure& gemm);
 
 // Triad array size for a last-level cache of `llc_bytes` (nullopt: unknown),
