@@ -86,7 +86,7 @@ Measurement MeasureWorkload(const std::function<void()>& iteration, const Timing
     if (after - region_wall_start >= options.max_time_s) break;
     const std::size_t n = m.samples_ms.size();
     if (n == 0 || after - block_start_s.front() < options.min_time_s || n < kMinSamples ||
-        n < next_check) {
+        n < kSamplesToSeeRegimeChange || n < next_check) {
       continue;
     }
     next_check = n + std::max<std::size_t>(1, n / kConvergenceCheckDivisor);
@@ -106,15 +106,16 @@ Measurement MeasureWorkload(const std::function<void()>& iteration, const Timing
   }
   m.effective_threads = m.timed_s > 0 ? m.cpu_s / m.timed_s : 0;
 
-  // The time ran out: what is kept must still be one regime, and a regime
-  // found after a change must be long enough to be checked for another.
+  // The time ran out: what is kept must still be one regime, and it must be
+  // long enough to have been checked for a change at all. A slow workload
+  // that fits fewer than kSamplesToSeeRegimeChange blocks into max_time_s
+  // may mix two paces unseen (a GEMM whose first second runs slower), so it
+  // is not reported as steady.
   if (const std::optional<std::size_t> change = FindRegimeChange(m.samples_ms)) {
     discard(*change);
     m.unsteady = true;
   }
-  if (!m.discarded_samples_ms.empty() && m.samples_ms.size() < 2 * kRegimeMinSamples) {
-    m.unsteady = true;
-  }
+  if (m.samples_ms.size() < kSamplesToSeeRegimeChange) m.unsteady = true;
   return m;
 }
 

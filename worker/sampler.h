@@ -42,9 +42,10 @@ struct Measurement {
   // in the series, or blocks that became shorter than kMinBlockSeconds), in
   // the order taken.
   std::vector<double> discarded_samples_ms;
-  // True when sampling hit max_time_s while samples_ms still changed regime
-  // (or too few samples remained after the last change to check it);
-  // samples_ms then holds only the last regime found.
+  // True when sampling hit max_time_s while samples_ms still changed regime,
+  // or with fewer than kSamplesToSeeRegimeChange samples kept (too few to
+  // test for a change, whether or not one was dropped); samples_ms then
+  // holds only the last regime found.
   bool unsteady = false;
   std::int64_t iters_per_sample = 1;
   std::int64_t warmup_iterations = 0;
@@ -68,10 +69,12 @@ struct Measurement {
 //  3. sampling: times blocks of k, each sample being block time / k. At
 //     each check, a change of regime (FindRegimeChange) drops the samples
 //     before it; sampling stops when the samples kept span >= min_time_s,
-//     n >= kMinSamples, no change is found and IQR/median < target_iqr, or
-//     when elapsed >= max_time_s, where a change still found drops the
-//     earlier part and sets `unsteady`. max_time_s is a hard cap: a workload
-//     slower than max_time_s / kMinSamples ends with fewer samples.
+//     n >= max(kMinSamples, kSamplesToSeeRegimeChange), no change is found
+//     and IQR/median < target_iqr, or when elapsed >= max_time_s, where a
+//     change still found drops the earlier part and sets `unsteady`.
+//     max_time_s is a hard cap: a workload slower than
+//     max_time_s / kSamplesToSeeRegimeChange ends with fewer samples and is
+//     `unsteady`, since no change could have been seen in so few.
 // `block_end`, when given, runs after every block (and warm-up iteration) before
 // the clock is read: a GPU workload waits there for its queued kernels.
 // Requires positive times and min_time_s <= max_time_s.

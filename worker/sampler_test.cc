@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "worker/stats.h"
+#include "worker/steady_state.h"
 
 namespace benchfleet::worker {
 namespace {
@@ -128,6 +129,29 @@ TEST(MeasureWorkloadTest, MaxTimeIsAHardCapEvenBelowMinSamples) {
   const Measurement m = MeasureWorkload(work.AsIteration(), Options(0.1, 0.5, 1, 0.05), clock);
   EXPECT_EQ(m.samples_ms.size(), 4u);  // 0.3, 0.6, 0.9, 1.2 s
   EXPECT_TRUE(Summarize(m.samples_ms, 0.05).noisy);
+  // Four samples cannot show a change of pace, so the result is not known steady.
+  EXPECT_TRUE(m.unsteady);
+}
+
+TEST(MeasureWorkloadTest, SlowStepTooShortToSeeIsUnsteadyNotASteadyMedian) {
+  // fp32 GEMM 2048 on one core of a VM: ~265 ms a product for the first ~0.8 s
+  // after a 0.1 s warm-up, then ~225 ms; a 2 s cap fits 8 samples, too few for
+  // the step to be found, so the mixed median must not pass as steady.
+  FakeClock clock;
+  const double start = clock.WallSeconds();
+  FakeWorkload work{&clock, [&](long) { return clock.WallSeconds() - start < 0.9 ? 0.265 : 0.225; }};
+  const Measurement m = MeasureWorkload(work.AsIteration(), Options(0.1, 0.5, 2, 0.05), clock);
+  EXPECT_LT(m.samples_ms.size(), kSamplesToSeeRegimeChange);
+  EXPECT_TRUE(m.unsteady);
+}
+
+TEST(MeasureWorkloadTest, SteadySlowWorkloadStopsOnlyOnceAChangeCouldBeSeen) {
+  // Zero spread and past min_time after 10 samples, but a change needs 13 to show.
+  FakeClock clock;
+  FakeWorkload work{&clock, [](long) { return 1.0 / 8; }};
+  const Measurement m = MeasureWorkload(work.AsIteration(), Options(0.125, 0.5, 10, 0.05), clock);
+  EXPECT_EQ(m.samples_ms.size(), kSamplesToSeeRegimeChange);
+  EXPECT_FALSE(m.unsteady);
 }
 
 TEST(MeasureWorkloadTest, EffectiveThreadsIsCpuOverWallOfSamplingRegion) {

@@ -31,6 +31,21 @@ inline constexpr double kRegimeMinRelativeShift = 0.02;
 // (it moves the median by less than that noise).
 inline constexpr double kRegimeMinShiftOverIqr = 1.5;
 
+// The fewest samples in which FindRegimeChange can see any change at all: a
+// perfect step at the middle (every sample before it faster, or every one
+// slower, than every sample after it) must reach kRegimeChangeMinZ. With
+// fewer, two regimes can hide in the series, so a measurement that ends with
+// fewer is not known to be steady. The rank-sum z of a perfect split a|b is
+// (ab/2) / sqrt(ab(a+b+1)/12); compared squared to stay constexpr.
+constexpr std::size_t SamplesToSeeRegimeChange() {
+  for (std::size_t n = 2 * kRegimeMinSamples;; ++n) {
+    const double a = static_cast<double>(n / 2);
+    const double b = static_cast<double>(n - n / 2);
+    if (3 * a * b >= kRegimeChangeMinZ * kRegimeChangeMinZ * static_cast<double>(n + 1)) return n;
+  }
+}
+inline constexpr std::size_t kSamplesToSeeRegimeChange = SamplesToSeeRegimeChange();
+
 // The split of `samples` (in the order taken) into an earlier and a later
 // regime: the index of the first sample of the later one, chosen where the
 // rank-sum statistic is largest. nullopt when no split passes all three

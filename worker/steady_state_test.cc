@@ -61,6 +61,22 @@ TEST(FindRegimeChangeTest, SmallSeriesCannotShowAChange) {
   EXPECT_EQ(FindRegimeChange({5}), std::nullopt);
 }
 
+// A perfect step splits the series into ranks 1..a | a+1..n.
+std::vector<double> PerfectStep(std::size_t n) {
+  std::vector<double> samples;
+  for (std::size_t i = 0; i < n; ++i) samples.push_back(i < n / 2 ? 200.0 + i : 100.0 + i);
+  return samples;
+}
+
+TEST(FindRegimeChangeTest, SamplesToSeeAChangeIsTheFewestThatCanShowOne) {
+  // 6 | 7 samples of a perfect step reach z = 3.0 exactly; 6 | 6 reach 2.88.
+  EXPECT_EQ(kSamplesToSeeRegimeChange, 13u);
+  EXPECT_EQ(FindRegimeChange(PerfectStep(kSamplesToSeeRegimeChange)), kSamplesToSeeRegimeChange / 2);
+  for (std::size_t n = 0; n < kSamplesToSeeRegimeChange; ++n) {
+    EXPECT_EQ(FindRegimeChange(PerfectStep(n)), std::nullopt) << n << " samples";
+  }
+}
+
 TEST(FindRegimeChangeTest, TrendIsFoundNearItsMiddle) {
   // 10% slower at the start, falling linearly, 0.5% noise.
   Noise noise(5);
