@@ -26,6 +26,11 @@ constexpr int kOldestQueuedScan = 8;
 // Messages handled per socket before the loop looks at timers again, so a flood on one
 // socket cannot starve heartbeats and the other socket.
 constexpr int kMaxMessagesPerRound = 100;
+// Silent agents and expired leases are looked for this often (a walk over all of
+// them), not after every message.
+constexpr int kExpiryCheckMs = 50;
+// Every agent and requirement is looked at for dispatch at least this often.
+constexpr int kDispatchRefreshMs = 1000;
 // A busy agent that refused an offer gets no other for this long, doubling per refusal
 // up to the maximum; a result resets it.
 constexpr int kMaxRefusalBackoffMs = 30000;
@@ -146,17 +151,26 @@ Status Coordinator::Run(const std::atomic<bool>* stop, std::atomic<bool>* reload
     // query thread; the loop only picks up the reads' replies.
     auto readable = PollReadable({agents_socket_.get(), clients_socket_.get(), &reads_->reply_socket()},
                                  kCoordinatorTickMs);
-    for (int i = 0; readable[0] && i < kMaxMessagesPerRound; ++i) {
-      auto frames = ReceiveFrames(*agents_socket_);
-      if (!frames.ok() || !frames->has_value()) break;
-      HandleAgent(**frames);
-    }
+    // Clients first: a user's submit or status is answered ahead of the agents' flood.
     for (int i = 0; readable[1] && i < kMaxMessagesPerRound; ++i) {
       auto frames = ReceiveFrames(*clients_socket_);
       if (!frames.ok() || !frames->has_value()) break;
       HandleClient(**frames);
     }
     if (readable[2]) DeliverReadReplies(Millis(0));
+    bool drained = !readable[0];
+    for (int i = 0; readable[0] && i < kMaxMessagesPerRound; ++i) {
+      auto frames = ReceiveFrames(*agents_socket_);
+      if (!frames.ok()) break;
+      if (!frames->has_value()) {
+        drained = true;
+        break;
+      }
+      HandleAgent(**frames);
+    }
+    // Every agent message sent before now has been read (as far as ZeroMQ delivered
+    // it): liveness is judged up to here, never beyond.
+    if (drained) observed_until_ = MonoNow();
     Tick();
   }
   LOG_INFO("stopping");
@@ -165,18 +179,26 @@ Status Coordinator::Run(const std::atomic<bool>* stop, std::atomic<bool>* reload
 
 void Coordinator::Tick() {
   try {
-    // An agent is silent only if nothing of it waits in our own queue: after a slow
-    // store operation (a locked database) the input is drained before anyone expires.
-    // (A flood that never lets the queue empty cannot postpone expiry past one window.)
     MonoTime now = MonoNow();
-    bool inbound_waiting = agents_socket_ && PollReadable({agents_socket_.get()}, 0)[0];
-    if (!inbound_waiting || now - last_expiry_ > LivenessWindow()) {
-      ExpireSilentAgentsAndLeases();
-      last_expiry_ = now;
+    // Without sockets (in process) everything sent has been handled.
+    if (!agents_socket_) observed_until_ = now;
+    // Liveness and leases are judged on observed time only: a heartbeat or result
+    // that waits unread in our own queue still counts, so the coordinator's own lag
+    // (a slow store operation, a flood of messages) never makes a live agent look
+    // silent. A coordinator that cannot keep up expires nobody until it catches up.
+    if (observed_until_ - last_expiry_ >= Millis(kExpiryCheckMs)) {
+      ExpireSilentAgentsAndLeases(observed_until_);
+      last_expiry_ = observed_until_;
     }
     if (now >= next_calibration_check_) {
       next_calibration_check_ = now + std::chrono::minutes(1);
       RecalibrateStaleMachines();
+    }
+    // A safety net under the offer candidates: every so often every agent and every
+    // requirement is looked at again, whatever path freed a job without saying so.
+    if (now >= next_dispatch_refresh_) {
+      next_dispatch_refresh_ = now + Millis(kDispatchRefreshMs);
+      MarkQueued();
     }
     Dispatch();
     SendHeartbeats();
@@ -389,9 +411,7 @@ Message Coordinator::StatusReply(const json& request_id, const SweepRequest& req
   MonoTime now = MonoNow();
   for (Agent* agent : registry_.All()) {
     json job_id = nullptr;
-    for (const auto& [id, lease] : registry_.leases()) {
-      if (lease.agent == agent->description.name) job_id = id;
-    }
+    if (auto leased = registry_.LeasedJobOf(agent->description.name)) job_id = *leased;
     agents.push_back(
         {{"agent", agent->description.name},
          {"state", job_id.is_null() ? "idle" : "busy"},
@@ -787,8 +807,7 @@ void Coordinator::DropAgent(const std::string& routing_id, const std::string& re
   }
 }
 
-void Coordinator::ExpireSilentAgentsAndLeases() {
-  MonoTime now = MonoNow();
+void Coordinator::ExpireSilentAgentsAndLeases(MonoTime now) {
   for (const std::string& routing_id : registry_.SilentAgents(now, LivenessWindow())) {
     DropAgent(routing_id, "went silent for " + std::to_string(LivenessWindow().count()) + " ms");
   }
@@ -804,11 +823,13 @@ Status Coordinator::ReloadRequirements() {
     state.requirement = std::move(requirement);
     state.may_have_queued = true;
   }
+  registry_.MayAllTakeOffers();
   return Status::Ok();
 }
 
 void Coordinator::MarkQueued() {
   for (auto& [id, state] : requirements_) state.may_have_queued = true;
+  registry_.MayAllTakeOffers();
 }
 
 bool Coordinator::AgentCanRunRequirement(Agent& agent, const JobRequirement& requirement) {
@@ -818,23 +839,30 @@ bool Coordinator::AgentCanRunRequirement(Agent& agent, const JobRequirement& req
 }
 
 void Coordinator::Dispatch() {
-  MonoTime now = MonoNow();
-  std::vector<std::string> idle;
-  for (Agent* agent : registry_.All()) {
-    if (registry_.HasLease(agent->description.name)) continue;
-    if (now < agent->offers_paused_until) continue;
-    if (!options_.share_machines && registry_.MachineBusy(*agent)) continue;
-    idle.push_back(agent->routing_id);
+  // Nothing queued that anyone could take: an idle fleet costs no dispatch work.
+  if (std::none_of(requirements_.begin(), requirements_.end(),
+                   [](const auto& entry) { return entry.second.may_have_queued; })) {
+    return;
   }
-  // By routing id: an offer that cannot be sent removes its agent from the registry.
-  for (const std::string& routing_id : idle) {
+  MonoTime now = MonoNow();
+  // Only the offer candidates (AgentRegistry), not the whole fleet. By routing id: an
+  // offer that cannot be sent removes its agent from the registry.
+  for (const std::string& routing_id : registry_.OfferCandidates()) {
     Agent* agent = registry_.FindByRoutingId(routing_id);
-    if (agent == nullptr || (!options_.share_machines && registry_.MachineBusy(*agent))) continue;
-    OfferNextJob(*agent);
+    if (agent == nullptr) continue;
+    if (registry_.HasLease(agent->description.name) ||
+        (!options_.share_machines && registry_.MachineBusy(*agent))) {
+      registry_.NoOfferFor(routing_id);  // again a candidate when the lease ends
+      continue;
+    }
+    if (now < agent->offers_paused_until) continue;  // stays a candidate
+    if (OfferNextJob(*agent) == Offer::kNothingToOffer) {
+      registry_.NoOfferFor(routing_id);  // again a candidate when jobs are queued
+    }
   }
 }
 
-void Coordinator::OfferNextJob(Agent& agent) {
+Coordinator::Offer Coordinator::OfferNextJob(Agent& agent) {
   // The oldest queued job among the requirements this agent can run, calibrations
   // first. Each requirement costs one index probe, however many queued jobs match
   // nothing registered.
@@ -847,7 +875,7 @@ void Coordinator::OfferNextJob(Agent& agent) {
     if (!queued.ok()) {
       ++counters_.store_errors;
       LOG_ERROR("cannot read the queue: " << queued.status().message());
-      return;
+      return Offer::kNotNow;
     }
     if (queued->empty()) {
       state.may_have_queued = false;
@@ -862,13 +890,13 @@ void Coordinator::OfferNextJob(Agent& agent) {
       break;
     }
   }
-  if (!best) return;
+  if (!best) return Offer::kNothingToOffer;
   const QueuedJob& job = *best;
   auto attempt = store_->MarkRunning(job.job_id, agent.host_id);
   if (!attempt.ok()) {
     ++counters_.store_errors;
     LOG_ERROR("cannot hand out job " << job.job_id << ": " << attempt.status().message());
-    return;
+    return Offer::kNotNow;
   }
   MonoTime now = MonoNow();
   Lease lease;
@@ -895,9 +923,10 @@ void Coordinator::OfferNextJob(Agent& agent) {
     if (sent.code() == StatusCode::kNotFound) {
       DropAgent(agent.routing_id, "is unreachable (" + sent.message() + ")");
     }
-    return;
+    return Offer::kNotNow;
   }
   LOG_INFO("job " << job.job_id << " attempt " << *attempt << " -> " << agent.description.name);
+  return Offer::kOffered;
 }
 
 void Coordinator::SendHeartbeats() {

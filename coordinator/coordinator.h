@@ -125,14 +125,20 @@ class Coordinator {
   void CalibrateMachineOf(const Agent& agent, const std::string& why, bool only_if_stale);
   void RecalibrateStaleMachines();
   void RecoverLeases();
-  void ExpireSilentAgentsAndLeases();
+  // Drops agents silent, and leases unrenewed, for a liveness window before `now`.
+  void ExpireSilentAgentsAndLeases(MonoTime now);
   // Removes an agent that is gone (silent, unreachable) and loses its leases' attempts.
   void DropAgent(const std::string& routing_id, const std::string& reason);
   void LoseAttempt(const Lease& lease, const std::string& reason);
   // Takes back a hand-out that did not reach its agent or that it refused.
   void UndoHandOut(const Lease& lease);
   void Dispatch();
-  void OfferNextJob(Agent& agent);
+  enum class Offer {
+    kOffered,         // a job went to the agent
+    kNothingToOffer,  // nothing queued that the agent can run
+    kNotNow,          // the store or the send failed; try again later
+  };
+  Offer OfferNextJob(Agent& agent);
   bool AgentCanRunRequirement(Agent& agent, const JobRequirement& requirement);
   Status ReloadRequirements();
   void MarkQueued();  // some requirement may have queued jobs again
@@ -163,6 +169,9 @@ class Coordinator {
   std::deque<json> departed_;
   MonoTime next_heartbeat_;
   MonoTime last_expiry_ = MonoNow();
+  // Every agent message sent before this has been read (the inbound queue was empty).
+  MonoTime observed_until_ = MonoNow();
+  MonoTime next_dispatch_refresh_ = MonoNow();
   MonoTime next_calibration_check_ = MonoNow();
 };
 

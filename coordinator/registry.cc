@@ -8,19 +8,36 @@ Agent* AgentRegistry::FindByRoutingId(const std::string& routing_id) {
 }
 
 Agent* AgentRegistry::FindByName(const std::string& name) {
-  for (auto& [id, agent] : agents_) {
-    if (agent.description.name == name) return &agent;
-  }
-  return nullptr;
+  auto it = routing_id_by_name_.find(name);
+  return it == routing_id_by_name_.end() ? nullptr : FindByRoutingId(it->second);
 }
 
 Agent& AgentRegistry::Upsert(Agent agent) {
-  std::string id = agent.routing_id;
-  agents_[id] = std::move(agent);
-  return agents_[id];
+  const std::string id = agent.routing_id;
+  Remove(id);  // its name or machine may have changed
+  routing_id_by_name_[agent.description.name] = id;
+  machine_agents_[agent.machine_id].insert(agent.description.name);
+  offer_candidates_.insert(id);
+  return agents_[id] = std::move(agent);
 }
 
-void AgentRegistry::Remove(const std::string& routing_id) { agents_.erase(routing_id); }
+void AgentRegistry::Remove(const std::string& routing_id) {
+  auto it = agents_.find(routing_id);
+  if (it == agents_.end()) return;
+  const Agent& agent = it->second;
+  routing_id_by_name_.erase(agent.description.name);
+  auto machine = machine_agents_.find(agent.machine_id);
+  if (machine != machine_agents_.end()) {
+    machine->second.erase(agent.description.name);
+    if (machine->second.empty()) machine_agents_.erase(machine);
+  }
+  offer_candidates_.erase(routing_id);
+  const std::string name = agent.description.name;
+  agents_.erase(it);
+  // Its machine's other agents no longer wait for it (its leases, if any, are taken
+  // by the caller).
+  MachineFreed(name);
+}
 
 std::vector<std::string> AgentRegistry::SilentAgents(MonoTime now, Millis window) const {
   std::vector<std::string> silent;
@@ -32,8 +49,45 @@ std::vector<std::string> AgentRegistry::SilentAgents(MonoTime now, Millis window
 
 std::vector<Agent*> AgentRegistry::All() {
   std::vector<Agent*> all;
+  all.reserve(agents_.size());
   for (auto& [id, agent] : agents_) all.push_back(&agent);
   return all;
+}
+
+void AgentRegistry::IndexLease(const Lease& lease) { leases_by_agent_[lease.agent].insert(lease.job_id); }
+
+void AgentRegistry::UnindexLease(const Lease& lease) {
+  auto it = leases_by_agent_.find(lease.agent);
+  if (it == leases_by_agent_.end()) return;
+  it->second.erase(lease.job_id);
+  if (it->second.empty()) leases_by_agent_.erase(it);
+  MachineFreed(lease.agent);
+}
+
+void AgentRegistry::MachineFreed(const std::string& name) {
+  // A lease held under a name no registered agent has (recovered after a restart)
+  // frees nobody but that name, if it registers later.
+  if (auto agent = routing_id_by_name_.find(name); agent != routing_id_by_name_.end()) {
+    offer_candidates_.insert(agent->second);
+    const std::string& machine_id = agents_.at(agent->second).machine_id;
+    for (const std::string& peer : machine_agents_[machine_id]) {
+      if (auto peer_id = routing_id_by_name_.find(peer); peer_id != routing_id_by_name_.end()) {
+        offer_candidates_.insert(peer_id->second);
+      }
+    }
+  }
+}
+
+void AgentRegistry::AddLease(Lease lease) {
+  if (auto old = leases_.find(lease.job_id); old != leases_.end()) {
+    UnindexLease(old->second);
+    leases_.erase(old);
+  }
+  IndexLease(lease);
+  if (auto holder = routing_id_by_name_.find(lease.agent); holder != routing_id_by_name_.end()) {
+    offer_candidates_.erase(holder->second);
+  }
+  leases_[lease.job_id] = std::move(lease);
 }
 
 Lease* AgentRegistry::FindLease(int64_t job_id) {
@@ -41,48 +95,56 @@ Lease* AgentRegistry::FindLease(int64_t job_id) {
   return it == leases_.end() ? nullptr : &it->second;
 }
 
+void AgentRegistry::RemoveLease(int64_t job_id) {
+  auto it = leases_.find(job_id);
+  if (it == leases_.end()) return;
+  UnindexLease(it->second);
+  leases_.erase(it);
+}
+
 bool AgentRegistry::HasLease(const std::string& agent_name) const {
-  for (const auto& [job, lease] : leases_) {
-    if (lease.agent == agent_name) return true;
-  }
-  return false;
+  return leases_by_agent_.count(agent_name) > 0;
+}
+
+std::optional<int64_t> AgentRegistry::LeasedJobOf(const std::string& agent_name) const {
+  auto it = leases_by_agent_.find(agent_name);
+  if (it == leases_by_agent_.end() || it->second.empty()) return std::nullopt;
+  return *it->second.rbegin();
 }
 
 bool AgentRegistry::MachineBusy(const Agent& agent) const {
-  for (const auto& [job, lease] : leases_) {
-    if (lease.agent == agent.description.name) continue;
-    for (const auto& [id, other] : agents_) {
-      if (other.description.name == lease.agent && other.machine_id == agent.machine_id)
-        return true;
-    }
+  auto machine = machine_agents_.find(agent.machine_id);
+  if (machine == machine_agents_.end()) return false;
+  for (const std::string& peer : machine->second) {
+    if (peer != agent.description.name && HasLease(peer)) return true;
   }
   return false;
 }
 
 std::vector<Lease> AgentRegistry::TakeExpiredLeases(MonoTime now, Millis window) {
   std::vector<Lease> expired;
-  for (auto it = leases_.begin(); it != leases_.end();) {
-    if (now - it->second.renewed_at > window || now > it->second.hard_deadline) {
-      expired.push_back(std::move(it->second));
-      it = leases_.erase(it);
-    } else {
-      ++it;
-    }
+  for (const auto& [job_id, lease] : leases_) {
+    if (now - lease.renewed_at > window || now > lease.hard_deadline) expired.push_back(lease);
   }
+  for (const Lease& lease : expired) RemoveLease(lease.job_id);
   return expired;
 }
 
 std::vector<Lease> AgentRegistry::TakeLeasesOf(const std::string& agent_name) {
   std::vector<Lease> taken;
-  for (auto it = leases_.begin(); it != leases_.end();) {
-    if (it->second.agent == agent_name) {
-      taken.push_back(std::move(it->second));
-      it = leases_.erase(it);
-    } else {
-      ++it;
-    }
-  }
+  auto it = leases_by_agent_.find(agent_name);
+  if (it == leases_by_agent_.end()) return taken;
+  for (int64_t job_id : it->second) taken.push_back(leases_.at(job_id));
+  for (const Lease& lease : taken) RemoveLease(lease.job_id);
   return taken;
+}
+
+std::vector<std::string> AgentRegistry::OfferCandidates() const {
+  return {offer_candidates_.begin(), offer_candidates_.end()};
+}
+
+void AgentRegistry::MayAllTakeOffers() {
+  for (const auto& [routing_id, agent] : agents_) offer_candidates_.insert(routing_id);
 }
 
 }  // namespace benchfleet

@@ -5,6 +5,7 @@
 
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -37,34 +38,62 @@ struct Lease {
   MonoTime hard_deadline;  // the job's timeout plus the liveness window
 };
 
+// Every question the loop asks per message or per dispatch is answered from an index
+// (by routing id, name, machine, lease holder), so its cost does not grow with the
+// number of agents or leases; only the expiry sweep walks them all, and it runs a few
+// times a second, not per message.
 class AgentRegistry {
  public:
   Agent* FindByRoutingId(const std::string& routing_id);
   Agent* FindByName(const std::string& name);
-  // Adds or replaces the agent with this routing id.
+  // Adds or replaces the agent with this routing id. It may take an offer.
   Agent& Upsert(Agent agent);
   void Remove(const std::string& routing_id);
-  // Routing ids of the agents not heard from within `window`.
+  // Routing ids of the agents not heard from within `window` before `now`.
   std::vector<std::string> SilentAgents(MonoTime now, Millis window) const;
   std::vector<Agent*> All();
+  size_t size() const { return agents_.size(); }
 
   // Leases, keyed by job id.
-  void AddLease(Lease lease) { leases_[lease.job_id] = std::move(lease); }
+  void AddLease(Lease lease);
   Lease* FindLease(int64_t job_id);
-  void RemoveLease(int64_t job_id) { leases_.erase(job_id); }
+  // Removes the lease of `job_id`, if any; its agent, and the agents of its machine,
+  // may take an offer again.
+  void RemoveLease(int64_t job_id);
   bool HasLease(const std::string& agent_name) const;
+  // The job `agent_name` holds a lease for, if any (the newest one).
+  std::optional<int64_t> LeasedJobOf(const std::string& agent_name) const;
   // True when an agent other than `agent` with the same machine id holds a lease:
   // jobs on one machine run one at a time so they do not disturb each other's timing.
   bool MachineBusy(const Agent& agent) const;
-  // Leases not renewed within `window`, or past their hard deadline; removed and returned.
+  // Leases not renewed within `window` before `now`, or past their hard deadline;
+  // removed and returned.
   std::vector<Lease> TakeExpiredLeases(MonoTime now, Millis window);
   // Leases held by `agent_name`, removed and returned.
   std::vector<Lease> TakeLeasesOf(const std::string& agent_name);
   const std::map<int64_t, Lease>& leases() const { return leases_; }
 
+  // Offer candidates: the agents that may take a job offer, so that a dispatch visits
+  // those instead of the whole fleet. An agent becomes one when it registers, when a
+  // lease of its own or of its machine ends, and on MayAllTakeOffers (jobs were
+  // queued); it stops being one when the dispatcher finds it busy or finds nothing it
+  // can run (NoOfferFor).
+  std::vector<std::string> OfferCandidates() const;
+  void NoOfferFor(const std::string& routing_id) { offer_candidates_.erase(routing_id); }
+  void MayAllTakeOffers();
+
  private:
-  std::map<std::string, Agent> agents_;  // by routing id
-  std::map<int64_t, Lease> leases_;      // by job id
+  void IndexLease(const Lease& lease);
+  void UnindexLease(const Lease& lease);
+  // The agent named `name` and every agent of its machine may take an offer again.
+  void MachineFreed(const std::string& name);
+
+  std::map<std::string, Agent> agents_;                      // by routing id
+  std::map<std::string, std::string> routing_id_by_name_;    // agent name -> routing id
+  std::map<std::string, std::set<std::string>> machine_agents_;  // machine id -> agent names
+  std::map<int64_t, Lease> leases_;                          // by job id
+  std::map<std::string, std::set<int64_t>> leases_by_agent_;  // agent name -> job ids
+  std::set<std::string> offer_candidates_;                   // routing ids
 };
 
 }  // namespace benchfleet

@@ -63,5 +63,83 @@ TEST(RegistryTest, AgentsOnOneMachineTakeTurns) {
   EXPECT_FALSE(registry.MachineBusy(*registry.FindByName("b")));
 }
 
+TEST(RegistryTest, IndexesFollowRenamesRemovalsAndReplacedLeases) {
+  AgentRegistry registry;
+  MonoTime t0 = MonoNow();
+  registry.Upsert(MakeAgent("a", "m1", t0));
+  registry.Upsert(MakeAgent("b", "m1", t0));
+  // The same connection registers under another name and machine.
+  Agent renamed = MakeAgent("a2", "m2", t0);
+  renamed.routing_id = "a/1";
+  registry.Upsert(renamed);
+  EXPECT_EQ(registry.FindByName("a"), nullptr);
+  ASSERT_NE(registry.FindByName("a2"), nullptr);
+  EXPECT_EQ(registry.size(), 2u);
+  registry.AddLease(MakeLease(1, "a2", t0, t0 + Millis(1000)));
+  EXPECT_FALSE(registry.MachineBusy(*registry.FindByName("b")));  // a2 is on m2 now
+  // A job handed out again (new attempt, other agent) replaces its lease.
+  registry.AddLease(MakeLease(1, "b", t0, t0 + Millis(1000)));
+  EXPECT_FALSE(registry.HasLease("a2"));
+  EXPECT_EQ(registry.LeasedJobOf("b"), 1);
+  registry.RemoveLease(1);
+  EXPECT_FALSE(registry.HasLease("b"));
+  EXPECT_EQ(registry.LeasedJobOf("b"), std::nullopt);
+  registry.Remove("b/1");
+  EXPECT_EQ(registry.FindByName("b"), nullptr);
+  EXPECT_EQ(registry.TakeLeasesOf("b").size(), 0u);
+}
+
+TEST(RegistryTest, OfferCandidatesAreAgentsThatMayTakeAJob) {
+  AgentRegistry registry;
+  MonoTime t0 = MonoNow();
+  using Ids = std::vector<std::string>;
+  registry.Upsert(MakeAgent("a", "m1", t0));
+  registry.Upsert(MakeAgent("b", "m1", t0));
+  registry.Upsert(MakeAgent("c", "m2", t0));
+  EXPECT_EQ(registry.OfferCandidates(), (Ids{"a/1", "b/1", "c/1"}));  // registered
+  // The dispatcher found b and c nothing to run; a got a job.
+  registry.NoOfferFor("b/1");
+  registry.NoOfferFor("c/1");
+  registry.AddLease(MakeLease(7, "a", t0, t0 + Millis(1000)));
+  EXPECT_TRUE(registry.OfferCandidates().empty());
+  // a's job ends: a and the other agent of its machine may take one; c still has nothing.
+  registry.RemoveLease(7);
+  EXPECT_EQ(registry.OfferCandidates(), (Ids{"a/1", "b/1"}));
+  registry.NoOfferFor("a/1");
+  registry.NoOfferFor("b/1");
+  // Jobs were queued: everyone may take one.
+  registry.MayAllTakeOffers();
+  EXPECT_EQ(registry.OfferCandidates(), (Ids{"a/1", "b/1", "c/1"}));
+  // A lease that expires or whose agent is dropped frees the machine too.
+  registry.NoOfferFor("a/1");
+  registry.NoOfferFor("b/1");
+  registry.NoOfferFor("c/1");
+  registry.AddLease(MakeLease(8, "c", t0, t0 + Millis(1000)));
+  EXPECT_EQ(registry.TakeExpiredLeases(t0 + Millis(5000), Millis(3000)).size(), 1u);
+  EXPECT_EQ(registry.OfferCandidates(), (Ids{"c/1"}));
+  registry.Remove("c/1");
+  EXPECT_TRUE(registry.OfferCandidates().empty());
+}
+
+TEST(RegistryTest, LookupsDoNotWalkTheFleet) {
+  // 2,000 agents with a lease each: 100,000 lookups must be index probes (a walk over
+  // agents or leases per lookup would take minutes, not milliseconds).
+  AgentRegistry registry;
+  MonoTime t0 = MonoNow();
+  for (int i = 0; i < 2000; ++i) {
+    const std::string name = "agent-" + std::to_string(i);
+    registry.Upsert(MakeAgent(name, "m" + std::to_string(i / 2), t0));
+    if (i % 2 == 0) registry.AddLease(MakeLease(i, name, t0, t0 + Millis(1000)));
+  }
+  int busy = 0;
+  for (int round = 0; round < 50; ++round) {
+    for (int i = 0; i < 2000; i += 1) {
+      const Agent* agent = registry.FindByName("agent-" + std::to_string(i));
+      busy += registry.HasLease(agent->description.name) || registry.MachineBusy(*agent) ? 1 : 0;
+    }
+  }
+  EXPECT_EQ(busy, 50 * 2000);
+}
+
 }  // namespace
 }  // namespace benchfleet
