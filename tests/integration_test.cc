@@ -64,7 +64,9 @@ TEST_F(IntegrationTest, SweepRunsOnTwoAgentsAndEveryResultLandsInSqlite) {
     double expected_throughput = row["batch_size"].get<double>() * 1000.0 / median;
     EXPECT_NEAR(row["throughput_per_s"].get<double>(), expected_throughput,
                 expected_throughput * 0.01);
-    if (row["threads"] == 1) {
+    // A one-thread job keeps one CPU busy, unless the host was busy enough to take it
+    // away for a while, which the result then says (`disturbed`).
+    if (row["threads"] == 1 && row["disturbed"] != 1) {
       EXPECT_GE(row["effective_threads"].get<double>(), 0.75);
       EXPECT_LE(row["effective_threads"].get<double>(), 1.25);
     }
