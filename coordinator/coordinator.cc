@@ -221,16 +221,20 @@ int Coordinator::DeliverReadReplies(Millis wait) {
 }
 
 Status Coordinator::Send(Side side, const std::string& routing_id, const Message& message) {
-  Status sent;
-  if (outbox_) {
-    sent = outbox_(side, routing_id, message);
-  } else {
-    zmq::socket_t* socket = side == Side::kAgents ? agents_socket_.get() : clients_socket_.get();
-    sent = SendMessageTo(*socket, routing_id, message);
-  }
+  if (outbox_) return Delivered(side, message.type, outbox_(side, routing_id, message));
+  return SendEncoded(side, routing_id, message.type, Encode(message));
+}
+
+Status Coordinator::SendEncoded(Side side, const std::string& routing_id, const std::string& type,
+                                const std::string& encoded) {
+  zmq::socket_t* socket = side == Side::kAgents ? agents_socket_.get() : clients_socket_.get();
+  return Delivered(side, type, SendFrames(*socket, {routing_id, encoded}));
+}
+
+Status Coordinator::Delivered(Side side, const std::string& type, Status sent) {
   if (!sent.ok()) {
     ++counters_.send_failures;
-    LOG_WARN("message " << message.type << " to " << (side == Side::kAgents ? "agent" : "client")
+    LOG_WARN("message " << type << " to " << (side == Side::kAgents ? "agent" : "client")
                         << " peer lost: " << sent.message());
   }
   return sent;
@@ -933,11 +937,15 @@ void Coordinator::SendHeartbeats() {
   MonoTime now = MonoNow();
   if (now < next_heartbeat_) return;
   next_heartbeat_ = now + Millis(options_.heartbeat_ms);
+  // One message for the whole fleet, encoded once.
+  const Message heartbeat = MakeMessage(msg::kHeartbeat);
+  const std::string encoded = Encode(heartbeat);
   std::vector<std::string> peers;
+  peers.reserve(registry_.size());
   for (Agent* agent : registry_.All()) peers.push_back(agent->routing_id);
   for (const std::string& peer : peers) {
-    Status sent = outbox_ ? outbox_(Side::kAgents, peer, MakeMessage(msg::kHeartbeat))
-                          : SendMessageTo(*agents_socket_, peer, MakeMessage(msg::kHeartbeat));
+    Status sent = outbox_ ? Delivered(Side::kAgents, heartbeat.type, outbox_(Side::kAgents, peer, heartbeat))
+                          : SendEncoded(Side::kAgents, peer, heartbeat.type, encoded);
     if (sent.code() == StatusCode::kNotFound) DropAgent(peer, "is unreachable (" + sent.message() + ")");
   }
 }

@@ -118,6 +118,10 @@ class Coordinator {
   void Refuse(Side side, const std::string& routing_id, const Status& status,
               const json& request_id = nullptr);
   Status Send(Side side, const std::string& routing_id, const Message& message);
+  Status SendEncoded(Side side, const std::string& routing_id, const std::string& type,
+                     const std::string& encoded);
+  // Counts and logs a send that failed; returns `sent`.
+  Status Delivered(Side side, const std::string& type, Status sent);
   void ReplyToAgent(const std::string& routing_id, const Message& message);
 
   // Queues a calibration for `agent` unless its machine has a fresh one or one pending;
