@@ -50,6 +50,10 @@ constexpr auto kCoordinatorStopGrace = std::chrono::seconds(10);
 constexpr auto kStatusInterval = std::chrono::milliseconds(250);
 // Registration of the whole fleet must finish within this.
 constexpr auto kRegisterTimeout = std::chrono::seconds(60);
+// Like benchfleet-agent: after a silent coordinator, register again after a backoff
+// that doubles from 1 s up to 32 s.
+constexpr int kSilenceBackoffMinMs = 1000;
+constexpr int kSilenceBackoffMaxMs = 32000;
 // Errors kept verbatim for the report; the rest are only counted.
 constexpr size_t kKeptErrors = 5;
 
@@ -136,7 +140,8 @@ class CoordinatorProcess {
         pid_ = -1;
         return Fail(error, "the coordinator exited at start; see " + log);
       }
-      if (Clock::now() > deadline) return Fail(error, "the coordinator wrote no ready file; see " + log);
+      if (Clock::now() > deadline)
+        return Fail(error, "the coordinator wrote no ready file; see " + log);
       usleep(10000);  // polling a file: no descriptor to wait on
     }
     ready_ = json::parse(ReadFile(ready_file), nullptr, false);
@@ -199,6 +204,9 @@ struct SimAgent {
   std::unique_ptr<zmq::socket_t> socket;
   bool registered = false;
   int heartbeat_ms = benchfleet::kHeartbeatIntervalMs;
+  int liveness = benchfleet::kHeartbeatLiveness;
+  Clock::time_point last_heard;  // any message from the coordinator
+  int silence_backoff_ms = kSilenceBackoffMinMs;
   Clock::time_point next_heartbeat;
   Clock::time_point next_register;
   // The job being "run" (only with --job-delay-ms): its offer and when it is answered.
@@ -212,8 +220,10 @@ struct SimAgent {
 // Counters the simulator keeps; printed in the report.
 struct Tally {
   int64_t jobs_received = 0, results_sent = 0, result_resends = 0, duplicate_answers = 0;
-  int64_t offers_while_busy = 0, coordinator_heartbeats = 0, reregistrations = 0;
-  int64_t malformed_from_coordinator = 0;
+  int64_t offers_while_busy = 0, coordinator_heartbeats = 0, reregistrations = 0,
+          registers_sent = 0;
+  int64_t malformed_from_coordinator = 0, coordinator_silences = 0;
+  double heartbeat_late_max_ms = 0;
   std::map<std::string, int64_t> acks;    // by outcome
   std::map<std::string, int64_t> errors;  // by code
   std::vector<std::string> error_texts;
@@ -236,11 +246,15 @@ class Simulator {
   void Idle(double seconds);
   // A status_reply, or null if none came within the timeout.
   json Status();
+  // The first value of the first row of `sql` (the coordinator's read-only query), or
+  // null.
+  json QueryValue(const std::string& sql);
 
   const Tally& tally() const { return tally_; }
   double max_submit_ms() const { return max_submit_ms_; }
-  double max_status_ms() const { return max_status_ms_; }
-  int64_t status_replies() const { return status_replies_; }
+  double max_status_ms() const { return Percentile(status_ms_, 1.0); }
+  double median_status_ms() const { return Percentile(status_ms_, 0.5); }
+  int64_t status_replies() const { return static_cast<int64_t>(status_ms_.size()); }
   const json& last_status() const { return last_status_; }
   int sweeps() const { return static_cast<int>(sweep_ids_.size()); }
 
@@ -269,8 +283,9 @@ class Simulator {
   int64_t next_request_id_ = 1;
   std::vector<int64_t> sweep_ids_;
   json last_status_;
-  double max_submit_ms_ = 0, max_status_ms_ = 0;
-  int64_t status_replies_ = 0;
+  json last_rows_;
+  double max_submit_ms_ = 0;
+  std::vector<double> status_ms_;
   bool submit_refused_ = false;
 };
 
@@ -309,28 +324,42 @@ void Simulator::RecordError(const std::string& code, const std::string& text) {
 
 void Simulator::SendRegister(SimAgent& agent) {
   // A CPU-only host of its own (distinct machine_id), without calibration.
-  json host = {{"hostname", agent.name}, {"machine_id", "load-machine-" + agent.name},
+  json host = {{"hostname", agent.name},   {"machine_id", "load-machine-" + agent.name},
                {"cpu_model", "simulated"}, {"logical_cpus", 2},
-               {"allowed_cpus", "0-1"},   {"memory_mb", 4096},
-               {"kernel", "Linux"},       {"arch", "x86_64"},
-               {"os", "simulated"},       {"nvidia_driver", nullptr}};
-  json torch = {{"torch_version", "simulated"}, {"cuda_available", false}, {"cuda_device_count", 0}};
+               {"allowed_cpus", "0-1"},    {"memory_mb", 4096},
+               {"kernel", "Linux"},        {"arch", "x86_64"},
+               {"os", "simulated"},        {"nvidia_driver", nullptr}};
+  json torch = {
+      {"torch_version", "simulated"}, {"cuda_available", false}, {"cuda_device_count", 0}};
   Send(*agent.socket,
-       benchfleet::MakeMessage(msg::kRegister,
-                               {{"agent", agent.name},
-                                {"tags", json::array({"load"})},
-                                {"capabilities",
-                                 {{"host", host}, {"torch", torch}, {"gpus", json::array()},
-                                  {"cpus", "0-1"}}}}));
+       benchfleet::MakeMessage(
+           msg::kRegister,
+           {{"agent", agent.name},
+            {"tags", json::array({"load"})},
+            {"capabilities",
+             {{"host", host}, {"torch", torch}, {"gpus", json::array()}, {"cpus", "0-1"}}}}));
+  // Repeated while unanswered, as benchfleet-agent does.
   agent.next_register = Clock::now() + std::chrono::milliseconds(benchfleet::kRegisterRetryMs);
+  ++tally_.registers_sent;
 }
 
 bool Simulator::RegisterAll(std::string* error) {
   for (SimAgent& agent : agents_) SendRegister(agent);
   bool all = Serve(Clock::now() + kRegisterTimeout, [&] {
-    return std::all_of(agents_.begin(), agents_.end(), [](const SimAgent& a) { return a.registered; });
+    return std::all_of(agents_.begin(), agents_.end(),
+                       [](const SimAgent& a) { return a.registered; });
   });
-  if (!all) *error = "not every agent was registered within the timeout";
+  if (!all) {
+    const auto registered = std::count_if(agents_.begin(), agents_.end(),
+                                          [](const SimAgent& a) { return a.registered; });
+    *error = std::to_string(registered) + " of " + std::to_string(agents_.size()) +
+             " agents registered within " + std::to_string(kRegisterTimeout.count()) + " s (" +
+             std::to_string(tally_.registers_sent) + " register messages sent, " +
+             std::to_string(tally_.reregistrations) + " re-registrations after not_found, " +
+             std::to_string(tally_.coordinator_silences) +
+             " after a silent coordinator, heartbeats " + "at most " +
+             std::to_string(static_cast<int>(tally_.heartbeat_late_max_ms)) + " ms late)";
+  }
   return all;
 }
 
@@ -352,24 +381,27 @@ bool Simulator::RunJobs(std::string* error) {
     for (int64_t b = 1; b <= count; ++b) batch_sizes.push_back(b);
     // The tiniest timing budget: the simulated worker does not run it, but the
     // coordinator derives the job's timeout from it.
-    json sweep_file = {{"name", "fleet-load-" + std::to_string(sweep)},
-                       {"placement", "any"},
-                       {"select", {{"device", "cpu"}}},
-                       {"matrix", {{"model", {"mlp"}}, {"batch_size", batch_sizes}}},
-                       {"models", {{"mlp", {{"layers", {8, 8}}}}}},
-                       {"timing", {{"warmup_s", 0.01}, {"min_time_s", 0.01}, {"max_time_s", 0.01}}}};
+    json sweep_file = {
+        {"name", "fleet-load-" + std::to_string(sweep)},
+        {"placement", "any"},
+        {"select", {{"device", "cpu"}}},
+        {"matrix", {{"model", {"mlp"}}, {"batch_size", batch_sizes}}},
+        {"models", {{"mlp", {{"layers", {8, 8}}}}}},
+        {"timing", {{"warmup_s", 0.01}, {"min_time_s", 0.01}, {"max_time_s", 0.01}}}};
     SendClient(msg::kSubmit, {{"sweep", sweep_file},
-                              {"submission_id", "load-" + std::to_string(getpid()) + "-" +
-                                                    std::to_string(sweep)}});
+                              {"submission_id",
+                               "load-" + std::to_string(getpid()) + "-" + std::to_string(sweep)}});
   }
-  const size_t submits = static_cast<size_t>((options_.jobs + kMaxJobsPerSweep - 1) / kMaxJobsPerSweep);
+  const size_t submits =
+      static_cast<size_t>((options_.jobs + kMaxJobsPerSweep - 1) / kMaxJobsPerSweep);
   auto next_status = Clock::now();
   int64_t stored_at_last_status = -1;
   bool finished = Serve(deadline, [&] {
     if (submit_refused_) return true;
     if (sweep_ids_.size() < submits) return false;
-    bool status_in_flight = std::any_of(requests_.begin(), requests_.end(),
-                                        [](const auto& r) { return r.second.first == msg::kStatus; });
+    bool status_in_flight = std::any_of(requests_.begin(), requests_.end(), [](const auto& r) {
+      return r.second.first == msg::kStatus;
+    });
     // Once every job is acknowledged, ask at once instead of at the next interval.
     const int64_t stored = tally_.acks["stored"];
     const bool news = stored >= options_.jobs && stored > stored_at_last_status;
@@ -409,6 +441,16 @@ json Simulator::Status() {
   return last_status_;
 }
 
+json Simulator::QueryValue(const std::string& sql) {
+  last_rows_ = nullptr;
+  SendClient(msg::kQuery, {{"sql", sql}});
+  Serve(Clock::now() + std::chrono::milliseconds(benchfleet::kClientReplyTimeoutMs),
+        [&] { return last_rows_.is_object(); });
+  if (!last_rows_.is_object() || last_rows_["rows"].empty() || last_rows_["rows"][0].empty())
+    return nullptr;
+  return last_rows_["rows"][0][0];
+}
+
 template <typename Done>
 bool Simulator::Serve(Clock::time_point deadline, Done done) {
   std::vector<zmq::pollitem_t> items;
@@ -418,9 +460,11 @@ bool Simulator::Serve(Clock::time_point deadline, Done done) {
     const auto now = Clock::now();
     if (now >= deadline) return false;
     const auto wake = std::min(deadline, TimersDue(now));
-    const auto wait = std::chrono::ceil<std::chrono::milliseconds>(std::max(wake - now, Clock::duration()));
+    const auto wait =
+        std::chrono::ceil<std::chrono::milliseconds>(std::max(wake - now, Clock::duration()));
     try {
-      zmq::poll(items.data(), items.size(), std::min(wait, std::chrono::milliseconds(kStatusInterval)));
+      zmq::poll(items.data(), items.size(),
+                std::min(wait, std::chrono::milliseconds(kStatusInterval)));
     } catch (const zmq::error_t&) {
       continue;  // EINTR
     }
@@ -459,6 +503,17 @@ Clock::time_point Simulator::TimersDue(Clock::time_point now) {
       next = std::min(next, agent.next_register);
       continue;
     }
+    if (now - agent.last_heard >
+        std::chrono::milliseconds(int64_t{agent.heartbeat_ms} * agent.liveness)) {
+      // The coordinator has said nothing for its liveness window (it may have dropped
+      // us without telling): register again after the backoff, as an agent does.
+      agent.registered = false;
+      ++tally_.coordinator_silences;
+      agent.next_register = now + std::chrono::milliseconds(agent.silence_backoff_ms);
+      agent.silence_backoff_ms = std::min(agent.silence_backoff_ms * 2, kSilenceBackoffMaxMs);
+      next = std::min(next, agent.next_register);
+      continue;
+    }
     if (agent.running && now >= agent.answer_at) {
       json job = std::move(*agent.running);
       agent.running.reset();
@@ -467,20 +522,28 @@ Clock::time_point Simulator::TimersDue(Clock::time_point now) {
     if (agent.running) next = std::min(next, agent.answer_at);
     if (now >= agent.next_heartbeat) {
       json running = nullptr;
-      if (agent.running) running = {{"job_id", (*agent.running)["job_id"]}, {"attempt", (*agent.running)["attempt"]}};
+      if (agent.running)
+        running = {{"job_id", (*agent.running)["job_id"]},
+                   {"attempt", (*agent.running)["attempt"]}};
       Send(*agent.socket, benchfleet::MakeMessage(msg::kHeartbeat, {{"running", running}}));
+      // How late the simulator itself is: a late heartbeat would be its fault, not the
+      // coordinator's.
+      tally_.heartbeat_late_max_ms =
+          std::max(tally_.heartbeat_late_max_ms, Ms(now - agent.next_heartbeat));
       agent.next_heartbeat = now + std::chrono::milliseconds(agent.heartbeat_ms);
     }
     next = std::min(next, agent.next_heartbeat);
     for (auto& [key, pending] : agent.unacked) {
-      const auto resend_at = pending.sent + std::chrono::milliseconds(benchfleet::kResultResendIntervalMs);
+      const auto resend_at =
+          pending.sent + std::chrono::milliseconds(benchfleet::kResultResendIntervalMs);
       if (now >= resend_at) {
         benchfleet::Status sent = benchfleet::SendFrames(*agent.socket, {pending.frame});
         if (!sent.ok()) RecordError("send", sent.message());
         pending.sent = now;
         ++tally_.result_resends;
       }
-      next = std::min(next, pending.sent + std::chrono::milliseconds(benchfleet::kResultResendIntervalMs));
+      next = std::min(
+          next, pending.sent + std::chrono::milliseconds(benchfleet::kResultResendIntervalMs));
     }
   }
   return next;
@@ -495,9 +558,12 @@ void Simulator::HandleAgentFrame(SimAgent& agent, const std::string& frame) {
   }
   const json& body = decoded->body;
   const std::string& type = decoded->type;
+  agent.last_heard = Clock::now();
   if (type == msg::kRegistered) {
     agent.registered = true;
+    agent.silence_backoff_ms = kSilenceBackoffMinMs;
     agent.heartbeat_ms = body.value("heartbeat_ms", options_.heartbeat_ms);
+    agent.liveness = body.value("liveness", options_.liveness);
     agent.next_heartbeat = Clock::now() + std::chrono::milliseconds(agent.heartbeat_ms);
   } else if (type == msg::kJob) {
     OnJob(agent, body);
@@ -527,11 +593,10 @@ void Simulator::OnJob(SimAgent& agent, const json& job) {
   if (agent.running) {
     // What a real agent does with an offer while busy (protocol.md, job).
     ++tally_.offers_while_busy;
-    Send(*agent.socket, benchfleet::MakeMessage(
-                            msg::kError, {{"code", "failed_precondition"},
-                                          {"message", "agent is busy"},
-                                          {"job_id", job["job_id"]},
-                                          {"attempt", job["attempt"]}}));
+    Send(*agent.socket, benchfleet::MakeMessage(msg::kError, {{"code", "failed_precondition"},
+                                                              {"message", "agent is busy"},
+                                                              {"job_id", job["job_id"]},
+                                                              {"attempt", job["attempt"]}}));
     return;
   }
   if (agent.result_sent) {
@@ -551,13 +616,25 @@ void Simulator::Answer(SimAgent& agent, const json& job) {
   // What benchfleet-worker reports (schemas/worker.md), with the job's configuration
   // echoed from its spec and the agent's fields (protocol.md, result).
   json result = {{"ok", true}, {"job_id", job_id}, {"attempt", attempt}};
-  for (const char* key : {"device", "model", "mode", "dtype", "batch_size", "threads", "interop_threads"}) {
+  for (const char* key :
+       {"device", "model", "mode", "dtype", "batch_size", "threads", "interop_threads"}) {
     if (spec.contains(key)) result[key] = spec[key];
   }
-  result["stats"] = {{"n", 20},        {"median_ms", 1.0}, {"mean_ms", 1.0},  {"stdev_ms", 0.01},
-                     {"min_ms", 0.98}, {"max_ms", 1.05},   {"p90_ms", 1.02},  {"p99_ms", 1.05},
-                     {"q1_ms", 0.99},  {"q3_ms", 1.01},    {"iqr_ms", 0.02},  {"noisy", false},
-                     {"iters_per_sample", 1}, {"timed_s", 0.02}, {"warmup_s", 0.01}};
+  result["stats"] = {{"n", 20},
+                     {"median_ms", 1.0},
+                     {"mean_ms", 1.0},
+                     {"stdev_ms", 0.01},
+                     {"min_ms", 0.98},
+                     {"max_ms", 1.05},
+                     {"p90_ms", 1.02},
+                     {"p99_ms", 1.05},
+                     {"q1_ms", 0.99},
+                     {"q3_ms", 1.01},
+                     {"iqr_ms", 0.02},
+                     {"noisy", false},
+                     {"iters_per_sample", 1},
+                     {"timed_s", 0.02},
+                     {"warmup_s", 0.01}};
   result["samples_ms"] = json::array({1.0, 0.98, 1.05});
   result["throughput_per_s"] = spec.value("batch_size", 1) * 1000.0;
   result["effective_threads"] = 1.0;
@@ -595,9 +672,10 @@ void Simulator::HandleClientFrame(const std::string& frame) {
     max_submit_ms_ = std::max(max_submit_ms_, ms);
     sweep_ids_.push_back(body.value("sweep_id", int64_t{0}));
   } else if (decoded->type == msg::kStatusReply) {
-    max_status_ms_ = std::max(max_status_ms_, ms);
-    ++status_replies_;
+    status_ms_.push_back(ms);
     last_status_ = body;
+  } else if (decoded->type == msg::kRows) {
+    last_rows_ = body;
   } else if (decoded->type == msg::kError) {
     RecordError(request_type + " " + body.value("code", "?"), body.value("message", ""));
     if (request_type == msg::kSubmit) submit_refused_ = true;
@@ -606,11 +684,13 @@ void Simulator::HandleClientFrame(const std::string& frame) {
 
 // Sums the jobs of our sweeps in a status_reply by state.
 json SweepTotals(const json& status) {
-  json totals = {{"total", 0}, {"queued", 0}, {"running", 0}, {"done", 0}, {"failed", 0}, {"cancelled", 0}};
+  json totals = {{"total", 0}, {"queued", 0}, {"running", 0},
+                 {"done", 0},  {"failed", 0}, {"cancelled", 0}};
   if (!status.is_object()) return totals;
   for (const json& sweep : status["sweeps"]) {
     if (sweep.value("name", "").rfind("fleet-load-", 0) != 0) continue;
-    for (auto& [state, count] : totals.items()) count = count.get<int64_t>() + sweep["jobs"].value(state, int64_t{0});
+    for (auto& [state, count] : totals.items())
+      count = count.get<int64_t>() + sweep["jobs"].value(state, int64_t{0});
   }
   return totals;
 }
@@ -622,7 +702,8 @@ json Round(double value, int digits) {
 
 int Run(const Options& options) {
   RaiseDescriptorLimit();
-  std::string dir_template = (std::filesystem::temp_directory_path() / "bench-fleet-load-XXXXXX").string();
+  std::string dir_template =
+      (std::filesystem::temp_directory_path() / "bench-fleet-load-XXXXXX").string();
   if (mkdtemp(dir_template.data()) == nullptr) {
     std::cerr << "cannot create a temporary directory\n";
     return 1;
@@ -639,22 +720,32 @@ int Run(const Options& options) {
 
   CoordinatorProcess coordinator;
   std::string error;
-  const std::vector<std::string> argv = {options.coordinator, "--db", dir + "/results.db",
-                                         "--agents", "tcp://127.0.0.1:*",
-                                         "--clients", "tcp://127.0.0.1:*",
-                                         "--heartbeat-ms", std::to_string(options.heartbeat_ms),
-                                         "--liveness", std::to_string(options.liveness),
-                                         "--ready-file", dir + "/coordinator.ready"};
+  const std::vector<std::string> argv = {options.coordinator,
+                                         "--db",
+                                         dir + "/results.db",
+                                         "--agents",
+                                         "tcp://127.0.0.1:*",
+                                         "--clients",
+                                         "tcp://127.0.0.1:*",
+                                         "--heartbeat-ms",
+                                         std::to_string(options.heartbeat_ms),
+                                         "--liveness",
+                                         std::to_string(options.liveness),
+                                         "--ready-file",
+                                         dir + "/coordinator.ready"};
   if (!coordinator.Start(argv, dir + "/coordinator.log", dir + "/coordinator.ready", &error)) {
     std::cerr << error << "\n";
     return 1;
   }
   const pid_t pid = coordinator.pid();
   Simulator simulator(options, coordinator.agents_endpoint(), coordinator.clients_endpoint());
+  const auto register_start = Clock::now();
   if (!simulator.Connect(&error) || !simulator.RegisterAll(&error)) {
-    std::cerr << error << "\n";
+    std::cerr << error << "; coordinator log: " << dir
+              << "/coordinator.log (--keep-dir keeps it)\n";
     return 1;
   }
+  const double register_s = Seconds(Clock::now() - register_start);
 
   const bool idle = options.idle_s > 0;
   const double cpu_before = ProcessCpuSeconds(pid);
@@ -670,6 +761,8 @@ int Run(const Options& options) {
   const double cpu_s = ProcessCpuSeconds(pid) - cpu_before;
   const double own_s = OwnCpuSeconds() - own_before;
   const json status = simulator.Status();
+  // What the SQLite file holds, read back through the coordinator.
+  const json stored_rows = idle ? json() : simulator.QueryValue("SELECT COUNT(*) FROM results");
   const double peak_rss_mb = PeakRssMb(pid);
   coordinator.Stop();
 
@@ -684,9 +777,14 @@ int Run(const Options& options) {
                  {"coordinator_peak_rss_mb", Round(peak_rss_mb, 1)},
                  {"simulator_cpu_s", Round(own_s, 3)},
                  {"status_reply_max_ms", Round(simulator.max_status_ms(), 2)},
+                 {"status_reply_p50_ms", Round(simulator.median_status_ms(), 2)},
                  {"status_replies", simulator.status_replies()},
                  {"coordinator_heartbeats", tally.coordinator_heartbeats},
+                 {"register_s", Round(register_s, 3)},
+                 {"registers_sent", tally.registers_sent},
+                 {"simulator_heartbeat_late_max_ms", Round(tally.heartbeat_late_max_ms, 2)},
                  {"reregistrations", tally.reregistrations},
+                 {"coordinator_silences", tally.coordinator_silences},
                  {"errors", tally.errors},
                  {"counters", counters}};
   if (!idle) {
@@ -694,8 +792,10 @@ int Run(const Options& options) {
     report["job_delay_ms"] = options.job_delay_ms;
     report["sweeps"] = simulator.sweeps();
     report["jobs_done"] = totals["done"];
+    report["result_rows_in_db"] = stored_rows;
     report["jobs_per_s"] = Round(totals["done"].get<double>() / wall_s, 1);
-    report["coordinator_cpu_ms_per_job"] = Round(1000 * cpu_s / std::max<double>(1, options.jobs), 3);
+    report["coordinator_cpu_ms_per_job"] =
+        Round(1000 * cpu_s / std::max<double>(1, options.jobs), 3);
     report["dispatch_latency_ms"] = {{"n", tally.dispatch_latency_ms.size()},
                                      {"p50", Round(Percentile(tally.dispatch_latency_ms, 0.5), 3)},
                                      {"p99", Round(Percentile(tally.dispatch_latency_ms, 0.99), 3)},
@@ -719,13 +819,15 @@ int Run(const Options& options) {
     std::cerr << "  " << what << std::string(what.size() < 38 ? 38 - what.size() : 1, ' ')
               << (value.is_string() ? value.get<std::string>() : value.dump()) << "\n";
   };
+  row("fleet registered in s", report["register_s"]);
   row("wall s", report["wall_s"]);
   if (!idle) {
     row("jobs done / failed", json(totals["done"].dump() + " / " + totals["failed"].dump()));
+    row("result rows in the database", report["result_rows_in_db"]);
     row("jobs/s", report["jobs_per_s"]);
     row("coordinator CPU ms per job", report["coordinator_cpu_ms_per_job"]);
-    row("dispatch latency p50 / p99 ms",
-        json(report["dispatch_latency_ms"]["p50"].dump() + " / " + report["dispatch_latency_ms"]["p99"].dump()));
+    row("dispatch latency p50 / p99 ms", json(report["dispatch_latency_ms"]["p50"].dump() + " / " +
+                                              report["dispatch_latency_ms"]["p99"].dump()));
     row("submit reply max ms", report["submit_reply_max_ms"]);
     row("attempts lost", report["attempts_lost"]);
     row("duplicate answers", report["duplicate_answers"]);
@@ -734,12 +836,15 @@ int Run(const Options& options) {
   row("coordinator CPU s", report["coordinator_cpu_s"]);
   row("coordinator CPU, fraction of a core", report["coordinator_cpu_fraction"]);
   row("coordinator peak RSS MiB", report["coordinator_peak_rss_mb"]);
-  row("status reply max ms", report["status_reply_max_ms"]);
+  row("status reply p50 / max ms",
+      json(report["status_reply_p50_ms"].dump() + " / " + report["status_reply_max_ms"].dump()));
   row("simulator CPU s", report["simulator_cpu_s"]);
+  row("simulator heartbeat lateness max ms", report["simulator_heartbeat_late_max_ms"]);
   for (const std::string& text : tally.error_texts) row("error", json(text));
   if (options.keep_dir) row("kept", json(dir));
   if (!ok) {
-    std::cerr << error << "; coordinator log: " << dir << "/coordinator.log (--keep-dir keeps it)\n";
+    std::cerr << error << "; coordinator log: " << dir
+              << "/coordinator.log (--keep-dir keeps it)\n";
     return 2;
   }
   return 0;
@@ -756,11 +861,13 @@ int main(int argc, char** argv) {
   app.add_option("--jobs", options.jobs, "jobs to submit (sweeps of at most 100000)")
       ->check(CLI::Range(int64_t{1}, int64_t{2000000}))
       ->capture_default_str();
-  app.add_option("--job-delay-ms", options.job_delay_ms, "how long an agent holds a job before its result")
+  app.add_option("--job-delay-ms", options.job_delay_ms,
+                 "how long an agent holds a job before its result")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
-  app.add_option("--idle-s", options.idle_s,
-                 "submit nothing; heartbeat this many seconds and report the coordinator's idle CPU")
+  app.add_option(
+         "--idle-s", options.idle_s,
+         "submit nothing; heartbeat this many seconds and report the coordinator's idle CPU")
       ->check(CLI::NonNegativeNumber);
   app.add_option("--timeout-s", options.timeout_s, "give up when the jobs are not done by then")
       ->check(CLI::PositiveNumber)
@@ -773,7 +880,8 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--coordinator", options.coordinator, "benchfleet-coordinator to run")
       ->capture_default_str();
-  app.add_flag("--keep-dir", options.keep_dir, "keep the temporary directory (database, coordinator log)");
+  app.add_flag("--keep-dir", options.keep_dir,
+               "keep the temporary directory (database, coordinator log)");
   CLI11_PARSE(app, argc, argv);
   return Run(options);
 }
