@@ -5,7 +5,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -35,6 +37,7 @@ bool CoordinatorProcess::Start(const std::vector<std::string>& argv, const std::
     dup2(fileno(out), STDOUT_FILENO);
     dup2(fileno(out), STDERR_FILENO);
     execv(args[0], args.data());
+    std::fprintf(stderr, "cannot execute %s: %s\n", args[0], std::strerror(errno));
     _exit(127);
   }
   std::fclose(out);
