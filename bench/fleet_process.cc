@@ -1,0 +1,125 @@
+#include "bench/fleet_process.h"
+
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace benchfleet::fleet_load {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+bool Fail(std::string* error, const std::string& why) {
+  *error = why;
+  return false;
+}
+
+}  // namespace
+
+bool CoordinatorProcess::Start(const std::vector<std::string>& argv, const std::string& log,
+                               const std::string& ready_file, std::string* error) {
+  std::vector<std::string> copy = argv;
+  std::vector<char*> args;
+  for (auto& a : copy) args.push_back(a.data());
+  args.push_back(nullptr);
+  FILE* out = std::fopen(log.c_str(), "a");
+  if (out == nullptr) return Fail(error, "cannot open " + log);
+  pid_ = fork();
+  if (pid_ == 0) {
+    dup2(fileno(out), STDOUT_FILENO);
+    dup2(fileno(out), STDERR_FILENO);
+    execv(args[0], args.data());
+    std::fprintf(stderr, "cannot execute %s: %s\n", args[0], std::strerror(errno));
+    _exit(127);
+  }
+  std::fclose(out);
+  if (pid_ < 0) return Fail(error, "fork failed");
+  const auto deadline = Clock::now() + kCoordinatorStartTimeout;
+  while (!std::filesystem::exists(ready_file)) {
+    if (waitpid(pid_, nullptr, WNOHANG) == pid_) {
+      pid_ = -1;
+      return Fail(error, "the coordinator exited at start; see " + log);
+    }
+    if (Clock::now() > deadline)
+      return Fail(error, "the coordinator wrote no ready file; see " + log);
+    usleep(10000);  // polling a file: no descriptor to wait on
+  }
+  ready_ = nlohmann::json::parse(ReadFile(ready_file), nullptr, false);
+  if (!ready_.is_object() || !ready_.contains("agents") || !ready_.contains("clients")) {
+    return Fail(error, "unreadable ready file " + ready_file);
+  }
+  return true;
+}
+
+int CoordinatorProcess::Stop() {
+  if (pid_ <= 0) return -1;
+  kill(pid_, SIGTERM);
+  int status = -1;
+  const auto deadline = Clock::now() + kCoordinatorStopGrace;
+  while (waitpid(pid_, &status, WNOHANG) != pid_) {
+    if (Clock::now() > deadline) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, &status, 0);
+      break;
+    }
+    usleep(10000);
+  }
+  pid_ = -1;
+  return status;
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// utime + stime of `pid` in seconds (/proc/<pid>/stat fields 14 and 15), or -1.
+double ProcessCpuSeconds(pid_t pid) {
+  std::string stat = ReadFile("/proc/" + std::to_string(pid) + "/stat");
+  size_t paren = stat.rfind(')');  // the command name may hold spaces
+  if (paren == std::string::npos) return -1;
+  std::istringstream fields(stat.substr(paren + 2));
+  std::vector<std::string> tokens;
+  for (std::string token; fields >> token;) tokens.push_back(token);
+  if (tokens.size() < 13) return -1;  // tokens[0] is field 3 (state)
+  double ticks = std::stod(tokens[11]) + std::stod(tokens[12]);
+  return ticks / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
+// VmHWM of `pid` in MiB, or -1.
+double PeakRssMb(pid_t pid) {
+  std::istringstream status(ReadFile("/proc/" + std::to_string(pid) + "/status"));
+  for (std::string line; std::getline(status, line);) {
+    if (line.rfind("VmHWM:", 0) == 0) return std::stod(line.substr(6)) / 1024.0;
+  }
+  return -1;
+}
+
+double OwnCpuSeconds() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  auto s = [](const timeval& t) { return static_cast<double>(t.tv_sec) + t.tv_usec / 1e6; };
+  return s(usage.ru_utime) + s(usage.ru_stime);
+}
+
+// One TCP connection per agent: raise the descriptor limit as far as allowed.
+void RaiseDescriptorLimit() {
+  rlimit limit{};
+  if (getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur < limit.rlim_max) {
+    limit.rlim_cur = limit.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &limit);
+  }
+}
+
+// The coordinator as a child process, its output in `log`.
+}  // namespace benchfleet::fleet_load

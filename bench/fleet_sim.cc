@@ -1,0 +1,405 @@
+#include "bench/fleet_sim.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+
+#include "common/transport.h"
+
+namespace benchfleet::fleet_load {
+
+bool Simulator::Connect(std::string* error) {
+  context_.set(zmq::ctxopt::max_sockets, options_.agents + 64);
+  agents_.resize(options_.agents);
+  for (int i = 0; i < options_.agents; ++i) {
+    SimAgent& agent = agents_[i];
+    agent.name = "load-" + std::to_string(i);
+    auto socket = benchfleet::ConnectDealer(context_, agents_endpoint_,
+                                            agent.name + "/" + std::to_string(getpid()));
+    if (!socket.ok()) {
+      *error = socket.status().message();
+      return false;
+    }
+    agent.socket = std::make_unique<zmq::socket_t>(std::move(socket).value());
+  }
+  auto client = benchfleet::ConnectDealer(context_, clients_endpoint_, "");
+  if (!client.ok()) {
+    *error = client.status().message();
+    return false;
+  }
+  client_ = std::make_unique<zmq::socket_t>(std::move(client).value());
+  return true;
+}
+
+void Simulator::Send(zmq::socket_t& socket, const Message& message) {
+  benchfleet::Status sent = benchfleet::SendMessage(socket, message);
+  if (!sent.ok()) RecordError("send", sent.message());
+}
+
+void Simulator::RecordError(const std::string& code, const std::string& text) {
+  ++tally_.errors[code];
+  if (tally_.error_texts.size() < kKeptErrors) tally_.error_texts.push_back(code + ": " + text);
+}
+
+void Simulator::SendRegister(SimAgent& agent) {
+  // A CPU-only host of its own (distinct machine_id), without calibration.
+  json host = {{"hostname", agent.name},   {"machine_id", "load-machine-" + agent.name},
+               {"cpu_model", "simulated"}, {"logical_cpus", 2},
+               {"allowed_cpus", "0-1"},    {"memory_mb", 4096},
+               {"kernel", "Linux"},        {"arch", "x86_64"},
+               {"os", "simulated"},        {"nvidia_driver", nullptr}};
+  json torch = {
+      {"torch_version", "simulated"}, {"cuda_available", false}, {"cuda_device_count", 0}};
+  Send(*agent.socket,
+       benchfleet::MakeMessage(
+           msg::kRegister,
+           {{"agent", agent.name},
+            {"tags", json::array({"load"})},
+            {"capabilities",
+             {{"host", host}, {"torch", torch}, {"gpus", json::array()}, {"cpus", "0-1"}}}}));
+  // Repeated while unanswered, as benchfleet-agent does.
+  agent.next_register = Clock::now() + std::chrono::milliseconds(benchfleet::kRegisterRetryMs);
+  ++tally_.registers_sent;
+}
+
+bool Simulator::RegisterAll(std::string* error) {
+  for (SimAgent& agent : agents_) SendRegister(agent);
+  bool all = Serve(Clock::now() + kRegisterTimeout, [&] {
+    return std::all_of(agents_.begin(), agents_.end(),
+                       [](const SimAgent& a) { return a.registered; });
+  });
+  if (!all) {
+    const auto registered = std::count_if(agents_.begin(), agents_.end(),
+                                          [](const SimAgent& a) { return a.registered; });
+    *error = std::to_string(registered) + " of " + std::to_string(agents_.size()) +
+             " agents registered within " + std::to_string(kRegisterTimeout.count()) + " s (" +
+             std::to_string(tally_.registers_sent) + " register messages sent, " +
+             std::to_string(tally_.reregistrations) + " re-registrations after not_found, " +
+             std::to_string(tally_.coordinator_silences) +
+             " after a silent coordinator, heartbeats " + "at most " +
+             std::to_string(static_cast<int>(tally_.heartbeat_late_max_ms)) + " ms late)";
+  }
+  return all;
+}
+
+void Simulator::SendClient(const std::string& type, json fields) {
+  int64_t id = next_request_id_++;
+  fields["request_id"] = id;
+  requests_[id] = {type, Clock::now()};
+  Send(*client_, benchfleet::MakeMessage(type, std::move(fields)));
+}
+
+bool Simulator::RunJobs(std::string* error) {
+  const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                           std::chrono::duration<double>(options_.timeout_s));
+  int64_t remaining = options_.jobs;
+  for (int sweep = 0; remaining > 0; ++sweep) {
+    int64_t count = std::min(remaining, kMaxJobsPerSweep);
+    remaining -= count;
+    json batch_sizes = json::array();
+    for (int64_t b = 1; b <= count; ++b) batch_sizes.push_back(b);
+    // The tiniest timing budget: the simulated worker does not run it, but the
+    // coordinator derives the job's timeout from it.
+    json sweep_file = {
+        {"name", "fleet-load-" + std::to_string(sweep)},
+        {"placement", "any"},
+        {"select", {{"device", "cpu"}}},
+        {"matrix", {{"model", {"mlp"}}, {"batch_size", batch_sizes}}},
+        {"models", {{"mlp", {{"layers", {8, 8}}}}}},
+        {"timing", {{"warmup_s", 0.01}, {"min_time_s", 0.01}, {"max_time_s", 0.01}}}};
+    SendClient(msg::kSubmit, {{"sweep", sweep_file},
+                              {"submission_id",
+                               "load-" + std::to_string(getpid()) + "-" + std::to_string(sweep)}});
+  }
+  const size_t submits =
+      static_cast<size_t>((options_.jobs + kMaxJobsPerSweep - 1) / kMaxJobsPerSweep);
+  auto next_status = Clock::now();
+  int64_t stored_at_last_status = -1;
+  bool finished = Serve(deadline, [&] {
+    if (submit_refused_) return true;
+    if (sweep_ids_.size() < submits) return false;
+    bool status_in_flight = std::any_of(requests_.begin(), requests_.end(), [](const auto& r) {
+      return r.second.first == msg::kStatus;
+    });
+    // Once every job is acknowledged, ask at once instead of at the next interval.
+    const int64_t stored = tally_.acks["stored"];
+    const bool news = stored >= options_.jobs && stored > stored_at_last_status;
+    if (!status_in_flight && (Clock::now() >= next_status || news)) {
+      SendClient(msg::kStatus, json::object());
+      next_status = Clock::now() + kStatusInterval;
+      stored_at_last_status = stored;
+    }
+    if (!last_status_.is_object()) return false;
+    int found = 0;
+    for (const json& sweep : last_status_["sweeps"]) {
+      if (std::find(sweep_ids_.begin(), sweep_ids_.end(), sweep.value("sweep_id", int64_t{0})) ==
+          sweep_ids_.end()) {
+        continue;
+      }
+      if (sweep.value("state", "") == "running") return false;
+      ++found;
+    }
+    return found == static_cast<int>(sweep_ids_.size());
+  });
+  if (submit_refused_) *error = "the coordinator refused a submit";
+  if (!finished) *error = "the jobs did not finish within --timeout-s";
+  return finished && !submit_refused_;
+}
+
+void Simulator::Idle(double seconds) {
+  const auto end = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                      std::chrono::duration<double>(seconds));
+  Serve(end, [] { return false; });
+}
+
+json Simulator::Status() {
+  last_status_ = nullptr;
+  SendClient(msg::kStatus, json::object());
+  Serve(Clock::now() + std::chrono::milliseconds(benchfleet::kClientReplyTimeoutMs),
+        [&] { return last_status_.is_object(); });
+  return last_status_;
+}
+
+json Simulator::QueryValue(const std::string& sql) {
+  last_rows_ = nullptr;
+  SendClient(msg::kQuery, {{"sql", sql}});
+  Serve(Clock::now() + std::chrono::milliseconds(benchfleet::kClientReplyTimeoutMs),
+        [&] { return last_rows_.is_object(); });
+  if (!last_rows_.is_object() || last_rows_["rows"].empty() || last_rows_["rows"][0].empty())
+    return nullptr;
+  return last_rows_["rows"][0][0];
+}
+
+template <typename Done>
+bool Simulator::Serve(Clock::time_point deadline, Done done) {
+  std::vector<zmq::pollitem_t> items;
+  for (SimAgent& agent : agents_) items.push_back({agent.socket->handle(), 0, ZMQ_POLLIN, 0});
+  items.push_back({client_->handle(), 0, ZMQ_POLLIN, 0});
+  while (!done()) {
+    const auto now = Clock::now();
+    if (now >= deadline) return false;
+    const auto wake = std::min(deadline, TimersDue(now));
+    const auto wait =
+        std::chrono::ceil<std::chrono::milliseconds>(std::max(wake - now, Clock::duration()));
+    try {
+      zmq::poll(items.data(), items.size(),
+                std::min(wait, std::chrono::milliseconds(kStatusInterval)));
+    } catch (const zmq::error_t&) {
+      continue;  // EINTR
+    }
+    for (size_t i = 0; i < items.size(); ++i) {
+      if ((items[i].revents & ZMQ_POLLIN) == 0) continue;
+      zmq::socket_t& socket = i < agents_.size() ? *agents_[i].socket : *client_;
+      while (true) {
+        auto frames = benchfleet::ReceiveFrames(socket);
+        if (!frames.ok()) {
+          RecordError("receive", frames.status().message());
+          break;
+        }
+        if (!frames->has_value()) break;
+        if ((*frames)->size() != 1) {
+          ++tally_.malformed_from_coordinator;
+          continue;
+        }
+        if (i < agents_.size()) {
+          HandleAgentFrame(agents_[i], (**frames)[0]);
+        } else {
+          HandleClientFrame((**frames)[0]);
+        }
+      }
+    }
+  }
+  return true;
+}
+
+// Sends what is due (heartbeats, delayed answers, resends, registrations); returns when
+// the next timer falls due.
+Clock::time_point Simulator::TimersDue(Clock::time_point now) {
+  Clock::time_point next = now + std::chrono::hours(1);
+  for (SimAgent& agent : agents_) {
+    if (!agent.registered) {
+      if (now >= agent.next_register) SendRegister(agent);
+      next = std::min(next, agent.next_register);
+      continue;
+    }
+    if (now - agent.last_heard >
+        std::chrono::milliseconds(int64_t{agent.heartbeat_ms} * agent.liveness)) {
+      // The coordinator has said nothing for its liveness window (it may have dropped
+      // us without telling): register again after the backoff, as an agent does.
+      agent.registered = false;
+      ++tally_.coordinator_silences;
+      agent.next_register = now + std::chrono::milliseconds(agent.silence_backoff_ms);
+      agent.silence_backoff_ms = std::min(agent.silence_backoff_ms * 2, kSilenceBackoffMaxMs);
+      next = std::min(next, agent.next_register);
+      continue;
+    }
+    if (agent.running && now >= agent.answer_at) {
+      json job = std::move(*agent.running);
+      agent.running.reset();
+      Answer(agent, job);
+    }
+    if (agent.running) next = std::min(next, agent.answer_at);
+    if (now >= agent.next_heartbeat) {
+      json running = nullptr;
+      if (agent.running)
+        running = {{"job_id", (*agent.running)["job_id"]},
+                   {"attempt", (*agent.running)["attempt"]}};
+      Send(*agent.socket, benchfleet::MakeMessage(msg::kHeartbeat, {{"running", running}}));
+      // How late the simulator itself is: a late heartbeat would be its fault, not the
+      // coordinator's.
+      tally_.heartbeat_late_max_ms =
+          std::max(tally_.heartbeat_late_max_ms, Ms(now - agent.next_heartbeat));
+      agent.next_heartbeat = now + std::chrono::milliseconds(agent.heartbeat_ms);
+    }
+    next = std::min(next, agent.next_heartbeat);
+    for (auto& [key, pending] : agent.unacked) {
+      const auto resend_at =
+          pending.sent + std::chrono::milliseconds(benchfleet::kResultResendIntervalMs);
+      if (now >= resend_at) {
+        benchfleet::Status sent = benchfleet::SendFrames(*agent.socket, {pending.frame});
+        if (!sent.ok()) RecordError("send", sent.message());
+        pending.sent = now;
+        ++tally_.result_resends;
+      }
+      next = std::min(
+          next, pending.sent + std::chrono::milliseconds(benchfleet::kResultResendIntervalMs));
+    }
+  }
+  return next;
+}
+
+void Simulator::HandleAgentFrame(SimAgent& agent, const std::string& frame) {
+  auto decoded = benchfleet::Decode(frame);
+  if (!decoded.ok()) {
+    ++tally_.malformed_from_coordinator;
+    RecordError("malformed", decoded.status().message());
+    return;
+  }
+  const json& body = decoded->body;
+  const std::string& type = decoded->type;
+  agent.last_heard = Clock::now();
+  if (type == msg::kRegistered) {
+    agent.registered = true;
+    agent.silence_backoff_ms = kSilenceBackoffMinMs;
+    agent.heartbeat_ms = body.value("heartbeat_ms", options_.heartbeat_ms);
+    agent.liveness = body.value("liveness", options_.liveness);
+    agent.next_heartbeat = Clock::now() + std::chrono::milliseconds(agent.heartbeat_ms);
+  } else if (type == msg::kJob) {
+    OnJob(agent, body);
+  } else if (type == msg::kAck) {
+    agent.unacked.erase({body.value("job_id", int64_t{0}), body.value("attempt", int64_t{0})});
+    ++tally_.acks[body.value("outcome", "?")];
+    if (body.value("outcome", "") == "rejected") RecordError("rejected", body.value("reason", ""));
+  } else if (type == msg::kHeartbeat) {
+    ++tally_.coordinator_heartbeats;
+  } else if (type == msg::kError) {
+    const std::string code = body.value("code", "?");
+    RecordError(code, body.value("message", ""));
+    if (code == "not_found" && !body.contains("job_id")) {
+      // The coordinator does not know this agent (it was dropped): register again.
+      agent.registered = false;
+      ++tally_.reregistrations;
+      SendRegister(agent);
+    }
+  } else {
+    RecordError("unexpected", "a \"" + type + "\" on an agent socket");
+  }
+}
+
+void Simulator::OnJob(SimAgent& agent, const json& job) {
+  ++tally_.jobs_received;
+  const auto now = Clock::now();
+  if (agent.running) {
+    // What a real agent does with an offer while busy (protocol.md, job).
+    ++tally_.offers_while_busy;
+    Send(*agent.socket, benchfleet::MakeMessage(msg::kError, {{"code", "failed_precondition"},
+                                                              {"message", "agent is busy"},
+                                                              {"job_id", job["job_id"]},
+                                                              {"attempt", job["attempt"]}}));
+    return;
+  }
+  if (agent.result_sent) {
+    tally_.dispatch_latency_ms.push_back(Ms(now - *agent.result_sent));
+    agent.result_sent.reset();
+  }
+  if (options_.job_delay_ms <= 0) return Answer(agent, job);
+  agent.running = job;
+  agent.answer_at = now + std::chrono::milliseconds(options_.job_delay_ms);
+}
+
+void Simulator::Answer(SimAgent& agent, const json& job) {
+  const int64_t job_id = job.value("job_id", int64_t{0});
+  const int64_t attempt = job.value("attempt", int64_t{0});
+  const json& spec = job["spec"];
+  if (!tally_.answered_jobs.insert(job_id).second) ++tally_.duplicate_answers;
+  // What benchfleet-worker reports (schemas/worker.md), with the job's configuration
+  // echoed from its spec and the agent's fields (protocol.md, result).
+  json result = {{"ok", true}, {"job_id", job_id}, {"attempt", attempt}};
+  for (const char* key :
+       {"device", "model", "mode", "dtype", "batch_size", "threads", "interop_threads"}) {
+    if (spec.contains(key)) result[key] = spec[key];
+  }
+  result["stats"] = {{"n", 20},
+                     {"median_ms", 1.0},
+                     {"mean_ms", 1.0},
+                     {"stdev_ms", 0.01},
+                     {"min_ms", 0.98},
+                     {"max_ms", 1.05},
+                     {"p90_ms", 1.02},
+                     {"p99_ms", 1.05},
+                     {"q1_ms", 0.99},
+                     {"q3_ms", 1.01},
+                     {"iqr_ms", 0.02},
+                     {"noisy", false},
+                     {"iters_per_sample", 1},
+                     {"timed_s", 0.02},
+                     {"warmup_s", 0.01}};
+  result["samples_ms"] = json::array({1.0, 0.98, 1.05});
+  result["throughput_per_s"] = spec.value("batch_size", 1) * 1000.0;
+  result["effective_threads"] = 1.0;
+  result["peak_rss_mb"] = 50.0;
+  result["worker_wall_s"] = 0.05;
+  result["exit"] = "exited with code 0";
+  const std::string frame = benchfleet::Encode(benchfleet::MakeMessage(
+      msg::kResult, {{"job_id", job_id}, {"attempt", attempt}, {"result", std::move(result)}}));
+  const auto now = Clock::now();
+  benchfleet::Status sent = benchfleet::SendFrames(*agent.socket, {frame});
+  if (!sent.ok()) RecordError("send", sent.message());
+  agent.unacked[{job_id, attempt}] = {frame, now};
+  agent.result_sent = now;
+  ++tally_.results_sent;
+}
+
+void Simulator::HandleClientFrame(const std::string& frame) {
+  auto decoded = benchfleet::Decode(frame);
+  if (!decoded.ok()) {
+    ++tally_.malformed_from_coordinator;
+    RecordError("malformed", decoded.status().message());
+    return;
+  }
+  const json& body = decoded->body;
+  const json& id = body.contains("request_id") ? body["request_id"] : json();
+  auto request = id.is_number_integer() ? requests_.find(id.get<int64_t>()) : requests_.end();
+  if (request == requests_.end()) {
+    RecordError("unexpected", "a reply to no request: " + frame.substr(0, 200));
+    return;
+  }
+  const double ms = Ms(Clock::now() - request->second.second);
+  const std::string request_type = request->second.first;
+  requests_.erase(request);
+  if (decoded->type == msg::kSubmitted) {
+    max_submit_ms_ = std::max(max_submit_ms_, ms);
+    sweep_ids_.push_back(body.value("sweep_id", int64_t{0}));
+  } else if (decoded->type == msg::kStatusReply) {
+    status_ms_.push_back(ms);
+    last_status_ = body;
+  } else if (decoded->type == msg::kRows) {
+    last_rows_ = body;
+  } else if (decoded->type == msg::kError) {
+    RecordError(request_type + " " + body.value("code", "?"), body.value("message", ""));
+    if (request_type == msg::kSubmit) submit_refused_ = true;
+  }
+}
+
+// Sums the jobs of our sweeps in a status_reply by state.
+}  // namespace benchfleet::fleet_load
