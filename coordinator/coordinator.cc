@@ -151,6 +151,7 @@ Status Coordinator::Run(const std::atomic<bool>* stop, std::atomic<bool>* reload
     // query thread; the loop only picks up the reads' replies.
     auto readable = PollReadable({agents_socket_.get(), clients_socket_.get(), &reads_->reply_socket()},
                                  kCoordinatorTickMs);
+    const MonoTime polled_at = MonoNow();
     // Clients first: a user's submit or status is answered ahead of the agents' flood.
     for (int i = 0; readable[1] && i < kMaxMessagesPerRound; ++i) {
       auto frames = ReceiveFrames(*clients_socket_);
@@ -158,19 +159,24 @@ Status Coordinator::Run(const std::atomic<bool>* stop, std::atomic<bool>* reload
       HandleClient(**frames);
     }
     if (readable[2]) DeliverReadReplies(Millis(0));
-    bool drained = !readable[0];
+    // The agents' queue was empty when polled (messages that came while clients were
+    // served are not read yet), or when a receive found nothing.
+    if (!readable[0]) observed_until_ = polled_at;
     for (int i = 0; readable[0] && i < kMaxMessagesPerRound; ++i) {
+      const MonoTime before_receive = MonoNow();
       auto frames = ReceiveFrames(*agents_socket_);
       if (!frames.ok()) break;
       if (!frames->has_value()) {
-        drained = true;
+        observed_until_ = before_receive;
         break;
       }
       HandleAgent(**frames);
+      // Our heartbeats leave on time however long the round: an agent that hears
+      // nothing from a coordinator busy storing results would take it for dead.
+      SendHeartbeats();
     }
-    // Every agent message sent before now has been read (as far as ZeroMQ delivered
-    // it): liveness is judged up to here, never beyond.
-    if (drained) observed_until_ = MonoNow();
+    // Every agent message sent before observed_until_ has been read (as far as ZeroMQ
+    // delivered it): liveness is judged up to there, never beyond.
     Tick();
   }
   LOG_INFO("stopping");
