@@ -141,6 +141,7 @@ void AgentDaemon::Handle(const Message& message) {
     // Every outcome ends the result's life in the spool. "rejected": the coordinator
     // can never store it (it names the field at fault), so resending would only bring
     // the same answer after every reconnect.
+    resend_interval_ms_ = kResultResendIntervalMs;  // the coordinator keeps up again
     Status removed = spool_->Remove(body["job_id"], body["attempt"]);
     if (!removed.ok()) LOG_ERROR(removed.message());
     if (body["outcome"] == "rejected") {
@@ -211,7 +212,10 @@ void AgentDaemon::SendSpooled() {
         msg::kResult,
         {{"job_id", entry.job_id}, {"attempt", entry.attempt}, {"result", entry.result}}));
   }
-  next_resend_ = MonoNow() + Millis(kResultResendIntervalMs);
+  next_resend_ = MonoNow() + Millis(resend_interval_ms_);
+  if (spool_->size() > 0) {
+    resend_interval_ms_ = std::min(resend_interval_ms_ * 2, kResultResendMaxIntervalMs);
+  }
 }
 
 void AgentDaemon::Timers() {

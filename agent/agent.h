@@ -15,6 +15,7 @@
 #include "common/clock.h"
 #include "common/curve.h"
 #include "common/limits.h"
+#include "common/limits.h"
 #include "common/protocol.h"
 
 namespace benchfleet {
@@ -71,6 +72,7 @@ class AgentDaemon {
   MonoTime next_heartbeat_;
   MonoTime next_register_;
   MonoTime next_resend_;
+  int resend_interval_ms_ = kResultResendIntervalMs;  // doubles while no ack comes
   MonoTime reconnect_at_;  // while there is no socket: when to make the next one
   int reconnect_backoff_ms_ = kHeartbeatIntervalMs;
 };

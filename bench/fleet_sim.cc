@@ -253,16 +253,16 @@ Clock::time_point Simulator::TimersDue(Clock::time_point now) {
     }
     next = std::min(next, agent.next_heartbeat);
     for (auto& [key, pending] : agent.unacked) {
-      const auto resend_at =
-          pending.sent + std::chrono::milliseconds(benchfleet::kResultResendIntervalMs);
+      const auto resend_at = pending.sent + std::chrono::milliseconds(pending.resend_interval_ms);
       if (now >= resend_at) {
         benchfleet::Status sent = benchfleet::SendFrames(*agent.socket, {pending.frame});
         if (!sent.ok()) RecordError("send", sent.message());
         pending.sent = now;
+        pending.resend_interval_ms =
+            std::min(pending.resend_interval_ms * 2, benchfleet::kResultResendMaxIntervalMs);
         ++tally_.result_resends;
       }
-      next = std::min(
-          next, pending.sent + std::chrono::milliseconds(benchfleet::kResultResendIntervalMs));
+      next = std::min(next, pending.sent + std::chrono::milliseconds(pending.resend_interval_ms));
     }
   }
   return next;

@@ -59,6 +59,7 @@ struct Options {
 struct PendingResult {
   std::string frame;
   Clock::time_point sent;
+  int resend_interval_ms = benchfleet::kResultResendIntervalMs;  // doubles per resend, as the agent's
 };
 
 struct SimAgent {

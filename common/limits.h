@@ -20,8 +20,12 @@ inline constexpr int64_t kMaxMessageBytes = 16 * 1024 * 1024;
 inline constexpr int kHeartbeatIntervalMs = 1000;
 inline constexpr int kHeartbeatLiveness = 3;
 
-// How often an agent resends a result the coordinator has not acknowledged yet.
+// How often an agent resends a result the coordinator has not acknowledged yet: first
+// after this, then twice as long after each resend that brought no ack, up to the
+// maximum. A coordinator that lags under load is not flooded with duplicates of what
+// it has not read yet; any ack resets the interval.
 inline constexpr int kResultResendIntervalMs = 2000;
+inline constexpr int kResultResendMaxIntervalMs = 30000;
 
 // How often an unregistered agent repeats its registration.
 inline constexpr int kRegisterRetryMs = 1000;
