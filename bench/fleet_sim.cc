@@ -197,14 +197,19 @@ bool Simulator::Serve(Clock::time_point deadline, Done done) {
           break;
         }
         if (!frames->has_value()) break;
-        if ((*frames)->size() != 1) {
+        auto decoded = (*frames)->size() == 1
+                           ? benchfleet::Decode((**frames)[0])
+                           : benchfleet::StatusOr<benchfleet::Message>(
+                                 benchfleet::InvalidArgument("expected one frame"));
+        if (!decoded.ok()) {
           ++tally_.malformed_from_coordinator;
+          RecordError("malformed", decoded.status().message());
           continue;
         }
         if (i < agents_.size()) {
-          HandleAgentFrame(agents_[i], (**frames)[0]);
+          HandleAgentMessage(agents_[i], *decoded);
         } else {
-          HandleClientFrame((**frames)[0]);
+          HandleClientMessage(*decoded, (**frames)[0]);
         }
       }
     }
@@ -268,15 +273,9 @@ Clock::time_point Simulator::TimersDue(Clock::time_point now) {
   return next;
 }
 
-void Simulator::HandleAgentFrame(SimAgent& agent, const std::string& frame) {
-  auto decoded = benchfleet::Decode(frame);
-  if (!decoded.ok()) {
-    ++tally_.malformed_from_coordinator;
-    RecordError("malformed", decoded.status().message());
-    return;
-  }
-  const json& body = decoded->body;
-  const std::string& type = decoded->type;
+void Simulator::HandleAgentMessage(SimAgent& agent, const benchfleet::Message& decoded) {
+  const json& body = decoded.body;
+  const std::string& type = decoded.type;
   agent.last_heard = Clock::now();
   if (type == msg::kRegistered) {
     agent.registered = true;
@@ -370,14 +369,9 @@ void Simulator::Answer(SimAgent& agent, const json& job) {
   ++tally_.results_sent;
 }
 
-void Simulator::HandleClientFrame(const std::string& frame) {
-  auto decoded = benchfleet::Decode(frame);
-  if (!decoded.ok()) {
-    ++tally_.malformed_from_coordinator;
-    RecordError("malformed", decoded.status().message());
-    return;
-  }
-  const json& body = decoded->body;
+void Simulator::HandleClientMessage(const benchfleet::Message& decoded,
+                                    const std::string& frame) {
+  const json& body = decoded.body;
   const json& id = body.contains("request_id") ? body["request_id"] : json();
   auto request = id.is_number_integer() ? requests_.find(id.get<int64_t>()) : requests_.end();
   if (request == requests_.end()) {
@@ -387,15 +381,15 @@ void Simulator::HandleClientFrame(const std::string& frame) {
   const double ms = Ms(Clock::now() - request->second.second);
   const std::string request_type = request->second.first;
   requests_.erase(request);
-  if (decoded->type == msg::kSubmitted) {
+  if (decoded.type == msg::kSubmitted) {
     max_submit_ms_ = std::max(max_submit_ms_, ms);
     sweep_ids_.push_back(body.value("sweep_id", int64_t{0}));
-  } else if (decoded->type == msg::kStatusReply) {
+  } else if (decoded.type == msg::kStatusReply) {
     status_ms_.push_back(ms);
     last_status_ = body;
-  } else if (decoded->type == msg::kRows) {
+  } else if (decoded.type == msg::kRows) {
     last_rows_ = body;
-  } else if (decoded->type == msg::kError) {
+  } else if (decoded.type == msg::kError) {
     RecordError(request_type + " " + body.value("code", "?"), body.value("message", ""));
     if (request_type == msg::kSubmit) submit_refused_ = true;
   }

@@ -125,8 +125,9 @@ class Simulator {
   // Serves every agent and the client until `done()` or `deadline`; false on deadline.
   template <typename Done>
   bool Serve(Clock::time_point deadline, Done done);
-  void HandleAgentFrame(SimAgent& agent, const std::string& frame);
-  void HandleClientFrame(const std::string& frame);
+  // One decoded frame from the coordinator (decoded once, in the poll loop).
+  void HandleAgentMessage(SimAgent& agent, const benchfleet::Message& decoded);
+  void HandleClientMessage(const benchfleet::Message& decoded, const std::string& frame);
   void OnJob(SimAgent& agent, const json& job);
   void Answer(SimAgent& agent, const json& job);
   void SendRegister(SimAgent& agent);

@@ -25,6 +25,10 @@ void AgentRegistry::Remove(const std::string& routing_id) {
   auto it = agents_.find(routing_id);
   if (it == agents_.end()) return;
   const Agent& agent = it->second;
+  // Its machine's other agents no longer wait for it (its leases, if any, are taken by
+  // the caller). Marked while the indexes still know the machine; the agent itself is
+  // dropped from the candidates just below.
+  MachineFreed(agent.description.name);
   routing_id_by_name_.erase(agent.description.name);
   auto machine = machine_agents_.find(agent.machine_id);
   if (machine != machine_agents_.end()) {
@@ -32,11 +36,7 @@ void AgentRegistry::Remove(const std::string& routing_id) {
     if (machine->second.empty()) machine_agents_.erase(machine);
   }
   offer_candidates_.erase(routing_id);
-  const std::string name = agent.description.name;
   agents_.erase(it);
-  // Its machine's other agents no longer wait for it (its leases, if any, are taken
-  // by the caller).
-  MachineFreed(name);
 }
 
 std::vector<std::string> AgentRegistry::SilentAgents(MonoTime now, Millis window) const {

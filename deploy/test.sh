@@ -2,14 +2,22 @@
 # Installs dependencies, builds, and runs the whole test suite with ctest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Each phase's start time, so a slow run shows where its minutes went.
+phase() { echo "== test.sh $(date -u +%H:%M:%S) $*"; }
+phase install
 deploy/install-deps.sh
+phase build
 deploy/build.sh
 build_dir=${BENCHFLEET_BUILD_DIR:-build}
 # Daemon tests are heavy on a 2-core machine; they run one at a time.
+phase ctest
 ctest --test-dir "$build_dir" --output-on-failure --timeout 900 "$@"
 # The daemons again under AddressSanitizer + UndefinedBehaviorSanitizer: unit, integration
 # and fault tests (the LibTorch worker is the one built above).
+phase sanitize
 deploy/sanitize.sh
 # A short fuzzing run over the message decoder, the sweep parser and the coordinator's
 # handlers (docs/reliability.md, Fuzzing, has the long one).
+phase fuzz
 deploy/fuzz.sh "${BENCHFLEET_FUZZ_RUNS:-50000}"
+phase done
