@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
+#include <iomanip>
 #include <iostream>
 #include <map>
 #include <random>
@@ -357,6 +358,41 @@ int KeygenCommand(const std::string& prefix, bool force) {
   if (!written.ok()) return Fail(written);
   std::cout << "wrote " << prefix << ".key (keep it secret) and " << prefix << ".pub\n"
             << "public key: " << pair->public_key << "\n";
+  return 0;
+}
+
+StatusOr<double> ParseAge(const std::string& text) {
+  static const std::map<char, double> kUnitSeconds = {{'s', 1}, {'m', 60}, {'h', 3600}, {'d', 86400},
+                                                       {'w', 7 * 86400}};
+  const std::string error = "\"" + text + "\": an age is a number and a unit, e.g. 90d, 12h, 30m, 45s";
+  if (text.empty()) return InvalidArgument(error);
+  double unit = 1;
+  std::string number = text;
+  if (auto found = kUnitSeconds.find(text.back()); found != kUnitSeconds.end()) {
+    unit = found->second;
+    number.pop_back();
+  }
+  if (number.empty() || number.find_first_not_of("0123456789.") != std::string::npos ||
+      std::count(number.begin(), number.end(), '.') > 1 || number == ".") {
+    return InvalidArgument(error);
+  }
+  return std::stod(number) * unit;
+}
+
+int PruneCommand(ClientOptions client_options, const std::string& age, double wait_timeout_s) {
+  auto seconds = ParseAge(age);
+  if (!seconds.ok()) return Fail(seconds.status());
+  // The coordinator answers once the whole store has been worked through.
+  client_options.timeout_ms =
+      std::max(client_options.timeout_ms, static_cast<int>(std::min(wait_timeout_s, 86400.0) * 1000));
+  auto client = Connect(client_options);
+  if (!client.ok()) return Fail(client.status());
+  auto reply = (*client)->Call(msg::kPrune, {{"samples_older_than_s", *seconds}});
+  if (!reply.ok()) return Fail(reply.status());
+  const json& body = reply->body;
+  std::cout << "dropped the raw samples of " << body["results_pruned"] << " results older than "
+            << age << "; the store went from " << FormatBytes(body["bytes_before"].get<double>())
+            << " to " << FormatBytes(body["bytes_after"].get<double>()) << "\n";
   return 0;
 }
 

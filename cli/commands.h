@@ -38,6 +38,11 @@ int ResultsCommand(const ClientOptions& client, std::optional<int64_t> sweep_id,
                    bool all_columns);
 int QueryCommand(const ClientOptions& client, const std::string& sql, RowFormat format);
 int CancelCommand(const ClientOptions& client, int64_t sweep_id);
+
+// "90d", "12h", "30m", "45s" or a plain number of seconds -> seconds.
+StatusOr<double> ParseAge(const std::string& text);
+// Drops raw samples older than `age` (ParseAge) and waits for the coordinator's answer.
+int PruneCommand(ClientOptions client, const std::string& age, double wait_timeout_s);
 // Queues a calibration of the named agents (all when empty); --wait as for submit.
 int CalibrateCommand(const ClientOptions& client, const std::vector<std::string>& agents, bool wait);
 

@@ -104,4 +104,16 @@ std::string FormatRows(const std::vector<std::string>& columns, const nlohmann::
   return out;
 }
 
+std::string FormatBytes(double bytes) {
+  static const char* const kUnits[] = {"bytes", "KiB", "MiB", "GiB", "TiB"};
+  int unit = 0;
+  while (bytes >= 1024 && unit < 4) {
+    bytes /= 1024;
+    ++unit;
+  }
+  char text[32];
+  std::snprintf(text, sizeof text, unit == 0 ? "%.0f %s" : "%.1f %s", bytes, kUnits[unit]);
+  return text;
+}
+
 }  // namespace benchfleet

@@ -20,4 +20,7 @@ std::string FormatRows(const std::vector<std::string>& columns, const nlohmann::
 // A table cell: integers as they are, reals with a precision that suits their size.
 std::string FormatCell(const nlohmann::json& value);
 
+// 1536 -> "1.5 KiB", 3.2e9 -> "3.0 GiB".
+std::string FormatBytes(double bytes);
+
 }  // namespace benchfleet

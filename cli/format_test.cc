@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "cli/commands.h"
+
 namespace benchfleet {
 namespace {
 
@@ -36,6 +38,31 @@ TEST(FormatTest, CellsUsePrecisionByMagnitude) {
   EXPECT_EQ(FormatCell(0.000123456), "0.0001235");
   EXPECT_EQ(FormatCell(7), "7");
   EXPECT_FALSE(ParseRowFormat("xml").ok());
+}
+
+TEST(FormatTest, BytesInTheLargestUnitThatKeepsANumberAboveOne) {
+  EXPECT_EQ(FormatBytes(0), "0 bytes");
+  EXPECT_EQ(FormatBytes(1023), "1023 bytes");
+  EXPECT_EQ(FormatBytes(1536), "1.5 KiB");
+  EXPECT_EQ(FormatBytes(167936), "164.0 KiB");
+  EXPECT_EQ(FormatBytes(3.2e9), "3.0 GiB");
+}
+
+TEST(FormatTest, AgesAreANumberAndAUnit) {
+  EXPECT_EQ(*ParseAge("90d"), 90 * 86400.0);
+  EXPECT_EQ(*ParseAge("12h"), 12 * 3600.0);
+  EXPECT_EQ(*ParseAge("30m"), 1800.0);
+  EXPECT_EQ(*ParseAge("2w"), 14 * 86400.0);
+  EXPECT_EQ(*ParseAge("1.5h"), 5400.0);
+  EXPECT_EQ(*ParseAge("45"), 45.0);
+  EXPECT_EQ(*ParseAge("0s"), 0.0);
+  for (const char* bad : {"", "d", "-5d", "soon", "5y", "1.2.3d", ".", "5 d"}) {
+    auto age = ParseAge(bad);
+    EXPECT_FALSE(age.ok()) << bad;
+    if (!age.ok()) {
+      EXPECT_NE(age.status().message().find("90d"), std::string::npos) << bad;
+    }
+  }
 }
 
 }  // namespace

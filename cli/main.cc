@@ -78,6 +78,15 @@ int main(int argc, char** argv) {
   auto* cancel_cmd = app.add_subcommand("cancel", "cancel the queued jobs of a sweep");
   cancel_cmd->add_option("SWEEP_ID", cancel_id, "sweep id")->required();
 
+  std::string prune_age;
+  double prune_wait_s = 3600;
+  auto* prune_cmd = app.add_subcommand(
+      "prune", "drop the raw samples of old results (their statistics stay), then vacuum");
+  prune_cmd->add_option("--samples-older-than", prune_age, "an age: 90d, 12h, 30m, 45s")->required();
+  prune_cmd->add_option("--wait-timeout", prune_wait_s, "seconds to wait for the coordinator to finish")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+
   std::string keygen_prefix;
   auto* keygen_cmd = app.add_subcommand("keygen", "make a CURVE key pair: PREFIX.key and PREFIX.pub");
   keygen_cmd->add_option("PREFIX", keygen_prefix, "path prefix of the two files")->required();
@@ -117,5 +126,6 @@ int main(int argc, char** argv) {
   if (*calibrate_cmd) return CalibrateCommand(client, calibrate_agents, calibrate_wait);
   if (*query_cmd) return QueryCommand(client, sql, *format);
   if (*cancel_cmd) return CancelCommand(client, cancel_id);
+  if (*prune_cmd) return PruneCommand(client, prune_age, prune_wait_s);
   return 2;
 }

@@ -180,4 +180,14 @@ StatusOr<CalibrateRequest> ParseCalibrate(const Message& message) {
   return out;
 }
 
+StatusOr<PruneRequest> ParsePrune(const Message& message) {
+  PruneRequest out;
+  out.samples_older_than_s = message.body.at("samples_older_than_s").get<double>();
+  // Up to 1,000 years: beyond that SQLite's date arithmetic has nothing to say.
+  if (!(out.samples_older_than_s >= 0) || out.samples_older_than_s > 3.2e10) {
+    return InvalidArgument("prune.samples_older_than_s: must be from 0 to 3.2e10 seconds");
+  }
+  return out;
+}
+
 }  // namespace benchfleet

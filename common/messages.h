@@ -86,4 +86,9 @@ struct CalibrateRequest {
 };
 StatusOr<CalibrateRequest> ParseCalibrate(const Message& message);
 
+struct PruneRequest {
+  double samples_older_than_s = 0;  // >= 0
+};
+StatusOr<PruneRequest> ParsePrune(const Message& message);
+
 }  // namespace benchfleet

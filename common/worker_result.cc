@@ -7,9 +7,11 @@ namespace {
 
 using nlohmann::json;
 
-// Samples beyond this many are refused: a result of a long run stays well below it, and
-// the store writes one row per sample.
+// Samples beyond this many are refused: a result of a long run stays well below it.
 constexpr size_t kMaxSamples = 1000000;
+// The store keeps samples as float32 (docs/results.md, Raw samples): a larger one would
+// be stored as infinity. No real iteration comes near (1e30 ms is 3e19 years).
+constexpr double kMaxSampleMs = 1e30;
 
 Status ReadText(const json& object, const char* key, std::optional<std::string>* out) {
   auto it = object.find(key);
@@ -107,9 +109,10 @@ StatusOr<WorkerResult> ParseWorkerResult(const json& result) {
     }
     for (size_t i = 0; i < samples->size(); ++i) {
       const json& sample = (*samples)[i];
-      if (!sample.is_number() || !(sample.get<double>() >= 0)) {
+      if (!sample.is_number() || !(sample.get<double>() >= 0) ||
+          sample.get<double>() > kMaxSampleMs) {
         return InvalidArgument("result.samples_ms[" + std::to_string(i) +
-                               "]: must be a number >= 0");
+                               "]: must be a number of milliseconds from 0 to 1e30");
       }
       out.samples_ms.push_back(sample.get<double>());
     }

@@ -31,6 +31,9 @@ constexpr int kMaxMessagesPerRound = 100;
 constexpr int kExpiryCheckMs = 50;
 // Every agent and requirement is looked at for dispatch at least this often.
 constexpr int kDispatchRefreshMs = 1000;
+// While a prune runs, each loop round gives it about this long (short transactions), then
+// serves agents and clients again.
+constexpr int kPruneStepMs = 20;
 // A busy agent that refused an offer gets no other for this long, doubling per refusal
 // up to the maximum; a result resets it.
 constexpr int kMaxRefusalBackoffMs = 30000;
@@ -150,7 +153,7 @@ Status Coordinator::Run(const std::atomic<bool>* stop, std::atomic<bool>* reload
     // CURVE handshakes are vetted on the ZAP handler's own thread, users' reads on the
     // query thread; the loop only picks up the reads' replies.
     auto readable = PollReadable({agents_socket_.get(), clients_socket_.get(), &reads_->reply_socket()},
-                                 kCoordinatorTickMs);
+                                 prune_ ? 0 : kCoordinatorTickMs);
     const MonoTime polled_at = MonoNow();
     // Clients first: a user's submit or status is answered ahead of the agents' flood.
     for (int i = 0; readable[1] && i < kMaxMessagesPerRound; ++i) {
@@ -207,6 +210,7 @@ void Coordinator::Tick() {
       MarkQueued();
     }
     Dispatch();
+    AdvancePrune();
     SendHeartbeats();
   } catch (const std::exception& e) {
     ++counters_.handler_exceptions;
@@ -326,7 +330,48 @@ std::optional<Message> Coordinator::ClientReply(const std::string& routing_id,
     if (!request.ok()) return refuse(request.status());
     return Calibrate(request_id, *request);
   }
+  if (type == msg::kPrune) {
+    auto request = ParsePrune(message);
+    if (!request.ok()) return refuse(request.status());
+    return StartPrune(routing_id, request_id, *request);
+  }
   return refuse(InvalidArgument("\"" + type + "\" is not a client request"));
+}
+
+std::optional<Message> Coordinator::StartPrune(const std::string& routing_id,
+                                               const json& request_id, const PruneRequest& request) {
+  if (prune_) {
+    return MakeError(Unavailable("a prune is already running; try again once it has answered"),
+                     request_id);
+  }
+  auto pruner = SamplePruner::Start(*store_, request.samples_older_than_s);
+  if (!pruner.ok()) return MakeError(pruner.status(), request_id);
+  LOG_INFO("pruning raw samples older than " << request.samples_older_than_s << " s");
+  prune_ = PendingPrune{routing_id, request_id, std::move(*pruner)};
+  return std::nullopt;  // answered by AdvancePrune when done
+}
+
+void Coordinator::AdvancePrune() {
+  if (!prune_) return;
+  auto done = prune_->pruner.Step(*store_, Millis(kPruneStepMs));
+  if (!done.ok()) {
+    ++counters_.store_errors;
+    LOG_ERROR("prune stopped: " << done.status().message());
+    (void)Send(Side::kClients, prune_->routing_id, MakeError(done.status(), prune_->request_id));
+    prune_.reset();
+    return;
+  }
+  if (!*done) return;
+  const SamplePruner::Progress& progress = prune_->pruner.progress();
+  LOG_INFO("pruned the raw samples of " << progress.results_pruned << " results: "
+                                        << progress.bytes_before << " -> " << progress.bytes_after
+                                        << " bytes");
+  (void)Send(Side::kClients, prune_->routing_id,
+             MakeMessage(msg::kPruned, {{"request_id", prune_->request_id},
+                                        {"results_pruned", progress.results_pruned},
+                                        {"bytes_before", progress.bytes_before},
+                                        {"bytes_after", progress.bytes_after}}));
+  prune_.reset();
 }
 
 std::optional<Message> Coordinator::PostRead(const std::string& routing_id, ReadRequest request) {

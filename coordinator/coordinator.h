@@ -16,6 +16,7 @@
 #include "common/messages.h"
 #include "common/protocol.h"
 #include "common/transport.h"
+#include "coordinator/pruner.h"
 #include "coordinator/query_runner.h"
 #include "coordinator/registry.h"
 #include "coordinator/store.h"
@@ -108,6 +109,10 @@ class Coordinator {
   Message StatusReply(const json& request_id, const SweepRequest& request);
   Message Cancel(const json& request_id, const SweepRequest& request);
   Message Calibrate(const json& request_id, const CalibrateRequest& request);
+  // Starts `benchfleet prune`; its reply comes from AdvancePrune, run by Tick, once done.
+  std::optional<Message> StartPrune(const std::string& routing_id, const json& request_id,
+                                    const PruneRequest& request);
+  void AdvancePrune();
   std::optional<Message> PostRead(const std::string& routing_id, ReadRequest request);
   void Register(const std::string& routing_id, const Message& message);
   void Heartbeat(Agent& agent, const Message& message);
@@ -169,6 +174,13 @@ class Coordinator {
     bool may_have_queued = true;
   };
   std::map<int64_t, RequirementState> requirements_;
+  // The prune under way, if any, and whom to answer.
+  struct PendingPrune {
+    std::string routing_id;
+    json request_id;
+    SamplePruner pruner;
+  };
+  std::optional<PendingPrune> prune_;
   // Agents that left the registry lately (silent, unreachable), newest last.
   std::deque<json> departed_;
   MonoTime next_heartbeat_;

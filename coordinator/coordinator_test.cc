@@ -423,5 +423,56 @@ TEST_F(CoordinatorTest, RepliesHaveTheShapeOfTheirGoldenExamples) {
   ExpectSameKeys(golden("cancelled"), Request({{"type", "cancel"}, {"sweep_id", 1}}).body, "cancelled");
 }
 
+TEST_F(CoordinatorTest, PruneDropsOldSamplesInStepsAndAnswersWhenDone) {
+  Register("node-a");
+  Submit(kCpuSweep);
+  for (int job = 0; job < 2; ++job) {
+    coordinator_->Tick();
+    json offer = LastTo("node-a/1", "job")->message.body;
+    FromAgent("node-a/1", {{"v", 1}, {"type", "result"}, {"job_id", offer["job_id"]},
+                           {"attempt", offer["attempt"]}, {"result", GoodResult(offer["spec"])}});
+    ASSERT_EQ(LastTo("node-a/1", "ack")->message.body["outcome"], "stored");
+  }
+  ASSERT_EQ(Query("select count(*) as n from result_samples")[0][0], 2);
+  // Bad ages are refused at the edge.
+  for (const json& age : {json(-1), json(1e300)}) {
+    Message refused = Request({{"type", "prune"}, {"samples_older_than_s", age}});
+    EXPECT_EQ(refused.type, "error") << age;
+  }
+  // Nothing is a day old: nothing goes. The reply comes from the loop's timer work.
+  auto prune = [&](double older_than_s, const std::string& id) {
+    coordinator_->HandleClient(
+        {"client", json({{"v", 1}, {"type", "prune"}, {"request_id", id},
+                         {"samples_older_than_s", older_than_s}}).dump()});
+  };
+  auto reply_to = [&](const std::string& id) -> const Sent* {
+    for (auto it = sent_.rbegin(); it != sent_.rend(); ++it) {
+      if (it->side == Side::kClients && it->message.body.value("request_id", json()) == id) return &*it;
+    }
+    return nullptr;
+  };
+  prune(86400, "p1");
+  EXPECT_EQ(reply_to("p1"), nullptr);
+  prune(0, "p2");  // one at a time
+  ASSERT_NE(reply_to("p2"), nullptr);
+  EXPECT_EQ(reply_to("p2")->message.body["code"], "unavailable");
+  for (int i = 0; i < 100 && reply_to("p1") == nullptr; ++i) coordinator_->Tick();
+  ASSERT_NE(reply_to("p1"), nullptr);
+  EXPECT_EQ(reply_to("p1")->message.type, "pruned") << reply_to("p1")->message.body.dump();
+  EXPECT_EQ(reply_to("p1")->message.body["results_pruned"], 0);
+  EXPECT_EQ(Query("select count(*) as n from samples")[0][0], 4);
+  // Everything older than now goes; results and their statistics stay.
+  prune(0, "p3");
+  for (int i = 0; i < 100 && reply_to("p3") == nullptr; ++i) coordinator_->Tick();
+  ASSERT_NE(reply_to("p3"), nullptr);
+  const json& pruned = reply_to("p3")->message.body;
+  EXPECT_EQ(reply_to("p3")->message.type, "pruned") << pruned.dump();
+  EXPECT_EQ(pruned["results_pruned"], 2);
+  EXPECT_LE(pruned["bytes_after"].get<int64_t>(), pruned["bytes_before"].get<int64_t>());
+  EXPECT_EQ(Query("select count(*) as n from samples")[0][0], 0);
+  EXPECT_EQ(Query("select count(*) as n from result_summary where median_ms = 1.0")[0][0], 2);
+  EXPECT_EQ(coordinator_->counters().store_errors, 0);
+}
+
 }  // namespace
 }  // namespace benchfleet

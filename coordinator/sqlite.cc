@@ -81,6 +81,10 @@ Statement& Statement::Bind(int pos, const std::string& value) {
   sqlite3_bind_text(stmt_, pos, value.data(), static_cast<int>(value.size()), SQLITE_TRANSIENT);
   return *this;
 }
+Statement& Statement::BindBlob(int pos, const std::string& bytes) {
+  sqlite3_bind_blob(stmt_, pos, bytes.data(), static_cast<int>(bytes.size()), SQLITE_TRANSIENT);
+  return *this;
+}
 Statement& Statement::BindNull(int pos) {
   sqlite3_bind_null(stmt_, pos);
   return *this;
@@ -112,6 +116,12 @@ std::string Statement::Text(int col) const {
   const unsigned char* text = sqlite3_column_text(stmt_, col);
   if (text == nullptr) return "";
   return std::string(reinterpret_cast<const char*>(text), sqlite3_column_bytes(stmt_, col));
+}
+
+std::string Statement::Blob(int col) const {
+  const void* bytes = sqlite3_column_blob(stmt_, col);
+  if (bytes == nullptr) return "";
+  return std::string(static_cast<const char*>(bytes), sqlite3_column_bytes(stmt_, col));
 }
 
 nlohmann::json Statement::ColumnJson(int col) const {

@@ -58,6 +58,7 @@ class Statement {
   Statement& Bind(int pos, const std::string& value);
   Statement& Bind(int pos, const char* value) { return Bind(pos, std::string(value)); }
   Statement& BindNull(int pos);
+  Statement& BindBlob(int pos, const std::string& bytes);
   // Binds a JSON scalar by its type (null, integer, real, string, bool as 0/1);
   // arrays and objects are bound as their JSON text.
   Statement& BindJson(int pos, const nlohmann::json& value);
@@ -77,6 +78,7 @@ class Statement {
   int64_t Int(int col) const { return sqlite3_column_int64(stmt_, col); }
   double Real(int col) const { return sqlite3_column_double(stmt_, col); }
   std::string Text(int col) const;
+  std::string Blob(int col) const;
   bool IsNull(int col) const { return sqlite3_column_type(stmt_, col) == SQLITE_NULL; }
   nlohmann::json ColumnJson(int col) const;
   bool ReadOnly() const { return sqlite3_stmt_readonly(stmt_) != 0; }

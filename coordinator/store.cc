@@ -8,6 +8,7 @@
 #include "common/clock.h"
 #include "common/job_spec.h"
 #include "common/log.h"
+#include "coordinator/sample_blob.h"
 #include "common/result_fields.h"
 
 namespace benchfleet {
@@ -49,13 +50,37 @@ StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path) {
   sqlite3_busy_timeout(db->handle(), kBusyTimeoutMs);
   // WAL lets readers (the CLI's queries, a user's sqlite3 shell) run beside the writer;
   // synchronous=FULL makes every commit durable before we acknowledge it to a peer.
+  // auto_vacuum takes effect only in a new, empty database (older ones switch at their
+  // first prune): pruned samples' space then goes back to the file system in steps.
   RETURN_IF_ERROR(
-      db->Exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; "
+      db->Exec("PRAGMA auto_vacuum=INCREMENTAL; PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; "
                "PRAGMA foreign_keys=ON;"));
+  // Migration 005 packs the old per-sample rows with it.
+  RETURN_IF_ERROR(RegisterSampleFunctions(db->handle()));
   std::unique_ptr<Store> store(new Store(std::move(db), path));
   RETURN_IF_ERROR(store->Migrate());
   RETURN_IF_ERROR(store->ApplyFieldTables());
+  store->UseIncrementalVacuum();
   return store;
+}
+
+void Store::UseIncrementalVacuum() {
+  {
+    auto mode = db_->Prepare("PRAGMA auto_vacuum");  // finished before the VACUUM
+    if (!mode.ok() || !mode->Step().ok() || mode->Int(0) == 2) return;
+  }
+  // A store made before auto_vacuum was set (its old per-sample table, dropped by
+  // migration 005, left most of it free): one full VACUUM, outside WAL mode where the
+  // switch can happen, while no other connection of ours is open. A user's reader
+  // holding the file makes it wait for another start; prunes then vacuum in full.
+  LOG_INFO("vacuuming " << path_ << " once, so that pruned space goes back in steps");
+  Status left_wal = db_->Exec("PRAGMA journal_mode=DELETE");
+  Status vacuumed = left_wal.ok() ? db_->Exec("PRAGMA auto_vacuum=INCREMENTAL; VACUUM") : left_wal;
+  Status back = db_->Exec("PRAGMA journal_mode=WAL");
+  if (!vacuumed.ok() || !back.ok()) {
+    LOG_WARN("left " << path_ << " without incremental vacuum for now: "
+                     << (vacuumed.ok() ? back : vacuumed).message());
+  }
 }
 
 int Store::SchemaVersion() {
@@ -505,13 +530,12 @@ StatusOr<ResultOutcome> Store::StoreResult(int64_t job_id, int attempt, int64_t 
   RETURN_IF_ERROR(Insert("results", columns));
 
   if (ok && !result.samples_ms.empty()) {
-    ASSIGN_OR_RETURN(auto sample,
-                     db_->Prepare("INSERT INTO samples(job_id, idx, ms) VALUES (?1, ?2, ?3)"));
-    for (size_t i = 0; i < result.samples_ms.size(); ++i) {
-      RETURN_IF_ERROR(
-          sample.Bind(1, job_id).Bind(2, static_cast<int64_t>(i)).Bind(3, result.samples_ms[i]).Run());
-      sample.Reset();
-    }
+    ASSIGN_OR_RETURN(auto samples, db_->Prepare("INSERT INTO result_samples(job_id, n, ms_f32le) "
+                                                "VALUES (?1, ?2, ?3)"));
+    RETURN_IF_ERROR(samples.Bind(1, job_id)
+                        .Bind(2, static_cast<int64_t>(result.samples_ms.size()))
+                        .BindBlob(3, PackSamples(result.samples_ms))
+                        .Run());
   }
   if (ok && kind == "calibration") RETURN_IF_ERROR(StoreCalibration(job_id, host_id, result, now));
 
@@ -634,6 +658,59 @@ StatusOr<int> Store::CancelSweep(int64_t sweep_id) {
   RETURN_IF_ERROR(sweep.Bind(1, sweep_id).Bind(2, now).Run());
   RETURN_IF_ERROR(tx.Commit());
   return cancelled;
+}
+
+StatusOr<std::string> Store::ReceivedAtCutoff(double seconds_ago) {
+  // The same format as UtcNowIso8601 (%f is SS.SSS), so the cutoff compares as text.
+  ASSIGN_OR_RETURN(auto stmt, db_->Prepare("SELECT strftime('%Y-%m-%dT%H:%M:%fZ', 'now', ?1)"));
+  stmt.Bind(1, std::to_string(-seconds_ago) + " seconds");
+  ASSIGN_OR_RETURN(bool row, stmt.Step());
+  if (!row || stmt.IsNull(0)) return InvalidArgument("no time " + std::to_string(seconds_ago) + " s ago");
+  return stmt.Text(0);
+}
+
+StatusOr<int64_t> Store::LastSampledJobId() {
+  ASSIGN_OR_RETURN(auto stmt, db_->Prepare("SELECT COALESCE(max(job_id), 0) FROM result_samples"));
+  RETURN_IF_ERROR(stmt.Step().status());
+  return stmt.Int(0);
+}
+
+StatusOr<int> Store::DropSamples(const std::string& cutoff, int64_t after, int64_t last) {
+  ASSIGN_OR_RETURN(auto drop,
+                   db_->Prepare("DELETE FROM result_samples WHERE job_id > ?1 AND job_id <= ?2 AND "
+                                "job_id IN (SELECT job_id FROM results WHERE job_id > ?1 AND "
+                                "job_id <= ?2 AND received_at < ?3)"));
+  RETURN_IF_ERROR(drop.Bind(1, after).Bind(2, last).Bind(3, cutoff).Run());
+  return db_->Changes();
+}
+
+StatusOr<int64_t> Store::ReclaimFreePages(int pages) {
+  auto pragma = [&](const std::string& sql) -> StatusOr<int64_t> {
+    ASSIGN_OR_RETURN(auto stmt, db_->Prepare(sql));
+    ASSIGN_OR_RETURN(bool row, stmt.Step());
+    return row ? stmt.Int(0) : 0;
+  };
+  ASSIGN_OR_RETURN(int64_t auto_vacuum, pragma("PRAGMA auto_vacuum"));
+  if (auto_vacuum != 2) {
+    // The store could not be switched when it was opened (see UseIncrementalVacuum): a
+    // full VACUUM gives the space back, with the loop waiting for it.
+    LOG_WARN("vacuuming " << path_ << " in full: it has no incremental vacuum");
+    RETURN_IF_ERROR(db_->Exec("VACUUM"));
+    return 0;
+  }
+  RETURN_IF_ERROR(db_->Exec("PRAGMA incremental_vacuum(" + std::to_string(pages) + ")"));
+  ASSIGN_OR_RETURN(int64_t free_pages, pragma("PRAGMA freelist_count"));
+  // In WAL mode the file shrinks when the log is copied back; a passive checkpoint
+  // waits for no reader.
+  if (free_pages == 0) RETURN_IF_ERROR(db_->Exec("PRAGMA wal_checkpoint(PASSIVE)"));
+  return free_pages;
+}
+
+StatusOr<int64_t> Store::SizeBytes() {
+  ASSIGN_OR_RETURN(auto stmt, db_->Prepare("SELECT page_count * page_size FROM "
+                                           "pragma_page_count(), pragma_page_size()"));
+  RETURN_IF_ERROR(stmt.Step().status());
+  return stmt.Int(0);
 }
 
 StatusOr<std::vector<RunningJob>> Store::RunningJobs() {

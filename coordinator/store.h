@@ -128,12 +128,30 @@ class Store {
   // sweep or the most recent `limit`.
   StatusOr<json> SweepStatus(std::optional<int64_t> sweep_id, int limit);
 
+  // Retention (benchfleet prune, coordinator/pruner.h). The time `seconds_ago` before now,
+  // formatted as results.received_at is.
+  StatusOr<std::string> ReceivedAtCutoff(double seconds_ago);
+  // The highest job id with raw samples (0: none).
+  StatusOr<int64_t> LastSampledJobId();
+  // Drops the raw samples (result_samples rows) of results received before `cutoff` among
+  // job ids in (after, last]; the results and their summaries stay. Returns how many
+  // results lost their samples.
+  StatusOr<int> DropSamples(const std::string& cutoff, int64_t after, int64_t last);
+  // Gives up to `pages` free pages back to the file system (incremental vacuum); returns
+  // how many free pages remain. A store still without incremental vacuum (it could not
+  // be switched when opened) is vacuumed in full instead (it then returns 0).
+  StatusOr<int64_t> ReclaimFreePages(int pages);
+  // The database's size: pages in use and free, times the page size.
+  StatusOr<int64_t> SizeBytes();
+
   const std::string& path() const { return path_; }
 
  private:
   Store(std::unique_ptr<Database> db, std::string path)
       : db_(std::move(db)), path_(std::move(path)) {}
   Status Migrate();
+  // Switches an older store to auto_vacuum=INCREMENTAL (best effort, logged).
+  void UseIncrementalVacuum();
   // Adds a column for every declared field the table lacks; recreates result_summary.
   Status ApplyFieldTables();
   using Columns = std::vector<std::pair<std::string, json>>;

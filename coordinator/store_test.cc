@@ -151,6 +151,7 @@ TEST_F(StoreTest, ResultIsStoredOnceThenDuplicateThenStale) {
   EXPECT_EQ(Count("select count(*) from results"), 1);
   EXPECT_EQ(Count("select count(*) from stale_results"), 1);
   EXPECT_EQ(Count("select count(*) from samples"), 3);
+  EXPECT_EQ(Count("select count(*) from result_samples where n = 3 and length(ms_f32le) = 12"), 1);
   EXPECT_EQ(Count("select count(*) from result_summary"), 1);
   EXPECT_EQ(Count("select count(*) from jobs where state = 'done'"), 1);
 }

@@ -80,8 +80,28 @@ TEST_F(IntegrationTest, SweepRunsOnTwoAgentsAndEveryResultLandsInSqlite) {
                        "select count(*) from hosts where json_extract(capabilities, "
                        "'$.torch.torch_version') is not null"),
             2);
-  // Raw samples are kept: one row per sample.
+  // Raw samples are kept, one BLOB per result; the samples view unpacks them.
   EXPECT_EQ(QueryValue(fleet_.db_path(), "select count(distinct job_id) from samples"), 6);
+  EXPECT_EQ(QueryValue(fleet_.db_path(),
+                       "select count(*) from result_samples rs join results r using (job_id) "
+                       "where rs.n = r.n and length(rs.ms_f32le) = 4 * r.n"),
+            6);
+  // Retention: an age that is not one is refused; a prune drops every raw sample and
+  // keeps every result.
+  std::string out, err;
+  EXPECT_NE(RunCommand({kCliBin, "--coordinator", fleet_.clients_endpoint(), "prune",
+                        "--samples-older-than", "soon"},
+                       &out, &err),
+            0);
+  EXPECT_NE(err.find("an age is a number and a unit"), std::string::npos) << err;
+  ASSERT_EQ(RunCommand({kCliBin, "--coordinator", fleet_.clients_endpoint(), "prune",
+                        "--samples-older-than", "0s"},
+                       &out, &err),
+            0)
+      << err;
+  EXPECT_NE(out.find("dropped the raw samples of 6 results"), std::string::npos) << out;
+  EXPECT_EQ(QueryValue(fleet_.db_path(), "select count(*) from result_samples"), 0);
+  EXPECT_EQ(QueryValue(fleet_.db_path(), "select count(*) from result_summary"), 6);
   EXPECT_EQ(QueryValue(fleet_.db_path(), "PRAGMA integrity_check"), "ok");
 }
 

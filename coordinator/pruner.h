@@ -1,0 +1,45 @@
+// Retention: drops the raw samples of old results in small steps, so that the
+// coordinator's loop keeps serving agents and clients while a year of samples goes
+// (benchfleet prune; docs/results.md, Retention). Results and their statistics stay;
+// the freed pages go back to the file system.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "common/clock.h"
+#include "common/status.h"
+#include "coordinator/store.h"
+
+namespace benchfleet {
+
+class SamplePruner {
+ public:
+  struct Progress {
+    int64_t results_pruned = 0;  // results whose raw samples were dropped
+    int64_t bytes_before = 0;    // the database's size when the prune started
+    int64_t bytes_after = 0;     // ... and when it ended
+  };
+
+  // Prunes the samples of results received more than `older_than_s` seconds ago.
+  static StatusOr<SamplePruner> Start(Store& store, double older_than_s);
+  // Works for about `budget` (one short transaction at a time). Returns true once done;
+  // progress() is then final.
+  StatusOr<bool> Step(Store& store, Millis budget);
+  const Progress& progress() const { return progress_; }
+
+ private:
+  // Job ids looked at per transaction while dropping, pages given back per transaction
+  // while reclaiming: each a few milliseconds on a laptop disk.
+  static constexpr int64_t kJobIdsPerStep = 2000;
+  static constexpr int kPagesPerStep = 2000;
+
+  SamplePruner() = default;
+  std::string cutoff_;     // results.received_at before this lose their samples
+  int64_t after_ = 0;      // job ids up to here are done
+  int64_t last_ = 0;       // the highest job id with samples when the prune started
+  bool reclaiming_ = false;
+  Progress progress_;
+};
+
+}  // namespace benchfleet
