@@ -1,5 +1,7 @@
 #include "coordinator/pruner.h"
 
+#include <algorithm>
+
 namespace benchfleet {
 
 StatusOr<SamplePruner> SamplePruner::Start(Store& store, double older_than_s) {
@@ -11,21 +13,30 @@ StatusOr<SamplePruner> SamplePruner::Start(Store& store, double older_than_s) {
   return pruner;
 }
 
+int64_t SamplePruner::Adapt(int64_t size, Millis took, Millis budget, int64_t max) {
+  if (took > budget) return std::max<int64_t>(1, size / 2);
+  if (took * 4 < budget) return std::min(max, size * 2);
+  return size;
+}
+
 StatusOr<bool> SamplePruner::Step(Store& store, Millis budget) {
   const MonoTime deadline = MonoNow() + budget;
   do {
+    const MonoTime started = MonoNow();
     if (!reclaiming_) {
-      const int64_t upto = std::min(last_, after_ + kJobIdsPerStep);
+      const int64_t upto = std::min(last_, after_ + job_ids_per_step_);
       ASSIGN_OR_RETURN(int dropped, store.DropSamples(cutoff_, after_, upto));
       progress_.results_pruned += dropped;
       after_ = upto;
       reclaiming_ = after_ >= last_;
+      job_ids_per_step_ = Adapt(job_ids_per_step_, std::chrono::duration_cast<Millis>(MonoNow() - started), budget, 100000);
     } else {
-      ASSIGN_OR_RETURN(int64_t free_pages, store.ReclaimFreePages(kPagesPerStep));
+      ASSIGN_OR_RETURN(int64_t free_pages, store.ReclaimFreePages(static_cast<int>(pages_per_step_)));
       if (free_pages == 0) {
         ASSIGN_OR_RETURN(progress_.bytes_after, store.SizeBytes());
         return true;
       }
+      pages_per_step_ = Adapt(pages_per_step_, std::chrono::duration_cast<Millis>(MonoNow() - started), budget, 100000);
     }
   } while (MonoNow() < deadline);
   return false;

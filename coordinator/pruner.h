@@ -23,18 +23,19 @@ class SamplePruner {
 
   // Prunes the samples of results received more than `older_than_s` seconds ago.
   static StatusOr<SamplePruner> Start(Store& store, double older_than_s);
-  // Works for about `budget` (one short transaction at a time). Returns true once done;
-  // progress() is then final.
+  // Works for about `budget`, one transaction at a time, each sized to take about half
+  // the budget on this disk. Returns true once done; progress() is then final.
   StatusOr<bool> Step(Store& store, Millis budget);
   const Progress& progress() const { return progress_; }
 
  private:
-  // Job ids looked at per transaction while dropping, pages given back per transaction
-  // while reclaiming: each a few milliseconds on a laptop disk.
-  static constexpr int64_t kJobIdsPerStep = 2000;
-  static constexpr int kPagesPerStep = 2000;
-
   SamplePruner() = default;
+  // Halves `size` when a transaction took longer than the budget, doubles it when it
+  // took less than a quarter: a slow disk gets small steps, a fast one few commits.
+  static int64_t Adapt(int64_t size, Millis took, Millis budget, int64_t max);
+
+  int64_t job_ids_per_step_ = 64;  // job ids looked at per transaction while dropping
+  int64_t pages_per_step_ = 64;    // pages given back per transaction while reclaiming
   std::string cutoff_;     // results.received_at before this lose their samples
   int64_t after_ = 0;      // job ids up to here are done
   int64_t last_ = 0;       // the highest job id with samples when the prune started
