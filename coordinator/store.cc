@@ -8,8 +8,8 @@
 #include "common/clock.h"
 #include "common/job_spec.h"
 #include "common/log.h"
-#include "coordinator/sample_blob.h"
 #include "common/result_fields.h"
+#include "coordinator/sample_blob.h"
 
 namespace benchfleet {
 namespace {
@@ -50,8 +50,8 @@ StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path) {
   sqlite3_busy_timeout(db->handle(), kBusyTimeoutMs);
   // WAL lets readers (the CLI's queries, a user's sqlite3 shell) run beside the writer;
   // synchronous=FULL makes every commit durable before we acknowledge it to a peer.
-  // auto_vacuum takes effect only in a new, empty database (older ones switch at their
-  // first prune): pruned samples' space then goes back to the file system in steps.
+  // auto_vacuum takes effect only in a new, empty database (an older one is switched by
+  // UseIncrementalVacuum below): pruned samples' space then goes back in steps.
   RETURN_IF_ERROR(
       db->Exec("PRAGMA auto_vacuum=INCREMENTAL; PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; "
                "PRAGMA foreign_keys=ON;"));
