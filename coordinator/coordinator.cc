@@ -155,13 +155,20 @@ Status Coordinator::Run(const std::atomic<bool>* stop, std::atomic<bool>* reload
     auto readable = PollReadable({agents_socket_.get(), clients_socket_.get(), &reads_->reply_socket()},
                                  prune_ ? 0 : kCoordinatorTickMs);
     const MonoTime polled_at = MonoNow();
-    // Clients first: a user's submit or status is answered ahead of the agents' flood.
-    for (int i = 0; readable[1] && i < kMaxMessagesPerRound; ++i) {
-      auto frames = ReceiveFrames(*clients_socket_);
-      if (!frames.ok() || !frames->has_value()) break;
-      HandleClient(**frames);
+    // Clients first: a user's submit or status is answered ahead of the agents' flood,
+    // in a round of its own so that its reply does not wait for the agents' work.
+    if (readable[1]) {
+      BeginRound();
+      for (int i = 0; i < kMaxMessagesPerRound; ++i) {
+        auto frames = ReceiveFrames(*clients_socket_);
+        if (!frames.ok() || !frames->has_value()) break;
+        HandleClient(**frames);
+      }
+      EndRound();
     }
     if (readable[2]) DeliverReadReplies(Millis(0));
+    // The agents' messages and the timer work: one round, one commit.
+    BeginRound();
     // The agents' queue was empty when polled (messages that came while clients were
     // served are not read yet), or when a receive found nothing.
     if (!readable[0]) observed_until_ = polled_at;
@@ -181,6 +188,9 @@ Status Coordinator::Run(const std::atomic<bool>* stop, std::atomic<bool>* reload
     // Every agent message sent before observed_until_ has been read (as far as ZeroMQ
     // delivered it): liveness is judged up to there, never beyond.
     Tick();
+    EndRound();
+    // The prune's short transactions of its own, outside the round's.
+    AdvancePrune();
   }
   LOG_INFO("stopping");
   return Status::Ok();
@@ -207,10 +217,11 @@ void Coordinator::Tick() {
     // requirement is looked at again, whatever path freed a job without saying so.
     if (now >= next_dispatch_refresh_) {
       next_dispatch_refresh_ = now + Millis(kDispatchRefreshMs);
+      if (reload_requirements_) reload_requirements_ = !ReloadRequirements().ok();
       MarkQueued();
     }
     Dispatch();
-    AdvancePrune();
+    if (!in_round_) AdvancePrune();  // in a round, Run() advances it after the commit
     SendHeartbeats();
   } catch (const std::exception& e) {
     ++counters_.handler_exceptions;
@@ -224,13 +235,77 @@ int Coordinator::DeliverReadReplies(Millis wait) {
   while (auto reply = reads_->TakeReply()) {
     auto decoded = Decode(reply->second);
     if (!decoded.ok()) continue;  // our own encoding; cannot happen
-    (void)Send(Side::kClients, reply->first, *decoded);
+    (void)SendNow(Side::kClients, reply->first, *decoded);  // a read: nothing to commit
     ++sent;
   }
   return sent;
 }
 
+void Coordinator::BeginRound() {
+  if (in_round_) return;
+  in_round_ = true;
+  store_->OpenGroup();
+  registry_.BeginJournal();
+  counters_at_round_start_ = counters_;
+}
+
+void Coordinator::EndRound() {
+  if (!in_round_) return;
+  in_round_ = false;
+  const Status committed = store_->CommitGroup();
+  if (committed.ok()) {
+    registry_.EndJournal();
+  } else {
+    RollBackRound(committed);
+  }
+  std::vector<Outgoing> outgoing = std::move(outgoing_);
+  outgoing_.clear();
+  registered_in_round_.clear();
+  for (Outgoing& out : outgoing) {
+    if (!committed.ok() && out.message.type != msg::kError) {
+      // Nothing this round wrote was kept. Agents are told nothing (their results stay
+      // spooled and come again; offers were taken back); clients learn why.
+      if (out.side == Side::kClients) {
+        (void)SendNow(Side::kClients, out.routing_id,
+                      MakeError(Unavailable("the coordinator's store is unavailable and kept "
+                                            "nothing of this request (" + committed.message() + ")"),
+                                RequestId(out.message)));
+      }
+      continue;
+    }
+    Status sent = SendNow(out.side, out.routing_id, out.message);
+    if (!sent.ok() && out.hand_out) OfferUndelivered(*out.hand_out, out.routing_id, sent);
+  }
+}
+
+void Coordinator::RollBackRound(const Status& why) {
+  LOG_ERROR("could not commit a round of work, so all of it is undone (agents send their "
+            "results again): " << why.message());
+  counters_ = counters_at_round_start_;
+  ++counters_.store_errors;
+  registry_.RollBackJournal();
+  // Their host rows were not kept: they register again when told they are unknown.
+  for (const std::string& routing_id : registered_in_round_) registry_.Remove(routing_id);
+  // Requirement ids given out this round may be given again to other requirements.
+  for (Agent* agent : registry_.All()) agent->can_run.clear();
+  requirements_.clear();
+  Status reloaded = ReloadRequirements();
+  if (!reloaded.ok()) {
+    LOG_ERROR("cannot read requirements: " << reloaded.message());
+    reload_requirements_ = true;
+  }
+  MarkQueued();
+}
+
 Status Coordinator::Send(Side side, const std::string& routing_id, const Message& message) {
+  if (in_round_) {
+    outgoing_.push_back({side, routing_id, message, std::nullopt});
+    return Status::Ok();
+  }
+  return SendNow(side, routing_id, message);
+}
+
+Status Coordinator::SendNow(Side side, const std::string& routing_id, const Message& message) {
   if (outbox_) return Delivered(side, message.type, outbox_(side, routing_id, message));
   return SendEncoded(side, routing_id, message.type, Encode(message));
 }
@@ -407,7 +482,11 @@ Message Coordinator::Submit(const json& request_id, const SubmitRequest& request
       pinned.push_back(std::move(hosts));
     }
   }
-  auto stored = store_->CreateSweep(*sweep, pinned, request.submission_id);
+  // Our heartbeats keep going while a large sweep goes in (seconds for 100,000 jobs), so
+  // agents do not take the coordinator for dead; agents gone meanwhile are dropped by
+  // the next regular heartbeat, not in the middle of the sweep's transaction.
+  auto stored = store_->CreateSweep(*sweep, pinned, request.submission_id,
+                                    [this] { SendHeartbeats(/*drop_unreachable=*/false); });
   if (!stored.ok()) {
     ++counters_.store_errors;
     LOG_ERROR("cannot store sweep \"" << sweep->name << "\": " << stored.status().message());
@@ -605,6 +684,7 @@ void Coordinator::Register(const std::string& routing_id, const Message& message
   registry_.Upsert(std::move(agent));
   HoldSpooledJobs(name, request->spooled);
   if (!known) {
+    if (in_round_) registered_in_round_.push_back(routing_id);
     LOG_INFO("agent " << name << " registered");
     // A fresh agent process asks for a calibration of its host; it runs as a job, so it
     // waits for other jobs on the same machine instead of disturbing them. Agents of
@@ -967,24 +1047,32 @@ Coordinator::Offer Coordinator::OfferNextJob(Agent& agent) {
                                           {"attempt", *attempt},
                                           {"timeout_s", job.timeout_s},
                                           {"spec", job.spec}});
-  Status sent = Send(Side::kAgents, agent.routing_id, offer);
+  LOG_DEBUG("job " << job.job_id << " attempt " << *attempt << " -> " << agent.description.name);
+  if (in_round_) {
+    // Sent once the hand-out is committed (EndRound).
+    outgoing_.push_back({Side::kAgents, agent.routing_id, std::move(offer), lease});
+    return Offer::kOffered;
+  }
+  Status sent = SendNow(Side::kAgents, agent.routing_id, offer);
   if (!sent.ok()) {
-    // The job never reached the agent: not an attempt. The peer is gone (the ROUTER
-    // knows no connection to it), so it leaves the registry now, not after its
-    // liveness window, and the job goes to another agent.
-    ++counters_.undelivered_offers;
-    registry_.RemoveLease(job.job_id);
-    UndoHandOut(lease);
-    if (sent.code() == StatusCode::kNotFound) {
-      DropAgent(agent.routing_id, "is unreachable (" + sent.message() + ")");
-    }
+    OfferUndelivered(lease, agent.routing_id, sent);
     return Offer::kNotNow;
   }
-  LOG_INFO("job " << job.job_id << " attempt " << *attempt << " -> " << agent.description.name);
   return Offer::kOffered;
 }
 
-void Coordinator::SendHeartbeats() {
+void Coordinator::OfferUndelivered(const Lease& lease, const std::string& routing_id,
+                                   const Status& sent) {
+  // The job never reached the agent: not an attempt. The peer is gone (the ROUTER
+  // knows no connection to it), so it leaves the registry now, not after its
+  // liveness window, and the job goes to another agent.
+  ++counters_.undelivered_offers;
+  registry_.RemoveLease(lease.job_id);
+  UndoHandOut(lease);
+  if (sent.code() == StatusCode::kNotFound) DropAgent(routing_id, "is unreachable (" + sent.message() + ")");
+}
+
+void Coordinator::SendHeartbeats(bool drop_unreachable) {
   MonoTime now = MonoNow();
   if (now < next_heartbeat_) return;
   next_heartbeat_ = now + Millis(options_.heartbeat_ms);
@@ -997,7 +1085,9 @@ void Coordinator::SendHeartbeats() {
   for (const std::string& peer : peers) {
     Status sent = outbox_ ? Delivered(Side::kAgents, heartbeat.type, outbox_(Side::kAgents, peer, heartbeat))
                           : SendEncoded(Side::kAgents, peer, heartbeat.type, encoded);
-    if (sent.code() == StatusCode::kNotFound) DropAgent(peer, "is unreachable (" + sent.message() + ")");
+    if (drop_unreachable && sent.code() == StatusCode::kNotFound) {
+      DropAgent(peer, "is unreachable (" + sent.message() + ")");
+    }
   }
 }
 

@@ -98,6 +98,14 @@ class Coordinator {
   // Sends the replies of finished reads (query, results); waits up to `wait` for the
   // first. Returns how many were sent.
   int DeliverReadReplies(Millis wait);
+  // Group commit. Between BeginRound and EndRound every store write joins one
+  // transaction, and every message that reports or depends on those writes (acks, job
+  // offers, replies) waits; EndRound commits once, then sends them. When the commit
+  // fails, the round's writes are undone in memory too (leases, counters, new agents)
+  // and clients are told the store is unavailable; agents send their results again.
+  // Heartbeats and read replies never wait. Run() makes each loop round one of these.
+  void BeginRound();
+  void EndRound();
   const CoordinatorCounters& counters() const { return counters_; }
 
  private:
@@ -122,7 +130,10 @@ class Coordinator {
   void AgentError(Agent& agent, const Message& message);
   void Refuse(Side side, const std::string& routing_id, const Status& status,
               const json& request_id = nullptr);
+  // Sends now, or at the end of the round when one is open.
   Status Send(Side side, const std::string& routing_id, const Message& message);
+  Status SendNow(Side side, const std::string& routing_id, const Message& message);
+  void RollBackRound(const Status& why);
   Status SendEncoded(Side side, const std::string& routing_id, const std::string& type,
                      const std::string& encoded);
   // Counts and logs a send that failed; returns `sent`.
@@ -141,6 +152,8 @@ class Coordinator {
   void LoseAttempt(const Lease& lease, const std::string& reason);
   // Takes back a hand-out that did not reach its agent or that it refused.
   void UndoHandOut(const Lease& lease);
+  // An offer whose send failed: taken back, and its agent dropped if it is gone.
+  void OfferUndelivered(const Lease& lease, const std::string& routing_id, const Status& sent);
   void Dispatch();
   enum class Offer {
     kOffered,         // a job went to the agent
@@ -152,7 +165,9 @@ class Coordinator {
   Status ReloadRequirements();
   void MarkQueued();  // some requirement may have queued jobs again
   json Waiting(std::optional<int64_t> sweep_id);
-  void SendHeartbeats();
+  // To every agent, once per heartbeat interval. An agent that cannot be reached is
+  // dropped, unless `drop_unreachable` is false (in the middle of a store transaction).
+  void SendHeartbeats(bool drop_unreachable = true);
   Millis LivenessWindow() const {
     return Millis(int64_t{options_.heartbeat_ms} * options_.liveness);
   }
@@ -174,6 +189,7 @@ class Coordinator {
     bool may_have_queued = true;
   };
   std::map<int64_t, RequirementState> requirements_;
+  bool reload_requirements_ = false;  // a reload failed: tried again at the next refresh
   // The prune under way, if any, and whom to answer.
   struct PendingPrune {
     std::string routing_id;
@@ -181,6 +197,18 @@ class Coordinator {
     SamplePruner pruner;
   };
   std::optional<PendingPrune> prune_;
+  // The open round (BeginRound): what waits for its commit, and what to undo if the
+  // commit fails.
+  struct Outgoing {
+    Side side;
+    std::string routing_id;
+    Message message;
+    std::optional<Lease> hand_out;  // a job offer: taken back if it cannot be sent
+  };
+  bool in_round_ = false;
+  std::vector<Outgoing> outgoing_;
+  CoordinatorCounters counters_at_round_start_;
+  std::vector<std::string> registered_in_round_;  // routing ids of agents new this round
   // Agents that left the registry lately (silent, unreachable), newest last.
   std::deque<json> departed_;
   MonoTime next_heartbeat_;

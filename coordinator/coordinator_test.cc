@@ -4,7 +4,11 @@
 #include "coordinator/coordinator.h"
 
 #include <gtest/gtest.h>
+#include <sys/mount.h>
 #include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include <filesystem>
 #include <fstream>
@@ -58,8 +62,12 @@ class CoordinatorTest : public ::testing::Test {
             ::testing::UnitTest::GetInstance()->current_test_info()->name());
     std::filesystem::remove_all(dir_);
     std::filesystem::create_directories(dir_);
+    StartWithStoreAt(dir_ / "results.db");
+  }
+  void StartWithStoreAt(const std::filesystem::path& db_path) {
+    coordinator_.reset();
     CoordinatorOptions options;
-    options.db_path = (dir_ / "results.db").string();
+    options.db_path = db_path.string();
     options.heartbeat_ms = 60000;  // nothing expires while a test runs
     coordinator_ = std::make_unique<Coordinator>(options);
     Status started = coordinator_->StartInProcess(
@@ -421,6 +429,106 @@ TEST_F(CoordinatorTest, RepliesHaveTheShapeOfTheirGoldenExamples) {
   ExpectSameKeys(golden("status_reply"), status.body, "status_reply");
   ExpectSameKeys(golden("rows"), Request({{"type", "results"}, {"limit", 5}}).body, "rows");
   ExpectSameKeys(golden("cancelled"), Request({{"type", "cancel"}, {"sweep_id", 1}}).body, "cancelled");
+}
+
+json ResultFor(const json& offer) {
+  return {{"v", 1}, {"type", "result"}, {"job_id", offer["job_id"]},
+          {"attempt", offer["attempt"]}, {"result", GoodResult(offer["spec"])}};
+}
+
+TEST_F(CoordinatorTest, ARoundSendsWhatDependsOnItsWritesOnlyAfterItsCommit) {
+  Submit(kCpuSweep);  // two jobs, nobody to run them yet
+  coordinator_->BeginRound();
+  Register("node-a");
+  coordinator_->Tick();
+  EXPECT_EQ(LastTo("node-a/1", "registered"), nullptr);
+  EXPECT_TRUE(OffersTo("node-a/1").empty());
+  coordinator_->EndRound();
+  ASSERT_NE(LastTo("node-a/1", "registered"), nullptr);
+  auto offers = OffersTo("node-a/1");
+  ASSERT_EQ(offers.size(), 1u);
+
+  coordinator_->BeginRound();
+  FromAgent("node-a/1", ResultFor(offers[0]));
+  EXPECT_EQ(LastTo("node-a/1", "ack"), nullptr);
+  // Reads are answered within the round (from another connection: nothing committed yet).
+  EXPECT_EQ(Query("select count(*) from results"), json::parse("[[0]]"));
+  coordinator_->EndRound();
+  // The ack, then the next job, both after the same commit.
+  ASSERT_GE(sent_.size(), 2u);
+  EXPECT_EQ(sent_[sent_.size() - 2].message.type, "ack");
+  EXPECT_EQ(sent_[sent_.size() - 2].message.body["outcome"], "stored");
+  EXPECT_EQ(sent_.back().message.type, "job");
+  EXPECT_EQ(OffersTo("node-a/1").size(), 2u);
+  EXPECT_EQ(Query("select count(*) from results"), json::parse("[[1]]"));
+}
+
+TEST_F(CoordinatorTest, ARoundWhoseCommitFailsIsUndoneAndAcknowledgesNothing) {
+  const std::filesystem::path disk = dir_ / "disk";
+  std::filesystem::create_directories(disk);
+  if (mount("tmpfs", disk.c_str(), "tmpfs", 0, "size=4m") != 0) {
+    GTEST_SKIP() << "cannot mount a small tmpfs here (needs root and CAP_SYS_ADMIN): "
+                 << std::strerror(errno);
+  }
+  struct Unmount {
+    std::string path;
+    ~Unmount() { umount2(path.c_str(), MNT_DETACH); }
+  } unmount{disk.string()};
+  StartWithStoreAt(disk / "results.db");
+  Register("node-a");
+  Submit(kCpuSweep);
+  auto offers = OffersTo("node-a/1");
+  ASSERT_EQ(offers.size(), 1u);
+  const json first = offers[0];
+
+  // The disk fills to the last byte.
+  const std::filesystem::path filler = disk / "filler";
+  {
+    std::ofstream fill(filler, std::ios::binary);
+    std::string block(4096, 'x');
+    while (fill.write(block.data(), block.size())) {
+    }
+  }
+  sent_.clear();
+  coordinator_->BeginRound();
+  FromAgent("node-a/1", ResultFor(first));
+  Register("node-b");
+  coordinator_->HandleClient({"client", json{{"v", 1}, {"type", "submit"}, {"request_id", "full"},
+                                             {"sweep", kCpuSweep}}.dump()});
+  coordinator_->Tick();
+  coordinator_->EndRound();
+
+  EXPECT_EQ(LastTo("node-a/1", "ack"), nullptr);  // the result stays in node-a's spool
+  EXPECT_TRUE(OffersTo("node-a/1").empty());
+  EXPECT_EQ(LastTo("node-b/1", "registered"), nullptr);
+  const Sent* refused = LastTo("client", "error");
+  ASSERT_NE(refused, nullptr);
+  EXPECT_EQ(refused->message.body["request_id"], "full");
+  EXPECT_NE(refused->message.body["message"].get<std::string>().find("full"), std::string::npos)
+      << refused->message.body.dump();
+  EXPECT_EQ(coordinator_->counters().results_stored, 0);
+  EXPECT_EQ(coordinator_->counters().store_errors, 1);
+
+  // Space comes back. node-b was never kept: told to register again.
+  std::filesystem::remove(filler);
+  FromAgent("node-b/1", {{"v", 1}, {"type", "heartbeat"}});
+  const Sent* unknown = LastTo("node-b/1", "error");
+  ASSERT_NE(unknown, nullptr);
+  EXPECT_EQ(unknown->message.body["code"], "not_found");
+  // node-a sends its result again: stored once, and the next job is its first attempt
+  // (the hand-out of the failed round cost none).
+  FromAgent("node-a/1", ResultFor(first));
+  const Sent* ack = LastTo("node-a/1", "ack");
+  ASSERT_NE(ack, nullptr);
+  EXPECT_EQ(ack->message.body["outcome"], "stored");
+  offers = OffersTo("node-a/1");
+  ASSERT_EQ(offers.size(), 1u);
+  EXPECT_NE(offers[0]["job_id"], first["job_id"]);
+  EXPECT_EQ(offers[0]["attempt"], 1);
+  EXPECT_EQ(Query("select count(*) from results"), json::parse("[[1]]"));
+  EXPECT_EQ(Query("select count(*) from sweeps"), json::parse("[[1]]"));
+  EXPECT_EQ(coordinator_->counters().results_stored, 1);
+  coordinator_.reset();  // closes the store before the tmpfs goes
 }
 
 TEST_F(CoordinatorTest, PruneDropsOldSamplesInStepsAndAnswersWhenDone) {

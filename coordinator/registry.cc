@@ -80,9 +80,11 @@ void AgentRegistry::MachineFreed(const std::string& name) {
 
 void AgentRegistry::AddLease(Lease lease) {
   if (auto old = leases_.find(lease.job_id); old != leases_.end()) {
+    if (journaling_) journal_.push_back({false, old->second});
     UnindexLease(old->second);
     leases_.erase(old);
   }
+  if (journaling_) journal_.push_back({true, lease});
   IndexLease(lease);
   if (auto holder = routing_id_by_name_.find(lease.agent); holder != routing_id_by_name_.end()) {
     offer_candidates_.erase(holder->second);
@@ -98,8 +100,31 @@ Lease* AgentRegistry::FindLease(int64_t job_id) {
 void AgentRegistry::RemoveLease(int64_t job_id) {
   auto it = leases_.find(job_id);
   if (it == leases_.end()) return;
+  if (journaling_) journal_.push_back({false, it->second});
   UnindexLease(it->second);
   leases_.erase(it);
+}
+
+void AgentRegistry::BeginJournal() {
+  journal_.clear();
+  journaling_ = true;
+}
+
+void AgentRegistry::EndJournal() {
+  journal_.clear();
+  journaling_ = false;
+}
+
+void AgentRegistry::RollBackJournal() {
+  journaling_ = false;
+  for (auto change = journal_.rbegin(); change != journal_.rend(); ++change) {
+    if (change->added) {
+      RemoveLease(change->lease.job_id);
+    } else {
+      AddLease(change->lease);
+    }
+  }
+  journal_.clear();
 }
 
 bool AgentRegistry::HasLease(const std::string& agent_name) const {

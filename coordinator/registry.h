@@ -73,6 +73,14 @@ class AgentRegistry {
   std::vector<Lease> TakeLeasesOf(const std::string& agent_name);
   const std::map<int64_t, Lease>& leases() const { return leases_; }
 
+  // Lease changes are recorded between BeginJournal and EndJournal, so that a round of
+  // the loop whose commit failed puts the leases back as the store has them
+  // (RollBackJournal undoes each change, newest first). Renewals are not recorded: a
+  // renewal only keeps a lease from expiring early.
+  void BeginJournal();
+  void EndJournal();
+  void RollBackJournal();
+
   // Offer candidates: the agents that may take a job offer, so that a dispatch visits
   // those instead of the whole fleet. An agent becomes one when it registers, when a
   // lease of its own or of its machine ends, and on MayAllTakeOffers (jobs were
@@ -94,6 +102,12 @@ class AgentRegistry {
   std::map<int64_t, Lease> leases_;                          // by job id
   std::map<std::string, std::set<int64_t>> leases_by_agent_;  // agent name -> job ids
   std::set<std::string> offer_candidates_;                   // routing ids
+  struct LeaseChange {
+    bool added;  // else removed
+    Lease lease;
+  };
+  bool journaling_ = false;
+  std::vector<LeaseChange> journal_;
 };
 
 }  // namespace benchfleet

@@ -171,5 +171,41 @@ TEST(RegistryTest, DroppedAgentFreesTheOtherAgentsOfItsMachine) {
   EXPECT_EQ(registry.TakeLeasesOf("a").size(), 1u);
 }
 
+TEST(RegistryTest, ARolledBackJournalPutsEveryLeaseBackAsItWas) {
+  AgentRegistry registry;
+  MonoTime t0 = MonoTime{} + Millis(100000);
+  registry.Upsert(MakeAgent("a", "m1", t0));
+  registry.Upsert(MakeAgent("b", "m2", t0));
+  registry.AddLease(MakeLease(1, "a", t0, t0 + Millis(60000)));
+  registry.AddLease(MakeLease(2, "b", t0, t0 + Millis(60000)));
+
+  registry.BeginJournal();
+  registry.RemoveLease(1);                                     // a result came
+  registry.AddLease(MakeLease(3, "a", t0, t0 + Millis(60000)));  // a's next job
+  Lease replaced = MakeLease(2, "b", t0, t0 + Millis(60000));
+  replaced.attempt = 2;
+  registry.AddLease(replaced);                                 // replaces b's lease
+  for (const Lease& taken : registry.TakeLeasesOf("b")) EXPECT_EQ(taken.attempt, 2);
+  EXPECT_EQ(registry.leases().size(), 1u);
+  registry.RollBackJournal();
+
+  ASSERT_EQ(registry.leases().size(), 2u);
+  ASSERT_NE(registry.FindLease(1), nullptr);
+  EXPECT_EQ(registry.FindLease(1)->agent, "a");
+  ASSERT_NE(registry.FindLease(2), nullptr);
+  EXPECT_EQ(registry.FindLease(2)->attempt, 1);
+  EXPECT_EQ(registry.FindLease(3), nullptr);
+  EXPECT_EQ(registry.LeasedJobOf("a"), 1);
+  EXPECT_EQ(registry.LeasedJobOf("b"), 2);
+
+  // A journal that ended keeps its changes, and nothing is recorded after it.
+  registry.BeginJournal();
+  registry.RemoveLease(1);
+  registry.EndJournal();
+  registry.RemoveLease(2);
+  registry.RollBackJournal();
+  EXPECT_TRUE(registry.leases().empty());
+}
+
 }  // namespace
 }  // namespace benchfleet

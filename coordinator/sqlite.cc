@@ -14,7 +14,10 @@ StatusOr<std::unique_ptr<Database>> Database::Open(const std::string& path, int 
   return std::unique_ptr<Database>(new Database(db));
 }
 
-Database::~Database() { sqlite3_close_v2(db_); }
+Database::~Database() {
+  for (auto& [sql, cached] : statements_) sqlite3_finalize(cached.stmt);
+  sqlite3_close_v2(db_);
+}
 
 std::string Database::LastError() const {
   return std::string(sqlite3_errstr(sqlite3_extended_errcode(db_) & 0xff)) + " (" +
@@ -30,7 +33,31 @@ Status Database::Exec(const std::string& sql) {
   return Unavailable("SQLite: " + message);
 }
 
+// Enough for every statement text the store uses; past it, statements are not cached.
+constexpr size_t kMaxCachedStatements = 128;
+
 StatusOr<Statement> Database::Prepare(const std::string& sql) {
+  if (cache_statements_) {
+    auto found = statements_.find(sql);
+    if (found != statements_.end() && !found->second.in_use) {
+      found->second.in_use = true;
+      return Statement(this, found->second.stmt, &found->second.in_use);
+    }
+    if (found == statements_.end() && statements_.size() < kMaxCachedStatements) {
+      sqlite3_stmt* stmt = nullptr;
+      int rc = sqlite3_prepare_v3(db_, sql.c_str(), static_cast<int>(sql.size()),
+                                  SQLITE_PREPARE_PERSISTENT, &stmt, nullptr);
+      if (rc != SQLITE_OK) {
+        sqlite3_finalize(stmt);
+        return InvalidArgument("SQLite: " + std::string(sqlite3_errmsg(db_)));
+      }
+      if (stmt == nullptr) return InvalidArgument("SQLite: empty statement");
+      CachedStatement& cached = statements_[sql];
+      cached.stmt = stmt;
+      cached.in_use = true;
+      return Statement(this, stmt, &cached.in_use);
+    }
+  }
   sqlite3_stmt* stmt = nullptr;
   int rc = sqlite3_prepare_v2(db_, sql.c_str(), static_cast<int>(sql.size()), &stmt, nullptr);
   if (rc != SQLITE_OK) {
@@ -67,6 +94,16 @@ StatusOr<Statement> Database::PrepareOne(const std::string& sql) {
     tail = rest;
   }
   return first;
+}
+
+Statement::~Statement() {
+  if (in_use_ == nullptr) {
+    sqlite3_finalize(stmt_);
+    return;
+  }
+  sqlite3_reset(stmt_);
+  sqlite3_clear_bindings(stmt_);
+  *in_use_ = false;
 }
 
 Statement& Statement::Bind(int pos, int64_t value) {
@@ -139,14 +176,73 @@ nlohmann::json Statement::ColumnJson(int col) const {
   }
 }
 
+void Database::OpenGroup() {
+  group_open_ = true;
+  group_begun_ = false;
+  group_error_ = Status::Ok();
+}
+
+Status Database::JoinGroup() {
+  if (!group_open_) return Status::Ok();
+  if (!group_error_.ok()) return group_error_;
+  if (!group_begun_) {
+    Status begun = Exec("BEGIN IMMEDIATE");
+    if (!begun.ok()) {
+      // Every later write of this group would wait out the busy timeout again.
+      group_error_ = begun;
+      return begun;
+    }
+    group_begun_ = true;
+    return Status::Ok();
+  }
+  if (sqlite3_get_autocommit(db_) != 0) {
+    group_error_ = Unavailable("SQLite: this group's transaction was rolled back by an earlier error");
+    return group_error_;
+  }
+  return Status::Ok();
+}
+
+Status Database::CommitGroup() {
+  group_open_ = false;
+  if (!group_begun_) return Status::Ok();  // nothing written (or BEGIN failed: each write said so)
+  group_begun_ = false;
+  if (sqlite3_get_autocommit(db_) != 0) {
+    return group_error_.ok() ? Unavailable("SQLite: this group's transaction was rolled back")
+                             : group_error_;
+  }
+  Status committed = Exec("COMMIT");
+  if (!committed.ok() && sqlite3_get_autocommit(db_) == 0) (void)Exec("ROLLBACK");
+  return committed;
+}
+
+Status Transaction::Begin() {
+  if (db_.group_open()) {
+    RETURN_IF_ERROR(db_.JoinGroup());
+    savepoint_ = true;
+    Status s = db_.Exec("SAVEPOINT tx");
+    active_ = s.ok();
+    return s;
+  }
+  Status s = db_.Exec("BEGIN IMMEDIATE");
+  active_ = s.ok();
+  return s;
+}
+
 Status Transaction::Commit() {
-  Status s = db_.Exec("COMMIT");
+  Status s = db_.Exec(savepoint_ ? "RELEASE tx" : "COMMIT");
   if (s.ok()) active_ = false;
   return s;
 }
 
 Transaction::~Transaction() {
-  if (active_) (void)db_.Exec("ROLLBACK");
+  if (!active_) return;
+  // After SQLite rolled the group back by itself the savepoint is gone; the group
+  // reports that at its next write or at CommitGroup.
+  if (savepoint_) {
+    if (sqlite3_get_autocommit(db_.handle()) == 0) (void)db_.Exec("ROLLBACK TO tx; RELEASE tx");
+  } else {
+    (void)db_.Exec("ROLLBACK");
+  }
 }
 
 }  // namespace benchfleet

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "common/status.h"
@@ -28,7 +29,14 @@ class Database {
 
   // Runs one or more statements that return no rows.
   Status Exec(const std::string& sql);
+  // With statement caching on, a statement is compiled once and reused: the Statement
+  // handed out resets it when it goes, so an early return cannot leave it mid-step
+  // holding a read snapshot. The same text asked for while its cached copy is in use
+  // (a nested call) gets a fresh statement.
   StatusOr<Statement> Prepare(const std::string& sql);
+  // For a connection whose statements come from a fixed set of texts (the store's);
+  // never for one that runs users' SQL.
+  void CacheStatements() { cache_statements_ = true; }
   // Prepares exactly one statement: text after it other than blanks and comments is an
   // error (a user's "select 1; delete ..." is refused, not cut short).
   StatusOr<Statement> PrepareOne(const std::string& sql);
@@ -38,19 +46,44 @@ class Database {
   // "SQLITE_FULL: database or disk is full" style text for the latest error.
   std::string LastError() const;
 
+  // Group commit. While a group is open, the first write (Transaction::Begin) begins
+  // one transaction and every later write joins it as a savepoint, so a failed write
+  // undoes only itself; CommitGroup then makes them all durable with one sync instead
+  // of one per write. A write after the group's transaction was lost (SQLite rolls a
+  // transaction back by itself on a full disk or an I/O error) fails, so nothing is
+  // committed outside the group.
+  void OpenGroup();
+  // Ok when everything written since OpenGroup is committed (or nothing was written);
+  // otherwise all of it is rolled back and the error says why.
+  Status CommitGroup();
+  bool group_open() const { return group_open_; }
+  // Begins the group's transaction on the first write; fails once the group is lost.
+  // Not grouping: nothing to do.
+  Status JoinGroup();
+
  private:
   explicit Database(sqlite3* db) : db_(db) {}
   sqlite3* db_;
+  struct CachedStatement {
+    sqlite3_stmt* stmt = nullptr;
+    bool in_use = false;
+  };
+  bool cache_statements_ = false;
+  std::unordered_map<std::string, CachedStatement> statements_;  // node-based: stable entries
+  bool group_open_ = false;
+  bool group_begun_ = false;
+  Status group_error_;  // why the group's writes fail (a BEGIN that failed, a lost group)
 };
 
 // A prepared statement; Bind* take 1-based positions as SQLite does.
 class Statement {
  public:
-  Statement(Statement&& other) noexcept : db_(other.db_), stmt_(other.stmt_) {
+  Statement(Statement&& other) noexcept : db_(other.db_), stmt_(other.stmt_), in_use_(other.in_use_) {
     other.stmt_ = nullptr;
+    other.in_use_ = nullptr;
   }
   Statement(const Statement&) = delete;
-  ~Statement() { sqlite3_finalize(stmt_); }
+  ~Statement();
 
   Statement& Bind(int pos, int64_t value);
   Statement& Bind(int pos, int value) { return Bind(pos, static_cast<int64_t>(value)); }
@@ -85,26 +118,27 @@ class Statement {
 
  private:
   friend class Database;
-  Statement(Database* db, sqlite3_stmt* stmt) : db_(db), stmt_(stmt) {}
+  Statement(Database* db, sqlite3_stmt* stmt, bool* in_use = nullptr)
+      : db_(db), stmt_(stmt), in_use_(in_use) {}
   Database* db_;
   sqlite3_stmt* stmt_;
+  bool* in_use_;  // a cached statement: reset and handed back, not finalized
 };
 
-// BEGIN IMMEDIATE on construction, ROLLBACK on destruction unless Commit() succeeded.
+// BEGIN IMMEDIATE on Begin(), ROLLBACK on destruction unless Commit() succeeded.
+// Inside an open group (Database::OpenGroup) it is a savepoint of the group's
+// transaction: Commit() releases it, and only CommitGroup makes it durable.
 class Transaction {
  public:
   explicit Transaction(Database& db) : db_(db) {}
-  Status Begin() {
-    Status s = db_.Exec("BEGIN IMMEDIATE");
-    active_ = s.ok();
-    return s;
-  }
+  Status Begin();
   Status Commit();
   ~Transaction();
 
  private:
   Database& db_;
   bool active_ = false;
+  bool savepoint_ = false;
 };
 
 }  // namespace benchfleet

@@ -48,6 +48,9 @@ const char* ResultOutcomeName(ResultOutcome outcome) {
 StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path) {
   ASSIGN_OR_RETURN(auto db, Database::Open(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE));
   sqlite3_busy_timeout(db->handle(), kBusyTimeoutMs);
+  // Every statement the store runs is compiled once (the dispatcher and results run the
+  // same few thousands of times a second).
+  db->CacheStatements();
   // WAL lets readers (the CLI's queries, a user's sqlite3 shell) run beside the writer;
   // synchronous=FULL makes every commit durable before we acknowledge it to a peer.
   // auto_vacuum takes effect only in a new, empty database (an older one is switched by
@@ -167,9 +170,15 @@ StatusOr<int64_t> Store::UpsertHost(const std::string& name, const std::string& 
       .Bind(3, tags.dump())
       .Bind(4, capabilities.dump())
       .Bind(5, now);
+  // Every write goes through a Transaction, so it joins the loop's group commit.
+  Transaction tx(*db_);
+  RETURN_IF_ERROR(tx.Begin());
   ASSIGN_OR_RETURN(bool row, stmt.Step());
   if (!row) return Internal("host upsert returned no row");
-  return stmt.Int(0);
+  int64_t host_id = stmt.Int(0);
+  RETURN_IF_ERROR(stmt.Run());
+  RETURN_IF_ERROR(tx.Commit());
+  return host_id;
 }
 
 StatusOr<int64_t> Store::RequirementId(const std::string& kind, const std::string& pinned_host,
@@ -190,7 +199,8 @@ StatusOr<int64_t> Store::RequirementId(const std::string& kind, const std::strin
 
 StatusOr<StoredSweep> Store::CreateSweep(const Sweep& sweep,
                                          const std::vector<std::vector<std::string>>& pinned,
-                                         const std::string& submission_id) {
+                                         const std::string& submission_id,
+                                         const std::function<void()>& every_thousand_jobs) {
   std::string now = UtcNowIso8601();
   Transaction tx(*db_);
   RETURN_IF_ERROR(tx.Begin());
@@ -258,6 +268,7 @@ StatusOr<StoredSweep> Store::CreateSweep(const Sweep& sweep,
     RETURN_IF_ERROR(insert_job.Run());
     insert_job.Reset();
     ++stored.jobs;
+    if (every_thousand_jobs && stored.jobs % 1000 == 0) every_thousand_jobs();
     return Status::Ok();
   };
   for (size_t i = 0; i < sweep.combinations.size(); ++i) {
@@ -359,10 +370,13 @@ StatusOr<int> Store::MarkRunning(int64_t job_id, int64_t host_id) {
       db_->Prepare("UPDATE jobs SET state = 'running', attempts = attempts + 1, host_id = ?2, "
                    "started_at = ?3 WHERE job_id = ?1 AND state = 'queued' RETURNING attempts"));
   stmt.Bind(1, job_id).Bind(2, host_id).Bind(3, UtcNowIso8601());
+  Transaction tx(*db_);
+  RETURN_IF_ERROR(tx.Begin());
   ASSIGN_OR_RETURN(bool row, stmt.Step());
   if (!row) return FailedPrecondition("job " + std::to_string(job_id) + " is no longer queued");
   int attempt = static_cast<int>(stmt.Int(0));
-  RETURN_IF_ERROR(stmt.Run());  // finish the statement so the autocommit happens now
+  RETURN_IF_ERROR(stmt.Run());  // finish the statement before its transaction ends
+  RETURN_IF_ERROR(tx.Commit());
   return attempt;
 }
 
@@ -371,8 +385,12 @@ StatusOr<bool> Store::UndoHandOut(int64_t job_id, int attempt) {
                    db_->Prepare("UPDATE jobs SET state = 'queued', attempts = attempts - 1, "
                                 "started_at = NULL WHERE job_id = ?1 AND attempts = ?2 AND "
                                 "state = 'running'"));
+  Transaction tx(*db_);
+  RETURN_IF_ERROR(tx.Begin());
   RETURN_IF_ERROR(stmt.Bind(1, job_id).Bind(2, attempt).Run());
-  return db_->Changes() == 1;
+  const bool undone = db_->Changes() == 1;
+  RETURN_IF_ERROR(tx.Commit());
+  return undone;
 }
 
 StatusOr<bool> Store::RequeueOrFail(int64_t job_id, int attempt, int max_attempts,

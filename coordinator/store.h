@@ -66,6 +66,12 @@ class Store {
 
   int SchemaVersion();
 
+  // Group commit (Database::OpenGroup): every write between the two joins one
+  // transaction, made durable by one sync at CommitGroup. The coordinator's loop opens
+  // one group per round and sends what depends on its writes only after the commit.
+  void OpenGroup() { db_->OpenGroup(); }
+  Status CommitGroup() { return db_->CommitGroup(); }
+
   // Inserts or refreshes the host named `name`; returns its host_id.
   StatusOr<int64_t> UpsertHost(const std::string& name, const std::string& machine_id,
                                const json& tags, const json& capabilities);
@@ -73,9 +79,12 @@ class Store {
   // Stores a sweep and its jobs in one transaction: per combination (in order), one job
   // per agent in `pinned[i]`, or one unpinned job when `pinned` is empty. With a
   // non-empty `submission_id` already stored, stores nothing and returns that sweep.
+  // `every_thousand_jobs`, when set, is called as the jobs go in (the coordinator keeps
+  // its heartbeats going through a large sweep); it must not write to the store.
   StatusOr<StoredSweep> CreateSweep(const Sweep& sweep,
                                     const std::vector<std::vector<std::string>>& pinned,
-                                    const std::string& submission_id = "");
+                                    const std::string& submission_id = "",
+                                    const std::function<void()>& every_thousand_jobs = nullptr);
 
   // A sweep of one calibration job per agent in `agents` (pinned to it). Calibrations
   // are dispatched before queued benchmarks.

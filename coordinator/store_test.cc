@@ -7,6 +7,7 @@
 
 #include "common/result_fields.h"
 #include "coordinator/reader.h"
+#include "coordinator/sqlite.h"
 
 namespace benchfleet {
 namespace {
@@ -385,6 +386,99 @@ TEST_F(StoreTest, EveryDeclaredResultFieldHasAColumnAndIsInTheSummary) {
               summary->columns.end())
         << field.column;
   }
+}
+
+// Group commit at the SQLite layer: what a round of the coordinator's loop relies on.
+class GroupCommitTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    path_ = std::filesystem::temp_directory_path() /
+            ("bf-group-" + std::to_string(getpid()) + "-" +
+             ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".db");
+    std::filesystem::remove(path_);
+    auto db = Database::Open(path_.string(), SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
+    ASSERT_TRUE(db.ok()) << db.status().ToString();
+    db_ = std::move(*db);
+    ASSERT_TRUE(db_->Exec("PRAGMA journal_mode=WAL; CREATE TABLE t(x INTEGER PRIMARY KEY, v TEXT NOT NULL)").ok());
+    auto reader = Database::Open(path_.string(), SQLITE_OPEN_READONLY);
+    ASSERT_TRUE(reader.ok());
+    reader_ = std::move(*reader);
+  }
+  void TearDown() override {
+    db_.reset();
+    reader_.reset();
+    for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(path_.string() + suffix);
+  }
+  Status Write(int x, const char* v) {
+    Transaction tx(*db_);
+    RETURN_IF_ERROR(tx.Begin());
+    auto insert = db_->Prepare("INSERT INTO t VALUES (?1, ?2)");
+    if (!insert.ok()) return insert.status();
+    insert->Bind(1, x);
+    if (v) insert->Bind(2, v);
+    RETURN_IF_ERROR(insert->Run());
+    return tx.Commit();
+  }
+  std::string Committed() {  // as another connection sees the table
+    auto rows = reader_->Prepare("SELECT group_concat(x) FROM (SELECT x FROM t ORDER BY x)");
+    EXPECT_TRUE(rows.ok());
+    EXPECT_TRUE(*rows->Step());
+    return rows->Text(0);
+  }
+  std::filesystem::path path_;
+  std::unique_ptr<Database> db_;
+  std::unique_ptr<Database> reader_;
+};
+
+TEST_F(GroupCommitTest, AGroupsWritesBecomeVisibleTogetherAndAFailedOneUndoesOnlyItself) {
+  db_->OpenGroup();
+  ASSERT_TRUE(Write(1, "a").ok());
+  EXPECT_FALSE(Write(2, nullptr).ok());  // NOT NULL: this write alone is undone
+  ASSERT_TRUE(Write(3, "c").ok());
+  EXPECT_EQ(Committed(), "");            // nothing is visible before the group commits
+  ASSERT_TRUE(db_->CommitGroup().ok());
+  EXPECT_EQ(Committed(), "1,3");
+  // Outside a group each write commits on its own.
+  ASSERT_TRUE(Write(4, "d").ok());
+  EXPECT_EQ(Committed(), "1,3,4");
+  // A group with nothing written commits nothing and succeeds.
+  db_->OpenGroup();
+  EXPECT_TRUE(db_->CommitGroup().ok());
+}
+
+TEST_F(GroupCommitTest, AGroupSQLiteRolledBackKeepsNothingAndRefusesLaterWrites) {
+  db_->OpenGroup();
+  ASSERT_TRUE(Write(1, "a").ok());
+  // What SQLite does by itself on a full disk or an I/O error: the whole transaction
+  // is rolled back under the group.
+  ASSERT_TRUE(db_->Exec("ROLLBACK").ok());
+  Status after = Write(2, "b");
+  EXPECT_FALSE(after.ok());  // it would otherwise commit on its own, outside the group
+  EXPECT_NE(after.message().find("rolled back"), std::string::npos) << after.message();
+  Status committed = db_->CommitGroup();
+  EXPECT_FALSE(committed.ok());
+  EXPECT_EQ(Committed(), "");
+  // The next group starts afresh.
+  db_->OpenGroup();
+  ASSERT_TRUE(Write(5, "e").ok());
+  ASSERT_TRUE(db_->CommitGroup().ok());
+  EXPECT_EQ(Committed(), "5");
+}
+
+TEST_F(GroupCommitTest, AGroupThatCannotBeginFailsEachWriteAtOnceWithTheReason) {
+  auto holder = Database::Open(path_.string(), SQLITE_OPEN_READWRITE);
+  ASSERT_TRUE(holder.ok());
+  ASSERT_TRUE((*holder)->Exec("BEGIN IMMEDIATE").ok());  // another process holds the write lock
+  db_->OpenGroup();
+  Status first = Write(1, "a");
+  EXPECT_FALSE(first.ok());
+  EXPECT_NE(first.message().find("locked"), std::string::npos) << first.message();
+  Status second = Write(2, "b");
+  EXPECT_EQ(second.message(), first.message());  // no second busy wait
+  EXPECT_TRUE(db_->CommitGroup().ok());           // nothing was written
+  ASSERT_TRUE((*holder)->Exec("ROLLBACK").ok());
+  ASSERT_TRUE(Write(3, "c").ok());
+  EXPECT_EQ(Committed(), "3");
 }
 
 }  // namespace
