@@ -127,10 +127,10 @@ TEST(JobSpecTest, InteropThreadsAndOnednnAreAxes) {
           "onednn":[true,false]}})");
   ASSERT_TRUE(sweep.ok()) << sweep.status().ToString();
   ASSERT_EQ(sweep->combinations.size(), 4u);
-  EXPECT_EQ(sweep->combinations[1]["interop_threads"], 1);
-  EXPECT_EQ(sweep->combinations[1]["onednn"], false);
-  EXPECT_EQ(sweep->combinations[2]["interop_threads"], 2);
-  EXPECT_FALSE(sweep->combinations[0].contains("model_args"));  // the worker's defaults
+  EXPECT_EQ(sweep->combinations[1].Spec()["interop_threads"], 1);
+  EXPECT_EQ(sweep->combinations[1].Spec()["onednn"], false);
+  EXPECT_EQ(sweep->combinations[2].Spec()["interop_threads"], 2);
+  EXPECT_FALSE(sweep->combinations[0].Spec().contains("model_args"));  // the worker's defaults
 }
 
 }  // namespace

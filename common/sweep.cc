@@ -236,7 +236,8 @@ StatusOr<Sweep> ParseSweep(const json& document) {
     if (!ParseJobConfig(spec, &error)) {
       return InvalidArgument(SweepField(error.field, model, axes, index) + ": " + error.message);
     }
-    sweep.combinations.push_back(std::move(spec));
+    const json& device = spec["device"];
+    sweep.combinations.push_back({spec.dump(), device.is_string() ? device.get<std::string>() : "cpu"});
     for (size_t a = axes.size(); a-- > 0;) {
       if (++index[a] < axes[a].values.size()) break;
       index[a] = 0;

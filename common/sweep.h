@@ -18,6 +18,15 @@ using nlohmann::json;
 // "any": every combination runs once, on whichever matching agent is free first.
 enum class Placement { kEach, kAny };
 
+// One combination of a sweep's matrix: a job spec, kept as its compact JSON text (what
+// the store keeps and the agent receives). A 100,000-job sweep held as parsed JSON
+// objects took ~1.5 KB per job in the coordinator; as text it is the text's length.
+struct Combination {
+  std::string spec;
+  std::string device;  // the spec's device ("cpu" unless it says), which decides where it runs
+  json Spec() const { return json::parse(spec); }
+};
+
 struct Sweep {
   std::string name;
   json select = json::object();
@@ -27,7 +36,7 @@ struct Sweep {
   int64_t seed = 0;
   json model_args = json::object();  // per model name, e.g. {"mlp": {"layers": [...]}}
   // One job spec per combination of the matrix, in a stable order.
-  std::vector<json> combinations;
+  std::vector<Combination> combinations;
   json source;  // the sweep as written, normalised (stored with the sweep)
 };
 

@@ -17,14 +17,15 @@ TEST(SweepTest, ExpandsEveryCombination) {
   EXPECT_EQ(sweep->name, "cpu-mlp");
   ASSERT_EQ(sweep->combinations.size(), 6u);
   EXPECT_EQ(sweep->placement, Placement::kEach);
-  const json& first = sweep->combinations.front();
+  const json first = sweep->combinations.front().Spec();
   EXPECT_EQ(first["model"], "mlp");
   EXPECT_EQ(first["batch_size"], 1);
   EXPECT_EQ(first["threads"], 1);
   EXPECT_EQ(first["device"], "cpu");
+  EXPECT_EQ(sweep->combinations.front().device, "cpu");
   EXPECT_DOUBLE_EQ(first["timing"]["min_time_s"].get<double>(), 0.5);
-  EXPECT_EQ(sweep->combinations.back()["batch_size"], 64);
-  EXPECT_EQ(sweep->combinations.back()["threads"], 2);
+  EXPECT_EQ(sweep->combinations.back().Spec()["batch_size"], 64);
+  EXPECT_EQ(sweep->combinations.back().Spec()["threads"], 2);
 }
 
 TEST(SweepTest, DefaultsApplyAndModelArgsTravelWithTheJob) {
@@ -33,7 +34,7 @@ TEST(SweepTest, DefaultsApplyAndModelArgsTravelWithTheJob) {
           "models":{"mlp":{"layers":[32,16,4]}},"seed":7})");
   ASSERT_TRUE(sweep.ok()) << sweep.status().ToString();
   ASSERT_EQ(sweep->combinations.size(), 1u);
-  const json& job = sweep->combinations[0];
+  const json job = sweep->combinations[0].Spec();
   EXPECT_EQ(job["threads"], 1);
   EXPECT_EQ(job["dtype"], "fp32");
   EXPECT_EQ(job["mode"], "inference");

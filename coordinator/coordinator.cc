@@ -24,8 +24,11 @@ constexpr size_t kDepartedShown = 20;
 // spooled result on its way are skipped, so a few more than one are read.
 constexpr int kOldestQueuedScan = 8;
 // Messages handled per socket before the loop looks at timers again, so a flood on one
-// socket cannot starve heartbeats and the other socket.
-constexpr int kMaxMessagesPerRound = 100;
+// socket cannot starve heartbeats and the other socket. A round of agents' messages
+// also ends after kMaxAgentRoundMs: the larger the round, the fewer commits (syncs) per
+// job, but a client's request that comes meanwhile waits for the round's end.
+constexpr int kMaxMessagesPerRound = 500;
+constexpr int kMaxAgentRoundMs = 40;
 // Silent agents and expired leases are looked for this often (a walk over all of
 // them), not after every message.
 constexpr int kExpiryCheckMs = 50;
@@ -172,8 +175,10 @@ Status Coordinator::Run(const std::atomic<bool>* stop, std::atomic<bool>* reload
     // The agents' queue was empty when polled (messages that came while clients were
     // served are not read yet), or when a receive found nothing.
     if (!readable[0]) observed_until_ = polled_at;
+    const MonoTime round_ends = polled_at + Millis(kMaxAgentRoundMs);
     for (int i = 0; readable[0] && i < kMaxMessagesPerRound; ++i) {
       const MonoTime before_receive = MonoNow();
+      if (before_receive > round_ends) break;
       auto frames = ReceiveFrames(*agents_socket_);
       if (!frames.ok()) break;
       if (!frames->has_value()) {
@@ -464,10 +469,10 @@ Message Coordinator::Submit(const json& request_id, const SubmitRequest& request
   // device (a cuda:1 combination only where the worker sees two GPUs).
   std::vector<std::vector<std::string>> pinned;
   if (sweep->placement == Placement::kEach) {
-    for (const json& spec : sweep->combinations) {
+    for (const Combination& combination : sweep->combinations) {
       JobRequirement requirement;
       requirement.select = sweep->select;
-      requirement.device = spec.value("device", std::string("cpu"));
+      requirement.device = combination.device;
       std::vector<std::string> hosts;
       for (Agent* agent : registry_.All()) {
         if (AgentCanRun(requirement, agent->description)) hosts.push_back(agent->description.name);

@@ -57,7 +57,7 @@ StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path) {
   // UseIncrementalVacuum below): pruned samples' space then goes back in steps.
   RETURN_IF_ERROR(
       db->Exec("PRAGMA auto_vacuum=INCREMENTAL; PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; "
-               "PRAGMA foreign_keys=ON;"));
+               "PRAGMA foreign_keys=ON; PRAGMA cache_size=-16384; PRAGMA temp_store=MEMORY;"));
   // Migration 005 packs the old per-sample rows with it.
   RETURN_IF_ERROR(RegisterSampleFunctions(db->handle()));
   std::unique_ptr<Store> store(new Store(std::move(db), path));
@@ -249,13 +249,11 @@ StatusOr<StoredSweep> Store::CreateSweep(const Sweep& sweep,
   double timeout_s = JobTimeoutSeconds(sweep);
   std::map<std::pair<std::string, std::string>, int64_t> requirements;  // (host, device)
   std::set<std::string> agents;
-  auto add = [&](const json& spec, const std::string& host) -> Status {
-    const std::string device = spec.is_object() && spec.value("device", json()).is_string()
-                                   ? spec["device"].get<std::string>()
-                                   : std::string("cpu");
-    auto key = std::make_pair(host, device);
+  auto add = [&](const Combination& combination, const std::string& host) -> Status {
+    auto key = std::make_pair(host, combination.device);
     if (!requirements.count(key)) {
-      ASSIGN_OR_RETURN(requirements[key], RequirementId("benchmark", host, sweep.select, device));
+      ASSIGN_OR_RETURN(requirements[key],
+                       RequirementId("benchmark", host, sweep.select, combination.device));
     }
     insert_job.Bind(1, stored.sweep_id);
     if (!host.empty()) {
@@ -264,7 +262,7 @@ StatusOr<StoredSweep> Store::CreateSweep(const Sweep& sweep,
     } else {
       insert_job.BindNull(2);
     }
-    insert_job.Bind(3, spec.dump()).Bind(4, timeout_s).Bind(5, now).Bind(6, requirements[key]);
+    insert_job.Bind(3, combination.spec).Bind(4, timeout_s).Bind(5, now).Bind(6, requirements[key]);
     RETURN_IF_ERROR(insert_job.Run());
     insert_job.Reset();
     ++stored.jobs;
@@ -350,10 +348,11 @@ StatusOr<std::vector<QueuedJob>> Store::OldestQueued(int64_t requirement_id, int
 StatusOr<std::vector<std::pair<int64_t, int64_t>>> Store::QueuedPerRequirement(
     std::optional<int64_t> sweep_id) {
   ASSIGN_OR_RETURN(auto stmt,
-                   db_->Prepare(sweep_id ? "SELECT requirement_id, COUNT(*) FROM jobs WHERE "
-                                           "sweep_id = ?1 AND state = 'queued' GROUP BY requirement_id"
-                                         : "SELECT requirement_id, COUNT(*) FROM jobs WHERE "
-                                           "state = 'queued' GROUP BY requirement_id"));
+                   db_->Prepare(sweep_id ? "SELECT requirement_id, SUM(n) FROM job_counts WHERE "
+                                           "sweep_id = ?1 AND state = 'queued' AND n > 0 "
+                                           "GROUP BY requirement_id"
+                                         : "SELECT requirement_id, SUM(n) FROM job_counts WHERE "
+                                           "state = 'queued' AND n > 0 GROUP BY requirement_id"));
   if (sweep_id) stmt.Bind(1, *sweep_id);
   std::vector<std::pair<int64_t, int64_t>> out;
   while (true) {
@@ -661,8 +660,8 @@ Status Store::FinishSweepIfComplete(int64_t sweep_id) {
   ASSIGN_OR_RETURN(
       auto stmt,
       db_->Prepare("UPDATE sweeps SET state = 'done', finished_at = ?2 WHERE sweep_id = ?1 "
-                   "AND state = 'running' AND NOT EXISTS (SELECT 1 FROM jobs WHERE sweep_id = ?1 "
-                   "AND state IN ('queued', 'running'))"));
+                   "AND state = 'running' AND NOT EXISTS (SELECT 1 FROM job_counts WHERE "
+                   "sweep_id = ?1 AND state IN ('queued', 'running') AND n > 0)"));
   return stmt.Bind(1, sweep_id).Bind(2, UtcNowIso8601()).Run();
 }
 
@@ -754,13 +753,19 @@ StatusOr<std::vector<RunningJob>> Store::RunningJobs() {
 }
 
 StatusOr<json> Store::SweepStatus(std::optional<int64_t> sweep_id, int limit) {
+  // From the counts the triggers keep (migration 007), not by counting jobs: a few rows
+  // per sweep however many jobs it has.
   std::string sql =
-      "SELECT s.sweep_id, s.name, s.state, s.created_at, s.finished_at, COUNT(j.job_id), "
-      "SUM(j.state = 'queued'), SUM(j.state = 'running'), SUM(j.state = 'done'), "
-      "SUM(j.state = 'failed'), SUM(j.state = 'cancelled') "
-      "FROM sweeps s LEFT JOIN jobs j ON j.sweep_id = s.sweep_id ";
-  sql += sweep_id ? "WHERE s.sweep_id = ?1 " : "";
-  sql += "GROUP BY s.sweep_id ORDER BY s.sweep_id DESC LIMIT ?2";
+      "SELECT s.sweep_id, s.name, s.state, s.created_at, s.finished_at, "
+      "COALESCE(SUM(c.n), 0), COALESCE(SUM(c.n) FILTER (WHERE c.state = 'queued'), 0), "
+      "COALESCE(SUM(c.n) FILTER (WHERE c.state = 'running'), 0), "
+      "COALESCE(SUM(c.n) FILTER (WHERE c.state = 'done'), 0), "
+      "COALESCE(SUM(c.n) FILTER (WHERE c.state = 'failed'), 0), "
+      "COALESCE(SUM(c.n) FILTER (WHERE c.state = 'cancelled'), 0) "
+      "FROM (SELECT * FROM sweeps ";
+  sql += sweep_id ? "WHERE sweep_id = ?1 " : "";
+  sql += "ORDER BY sweep_id DESC LIMIT ?2) s LEFT JOIN job_counts c ON c.sweep_id = s.sweep_id "
+         "GROUP BY s.sweep_id ORDER BY s.sweep_id DESC";
   ASSIGN_OR_RETURN(auto stmt, db_->Prepare(sql));
   if (sweep_id) stmt.Bind(1, *sweep_id);
   stmt.Bind(2, limit);

@@ -205,6 +205,54 @@ TEST_F(StoreTest, LostAttemptsRequeueUntilMaxAttemptsThenFail) {
             std::string::npos);
 }
 
+TEST_F(StoreTest, JobCountsFollowEveryStateChange) {
+  // What status and the "sweep finished" check read, against a count of the jobs.
+  auto agree = [&] {
+    auto counted = Query("SELECT group_concat(sweep_id || ':' || state || '=' || n) FROM (SELECT "
+                         "sweep_id, state, COUNT(*) AS n FROM jobs GROUP BY 1, 2 ORDER BY 1, 2)", 10);
+    auto kept = Query("SELECT group_concat(sweep_id || ':' || state || '=' || n) FROM (SELECT "
+                      "sweep_id, state, SUM(n) AS n FROM job_counts GROUP BY 1, 2 HAVING SUM(n) > 0 "
+                      "ORDER BY 1, 2)", 10);
+    EXPECT_TRUE(counted.ok() && kept.ok());
+    return counted->rows.at(0).at(0) == kept->rows.at(0).at(0) ? std::string()
+                                                               : counted->rows.at(0).at(0).dump() +
+                                                                     " counted, " +
+                                                                     kept->rows.at(0).at(0).dump() + " kept";
+  };
+  auto first = store_->CreateSweep(MakeSweep(kTwoJobs), {})->sweep_id;
+  auto second = store_->CreateSweep(MakeSweep(kTwoJobs), {})->sweep_id;
+  EXPECT_EQ(agree(), "");
+  std::vector<QueuedJob> queued = QueuedFor("node-a");
+  ASSERT_EQ(queued.size(), 4u);
+  const int64_t a = queued[0].job_id, b = queued[1].job_id;
+  ASSERT_EQ(*store_->MarkRunning(a, host_), 1);
+  ASSERT_EQ(*store_->MarkRunning(b, host_), 1);
+  EXPECT_EQ(agree(), "");
+  EXPECT_TRUE(*store_->UndoHandOut(b, 1));
+  ASSERT_EQ(*store_->MarkRunning(b, host_), 1);
+  EXPECT_TRUE(*store_->RequeueOrFail(b, 1, 3, "agent went silent"));
+  EXPECT_EQ(agree(), "");
+  json result = GoodResult(1);
+  EXPECT_EQ(*Deliver(a, 1, result), ResultOutcome::kStored);
+  EXPECT_EQ(agree(), "");
+  EXPECT_EQ(*store_->CancelSweep(second), 2);
+  EXPECT_EQ(agree(), "");
+  auto status = store_->SweepStatus(std::nullopt, 20);
+  ASSERT_TRUE(status.ok());
+  ASSERT_EQ(status->size(), 2u);
+  EXPECT_EQ((*status)[0]["sweep_id"], second);
+  EXPECT_EQ((*status)[0]["jobs"], json::parse(R"({"total": 2, "queued": 0, "running": 0, "done": 0,
+                                                  "failed": 0, "cancelled": 2})"));
+  EXPECT_EQ((*status)[1]["sweep_id"], first);
+  EXPECT_EQ((*status)[1]["jobs"], json::parse(R"({"total": 2, "queued": 1, "running": 0, "done": 1,
+                                                  "failed": 0, "cancelled": 0})"));
+  // A change by hand (a user's sqlite3 shell) keeps them true as well.
+  auto db = Database::Open(path_, SQLITE_OPEN_READWRITE);
+  ASSERT_TRUE(db.ok());
+  ASSERT_TRUE((*db)->Exec("UPDATE jobs SET state = 'cancelled' WHERE state = 'queued'").ok());
+  EXPECT_EQ(agree(), "");
+}
+
 TEST_F(StoreTest, CancelDropsQueuedJobs) {
   auto sweep_id = store_->CreateSweep(MakeSweep(kTwoJobs), {})->sweep_id;
   EXPECT_EQ(*store_->CancelSweep(sweep_id), 2);
