@@ -1,8 +1,10 @@
 // How long the coordinator takes to hand out a job when the queue is long: an
 // in-process coordinator over a real SQLite file (WAL, synchronous=FULL) with N queued
-// jobs no registered agent can run ahead of the jobs the agents can. Each round: one
-// Tick (expiry, dispatch), the agents' results (one store commit each).
+// jobs no registered agent can run ahead of the jobs the agents can. Each round, as in
+// the daemon's loop: the agents' results, stored in one group commit, then their next
+// hand-outs. Reports wall time and CPU per job, and peak RSS.
 // usage: bench_dispatch [--queued N] [--agents A] [--handouts H] [--dir DIR]
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -21,6 +23,12 @@ using Clock = std::chrono::steady_clock;
 namespace {
 
 double Ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
+
+double CpuSeconds() {
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) / 1e9;
+}
 
 double Percentile(std::vector<double> values, double p) {
   if (values.empty()) return 0;
@@ -79,41 +87,54 @@ int main(int argc, char** argv) {
                                                 {"capabilities", {{"host", {{"machine_id", name}}}}}})
                                               .dump()});
   }
-  std::vector<double> tick_ms, result_ms;
+  // As the daemon's loop does: the agents' messages of one round (here: the results of
+  // every job offered in the previous one) in one group commit, offers sent after it.
+  std::vector<double> tick_ms, round_ms_per_job;
   int handed = 0;
+  const double cpu_start = CpuSeconds();
   Clock::time_point run_start = Clock::now();
   while (handed < handouts) {
     if (offers.empty()) {
       // Nothing offered since the last results: a Tick dispatches to the idle agents.
       Clock::time_point tick = Clock::now();
+      coordinator.BeginRound();
       coordinator.Tick();
+      coordinator.EndRound();
       if (offers.empty()) break;
       tick_ms.push_back(Ms(Clock::now() - tick) / static_cast<double>(offers.size()));
     }
     std::vector<json> round;
     round.swap(offers);
+    Clock::time_point round_start = Clock::now();
+    coordinator.BeginRound();
     for (const json& offer : round) {
       const json& body = offer["body"];
       json result = {{"ok", true},
                      {"stats", {{"n", 10}, {"median_ms", 1.0}, {"mean_ms", 1.0}, {"min_ms", 0.9},
                                 {"max_ms", 1.1}, {"noisy", false}}}};
       // Storing the result also dispatches the agent's next job.
-      Clock::time_point answer = Clock::now();
       coordinator.HandleAgent({offer["peer"].get<std::string>(),
                                json({{"v", 1}, {"type", "result"}, {"job_id", body["job_id"]},
                                      {"attempt", body["attempt"]}, {"result", result}}).dump()});
-      result_ms.push_back(Ms(Clock::now() - answer));
       ++handed;
     }
+    coordinator.EndRound();
+    round_ms_per_job.push_back(Ms(Clock::now() - round_start) / static_cast<double>(round.size()));
   }
   double run_s = std::chrono::duration<double>(Clock::now() - run_start).count();
+  double cpu_ms_per_job = (CpuSeconds() - cpu_start) * 1000 / std::max(handed, 1);
+  struct rusage usage {};
+  getrusage(RUSAGE_SELF, &usage);
   printf("queued unmatched: %d, agents: %d, jobs handed out and stored: %d (enqueued in %.1f s)\n",
          queued, agents, handed, enqueue_s);
   printf("dispatch to idle agents (Tick / offers, %zu ticks): median %.3f ms, p99 %.3f ms\n",
          tick_ms.size(), Percentile(tick_ms, 0.5), Percentile(tick_ms, 0.99));
-  printf("result, store commit, ack and the agent's next hand-out: median %.3f ms, p99 %.3f ms\n",
-         Percentile(result_ms, 0.5), Percentile(result_ms, 0.99));
+  printf("a round of results (store, one commit, acks, next hand-outs), per job: median %.3f ms, "
+         "p99 %.3f ms\n",
+         Percentile(round_ms_per_job, 0.5), Percentile(round_ms_per_job, 0.99));
+  printf("CPU per job: %.3f ms\n", cpu_ms_per_job);
   printf("throughput: %.0f jobs/s\n", handed / run_s);
+  printf("peak RSS: %.1f MiB\n", usage.ru_maxrss / 1024.0);
   std::filesystem::remove_all(dir);
   return handed == handouts ? 0 : 1;
 }

@@ -82,10 +82,10 @@ bool Simulator::RegisterAll(std::string* error) {
   return all;
 }
 
-void Simulator::SendClient(const std::string& type, json fields) {
+void Simulator::SendClient(const std::string& type, json fields, const std::string& tag) {
   int64_t id = next_request_id_++;
   fields["request_id"] = id;
-  requests_[id] = {type, Clock::now()};
+  requests_[id] = {tag.empty() ? type : tag, Clock::now()};
   Send(*client_, benchfleet::MakeMessage(type, std::move(fields)));
 }
 
@@ -114,10 +114,28 @@ bool Simulator::RunJobs(std::string* error) {
   const size_t submits =
       static_cast<size_t>((options_.jobs + kMaxJobsPerSweep - 1) / kMaxJobsPerSweep);
   auto next_status = Clock::now();
+  auto next_probe = Clock::now();
+  int probes = 0;
   int64_t stored_at_last_status = -1;
   bool finished = Serve(deadline, [&] {
     if (submit_refused_) return true;
     if (sweep_ids_.size() < submits) return false;
+    // A user's small sweep at full load: one job no agent matches (it stays queued and
+    // changes nothing for the fleet), stored and answered like any other.
+    const bool probe_in_flight = std::any_of(requests_.begin(), requests_.end(),
+                                             [](const auto& r) { return r.second.first == "probe"; });
+    // At most kMaxProbes, so that status's latest sweeps still hold all of ours.
+    if (!probe_in_flight && probes < kMaxProbes && Clock::now() >= next_probe &&
+        tally_.acks["stored"] < options_.jobs) {
+      SendClient(msg::kSubmit,
+                 {{"sweep", {{"name", "probe-" + std::to_string(probes++)},
+                             {"placement", "any"},
+                             {"select", {{"gpu_model", "no-such-gpu"}}},
+                             {"matrix", {{"model", {"mlp"}}, {"batch_size", {1}}}},
+                             {"timing", {{"warmup_s", 0.01}, {"min_time_s", 0.01}, {"max_time_s", 0.01}}}}}},
+                 "probe");
+      next_probe = Clock::now() + std::chrono::seconds(1);
+    }
     bool status_in_flight = std::any_of(requests_.begin(), requests_.end(), [](const auto& r) {
       return r.second.first == msg::kStatus;
     });
@@ -381,7 +399,9 @@ void Simulator::HandleClientMessage(const benchfleet::Message& decoded,
   const double ms = Ms(Clock::now() - request->second.second);
   const std::string request_type = request->second.first;
   requests_.erase(request);
-  if (decoded.type == msg::kSubmitted) {
+  if (request_type == "probe" && decoded.type == msg::kSubmitted) {
+    probe_submit_ms_.push_back(ms);
+  } else if (decoded.type == msg::kSubmitted) {
     max_submit_ms_ = std::max(max_submit_ms_, ms);
     sweep_ids_.push_back(body.value("sweep_id", int64_t{0}));
   } else if (decoded.type == msg::kStatusReply) {

@@ -26,6 +26,9 @@ constexpr int64_t kMaxJobsPerSweep = 100000;
 // How often the client asks for status while jobs run; also at once when the last
 // result is acknowledged, so the end of the run is seen promptly.
 constexpr auto kStatusInterval = std::chrono::milliseconds(250);
+// Small submits made while the fleet runs (Simulator::probe_submit_ms): status lists the
+// 20 latest sweeps, and a run has at most 10 of its own.
+constexpr int kMaxProbes = 10;
 // Registration of the whole fleet must finish within this.
 constexpr auto kRegisterTimeout = std::chrono::seconds(60);
 // Like benchfleet-agent: after a silent coordinator, register again after a backoff
@@ -118,6 +121,7 @@ class Simulator {
   double max_status_ms() const { return Percentile(status_ms_, 1.0); }
   double median_status_ms() const { return Percentile(status_ms_, 0.5); }
   int64_t status_replies() const { return static_cast<int64_t>(status_ms_.size()); }
+  const std::vector<double>& probe_submit_ms() const { return probe_submit_ms_; }
   const json& last_status() const { return last_status_; }
   int sweeps() const { return static_cast<int>(sweep_ids_.size()); }
 
@@ -132,7 +136,8 @@ class Simulator {
   void Answer(SimAgent& agent, const json& job);
   void SendRegister(SimAgent& agent);
   void Send(zmq::socket_t& socket, const Message& message);
-  void SendClient(const std::string& type, json fields);
+  // `tag` names the request in requests_ when it differs from its type ("probe").
+  void SendClient(const std::string& type, json fields, const std::string& tag = "");
   void RecordError(const std::string& code, const std::string& text);
   Clock::time_point TimersDue(Clock::time_point now);
 
@@ -150,6 +155,9 @@ class Simulator {
   json last_rows_;
   double max_submit_ms_ = 0;
   std::vector<double> status_ms_;
+  // Reply times of the small submits made while the fleet is at full load (one a second
+  // once the big sweeps are in): what a user's submit waits for then.
+  std::vector<double> probe_submit_ms_;
   bool submit_refused_ = false;
 };
 

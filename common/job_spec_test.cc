@@ -76,7 +76,7 @@ TEST(JobSpecTest, EveryCombinationThroughTheSweepValidator) {
         const auto parsed = ParseSweep(sweep);
         if (dtype != "int8") {
           ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
-          EXPECT_EQ(parsed->combinations.size(), 1u);
+          EXPECT_EQ(parsed->combination_count, 1u);
         } else if (mode == "train") {
           ASSERT_FALSE(parsed.ok());
           EXPECT_EQ(parsed.status().message().rfind("matrix.dtype[0]: dtype \"int8\"", 0), 0u)
@@ -126,11 +126,11 @@ TEST(JobSpecTest, InteropThreadsAndOnednnAreAxes) {
       R"({"name":"x","matrix":{"model":"mlp","batch_size":1,"interop_threads":[1,2],
           "onednn":[true,false]}})");
   ASSERT_TRUE(sweep.ok()) << sweep.status().ToString();
-  ASSERT_EQ(sweep->combinations.size(), 4u);
-  EXPECT_EQ(sweep->combinations[1].Spec()["interop_threads"], 1);
-  EXPECT_EQ(sweep->combinations[1].Spec()["onednn"], false);
-  EXPECT_EQ(sweep->combinations[2].Spec()["interop_threads"], 2);
-  EXPECT_FALSE(sweep->combinations[0].Spec().contains("model_args"));  // the worker's defaults
+  ASSERT_EQ(sweep->combination_count, 4u);
+  EXPECT_EQ(sweep->Combinations()[1].Spec()["interop_threads"], 1);
+  EXPECT_EQ(sweep->Combinations()[1].Spec()["onednn"], false);
+  EXPECT_EQ(sweep->Combinations()[2].Spec()["interop_threads"], 2);
+  EXPECT_FALSE(sweep->Combinations()[0].Spec().contains("model_args"));  // the worker's defaults
 }
 
 }  // namespace

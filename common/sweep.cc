@@ -41,12 +41,6 @@ Status CheckKeys(const json& object, const std::vector<std::string>& allowed,
   return Status::Ok();
 }
 
-// One matrix axis: the job field it sets and its values, in the order written.
-struct MatrixAxis {
-  std::string key;
-  json values;
-};
-
 // Axes in expansion order, outermost first; the default is used when the matrix
 // omits the axis (null: the axis is required).
 const std::vector<std::pair<std::string, json>>& AxisDefaults() {
@@ -150,7 +144,49 @@ Status ValidateModelArgs(const json& models) {
   return Status::Ok();
 }
 
+// Calls `fn` with each combination's job spec and its index on every axis, in order:
+// an odometer over the axes, the last one turning fastest.
+Status Expand(const Sweep& sweep,
+              const std::function<Status(const json& spec, const std::vector<size_t>& index)>& fn) {
+  const json timing = {{"warmup_s", sweep.timing.warmup_s},
+                       {"min_time_s", sweep.timing.min_time_s},
+                       {"max_time_s", sweep.timing.max_time_s},
+                       {"target_iqr", sweep.timing.target_iqr}};
+  const std::vector<MatrixAxis>& axes = sweep.axes;
+  std::vector<size_t> index(axes.size(), 0);
+  for (size_t c = 0; c < sweep.combination_count; ++c) {
+    json spec = {{"seed", sweep.seed}, {"timing", timing}};
+    for (size_t a = 0; a < axes.size(); ++a) spec[axes[a].key] = axes[a].values[index[a]];
+    const json& model = spec["model"];
+    if (model.is_string() && sweep.model_args.contains(model.get<std::string>())) {
+      spec["model_args"] = sweep.model_args[model.get<std::string>()];
+    }
+    RETURN_IF_ERROR(fn(spec, index));
+    for (size_t a = axes.size(); a-- > 0;) {
+      if (++index[a] < axes[a].values.size()) break;
+      index[a] = 0;
+    }
+  }
+  return Status::Ok();
+}
+
 }  // namespace
+
+Status Sweep::ForEachCombination(const std::function<Status(const Combination&)>& fn) const {
+  return Expand(*this, [&](const json& spec, const std::vector<size_t>&) {
+    const auto device = spec.find("device");
+    return fn({spec.dump(), device != spec.end() && device->is_string() ? device->get<std::string>() : "cpu"});
+  });
+}
+
+std::vector<Combination> Sweep::Combinations() const {
+  std::vector<Combination> all;
+  (void)ForEachCombination([&](const Combination& combination) {
+    all.push_back(combination);
+    return Status::Ok();
+  });
+  return all;
+}
 
 StatusOr<Sweep> ParseSweep(const json& document) {
   if (!document.is_object()) return InvalidArgument("a sweep must be a JSON object");
@@ -221,28 +257,17 @@ StatusOr<Sweep> ParseSweep(const json& document) {
     }
     axes.push_back({key, std::move(values)});
   }
-  const json timing = {{"warmup_s", sweep.timing.warmup_s},
-                       {"min_time_s", sweep.timing.min_time_s},
-                       {"max_time_s", sweep.timing.max_time_s},
-                       {"target_iqr", sweep.timing.target_iqr}};
-  // An odometer over the axes, the last one turning fastest.
-  std::vector<size_t> index(axes.size(), 0);
-  for (size_t c = 0; c < count; ++c) {
-    json spec = {{"seed", sweep.seed}, {"timing", timing}};
-    for (size_t a = 0; a < axes.size(); ++a) spec[axes[a].key] = axes[a].values[index[a]];
-    const std::string model = spec["model"].is_string() ? spec["model"].get<std::string>() : "";
-    if (sweep.model_args.contains(model)) spec["model_args"] = sweep.model_args[model];
+  sweep.axes = std::move(axes);
+  sweep.combination_count = count;
+  // Every combination is checked here, once; none is kept (ForEachCombination builds
+  // them again, one at a time, as they are stored).
+  RETURN_IF_ERROR(Expand(sweep, [&](const json& spec, const std::vector<size_t>& index) {
     JobSpecError error;
-    if (!ParseJobConfig(spec, &error)) {
-      return InvalidArgument(SweepField(error.field, model, axes, index) + ": " + error.message);
-    }
-    const json& device = spec["device"];
-    sweep.combinations.push_back({spec.dump(), device.is_string() ? device.get<std::string>() : "cpu"});
-    for (size_t a = axes.size(); a-- > 0;) {
-      if (++index[a] < axes[a].values.size()) break;
-      index[a] = 0;
-    }
-  }
+    if (ParseJobConfig(spec, &error)) return Status::Ok();
+    const auto model = spec.find("model");
+    const std::string name = model != spec.end() && model->is_string() ? model->get<std::string>() : "";
+    return InvalidArgument(SweepField(error.field, name, sweep.axes, index) + ": " + error.message);
+  }));
 
   sweep.source = document;
   return sweep;

@@ -3,6 +3,7 @@
 // (coordinator/matching.h).
 #pragma once
 
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -18,13 +19,18 @@ using nlohmann::json;
 // "any": every combination runs once, on whichever matching agent is free first.
 enum class Placement { kEach, kAny };
 
-// One combination of a sweep's matrix: a job spec, kept as its compact JSON text (what
-// the store keeps and the agent receives). A 100,000-job sweep held as parsed JSON
-// objects took ~1.5 KB per job in the coordinator; as text it is the text's length.
+// One combination of a sweep's matrix: a job spec as its compact JSON text (what the
+// store keeps and the agent receives).
 struct Combination {
   std::string spec;
   std::string device;  // the spec's device ("cpu" unless it says), which decides where it runs
   json Spec() const { return json::parse(spec); }
+};
+
+// One matrix axis: the job field it sets and its values, in the order written.
+struct MatrixAxis {
+  std::string key;
+  json values;
 };
 
 struct Sweep {
@@ -35,8 +41,16 @@ struct Sweep {
   double timeout_s = 0;  // per job; 0 = derived from timing
   int64_t seed = 0;
   json model_args = json::object();  // per model name, e.g. {"mlp": {"layers": [...]}}
-  // One job spec per combination of the matrix, in a stable order.
-  std::vector<Combination> combinations;
+  // The matrix, outermost axis first, and how many combinations it makes (each one
+  // checked by ParseSweep).
+  std::vector<MatrixAxis> axes;
+  size_t combination_count = 0;
+  // Calls `fn` with each combination in a stable order (the last axis turning fastest),
+  // built one at a time, so a 100,000-job sweep never sits in memory whole; stops at
+  // the first error `fn` returns.
+  Status ForEachCombination(const std::function<Status(const Combination&)>& fn) const;
+  // All of them at once, for small sweeps and tests.
+  std::vector<Combination> Combinations() const;
   json source;  // the sweep as written, normalised (stored with the sweep)
 };
 

@@ -15,17 +15,17 @@ TEST(SweepTest, ExpandsEveryCombination) {
   auto sweep = ParseSweepText(kIssueSweep);
   ASSERT_TRUE(sweep.ok()) << sweep.status().ToString();
   EXPECT_EQ(sweep->name, "cpu-mlp");
-  ASSERT_EQ(sweep->combinations.size(), 6u);
+  ASSERT_EQ(sweep->combination_count, 6u);
   EXPECT_EQ(sweep->placement, Placement::kEach);
-  const json first = sweep->combinations.front().Spec();
+  const json first = sweep->Combinations().front().Spec();
   EXPECT_EQ(first["model"], "mlp");
   EXPECT_EQ(first["batch_size"], 1);
   EXPECT_EQ(first["threads"], 1);
   EXPECT_EQ(first["device"], "cpu");
-  EXPECT_EQ(sweep->combinations.front().device, "cpu");
+  EXPECT_EQ(sweep->Combinations().front().device, "cpu");
   EXPECT_DOUBLE_EQ(first["timing"]["min_time_s"].get<double>(), 0.5);
-  EXPECT_EQ(sweep->combinations.back().Spec()["batch_size"], 64);
-  EXPECT_EQ(sweep->combinations.back().Spec()["threads"], 2);
+  EXPECT_EQ(sweep->Combinations().back().Spec()["batch_size"], 64);
+  EXPECT_EQ(sweep->Combinations().back().Spec()["threads"], 2);
 }
 
 TEST(SweepTest, DefaultsApplyAndModelArgsTravelWithTheJob) {
@@ -33,8 +33,8 @@ TEST(SweepTest, DefaultsApplyAndModelArgsTravelWithTheJob) {
       R"({"name":"x","placement":"any","matrix":{"model":"mlp","batch_size":[8]},
           "models":{"mlp":{"layers":[32,16,4]}},"seed":7})");
   ASSERT_TRUE(sweep.ok()) << sweep.status().ToString();
-  ASSERT_EQ(sweep->combinations.size(), 1u);
-  const json job = sweep->combinations[0].Spec();
+  ASSERT_EQ(sweep->combination_count, 1u);
+  const json job = sweep->Combinations()[0].Spec();
   EXPECT_EQ(job["threads"], 1);
   EXPECT_EQ(job["dtype"], "fp32");
   EXPECT_EQ(job["mode"], "inference");

@@ -158,25 +158,32 @@ Status Coordinator::Run(const std::atomic<bool>* stop, std::atomic<bool>* reload
     auto readable = PollReadable({agents_socket_.get(), clients_socket_.get(), &reads_->reply_socket()},
                                  prune_ ? 0 : kCoordinatorTickMs);
     const MonoTime polled_at = MonoNow();
-    // Clients first: a user's submit or status is answered ahead of the agents' flood,
-    // in a round of its own so that its reply does not wait for the agents' work.
-    if (readable[1]) {
+    // Clients first: a user's submit or status is answered ahead of the agents' flood.
+    // Each request is a round of its own: its reply waits for no one else's work, and
+    // several large submits never pile up in one transaction (a round that wrote
+    // nothing commits nothing, so a status costs no sync).
+    // After a long request (a large submit takes seconds) the agents get their turn
+    // before the next one, and as long a turn: their messages must not pile up unread
+    // (each one queued in ZeroMQ holds its receive buffer, ~8 KB).
+    for (int i = 0; readable[1] && i < kMaxMessagesPerRound; ++i) {
+      if (MonoNow() - polled_at > Millis(kMaxAgentRoundMs)) break;
+      auto frames = ReceiveFrames(*clients_socket_);
+      if (!frames.ok() || !frames->has_value()) break;
       BeginRound();
-      for (int i = 0; i < kMaxMessagesPerRound; ++i) {
-        auto frames = ReceiveFrames(*clients_socket_);
-        if (!frames.ok() || !frames->has_value()) break;
-        HandleClient(**frames);
-      }
+      HandleClient(**frames);
       EndRound();
     }
+    const auto clients_took = std::chrono::duration_cast<Millis>(MonoNow() - polled_at);
     if (readable[2]) DeliverReadReplies(Millis(0));
     // The agents' messages and the timer work: one round, one commit.
     BeginRound();
     // The agents' queue was empty when polled (messages that came while clients were
     // served are not read yet), or when a receive found nothing.
     if (!readable[0]) observed_until_ = polled_at;
-    const MonoTime round_ends = polled_at + Millis(kMaxAgentRoundMs);
-    for (int i = 0; readable[0] && i < kMaxMessagesPerRound; ++i) {
+    const bool agents_waited = clients_took > Millis(kMaxAgentRoundMs);
+    const MonoTime round_ends = MonoNow() + std::max(Millis(kMaxAgentRoundMs), clients_took);
+    const bool read_agents = readable[0] || agents_waited;
+    for (int i = 0; read_agents && (agents_waited || i < kMaxMessagesPerRound); ++i) {
       const MonoTime before_receive = MonoNow();
       if (before_receive > round_ends) break;
       auto frames = ReceiveFrames(*agents_socket_);
@@ -466,10 +473,12 @@ Message Coordinator::Submit(const json& request_id, const SubmitRequest& request
   if (!sweep.ok()) return MakeError(sweep.status(), request_id);
 
   // Placement "each": every combination on every matching agent that can run its
-  // device (a cuda:1 combination only where the worker sees two GPUs).
-  std::vector<std::vector<std::string>> pinned;
+  // device (a cuda:1 combination only where the worker sees two GPUs). Which agents
+  // depends only on the device, so it is worked out once per device.
+  std::map<std::string, std::vector<std::string>> pinned;
   if (sweep->placement == Placement::kEach) {
-    for (const Combination& combination : sweep->combinations) {
+    Status matched = sweep->ForEachCombination([&](const Combination& combination) {
+      if (pinned.count(combination.device)) return Status::Ok();
       JobRequirement requirement;
       requirement.select = sweep->select;
       requirement.device = combination.device;
@@ -477,15 +486,15 @@ Message Coordinator::Submit(const json& request_id, const SubmitRequest& request
       for (Agent* agent : registry_.All()) {
         if (AgentCanRun(requirement, agent->description)) hosts.push_back(agent->description.name);
       }
-      std::sort(hosts.begin(), hosts.end());
       if (hosts.empty()) {
-        return MakeError(FailedPrecondition("no registered agent matches " +
-                                            DescribeRequirement(requirement) +
-                                            "; nothing was enqueued"),
-                         request_id);
+        return FailedPrecondition("no registered agent matches " + DescribeRequirement(requirement) +
+                                  "; nothing was enqueued");
       }
-      pinned.push_back(std::move(hosts));
-    }
+      std::sort(hosts.begin(), hosts.end());
+      pinned[combination.device] = std::move(hosts);
+      return Status::Ok();
+    });
+    if (!matched.ok()) return MakeError(matched, request_id);
   }
   // Our heartbeats keep going while a large sweep goes in (seconds for 100,000 jobs), so
   // agents do not take the coordinator for dead; agents gone meanwhile are dropped by

@@ -57,7 +57,7 @@ StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path) {
   // UseIncrementalVacuum below): pruned samples' space then goes back in steps.
   RETURN_IF_ERROR(
       db->Exec("PRAGMA auto_vacuum=INCREMENTAL; PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; "
-               "PRAGMA foreign_keys=ON; PRAGMA cache_size=-16384; PRAGMA temp_store=MEMORY;"));
+               "PRAGMA foreign_keys=ON; PRAGMA cache_size=-16384;"));
   // Migration 005 packs the old per-sample rows with it.
   RETURN_IF_ERROR(RegisterSampleFunctions(db->handle()));
   std::unique_ptr<Store> store(new Store(std::move(db), path));
@@ -198,7 +198,7 @@ StatusOr<int64_t> Store::RequirementId(const std::string& kind, const std::strin
 }
 
 StatusOr<StoredSweep> Store::CreateSweep(const Sweep& sweep,
-                                         const std::vector<std::vector<std::string>>& pinned,
+                                         const std::map<std::string, std::vector<std::string>>& pinned,
                                          const std::string& submission_id,
                                          const std::function<void()>& every_thousand_jobs) {
   std::string now = UtcNowIso8601();
@@ -269,13 +269,13 @@ StatusOr<StoredSweep> Store::CreateSweep(const Sweep& sweep,
     if (every_thousand_jobs && stored.jobs % 1000 == 0) every_thousand_jobs();
     return Status::Ok();
   };
-  for (size_t i = 0; i < sweep.combinations.size(); ++i) {
-    if (pinned.empty()) {
-      RETURN_IF_ERROR(add(sweep.combinations[i], ""));
-    } else if (i < pinned.size()) {
-      for (const std::string& host : pinned[i]) RETURN_IF_ERROR(add(sweep.combinations[i], host));
-    }
-  }
+  RETURN_IF_ERROR(sweep.ForEachCombination([&](const Combination& combination) -> Status {
+    if (pinned.empty()) return add(combination, "");
+    auto hosts = pinned.find(combination.device);
+    if (hosts == pinned.end()) return Status::Ok();
+    for (const std::string& host : hosts->second) RETURN_IF_ERROR(add(combination, host));
+    return Status::Ok();
+  }));
   RETURN_IF_ERROR(tx.Commit());
   stored.agents.assign(agents.begin(), agents.end());
   return stored;

@@ -3,6 +3,8 @@
 // acknowledge to a peer as soon as the call succeeded — and must not when it failed.
 #pragma once
 
+#include <functional>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -76,13 +78,14 @@ class Store {
   StatusOr<int64_t> UpsertHost(const std::string& name, const std::string& machine_id,
                                const json& tags, const json& capabilities);
 
-  // Stores a sweep and its jobs in one transaction: per combination (in order), one job
-  // per agent in `pinned[i]`, or one unpinned job when `pinned` is empty. With a
-  // non-empty `submission_id` already stored, stores nothing and returns that sweep.
+  // Stores a sweep and its jobs in one transaction, the combinations in order: with
+  // `pinned` empty one unpinned job each, otherwise one job per agent listed for the
+  // combination's device (none when its device is not listed). With a non-empty
+  // `submission_id` already stored, stores nothing and returns that sweep.
   // `every_thousand_jobs`, when set, is called as the jobs go in (the coordinator keeps
   // its heartbeats going through a large sweep); it must not write to the store.
   StatusOr<StoredSweep> CreateSweep(const Sweep& sweep,
-                                    const std::vector<std::vector<std::string>>& pinned,
+                                    const std::map<std::string, std::vector<std::string>>& pinned,
                                     const std::string& submission_id = "",
                                     const std::function<void()>& every_thousand_jobs = nullptr);
 

@@ -123,7 +123,7 @@ TEST_F(StoreTest, MigrationsApplyOnceAndDatabaseIsInWalMode) {
 }
 
 TEST_F(StoreTest, SweepExpandsIntoJobsPerPinnedHost) {
-  auto stored = store_->CreateSweep(MakeSweep(kTwoJobs), {{"node-a", "node-b"}, {"node-a", "node-b"}});
+  auto stored = store_->CreateSweep(MakeSweep(kTwoJobs), {{"cpu", {"node-a", "node-b"}}});
   ASSERT_TRUE(stored.ok());
   EXPECT_EQ(stored->jobs, 4);
   EXPECT_EQ(stored->agents, (std::vector<std::string>{"node-a", "node-b"}));
@@ -290,7 +290,7 @@ TEST_F(StoreTest, NewerSchemaIsRefused) {
 
 TEST_F(StoreTest, CalibrationsGoFirstAndSetTheFractionOfPeak) {
   ASSERT_TRUE(store_->CreateSweep(MakeSweep(R"({"name":"s","matrix":{"model":["mlp"],
-      "batch_size":[1],"threads":[1,2]}})"), {{"node-a"}, {"node-a"}}).ok());
+      "batch_size":[1],"threads":[1,2]}})"), {{"cpu", {"node-a"}}}).ok());
   ASSERT_TRUE(store_->CreateCalibration({"node-a"}, 600).ok());
   auto queued = QueuedFor("node-a");
   ASSERT_EQ(queued.size(), 3u);
