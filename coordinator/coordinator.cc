@@ -163,8 +163,8 @@ Status Coordinator::Run(const std::atomic<bool>* stop, std::atomic<bool>* reload
     // several large submits never pile up in one transaction (a round that wrote
     // nothing commits nothing, so a status costs no sync).
     // After a long request (a large submit takes seconds) the agents get their turn
-    // before the next one, and as long a turn: their messages must not pile up unread
-    // (each one queued in ZeroMQ holds its receive buffer, ~8 KB).
+    // before the next one: their messages must not pile up unread (each one queued in
+    // ZeroMQ holds its receive buffer, ~8 KB).
     for (int i = 0; readable[1] && i < kMaxMessagesPerRound; ++i) {
       if (MonoNow() - polled_at > Millis(kMaxAgentRoundMs)) break;
       auto frames = ReceiveFrames(*clients_socket_);
@@ -180,10 +180,12 @@ Status Coordinator::Run(const std::atomic<bool>* stop, std::atomic<bool>* reload
     // The agents' queue was empty when polled (messages that came while clients were
     // served are not read yet), or when a receive found nothing.
     if (!readable[0]) observed_until_ = polled_at;
-    const bool agents_waited = clients_took > Millis(kMaxAgentRoundMs);
-    const MonoTime round_ends = MonoNow() + std::max(Millis(kMaxAgentRoundMs), clients_took);
-    const bool read_agents = readable[0] || agents_waited;
-    for (int i = 0; read_agents && (agents_waited || i < kMaxMessagesPerRound); ++i) {
+    // Not longer than kMaxAgentRoundMs, even after a long client request: offers and
+    // acks wait for the round's end, and a long round let leases and the agents'
+    // patience run out (fault_overload_test under ASan).
+    const MonoTime round_ends = MonoNow() + Millis(kMaxAgentRoundMs);
+    const bool read_agents = readable[0] || clients_took > Millis(kMaxAgentRoundMs);
+    for (int i = 0; read_agents && i < kMaxMessagesPerRound; ++i) {
       const MonoTime before_receive = MonoNow();
       if (before_receive > round_ends) break;
       auto frames = ReceiveFrames(*agents_socket_);
@@ -285,8 +287,26 @@ void Coordinator::EndRound() {
       }
       continue;
     }
+    Lease* lease = nullptr;
+    if (out.hand_out) {
+      // An offer whose lease ended during the round (its agent was dropped, the attempt
+      // lost and requeued) is not sent: the job would run for nothing.
+      lease = registry_.FindLease(out.hand_out->job_id);
+      if (lease == nullptr || lease->attempt != out.hand_out->attempt ||
+          lease->agent != out.hand_out->agent) {
+        continue;
+      }
+    }
     Status sent = SendNow(out.side, out.routing_id, out.message);
-    if (!sent.ok() && out.hand_out) OfferUndelivered(*out.hand_out, out.routing_id, sent);
+    if (!sent.ok() && out.hand_out) {
+      OfferUndelivered(*out.hand_out, out.routing_id, sent);
+    } else if (lease != nullptr) {
+      // The lease runs from when the agent can have the job, not from when the round
+      // made the offer: a long round must not expire it before it is even sent.
+      const MonoTime now = MonoNow();
+      lease->hard_deadline += now - lease->renewed_at;
+      lease->renewed_at = now;
+    }
   }
 }
 

@@ -203,7 +203,7 @@ StatusOr<int64_t> Store::RequirementId(const std::string& kind, const std::strin
 StatusOr<StoredSweep> Store::CreateSweep(const Sweep& sweep,
                                          const std::map<std::string, std::vector<std::string>>& pinned,
                                          const std::string& submission_id,
-                                         const std::function<void()>& every_thousand_jobs) {
+                                         const std::function<void()>& every_hundred_jobs) {
   std::string now = UtcNowIso8601();
   Transaction tx(*db_);
   RETURN_IF_ERROR(tx.Begin());
@@ -269,7 +269,7 @@ StatusOr<StoredSweep> Store::CreateSweep(const Sweep& sweep,
     RETURN_IF_ERROR(insert_job.Run());
     insert_job.Reset();
     ++stored.jobs;
-    if (every_thousand_jobs && stored.jobs % 1000 == 0) every_thousand_jobs();
+    if (every_hundred_jobs && stored.jobs % 100 == 0) every_hundred_jobs();
     return Status::Ok();
   };
   RETURN_IF_ERROR(sweep.ForEachCombination([&](const Combination& combination) -> Status {

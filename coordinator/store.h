@@ -82,12 +82,12 @@ class Store {
   // `pinned` empty one unpinned job each, otherwise one job per agent listed for the
   // combination's device (none when its device is not listed). With a non-empty
   // `submission_id` already stored, stores nothing and returns that sweep.
-  // `every_thousand_jobs`, when set, is called as the jobs go in (the coordinator keeps
+  // `every_hundred_jobs`, when set, is called as the jobs go in (the coordinator keeps
   // its heartbeats going through a large sweep); it must not write to the store.
   StatusOr<StoredSweep> CreateSweep(const Sweep& sweep,
                                     const std::map<std::string, std::vector<std::string>>& pinned,
                                     const std::string& submission_id = "",
-                                    const std::function<void()>& every_thousand_jobs = nullptr);
+                                    const std::function<void()>& every_hundred_jobs = nullptr);
 
   // A sweep of one calibration job per agent in `agents` (pinned to it). Calibrations
   // are dispatched before queued benchmarks.
