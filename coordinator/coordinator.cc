@@ -29,6 +29,9 @@ constexpr int kOldestQueuedScan = 8;
 // job, but a client's request that comes meanwhile waits for the round's end.
 constexpr int kMaxMessagesPerRound = 500;
 constexpr int kMaxAgentRoundMs = 40;
+// At most this many bytes of agent messages are parked while a long client request
+// runs; past it they wait in ZeroMQ (which then stops reading their connections).
+constexpr size_t kMaxParkedBytes = size_t{64} << 20;
 // Silent agents and expired leases are looked for this often (a walk over all of
 // them), not after every message.
 constexpr int kExpiryCheckMs = 50;
@@ -74,7 +77,8 @@ json CoordinatorCounters::ToJson() const {
           {"refused_offers", refused_offers},
           {"send_failures", send_failures},
           {"store_errors", store_errors},
-          {"handler_exceptions", handler_exceptions}};
+          {"handler_exceptions", handler_exceptions},
+          {"agent_messages_parked", agent_messages_parked}};
 }
 
 Coordinator::Coordinator(CoordinatorOptions options) : options_(std::move(options)) {}
@@ -155,8 +159,9 @@ Status Coordinator::Run(const std::atomic<bool>* stop, std::atomic<bool>* reload
     }
     // CURVE handshakes are vetted on the ZAP handler's own thread, users' reads on the
     // query thread; the loop only picks up the reads' replies.
+    const bool parked = !parked_agent_messages_.empty();
     auto readable = PollReadable({agents_socket_.get(), clients_socket_.get(), &reads_->reply_socket()},
-                                 prune_ ? 0 : kCoordinatorTickMs);
+                                 prune_ || parked ? 0 : kCoordinatorTickMs);
     const MonoTime polled_at = MonoNow();
     // Clients first: a user's submit or status is answered ahead of the agents' flood.
     // Each request is a round of its own: its reply waits for no one else's work, and
@@ -179,16 +184,17 @@ Status Coordinator::Run(const std::atomic<bool>* stop, std::atomic<bool>* reload
     BeginRound();
     // The agents' queue was empty when polled (messages that came while clients were
     // served are not read yet), or when a receive found nothing.
-    if (!readable[0]) observed_until_ = polled_at;
+    if (!readable[0] && parked_agent_messages_.empty()) observed_until_ = polled_at;
     // Not longer than kMaxAgentRoundMs, even after a long client request: offers and
     // acks wait for the round's end, and a long round let leases and the agents'
     // patience run out (fault_overload_test under ASan).
     const MonoTime round_ends = MonoNow() + Millis(kMaxAgentRoundMs);
-    const bool read_agents = readable[0] || clients_took > Millis(kMaxAgentRoundMs);
+    const bool read_agents = readable[0] || clients_took > Millis(kMaxAgentRoundMs) ||
+                             !parked_agent_messages_.empty();
     for (int i = 0; read_agents && i < kMaxMessagesPerRound; ++i) {
       const MonoTime before_receive = MonoNow();
       if (before_receive > round_ends) break;
-      auto frames = ReceiveFrames(*agents_socket_);
+      auto frames = NextAgentMessage();
       if (!frames.ok()) break;
       if (!frames->has_value()) {
         observed_until_ = before_receive;
@@ -313,7 +319,10 @@ void Coordinator::EndRound() {
 void Coordinator::RollBackRound(const Status& why) {
   LOG_ERROR("could not commit a round of work, so all of it is undone (agents send their "
             "results again): " << why.message());
+  // Parked messages stay parked: the round's undo does not give them back to ZeroMQ.
+  const int64_t parked = counters_.agent_messages_parked;
   counters_ = counters_at_round_start_;
+  counters_.agent_messages_parked = parked;
   ++counters_.store_errors;
   registry_.RollBackJournal();
   // Their host rows were not kept: they register again when told they are unknown.
@@ -518,9 +527,13 @@ Message Coordinator::Submit(const json& request_id, const SubmitRequest& request
   }
   // Our heartbeats keep going while a large sweep goes in (seconds for 100,000 jobs), so
   // agents do not take the coordinator for dead; agents gone meanwhile are dropped by
-  // the next regular heartbeat, not in the middle of the sweep's transaction.
-  auto stored = store_->CreateSweep(*sweep, pinned, request.submission_id,
-                                    [this] { SendHeartbeats(/*drop_unreachable=*/false); });
+  // the next regular heartbeat, not in the middle of the sweep's transaction. The
+  // agents' messages are read meanwhile and parked for the next rounds, so that they
+  // do not pile up in ZeroMQ's buffers.
+  auto stored = store_->CreateSweep(*sweep, pinned, request.submission_id, [this] {
+    SendHeartbeats(/*drop_unreachable=*/false);
+    ParkAgentMessages();
+  });
   if (!stored.ok()) {
     ++counters_.store_errors;
     LOG_ERROR("cannot store sweep \"" << sweep->name << "\": " << stored.status().message());
@@ -1104,6 +1117,25 @@ void Coordinator::OfferUndelivered(const Lease& lease, const std::string& routin
   registry_.RemoveLease(lease.job_id);
   UndoHandOut(lease);
   if (sent.code() == StatusCode::kNotFound) DropAgent(routing_id, "is unreachable (" + sent.message() + ")");
+}
+
+StatusOr<std::optional<Frames>> Coordinator::NextAgentMessage() {
+  if (parked_agent_messages_.empty()) return ReceiveFrames(*agents_socket_);
+  Frames frames = std::move(parked_agent_messages_.front());
+  parked_agent_messages_.pop_front();
+  for (const std::string& frame : frames) parked_bytes_ -= frame.size();
+  return std::optional<Frames>(std::move(frames));
+}
+
+void Coordinator::ParkAgentMessages() {
+  if (!agents_socket_) return;
+  while (parked_bytes_ < kMaxParkedBytes) {
+    auto frames = ReceiveFrames(*agents_socket_);
+    if (!frames.ok() || !frames->has_value()) return;
+    for (const std::string& frame : **frames) parked_bytes_ += frame.size();
+    parked_agent_messages_.push_back(std::move(**frames));
+    ++counters_.agent_messages_parked;
+  }
 }
 
 void Coordinator::SendHeartbeats(bool drop_unreachable) {

@@ -66,6 +66,9 @@ struct CoordinatorCounters {
   int64_t send_failures = 0;
   int64_t store_errors = 0;
   int64_t handler_exceptions = 0;  // caught by the last-resort guard; should stay 0
+  // Agent messages read and set aside while a long client request ran (a large
+  // submit), then handled in order; not undone with a failed round.
+  int64_t agent_messages_parked = 0;
   json ToJson() const;
 };
 
@@ -168,6 +171,11 @@ class Coordinator {
   // To every agent, once per heartbeat interval. An agent that cannot be reached is
   // dropped, unless `drop_unreachable` is false (in the middle of a store transaction).
   void SendHeartbeats(bool drop_unreachable = true);
+  // The next agent message to handle: a parked one first, else one from the socket.
+  StatusOr<std::optional<Frames>> NextAgentMessage();
+  // Reads the agents' waiting messages into parked_agent_messages_ (up to
+  // kMaxParkedBytes), without handling them: called while a long request runs.
+  void ParkAgentMessages();
   Millis LivenessWindow() const {
     return Millis(int64_t{options_.heartbeat_ms} * options_.liveness);
   }
@@ -213,8 +221,14 @@ class Coordinator {
   std::deque<json> departed_;
   MonoTime next_heartbeat_;
   MonoTime last_expiry_ = MonoNow();
-  // Every agent message sent before this has been read (the inbound queue was empty).
+  // Every agent message sent before this has been handled (the inbound queue was
+  // empty and nothing was parked).
   MonoTime observed_until_ = MonoNow();
+  // Agent messages read, not yet handled, while a long client request ran (a large
+  // submit): in ZeroMQ's queue each would hold its ~8 KB receive buffer, here only
+  // its bytes. Handled first, in order, by the next agents' rounds.
+  std::deque<Frames> parked_agent_messages_;
+  size_t parked_bytes_ = 0;
   MonoTime next_dispatch_refresh_ = MonoNow();
   MonoTime next_calibration_check_ = MonoNow();
 };
