@@ -92,7 +92,8 @@ TEST_F(EngineSweepTest, EveryModelModeAndDtypeProducesAFullRow) {
                         row["dtype"].get<std::string>());
     for (const char* column : {"n", "median_ms", "mean_ms", "p90_ms", "p99_ms", "iqr_ms",
                                "throughput_per_s", "effective_threads", "peak_rss_mb",
-                               "rss_before_model_mb", "param_bytes", "threads_mismatch"}) {
+                               "rss_before_model_mb", "param_bytes", "threads_mismatch",
+                               "model_build_s", "startup_s"}) {
       EXPECT_FALSE(row[column].is_null()) << column;
     }
     EXPECT_GE(row["n"].get<int>(), 1);

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -105,7 +106,10 @@ JobOutcome RunValidJob(const JobSpec& spec, json result) {
   const bool gpu = IsCudaDevice(spec.device);
 
   const std::optional<double> rss_before = ResidentSetMiB();
+  const auto build_start = std::chrono::steady_clock::now();
   const PreparedWorkload workload = PrepareWorkload(spec);
+  const double model_build_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - build_start).count();
   std::unique_ptr<GpuTelemetry> telemetry;
   std::string telemetry_note = "not a GPU job";
   if (gpu) {
@@ -114,6 +118,9 @@ JobOutcome RunValidJob(const JobSpec& spec, json result) {
   }
   const Measurement m = MeasureWorkload(workload.iteration, ToTimingOptions(spec.timing),
                                         SystemClock(), workload.block_end);
+  // The sampling region ends at the last clock read of MeasureWorkload, so the
+  // process's age now, less timed_s, is its age at the first timed iteration.
+  const std::optional<double> age_at_end = ProcessAgeSeconds();
   const json telemetry_summary = telemetry ? telemetry->Stop() : json(nullptr);
   const SampleStats stats = Summarize(m.samples_ms, spec.timing.target_iqr);
   const std::optional<double> flops = FlopsPerSample(spec);
@@ -147,6 +154,9 @@ JobOutcome RunValidJob(const JobSpec& spec, json result) {
                  kThreadsMismatchTolerance);
   result["rss_before_model_mb"] = rss_before ? json(*rss_before) : json(nullptr);
   result["param_bytes"] = workload.param_bytes;
+  result["model_build_s"] = model_build_s;
+  result["startup_s"] = age_at_end ? json(std::max(0.0, *age_at_end - m.timed_s - model_build_s))
+                                   : json(nullptr);
   result["accuracy"] = workload.accuracy;
   if (gpu) {
     result["gpu_peak_mem_mb"] = nullptr;

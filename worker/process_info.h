@@ -11,6 +11,11 @@ namespace benchfleet::worker {
 // nullopt when /proc is unreadable.
 std::optional<double> ResidentSetMiB();
 
+// Seconds since this process was created (its fork, so a re-exec at start-up
+// counts), from /proc/self/stat's start time against CLOCK_BOOTTIME: 10 ms
+// resolution (clock ticks). nullopt when /proc is unreadable.
+std::optional<double> ProcessAgeSeconds();
+
 // CPU ids this process may run on (sched_getaffinity), ascending; empty when
 // the call fails.
 std::vector<int> AllowedCpus();

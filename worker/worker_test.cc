@@ -79,6 +79,13 @@ TEST(WorkerTest, SmallMlpJobProducesSaneResult) {
             s.at("discarded_median_ms").is_null());
   EXPECT_GT(r.at("rss_before_model_mb").get<double>(), 0);
   EXPECT_EQ(r.at("param_bytes"), (64 * 128 + 128 + 128 * 10 + 10) * 4);
+  // Start-up runs from the process's start to the first timed iteration, less the
+  // model's build: it holds the warm-up, and this process has lived longer than both.
+  const double build = r.at("model_build_s").get<double>();
+  const double startup = r.at("startup_s").get<double>();
+  EXPECT_GT(build, 0);
+  EXPECT_GE(startup + 0.01, s.at("warmup_s").get<double>());  // 10 ms ticks
+  EXPECT_LE(startup + build + s.at("timed_s").get<double>(), ProcessAgeSeconds().value() + 0.01);
 
   const json& rt = r.at("runtime");
   EXPECT_TRUE(rt.at("torch_version").is_string());
