@@ -194,6 +194,9 @@ void AgentDaemon::Store(const json& result, int64_t job_id, int attempt) {
   }
   if (registered_) {
     Send(MakeMessage(msg::kResult, {{"job_id", job_id}, {"attempt", attempt}, {"result", result}}));
+    // It was just sent: the spool's resend timer, perhaps already due, must not send it
+    // again in this same tick before the coordinator could answer.
+    next_resend_ = std::max(next_resend_, MonoNow() + Millis(resend_interval_ms_));
   }
 }
 

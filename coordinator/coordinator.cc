@@ -836,6 +836,7 @@ void Coordinator::AcceptResult(Agent& agent, const Message& message) {
       }
       break;
     case ResultOutcome::kDuplicate:
+    case ResultOutcome::kStaleAgain:
       ++counters_.duplicate_results;
       break;
     case ResultOutcome::kStale:

@@ -38,6 +38,7 @@ const char* ResultOutcomeName(ResultOutcome outcome) {
     case ResultOutcome::kDuplicate:
       return "duplicate";
     case ResultOutcome::kStale:
+    case ResultOutcome::kStaleAgain:
       return "stale";
     case ResultOutcome::kRejected:
       return "rejected";
@@ -514,11 +515,14 @@ StatusOr<ResultOutcome> Store::StoreResult(int64_t job_id, int attempt, int64_t 
   if (!stale_reason.empty()) {
     ASSIGN_OR_RETURN(auto stale,
                      db_->Prepare("INSERT INTO stale_results(job_id, attempt, host, reason, detail, "
-                                  "received_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)"));
+                                  "received_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6) "
+                                  "ON CONFLICT(job_id, attempt, host) DO NOTHING"));
     RETURN_IF_ERROR(stale.Bind(1, job_id).Bind(2, attempt).Bind(3, host_name).Bind(4, stale_reason)
                         .Bind(5, detail_text).Bind(6, now).Run());
+    // A resend that crossed the first ack finds its row there (008_stale_once.sql).
+    const bool recorded = db_->Changes() == 1;
     RETURN_IF_ERROR(tx.Commit());
-    return ResultOutcome::kStale;
+    return recorded ? ResultOutcome::kStale : ResultOutcome::kStaleAgain;
   }
 
   const bool ok = result.ok;

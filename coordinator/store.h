@@ -56,7 +56,9 @@ struct StoredSweep {
   bool existing = false;
 };
 
-enum class ResultOutcome { kStored, kDuplicate, kStale, kRejected };
+// kStaleAgain: a resend of a result already recorded as stale; nothing is written and
+// the agent is told "stale" again, as it was the first time.
+enum class ResultOutcome { kStored, kDuplicate, kStale, kStaleAgain, kRejected };
 const char* ResultOutcomeName(ResultOutcome outcome);
 
 class Store {

@@ -148,6 +148,10 @@ TEST_F(StoreTest, ResultIsStoredOnceThenDuplicateThenStale) {
   EXPECT_EQ(*again, ResultOutcome::kDuplicate);
   auto late = Deliver(job, 7, GoodResult(1));
   EXPECT_EQ(*late, ResultOutcome::kStale);
+  // The agent's resend of the late result crossed the ack: recorded once.
+  auto late_again = Deliver(job, 7, GoodResult(1));
+  EXPECT_EQ(*late_again, ResultOutcome::kStaleAgain);
+  EXPECT_STREQ(ResultOutcomeName(*late_again), "stale");
 
   EXPECT_EQ(Count("select count(*) from results"), 1);
   EXPECT_EQ(Count("select count(*) from stale_results"), 1);
