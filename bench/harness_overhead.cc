@@ -112,14 +112,24 @@ int main(int argc, char** argv) {
   const std::vector<torch::Tensor>& inputs = built.inputs;
   const benchfleet::worker::PreparedWorkload workload = benchfleet::worker::PrepareWorkload(*spec);
 
+  // The warm-up's pace sizes the plain loop's buffer, so no reallocation lands in its
+  // timed region (each warm-up turn runs the model twice).
+  double seconds_per_forward = 0;
   {
     c10::InferenceMode guard;
     const double warmup_start = Now();
+    std::size_t turns = 0;
+    double elapsed = 0;
     do {
       model.Forward(inputs);
       workload.iteration();
-    } while (Now() - warmup_start < warmup_s);
+      ++turns;
+      elapsed = Now() - warmup_start;
+    } while (elapsed < warmup_s);
+    seconds_per_forward = elapsed / (2.0 * static_cast<double>(turns));
   }
+  const auto expected_iterations = static_cast<std::size_t>(
+      2.0 * time_s / std::max(seconds_per_forward, 1e-7)) + 64;
 
   struct PlainSide {
     double block_median_ms;
@@ -129,6 +139,7 @@ int main(int argc, char** argv) {
   auto run_plain = [&]() {
     c10::InferenceMode guard;
     std::vector<double> iterations_ms;
+    iterations_ms.reserve(expected_iterations);  // twice the warm-up's pace
     const double start = Now();
     double now = start;
     do {

@@ -159,9 +159,9 @@ Status Coordinator::Run(const std::atomic<bool>* stop, std::atomic<bool>* reload
     }
     // CURVE handshakes are vetted on the ZAP handler's own thread, users' reads on the
     // query thread; the loop only picks up the reads' replies.
-    const bool parked = !parked_agent_messages_.empty();
+    // Parked agent messages are work already read: no waiting for more.
     auto readable = PollReadable({agents_socket_.get(), clients_socket_.get(), &reads_->reply_socket()},
-                                 prune_ || parked ? 0 : kCoordinatorTickMs);
+                                 prune_ || !parked_agent_messages_.empty() ? 0 : kCoordinatorTickMs);
     const MonoTime polled_at = MonoNow();
     // Clients first: a user's submit or status is answered ahead of the agents' flood.
     // Each request is a round of its own: its reply waits for no one else's work, and
