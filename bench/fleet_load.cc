@@ -3,12 +3,14 @@
 // (one socket each, all served by this one thread through zmq_poll), submits M tiny
 // jobs as sweeps of placement `any` and answers every job with a valid result at once
 // (or after --job-delay-ms). Reports throughput, the coordinator's CPU per job and peak
-// RSS, dispatch latency (an agent's result sent -> its next job received), reply times,
+// RSS, dispatch latency (job committed -> received, from the offer's committed_at_us;
+// and an agent's result sent -> its next job received), reply times,
 // and the simulator's own CPU, so that it is seen not to be the bottleneck.
 // With --idle-s S: N registered agents heartbeat for S seconds, nothing submitted; the
 // coordinator's CPU fraction of one core over that window.
-// usage: bench_fleet_load [--agents N] [--jobs M] [--job-delay-ms D] [--idle-s S]
-//                         [--coordinator PATH] [--timeout-s T] [--keep-dir]#include <unistd.h>
+// usage: bench_fleet_load [--agents N] [--jobs M] [--job-delay-ms D] [--job-delay-jitter J]
+//                         [--idle-s S] [--coordinator PATH] [--timeout-s T] [--keep-dir]
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <cmath>
@@ -131,6 +133,7 @@ int Run(const Options& options) {
   if (!idle) {
     report["jobs"] = options.jobs;
     report["job_delay_ms"] = options.job_delay_ms;
+    report["job_delay_jitter"] = options.job_delay_jitter;
     report["sweeps"] = simulator.sweeps();
     report["jobs_done"] = totals["done"];
     report["result_rows_in_db"] = stored_rows;
@@ -141,6 +144,16 @@ int Run(const Options& options) {
                                      {"p50", Round(Percentile(tally.dispatch_latency_ms, 0.5), 3)},
                                      {"p99", Round(Percentile(tally.dispatch_latency_ms, 0.99), 3)},
                                      {"max", Round(Percentile(tally.dispatch_latency_ms, 1.0), 3)}};
+    auto spread = [](const std::vector<double>& ms) {
+      return json{{"n", ms.size()},
+                  {"p50", Round(Percentile(ms, 0.5), 3)},
+                  {"p99", Round(Percentile(ms, 0.99), 3)},
+                  {"max", Round(Percentile(ms, 1.0), 3)}};
+    };
+    // Job committed -> received: each agent's first job apart (the whole fleet idle at
+    // once gets one burst of offers as large as the fleet), then every later job.
+    report["commit_to_received_first_job_ms"] = spread(tally.commit_to_received_first_ms);
+    report["commit_to_received_ms"] = spread(tally.commit_to_received_ms);
     report["submit_reply_max_ms"] = Round(simulator.max_submit_ms(), 2);
     const std::vector<double>& probes = simulator.probe_submit_ms();
     report["small_submit_reply_ms"] = {{"n", probes.size()},
@@ -171,8 +184,14 @@ int Run(const Options& options) {
     row("result rows in the database", report["result_rows_in_db"]);
     row("jobs/s", report["jobs_per_s"]);
     row("coordinator CPU ms per job", report["coordinator_cpu_ms_per_job"]);
-    row("dispatch latency p50 / p99 ms", json(report["dispatch_latency_ms"]["p50"].dump() + " / " +
-                                              report["dispatch_latency_ms"]["p99"].dump()));
+    row("job committed -> received p50 / p99 ms",
+        json(report["commit_to_received_ms"]["p50"].dump() + " / " +
+             report["commit_to_received_ms"]["p99"].dump()));
+    row("  agents' first jobs p50 / p99 ms",
+        json(report["commit_to_received_first_job_ms"]["p50"].dump() + " / " +
+             report["commit_to_received_first_job_ms"]["p99"].dump()));
+    row("result sent -> next job p50 / p99 ms", json(report["dispatch_latency_ms"]["p50"].dump() + " / " +
+                                                     report["dispatch_latency_ms"]["p99"].dump()));
     row("submit reply max ms", report["submit_reply_max_ms"]);
     row("1-job submit at full load p50 / max ms",
         json(report["small_submit_reply_ms"]["p50"].dump() + " / " +
@@ -214,6 +233,10 @@ int main(int argc, char** argv) {
   app.add_option("--job-delay-ms", options.job_delay_ms,
                  "how long an agent holds a job before its result")
       ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_option("--job-delay-jitter", options.job_delay_jitter,
+                 "each job's delay is the delay x U(1 - J, 1 + J) (fixed seed); 0: all in step")
+      ->check(CLI::Range(0.0, 1.0))
       ->capture_default_str();
   app.add_option(
          "--idle-s", options.idle_s,

@@ -1,9 +1,13 @@
 #include "bench/fleet_sim.h"
 
+#include <sys/epoll.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 
+#include "common/clock.h"
 #include "common/transport.h"
 
 namespace benchfleet::fleet_load {
@@ -32,8 +36,21 @@ bool Simulator::Connect(std::string* error) {
 }
 
 void Simulator::Send(zmq::socket_t& socket, const Message& message) {
-  benchfleet::Status sent = benchfleet::SendMessage(socket, message);
+  SendRaw(socket, {benchfleet::Encode(message)});
+}
+
+void Simulator::SendRaw(zmq::socket_t& socket, const benchfleet::Frames& frames) {
+  benchfleet::Status sent = benchfleet::SendFrames(socket, frames);
   if (!sent.ok()) RecordError("send", sent.message());
+  if (auto it = socket_index_.find(socket.handle()); it != socket_index_.end()) {
+    CheckBeforeWaiting(it->second);
+  }
+}
+
+void Simulator::CheckBeforeWaiting(size_t index) {
+  if (index >= check_queued_.size() || check_queued_[index]) return;
+  check_queued_[index] = 1;
+  to_check_.push_back(index);
 }
 
 void Simulator::RecordError(const std::string& code, const std::string& text) {
@@ -190,24 +207,68 @@ json Simulator::QueryValue(const std::string& sql) {
 
 template <typename Done>
 bool Simulator::Serve(Clock::time_point deadline, Done done) {
-  std::vector<zmq::pollitem_t> items;
-  for (SimAgent& agent : agents_) items.push_back({agent.socket->handle(), 0, ZMQ_POLLIN, 0});
-  items.push_back({client_->handle(), 0, ZMQ_POLLIN, 0});
+  // zmq_poll over 1,000 sockets asks each of them for its events before and after it
+  // waits: milliseconds per call, which showed up as dispatch latency that was the
+  // simulator's own. epoll over the sockets' ZMQ_FD wakes for the few that changed.
+  // ZMQ_FD only signals, edge-like, that the socket's state may have changed, and a
+  // send can take that signal in: so each socket signalled or sent on is asked for
+  // ZMQ_EVENTS (and drained) before the next wait.
+  std::vector<zmq::socket_t*> sockets;
+  for (SimAgent& agent : agents_) sockets.push_back(agent.socket.get());
+  sockets.push_back(client_.get());
+  const int epoll_fd = epoll_create1(EPOLL_CLOEXEC);
+  if (epoll_fd < 0) {
+    RecordError("epoll", std::strerror(errno));
+    return false;
+  }
+  struct CloseOnExit {
+    int fd;
+    ~CloseOnExit() { close(fd); }
+  } close_epoll{epoll_fd};
+  socket_index_.clear();
+  to_check_.clear();
+  check_queued_.assign(sockets.size(), 0);
+  for (size_t i = 0; i < sockets.size(); ++i) {
+    socket_index_[sockets[i]->handle()] = i;
+    epoll_event event{};
+    event.events = EPOLLIN;
+    event.data.u64 = i;
+    if (epoll_ctl(epoll_fd, EPOLL_CTL_ADD, sockets[i]->get(zmq::sockopt::fd), &event) != 0) {
+      RecordError("epoll", std::strerror(errno));
+      return false;
+    }
+    CheckBeforeWaiting(i);  // messages may wait from before Serve
+  }
+  std::vector<epoll_event> events(1024);
   while (!done()) {
     const auto now = Clock::now();
     if (now >= deadline) return false;
     const auto wake = std::min(deadline, TimersDue(now));
     const auto wait =
         std::chrono::ceil<std::chrono::milliseconds>(std::max(wake - now, Clock::duration()));
-    try {
-      zmq::poll(items.data(), items.size(),
-                std::min(wait, std::chrono::milliseconds(kStatusInterval)));
-    } catch (const zmq::error_t&) {
-      continue;  // EINTR
+    const int timeout_ms =
+        to_check_.empty()
+            ? static_cast<int>(std::min(wait, std::chrono::milliseconds(kStatusInterval)).count())
+            : 0;
+    const int fired = epoll_wait(epoll_fd, events.data(), static_cast<int>(events.size()), timeout_ms);
+    for (int e = 0; e < fired; ++e) CheckBeforeWaiting(static_cast<size_t>(events[e].data.u64));
+    std::vector<size_t> readable;
+    for (size_t i : to_check_) {
+      check_queued_[i] = 0;
+      if (sockets[i]->get(zmq::sockopt::events) & ZMQ_POLLIN) readable.push_back(i);
     }
-    for (size_t i = 0; i < items.size(); ++i) {
-      if ((items[i].revents & ZMQ_POLLIN) == 0) continue;
-      zmq::socket_t& socket = i < agents_.size() ? *agents_[i].socket : *client_;
+    to_check_.clear();
+    // Everything waiting is taken off the sockets first, each message stamped as it is
+    // received, and only then handled: the time the simulator spends answering one
+    // agent's job must not count as another agent's dispatch latency.
+    struct Inbound {
+      size_t index;
+      benchfleet::Frames frames;
+      int64_t received_at_us;
+    };
+    std::vector<Inbound> inbound;
+    for (size_t i : readable) {
+      zmq::socket_t& socket = *sockets[i];
       while (true) {
         auto frames = benchfleet::ReceiveFrames(socket);
         if (!frames.ok()) {
@@ -215,20 +276,22 @@ bool Simulator::Serve(Clock::time_point deadline, Done done) {
           break;
         }
         if (!frames->has_value()) break;
-        auto decoded = (*frames)->size() == 1
-                           ? benchfleet::Decode((**frames)[0])
-                           : benchfleet::StatusOr<benchfleet::Message>(
-                                 benchfleet::InvalidArgument("expected one frame"));
-        if (!decoded.ok()) {
-          ++tally_.malformed_from_coordinator;
-          RecordError("malformed", decoded.status().message());
-          continue;
-        }
-        if (i < agents_.size()) {
-          HandleAgentMessage(agents_[i], *decoded);
-        } else {
-          HandleClientMessage(*decoded, (**frames)[0]);
-        }
+        inbound.push_back({i, std::move(**frames), benchfleet::UnixMicrosNow()});
+      }
+    }
+    for (Inbound& in : inbound) {
+      auto decoded = in.frames.size() == 1 ? benchfleet::Decode(in.frames[0])
+                                           : benchfleet::StatusOr<benchfleet::Message>(
+                                                 benchfleet::InvalidArgument("expected one frame"));
+      if (!decoded.ok()) {
+        ++tally_.malformed_from_coordinator;
+        RecordError("malformed", decoded.status().message());
+        continue;
+      }
+      if (in.index < agents_.size()) {
+        HandleAgentMessage(agents_[in.index], *decoded, in.received_at_us);
+      } else {
+        HandleClientMessage(*decoded, in.frames[0]);
       }
     }
   }
@@ -278,8 +341,7 @@ Clock::time_point Simulator::TimersDue(Clock::time_point now) {
     for (auto& [key, pending] : agent.unacked) {
       const auto resend_at = pending.sent + std::chrono::milliseconds(pending.resend_interval_ms);
       if (now >= resend_at) {
-        benchfleet::Status sent = benchfleet::SendFrames(*agent.socket, {pending.frame});
-        if (!sent.ok()) RecordError("send", sent.message());
+        SendRaw(*agent.socket, {pending.frame});
         pending.sent = now;
         pending.resend_interval_ms =
             std::min(pending.resend_interval_ms * 2, benchfleet::kResultResendMaxIntervalMs);
@@ -291,7 +353,8 @@ Clock::time_point Simulator::TimersDue(Clock::time_point now) {
   return next;
 }
 
-void Simulator::HandleAgentMessage(SimAgent& agent, const benchfleet::Message& decoded) {
+void Simulator::HandleAgentMessage(SimAgent& agent, const benchfleet::Message& decoded,
+                                   int64_t received_at_us) {
   const json& body = decoded.body;
   const std::string& type = decoded.type;
   agent.last_heard = Clock::now();
@@ -302,7 +365,7 @@ void Simulator::HandleAgentMessage(SimAgent& agent, const benchfleet::Message& d
     agent.liveness = body.value("liveness", options_.liveness);
     agent.next_heartbeat = Clock::now() + std::chrono::milliseconds(agent.heartbeat_ms);
   } else if (type == msg::kJob) {
-    OnJob(agent, body);
+    OnJob(agent, body, received_at_us);
   } else if (type == msg::kAck) {
     agent.unacked.erase({body.value("job_id", int64_t{0}), body.value("attempt", int64_t{0})});
     ++tally_.acks[body.value("outcome", "?")];
@@ -323,9 +386,14 @@ void Simulator::HandleAgentMessage(SimAgent& agent, const benchfleet::Message& d
   }
 }
 
-void Simulator::OnJob(SimAgent& agent, const json& job) {
+void Simulator::OnJob(SimAgent& agent, const json& job, int64_t received_at_us) {
   ++tally_.jobs_received;
   const auto now = Clock::now();
+  // Same host, same wall clock: the offer's commit stamp gives job committed -> received.
+  if (const auto it = job.find("committed_at_us"); it != job.end() && it->is_number_integer()) {
+    (agent.jobs_received++ == 0 ? tally_.commit_to_received_first_ms : tally_.commit_to_received_ms).push_back(
+        static_cast<double>(received_at_us - it->get<int64_t>()) / 1000.0);
+  }
   if (agent.running) {
     // What a real agent does with an offer while busy (protocol.md, job).
     ++tally_.offers_while_busy;
@@ -341,7 +409,14 @@ void Simulator::OnJob(SimAgent& agent, const json& job) {
   }
   if (options_.job_delay_ms <= 0) return Answer(agent, job);
   agent.running = job;
-  agent.answer_at = now + std::chrono::milliseconds(options_.job_delay_ms);
+  double delay_ms = options_.job_delay_ms;
+  if (options_.job_delay_jitter > 0) {
+    std::uniform_real_distribution<double> factor(1 - options_.job_delay_jitter,
+                                                  1 + options_.job_delay_jitter);
+    delay_ms *= factor(delay_rng_);
+  }
+  agent.answer_at = now + std::chrono::duration_cast<Clock::duration>(
+                              std::chrono::duration<double, std::milli>(delay_ms));
 }
 
 void Simulator::Answer(SimAgent& agent, const json& job) {
@@ -380,8 +455,7 @@ void Simulator::Answer(SimAgent& agent, const json& job) {
   const std::string frame = benchfleet::Encode(benchfleet::MakeMessage(
       msg::kResult, {{"job_id", job_id}, {"attempt", attempt}, {"result", std::move(result)}}));
   const auto now = Clock::now();
-  benchfleet::Status sent = benchfleet::SendFrames(*agent.socket, {frame});
-  if (!sent.ok()) RecordError("send", sent.message());
+  SendRaw(*agent.socket, {frame});
   agent.unacked[{job_id, attempt}] = {frame, now};
   agent.result_sent = now;
   ++tally_.results_sent;

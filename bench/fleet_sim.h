@@ -9,13 +9,16 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <random>
 #include <set>
+#include <unordered_map>
 #include <string>
 #include <vector>
 #include <zmq.hpp>
 
 #include "common/limits.h"
 #include "common/protocol.h"
+#include "common/transport.h"
 
 namespace benchfleet::fleet_load {
 
@@ -51,6 +54,10 @@ struct Options {
   int agents = 100;
   int64_t jobs = 2000;
   int job_delay_ms = 0;
+  // Each simulated job takes job_delay_ms x U(1 - jitter, 1 + jitter), from a fixed seed.
+  // With 0 every agent finishes in step with the others, so results and offers come in
+  // waves as large as the fleet; real jobs differ in length and spread them out.
+  double job_delay_jitter = 0;
   double idle_s = 0;
   double timeout_s = 600;
   int heartbeat_ms = benchfleet::kHeartbeatIntervalMs;
@@ -80,6 +87,7 @@ struct SimAgent {
   Clock::time_point answer_at;
   // When this agent last sent a result, until its next job arrives.
   std::optional<Clock::time_point> result_sent;
+  int64_t jobs_received = 0;
   std::map<std::pair<int64_t, int64_t>, PendingResult> unacked;
 };
 
@@ -93,7 +101,11 @@ struct Tally {
   std::map<std::string, int64_t> acks;    // by outcome
   std::map<std::string, int64_t> errors;  // by code
   std::vector<std::string> error_texts;
-  std::vector<double> dispatch_latency_ms;
+  std::vector<double> dispatch_latency_ms;   // this agent's result sent -> its next job received
+  // The offer's committed_at_us -> received here, for each agent's first job (the whole
+  // fleet idle at once: one burst of offers as large as the fleet) and for the rest.
+  std::vector<double> commit_to_received_first_ms;
+  std::vector<double> commit_to_received_ms;
   std::set<int64_t> answered_jobs;
 };
 
@@ -130,12 +142,17 @@ class Simulator {
   template <typename Done>
   bool Serve(Clock::time_point deadline, Done done);
   // One decoded frame from the coordinator (decoded once, in the poll loop).
-  void HandleAgentMessage(SimAgent& agent, const benchfleet::Message& decoded);
+  void HandleAgentMessage(SimAgent& agent, const benchfleet::Message& decoded,
+                          int64_t received_at_us);
   void HandleClientMessage(const benchfleet::Message& decoded, const std::string& frame);
-  void OnJob(SimAgent& agent, const json& job);
+  void OnJob(SimAgent& agent, const json& job, int64_t received_at_us);
   void Answer(SimAgent& agent, const json& job);
   void SendRegister(SimAgent& agent);
   void Send(zmq::socket_t& socket, const Message& message);
+  // Every send goes through here: a send can take in the socket's pending signal (its
+  // ZMQ_FD then stays quiet), so the socket is asked for its events before the next wait.
+  void SendRaw(zmq::socket_t& socket, const benchfleet::Frames& frames);
+  void CheckBeforeWaiting(size_t index);
   // `tag` names the request in requests_ when it differs from its type ("probe").
   void SendClient(const std::string& type, json fields, const std::string& tag = "");
   void RecordError(const std::string& code, const std::string& text);
@@ -159,6 +176,12 @@ class Simulator {
   // once the big sweeps are in): what a user's submit waits for then.
   std::vector<double> probe_submit_ms_;
   bool submit_refused_ = false;
+  std::mt19937_64 delay_rng_{42};
+  // Serve's socket bookkeeping: index by handle (agents', then the client's), and the
+  // sockets to ask for ZMQ_EVENTS before the next epoll wait.
+  std::unordered_map<const void*, size_t> socket_index_;
+  std::vector<size_t> to_check_;
+  std::vector<char> check_queued_;
 };
 
 }  // namespace benchfleet::fleet_load

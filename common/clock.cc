@@ -15,4 +15,10 @@ std::string UtcNowIso8601() {
   return buf;
 }
 
+int64_t UnixMicrosNow() {
+  timespec ts{};
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return int64_t{ts.tv_sec} * 1000000 + ts.tv_nsec / 1000;
+}
+
 }  // namespace benchfleet

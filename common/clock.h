@@ -22,4 +22,8 @@ inline int64_t MillisUntil(MonoTime deadline, MonoTime now = MonoNow()) {
 // UTC, ISO 8601 with milliseconds: "2026-11-29T15:17:21.123Z" (sorts as text).
 std::string UtcNowIso8601();
 
+// Wall-clock microseconds since the Unix epoch: a timestamp another process reads
+// (the job offer's committed_at_us), never a duration on this host.
+int64_t UnixMicrosNow();
+
 }  // namespace benchfleet

@@ -281,6 +281,7 @@ void Coordinator::EndRound() {
   std::vector<Outgoing> outgoing = std::move(outgoing_);
   outgoing_.clear();
   registered_in_round_.clear();
+  const int64_t committed_at_us = UnixMicrosNow();
   for (Outgoing& out : outgoing) {
     if (!committed.ok() && out.message.type != msg::kError) {
       // Nothing this round wrote was kept. Agents are told nothing (their results stay
@@ -302,8 +303,18 @@ void Coordinator::EndRound() {
           lease->agent != out.hand_out->agent) {
         continue;
       }
+      if (out.encoded.empty()) {
+        out.message.body["committed_at_us"] = committed_at_us;
+      } else {
+        // Encoded in the round, before its commit time was known: an encoded object
+        // ends with '}', and the field goes in before it.
+        out.encoded.pop_back();
+        out.encoded += ",\"committed_at_us\":" + std::to_string(committed_at_us) + "}";
+      }
     }
-    Status sent = SendNow(out.side, out.routing_id, out.message);
+    Status sent = out.encoded.empty()
+                      ? SendNow(out.side, out.routing_id, out.message)
+                      : SendEncoded(out.side, out.routing_id, out.message.type, out.encoded);
     if (!sent.ok() && out.hand_out) {
       OfferUndelivered(*out.hand_out, out.routing_id, sent);
     } else if (lease != nullptr) {
@@ -340,10 +351,16 @@ void Coordinator::RollBackRound(const Status& why) {
 
 Status Coordinator::Send(Side side, const std::string& routing_id, const Message& message) {
   if (in_round_) {
-    outgoing_.push_back({side, routing_id, message, std::nullopt});
+    Hold(side, routing_id, message, std::nullopt);
     return Status::Ok();
   }
   return SendNow(side, routing_id, message);
+}
+
+void Coordinator::Hold(Side side, const std::string& routing_id, Message message,
+                       std::optional<Lease> hand_out) {
+  std::string encoded = outbox_ ? std::string() : Encode(message);
+  outgoing_.push_back({side, routing_id, std::move(message), std::move(hand_out), std::move(encoded)});
 }
 
 Status Coordinator::SendNow(Side side, const std::string& routing_id, const Message& message) {
@@ -1098,9 +1115,10 @@ Coordinator::Offer Coordinator::OfferNextJob(Agent& agent) {
   LOG_DEBUG("job " << job.job_id << " attempt " << *attempt << " -> " << agent.description.name);
   if (in_round_) {
     // Sent once the hand-out is committed (EndRound).
-    outgoing_.push_back({Side::kAgents, agent.routing_id, std::move(offer), lease});
+    Hold(Side::kAgents, agent.routing_id, std::move(offer), lease);
     return Offer::kOffered;
   }
+  offer.body["committed_at_us"] = UnixMicrosNow();  // outside a round each write commits at once
   Status sent = SendNow(Side::kAgents, agent.routing_id, offer);
   if (!sent.ok()) {
     OfferUndelivered(lease, agent.routing_id, sent);

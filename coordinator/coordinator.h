@@ -212,7 +212,12 @@ class Coordinator {
     std::string routing_id;
     Message message;
     std::optional<Lease> hand_out;  // a job offer: taken back if it cannot be sent
+    // The message encoded while the round ran (empty with a test outbox), so that after
+    // the commit only the sends remain: dispatch latency is counted from the commit.
+    std::string encoded;
   };
+  void Hold(Side side, const std::string& routing_id, Message message,
+            std::optional<Lease> hand_out);
   bool in_round_ = false;
   std::vector<Outgoing> outgoing_;
   CoordinatorCounters counters_at_round_start_;
