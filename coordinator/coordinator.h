@@ -224,7 +224,9 @@ class Coordinator {
   std::vector<std::string> registered_in_round_;  // routing ids of agents new this round
   // Agents that left the registry lately (silent, unreachable), newest last.
   std::deque<json> departed_;
-  MonoTime next_heartbeat_;
+  MonoTime next_heartbeat_;       // the next slice of the fleet's heartbeats
+  MonoTime last_heartbeat_slice_;
+  std::string heartbeat_cursor_;  // the routing id the last slice ended with
   MonoTime last_expiry_ = MonoNow();
   // Every agent message sent before this has been handled (the inbound queue was
   // empty and nothing was parked).

@@ -1,5 +1,7 @@
 #include "coordinator/registry.h"
 
+#include <algorithm>
+
 namespace benchfleet {
 
 Agent* AgentRegistry::FindByRoutingId(const std::string& routing_id) {
@@ -52,6 +54,21 @@ std::vector<Agent*> AgentRegistry::All() {
   all.reserve(agents_.size());
   for (auto& [id, agent] : agents_) all.push_back(&agent);
   return all;
+}
+
+std::vector<std::string> AgentRegistry::RoutingIdsAfter(const std::string& after,
+                                                        size_t count) const {
+  std::vector<std::string> ids;
+  count = std::min(count, agents_.size());
+  ids.reserve(count);
+  for (auto it = agents_.upper_bound(after); it != agents_.end() && ids.size() < count; ++it) {
+    ids.push_back(it->first);
+  }
+  for (auto it = agents_.begin(); it != agents_.end() && ids.size() < count && it->first <= after;
+       ++it) {
+    ids.push_back(it->first);
+  }
+  return ids;
 }
 
 void AgentRegistry::IndexLease(const Lease& lease) { leases_by_agent_[lease.agent].insert(lease.job_id); }

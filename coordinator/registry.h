@@ -52,6 +52,10 @@ class AgentRegistry {
   // Routing ids of the agents not heard from within `window` before `now`.
   std::vector<std::string> SilentAgents(MonoTime now, Millis window) const;
   std::vector<Agent*> All();
+  // Up to `count` routing ids in their order, from the first after `after`, wrapping
+  // round to the start but never reaching `after` again: a walk over the fleet a slice
+  // at a time that survives agents joining and leaving between slices.
+  std::vector<std::string> RoutingIdsAfter(const std::string& after, size_t count) const;
   size_t size() const { return agents_.size(); }
 
   // Leases, keyed by job id.

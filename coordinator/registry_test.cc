@@ -34,6 +34,23 @@ TEST(RegistryTest, SilentAgentsAreFound) {
   EXPECT_EQ(registry.FindByRoutingId(silent[0])->description.name, "a");
 }
 
+// The heartbeat walk: slices in order, wrapping round, each agent once per lap, and an
+// agent that left (the cursor's own) does not stop the walk.
+TEST(RegistryTest, RoutingIdsAfterWalksTheFleetInSlicesAndWrapsRound) {
+  AgentRegistry registry;
+  MonoTime t0 = MonoTime{} + Millis(100000);
+  for (const char* name : {"a", "b", "c", "d", "e"}) registry.Upsert(MakeAgent(name, name, t0));
+  using Ids = std::vector<std::string>;
+  EXPECT_EQ(registry.RoutingIdsAfter("", 2), (Ids{"a/1", "b/1"}));
+  EXPECT_EQ(registry.RoutingIdsAfter("b/1", 2), (Ids{"c/1", "d/1"}));
+  EXPECT_EQ(registry.RoutingIdsAfter("d/1", 2), (Ids{"e/1", "a/1"}));
+  // More than the fleet: each agent once, never the cursor twice.
+  EXPECT_EQ(registry.RoutingIdsAfter("c/1", 9), (Ids{"d/1", "e/1", "a/1", "b/1", "c/1"}));
+  registry.Remove("c/1");
+  EXPECT_EQ(registry.RoutingIdsAfter("c/1", 2), (Ids{"d/1", "e/1"}));
+  EXPECT_EQ(registry.RoutingIdsAfter("c/1", 0), Ids{});
+}
+
 TEST(RegistryTest, LeasesExpireWhenNotRenewedOrPastDeadline) {
   AgentRegistry registry;
   MonoTime t0 = MonoTime{} + Millis(100000);
