@@ -4,14 +4,20 @@
 
 namespace benchfleet {
 
-std::string UtcNowIso8601() {
-  timespec ts{};
-  clock_gettime(CLOCK_REALTIME, &ts);
+std::string UtcIso8601(int64_t unix_micros) {
+  // Floor division, so a time before 1970 still has its milliseconds in 0..999.
+  int64_t seconds = unix_micros / 1000000;
+  int64_t micros = unix_micros % 1000000;
+  if (micros < 0) {
+    micros += 1000000;
+    seconds -= 1;
+  }
+  const time_t t = static_cast<time_t>(seconds);
   tm utc{};
-  gmtime_r(&ts.tv_sec, &utc);
-  char buf[40];
+  gmtime_r(&t, &utc);
+  char buf[48];
   size_t len = strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &utc);
-  snprintf(buf + len, sizeof buf - len, ".%03ldZ", ts.tv_nsec / 1000000);
+  snprintf(buf + len, sizeof buf - len, ".%03ldZ", static_cast<long>(micros / 1000));
   return buf;
 }
 

@@ -19,11 +19,13 @@ inline int64_t MillisUntil(MonoTime deadline, MonoTime now = MonoNow()) {
   return left < 0 ? 0 : left;
 }
 
-// UTC, ISO 8601 with milliseconds: "2026-11-29T15:17:21.123Z" (sorts as text).
-std::string UtcNowIso8601();
-
 // Wall-clock microseconds since the Unix epoch: a timestamp another process reads
 // (the job offer's committed_at_us), never a duration on this host.
 int64_t UnixMicrosNow();
+
+// UTC, ISO 8601 with milliseconds (truncated): "2026-11-29T15:17:21.123Z". The one
+// format of every stored time, so times compare as text.
+std::string UtcIso8601(int64_t unix_micros);
+inline std::string UtcNowIso8601() { return UtcIso8601(UnixMicrosNow()); }
 
 }  // namespace benchfleet

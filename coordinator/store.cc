@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <map>
 #include <set>
 
@@ -692,12 +693,12 @@ StatusOr<int> Store::CancelSweep(int64_t sweep_id) {
 }
 
 StatusOr<std::string> Store::ReceivedAtCutoff(double seconds_ago) {
-  // The same format as UtcNowIso8601 (%f is SS.SSS), so the cutoff compares as text.
-  ASSIGN_OR_RETURN(auto stmt, db_->Prepare("SELECT strftime('%Y-%m-%dT%H:%M:%fZ', 'now', ?1)"));
-  stmt.Bind(1, std::to_string(-seconds_ago) + " seconds");
-  ASSIGN_OR_RETURN(bool row, stmt.Step());
-  if (!row || stmt.IsNull(0)) return InvalidArgument("no time " + std::to_string(seconds_ago) + " s ago");
-  return stmt.Text(0);
+  // Formatted as every stored time is (UtcIso8601), so the cutoff compares as text.
+  // Up to 10,000 years back: beyond that there is no time to format.
+  if (!std::isfinite(seconds_ago) || std::fabs(seconds_ago) > 3.2e11) {
+    return InvalidArgument("no time " + std::to_string(seconds_ago) + " s ago");
+  }
+  return UtcIso8601(UnixMicrosNow() - static_cast<int64_t>(std::llround(seconds_ago * 1e6)));
 }
 
 StatusOr<int64_t> Store::LastSampledJobId() {
