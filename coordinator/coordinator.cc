@@ -29,9 +29,9 @@ constexpr int kOldestQueuedScan = 8;
 // also ends after kMaxAgentRoundMs: the larger the round, the fewer commits (syncs) per
 // job, but a client's request that comes meanwhile waits for the round's end, and the
 // round's offers leave together after its commit, the last behind all the others. At
-// 1,000 saturated agents (docs/performance.md), 100 rather than 500 kept the throughput
-// (5,085 jobs/s against 5,122-5,140) and took job committed -> received from 6.0 / 14 ms
-// (p50 / p99) to 2.1 / 5.7 ms, and status from 59 to 23 ms p50.
+// 1,000 saturated agents (docs/performance.md), 100 rather than 500 took job committed
+// -> received from 6.0 / 14 ms (p50 / p99) to 2.1 / 5.7 ms and status from 59 to 23 ms
+// p50; throughput was the same within the host's drift (4,870-5,140 jobs/s either way).
 constexpr int kMaxMessagesPerRound = 100;
 constexpr int kMaxAgentRoundMs = 40;
 // The coordinator's heartbeats go out in this many slices of the fleet per interval.
