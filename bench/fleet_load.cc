@@ -140,16 +140,13 @@ int Run(const Options& options) {
     report["jobs_per_s"] = Round(totals["done"].get<double>() / wall_s, 1);
     report["coordinator_cpu_ms_per_job"] =
         Round(1000 * cpu_s / std::max<double>(1, options.jobs), 3);
-    report["dispatch_latency_ms"] = {{"n", tally.dispatch_latency_ms.size()},
-                                     {"p50", Round(Percentile(tally.dispatch_latency_ms, 0.5), 3)},
-                                     {"p99", Round(Percentile(tally.dispatch_latency_ms, 0.99), 3)},
-                                     {"max", Round(Percentile(tally.dispatch_latency_ms, 1.0), 3)}};
     auto spread = [](const std::vector<double>& ms) {
       return json{{"n", ms.size()},
                   {"p50", Round(Percentile(ms, 0.5), 3)},
                   {"p99", Round(Percentile(ms, 0.99), 3)},
                   {"max", Round(Percentile(ms, 1.0), 3)}};
     };
+    report["dispatch_latency_ms"] = spread(tally.dispatch_latency_ms);
     // Job committed -> received: each agent's first job apart (the whole fleet idle at
     // once gets one burst of offers as large as the fleet), then every later job.
     report["commit_to_received_first_job_ms"] = spread(tally.commit_to_received_first_ms);

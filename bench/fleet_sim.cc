@@ -36,11 +36,14 @@ bool Simulator::Connect(std::string* error) {
 }
 
 void Simulator::Send(zmq::socket_t& socket, const Message& message) {
-  SendRaw(socket, {benchfleet::Encode(message)});
+  AfterSend(socket, benchfleet::SendMessage(socket, message));
 }
 
 void Simulator::SendRaw(zmq::socket_t& socket, const benchfleet::Frames& frames) {
-  benchfleet::Status sent = benchfleet::SendFrames(socket, frames);
+  AfterSend(socket, benchfleet::SendFrames(socket, frames));
+}
+
+void Simulator::AfterSend(zmq::socket_t& socket, const benchfleet::Status& sent) {
   if (!sent.ok()) RecordError("send", sent.message());
   if (auto it = socket_index_.find(socket.handle()); it != socket_index_.end()) {
     CheckBeforeWaiting(it->second);

@@ -148,10 +148,12 @@ class Simulator {
   void OnJob(SimAgent& agent, const json& job, int64_t received_at_us);
   void Answer(SimAgent& agent, const json& job);
   void SendRegister(SimAgent& agent);
+  // Every send goes through Send or SendRaw, then AfterSend: a send can take in the
+  // socket's pending signal (its ZMQ_FD then stays quiet), so the socket is asked for its
+  // events before the next wait.
   void Send(zmq::socket_t& socket, const Message& message);
-  // Every send goes through here: a send can take in the socket's pending signal (its
-  // ZMQ_FD then stays quiet), so the socket is asked for its events before the next wait.
   void SendRaw(zmq::socket_t& socket, const benchfleet::Frames& frames);
+  void AfterSend(zmq::socket_t& socket, const benchfleet::Status& sent);
   void CheckBeforeWaiting(size_t index);
   // `tag` names the request in requests_ when it differs from its type ("probe").
   void SendClient(const std::string& type, json fields, const std::string& tag = "");
