@@ -1118,7 +1118,7 @@ Coordinator::Offer Coordinator::OfferNextJob(Agent& agent) {
   Message offer = MakeMessage(msg::kJob, {{"job_id", job.job_id},
                                           {"attempt", *attempt},
                                           {"timeout_s", job.timeout_s},
-                                          {"spec", job.spec}});
+                                          {"spec", json::parse(job.spec, nullptr, false)}});
   LOG_DEBUG("job " << job.job_id << " attempt " << *attempt << " -> " << agent.description.name);
   if (in_round_) {
     // Sent once the hand-out is committed (EndRound).

@@ -33,6 +33,11 @@ Status Database::Exec(const std::string& sql) {
   return Unavailable("SQLite: " + message);
 }
 
+Status Database::ExecCached(const std::string& sql) {
+  ASSIGN_OR_RETURN(Statement statement, Prepare(sql));
+  return statement.Run();
+}
+
 // Enough for every statement text the store uses; past it, statements are not cached.
 constexpr size_t kMaxCachedStatements = 128;
 
@@ -219,7 +224,7 @@ Status Transaction::Begin() {
   if (db_.group_open()) {
     RETURN_IF_ERROR(db_.JoinGroup());
     savepoint_ = true;
-    Status s = db_.Exec("SAVEPOINT tx");
+    Status s = db_.ExecCached("SAVEPOINT tx");
     active_ = s.ok();
     return s;
   }
@@ -229,7 +234,7 @@ Status Transaction::Begin() {
 }
 
 Status Transaction::Commit() {
-  Status s = db_.Exec(savepoint_ ? "RELEASE tx" : "COMMIT");
+  Status s = savepoint_ ? db_.ExecCached("RELEASE tx") : db_.Exec("COMMIT");
   if (s.ok()) active_ = false;
   return s;
 }

@@ -29,6 +29,9 @@ class Database {
 
   // Runs one or more statements that return no rows.
   Status Exec(const std::string& sql);
+  // One statement without results, prepared once and kept (Prepare's cache): for those
+  // run per job (a savepoint and its release), where Exec's parse each time showed.
+  Status ExecCached(const std::string& sql);
   // With statement caching on, a statement is compiled once and reused: the Statement
   // handed out resets it when it goes, so an early return cannot leave it mid-step
   // holding a read snapshot. The same text asked for while its cached copy is in use

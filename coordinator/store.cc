@@ -341,7 +341,7 @@ StatusOr<std::vector<QueuedJob>> Store::OldestQueued(int64_t requirement_id, int
     job.job_id = stmt.Int(0);
     job.sweep_id = stmt.Int(1);
     job.requirement_id = requirement_id;
-    job.spec = json::parse(stmt.Text(2), nullptr, false);
+    job.spec = stmt.Text(2);
     job.timeout_s = stmt.Real(3);
     job.attempts = static_cast<int>(stmt.Int(4));
     job.kind = stmt.Text(5);

@@ -35,7 +35,7 @@ struct QueuedJob {
   std::string kind;  // "benchmark" or "calibration"
   int64_t sweep_id;
   int64_t requirement_id;
-  json spec;
+  std::string spec;  // JSON text, parsed only for the job handed out (of the few read)
   double timeout_s;
   int attempts;
 };

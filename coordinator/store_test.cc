@@ -129,7 +129,7 @@ TEST_F(StoreTest, SweepExpandsIntoJobsPerPinnedHost) {
   EXPECT_EQ(stored->agents, (std::vector<std::string>{"node-a", "node-b"}));
   auto mine = QueuedFor("node-a");
   EXPECT_EQ(mine.size(), 2u);
-  EXPECT_EQ(mine.front().spec["batch_size"], 1);
+  EXPECT_EQ(json::parse(mine.front().spec)["batch_size"], 1);
 }
 
 TEST_F(StoreTest, ResultIsStoredOnceThenDuplicateThenStale) {
@@ -313,8 +313,8 @@ TEST_F(StoreTest, CalibrationsGoFirstAndSetTheFractionOfPeak) {
   for (int i = 1; i <= 2; ++i) {
     int64_t job = queued[i].job_id;
     ASSERT_TRUE(store_->MarkRunning(job, host_).ok());
-    json result = GoodResult(static_cast<int>(queued[i].spec["batch_size"]));
-    result["threads"] = queued[i].spec["threads"];
+    json result = GoodResult(static_cast<int>(json::parse(queued[i].spec)["batch_size"]));
+    result["threads"] = json::parse(queued[i].spec)["threads"];
     result["gflops"] = 55.0;
     ASSERT_TRUE(Deliver(job, 1, result).ok());
   }
@@ -338,8 +338,8 @@ TEST_F(StoreTest, ComparisonViewsPairIdenticalConfigurations) {
   std::map<std::pair<std::string, int>, double> medians = {
       {{"fp32", 1}, 4.0}, {{"fp32", 2}, 2.5}, {{"int8", 1}, 2.0}};
   for (const QueuedJob& job : queued) {
-    const std::string dtype = job.spec["dtype"];
-    const int threads = job.spec["threads"];
+    const std::string dtype = json::parse(job.spec)["dtype"];
+    const int threads = json::parse(job.spec)["threads"];
     auto median = medians.find({dtype, threads});
     if (median == medians.end()) continue;  // int8 at 2 threads stays queued
     ASSERT_TRUE(store_->MarkRunning(job.job_id, host_).ok());
