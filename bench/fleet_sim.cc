@@ -139,6 +139,18 @@ bool Simulator::RunJobs(std::string* error) {
   int64_t stored_at_last_status = -1;
   bool finished = Serve(deadline, [&] {
     if (submit_refused_) return true;
+    // Status from the start: while the large sweeps go in too, a user asks.
+    bool status_in_flight = std::any_of(requests_.begin(), requests_.end(), [](const auto& r) {
+      return r.second.first == msg::kStatus;
+    });
+    // Once every job is acknowledged, ask at once instead of at the next interval.
+    const int64_t stored = tally_.acks["stored"];
+    const bool news = stored >= options_.jobs && stored > stored_at_last_status;
+    if (!status_in_flight && (Clock::now() >= next_status || news)) {
+      SendClient(msg::kStatus, json::object());
+      next_status = Clock::now() + kStatusInterval;
+      stored_at_last_status = stored;
+    }
     if (sweep_ids_.size() < submits) return false;
     // A user's small sweep at full load: one job no agent matches (it stays queued and
     // changes nothing for the fleet), stored and answered like any other.
@@ -155,17 +167,6 @@ bool Simulator::RunJobs(std::string* error) {
                              {"timing", {{"warmup_s", 0.01}, {"min_time_s", 0.01}, {"max_time_s", 0.01}}}}}},
                  "probe");
       next_probe = Clock::now() + std::chrono::seconds(1);
-    }
-    bool status_in_flight = std::any_of(requests_.begin(), requests_.end(), [](const auto& r) {
-      return r.second.first == msg::kStatus;
-    });
-    // Once every job is acknowledged, ask at once instead of at the next interval.
-    const int64_t stored = tally_.acks["stored"];
-    const bool news = stored >= options_.jobs && stored > stored_at_last_status;
-    if (!status_in_flight && (Clock::now() >= next_status || news)) {
-      SendClient(msg::kStatus, json::object());
-      next_status = Clock::now() + kStatusInterval;
-      stored_at_last_status = stored;
     }
     if (!last_status_.is_object()) return false;
     int found = 0;

@@ -144,17 +144,24 @@ Status ValidateModelArgs(const json& models) {
   return Status::Ok();
 }
 
-// Calls `fn` with each combination's job spec and its index on every axis, in order:
-// an odometer over the axes, the last one turning fastest.
-Status Expand(const Sweep& sweep,
+// Calls `fn` with the job spec of combinations [first, first + count) and their index
+// on every axis, in order: an odometer over the axes, the last one turning fastest.
+Status Expand(const Sweep& sweep, size_t first, size_t count,
               const std::function<Status(const json& spec, const std::vector<size_t>& index)>& fn) {
   const json timing = {{"warmup_s", sweep.timing.warmup_s},
                        {"min_time_s", sweep.timing.min_time_s},
                        {"max_time_s", sweep.timing.max_time_s},
                        {"target_iqr", sweep.timing.target_iqr}};
   const std::vector<MatrixAxis>& axes = sweep.axes;
+  // Combination `first` in mixed radix: its index on each axis.
   std::vector<size_t> index(axes.size(), 0);
-  for (size_t c = 0; c < sweep.combination_count; ++c) {
+  for (size_t a = axes.size(), rest = first; a-- > 0;) {
+    const size_t size = std::max<size_t>(1, axes[a].values.size());
+    index[a] = rest % size;
+    rest /= size;
+  }
+  const size_t end = std::min(sweep.combination_count, first + std::min(count, sweep.combination_count));
+  for (size_t c = first; c < end; ++c) {
     json spec = {{"seed", sweep.seed}, {"timing", timing}};
     for (size_t a = 0; a < axes.size(); ++a) spec[axes[a].key] = axes[a].values[index[a]];
     const json& model = spec["model"];
@@ -172,11 +179,32 @@ Status Expand(const Sweep& sweep,
 
 }  // namespace
 
-Status Sweep::ForEachCombination(const std::function<Status(const Combination&)>& fn) const {
-  return Expand(*this, [&](const json& spec, const std::vector<size_t>&) {
+Status Sweep::ForEachCombination(size_t first, size_t count,
+                                 const std::function<Status(const Combination&)>& fn) const {
+  return Expand(*this, first, count, [&](const json& spec, const std::vector<size_t>&) {
     const auto device = spec.find("device");
     return fn({spec.dump(), device != spec.end() && device->is_string() ? device->get<std::string>() : "cpu"});
   });
+}
+
+Status Sweep::CheckCombinations(size_t first, size_t count) const {
+  return Expand(*this, first, count, [&](const json& spec, const std::vector<size_t>& index) {
+    JobSpecError error;
+    if (ParseJobConfig(spec, &error)) return Status::Ok();
+    const auto model = spec.find("model");
+    const std::string name = model != spec.end() && model->is_string() ? model->get<std::string>() : "";
+    return InvalidArgument(SweepField(error.field, name, axes, index) + ": " + error.message);
+  });
+}
+
+std::vector<std::string> Sweep::Devices() const {
+  std::vector<std::string> devices;
+  for (const MatrixAxis& axis : axes) {
+    if (axis.key != "device") continue;
+    for (const json& value : axis.values) devices.push_back(value.is_string() ? value.get<std::string>() : "cpu");
+  }
+  if (devices.empty()) devices.push_back("cpu");
+  return devices;
 }
 
 std::vector<Combination> Sweep::Combinations() const {
@@ -189,6 +217,12 @@ std::vector<Combination> Sweep::Combinations() const {
 }
 
 StatusOr<Sweep> ParseSweep(const json& document) {
+  ASSIGN_OR_RETURN(Sweep sweep, ParseSweepShape(document));
+  RETURN_IF_ERROR(sweep.CheckCombinations(0, sweep.combination_count));
+  return sweep;
+}
+
+StatusOr<Sweep> ParseSweepShape(const json& document) {
   if (!document.is_object()) return InvalidArgument("a sweep must be a JSON object");
   RETURN_IF_ERROR(CheckKeys(document, kTopKeys, ""));
   Sweep sweep;
@@ -259,16 +293,6 @@ StatusOr<Sweep> ParseSweep(const json& document) {
   }
   sweep.axes = std::move(axes);
   sweep.combination_count = count;
-  // Every combination is checked here, once; none is kept (ForEachCombination builds
-  // them again, one at a time, as they are stored).
-  RETURN_IF_ERROR(Expand(sweep, [&](const json& spec, const std::vector<size_t>& index) {
-    JobSpecError error;
-    if (ParseJobConfig(spec, &error)) return Status::Ok();
-    const auto model = spec.find("model");
-    const std::string name = model != spec.end() && model->is_string() ? model->get<std::string>() : "";
-    return InvalidArgument(SweepField(error.field, name, sweep.axes, index) + ": " + error.message);
-  }));
-
   sweep.source = document;
   return sweep;
 }

@@ -47,8 +47,19 @@ struct Sweep {
   size_t combination_count = 0;
   // Calls `fn` with each combination in a stable order (the last axis turning fastest),
   // built one at a time, so a 100,000-job sweep never sits in memory whole; stops at
-  // the first error `fn` returns.
-  Status ForEachCombination(const std::function<Status(const Combination&)>& fn) const;
+  // the first error `fn` returns. Combination i is the same whichever slice builds it:
+  // a large sweep is stored a slice at a time (and after a restart, from where it was).
+  Status ForEachCombination(size_t first, size_t count,
+                            const std::function<Status(const Combination&)>& fn) const;
+  Status ForEachCombination(const std::function<Status(const Combination&)>& fn) const {
+    return ForEachCombination(0, combination_count, fn);
+  }
+  // Checks combinations [first, first + count) against the worker's own job rules
+  // (ParseJobConfig), so that nothing is enqueued that a worker would refuse.
+  Status CheckCombinations(size_t first, size_t count) const;
+  // The device of each entry on the matrix's device axis ("cpu" where it is not a
+  // string, as for a combination): what placement "each" looks for agents by.
+  std::vector<std::string> Devices() const;
   // All of them at once, for small sweeps and tests.
   std::vector<Combination> Combinations() const;
   json source;  // the sweep as written, normalised (stored with the sweep)
@@ -59,6 +70,11 @@ struct Sweep {
 // would refuse. Errors name the sweep field: "matrix.batch_size[1]: must be a positive
 // integer, got -4", "models.matmul.m: model_args.m must be an integer in ...".
 StatusOr<Sweep> ParseSweep(const json& document);
+
+// The same without checking each combination (the matrix's size is checked): a large
+// sweep's combinations are then checked a slice at a time (CheckCombinations), so that
+// the coordinator keeps serving others meanwhile.
+StatusOr<Sweep> ParseSweepShape(const json& document);
 
 // Same, from the text of a sweep file.
 StatusOr<Sweep> ParseSweepText(const std::string& text);

@@ -28,6 +28,46 @@ TEST(SweepTest, ExpandsEveryCombination) {
   EXPECT_EQ(sweep->Combinations().back().Spec()["threads"], 2);
 }
 
+TEST(SweepTest, ASliceOfTheCombinationsIsTheSameWhereverItStarts) {
+  auto sweep = ParseSweepText(R"({"name": "s", "matrix": {"model": ["mlp", "transformer"],
+      "batch_size": [1, 2, 3], "threads": [1, 2], "device": ["cpu", "cuda"]}})");
+  ASSERT_TRUE(sweep.ok()) << sweep.status().ToString();
+  const std::vector<Combination> all = sweep->Combinations();
+  ASSERT_EQ(all.size(), 24u);
+  for (size_t first : {0u, 1u, 5u, 11u, 23u}) {
+    std::vector<std::string> slice;
+    ASSERT_TRUE(sweep->ForEachCombination(first, 7, [&](const Combination& c) {
+                  slice.push_back(c.spec);
+                  return Status::Ok();
+                }).ok());
+    ASSERT_EQ(slice.size(), std::min<size_t>(7, 24 - first)) << first;
+    for (size_t i = 0; i < slice.size(); ++i) EXPECT_EQ(slice[i], all[first + i].spec) << first + i;
+  }
+  // Past the end: nothing.
+  int calls = 0;
+  ASSERT_TRUE(sweep->ForEachCombination(24, 5, [&](const Combination&) {
+                ++calls;
+                return Status::Ok();
+              }).ok());
+  EXPECT_EQ(calls, 0);
+  EXPECT_EQ(sweep->Devices(), (std::vector<std::string>{"cpu", "cuda"}));
+}
+
+TEST(SweepTest, ShapeFirstThenTheCombinationsASliceAtATime) {
+  // Each value is fine alone; matmul in int8 (combinations 6 and 7) is not.
+  const json document = json::parse(R"({"name": "s", "placement": "any",
+      "matrix": {"model": ["mlp", "matmul"], "dtype": ["fp32", "int8"], "batch_size": [1, 2]}})");
+  auto shape = ParseSweepShape(document);
+  ASSERT_TRUE(shape.ok()) << shape.status().ToString();
+  EXPECT_EQ(shape->combination_count, 8u);
+  EXPECT_TRUE(shape->CheckCombinations(0, 6).ok());
+  Status bad = shape->CheckCombinations(6, 2);
+  EXPECT_EQ(bad.message(), "matrix.dtype[1]: int8 dynamic quantization needs Linear layers; model matmul has none");
+  EXPECT_EQ(ParseSweep(document).status().message(), bad.message());
+  // What the shape alone refuses: a value no combination could take.
+  EXPECT_FALSE(ParseSweepShape(json::parse(R"({"name": "s", "matrix": {"model": "mlp", "batch_size": -1}})")).ok());
+}
+
 TEST(SweepTest, DefaultsApplyAndModelArgsTravelWithTheJob) {
   auto sweep = ParseSweepText(
       R"({"name":"x","placement":"any","matrix":{"model":"mlp","batch_size":[8]},

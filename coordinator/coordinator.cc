@@ -122,6 +122,7 @@ Status Coordinator::Start() {
   ASSIGN_OR_RETURN(auto curve, SecurityPolicy());
   ASSIGN_OR_RETURN(store_, Store::Open(options_.db_path));
   RETURN_IF_ERROR(ReloadRequirements());
+  RETURN_IF_ERROR(ResumeIntakes());
   reads_ = std::make_unique<QueryRunner>(context_, options_.db_path);
   RETURN_IF_ERROR(reads_->Start());
   if (curve) {
@@ -151,6 +152,7 @@ Status Coordinator::StartInProcess(Outbox outbox) {
   outbox_ = std::move(outbox);
   ASSIGN_OR_RETURN(store_, Store::Open(options_.db_path));
   RETURN_IF_ERROR(ReloadRequirements());
+  RETURN_IF_ERROR(ResumeIntakes());
   reads_ = std::make_unique<QueryRunner>(context_, options_.db_path);
   RETURN_IF_ERROR(reads_->Start());
   RecoverLeases();
@@ -168,7 +170,9 @@ Status Coordinator::Run(const std::atomic<bool>* stop, std::atomic<bool>* reload
     // query thread; the loop only picks up the reads' replies.
     // Parked agent messages are work already read: no waiting for more.
     auto readable = PollReadable({agents_socket_.get(), clients_socket_.get(), &reads_->reply_socket()},
-                                 prune_ || !parked_agent_messages_.empty() ? 0 : kCoordinatorTickMs);
+                                 prune_ || !parked_agent_messages_.empty() || !intakes_.empty()
+                                     ? 0
+                                     : kCoordinatorTickMs);
     const MonoTime polled_at = MonoNow();
     // Clients first: a user's submit or status is answered ahead of the agents' flood.
     // Each request is a round of its own: its reply waits for no one else's work, and
@@ -247,6 +251,7 @@ void Coordinator::Tick() {
       if (reload_requirements_) reload_requirements_ = !ReloadRequirements().ok();
       MarkQueued();
     }
+    AdvanceIntake();
     Dispatch();
     if (!in_round_) AdvancePrune();  // in a round, Run() advances it after the commit
     SendHeartbeats();
@@ -271,6 +276,7 @@ int Coordinator::DeliverReadReplies(Millis wait) {
 void Coordinator::BeginRound() {
   if (in_round_) return;
   in_round_ = true;
+  MarkIntake();
   store_->OpenGroup();
   registry_.BeginJournal();
   counters_at_round_start_ = counters_;
@@ -343,6 +349,7 @@ void Coordinator::RollBackRound(const Status& why) {
   counters_.agent_messages_parked = parked;
   ++counters_.store_errors;
   registry_.RollBackJournal();
+  RollBackIntake();
   // Their host rows were not kept: they register again when told they are unknown.
   for (const std::string& routing_id : registered_in_round_) registry_.Remove(routing_id);
   // Requirement ids given out this round may be given again to other requirements.
@@ -448,7 +455,7 @@ std::optional<Message> Coordinator::ClientReply(const std::string& routing_id,
   if (type == msg::kSubmit) {
     auto request = ParseSubmit(message);
     if (!request.ok()) return refuse(request.status());
-    return Submit(request_id, *request);
+    return Submit(routing_id, request_id, *request);
   }
   if (type == msg::kStatus || type == msg::kCancel) {
     auto request = ParseSweepRequest(message);
@@ -519,66 +526,6 @@ std::optional<Message> Coordinator::PostRead(const std::string& routing_id, Read
   json request_id = request.request_id;
   if (reads_->Post(std::move(request))) return std::nullopt;  // answered by the query thread
   return MakeError(Unavailable("too many queries are waiting; try again shortly"), request_id);
-}
-
-Message Coordinator::Submit(const json& request_id, const SubmitRequest& request) {
-  auto sweep = ParseSweep(request.sweep);
-  if (!sweep.ok()) return MakeError(sweep.status(), request_id);
-
-  // Placement "each": every combination on every matching agent that can run its
-  // device (a cuda:1 combination only where the worker sees two GPUs). Which agents
-  // depends only on the device, so it is worked out once per device.
-  std::map<std::string, std::vector<std::string>> pinned;
-  if (sweep->placement == Placement::kEach) {
-    Status matched = sweep->ForEachCombination([&](const Combination& combination) {
-      if (pinned.count(combination.device)) return Status::Ok();
-      JobRequirement requirement;
-      requirement.select = sweep->select;
-      requirement.device = combination.device;
-      std::vector<std::string> hosts;
-      for (Agent* agent : registry_.All()) {
-        if (AgentCanRun(requirement, agent->description)) hosts.push_back(agent->description.name);
-      }
-      if (hosts.empty()) {
-        return FailedPrecondition("no registered agent matches " + DescribeRequirement(requirement) +
-                                  "; nothing was enqueued");
-      }
-      std::sort(hosts.begin(), hosts.end());
-      pinned[combination.device] = std::move(hosts);
-      return Status::Ok();
-    });
-    if (!matched.ok()) return MakeError(matched, request_id);
-  }
-  // Our heartbeats keep going while a large sweep goes in (seconds for 100,000 jobs), so
-  // agents do not take the coordinator for dead; agents gone meanwhile are dropped by
-  // the next regular heartbeat, not in the middle of the sweep's transaction. The
-  // agents' messages are read meanwhile and parked for the next rounds, so that they
-  // do not pile up in ZeroMQ's buffers.
-  auto stored = store_->CreateSweep(*sweep, pinned, request.submission_id, [this] {
-    SendHeartbeats(/*drop_unreachable=*/false);
-    ParkAgentMessages();
-  });
-  if (!stored.ok()) {
-    ++counters_.store_errors;
-    LOG_ERROR("cannot store sweep \"" << sweep->name << "\": " << stored.status().message());
-    return MakeError(Unavailable("the coordinator could not store the sweep (" +
-                                 stored.status().message() + "); nothing was enqueued"),
-                     request_id);
-  }
-  if (stored->existing) {
-    LOG_INFO("submission " << request.submission_id << " again: sweep " << stored->sweep_id
-                           << " already stored");
-  } else {
-    LOG_INFO("sweep " << stored->sweep_id << " \"" << sweep->name << "\": " << stored->jobs << " jobs");
-    Status reloaded = ReloadRequirements();
-    if (!reloaded.ok()) LOG_ERROR("cannot read requirements: " << reloaded.message());
-    Dispatch();
-  }
-  return MakeMessage(msg::kSubmitted, {{"request_id", request_id},
-                                       {"sweep_id", stored->sweep_id},
-                                       {"jobs", stored->jobs},
-                                       {"agents", stored->agents},
-                                       {"existing", stored->existing}});
 }
 
 json Coordinator::Waiting(std::optional<int64_t> sweep_id) {

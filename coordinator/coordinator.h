@@ -116,7 +116,26 @@ class Coordinator {
   void HandleClientMessage(const std::string& routing_id, const Message& message);
   // Returns the reply, or nullopt when the request went to the query thread.
   std::optional<Message> ClientReply(const std::string& routing_id, const Message& message);
-  Message Submit(const json& request_id, const SubmitRequest& request);
+  // The reply, or nullopt for a large sweep: it is answered once checked and accepted,
+  // by AdvanceIntake (coordinator/submit.cc).
+  std::optional<Message> Submit(const std::string& routing_id, const json& request_id,
+                                const SubmitRequest& request);
+  StatusOr<PinnedAgents> PinAgents(const Sweep& sweep);
+  // One slice of the large submits: check combinations of the oldest not yet answered
+  // (then accept it and answer), or store jobs of the oldest answered, in turns when
+  // there are both. Run by Tick, so its writes join the round's commit.
+  void AdvanceIntake();
+  struct SweepIntake;
+  // Returns false when the intake ended (refused: its clients were told why).
+  bool CheckOrAccept(SweepIntake& intake);
+  void StoreSlice(SweepIntake& intake);
+  void AnswerIntake(const SweepIntake& intake, const Message& reply);
+  // At start: sweeps accepted whose jobs are not all stored go on where they stopped.
+  Status ResumeIntakes();
+  // The intakes' positions at the start of a round, and back to them when the round's
+  // commit fails.
+  void MarkIntake();
+  void RollBackIntake();
   Message StatusReply(const json& request_id, const SweepRequest& request);
   Message Cancel(const json& request_id, const SweepRequest& request);
   Message Calibrate(const json& request_id, const CalibrateRequest& request);
@@ -205,6 +224,28 @@ class Coordinator {
     SamplePruner pruner;
   };
   std::optional<PendingPrune> prune_;
+  // Large submits, oldest first, taken a slice per round: the combinations checked,
+  // then the sweep's row stored and the clients answered, then its jobs stored in order.
+  struct SweepIntake {
+    uint64_t serial = 0;
+    Sweep sweep;
+    std::string submission_id;
+    std::vector<std::pair<std::string, json>> clients;  // routing id, request id
+    size_t checked = 0;           // combinations checked so far
+    int64_t sweep_id = 0;         // once accepted
+    PinnedAgents pinned;          // once accepted
+    size_t next_combination = 0;  // the first whose jobs are not stored
+    bool finished = false;        // every job stored, or the sweep cancelled
+  };
+  std::deque<SweepIntake> intakes_;
+  uint64_t intake_serial_ = 0;
+  bool intake_checks_turn_ = true;  // when some intakes wait for checks and some to store
+  struct IntakeMark {
+    uint64_t serial = 0;
+    int64_t sweep_id = 0;
+    size_t next_combination = 0;
+  };
+  std::vector<IntakeMark> intakes_at_round_start_;
   // The open round (BeginRound): what waits for its commit, and what to undo if the
   // commit fails.
   struct Outgoing {

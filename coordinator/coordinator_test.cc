@@ -104,10 +104,23 @@ class CoordinatorTest : public ::testing::Test {
           return it->message;
         }
       }
-      coordinator_->DeliverReadReplies(Millis(100));
+      if (body["type"] == "submit") {
+        coordinator_->Tick();  // a large sweep is checked a slice per round, then answered
+      } else {
+        coordinator_->DeliverReadReplies(Millis(100));
+      }
     }
     ADD_FAILURE() << "no reply to " << body.dump();
     return Message{};
+  }
+  // Ticks until every job of a large sweep is stored (a slice per round).
+  void TickUntilStored(int64_t sweep_id) {
+    for (int i = 0; i < 1000; ++i) {
+      Message status = Request({{"type", "status"}, {"sweep_id", sweep_id}});
+      if (status.body["sweeps"][0]["jobs"]["storing"] == 0) return;
+      coordinator_->Tick();
+    }
+    ADD_FAILURE() << "sweep " << sweep_id << " never stored all its jobs";
   }
   int64_t Submit(const json& sweep, const std::string& submission_id = "") {
     json request = {{"type", "submit"}, {"sweep", sweep}};
@@ -243,6 +256,7 @@ TEST_F(CoordinatorTest, JobsNobodyCanRunDoNotBlockJobsSomebodyCan) {
   for (int b = 1; b <= 10000; ++b) gpu_sweep["matrix"]["batch_size"].push_back(b);
   int64_t blocked = Submit(gpu_sweep);
   ASSERT_GT(blocked, 0);
+  TickUntilStored(blocked);
   Submit(json::parse(R"({"name": "one", "placement": "any", "matrix": {"model": "mlp", "batch_size": 3}})"));
   coordinator_->Tick();
   auto offers = OffersTo("cpu-box/1");
@@ -283,6 +297,116 @@ TEST_F(CoordinatorTest, TheSameSubmissionSentTwiceMakesOneSweep) {
   EXPECT_EQ(again.body["existing"], true);
   EXPECT_EQ(Query("select count(*) from sweeps"), json::parse("[[1]]"));
   EXPECT_EQ(Query("select count(*) from jobs"), json::parse("[[2]]"));
+}
+
+// A sweep of 12,000 jobs (above the 1,000 a submit stores within its request).
+json LargeSweep(const std::string& name) {
+  json sweep = {{"name", name}, {"placement", "any"}, {"matrix", {{"model", "mlp"}, {"batch_size", json::array()}}}};
+  for (int b = 1; b <= 12000; ++b) sweep["matrix"]["batch_size"].push_back(b);
+  return sweep;
+}
+
+TEST_F(CoordinatorTest, ALargeSubmitGoesInSlicesWhileOthersAreAnswered) {
+  Register("node-a");
+  const json request = {{"v", 1}, {"type", "submit"}, {"request_id", "big"},
+                        {"sweep", LargeSweep("big")}, {"submission_id", "cli-big"}};
+  coordinator_->HandleClient({"client", request.dump()});
+  // Not answered within the request: it is checked a slice per round.
+  auto answer_to = [&](const std::string& id) -> std::optional<Message> {
+    for (const Sent& s : sent_) {
+      if (s.side == Side::kClients && s.message.body.value("request_id", json()) == id) return s.message;
+    }
+    return std::nullopt;
+  };
+  EXPECT_FALSE(answer_to("big"));
+  // Meanwhile others are answered at once, a small submit included, and its job runs.
+  Message status = Request({{"type", "status"}});
+  EXPECT_EQ(status.type, "status_reply");
+  int64_t small = Submit(kCpuSweep);
+  EXPECT_GT(small, 0);
+  // A resend while it is being checked waits for the same sweep.
+  coordinator_->HandleClient({"client", json({{"v", 1}, {"type", "submit"}, {"request_id", "big-again"},
+                                               {"sweep", LargeSweep("big")}, {"submission_id", "cli-big"}})
+                                             .dump()});
+  for (int i = 0; i < 10 && !answer_to("big"); ++i) coordinator_->Tick();
+  ASSERT_TRUE(answer_to("big"));
+  Message submitted = *answer_to("big");
+  ASSERT_EQ(submitted.type, "submitted") << submitted.body.dump();
+  EXPECT_EQ(submitted.body["jobs"], 12000);
+  const int64_t big = submitted.body["sweep_id"];
+  ASSERT_TRUE(answer_to("big-again"));
+  EXPECT_EQ(answer_to("big-again")->body["sweep_id"], big);
+  // Answered once its row is stored, before all its jobs are: status counts them.
+  Message partial = Request({{"type", "status"}, {"sweep_id", big}});
+  const json jobs = partial.body["sweeps"][0]["jobs"];
+  EXPECT_EQ(jobs["total"], 12000);
+  EXPECT_GT(jobs["storing"].get<int>(), 0);
+  EXPECT_EQ(partial.body["sweeps"][0]["state"], "running");
+  // A resend now finds the stored sweep, with every job it will have.
+  Message again = Request({{"type", "submit"}, {"sweep", LargeSweep("big")}, {"submission_id", "cli-big"}});
+  EXPECT_EQ(again.body["sweep_id"], big);
+  EXPECT_EQ(again.body["jobs"], 12000);
+  EXPECT_EQ(again.body["existing"], true);
+  TickUntilStored(big);
+  EXPECT_EQ(Query("select count(*), count(distinct spec) from jobs where sweep_id = " + std::to_string(big)),
+            json::parse("[[12000, 12000]]"));
+  // In matrix order: job ids follow the batch sizes.
+  EXPECT_EQ(Query("select count(*) from jobs a join jobs b on b.job_id = a.job_id + 1 where a.sweep_id = " +
+                  std::to_string(big) + " and b.sweep_id = a.sweep_id and json_extract(b.spec, '$.batch_size') "
+                  "!= json_extract(a.spec, '$.batch_size') + 1"),
+            json::parse("[[0]]"));
+}
+
+TEST_F(CoordinatorTest, ALargeSubmitIsAnsweredWithoutWaitingForEarlierOnesToBeStored) {
+  const int64_t first = Submit(LargeSweep("first"));
+  const int64_t second = Submit(LargeSweep("second"));
+  ASSERT_GT(second, first);
+  // Checks and stores go in turns: the second was answered while the first still stored.
+  Message status = Request({{"type", "status"}, {"sweep_id", first}});
+  EXPECT_GT(status.body["sweeps"][0]["jobs"]["storing"].get<int>(), 0);
+  TickUntilStored(first);
+  TickUntilStored(second);
+  EXPECT_EQ(Query("select sweep_id, count(*) from jobs group by sweep_id order by sweep_id"),
+            json::array({{first, 12000}, {second, 12000}}));
+}
+
+TEST_F(CoordinatorTest, ALargeSubmitThatFailsItsChecksIsRefusedWithNothingStored) {
+  // 12,000 combinations; the last 3,000 (matmul in int8) cannot run: found by the
+  // second slice of checks, after the request itself was over.
+  json sweep = {{"name", "bad"}, {"placement", "any"},
+                {"matrix", {{"model", {"mlp", "matmul"}}, {"dtype", {"fp32", "int8"}}, {"batch_size", json::array()}}}};
+  for (int b = 1; b <= 3000; ++b) sweep["matrix"]["batch_size"].push_back(b);
+  Message refused = Request({{"type", "submit"}, {"sweep", sweep}});
+  ASSERT_EQ(refused.type, "error");
+  EXPECT_EQ(refused.body["message"],
+            "matrix.dtype[1]: int8 dynamic quantization needs Linear layers; model matmul has none");
+  EXPECT_EQ(Query("select count(*) from sweeps"), json::parse("[[0]]"));
+}
+
+TEST_F(CoordinatorTest, ALargeSweepCancelledOrInterruptedWhileStoringEndsRight) {
+  const int64_t cancelled = Submit(LargeSweep("cancel-me"));
+  Message cancel = Request({{"type", "cancel"}, {"sweep_id", cancelled}});
+  ASSERT_EQ(cancel.type, "cancelled");
+  for (int i = 0; i < 5; ++i) coordinator_->Tick();
+  // The cancelled sweep stores no more jobs.
+  Message status = Request({{"type", "status"}, {"sweep_id", cancelled}});
+  EXPECT_EQ(status.body["sweeps"][0]["state"], "cancelled");
+  EXPECT_EQ(status.body["sweeps"][0]["jobs"]["storing"], 0);
+  const json stored_when_cancelled =
+      Query("select count(*) from jobs where sweep_id = " + std::to_string(cancelled));
+  EXPECT_LT(stored_when_cancelled[0][0].get<int>(), 12000);
+  EXPECT_EQ(status.body["sweeps"][0]["jobs"]["total"], stored_when_cancelled[0][0]);
+  const int64_t interrupted = Submit(LargeSweep("restart-me"));
+  const json partly = Query("select count(*) from jobs where sweep_id = " + std::to_string(interrupted));
+  ASSERT_LT(partly[0][0].get<int>(), 12000);
+  // A restart goes on from where the jobs stopped: each combination once, in order.
+  StartWithStoreAt(dir_ / "results.db");
+  TickUntilStored(interrupted);
+  EXPECT_EQ(Query("select count(*), count(distinct spec), min(job_id) + 11999 = max(job_id) from jobs "
+                  "where sweep_id = " + std::to_string(interrupted)),
+            json::parse("[[12000, 12000, 1]]"));
+  EXPECT_EQ(Query("select count(*) from jobs where sweep_id = " + std::to_string(cancelled)),
+            stored_when_cancelled);
 }
 
 TEST_F(CoordinatorTest, AnOfferToADeadAgentCostsNoAttempt) {

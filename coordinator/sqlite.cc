@@ -221,8 +221,10 @@ Status Database::CommitGroup() {
 }
 
 Status Transaction::Begin() {
-  if (db_.group_open()) {
-    RETURN_IF_ERROR(db_.JoinGroup());
+  // Within a group or another transaction: a savepoint, undone alone on failure.
+  const bool nested = sqlite3_get_autocommit(db_.handle()) == 0;
+  if (db_.group_open() || nested) {
+    if (db_.group_open()) RETURN_IF_ERROR(db_.JoinGroup());
     savepoint_ = true;
     Status s = db_.ExecCached("SAVEPOINT tx");
     active_ = s.ok();

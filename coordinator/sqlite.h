@@ -129,8 +129,9 @@ class Statement {
 };
 
 // BEGIN IMMEDIATE on Begin(), ROLLBACK on destruction unless Commit() succeeded.
-// Inside an open group (Database::OpenGroup) it is a savepoint of the group's
-// transaction: Commit() releases it, and only CommitGroup makes it durable.
+// Inside an open group (Database::OpenGroup) or another transaction it is a savepoint
+// of that transaction: Commit() releases it, and only the outer commit makes it
+// durable.
 class Transaction {
  public:
   explicit Transaction(Database& db) : db_(db) {}

@@ -202,88 +202,190 @@ StatusOr<int64_t> Store::RequirementId(const std::string& kind, const std::strin
   return find.Int(0);
 }
 
-StatusOr<StoredSweep> Store::CreateSweep(const Sweep& sweep,
-                                         const std::map<std::string, std::vector<std::string>>& pinned,
-                                         const std::string& submission_id,
-                                         const std::function<void()>& every_hundred_jobs) {
-  std::string now = UtcNowIso8601();
-  Transaction tx(*db_);
-  RETURN_IF_ERROR(tx.Begin());
-  StoredSweep stored;
-  if (!submission_id.empty()) {
-    // A resend of a submission (the client timed out while we were busy) is answered
-    // with the sweep the first one stored.
-    ASSIGN_OR_RETURN(auto find, db_->Prepare(
-                                    "SELECT s.sweep_id, COUNT(j.job_id) FROM sweeps s LEFT JOIN "
-                                    "jobs j ON j.sweep_id = s.sweep_id WHERE s.submission_id = ?1 "
-                                    "GROUP BY s.sweep_id"));
-    find.Bind(1, submission_id);
-    ASSIGN_OR_RETURN(bool found, find.Step());
-    if (found) {
-      stored.sweep_id = find.Int(0);
-      stored.jobs = find.Int(1);
-      stored.existing = true;
-      ASSIGN_OR_RETURN(auto hosts, db_->Prepare("SELECT DISTINCT pinned_host FROM jobs WHERE "
-                                                "sweep_id = ?1 AND pinned_host IS NOT NULL "
-                                                "ORDER BY pinned_host"));
-      hosts.Bind(1, stored.sweep_id);
-      while (true) {
-        ASSIGN_OR_RETURN(bool row, hosts.Step());
-        if (!row) break;
-        stored.agents.push_back(hosts.Text(0));
-      }
-      return stored;  // nothing written; the transaction rolls back
+namespace {
+
+// sweeps.pinned as written by AcceptSweep: {"device": ["agent", ...], ...}.
+PinnedAgents PinnedFromText(const std::string& text) {
+  PinnedAgents pinned;
+  const json parsed = json::parse(text, nullptr, false);
+  if (!parsed.is_object()) return pinned;
+  for (const auto& [device, hosts] : parsed.items()) {
+    auto& agents = pinned[device];
+    if (!hosts.is_array()) continue;
+    for (const json& host : hosts) {
+      if (host.is_string()) agents.push_back(host.get<std::string>());
     }
   }
+  return pinned;
+}
+
+}  // namespace
+
+StatusOr<std::optional<StoredSweep>> Store::FindSubmission(const std::string& submission_id) {
+  if (submission_id.empty()) return std::optional<StoredSweep>();
+  // A sweep whose jobs are still being stored counts the jobs it will have.
+  ASSIGN_OR_RETURN(auto find, db_->Prepare(
+                                  "SELECT s.sweep_id, CASE WHEN s.next_combination IS NULL THEN "
+                                  "(SELECT COUNT(*) FROM jobs j WHERE j.sweep_id = s.sweep_id) "
+                                  "ELSE s.jobs_planned END, s.pinned FROM sweeps s "
+                                  "WHERE s.submission_id = ?1"));
+  find.Bind(1, submission_id);
+  ASSIGN_OR_RETURN(bool found, find.Step());
+  if (!found) return std::optional<StoredSweep>();
+  StoredSweep stored;
+  stored.sweep_id = find.Int(0);
+  stored.jobs = find.Int(1);
+  stored.existing = true;
+  if (!find.IsNull(2)) {
+    std::set<std::string> agents;
+    for (const auto& [device, hosts] : PinnedFromText(find.Text(2))) agents.insert(hosts.begin(), hosts.end());
+    stored.agents.assign(agents.begin(), agents.end());
+    return std::optional<StoredSweep>(std::move(stored));
+  }
+  // Sweeps stored whole, before pinned was kept: their jobs say where they go.
+  ASSIGN_OR_RETURN(auto hosts, db_->Prepare("SELECT DISTINCT pinned_host FROM jobs WHERE "
+                                            "sweep_id = ?1 AND pinned_host IS NOT NULL "
+                                            "ORDER BY pinned_host"));
+  hosts.Bind(1, stored.sweep_id);
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, hosts.Step());
+    if (!row) break;
+    stored.agents.push_back(hosts.Text(0));
+  }
+  return std::optional<StoredSweep>(std::move(stored));
+}
+
+StatusOr<StoredSweep> Store::AcceptSweep(const Sweep& sweep, const PinnedAgents& pinned,
+                                         const std::string& submission_id) {
+  StoredSweep stored;
+  // Each value of the device axis appears in the same share of the combinations.
+  stored.jobs = static_cast<int64_t>(sweep.combination_count);
+  std::set<std::string> agents;
+  if (!pinned.empty()) {
+    const std::vector<std::string> devices = sweep.Devices();
+    int64_t per_round_of_devices = 0;
+    for (const std::string& device : devices) {
+      auto hosts = pinned.find(device);
+      if (hosts == pinned.end()) continue;
+      per_round_of_devices += static_cast<int64_t>(hosts->second.size());
+      agents.insert(hosts->second.begin(), hosts->second.end());
+    }
+    stored.jobs = static_cast<int64_t>(sweep.combination_count / devices.size()) * per_round_of_devices;
+  }
+  stored.agents.assign(agents.begin(), agents.end());
   ASSIGN_OR_RETURN(auto insert_sweep,
-                   db_->Prepare("INSERT INTO sweeps(name, spec, created_at, submission_id) "
-                                "VALUES (?1, ?2, ?3, ?4)"));
-  insert_sweep.Bind(1, sweep.name).Bind(2, sweep.source.dump()).Bind(3, now);
+                   db_->Prepare("INSERT INTO sweeps(name, spec, created_at, submission_id, "
+                                "jobs_planned, next_combination, pinned) "
+                                "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"));
+  insert_sweep.Bind(1, sweep.name).Bind(2, sweep.source.dump()).Bind(3, UtcNowIso8601());
   if (submission_id.empty()) {
     insert_sweep.BindNull(4);
   } else {
     insert_sweep.Bind(4, submission_id);
   }
+  insert_sweep.Bind(5, stored.jobs).Bind(6, int64_t{0});
+  if (pinned.empty()) {
+    insert_sweep.BindNull(7);
+  } else {
+    insert_sweep.Bind(7, json(pinned).dump());
+  }
   RETURN_IF_ERROR(insert_sweep.Run());
   stored.sweep_id = db_->LastInsertRowid();
+  return stored;
+}
+
+StatusOr<bool> Store::StoreJobs(int64_t sweep_id, const Sweep& sweep, const PinnedAgents& pinned,
+                                size_t first, size_t count,
+                                const std::function<void()>& every_hundred_jobs) {
+  Transaction tx(*db_);
+  RETURN_IF_ERROR(tx.Begin());
+  const size_t end = std::min(sweep.combination_count, first + std::min(count, sweep.combination_count));
+  // Claims the slice first: a cancelled sweep (next_combination NULL) gets no more jobs,
+  // and a slice is never stored twice.
+  ASSIGN_OR_RETURN(auto claim, db_->Prepare("UPDATE sweeps SET next_combination = ?3 WHERE "
+                                            "sweep_id = ?1 AND next_combination = ?2 AND "
+                                            "state = 'running'"));
+  claim.Bind(1, sweep_id).Bind(2, static_cast<int64_t>(first));
+  if (end >= sweep.combination_count) {
+    claim.BindNull(3);
+  } else {
+    claim.Bind(3, static_cast<int64_t>(end));
+  }
+  RETURN_IF_ERROR(claim.Run());
+  if (db_->Changes() == 0) return false;
 
   ASSIGN_OR_RETURN(
       auto insert_job,
       db_->Prepare("INSERT INTO jobs(sweep_id, pinned_host, spec, timeout_s, created_at, "
                    "requirement_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6)"));
-  double timeout_s = JobTimeoutSeconds(sweep);
+  const std::string now = UtcNowIso8601();
+  const double timeout_s = JobTimeoutSeconds(sweep);
   std::map<std::pair<std::string, std::string>, int64_t> requirements;  // (host, device)
-  std::set<std::string> agents;
+  int64_t jobs = 0;
   auto add = [&](const Combination& combination, const std::string& host) -> Status {
     auto key = std::make_pair(host, combination.device);
     if (!requirements.count(key)) {
       ASSIGN_OR_RETURN(requirements[key],
                        RequirementId("benchmark", host, sweep.select, combination.device));
     }
-    insert_job.Bind(1, stored.sweep_id);
+    insert_job.Bind(1, sweep_id);
     if (!host.empty()) {
       insert_job.Bind(2, host);
-      agents.insert(host);
     } else {
       insert_job.BindNull(2);
     }
     insert_job.Bind(3, combination.spec).Bind(4, timeout_s).Bind(5, now).Bind(6, requirements[key]);
     RETURN_IF_ERROR(insert_job.Run());
     insert_job.Reset();
-    ++stored.jobs;
-    if (every_hundred_jobs && stored.jobs % 100 == 0) every_hundred_jobs();
+    if (every_hundred_jobs && ++jobs % 100 == 0) every_hundred_jobs();
     return Status::Ok();
   };
-  RETURN_IF_ERROR(sweep.ForEachCombination([&](const Combination& combination) -> Status {
+  RETURN_IF_ERROR(sweep.ForEachCombination(first, end - first, [&](const Combination& combination) -> Status {
     if (pinned.empty()) return add(combination, "");
     auto hosts = pinned.find(combination.device);
     if (hosts == pinned.end()) return Status::Ok();
     for (const std::string& host : hosts->second) RETURN_IF_ERROR(add(combination, host));
     return Status::Ok();
   }));
+  // A last slice with no job (its device has no agent) may end a sweep already run.
+  if (end >= sweep.combination_count) RETURN_IF_ERROR(FinishSweepIfComplete(sweep_id));
   RETURN_IF_ERROR(tx.Commit());
-  stored.agents.assign(agents.begin(), agents.end());
+  return true;
+}
+
+StatusOr<StoredSweep> Store::CreateSweep(const Sweep& sweep, const PinnedAgents& pinned,
+                                         const std::string& submission_id,
+                                         const std::function<void()>& every_hundred_jobs) {
+  Transaction tx(*db_);
+  RETURN_IF_ERROR(tx.Begin());
+  // A resend of a submission (the client timed out while we were busy) is answered
+  // with the sweep the first one stored.
+  ASSIGN_OR_RETURN(std::optional<StoredSweep> existing, FindSubmission(submission_id));
+  if (existing) return *existing;  // nothing written; the transaction rolls back
+  ASSIGN_OR_RETURN(StoredSweep stored, AcceptSweep(sweep, pinned, submission_id));
+  ASSIGN_OR_RETURN(bool whole, StoreJobs(stored.sweep_id, sweep, pinned, 0, sweep.combination_count,
+                                          every_hundred_jobs));
+  if (!whole) return Internal("the sweep just stored did not take its jobs");
+  RETURN_IF_ERROR(tx.Commit());
   return stored;
+}
+
+StatusOr<std::vector<UnstoredSweep>> Store::UnstoredSweeps() {
+  ASSIGN_OR_RETURN(auto stmt, db_->Prepare("SELECT sweep_id, spec, pinned, next_combination FROM "
+                                           "sweeps WHERE next_combination IS NOT NULL AND "
+                                           "state = 'running' ORDER BY sweep_id"));
+  std::vector<UnstoredSweep> out;
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, stmt.Step());
+    if (!row) break;
+    UnstoredSweep sweep;
+    sweep.sweep_id = stmt.Int(0);
+    sweep.spec = json::parse(stmt.Text(1), nullptr, false);
+    if (!stmt.IsNull(2)) sweep.pinned = PinnedFromText(stmt.Text(2));
+    sweep.next_combination = static_cast<size_t>(std::max<int64_t>(0, stmt.Int(3)));
+    out.push_back(std::move(sweep));
+  }
+  return out;
 }
 
 StatusOr<int64_t> Store::CreateCalibration(const std::vector<std::string>& agents,
@@ -668,7 +770,8 @@ Status Store::FinishSweepIfComplete(int64_t sweep_id) {
   ASSIGN_OR_RETURN(
       auto stmt,
       db_->Prepare("UPDATE sweeps SET state = 'done', finished_at = ?2 WHERE sweep_id = ?1 "
-                   "AND state = 'running' AND NOT EXISTS (SELECT 1 FROM job_counts WHERE "
+                   "AND state = 'running' AND next_combination IS NULL AND NOT EXISTS (SELECT 1 FROM "
+                   "job_counts WHERE "
                    "sweep_id = ?1 AND state IN ('queued', 'running') AND n > 0)"));
   return stmt.Bind(1, sweep_id).Bind(2, UtcNowIso8601()).Run();
 }
@@ -685,8 +788,10 @@ StatusOr<int> Store::CancelSweep(int64_t sweep_id) {
                                              "?2 WHERE sweep_id = ?1 AND state = 'queued'"));
   RETURN_IF_ERROR(cancel.Bind(1, sweep_id).Bind(2, now).Run());
   int cancelled = db_->Changes();
+  // Jobs not stored yet never will be.
   ASSIGN_OR_RETURN(auto sweep, db_->Prepare("UPDATE sweeps SET state = 'cancelled', finished_at = "
-                                            "?2 WHERE sweep_id = ?1 AND state = 'running'"));
+                                            "?2, next_combination = NULL WHERE sweep_id = ?1 AND "
+                                            "state = 'running'"));
   RETURN_IF_ERROR(sweep.Bind(1, sweep_id).Bind(2, now).Run());
   RETURN_IF_ERROR(tx.Commit());
   return cancelled;
@@ -769,7 +874,9 @@ StatusOr<json> Store::SweepStatus(std::optional<int64_t> sweep_id, int limit) {
       "COALESCE(SUM(c.n) FILTER (WHERE c.state = 'running'), 0), "
       "COALESCE(SUM(c.n) FILTER (WHERE c.state = 'done'), 0), "
       "COALESCE(SUM(c.n) FILTER (WHERE c.state = 'failed'), 0), "
-      "COALESCE(SUM(c.n) FILTER (WHERE c.state = 'cancelled'), 0) "
+      "COALESCE(SUM(c.n) FILTER (WHERE c.state = 'cancelled'), 0), "
+      "CASE WHEN s.next_combination IS NULL THEN 0 "
+      "ELSE MAX(s.jobs_planned - COALESCE(SUM(c.n), 0), 0) END "
       "FROM (SELECT * FROM sweeps ";
   sql += sweep_id ? "WHERE sweep_id = ?1 " : "";
   sql += "ORDER BY sweep_id DESC LIMIT ?2) s LEFT JOIN job_counts c ON c.sweep_id = s.sweep_id "
@@ -786,8 +893,10 @@ StatusOr<json> Store::SweepStatus(std::optional<int64_t> sweep_id, int limit) {
                       {"state", stmt.Text(2)},
                       {"created_at", stmt.Text(3)},
                       {"finished_at", stmt.ColumnJson(4)},
+                      // total counts the jobs not stored yet (`storing`) of a large sweep
                       {"jobs",
-                       {{"total", stmt.Int(5)},
+                       {{"total", stmt.Int(5) + stmt.Int(11)},
+                        {"storing", stmt.Int(11)},
                         {"queued", stmt.Int(6)},
                         {"running", stmt.Int(7)},
                         {"done", stmt.Int(8)},

@@ -47,13 +47,24 @@ struct RunningJob {
   double timeout_s;
 };
 
+// Placement "each": the agents, sorted, that a sweep's jobs of each device go to.
+using PinnedAgents = std::map<std::string, std::vector<std::string>>;
+
 // A sweep as stored: new, or the one an earlier submit with the same submission id
 // stored (existing = true).
 struct StoredSweep {
   int64_t sweep_id = 0;
-  int64_t jobs = 0;
+  int64_t jobs = 0;                 // once all are stored
   std::vector<std::string> agents;  // pinned agents, sorted
   bool existing = false;
+};
+
+// A sweep accepted whose jobs are not all stored yet (StoreJobs goes on with it).
+struct UnstoredSweep {
+  int64_t sweep_id = 0;
+  json spec;  // the sweep as submitted (Sweep::source)
+  PinnedAgents pinned;
+  size_t next_combination = 0;
 };
 
 // kStaleAgain: a resend of a result already recorded as stale; nothing is written and
@@ -80,16 +91,31 @@ class Store {
   StatusOr<int64_t> UpsertHost(const std::string& name, const std::string& machine_id,
                                const json& tags, const json& capabilities);
 
-  // Stores a sweep and its jobs in one transaction, the combinations in order: with
-  // `pinned` empty one unpinned job each, otherwise one job per agent listed for the
-  // combination's device (none when its device is not listed). With a non-empty
-  // `submission_id` already stored, stores nothing and returns that sweep.
+  // The sweep an earlier submit with this submission id stored, if any.
+  StatusOr<std::optional<StoredSweep>> FindSubmission(const std::string& submission_id);
+
+  // Stores a sweep's row, none of its jobs yet: StoreJobs adds them, combination by
+  // combination. With `pinned` empty each combination is one unpinned job, otherwise
+  // one job per agent listed for the combination's device (none when its device is
+  // not listed). Returns the sweep id and how many jobs it will have.
+  StatusOr<StoredSweep> AcceptSweep(const Sweep& sweep, const PinnedAgents& pinned,
+                                    const std::string& submission_id = "");
+  // Stores the jobs of combinations [first, first + count) of an accepted sweep, in
+  // order, and moves its next_combination on (NULL once the last is stored). Returns
+  // false, storing nothing, when the sweep no longer waits for combination `first`
+  // (it was cancelled).
   // `every_hundred_jobs`, when set, is called as the jobs go in (the coordinator keeps
-  // its heartbeats going through a large sweep); it must not write to the store.
-  StatusOr<StoredSweep> CreateSweep(const Sweep& sweep,
-                                    const std::map<std::string, std::vector<std::string>>& pinned,
+  // its heartbeats going through a long store); it must not write to the store.
+  StatusOr<bool> StoreJobs(int64_t sweep_id, const Sweep& sweep, const PinnedAgents& pinned,
+                           size_t first, size_t count,
+                           const std::function<void()>& every_hundred_jobs = nullptr);
+  // AcceptSweep and every job at once, in one transaction (or the sweep an earlier
+  // submit with the same non-empty `submission_id` stored).
+  StatusOr<StoredSweep> CreateSweep(const Sweep& sweep, const PinnedAgents& pinned,
                                     const std::string& submission_id = "",
                                     const std::function<void()>& every_hundred_jobs = nullptr);
+  // Accepted sweeps whose jobs are not all stored, oldest first (after a restart).
+  StatusOr<std::vector<UnstoredSweep>> UnstoredSweeps();
 
   // A sweep of one calibration job per agent in `agents` (pinned to it). Calibrations
   // are dispatched before queued benchmarks.

@@ -132,6 +132,72 @@ TEST_F(StoreTest, SweepExpandsIntoJobsPerPinnedHost) {
   EXPECT_EQ(json::parse(mine.front().spec)["batch_size"], 1);
 }
 
+TEST_F(StoreTest, AnAcceptedSweepTakesItsJobsInSlicesAndFinishesOnlyWhenWhole) {
+  // Placement "each" over two devices, one of which has no agent listed: 3 batch sizes
+  // x (2 agents on cpu + 0 on cuda) = 6 jobs.
+  const Sweep sweep = MakeSweep(R"({"name": "s", "matrix": {"model": "mlp", "batch_size": [1, 2, 3],
+                                     "device": ["cpu", "cuda"]}})");
+  const PinnedAgents pinned = {{"cpu", {"node-a", "node-b"}}};
+  auto accepted = store_->AcceptSweep(sweep, pinned, "cli-7");
+  ASSERT_TRUE(accepted.ok()) << accepted.status().ToString();
+  EXPECT_EQ(accepted->jobs, 6);
+  EXPECT_EQ(accepted->agents, (std::vector<std::string>{"node-a", "node-b"}));
+  const int64_t id = accepted->sweep_id;
+  auto status = [&] { return (*store_->SweepStatus(id, 1))[0]; };
+  EXPECT_EQ(status()["jobs"]["total"], 6);
+  EXPECT_EQ(status()["jobs"]["storing"], 6);
+  // A resend finds it with every job it will have, and where they go.
+  auto again = store_->FindSubmission("cli-7");
+  ASSERT_TRUE(again.ok() && again->has_value());
+  EXPECT_EQ((*again)->jobs, 6);
+  EXPECT_EQ((*again)->agents, (std::vector<std::string>{"node-a", "node-b"}));
+  // Combinations 0 and 1 (cpu, batch 1 and 2; the device axis turns slowest): 4 jobs.
+  ASSERT_TRUE(*store_->StoreJobs(id, sweep, pinned, 0, 2));
+  EXPECT_EQ(status()["jobs"]["storing"], 2);
+  // A slice from the wrong place is refused and stores nothing.
+  EXPECT_FALSE(*store_->StoreJobs(id, sweep, pinned, 0, 2));
+  EXPECT_EQ(Count("select count(*) from jobs"), 4);
+  auto unstored = store_->UnstoredSweeps();
+  ASSERT_TRUE(unstored.ok());
+  ASSERT_EQ(unstored->size(), 1u);
+  EXPECT_EQ((*unstored)[0].next_combination, 2u);
+  EXPECT_EQ((*unstored)[0].pinned, pinned);
+  // The rest: cpu batch 3 (2 jobs), then the cuda combinations (none).
+  ASSERT_TRUE(*store_->StoreJobs(id, sweep, pinned, 2, 100));
+  EXPECT_EQ(status()["jobs"]["storing"], 0);
+  EXPECT_EQ(status()["jobs"]["total"], 6);
+  EXPECT_TRUE(store_->UnstoredSweeps()->empty());
+  EXPECT_EQ(Count("select count(*) from jobs where sweep_id = " + std::to_string(id) +
+                  " and json_extract(spec, '$.device') = 'cpu'"), 6);
+
+  // Every stored job of a sweep ended: not done while jobs are still to come.
+  const Sweep three = MakeSweep(R"({"name": "t", "placement": "any",
+                                     "matrix": {"model": "mlp", "batch_size": [1, 2, 3]}})");
+  const int64_t any = store_->AcceptSweep(three, {})->sweep_id;
+  auto run_queued = [&] {
+    for (const auto& job : QueuedFor("node-a")) {
+      ASSERT_TRUE(store_->MarkRunning(job.job_id, host_).ok());
+      ASSERT_TRUE(Deliver(job.job_id, 1, {{"ok", false}, {"error", "killed"}}).ok());
+    }
+  };
+  ASSERT_TRUE(*store_->StoreJobs(any, three, {}, 0, 2));
+  run_queued();
+  EXPECT_EQ((*store_->SweepStatus(any, 1))[0]["state"], "running");
+  ASSERT_TRUE(*store_->StoreJobs(any, three, {}, 2, 2));
+  run_queued();
+  EXPECT_EQ((*store_->SweepStatus(any, 1))[0]["state"], "done");
+
+  // Cancelled while storing: no more jobs, and a total of what was stored.
+  auto other = store_->AcceptSweep(sweep, {});
+  ASSERT_TRUE(other.ok());
+  ASSERT_TRUE(*store_->StoreJobs(other->sweep_id, sweep, {}, 0, 2));
+  EXPECT_EQ(*store_->CancelSweep(other->sweep_id), 2);
+  EXPECT_FALSE(*store_->StoreJobs(other->sweep_id, sweep, {}, 2, 2));
+  const json cancelled = (*store_->SweepStatus(other->sweep_id, 1))[0]["jobs"];
+  EXPECT_EQ(cancelled["total"], 2);
+  EXPECT_EQ(cancelled["storing"], 0);
+}
+
 TEST_F(StoreTest, ResultIsStoredOnceThenDuplicateThenStale) {
   ASSERT_TRUE(store_->CreateSweep(MakeSweep(kTwoJobs), {}).ok());
   auto queued = QueuedFor("node-a");
@@ -246,10 +312,10 @@ TEST_F(StoreTest, JobCountsFollowEveryStateChange) {
   ASSERT_EQ(status->size(), 2u);
   EXPECT_EQ((*status)[0]["sweep_id"], second);
   EXPECT_EQ((*status)[0]["jobs"], json::parse(R"({"total": 2, "queued": 0, "running": 0, "done": 0,
-                                                  "failed": 0, "cancelled": 2})"));
+                                                  "failed": 0, "cancelled": 2, "storing": 0})"));
   EXPECT_EQ((*status)[1]["sweep_id"], first);
   EXPECT_EQ((*status)[1]["jobs"], json::parse(R"({"total": 2, "queued": 1, "running": 0, "done": 1,
-                                                  "failed": 0, "cancelled": 0})"));
+                                                  "failed": 0, "cancelled": 0, "storing": 0})"));
   // A change by hand (a user's sqlite3 shell) keeps them true as well.
   auto db = Database::Open(path_, SQLITE_OPEN_READWRITE);
   ASSERT_TRUE(db.ok());

@@ -66,5 +66,51 @@ TEST(CoordinatorRestartFaultTest, TwentyKillsLoseAndDuplicateNothing) {
             << " jobs\n";
 }
 
+// A large sweep is answered once checked and committed, and its jobs are stored a slice
+// per round after: a coordinator killed while storing them goes on after its restart
+// from where it stopped, so every combination is stored once, in order.
+TEST(CoordinatorRestartFaultTest, KilledWhileStoringALargeSweepStoresEveryJobOnce) {
+  Fleet fleet;
+  ASSERT_TRUE(fleet.StartCoordinator());
+  constexpr int kJobs = 60000;
+  json batches = json::array();
+  for (int i = 1; i <= kJobs; ++i) batches.push_back(i);
+  // No agent: the jobs are only stored, never run.
+  json sweep = {{"name", "large"}, {"placement", "any"}, {"matrix", {{"model", {"mlp"}}, {"batch_size", batches}}}};
+  const int64_t sweep_id = fleet.Submit(sweep);
+  ASSERT_GT(sweep_id, 0) << fleet.Logs();
+  auto storing = [&]() -> int64_t {
+    json status = fleet.Status();
+    if (!status.is_object()) return -1;
+    for (const json& s : status["sweeps"]) {
+      if (s["sweep_id"] == sweep_id) return s["jobs"]["storing"].get<int64_t>();
+    }
+    return -1;
+  };
+  int kills = 0;
+  for (int i = 0; i < 3; ++i) {
+    const int64_t left = storing();
+    ASSERT_GE(left, 0) << fleet.Logs();
+    if (left == 0) break;  // stored before the next kill: nothing left to interrupt
+    fleet.coordinator().Signal(SIGKILL);
+    ASSERT_NE(fleet.coordinator().Wait(10s), -1);
+    ++kills;
+    ASSERT_TRUE(fleet.StartCoordinator()) << fleet.Logs();
+  }
+  ASSERT_TRUE(WaitFor([&] { return storing() == 0; }, 300s)) << fleet.Logs();
+  const std::string where = " where sweep_id = " + std::to_string(sweep_id);
+  EXPECT_EQ(QueryValue(fleet.db_path(), "select count(*) from jobs" + where), kJobs);
+  EXPECT_EQ(QueryValue(fleet.db_path(), "select count(distinct spec) from jobs" + where), kJobs);
+  // In matrix order: the job ids follow the batch sizes.
+  EXPECT_EQ(QueryValue(fleet.db_path(), "select count(*) from jobs" + where +
+                                            " and json_extract(spec, '$.batch_size') != job_id - "
+                                            "(select min(job_id) from jobs" + where + ") + 1"),
+            0);
+  EXPECT_EQ(QueryValue(fleet.db_path(), "PRAGMA integrity_check"), "ok");
+  EXPECT_GE(kills, 1) << "the jobs were all stored before the first kill";
+  std::cout << "FIGURE kill -9 coordinator x" << kills << " while storing a " << kJobs
+            << "-job sweep: " << kJobs << " jobs stored once each, in order\n";
+}
+
 }  // namespace
 }  // namespace benchfleet::testing

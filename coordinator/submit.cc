@@ -1,0 +1,265 @@
+// Submits: a sweep checked and stored, small ones within their request, large ones a
+// slice per round (SweepIntake), so that a 100,000-job submit never holds up anyone
+// else's request, or the agents, for more than a slice.
+#include <algorithm>
+
+#include "common/log.h"
+#include "coordinator/coordinator.h"
+
+namespace benchfleet {
+namespace {
+
+// A sweep of at most this many jobs is checked and stored within its request (about
+// 15 ms here); a larger one goes through the intake, a slice per round.
+constexpr int64_t kInlineSubmitJobs = 1000;
+// One intake slice: combinations checked (ParseJobConfig, about 3 us each here), or
+// jobs stored (about 12 us each).
+constexpr size_t kIntakeCheckCombinations = 5000;
+constexpr size_t kIntakeStoreJobs = 1000;
+
+Message Submitted(const json& request_id, const StoredSweep& stored) {
+  return MakeMessage(msg::kSubmitted, {{"request_id", request_id},
+                                       {"sweep_id", stored.sweep_id},
+                                       {"jobs", stored.jobs},
+                                       {"agents", stored.agents},
+                                       {"existing", stored.existing}});
+}
+
+}  // namespace
+
+std::optional<Message> Coordinator::Submit(const std::string& routing_id, const json& request_id,
+                                           const SubmitRequest& request) {
+  auto sweep = ParseSweepShape(request.sweep);
+  if (!sweep.ok()) return MakeError(sweep.status(), request_id);
+  // A resend of a submission still being checked is answered with the first.
+  if (!request.submission_id.empty()) {
+    for (SweepIntake& intake : intakes_) {
+      if (intake.sweep_id == 0 && intake.submission_id == request.submission_id) {
+        intake.clients.emplace_back(routing_id, request_id);
+        return std::nullopt;
+      }
+    }
+  }
+  const int64_t jobs_at_most =
+      static_cast<int64_t>(sweep->combination_count) *
+      (sweep->placement == Placement::kEach ? std::max<int64_t>(1, static_cast<int64_t>(registry_.size())) : 1);
+  if (jobs_at_most > kInlineSubmitJobs) {
+    auto existing = store_->FindSubmission(request.submission_id);
+    if (!existing.ok()) {
+      ++counters_.store_errors;
+      return MakeError(Unavailable("the coordinator could not read its store (" +
+                                   existing.status().message() + "); nothing was enqueued"),
+                       request_id);
+    }
+    if (*existing) return Submitted(request_id, **existing);
+    LOG_INFO("sweep \"" << sweep->name << "\": " << sweep->combination_count
+                        << " combinations to check, then store a slice per round");
+    SweepIntake intake;
+    intake.serial = ++intake_serial_;
+    intake.sweep = std::move(*sweep);
+    intake.submission_id = request.submission_id;
+    intake.clients.emplace_back(routing_id, request_id);
+    intakes_.push_back(std::move(intake));
+    return std::nullopt;  // answered once checked and accepted (AdvanceIntake)
+  }
+
+  Status checked = sweep->CheckCombinations(0, sweep->combination_count);
+  if (!checked.ok()) return MakeError(checked, request_id);
+  auto pinned = PinAgents(*sweep);
+  if (!pinned.ok()) return MakeError(pinned.status(), request_id);
+  // Our heartbeats keep going while the sweep goes in, and the agents' messages are
+  // read meanwhile and parked for the next rounds; agents gone meanwhile are dropped by
+  // the next regular heartbeat, not in the middle of the sweep's transaction.
+  auto stored = store_->CreateSweep(*sweep, *pinned, request.submission_id, [this] {
+    SendHeartbeats(/*drop_unreachable=*/false);
+    ParkAgentMessages();
+  });
+  if (!stored.ok()) {
+    ++counters_.store_errors;
+    LOG_ERROR("cannot store sweep \"" << sweep->name << "\": " << stored.status().message());
+    return MakeError(Unavailable("the coordinator could not store the sweep (" +
+                                 stored.status().message() + "); nothing was enqueued"),
+                     request_id);
+  }
+  if (stored->existing) {
+    LOG_INFO("submission " << request.submission_id << " again: sweep " << stored->sweep_id
+                           << " already stored");
+  } else {
+    LOG_INFO("sweep " << stored->sweep_id << " \"" << sweep->name << "\": " << stored->jobs << " jobs");
+    Status reloaded = ReloadRequirements();
+    if (!reloaded.ok()) LOG_ERROR("cannot read requirements: " << reloaded.message());
+    Dispatch();
+  }
+  return Submitted(request_id, *stored);
+}
+
+// Placement "each": every combination on every matching agent that can run its device
+// (a cuda:1 combination only where the worker sees two GPUs). Which agents depends only
+// on the device, so it is worked out once per device of the matrix.
+StatusOr<PinnedAgents> Coordinator::PinAgents(const Sweep& sweep) {
+  PinnedAgents pinned;
+  if (sweep.placement != Placement::kEach) return pinned;
+  for (const std::string& device : sweep.Devices()) {
+    if (pinned.count(device)) continue;
+    JobRequirement requirement;
+    requirement.select = sweep.select;
+    requirement.device = device;
+    std::vector<std::string> hosts;
+    for (Agent* agent : registry_.All()) {
+      if (AgentCanRun(requirement, agent->description)) hosts.push_back(agent->description.name);
+    }
+    if (hosts.empty()) {
+      return FailedPrecondition("no registered agent matches " + DescribeRequirement(requirement) +
+                                "; nothing was enqueued");
+    }
+    std::sort(hosts.begin(), hosts.end());
+    pinned[device] = std::move(hosts);
+  }
+  return pinned;
+}
+
+void Coordinator::AnswerIntake(const SweepIntake& intake, const Message& reply) {
+  for (const auto& [routing_id, request_id] : intake.clients) {
+    Message answer = reply;
+    answer.body["request_id"] = request_id;
+    (void)Send(Side::kClients, routing_id, answer);
+  }
+}
+
+void Coordinator::AdvanceIntake() {
+  // Those whose last slice was committed (a failed commit would have taken it back).
+  intakes_.erase(std::remove_if(intakes_.begin(), intakes_.end(),
+                                [](const SweepIntake& intake) { return intake.finished; }),
+                 intakes_.end());
+  if (in_round_) MarkIntake();  // as they stand before this round's slice
+  auto unanswered = std::find_if(intakes_.begin(), intakes_.end(),
+                                 [](const SweepIntake& intake) { return intake.sweep_id == 0; });
+  auto storing = std::find_if(intakes_.begin(), intakes_.end(),
+                              [](const SweepIntake& intake) { return intake.sweep_id != 0; });
+  if (unanswered == intakes_.end() && storing == intakes_.end()) return;
+  // Answers and stores in turns: neither the tenth of ten large submits waits for the
+  // nine before it to be stored, nor do the agents wait for it to be checked.
+  const bool check = storing == intakes_.end() || (unanswered != intakes_.end() && intake_checks_turn_);
+  intake_checks_turn_ = !check;
+  if (!check) return StoreSlice(*storing);
+  SweepIntake& intake = *unanswered;
+  if (!CheckOrAccept(intake)) {
+    intakes_.erase(unanswered);  // nothing of it was written
+    return;
+  }
+  if (intake.sweep_id != 0) StoreSlice(intake);  // the first slice goes with the answer
+}
+
+bool Coordinator::CheckOrAccept(SweepIntake& intake) {
+  const size_t count = intake.sweep.combination_count;
+  if (intake.checked < count) {
+    const size_t slice = std::min(kIntakeCheckCombinations, count - intake.checked);
+    Status checked = intake.sweep.CheckCombinations(intake.checked, slice);
+    if (!checked.ok()) {
+      AnswerIntake(intake, MakeError(checked));
+      return false;
+    }
+    intake.checked += slice;
+    return true;
+  }
+  auto pinned = PinAgents(intake.sweep);
+  if (!pinned.ok()) {
+    AnswerIntake(intake, MakeError(pinned.status()));
+    return false;
+  }
+  auto accepted = store_->AcceptSweep(intake.sweep, *pinned, intake.submission_id);
+  if (!accepted.ok()) {
+    ++counters_.store_errors;
+    LOG_ERROR("cannot store sweep \"" << intake.sweep.name << "\": " << accepted.status().message());
+    AnswerIntake(intake, MakeError(Unavailable("the coordinator could not store the sweep (" +
+                                               accepted.status().message() + "); nothing was enqueued")));
+    return false;
+  }
+  intake.sweep_id = accepted->sweep_id;
+  intake.pinned = std::move(*pinned);
+  LOG_INFO("sweep " << intake.sweep_id << " \"" << intake.sweep.name << "\": " << accepted->jobs
+                    << " jobs, stored a slice per round");
+  // Sent after this round's commit, like every reply: the sweep is durable then.
+  AnswerIntake(intake, Submitted(nullptr, *accepted));
+  intake.clients.clear();
+  return true;
+}
+
+void Coordinator::StoreSlice(SweepIntake& intake) {
+  const size_t count = intake.sweep.combination_count;
+  // Jobs per combination: one, or one per agent of its device.
+  size_t per_combination = 1;
+  for (const auto& [device, hosts] : intake.pinned) per_combination = std::max(per_combination, hosts.size());
+  const size_t slice = std::max<size_t>(1, kIntakeStoreJobs / per_combination);
+  auto stored = store_->StoreJobs(intake.sweep_id, intake.sweep, intake.pinned,
+                                  intake.next_combination, slice);
+  if (!stored.ok()) {
+    ++counters_.store_errors;
+    LOG_ERROR("sweep " << intake.sweep_id << ": cannot store its jobs from combination "
+                       << intake.next_combination << " (tried again next round): "
+                       << stored.status().message());
+    return;
+  }
+  if (!*stored) {
+    LOG_INFO("sweep " << intake.sweep_id << " was cancelled: its jobs from combination "
+                      << intake.next_combination << " on are not stored");
+    intake.finished = true;
+    return;
+  }
+  intake.next_combination = std::min(count, intake.next_combination + slice);
+  if (intake.next_combination >= count) {
+    LOG_INFO("sweep " << intake.sweep_id << ": every job stored");
+    intake.finished = true;
+  }
+  Status reloaded = ReloadRequirements();
+  if (!reloaded.ok()) LOG_ERROR("cannot read requirements: " << reloaded.message());
+}
+
+Status Coordinator::ResumeIntakes() {
+  ASSIGN_OR_RETURN(std::vector<UnstoredSweep> unstored, store_->UnstoredSweeps());
+  for (UnstoredSweep& left : unstored) {
+    auto sweep = ParseSweepShape(left.spec);
+    if (!sweep.ok()) {
+      // It parsed when it was accepted; only a change of the rules since can do this.
+      LOG_ERROR("sweep " << left.sweep_id << ": its stored spec no longer parses ("
+                         << sweep.status().message() << "); its jobs from combination "
+                         << left.next_combination << " on are not stored");
+      continue;
+    }
+    SweepIntake intake;
+    intake.serial = ++intake_serial_;
+    intake.sweep = std::move(*sweep);
+    intake.checked = intake.sweep.combination_count;
+    intake.sweep_id = left.sweep_id;
+    intake.pinned = std::move(left.pinned);
+    intake.next_combination = left.next_combination;
+    LOG_INFO("sweep " << intake.sweep_id << ": storing its jobs again from combination "
+                      << intake.next_combination << " of " << intake.sweep.combination_count);
+    intakes_.push_back(std::move(intake));
+  }
+  return Status::Ok();
+}
+
+void Coordinator::MarkIntake() {
+  intakes_at_round_start_.clear();
+  for (const SweepIntake& intake : intakes_) {
+    intakes_at_round_start_.push_back({intake.serial, intake.sweep_id, intake.next_combination});
+  }
+}
+
+void Coordinator::RollBackIntake() {
+  for (const IntakeMark& mark : intakes_at_round_start_) {
+    auto it = std::find_if(intakes_.begin(), intakes_.end(),
+                           [&](const SweepIntake& intake) { return intake.serial == mark.serial; });
+    if (it == intakes_.end()) continue;
+    if (mark.sweep_id == 0 && it->sweep_id != 0) {
+      // Accepted in this round: its clients are told nothing was kept, and may send again.
+      intakes_.erase(it);
+      continue;
+    }
+    it->next_combination = mark.next_combination;
+    it->finished = false;
+  }
+}
+
+}  // namespace benchfleet
