@@ -370,6 +370,25 @@ TEST_F(CoordinatorTest, ALargeSubmitIsAnsweredWithoutWaitingForEarlierOnesToBeSt
             json::array({{first, 12000}, {second, 12000}}));
 }
 
+TEST_F(CoordinatorTest, ALargeSweepOnEveryAgentPinsEachSliceToTheAgentsOfTheFirst) {
+  Register("node-a");
+  Register("node-b");
+  // 600 combinations on each of 2 agents: 1,200 jobs, more than a submit stores at once.
+  json sweep = {{"name", "each"}, {"matrix", {{"model", "mlp"}, {"batch_size", json::array()}}}};
+  for (int b = 1; b <= 600; ++b) sweep["matrix"]["batch_size"].push_back(b);
+  Message submitted = Request({{"type", "submit"}, {"sweep", sweep}});
+  ASSERT_EQ(submitted.type, "submitted") << submitted.body.dump();
+  EXPECT_EQ(submitted.body["jobs"], 1200);
+  EXPECT_EQ(submitted.body["agents"], json::array({"node-a", "node-b"}));
+  const int64_t id = submitted.body["sweep_id"];
+  // An agent that registers while the jobs go in gets none of them.
+  Register("node-c");
+  TickUntilStored(id);
+  EXPECT_EQ(Query("select pinned_host, count(*), count(distinct spec) from jobs where sweep_id = " +
+                  std::to_string(id) + " group by pinned_host order by pinned_host"),
+            json::parse(R"([["node-a", 600, 600], ["node-b", 600, 600]])"));
+}
+
 TEST_F(CoordinatorTest, ALargeSubmitThatFailsItsChecksIsRefusedWithNothingStored) {
   // 12,000 combinations; the last 3,000 (matmul in int8) cannot run: found by the
   // second slice of checks, after the request itself was over.
