@@ -674,6 +674,70 @@ TEST_F(CoordinatorTest, ARoundWhoseCommitFailsIsUndoneAndAcknowledgesNothing) {
   coordinator_.reset();  // closes the store before the tmpfs goes
 }
 
+TEST_F(CoordinatorTest, ALargeSweepsSliceWhoseCommitFailsIsStoredAgainAndItsAcceptanceRefused) {
+  const std::filesystem::path disk = dir_ / "disk";
+  std::filesystem::create_directories(disk);
+  if (mount("tmpfs", disk.c_str(), "tmpfs", 0, "size=16m") != 0) {
+    GTEST_SKIP() << "cannot mount a small tmpfs here (needs root and CAP_SYS_ADMIN): "
+                 << std::strerror(errno);
+  }
+  struct Unmount {
+    std::string path;
+    ~Unmount() { umount2(path.c_str(), MNT_DETACH); }
+  } unmount{disk.string()};
+  StartWithStoreAt(disk / "results.db");
+  json sweep = {{"name", "large"}, {"placement", "any"}, {"matrix", {{"model", "mlp"}, {"batch_size", json::array()}}}};
+  for (int b = 1; b <= 3000; ++b) sweep["matrix"]["batch_size"].push_back(b);
+  auto round = [&] {
+    coordinator_->BeginRound();
+    coordinator_->Tick();
+    coordinator_->EndRound();
+  };
+  auto answer_to = [&](const std::string& id) -> const Sent* {
+    for (const Sent& sent : sent_) {
+      if (sent.side == Side::kClients && sent.message.body.value("request_id", json()) == id) return &sent;
+    }
+    return nullptr;
+  };
+  coordinator_->HandleClient({"client", json{{"v", 1}, {"type", "submit"}, {"request_id", "big"},
+                                             {"sweep", sweep}}.dump()});
+  for (int i = 0; i < 10 && answer_to("big") == nullptr; ++i) round();
+  ASSERT_NE(answer_to("big"), nullptr);
+  ASSERT_EQ(answer_to("big")->message.type, "submitted");
+  const int64_t id = answer_to("big")->message.body["sweep_id"];
+
+  // The disk fills: slices fail to commit and are taken back; a second large sweep,
+  // checked meanwhile, cannot be accepted and is refused with nothing kept.
+  const std::filesystem::path filler = disk / "filler";
+  {
+    std::ofstream fill(filler, std::ios::binary);
+    std::string block(4096, 'x');
+    while (fill.write(block.data(), block.size())) {
+    }
+  }
+  round();
+  round();
+  EXPECT_EQ(Query("select count(*) from jobs"), json::parse("[[1000]]"));  // its first slice only
+  EXPECT_GE(coordinator_->counters().store_errors, 2);
+  sweep["name"] = "refused";
+  coordinator_->HandleClient({"client", json{{"v", 1}, {"type", "submit"}, {"request_id", "second"},
+                                             {"sweep", sweep}}.dump()});
+  for (int i = 0; i < 10 && answer_to("second") == nullptr; ++i) round();
+  ASSERT_NE(answer_to("second"), nullptr);
+  EXPECT_EQ(answer_to("second")->message.type, "error") << answer_to("second")->message.body.dump();
+  EXPECT_GT(coordinator_->counters().store_errors, 0);
+
+  EXPECT_EQ(Query("select count(*) from jobs"), json::parse("[[1000]]"));  // its first slice only
+  // Space comes back: the first sweep's jobs are all stored, once each, in order.
+  std::filesystem::remove(filler);
+  for (int i = 0; i < 20; ++i) round();
+  EXPECT_EQ(Query("select count(*), count(distinct spec), max(job_id) - min(job_id) + 1 from jobs "
+                  "where sweep_id = " + std::to_string(id)),
+            json::parse("[[3000, 3000, 3000]]"));
+  EXPECT_EQ(Query("select count(*) from sweeps"), json::parse("[[1]]"));
+  coordinator_.reset();  // closes the store before the tmpfs goes
+}
+
 TEST_F(CoordinatorTest, PruneDropsOldSamplesInStepsAndAnswersWhenDone) {
   Register("node-a");
   Submit(kCpuSweep);
