@@ -389,6 +389,20 @@ TEST_F(CoordinatorTest, ALargeSweepOnEveryAgentPinsEachSliceToTheAgentsOfTheFirs
             json::parse(R"([["node-a", 600, 600], ["node-b", 600, 600]])"));
 }
 
+TEST_F(CoordinatorTest, LargeSubmitsWaitingAtOnceAreBounded) {
+  // Sixteen wait; the seventeenth is refused with nothing stored.
+  for (int i = 0; i < 16; ++i) {
+    coordinator_->HandleClient({"client", json{{"v", 1}, {"type", "submit"}, {"request_id", i},
+                                               {"sweep", LargeSweep("s" + std::to_string(i))}}.dump()});
+  }
+  EXPECT_TRUE(sent_.empty());
+  Message refused = Request({{"type", "submit"}, {"sweep", LargeSweep("one-too-many")}});
+  ASSERT_EQ(refused.type, "error");
+  EXPECT_EQ(refused.body["code"], "unavailable");
+  EXPECT_EQ(refused.body["message"],
+            "16 large sweeps are being taken in already; nothing was enqueued, send it again later");
+}
+
 TEST_F(CoordinatorTest, ALargeSubmitThatFailsItsChecksIsRefusedWithNothingStored) {
   // 12,000 combinations; the last 3,000 (matmul in int8) cannot run: found by the
   // second slice of checks, after the request itself was over.

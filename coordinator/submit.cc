@@ -16,6 +16,11 @@ constexpr int64_t kInlineSubmitJobs = 1000;
 // jobs stored (about 12 us each).
 constexpr size_t kIntakeCheckCombinations = 5000;
 constexpr size_t kIntakeStoreJobs = 1000;
+// Large submits waiting at once, at most: each holds its parsed matrix (a few MB for
+// 100,000 combinations), so a client that sends them without end must not exhaust
+// the coordinator's memory. Past it a submit is refused as unavailable (the CLI sends
+// again).
+constexpr size_t kMaxIntakes = 16;
 
 Message Submitted(const json& request_id, const StoredSweep& stored) {
   return MakeMessage(msg::kSubmitted, {{"request_id", request_id},
@@ -52,6 +57,12 @@ std::optional<Message> Coordinator::Submit(const std::string& routing_id, const 
                        request_id);
     }
     if (*existing) return Submitted(request_id, **existing);
+    if (intakes_.size() >= kMaxIntakes) {
+      return MakeError(Unavailable(std::to_string(intakes_.size()) +
+                                   " large sweeps are being taken in already; nothing was "
+                                   "enqueued, send it again later"),
+                       request_id);
+    }
     LOG_INFO("sweep \"" << sweep->name << "\": " << sweep->combination_count
                         << " combinations to check, then store a slice per round");
     SweepIntake intake;
