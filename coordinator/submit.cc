@@ -16,7 +16,7 @@ constexpr int64_t kInlineSubmitJobs = 1000;
 // jobs stored (about 12 us each).
 constexpr size_t kIntakeCheckCombinations = 5000;
 constexpr size_t kIntakeStoreJobs = 1000;
-// Large submits waiting at once, at most: each holds its parsed matrix (a few MB for
+// Large submits taken in at once (being checked or stored), at most: each holds its parsed matrix (a few MB for
 // 100,000 combinations), so a client that sends them without end must not exhaust
 // the coordinator's memory. Past it a submit is refused as unavailable (the CLI sends
 // again).
