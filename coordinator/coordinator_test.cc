@@ -79,8 +79,33 @@ class CoordinatorTest : public ::testing::Test {
     ASSERT_TRUE(started.ok()) << started.ToString();
   }
   void TearDown() override {
-    coordinator_.reset();
+    coordinator_.reset();  // closes the store before a small disk goes
+    if (!small_disk_.empty()) umount2(small_disk_.c_str(), MNT_DETACH);
     std::filesystem::remove_all(dir_);
+  }
+  // Mounts a tmpfs of `size` ("size=4m") at dir_/disk, unmounted by TearDown; returns
+  // why it could not (needs root and CAP_SYS_ADMIN), or "" once mounted.
+  std::string MountSmallDisk(const char* size) {
+    const std::filesystem::path disk = dir_ / "disk";
+    std::filesystem::create_directories(disk);
+    if (mount("tmpfs", disk.c_str(), "tmpfs", 0, size) != 0) return std::strerror(errno);
+    small_disk_ = disk;
+    return "";
+  }
+  // Fills the small disk to its last byte; FreeSmallDisk gives the space back.
+  void FillSmallDisk() {
+    std::ofstream fill(small_disk_ / "filler", std::ios::binary);
+    std::string block(4096, 'x');
+    while (fill.write(block.data(), block.size())) {
+    }
+  }
+  void FreeSmallDisk() { std::filesystem::remove(small_disk_ / "filler"); }
+  // The coordinator's reply to the client request `request_id`, if sent.
+  const Sent* AnswerTo(const json& request_id) const {
+    for (const Sent& sent : sent_) {
+      if (sent.side == Side::kClients && sent.message.body.value("request_id", json()) == request_id) return &sent;
+    }
+    return nullptr;
   }
 
   void FromAgent(const std::string& peer, const json& body) {
@@ -150,6 +175,7 @@ class CoordinatorTest : public ::testing::Test {
   }
 
   std::filesystem::path dir_;
+  std::filesystem::path small_disk_;  // mounted by MountSmallDisk
   std::unique_ptr<Coordinator> coordinator_;
   std::vector<Sent> sent_;
   std::set<std::string> gone_;
@@ -312,13 +338,7 @@ TEST_F(CoordinatorTest, ALargeSubmitGoesInSlicesWhileOthersAreAnswered) {
                         {"sweep", LargeSweep("big")}, {"submission_id", "cli-big"}};
   coordinator_->HandleClient({"client", request.dump()});
   // Not answered within the request: it is checked a slice per round.
-  auto answer_to = [&](const std::string& id) -> std::optional<Message> {
-    for (const Sent& s : sent_) {
-      if (s.side == Side::kClients && s.message.body.value("request_id", json()) == id) return s.message;
-    }
-    return std::nullopt;
-  };
-  EXPECT_FALSE(answer_to("big"));
+  EXPECT_EQ(AnswerTo("big"), nullptr);
   // Meanwhile others are answered at once, a small submit included, and its job runs.
   Message status = Request({{"type", "status"}});
   EXPECT_EQ(status.type, "status_reply");
@@ -328,14 +348,14 @@ TEST_F(CoordinatorTest, ALargeSubmitGoesInSlicesWhileOthersAreAnswered) {
   coordinator_->HandleClient({"client", json({{"v", 1}, {"type", "submit"}, {"request_id", "big-again"},
                                                {"sweep", LargeSweep("big")}, {"submission_id", "cli-big"}})
                                              .dump()});
-  for (int i = 0; i < 10 && !answer_to("big"); ++i) coordinator_->Tick();
-  ASSERT_TRUE(answer_to("big"));
-  Message submitted = *answer_to("big");
+  for (int i = 0; i < 10 && AnswerTo("big") == nullptr; ++i) coordinator_->Tick();
+  ASSERT_NE(AnswerTo("big"), nullptr);
+  Message submitted = AnswerTo("big")->message;
   ASSERT_EQ(submitted.type, "submitted") << submitted.body.dump();
   EXPECT_EQ(submitted.body["jobs"], 12000);
   const int64_t big = submitted.body["sweep_id"];
-  ASSERT_TRUE(answer_to("big-again"));
-  EXPECT_EQ(answer_to("big-again")->body["sweep_id"], big);
+  ASSERT_NE(AnswerTo("big-again"), nullptr);
+  EXPECT_EQ(AnswerTo("big-again")->message.body["sweep_id"], big);
   // Answered once its row is stored, before all its jobs are: status counts them.
   Message partial = Request({{"type", "status"}, {"sweep_id", big}});
   const json jobs = partial.body["sweeps"][0]["jobs"];
@@ -621,17 +641,10 @@ TEST_F(CoordinatorTest, ARoundSendsWhatDependsOnItsWritesOnlyAfterItsCommit) {
 }
 
 TEST_F(CoordinatorTest, ARoundWhoseCommitFailsIsUndoneAndAcknowledgesNothing) {
-  const std::filesystem::path disk = dir_ / "disk";
-  std::filesystem::create_directories(disk);
-  if (mount("tmpfs", disk.c_str(), "tmpfs", 0, "size=4m") != 0) {
-    GTEST_SKIP() << "cannot mount a small tmpfs here (needs root and CAP_SYS_ADMIN): "
-                 << std::strerror(errno);
+  if (std::string why = MountSmallDisk("size=4m"); !why.empty()) {
+    GTEST_SKIP() << "cannot mount a small tmpfs here (needs root and CAP_SYS_ADMIN): " << why;
   }
-  struct Unmount {
-    std::string path;
-    ~Unmount() { umount2(path.c_str(), MNT_DETACH); }
-  } unmount{disk.string()};
-  StartWithStoreAt(disk / "results.db");
+  StartWithStoreAt(dir_ / "disk" / "results.db");
   Register("node-a");
   Submit(kCpuSweep);
   auto offers = OffersTo("node-a/1");
@@ -639,13 +652,7 @@ TEST_F(CoordinatorTest, ARoundWhoseCommitFailsIsUndoneAndAcknowledgesNothing) {
   const json first = offers[0];
 
   // The disk fills to the last byte.
-  const std::filesystem::path filler = disk / "filler";
-  {
-    std::ofstream fill(filler, std::ios::binary);
-    std::string block(4096, 'x');
-    while (fill.write(block.data(), block.size())) {
-    }
-  }
+  FillSmallDisk();
   sent_.clear();
   coordinator_->BeginRound();
   FromAgent("node-a/1", ResultFor(first));
@@ -667,7 +674,7 @@ TEST_F(CoordinatorTest, ARoundWhoseCommitFailsIsUndoneAndAcknowledgesNothing) {
   EXPECT_EQ(coordinator_->counters().store_errors, 1);
 
   // Space comes back. node-b was never kept: told to register again.
-  std::filesystem::remove(filler);
+  FreeSmallDisk();
   FromAgent("node-b/1", {{"v", 1}, {"type", "heartbeat"}});
   const Sent* unknown = LastTo("node-b/1", "error");
   ASSERT_NE(unknown, nullptr);
@@ -685,21 +692,13 @@ TEST_F(CoordinatorTest, ARoundWhoseCommitFailsIsUndoneAndAcknowledgesNothing) {
   EXPECT_EQ(Query("select count(*) from results"), json::parse("[[1]]"));
   EXPECT_EQ(Query("select count(*) from sweeps"), json::parse("[[1]]"));
   EXPECT_EQ(coordinator_->counters().results_stored, 1);
-  coordinator_.reset();  // closes the store before the tmpfs goes
 }
 
 TEST_F(CoordinatorTest, ALargeSweepsSliceWhoseCommitFailsIsStoredAgainAndItsAcceptanceRefused) {
-  const std::filesystem::path disk = dir_ / "disk";
-  std::filesystem::create_directories(disk);
-  if (mount("tmpfs", disk.c_str(), "tmpfs", 0, "size=16m") != 0) {
-    GTEST_SKIP() << "cannot mount a small tmpfs here (needs root and CAP_SYS_ADMIN): "
-                 << std::strerror(errno);
+  if (std::string why = MountSmallDisk("size=16m"); !why.empty()) {
+    GTEST_SKIP() << "cannot mount a small tmpfs here (needs root and CAP_SYS_ADMIN): " << why;
   }
-  struct Unmount {
-    std::string path;
-    ~Unmount() { umount2(path.c_str(), MNT_DETACH); }
-  } unmount{disk.string()};
-  StartWithStoreAt(disk / "results.db");
+  StartWithStoreAt(dir_ / "disk" / "results.db");
   json sweep = {{"name", "large"}, {"placement", "any"}, {"matrix", {{"model", "mlp"}, {"batch_size", json::array()}}}};
   for (int b = 1; b <= 3000; ++b) sweep["matrix"]["batch_size"].push_back(b);
   auto round = [&] {
@@ -707,28 +706,16 @@ TEST_F(CoordinatorTest, ALargeSweepsSliceWhoseCommitFailsIsStoredAgainAndItsAcce
     coordinator_->Tick();
     coordinator_->EndRound();
   };
-  auto answer_to = [&](const std::string& id) -> const Sent* {
-    for (const Sent& sent : sent_) {
-      if (sent.side == Side::kClients && sent.message.body.value("request_id", json()) == id) return &sent;
-    }
-    return nullptr;
-  };
   coordinator_->HandleClient({"client", json{{"v", 1}, {"type", "submit"}, {"request_id", "big"},
                                              {"sweep", sweep}}.dump()});
-  for (int i = 0; i < 10 && answer_to("big") == nullptr; ++i) round();
-  ASSERT_NE(answer_to("big"), nullptr);
-  ASSERT_EQ(answer_to("big")->message.type, "submitted");
-  const int64_t id = answer_to("big")->message.body["sweep_id"];
+  for (int i = 0; i < 10 && AnswerTo("big") == nullptr; ++i) round();
+  ASSERT_NE(AnswerTo("big"), nullptr);
+  ASSERT_EQ(AnswerTo("big")->message.type, "submitted");
+  const int64_t id = AnswerTo("big")->message.body["sweep_id"];
 
   // The disk fills: slices fail to commit and are taken back; a second large sweep,
   // checked meanwhile, cannot be accepted and is refused with nothing kept.
-  const std::filesystem::path filler = disk / "filler";
-  {
-    std::ofstream fill(filler, std::ios::binary);
-    std::string block(4096, 'x');
-    while (fill.write(block.data(), block.size())) {
-    }
-  }
+  FillSmallDisk();
   round();
   round();
   EXPECT_EQ(Query("select count(*) from jobs"), json::parse("[[1000]]"));  // its first slice only
@@ -736,20 +723,19 @@ TEST_F(CoordinatorTest, ALargeSweepsSliceWhoseCommitFailsIsStoredAgainAndItsAcce
   sweep["name"] = "refused";
   coordinator_->HandleClient({"client", json{{"v", 1}, {"type", "submit"}, {"request_id", "second"},
                                              {"sweep", sweep}}.dump()});
-  for (int i = 0; i < 10 && answer_to("second") == nullptr; ++i) round();
-  ASSERT_NE(answer_to("second"), nullptr);
-  EXPECT_EQ(answer_to("second")->message.type, "error") << answer_to("second")->message.body.dump();
+  for (int i = 0; i < 10 && AnswerTo("second") == nullptr; ++i) round();
+  ASSERT_NE(AnswerTo("second"), nullptr);
+  EXPECT_EQ(AnswerTo("second")->message.type, "error") << AnswerTo("second")->message.body.dump();
   EXPECT_GT(coordinator_->counters().store_errors, 0);
 
   EXPECT_EQ(Query("select count(*) from jobs"), json::parse("[[1000]]"));  // its first slice only
   // Space comes back: the first sweep's jobs are all stored, once each, in order.
-  std::filesystem::remove(filler);
+  FreeSmallDisk();
   for (int i = 0; i < 20; ++i) round();
   EXPECT_EQ(Query("select count(*), count(distinct spec), max(job_id) - min(job_id) + 1 from jobs "
                   "where sweep_id = " + std::to_string(id)),
             json::parse("[[3000, 3000, 3000]]"));
   EXPECT_EQ(Query("select count(*) from sweeps"), json::parse("[[1]]"));
-  coordinator_.reset();  // closes the store before the tmpfs goes
 }
 
 TEST_F(CoordinatorTest, PruneDropsOldSamplesInStepsAndAnswersWhenDone) {
