@@ -121,6 +121,7 @@ int Run(const Options& options) {
                  {"simulator_cpu_s", Round(own_s, 3)},
                  {"status_reply_max_ms", Round(simulator.max_status_ms(), 2)},
                  {"status_reply_p50_ms", Round(simulator.median_status_ms(), 2)},
+                 {"status_reply_p99_ms", Round(simulator.p99_status_ms(), 2)},
                  {"status_replies", simulator.status_replies()},
                  {"coordinator_heartbeats", tally.coordinator_heartbeats},
                  {"register_s", Round(register_s, 3)},
@@ -200,8 +201,9 @@ int Run(const Options& options) {
   row("coordinator CPU s", report["coordinator_cpu_s"]);
   row("coordinator CPU, fraction of a core", report["coordinator_cpu_fraction"]);
   row("coordinator peak RSS MiB", report["coordinator_peak_rss_mb"]);
-  row("status reply p50 / max ms",
-      json(report["status_reply_p50_ms"].dump() + " / " + report["status_reply_max_ms"].dump()));
+  row("status reply p50 / p99 / max ms",
+      json(report["status_reply_p50_ms"].dump() + " / " + report["status_reply_p99_ms"].dump() +
+           " / " + report["status_reply_max_ms"].dump()));
   row("simulator CPU s", report["simulator_cpu_s"]);
   row("simulator heartbeat lateness max ms", report["simulator_heartbeat_late_max_ms"]);
   for (const std::string& text : tally.error_texts) row("error", json(text));

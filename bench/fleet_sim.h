@@ -132,6 +132,7 @@ class Simulator {
   double max_submit_ms() const { return max_submit_ms_; }
   double max_status_ms() const { return Percentile(status_ms_, 1.0); }
   double median_status_ms() const { return Percentile(status_ms_, 0.5); }
+  double p99_status_ms() const { return Percentile(status_ms_, 0.99); }
   int64_t status_replies() const { return static_cast<int64_t>(status_ms_.size()); }
   const std::vector<double>& probe_submit_ms() const { return probe_submit_ms_; }
   const json& last_status() const { return last_status_; }

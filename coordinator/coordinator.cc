@@ -29,10 +29,10 @@ constexpr int kOldestQueuedScan = 8;
 // also ends after kMaxAgentRoundMs: the larger the round, the fewer commits (syncs) per
 // job, but a client's request that comes meanwhile waits for the round's end, and the
 // round's offers leave together after its commit, the last behind all the others. At
-// 1,000 saturated agents (docs/performance.md), 100 rather than 500 took job committed
-// -> received from 6.0 / 14 ms (p50 / p99) to 2.1 / 5.7 ms and status from 59 to 23 ms
-// p50; throughput was the same within the host's drift (4,870-5,140 jobs/s either way).
-constexpr int kMaxMessagesPerRound = 100;
+// 1,000 saturated agents (docs/performance.md): 500 gave job committed -> received
+// 6.0 / 14 ms (p50 / p99), 100 gave 2.1 / 5.5 ms, 32 gives 0.74 / 2.2-3.7 ms at
+// 5,800-6,000 jobs/s (100: 6,300; 25: 5,600-5,700, 0.58 ms).
+constexpr int kMaxMessagesPerRound = 32;
 constexpr int kMaxAgentRoundMs = 40;
 // The coordinator's heartbeats go out in this many slices of the fleet per interval.
 constexpr int kHeartbeatSlices = 10;
@@ -620,11 +620,8 @@ Message Coordinator::Calibrate(const json& request_id, const CalibrateRequest& r
   Status reloaded = ReloadRequirements();
   if (!reloaded.ok()) LOG_ERROR("cannot read requirements: " << reloaded.message());
   Dispatch();
-  return MakeMessage(msg::kSubmitted, {{"request_id", request_id},
-                                       {"sweep_id", *sweep_id},
-                                       {"jobs", names.size()},
-                                       {"agents", names},
-                                       {"existing", false}});
+  const auto jobs = static_cast<int64_t>(names.size());
+  return Submitted(request_id, StoredSweep{*sweep_id, jobs, std::move(names), false});
 }
 
 // ---- agents ----

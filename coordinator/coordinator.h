@@ -77,6 +77,10 @@ enum class Side { kAgents, kClients };
 // Where outgoing messages go when the coordinator runs in process (tests, fuzzing).
 using Outbox = std::function<Status(Side side, const std::string& routing_id, const Message&)>;
 
+// The `submitted` reply (schemas/protocol.md) for a stored sweep: a submit's, a
+// resend's, a calibration's.
+Message Submitted(const json& request_id, const StoredSweep& stored);
+
 class Coordinator {
  public:
   explicit Coordinator(CoordinatorOptions options);

@@ -30,6 +30,49 @@ constexpr const char* kSummaryIdentity =
 // under load, or for another dtype), not that the job beat the hardware.
 constexpr double kSuspectFractionOfPeak = 1.05;
 
+// The results row: one statement for every result, its text built once (per result it
+// cost as much as a tenth of storing one under load). Every column is named; one a
+// result has no value for is left unbound, NULL, as an INSERT naming fewer would.
+enum ResultColumn : int {  // parameter positions, from 1
+  kResultJobId = 1, kResultSweepId, kResultAttempt, kResultHostId, kResultOk, kResultDetail,
+  kResultReceivedAt, kResultError,
+  // The job's configuration, the coordinator's own (from the job it handed out).
+  kResultDevice, kResultModel, kResultMode, kResultDtype, kResultBatchSize, kResultThreads,
+  kResultInteropThreads, kResultOnednn, kResultModelArgs,
+  kResultPeakGflops, kResultFractionOfPeak,
+  kResultFirstField  // then one per declared field with a column (ResultFields())
+};
+
+const std::string& ResultRowSql() {
+  static const std::string sql = [] {
+    std::string names =
+        "job_id, sweep_id, attempt, host_id, ok, detail, received_at, error, device, model, mode, "
+        "dtype, batch_size, threads, interop_threads, onednn, model_args, peak_gflops, "
+        "fraction_of_peak";
+    std::string slots;
+    for (int i = 1; i < kResultFirstField; ++i) slots += (i > 1 ? ", ?" : "?") + std::to_string(i);
+    int next = kResultFirstField;
+    for (const ResultField& field : ResultFields()) {
+      if (field.column.empty()) continue;
+      names += ", " + field.column;
+      slots += ", ?" + std::to_string(next++);
+    }
+    return "INSERT INTO results(" + names + ") VALUES (" + slots + ")";
+  }();
+  return sql;
+}
+
+// The parameter of ResultFields()[i] in ResultRowSql(); 0 for a field without a column.
+int ResultFieldSlot(size_t i) {
+  static const std::vector<int> slots = [] {
+    std::vector<int> out;
+    int next = kResultFirstField;
+    for (const ResultField& field : ResultFields()) out.push_back(field.column.empty() ? 0 : next++);
+    return out;
+  }();
+  return slots[i];
+}
+
 }  // namespace
 
 const char* ResultOutcomeName(ResultOutcome outcome) {
@@ -152,9 +195,10 @@ Status Store::ApplyFieldTables() {
       "DROP VIEW IF EXISTS result_summary; CREATE VIEW result_summary AS SELECT " + columns +
       " FROM results r JOIN jobs j ON j.job_id = r.job_id "
       "JOIN sweeps s ON s.sweep_id = r.sweep_id JOIN hosts h ON h.host_id = r.host_id "
-      // The unary + keeps jobs_by_kind (an index for the dispatcher) out of users' plans:
-      // nearly every job is a benchmark, and without ANALYZE statistics SQLite would
-      // otherwise walk every benchmark job to answer one night's results.
+      // The unary + keeps any index on the job's kind out of users' plans: nearly every
+      // job is a benchmark, and without ANALYZE statistics SQLite would otherwise walk
+      // every benchmark job to answer one night's results (it did through jobs_by_kind,
+      // since replaced by 010_calibration_jobs_index.sql).
       "WHERE r.ok = 1 AND +j.kind = 'benchmark'"));
   return tx.Commit();
 }
@@ -629,39 +673,38 @@ StatusOr<ResultOutcome> Store::StoreResult(int64_t job_id, int attempt, int64_t 
   }
 
   const bool ok = result.ok;
-  Columns columns = {{"job_id", job_id},
-                     {"sweep_id", sweep_id},
-                     {"attempt", attempt},
-                     {"host_id", host_id},
-                     {"ok", ok ? 1 : 0},
-                     {"detail", detail_text},
-                     {"received_at", now},
-                     {"error", ok ? json(nullptr) : json(result.error)}};
+  ASSIGN_OR_RETURN(auto row, db_->Prepare(ResultRowSql()));
+  row.Bind(kResultJobId, job_id)
+      .Bind(kResultSweepId, sweep_id)
+      .Bind(kResultAttempt, static_cast<int64_t>(attempt))
+      .Bind(kResultHostId, host_id)
+      .Bind(kResultOk, static_cast<int64_t>(ok ? 1 : 0))
+      .Bind(kResultDetail, detail_text)
+      .Bind(kResultReceivedAt, now);
+  if (!ok) row.Bind(kResultError, result.error);
   if (job) {
-    // The configuration is the coordinator's own, from the job it handed out.
-    columns.insert(columns.end(), {{"device", job->device},
-                                   {"model", job->model},
-                                   {"mode", job->mode},
-                                   {"dtype", job->dtype},
-                                   {"batch_size", job->batch_size},
-                                   {"threads", job->threads},
-                                   {"interop_threads", job->interop_threads},
-                                   {"onednn", job->onednn ? 1 : 0},
-                                   {"model_args", spec.value("model_args", json::object()).dump()}});
+    row.Bind(kResultDevice, job->device)
+        .Bind(kResultModel, job->model)
+        .Bind(kResultMode, job->mode)
+        .Bind(kResultDtype, job->dtype)
+        .Bind(kResultBatchSize, job->batch_size)
+        .Bind(kResultThreads, job->threads)
+        .Bind(kResultInteropThreads, job->interop_threads)
+        .Bind(kResultOnednn, static_cast<int64_t>(job->onednn ? 1 : 0))
+        .Bind(kResultModelArgs, spec.value("model_args", json::object()).dump());
   }
-  const auto& fields = ResultFields();
-  for (size_t i = 0; i < fields.size() && i < result.values.size(); ++i) {
-    if (!fields[i].column.empty()) columns.emplace_back(fields[i].column, result.values[i]);
+  for (size_t i = 0; i < ResultFields().size() && i < result.values.size(); ++i) {
+    if (const int slot = ResultFieldSlot(i); slot > 0) row.BindJson(slot, result.values[i]);
   }
   const json& gflops = ResultValue(result, "gflops");
   if (ok && job && gflops.is_number()) {
     ASSIGN_OR_RETURN(json peak, PeakFor(host_id, job->device, job->dtype, job->threads));
     if (peak.is_number() && peak.get<double>() > 0) {
-      columns.emplace_back("peak_gflops", peak);
-      columns.emplace_back("fraction_of_peak", gflops.get<double>() / peak.get<double>());
+      row.BindJson(kResultPeakGflops, peak);
+      row.Bind(kResultFractionOfPeak, gflops.get<double>() / peak.get<double>());
     }
   }
-  RETURN_IF_ERROR(Insert("results", columns));
+  RETURN_IF_ERROR(row.Run());
 
   if (ok && !result.samples_ms.empty()) {
     ASSIGN_OR_RETURN(auto samples, db_->Prepare("INSERT INTO result_samples(job_id, n, ms_f32le) "
@@ -682,9 +725,34 @@ StatusOr<ResultOutcome> Store::StoreResult(int64_t job_id, int attempt, int64_t 
     finish.Bind(3, result.error);
   }
   RETURN_IF_ERROR(finish.Run());
-  RETURN_IF_ERROR(FinishSweepIfComplete(sweep_id));
+  if (db_->group_open()) {
+    sweeps_to_finish_.insert(sweep_id);  // judged once at CommitGroup
+  } else {
+    RETURN_IF_ERROR(FinishSweepIfComplete(sweep_id));
+  }
   RETURN_IF_ERROR(tx.Commit());
   return ResultOutcome::kStored;
+}
+
+Status Store::CommitGroup() {
+  std::set<int64_t> sweeps = std::move(sweeps_to_finish_);
+  sweeps_to_finish_.clear();
+  Status finished = Status::Ok();
+  for (int64_t sweep_id : sweeps) {
+    Transaction tx(*db_);
+    finished = tx.Begin();
+    if (finished.ok()) finished = FinishSweepIfComplete(sweep_id);
+    if (finished.ok()) finished = tx.Commit();
+    if (!finished.ok()) break;
+  }
+  if (!finished.ok()) {
+    // A sweep whose last result is kept must end with it: the whole group is undone,
+    // so its results are not acked and come again.
+    if (sqlite3_get_autocommit(db_->handle()) == 0) (void)db_->Exec("ROLLBACK");
+    (void)db_->CommitGroup();
+    return finished;
+  }
+  return db_->CommitGroup();
 }
 
 StatusOr<json> Store::PeakFor(int64_t host_id, const std::string& device,
@@ -731,8 +799,12 @@ StatusOr<std::optional<double>> Store::CalibrationAge(const std::string& machine
 }
 
 StatusOr<bool> Store::CalibrationPending(const std::string& machine_id) {
+  // INDEXED BY: without ANALYZE statistics SQLite takes jobs_by_state as good and walks
+  // every queued job (a 1,000,000-job queue stalled the loop for minutes); the index of
+  // calibration jobs alone is named, so a plan without it cannot even be prepared.
   ASSIGN_OR_RETURN(auto stmt, db_->Prepare(
-                                  "SELECT 1 FROM jobs j JOIN hosts h ON h.name = j.pinned_host "
+                                  "SELECT 1 FROM jobs j INDEXED BY calibration_jobs_by_state "
+                                  "JOIN hosts h ON h.name = j.pinned_host "
                                   "WHERE j.kind = 'calibration' AND j.state IN ('queued', 'running') "
                                   "AND h.machine_id = ?1 LIMIT 1"));
   stmt.Bind(1, machine_id);

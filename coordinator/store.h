@@ -8,6 +8,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -84,8 +85,13 @@ class Store {
   // Group commit (Database::OpenGroup): every write between the two joins one
   // transaction, made durable by one sync at CommitGroup. The coordinator's loop opens
   // one group per round and sends what depends on its writes only after the commit.
-  void OpenGroup() { db_->OpenGroup(); }
-  Status CommitGroup() { return db_->CommitGroup(); }
+  // Within a group a result's sweep is judged finished once, at CommitGroup, however
+  // many of its results the group holds.
+  void OpenGroup() {
+    sweeps_to_finish_.clear();
+    db_->OpenGroup();
+  }
+  Status CommitGroup();
 
   // Inserts or refreshes the host named `name`; returns its host_id.
   StatusOr<int64_t> UpsertHost(const std::string& name, const std::string& machine_id,
@@ -209,6 +215,8 @@ class Store {
 
   std::unique_ptr<Database> db_;
   std::string path_;
+  // Sweeps of the results stored in the open group (FinishSweepIfComplete at its commit).
+  std::set<int64_t> sweeps_to_finish_;
 };
 
 }  // namespace benchfleet

@@ -260,6 +260,48 @@ TEST_F(StoreTest, SweepFinishesWhenEveryJobHasEnded) {
   EXPECT_EQ(Count("select count(*) from job_failures"), 2);
 }
 
+TEST_F(StoreTest, InAGroupASweepEndsWithTheCommitThatKeepsItsLastResultOrNotAtAll) {
+  auto sweep_id = store_->CreateSweep(MakeSweep(kTwoJobs), {})->sweep_id;
+  auto jobs = QueuedFor("node-a");
+  for (const auto& job : jobs) ASSERT_TRUE(store_->MarkRunning(job.job_id, host_).ok());
+  auto state = [&] { return (*store_->SweepStatus(sweep_id, 1))[0]["state"].get<std::string>(); };
+  // A sweep that cannot be marked done (another process's trigger, standing in for a
+  // write that fails): its last result must not be kept without it.
+  {
+    auto other = Database::Open(path_, SQLITE_OPEN_READWRITE);
+    ASSERT_TRUE(other.ok());
+    ASSERT_TRUE((*other)->Exec("CREATE TRIGGER no_end BEFORE UPDATE OF state ON sweeps "
+                               "BEGIN SELECT RAISE(ABORT, 'cannot end sweeps'); END").ok());
+  }
+  store_->OpenGroup();
+  for (const auto& job : jobs) {
+    ASSERT_EQ(*Deliver(job.job_id, 1, GoodResult(json::parse(job.spec)["batch_size"].get<int>())),
+              ResultOutcome::kStored);
+  }
+  EXPECT_EQ(state(), "running");  // judged once, at the group's commit
+  Status committed = store_->CommitGroup();
+  EXPECT_FALSE(committed.ok());
+  EXPECT_NE(committed.message().find("cannot end sweeps"), std::string::npos) << committed.message();
+  EXPECT_EQ(Count("select count(*) from results"), 0);  // nothing acked: both come again
+  EXPECT_EQ(Count("select count(*) from jobs where state = 'running'"), 2);
+  EXPECT_EQ(state(), "running");
+
+  {
+    auto other = Database::Open(path_, SQLITE_OPEN_READWRITE);
+    ASSERT_TRUE(other.ok());
+    ASSERT_TRUE((*other)->Exec("DROP TRIGGER no_end").ok());
+  }
+  store_->OpenGroup();
+  ASSERT_EQ(*Deliver(jobs[0].job_id, 1, GoodResult(1)), ResultOutcome::kStored);  // batch 1
+  ASSERT_TRUE(store_->CommitGroup().ok());
+  EXPECT_EQ(state(), "running");  // one job still runs
+  store_->OpenGroup();
+  ASSERT_EQ(*Deliver(jobs[1].job_id, 1, GoodResult(8)), ResultOutcome::kStored);
+  ASSERT_TRUE(store_->CommitGroup().ok());
+  EXPECT_EQ(state(), "done");
+  EXPECT_EQ(Count("select count(*) from results"), 2);
+}
+
 TEST_F(StoreTest, LostAttemptsRequeueUntilMaxAttemptsThenFail) {
   ASSERT_TRUE(store_->CreateSweep(MakeSweep(kTwoJobs), {}).ok());
   int64_t job = QueuedFor("node-a").front().job_id;
@@ -392,6 +434,27 @@ TEST_F(StoreTest, CalibrationsGoFirstAndSetTheFractionOfPeak) {
   EXPECT_DOUBLE_EQ(rows->rows[0][2].get<double>(), 0.5);
   EXPECT_DOUBLE_EQ(rows->rows[1][1].get<double>(), 200.0);
   EXPECT_DOUBLE_EQ(rows->rows[1][2].get<double>(), 55.0 / 200.0);
+}
+
+TEST_F(StoreTest, ACalibrationIsPendingOnTheMachineOfItsAgentAloneUntilItsResult) {
+  const int64_t other = *store_->UpsertHost("node-b", "m2", json::array(), {{"host", {{"cpu_model", "x"}}}});
+  ASSERT_TRUE(store_->CreateSweep(MakeSweep(R"({"name":"s","matrix":{"model":["mlp"],
+      "batch_size":[1,2,4,8],"threads":[1,2,3]}})"), {{"cpu", {"node-a", "node-b"}}}).ok());
+  EXPECT_FALSE(*store_->CalibrationPending("m1"));  // benchmark jobs are no calibrations
+  ASSERT_TRUE(store_->CreateCalibration({"node-a"}, 600).ok());
+  EXPECT_TRUE(*store_->CalibrationPending("m1"));
+  EXPECT_FALSE(*store_->CalibrationPending("m2"));
+  const QueuedJob calibration = QueuedFor("node-a").at(0);
+  ASSERT_EQ(calibration.kind, "calibration");
+  ASSERT_TRUE(store_->MarkRunning(calibration.job_id, host_).ok());
+  EXPECT_TRUE(*store_->CalibrationPending("m1"));  // running is pending too
+  const json result = {{"ok", true}, {"kind", "calibration"},
+                       {"calibration", {{"cpu", {{"gemm_gflops_all", 200.0}, {"gemm_threads_all", 2},
+                                                 {"gemm_gflops_1", 110.0}, {"stream_triad_gbps_all", 20.0}}},
+                                        {"gpus", json::array()}}}};
+  ASSERT_EQ(*Deliver(calibration.job_id, 1, result), ResultOutcome::kStored);
+  EXPECT_FALSE(*store_->CalibrationPending("m1"));
+  (void)other;
 }
 
 TEST_F(StoreTest, ComparisonViewsPairIdenticalConfigurations) {

@@ -22,6 +22,8 @@ constexpr size_t kIntakeStoreJobs = 1000;
 // again).
 constexpr size_t kMaxIntakes = 16;
 
+}  // namespace
+
 Message Submitted(const json& request_id, const StoredSweep& stored) {
   return MakeMessage(msg::kSubmitted, {{"request_id", request_id},
                                        {"sweep_id", stored.sweep_id},
@@ -29,8 +31,6 @@ Message Submitted(const json& request_id, const StoredSweep& stored) {
                                        {"agents", stored.agents},
                                        {"existing", stored.existing}});
 }
-
-}  // namespace
 
 std::optional<Message> Coordinator::Submit(const std::string& routing_id, const json& request_id,
                                            const SubmitRequest& request) {
