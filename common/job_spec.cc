@@ -12,6 +12,7 @@ using nlohmann::json;
 
 constexpr std::int64_t kNoLimit = std::numeric_limits<std::int64_t>::max();
 constexpr const char* kKnownDevices = "cpu, cuda, cuda:N";
+constexpr double kMaxDistributedTimeoutS = 86400;
 
 std::string Quoted(const std::string& s) { return json(s).dump(); }
 
@@ -160,6 +161,13 @@ bool ReadModelArgs(const json& args, JobSpec* spec, JobSpecError* error) {
     }
     return true;
   }
+  if (IsCollectiveModel(model)) {
+    ArgsReader r(args, model, {"bytes"});
+    if (!r.CheckKeys(error)) return false;
+    const json* bytes = r.Find("bytes");
+    return bytes == nullptr || ReadInt(*bytes, "model_args.bytes", 1, kMaxCollectiveBytes,
+                                       &spec->collective.bytes, error);
+  }
   if (model == "transformer") {
     TransformerArgs& t = spec->transformer;
     ArgsReader r(args, model, {"hidden", "heads", "layers", "ffn", "seq_len"});
@@ -217,8 +225,120 @@ bool ReadSeconds(const json& timing, const char* key, double* out, JobSpecError*
   return true;
 }
 
+// "HOST:PORT" of the c10d store; HOST is a name or an IPv4 address.
+bool ReadEndpoint(const json& value, const std::string& name, std::string* host,
+                  std::int64_t* port, JobSpecError* error) {
+  const std::string text = value.is_string() ? value.get<std::string>() : "";
+  const std::size_t colon = text.rfind(':');
+  const std::string port_text = colon == std::string::npos ? "" : text.substr(colon + 1);
+  const bool digits = !port_text.empty() && port_text.size() <= 5 &&
+                      std::all_of(port_text.begin(), port_text.end(),
+                                  [](char c) { return c >= '0' && c <= '9'; });
+  const std::int64_t number = digits ? std::stoll(port_text) : 0;
+  if (colon == std::string::npos || colon == 0 || !digits || number < 1 || number > 65535) {
+    return Fail(error, name,
+                name + " must be \"HOST:PORT\" (the c10d store rank 0 hosts), got " + value.dump());
+  }
+  *host = text.substr(0, colon);
+  *port = number;
+  return true;
+}
+
+bool ReadDistributed(const json& value, DistributedSpec* out, JobSpecError* error) {
+  if (!value.is_object()) {
+    return Fail(error, "distributed", "distributed must be an object, got " + value.dump());
+  }
+  for (const auto& item : value.items()) {
+    const std::string& k = item.key();
+    if (k != "rank" && k != "world_size" && k != "store" && k != "address" && k != "timeout_s") {
+      return Fail(error, "distributed." + k,
+                  "unknown key " + Quoted(k) +
+                      " in distributed; known keys: rank, world_size, store, address, timeout_s");
+    }
+  }
+  for (const char* key : {"rank", "world_size", "store", "address"}) {
+    if (!value.contains(key)) {
+      return Fail(error, std::string("distributed.") + key, std::string("missing distributed.") + key);
+    }
+  }
+  if (!ReadInt(value.at("world_size"), "distributed.world_size", 1, kMaxWorldSize,
+               &out->world_size, error) ||
+      !ReadInt(value.at("rank"), "distributed.rank", 0, out->world_size - 1, &out->rank, error) ||
+      !ReadEndpoint(value.at("store"), "distributed.store", &out->store_host, &out->store_port,
+                    error)) {
+    return false;
+  }
+  const json& address = value.at("address");
+  if (!address.is_string() || address.get<std::string>().empty()) {
+    return Fail(error, "distributed.address",
+                "distributed.address must be the address this rank's connections use (e.g. "
+                "\"10.0.0.2\"), got " +
+                    address.dump());
+  }
+  out->address = address.get<std::string>();
+  if (value.contains("timeout_s")) {
+    const json& timeout = value.at("timeout_s");
+    if (!timeout.is_number() || !std::isfinite(timeout.get<double>()) ||
+        timeout.get<double>() <= 0 || timeout.get<double>() > kMaxDistributedTimeoutS) {
+      return Fail(error, "distributed.timeout_s",
+                  "distributed.timeout_s must be a number of seconds in (0, " +
+                      std::to_string(static_cast<int>(kMaxDistributedTimeoutS)) + "], got " +
+                      timeout.dump());
+    }
+    out->timeout_s = timeout.get<double>();
+  }
+  return true;
+}
+
+// The rules of the collectives, which move bytes between ranks rather than run a model.
+bool CheckCollective(const JobSpec& spec, JobSpecError* error) {
+  if (spec.dtype != "fp32" && spec.dtype != "bf16") {
+    return Fail(error, "dtype",
+                "model " + spec.model + " moves fp32 or bf16 elements; got dtype " + Quoted(spec.dtype));
+  }
+  const std::int64_t element = spec.dtype == "fp32" ? 4 : 2;
+  if (spec.collective.bytes % element != 0) {
+    return Fail(error, "model_args.bytes",
+                "model_args.bytes (" + std::to_string(spec.collective.bytes) +
+                    ") must be a multiple of the dtype's element size (" + std::to_string(element) +
+                    " bytes for " + spec.dtype + ")");
+  }
+  if (spec.mode != "inference") {
+    return Fail(error, "mode",
+                "model " + spec.model + " times one collective call and has no backward pass: "
+                "mode must be \"inference\", got " + Quoted(spec.mode));
+  }
+  if (spec.batch_size != 1) {
+    return Fail(error, "batch_size",
+                "model " + spec.model + " moves model_args.bytes per call: batch_size must be 1, got " +
+                    std::to_string(spec.batch_size));
+  }
+  if (spec.device != "cpu") {
+    return Fail(error, "device",
+                "model " + spec.model + " runs on the CPU with Gloo (NCCL for GPUs is not built); got "
+                "device " + Quoted(spec.device));
+  }
+  if (!spec.distributed) {
+    return Fail(error, "distributed",
+                "model " + spec.model + " runs across ranks: the job needs a distributed object "
+                "(rank, world_size, store, address); sweeps cannot run it before gang scheduling "
+                "exists, by hand it runs as schemas/worker.md shows");
+  }
+  if (spec.distributed->world_size < 2) {
+    return Fail(error, "distributed.world_size",
+                "model " + spec.model + " needs at least 2 ranks, got world_size 1");
+  }
+  return true;
+}
+
 // Combinations that are each valid alone but cannot run together.
 bool CheckCombination(const JobSpec& spec, JobSpecError* error) {
+  if (IsCollectiveModel(spec.model)) return CheckCollective(spec, error);
+  if (spec.distributed) {
+    return Fail(error, "distributed",
+                "distributed is for the collectives only (allreduce, broadcast, allgather); model " +
+                    spec.model + " runs in one process");
+  }
   if (spec.dtype != "int8") return true;
   if (spec.mode != "inference") {
     return Fail(error, "dtype",
@@ -300,6 +420,11 @@ std::optional<JobSpec> Parse(const json& job, bool require_identity, JobSpecErro
       !ParseTiming(job.at("timing"), &spec.timing, error)) {
     return std::nullopt;
   }
+  if (job.contains("distributed")) {
+    DistributedSpec distributed;
+    if (!ReadDistributed(job.at("distributed"), &distributed, error)) return std::nullopt;
+    spec.distributed = std::move(distributed);
+  }
   if (!CheckCombination(spec, error)) return std::nullopt;
   return spec;
 }
@@ -345,9 +470,14 @@ std::optional<JobSpec> ParseJobConfig(const json& job, JobSpecError* error) {
 }
 
 const std::vector<std::string>& KnownModels() {
-  static const std::vector<std::string> models = {"matmul", "mlp", "cnn", "transformer",
-                                                  "torchscript"};
+  static const std::vector<std::string> models = {"matmul",      "mlp",       "cnn",
+                                                  "transformer", "torchscript", "allreduce",
+                                                  "broadcast",   "allgather"};
   return models;
+}
+
+bool IsCollectiveModel(const std::string& model) {
+  return model == "allreduce" || model == "broadcast" || model == "allgather";
 }
 
 const std::vector<std::string>& KnownModes() {

@@ -47,6 +47,30 @@ struct TorchScriptArgs {
   std::vector<std::vector<std::int64_t>> inputs;  // per forward() argument, without batch
 };
 
+// The collectives (allreduce, broadcast, allgather): the bytes each rank puts in one
+// call. 256 MiB is the top of the size axis users sweep (as nccl-tests do).
+inline constexpr std::int64_t kMaxCollectiveBytes = std::int64_t{256} << 20;
+struct CollectiveArgs {
+  std::int64_t bytes = std::int64_t{1} << 20;
+};
+
+// A world of ranks (torch.distributed) above this is a typo.
+inline constexpr std::int64_t kMaxWorldSize = 4096;
+
+// One rank of a job run by several processes (the job's `distributed` object): who it
+// is, where rank 0 hosts the c10d TCPStore the ranks meet at, and the address this
+// rank's Gloo connections use (never a loopback fallback: schemas/worker.md).
+struct DistributedSpec {
+  std::int64_t rank = 0;
+  std::int64_t world_size = 1;
+  std::string store_host;
+  std::int64_t store_port = 0;
+  std::string address;
+  // Bounds the rendezvous and every call (c10d's default is 30 minutes): a rank that
+  // never comes fails the others within it.
+  double timeout_s = 300;
+};
+
 // A job after validation: every field present and within range. Only the args of
 // `model` are meaningful.
 struct JobSpec {
@@ -58,6 +82,8 @@ struct JobSpec {
   CnnArgs cnn;
   TransformerArgs transformer;
   TorchScriptArgs torchscript;
+  CollectiveArgs collective;
+  std::optional<DistributedSpec> distributed;  // required by the collectives
   std::string mode;    // "inference" or "train"
   std::string dtype;   // "fp32", "bf16" or "int8"
   std::string device;  // "cpu", "cuda" or "cuda:N"
@@ -94,6 +120,10 @@ bool ParseTiming(const nlohmann::json& timing, TimingSpec* out, JobSpecError* er
 const std::vector<std::string>& KnownModels();
 const std::vector<std::string>& KnownModes();
 const std::vector<std::string>& KnownDtypes();
+
+// True for the models that time one collective across ranks (allreduce, broadcast,
+// allgather).
+bool IsCollectiveModel(const std::string& model);
 
 // True for "cuda" and "cuda:N"; such jobs pass parsing and are refused at run time
 // when the LibTorch build or host has no usable GPU.

@@ -50,6 +50,75 @@ TEST(JobSpecTest, ErrorsNameTheJobField) {
   }
 }
 
+TEST(JobSpecTest, ACollectiveIsOneRankOfSeveralAndMovesWholeElements) {
+  const json base = json::parse(R"({"job_id": 1, "model": "allreduce",
+      "model_args": {"bytes": 4096}, "mode": "inference", "dtype": "fp32", "device": "cpu",
+      "batch_size": 1, "threads": 1,
+      "distributed": {"rank": 1, "world_size": 2, "store": "10.0.0.1:29500",
+                      "address": "10.0.0.2"}})");
+  JobSpecError error;
+  auto spec = ParseJobSpec(base, &error);
+  ASSERT_TRUE(spec) << error.message;
+  EXPECT_TRUE(IsCollectiveModel(spec->model));
+  EXPECT_EQ(spec->collective.bytes, 4096);
+  ASSERT_TRUE(spec->distributed);
+  EXPECT_EQ(spec->distributed->rank, 1);
+  EXPECT_EQ(spec->distributed->world_size, 2);
+  EXPECT_EQ(spec->distributed->store_host, "10.0.0.1");
+  EXPECT_EQ(spec->distributed->store_port, 29500);
+  EXPECT_EQ(spec->distributed->address, "10.0.0.2");
+  EXPECT_DOUBLE_EQ(spec->distributed->timeout_s, 300);
+
+  struct Case {
+    json patch;
+    std::string field;
+  };
+  for (const Case& c : std::vector<Case>{
+           {{{"distributed", nullptr}}, "distributed"},  // removed below
+           {{{"model_args", {{"bytes", 4097}}}}, "model_args.bytes"},  // not whole fp32s
+           {{{"model_args", {{"bytes", (int64_t{256} << 20) + 4}}}}, "model_args.bytes"},
+           {{{"model_args", {{"size", 4}}}}, "model_args.size"},
+           {{{"dtype", "int8"}}, "dtype"},
+           {{{"mode", "train"}}, "mode"},
+           {{{"batch_size", 8}}, "batch_size"},
+           {{{"device", "cuda:0"}}, "device"},
+           {{{"distributed", {{"rank", 2}, {"world_size", 2}, {"store", "h:1"}, {"address", "a"}}}},
+            "distributed.rank"},
+           {{{"distributed", {{"rank", 0}, {"world_size", 1}, {"store", "h:1"}, {"address", "a"}}}},
+            "distributed.world_size"},
+           {{{"distributed", {{"rank", 0}, {"world_size", 2}, {"store", "h"}, {"address", "a"}}}},
+            "distributed.store"},
+           {{{"distributed", {{"rank", 0}, {"world_size", 2}, {"store", "h:70000"}, {"address", "a"}}}},
+            "distributed.store"},
+           {{{"distributed", {{"rank", 0}, {"world_size", 2}, {"store", "h:1"}}}},
+            "distributed.address"},
+           {{{"distributed", {{"rank", 0}, {"world_size", 2}, {"store", "h:1"}, {"address", "a"},
+                              {"timeout_s", 0}}}},
+            "distributed.timeout_s"},
+           {{{"distributed", {{"rank", 0}, {"world_size", 2}, {"store", "h:1"}, {"address", "a"},
+                              {"port", 1}}}},
+            "distributed.port"},
+       }) {
+    json job = base;
+    job.update(c.patch);
+    if (job["distributed"].is_null()) job.erase("distributed");
+    EXPECT_FALSE(ParseJobSpec(job, &error)) << job.dump();
+    EXPECT_EQ(error.field, c.field) << error.message;
+  }
+  // A model run in one process takes no distributed object.
+  json mlp = base;
+  mlp["model"] = "mlp";
+  mlp.erase("model_args");
+  EXPECT_FALSE(ParseJobSpec(mlp, &error));
+  EXPECT_EQ(error.field, "distributed");
+  // A sweep cannot give ranks their distributed object yet: refused at submit.
+  const auto sweep = ParseSweep(json::parse(R"({"name": "bw", "matrix": {"model": "allreduce",
+      "mode": "inference", "batch_size": 1}})"));
+  ASSERT_FALSE(sweep.ok());
+  EXPECT_NE(sweep.status().message().find("needs a distributed object"), std::string::npos)
+      << sweep.status().message();
+}
+
 TEST(JobSpecTest, ConfigNeedsNoJobId) {
   JobSpecError error;
   const json config = json::parse(

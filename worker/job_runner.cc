@@ -18,6 +18,7 @@
 
 #include "common/job_spec.h"
 #include "worker/clock.h"
+#include "worker/collective.h"
 #include "worker/flops.h"
 #include "worker/gpu_telemetry.h"
 #include "worker/process_info.h"
@@ -104,10 +105,11 @@ JobOutcome RunValidJob(const JobSpec& spec, json result) {
     return Fail(std::move(result), kExitRejected, error);
   }
   const bool gpu = IsCudaDevice(spec.device);
+  const bool collective = IsCollectiveModel(spec.model);
 
   const std::optional<double> rss_before = ResidentSetMiB();
   const auto build_start = std::chrono::steady_clock::now();
-  const PreparedWorkload workload = PrepareWorkload(spec);
+  const PreparedWorkload workload = collective ? PrepareCollective(spec) : PrepareWorkload(spec);
   const double model_build_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - build_start).count();
   std::unique_ptr<GpuTelemetry> telemetry;
@@ -117,7 +119,7 @@ JobOutcome RunValidJob(const JobSpec& spec, json result) {
     if (telemetry) telemetry->Start();
   }
   const Measurement m = MeasureWorkload(workload.iteration, ToTimingOptions(spec.timing),
-                                        SystemClock(), workload.block_end);
+                                        SystemClock(), workload.block_end, workload.agree);
   // The sampling region ends at the last clock read of MeasureWorkload, so the
   // process's age now, less timed_s, is its age at the first timed iteration.
   const std::optional<double> age_at_end = ProcessAgeSeconds();
@@ -147,9 +149,10 @@ JobOutcome RunValidJob(const JobSpec& spec, json result) {
   result["host_busy_cpus"] = m.host_load ? json(m.host_load->busy_cpus) : json(nullptr);
   result["steal_fraction"] = m.host_load ? json(m.host_load->steal_fraction) : json(nullptr);
   result["disturbed"] = m.host_load ? json(m.host_load->disturbed) : json(nullptr);
-  // On a GPU the CPU threads mostly wait for kernels; their count says nothing.
+  // On a GPU the CPU threads mostly wait for kernels, and a collective's work is done
+  // by Gloo's threads: their count says nothing.
   result["threads_mismatch"] =
-      gpu ? json(nullptr)
+      gpu || collective ? json(nullptr)
           : json(std::abs(m.effective_threads / static_cast<double>(spec.threads) - 1) >
                  kThreadsMismatchTolerance);
   result["rss_before_model_mb"] = rss_before ? json(*rss_before) : json(nullptr);
@@ -167,6 +170,10 @@ JobOutcome RunValidJob(const JobSpec& spec, json result) {
   result["gpu_telemetry"] = telemetry_summary;
   if (!telemetry) result["gpu_telemetry_note"] = telemetry_note;
   result["runtime"] = RuntimeInfo(quantized);
+  if (workload.report) {
+    const json added = workload.report(stats.median_ms);  // outlives the loop over it
+    for (const auto& [key, value] : added.items()) result[key] = value;
+  }
   return {std::move(result), kExitOk};
 }
 

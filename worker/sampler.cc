@@ -31,8 +31,13 @@ std::int64_t ItersForTargetBlock(std::int64_t block_iters, double block_s) {
 }  // namespace
 
 Measurement MeasureWorkload(const std::function<void()>& iteration, const TimingOptions& options,
-                            Clock& clock, const std::function<void()>& block_end) {
+                            Clock& clock, const std::function<void()>& block_end,
+                            const Agree& agree) {
   Measurement m;
+  auto agreed = [&](bool decision) { return agree ? agree(decision ? 1 : 0) != 0 : decision; };
+  auto agreed_iters = [&](std::int64_t iters) {
+    return agree ? static_cast<std::int64_t>(agree(static_cast<double>(iters))) : iters;
+  };
 
   // Warm-up; the last iteration's duration gives the first guess of the
   // block size.
@@ -40,19 +45,20 @@ Measurement MeasureWorkload(const std::function<void()>& iteration, const Timing
   double last_iteration_s = 0;
   double now = warmup_start;
   do {
-    const double before = now;
+    // After an agreement (a collective call of its own) the clock is read again.
+    const double before = agree ? clock.WallSeconds() : now;
     RunBlock(iteration, 1, block_end);
     now = clock.WallSeconds();
     last_iteration_s = now - before;
     ++m.warmup_iterations;
-  } while (now - warmup_start < options.warmup_s);
+  } while (agreed(now - warmup_start < options.warmup_s));
   m.warmup_s = now - warmup_start;
 
   // Sampling. The first blocks also confirm the block size: one warm-up
   // iteration can be slow for reasons of its own (a cold cache, a page
   // fault, a preemption), so the guess it gives is checked against a block
   // of k before any sample counts.
-  std::int64_t k = ItersForTargetBlock(1, last_iteration_s);
+  std::int64_t k = agreed_iters(ItersForTargetBlock(1, last_iteration_s));
   const double region_wall_start = clock.WallSeconds();
   const double region_cpu_start = clock.ProcessCpuSeconds();
   const std::optional<HostCpuTimes> host_start = clock.HostCpu();
@@ -69,34 +75,37 @@ Measurement MeasureWorkload(const std::function<void()>& iteration, const Timing
                         block_start_s.begin() + static_cast<std::ptrdiff_t>(count));
     next_check = 0;
   };
+  // True when sampling is done; may drop samples of an earlier regime.
+  auto done_sampling = [&](double after) {
+    if (after - region_wall_start >= options.max_time_s) return true;
+    const std::size_t n = m.samples_ms.size();
+    if (n == 0 || after - block_start_s.front() < options.min_time_s || n < kMinSamples ||
+        n < kSamplesToSeeRegimeChange || n < next_check) {
+      return false;
+    }
+    next_check = n + std::max<std::size_t>(1, n / kConvergenceCheckDivisor);
+    if (const std::optional<std::size_t> change = FindRegimeChange(m.samples_ms)) {
+      discard(*change);
+      return false;
+    }
+    sorted = m.samples_ms;
+    std::sort(sorted.begin(), sorted.end());
+    return RelativeIqr(sorted) < options.target_iqr;
+  };
   for (;;) {
     const double before = clock.WallSeconds();
     RunBlock(iteration, k, block_end);
     const double after = clock.WallSeconds();
     const double block_s = after - before;
-    if (block_s < kMinBlockSeconds && k < kMaxItersPerSample) {
+    if (agreed(block_s < kMinBlockSeconds && k < kMaxItersPerSample)) {
       // Too short to be a sample: everything so far ran at a slower pace.
       discard(m.samples_ms.size());
-      k = std::min(std::max(k * 2, ItersForTargetBlock(k, block_s)), kMaxItersPerSample);
+      k = agreed_iters(std::min(std::max(k * 2, ItersForTargetBlock(k, block_s)), kMaxItersPerSample));
     } else {
       m.samples_ms.push_back(block_s * 1e3 / static_cast<double>(k));
       block_start_s.push_back(before);
     }
-
-    if (after - region_wall_start >= options.max_time_s) break;
-    const std::size_t n = m.samples_ms.size();
-    if (n == 0 || after - block_start_s.front() < options.min_time_s || n < kMinSamples ||
-        n < kSamplesToSeeRegimeChange || n < next_check) {
-      continue;
-    }
-    next_check = n + std::max<std::size_t>(1, n / kConvergenceCheckDivisor);
-    if (const std::optional<std::size_t> change = FindRegimeChange(m.samples_ms)) {
-      discard(*change);
-      continue;
-    }
-    sorted = m.samples_ms;
-    std::sort(sorted.begin(), sorted.end());
-    if (RelativeIqr(sorted) < options.target_iqr) break;
+    if (agreed(done_sampling(after))) break;
   }
   m.iters_per_sample = k;
   m.timed_s = clock.WallSeconds() - region_wall_start;

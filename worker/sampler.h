@@ -59,6 +59,12 @@ struct Measurement {
   std::optional<HostLoad> host_load;
 };
 
+// Ranks that time one collective together must take every decision together (end the
+// warm-up, size a block, stop sampling), or one would wait forever in a call the
+// others never make. `agree` is given this rank's value of a decision and returns the
+// one every rank uses (rank 0's); it runs between blocks, never in the timed region.
+using Agree = std::function<double(double)>;
+
 // Measures `iteration` (one unit of work, e.g. one forward pass):
 //  1. warm-up: runs it until options.warmup_s has passed, at least once;
 //  2. block size: picks k iterations per sample so a block lasts at least
@@ -77,9 +83,11 @@ struct Measurement {
 //     `unsteady`, since no change could have been seen in so few.
 // `block_end`, when given, runs after every block (and warm-up iteration) before
 // the clock is read: a GPU workload waits there for its queued kernels.
+// `agree`, when given, makes every decision the same on all ranks (see Agree).
 // Requires positive times and min_time_s <= max_time_s.
 Measurement MeasureWorkload(const std::function<void()>& iteration, const TimingOptions& options,
-                            Clock& clock, const std::function<void()>& block_end = nullptr);
+                            Clock& clock, const std::function<void()>& block_end = nullptr,
+                            const Agree& agree = nullptr);
 
 }  // namespace benchfleet::worker
 

@@ -80,6 +80,41 @@ TEST(MeasureWorkloadTest, SteadyFastWorkloadBatchesIterationsAndStopsAtMinTime) 
   EXPECT_NEAR(m.effective_threads, 1.0, 1e-9);
 }
 
+TEST(MeasureWorkloadTest, RanksThatAgreeRunTheSameBlocksWhateverTheirOwnTimes) {
+  // Rank 0 decides; its decisions are recorded and replayed to rank 1, whose own
+  // times (slower, noisy) would have decided otherwise. Both must make the same calls.
+  FakeClock clock0;
+  FakeWorkload work0{&clock0, [](long) { return 100e-6; }};
+  std::vector<double> decisions;
+  const Measurement m0 = MeasureWorkload(work0.AsIteration(), Options(0.01, 0.2, 5, 0.05), clock0,
+                                         nullptr, [&](double mine) {
+                                           decisions.push_back(mine);
+                                           return mine;
+                                         });
+  FakeClock clock1;
+  FakeWorkload work1{&clock1, [](long i) { return i % 3 == 0 ? 900e-6 : 300e-6; }};
+  std::size_t next = 0;
+  const Measurement m1 = MeasureWorkload(work1.AsIteration(), Options(0.01, 0.2, 5, 0.05), clock1,
+                                         nullptr, [&](double) {
+                                           EXPECT_LT(next, decisions.size());
+                                           return next < decisions.size() ? decisions[next++] : 1.0;
+                                         });
+  EXPECT_EQ(next, decisions.size());  // every decision asked for, in the same order
+  EXPECT_EQ(work1.calls, work0.calls);
+  EXPECT_EQ(m1.warmup_iterations, m0.warmup_iterations);
+  EXPECT_EQ(m1.iters_per_sample, m0.iters_per_sample);
+  EXPECT_EQ(m1.samples_ms.size() + m1.discarded_samples_ms.size(),
+            m0.samples_ms.size() + m0.discarded_samples_ms.size());
+  // Each rank's samples are its own times.
+  EXPECT_GT(m1.samples_ms.front(), m0.samples_ms.front());
+  // The same measurement without a partner to agree with.
+  FakeClock alone_clock;
+  FakeWorkload alone{&alone_clock, [](long) { return 100e-6; }};
+  const Measurement m = MeasureWorkload(alone.AsIteration(), Options(0.01, 0.2, 5, 0.05), alone_clock);
+  EXPECT_EQ(alone.calls, work0.calls);
+  EXPECT_EQ(m.samples_ms, m0.samples_ms);
+}
+
 TEST(MeasureWorkloadTest, SlowIterationIsOneSampleEach) {
   FakeClock clock;
   // Binary fractions keep the fake clock's sums exact.

@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "common/job_spec.h"
+#include "worker/sampler.h"
 
 namespace benchfleet::worker {
 
@@ -30,6 +31,12 @@ struct PreparedWorkload {
   // top1_agreement} of the model's output against the fp32 model with the same
   // weights on the same inputs; null for fp32.
   nlohmann::json accuracy;
+  // Set for jobs run by several ranks (the collectives): every timing decision is
+  // rank 0's (sampler.h), or the ranks' calls would not pair up.
+  Agree agree;
+  // Fields the workload adds to the result once timed, from the median time of one
+  // iteration in ms (a collective's bandwidths); empty when it adds none.
+  std::function<nlohmann::json(double median_ms)> report;
 };
 
 // Builds the model described by `spec` (validated; thread and device settings

@@ -1,0 +1,148 @@
+// The collectives across real benchfleet-worker processes: two ranks meet at rank 0's
+// c10d TCPStore on loopback, check one call, and time it with rank 0 deciding.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "common/worker_result.h"
+#include "tests/fleet.h"
+#include "tests/process.h"
+
+namespace benchfleet::testing {
+namespace {
+
+using nlohmann::json;
+
+// A port free right now on loopback (the store binds it a moment later).
+int FreePort() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  address.sin_port = 0;
+  socklen_t size = sizeof(address);
+  if (fd < 0 || bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0 ||
+      getsockname(fd, reinterpret_cast<sockaddr*>(&address), &size) != 0) {
+    if (fd >= 0) close(fd);
+    return -1;
+  }
+  close(fd);
+  return ntohs(address.sin_port);
+}
+
+json Job(const std::string& op, int64_t bytes, int rank, int world_size, int port,
+         double timeout_s = 60) {
+  return {{"job_id", 1},
+          {"attempt", 1},
+          {"model", op},
+          {"model_args", {{"bytes", bytes}}},
+          {"mode", "inference"},
+          {"dtype", "fp32"},
+          {"device", "cpu"},
+          {"batch_size", 1},
+          {"threads", 1},
+          {"timing", {{"warmup_s", 0.05}, {"min_time_s", 0.2}, {"max_time_s", 1.0}}},
+          {"distributed",
+           {{"rank", rank},
+            {"world_size", world_size},
+            {"store", "127.0.0.1:" + std::to_string(port)},
+            {"address", "127.0.0.1"},
+            {"timeout_s", timeout_s}}}};
+}
+
+struct RankRun {
+  int exit_code = -1;
+  json result;
+  double wall_s = 0;
+};
+
+// Runs one worker per job, all at once, and waits for every one of them.
+std::vector<RankRun> RunRanks(const TempDir& dir, const std::vector<json>& jobs) {
+  std::vector<ChildProcess> workers(jobs.size());
+  const auto start = std::chrono::steady_clock::now();
+  for (size_t r = 0; r < jobs.size(); ++r) {
+    const std::string job = dir / ("job" + std::to_string(r) + ".json");
+    std::ofstream(job) << jobs[r].dump();
+    EXPECT_TRUE(workers[r].Start({kWorkerBin, "--job", job, "--out",
+                                  dir / ("result" + std::to_string(r) + ".json")},
+                                 dir / ("worker" + std::to_string(r) + ".log")));
+  }
+  std::vector<RankRun> runs(jobs.size());
+  for (size_t r = 0; r < jobs.size(); ++r) {
+    const int status = workers[r].Wait(std::chrono::seconds(120));
+    runs[r].wall_s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    runs[r].exit_code = status >= 0 && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    runs[r].result = json::parse(ReadFile(dir / ("result" + std::to_string(r) + ".json")),
+                                 nullptr, false);
+    EXPECT_FALSE(runs[r].result.is_discarded()) << ReadFile(workers[r].log_path());
+  }
+  return runs;
+}
+
+TEST(CollectiveTest, TwoRanksCheckAndTimeEachCollectiveWithBusBandwidthByTheFormula) {
+  TempDir dir("bf-collective");
+  const int64_t bytes = int64_t{1} << 20;
+  // nccl-tests' factors for n = 2: all-reduce 2(n-1)/n = 1, all-gather (n-1)/n = 0.5.
+  const std::vector<std::pair<std::string, double>> ops = {
+      {"allreduce", 1.0}, {"allgather", 0.5}, {"broadcast", 1.0}};
+  for (const auto& [op, factor] : ops) {
+    SCOPED_TRACE(op);
+    const int port = FreePort();
+    ASSERT_GT(port, 0);
+    const std::vector<RankRun> runs = RunRanks(dir, {Job(op, bytes, 0, 2, port), Job(op, bytes, 1, 2, port)});
+    for (int rank = 0; rank < 2; ++rank) {
+      const json& result = runs[rank].result;
+      ASSERT_EQ(runs[rank].exit_code, 0) << result.dump();
+      ASSERT_TRUE(result.value("ok", false)) << result.dump();
+      const json& c = result.at("collective");
+      EXPECT_EQ(c.at("op"), op);
+      EXPECT_EQ(c.at("rank"), rank);
+      EXPECT_EQ(c.at("world_size"), 2);
+      EXPECT_EQ(c.at("address"), "127.0.0.1");  // the address asked for, not a fallback
+      EXPECT_TRUE(c.at("checked").get<bool>());
+      const double call_bytes = op == "allgather" ? 2.0 * bytes : static_cast<double>(bytes);
+      EXPECT_DOUBLE_EQ(c.at("call_bytes").get<double>(), call_bytes);
+      const double median_ms = result.at("stats").at("median_ms").get<double>();
+      EXPECT_NEAR(c.at("algbw_gbps").get<double>(), call_bytes / (median_ms * 1e-3) / 1e9, 1e-9);
+      EXPECT_NEAR(c.at("busbw_gbps").get<double>(), c.at("algbw_gbps").get<double>() * factor, 1e-9);
+      EXPECT_GT(c.at("busbw_gbps").get<double>(), 0);
+      // The coordinator takes it as any result.
+      auto parsed = ParseWorkerResult(result);
+      EXPECT_TRUE(parsed.ok()) << parsed.status().ToString();
+      std::cout << "FIGURE " << op << " 1 MiB, 2 ranks on loopback, rank " << rank
+                << ": median " << median_ms << " ms, algbw " << c.at("algbw_gbps").get<double>()
+                << " GB/s, busbw " << c.at("busbw_gbps").get<double>() << " GB/s\n";
+    }
+    // Rank 0 took every timing decision: both ranks ran blocks of the same size.
+    EXPECT_EQ(runs[0].result.at("stats").at("iters_per_sample"),
+              runs[1].result.at("stats").at("iters_per_sample"));
+  }
+}
+
+TEST(CollectiveTest, ARankWhosePartnerNeverComesFailsWithinItsTimeoutNamingTheStore) {
+  TempDir dir("bf-collective");
+  const int port = FreePort();
+  ASSERT_GT(port, 0);
+  // Rank 0 of 2 hosts the store and waits for rank 1, which never starts.
+  const std::vector<RankRun> runs = RunRanks(dir, {Job("allreduce", 1024, 0, 2, port, 2.0)});
+  EXPECT_EQ(runs[0].exit_code, 2);
+  EXPECT_FALSE(runs[0].result.value("ok", true));
+  const std::string error = runs[0].result.value("error", "");
+  EXPECT_NE(error.find("127.0.0.1:" + std::to_string(port)), std::string::npos) << error;
+  EXPECT_NE(error.find("timeout_s"), std::string::npos) << error;
+  EXPECT_EQ(error.find("frame #"), std::string::npos) << "a backtrace is no message: " << error;
+  EXPECT_LT(runs[0].wall_s, 60) << "the 2 s timeout was not kept";
+}
+
+}  // namespace
+}  // namespace benchfleet::testing
