@@ -331,13 +331,87 @@ bool CheckCollective(const JobSpec& spec, JobSpecError* error) {
   return true;
 }
 
+bool ReadParallel(const json& value, ParallelSpec* out, JobSpecError* error) {
+  if (!value.is_object()) {
+    return Fail(error, "parallel", "parallel must be an object, got " + value.dump());
+  }
+  for (const auto& item : value.items()) {
+    if (item.key() != "kind" && item.key() != "bucket_mb") {
+      return Fail(error, "parallel." + item.key(),
+                  "unknown key " + Quoted(item.key()) + " in parallel; known keys: kind, bucket_mb");
+    }
+  }
+  if (!ReadChoice(value, "kind", {"data"}, &out->kind, error)) {
+    error->field = "parallel." + error->field;
+    return false;
+  }
+  if (value.contains("bucket_mb")) {
+    const json& mb = value.at("bucket_mb");
+    if (!mb.is_number() || !std::isfinite(mb.get<double>()) || mb.get<double>() <= 0 ||
+        mb.get<double>() > 4096) {
+      return Fail(error, "parallel.bucket_mb",
+                  "parallel.bucket_mb must be a number of MiB in (0, 4096], got " + mb.dump());
+    }
+    out->bucket_mb = mb.get<double>();
+  }
+  return true;
+}
+
+// A model trained across ranks: each rank its shard of the global batch.
+bool CheckParallel(const JobSpec& spec, JobSpecError* error) {
+  // Each rank trains its shard; the check against one process on the whole batch holds
+  // only where a sample's gradient does not depend on the rest of its batch.
+  if (spec.model != "mlp" && spec.model != "transformer") {
+    const std::string why =
+        spec.model == "cnn" ? "its BatchNorm normalises over each rank's shard, not the whole "
+                              "batch (SyncBatchNorm is not built)"
+        : spec.model == "matmul" ? "its parameter has the batch dimension"
+                                 : "a TorchScript module's layers are unknown";
+    return Fail(error, "model",
+                "parallel \"data\" trains mlp or transformer; model " + spec.model + ": " + why);
+  }
+  if (spec.mode != "train") {
+    return Fail(error, "mode",
+                "parallel \"data\" averages gradients: mode must be \"train\", got " + Quoted(spec.mode));
+  }
+  if (spec.dtype != "fp32") {
+    return Fail(error, "dtype",
+                "parallel \"data\" is checked against one process within an fp32 tolerance: dtype "
+                "must be \"fp32\", got " + Quoted(spec.dtype));
+  }
+  if (spec.device != "cpu") {
+    return Fail(error, "device",
+                "parallel runs on the CPU with Gloo (NCCL for GPUs is not built); got device " +
+                    Quoted(spec.device));
+  }
+  if (!spec.distributed) {
+    return Fail(error, "distributed",
+                "parallel runs across ranks: the job needs a distributed object (rank, world_size, "
+                "store, address); sweeps cannot run it before gang scheduling exists, by hand it "
+                "runs as schemas/worker.md shows");
+  }
+  if (spec.batch_size % spec.distributed->world_size != 0) {
+    return Fail(error, "batch_size",
+                "batch_size " + std::to_string(spec.batch_size) +
+                    " is the global batch: it must split evenly over world_size " +
+                    std::to_string(spec.distributed->world_size) + " ranks");
+  }
+  return true;
+}
+
 // Combinations that are each valid alone but cannot run together.
 bool CheckCombination(const JobSpec& spec, JobSpecError* error) {
-  if (IsCollectiveModel(spec.model)) return CheckCollective(spec, error);
+  if (IsCollectiveModel(spec.model)) {
+    if (spec.parallel) {
+      return Fail(error, "parallel", "model " + spec.model + " is a collective, not a model to train in parallel");
+    }
+    return CheckCollective(spec, error);
+  }
+  if (spec.parallel) return CheckParallel(spec, error);
   if (spec.distributed) {
     return Fail(error, "distributed",
-                "distributed is for the collectives only (allreduce, broadcast, allgather); model " +
-                    spec.model + " runs in one process");
+                "distributed is for the collectives (allreduce, broadcast, allgather) and parallel "
+                "jobs; model " + spec.model + " runs in one process here");
   }
   if (spec.dtype != "int8") return true;
   if (spec.mode != "inference") {
@@ -424,6 +498,11 @@ std::optional<JobSpec> Parse(const json& job, bool require_identity, JobSpecErro
     DistributedSpec distributed;
     if (!ReadDistributed(job.at("distributed"), &distributed, error)) return std::nullopt;
     spec.distributed = std::move(distributed);
+  }
+  if (job.contains("parallel")) {
+    ParallelSpec parallel;
+    if (!ReadParallel(job.at("parallel"), &parallel, error)) return std::nullopt;
+    spec.parallel = std::move(parallel);
   }
   if (!CheckCombination(spec, error)) return std::nullopt;
   return spec;

@@ -71,6 +71,15 @@ struct DistributedSpec {
   double timeout_s = 300;
 };
 
+// A job one model trains across ranks (the job's `parallel` object). "data": every rank
+// holds the whole model and trains on its shard of the global batch, gradients
+// averaged over the ranks in buckets, as DistributedDataParallel does.
+inline constexpr double kDefaultBucketMb = 25;  // DDP's default bucket_cap_mb
+struct ParallelSpec {
+  std::string kind = "data";
+  double bucket_mb = kDefaultBucketMb;
+};
+
 // A job after validation: every field present and within range. Only the args of
 // `model` are meaningful.
 struct JobSpec {
@@ -83,7 +92,8 @@ struct JobSpec {
   TransformerArgs transformer;
   TorchScriptArgs torchscript;
   CollectiveArgs collective;
-  std::optional<DistributedSpec> distributed;  // required by the collectives
+  std::optional<DistributedSpec> distributed;  // required by the collectives and `parallel`
+  std::optional<ParallelSpec> parallel;
   std::string mode;    // "inference" or "train"
   std::string dtype;   // "fp32", "bf16" or "int8"
   std::string device;  // "cpu", "cuda" or "cuda:N"

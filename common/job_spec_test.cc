@@ -119,6 +119,40 @@ TEST(JobSpecTest, ACollectiveIsOneRankOfSeveralAndMovesWholeElements) {
       << sweep.status().message();
 }
 
+TEST(JobSpecTest, DataParallelTrainsAModelOnShardsOfTheGlobalBatch) {
+  const json base = json::parse(R"({"job_id": 1, "model": "mlp", "mode": "train", "dtype": "fp32",
+      "device": "cpu", "batch_size": 16, "threads": 1, "parallel": {"kind": "data"},
+      "distributed": {"rank": 0, "world_size": 4, "store": "h:29500", "address": "a"}})");
+  JobSpecError error;
+  auto spec = ParseJobSpec(base, &error);
+  ASSERT_TRUE(spec) << error.message;
+  ASSERT_TRUE(spec->parallel);
+  EXPECT_EQ(spec->parallel->kind, "data");
+  EXPECT_DOUBLE_EQ(spec->parallel->bucket_mb, kDefaultBucketMb);
+  struct Case {
+    json patch;
+    std::string field;
+  };
+  for (const Case& c : std::vector<Case>{
+           {{{"batch_size", 18}}, "batch_size"},  // 18 does not split over 4 ranks
+           {{{"mode", "inference"}}, "mode"},
+           {{{"dtype", "bf16"}}, "dtype"},
+           {{{"model", "cnn"}}, "model"},  // BatchNorm over shards
+           {{{"model", "matmul"}}, "model"},
+           {{{"model", "allreduce"}, {"mode", "inference"}, {"batch_size", 1}}, "parallel"},
+           {{{"parallel", {{"kind", "pipeline"}}}}, "parallel.kind"},
+           {{{"parallel", {{"kind", "data"}, {"bucket_mb", 0}}}}, "parallel.bucket_mb"},
+           {{{"parallel", {{"kind", "data"}, {"stages", 2}}}}, "parallel.stages"},
+           {{{"distributed", nullptr}}, "distributed"},
+       }) {
+    json job = base;
+    job.update(c.patch);
+    if (job["distributed"].is_null()) job.erase("distributed");
+    EXPECT_FALSE(ParseJobSpec(job, &error)) << job.dump();
+    EXPECT_EQ(error.field, c.field) << error.message;
+  }
+}
+
 TEST(JobSpecTest, ConfigNeedsNoJobId) {
   JobSpecError error;
   const json config = json::parse(

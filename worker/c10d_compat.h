@@ -2,8 +2,8 @@
 // work handles moved between LibTorch versions (ProcessGroup::Work became c10d::Work in
 // 1.13; 2.x adds Backend beneath ProcessGroup), so a build against another LibTorch
 // changes this header only. Built and tested against Debian's LibTorch 1.13.1 with
-// Gloo (libgloo-dev); NCCL is not used yet. Include it from collective.cc only: it
-// pulls in the c10d and Gloo headers (seconds of compile time each).
+// Gloo (libgloo-dev); NCCL is not used yet. Include it (or ranks.h) from the rank
+// workloads only: it pulls in the c10d and Gloo headers (seconds of compile time each).
 #pragma once
 
 #ifndef USE_C10D_GLOO

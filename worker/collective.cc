@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "worker/c10d_compat.h"
+#include "worker/ranks.h"
 
 namespace benchfleet::worker {
 namespace {
@@ -31,19 +31,17 @@ double CallBytes(const JobSpec& spec) {
 
 // What the ranks share: the group and the buffers of the timed call.
 struct Collective {
-  c10d_compat::StorePtr store;
-  c10d_compat::ProcessGroupPtr group;
+  RankGroup ranks;
   at::Tensor buffer;                // this rank's input (and output, but for allgather)
   std::vector<at::Tensor> gathered;  // allgather: one per rank
-  at::Tensor decision;              // one float64, for the timing decisions
 
   void Call(const std::string& op) {
     if (op == "allreduce") {
-      c10d_compat::AllReduceSum(group, buffer);
+      c10d_compat::AllReduceSum(ranks.group, buffer);
     } else if (op == "broadcast") {
-      c10d_compat::Broadcast(group, buffer, 0);
+      c10d_compat::Broadcast(ranks.group, buffer, 0);
     } else {
-      c10d_compat::AllGather(group, gathered, buffer);
+      c10d_compat::AllGather(ranks.group, gathered, buffer);
     }
   }
 };
@@ -92,28 +90,14 @@ double BusBandwidthFactor(const std::string& op, std::int64_t world_size) {
 
 PreparedWorkload PrepareCollective(const JobSpec& spec) {
   const DistributedSpec& d = *spec.distributed;
-  const auto timeout = std::chrono::milliseconds(static_cast<std::int64_t>(d.timeout_s * 1e3));
   auto c = std::make_shared<Collective>();
-  try {
-    c->store = c10d_compat::OpenTcpStore(d.store_host, static_cast<std::uint16_t>(d.store_port),
-                                         d.rank == 0, d.world_size, timeout);
-    c->group = c10d_compat::OpenGlooGroup(c->store, d.rank, d.world_size, d.address, timeout);
-  } catch (const std::exception& e) {
-    // c10's own errors carry a backtrace; the job's author needs the first line.
-    const auto* c10_error = dynamic_cast<const c10::Error*>(&e);
-    throw WorkloadError("rank " + std::to_string(d.rank) + " of " + std::to_string(d.world_size) +
-                        " could not meet the others at the store " + d.store_host + ":" +
-                        std::to_string(d.store_port) + " from address " + d.address +
-                        " within distributed.timeout_s (" + json(d.timeout_s).dump() +
-                        " s): " + (c10_error ? c10_error->what_without_backtrace() : e.what()));
-  }
+  c->ranks = JoinRanks(d);
   const std::int64_t element = spec.dtype == "fp32" ? 4 : 2;
   const auto options = at::TensorOptions().dtype(ElementType(spec));
   c->buffer = at::zeros({spec.collective.bytes / element}, options);
   if (spec.model == "allgather") {
     for (std::int64_t j = 0; j < d.world_size; ++j) c->gathered.push_back(at::zeros_like(c->buffer));
   }
-  c->decision = at::zeros({1}, at::TensorOptions().dtype(at::kDouble));
   try {
     CheckOnce(*c, spec);
   } catch (const c10::Error& e) {
@@ -124,25 +108,16 @@ PreparedWorkload PrepareCollective(const JobSpec& spec) {
   PreparedWorkload workload;
   const std::string op = spec.model;
   workload.iteration = [c, op] { c->Call(op); };
-  workload.agree = [c](double mine) {
-    c->decision.fill_(mine);
-    c10d_compat::Broadcast(c->group, c->decision, 0);
-    return c->decision.item<double>();
-  };
+  workload.agree = RankZeroDecides(c->ranks.group);
   const double call_bytes = CallBytes(spec);
   const double bus_factor = BusBandwidthFactor(op, d.world_size);
-  workload.report = [c, spec, call_bytes, bus_factor](double median_ms) {
-    const DistributedSpec& rank = *spec.distributed;
+  workload.report = [c, spec, call_bytes, bus_factor](const Measurement&, double median_ms) {
     const double algbw_gbps = median_ms > 0 ? call_bytes / (median_ms * 1e-3) / 1e9 : 0;
     return json{{"collective",
                  {{"op", spec.model},
                   {"backend", "gloo"},
                   {"bytes", spec.collective.bytes},
                   {"call_bytes", call_bytes},
-                  {"world_size", rank.world_size},
-                  {"rank", rank.rank},
-                  {"store", rank.store_host + ":" + std::to_string(rank.store_port)},
-                  {"address", rank.address},
                   {"checked", true},
                   {"algbw_gbps", algbw_gbps},
                   {"busbw_gbps", algbw_gbps * bus_factor}}}};

@@ -19,6 +19,7 @@
 #include "common/job_spec.h"
 #include "worker/clock.h"
 #include "worker/collective.h"
+#include "worker/data_parallel.h"
 #include "worker/flops.h"
 #include "worker/gpu_telemetry.h"
 #include "worker/process_info.h"
@@ -109,7 +110,9 @@ JobOutcome RunValidJob(const JobSpec& spec, json result) {
 
   const std::optional<double> rss_before = ResidentSetMiB();
   const auto build_start = std::chrono::steady_clock::now();
-  const PreparedWorkload workload = collective ? PrepareCollective(spec) : PrepareWorkload(spec);
+  const PreparedWorkload workload = collective      ? PrepareCollective(spec)
+                                    : spec.parallel ? PrepareDataParallel(spec)
+                                                    : PrepareWorkload(spec);
   const double model_build_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - build_start).count();
   std::unique_ptr<GpuTelemetry> telemetry;
@@ -152,7 +155,7 @@ JobOutcome RunValidJob(const JobSpec& spec, json result) {
   // On a GPU the CPU threads mostly wait for kernels, and a collective's work is done
   // by Gloo's threads: their count says nothing.
   result["threads_mismatch"] =
-      gpu || collective ? json(nullptr)
+      gpu || collective || spec.parallel ? json(nullptr)
           : json(std::abs(m.effective_threads / static_cast<double>(spec.threads) - 1) >
                  kThreadsMismatchTolerance);
   result["rss_before_model_mb"] = rss_before ? json(*rss_before) : json(nullptr);
@@ -170,8 +173,15 @@ JobOutcome RunValidJob(const JobSpec& spec, json result) {
   result["gpu_telemetry"] = telemetry_summary;
   if (!telemetry) result["gpu_telemetry_note"] = telemetry_note;
   result["runtime"] = RuntimeInfo(quantized);
+  if (spec.distributed) {
+    const DistributedSpec& d = *spec.distributed;
+    result["distributed"] = {{"rank", d.rank},
+                             {"world_size", d.world_size},
+                             {"store", d.store_host + ":" + std::to_string(d.store_port)},
+                             {"address", d.address}};
+  }
   if (workload.report) {
-    const json added = workload.report(stats.median_ms);  // outlives the loop over it
+    const json added = workload.report(m, stats.median_ms);  // outlives the loop over it
     for (const auto& [key, value] : added.items()) result[key] = value;
   }
   return {std::move(result), kExitOk};

@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "worker/data_parallel.h"
 #include "worker/job_runner.h"
 #include "worker/process_info.h"
 
@@ -193,6 +194,14 @@ std::string ScratchPath(const std::string& name) {
 json ReadJson(const std::string& path) {
   std::ifstream in(path);
   return json::parse(in);
+}
+
+TEST(WorkerTest, GradientBucketsFollowBackwardsOrderUpToTheirSize) {
+  // Parameters 0..4 of 40, 10, 30, 100, 5 bytes; buckets of 50 filled from the last.
+  const auto buckets = PlanBuckets({40, 10, 30, 100, 5}, 50);
+  const std::vector<std::vector<std::size_t>> expected = {{4}, {3}, {2, 1}, {0}};
+  EXPECT_EQ(buckets, expected);  // 100 bytes alone in its own; 5 + 100 would overflow
+  EXPECT_EQ(PlanBuckets({8, 8, 8}, 1 << 20), (std::vector<std::vector<std::size_t>>{{2, 1, 0}}));
 }
 
 TEST(WorkerTest, RunJobFileWritesResult) {

@@ -18,10 +18,6 @@ namespace {
 
 using nlohmann::json;
 
-// The step size does not change what a step costs; a small one keeps the weights
-// finite over the thousands of steps a measurement takes.
-constexpr double kLearningRate = 1e-3;
-
 // Turns a LibTorch error into a message the job's author can act on.
 WorkloadError Explain(const std::string& stage, const JobSpec& spec, const c10::Error& e) {
   std::string message = e.what_without_backtrace();
@@ -94,7 +90,7 @@ std::function<void()> TrainStep(const std::shared_ptr<Model>& model,
   for (torch::Tensor& p : params) p.requires_grad_(true);
   model->SetTraining(true);
   auto optimizer =
-      std::make_shared<torch::optim::SGD>(params, torch::optim::SGDOptions(kLearningRate));
+      std::make_shared<torch::optim::SGD>(params, torch::optim::SGDOptions(kTrainLearningRate));
   // The loss is the MSE to a fixed random target of the output's shape.
   auto target = std::make_shared<torch::Tensor>();
   {

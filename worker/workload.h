@@ -18,6 +18,10 @@ class WorkloadError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// The SGD step size of mode "train". It does not change what a step costs; a small
+// one keeps the weights finite over the thousands of steps a measurement takes.
+inline constexpr double kTrainLearningRate = 1e-3;
+
 // A model built and ready to time.
 struct PreparedWorkload {
   // One unit of measured work: a forward pass over one batch (inference), or
@@ -34,9 +38,9 @@ struct PreparedWorkload {
   // Set for jobs run by several ranks (the collectives): every timing decision is
   // rank 0's (sampler.h), or the ranks' calls would not pair up.
   Agree agree;
-  // Fields the workload adds to the result once timed, from the median time of one
-  // iteration in ms (a collective's bandwidths); empty when it adds none.
-  std::function<nlohmann::json(double median_ms)> report;
+  // Fields the workload adds to the result once timed, from its measurement and the
+  // median time of one iteration in ms (a collective's bandwidths); empty when none.
+  std::function<nlohmann::json(const Measurement& m, double median_ms)> report;
 };
 
 // Builds the model described by `spec` (validated; thread and device settings

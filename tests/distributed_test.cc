@@ -1,5 +1,5 @@
-// The collectives across real benchfleet-worker processes: two ranks meet at rank 0's
-// c10d TCPStore on loopback, check one call, and time it with rank 0 deciding.
+// Jobs of several ranks across real benchfleet-worker processes: the ranks meet at rank
+// 0's c10d TCPStore on loopback, check their work, and time it with rank 0 deciding.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
@@ -106,9 +106,10 @@ TEST(CollectiveTest, TwoRanksCheckAndTimeEachCollectiveWithBusBandwidthByTheForm
       ASSERT_TRUE(result.value("ok", false)) << result.dump();
       const json& c = result.at("collective");
       EXPECT_EQ(c.at("op"), op);
-      EXPECT_EQ(c.at("rank"), rank);
-      EXPECT_EQ(c.at("world_size"), 2);
-      EXPECT_EQ(c.at("address"), "127.0.0.1");  // the address asked for, not a fallback
+      const json& d = result.at("distributed");
+      EXPECT_EQ(d.at("rank"), rank);
+      EXPECT_EQ(d.at("world_size"), 2);
+      EXPECT_EQ(d.at("address"), "127.0.0.1");  // the address asked for, not a fallback
       EXPECT_TRUE(c.at("checked").get<bool>());
       const double call_bytes = op == "allgather" ? 2.0 * bytes : static_cast<double>(bytes);
       EXPECT_DOUBLE_EQ(c.at("call_bytes").get<double>(), call_bytes);
@@ -142,6 +143,57 @@ TEST(CollectiveTest, ARankWhosePartnerNeverComesFailsWithinItsTimeoutNamingTheSt
   EXPECT_NE(error.find("timeout_s"), std::string::npos) << error;
   EXPECT_EQ(error.find("frame #"), std::string::npos) << "a backtrace is no message: " << error;
   EXPECT_LT(runs[0].wall_s, 60) << "the 2 s timeout was not kept";
+}
+
+TEST(DataParallelTest, TwoRanksTrainIdenticallyToOneProcessAndReportTheirScaling) {
+  TempDir dir("bf-data-parallel");
+  const int port = FreePort();
+  ASSERT_GT(port, 0);
+  std::vector<json> jobs;
+  for (int rank = 0; rank < 2; ++rank) {
+    json job = Job("allreduce", 4, rank, 2, port);
+    job["model"] = "mlp";
+    job["model_args"] = {{"layers", {64, 128, 10}}};
+    job["mode"] = "train";
+    job["batch_size"] = 16;  // the global batch: 8 per rank
+    job["parallel"] = {{"kind", "data"}, {"bucket_mb", 0.01}};  // several buckets
+    jobs.push_back(job);
+  }
+  const std::vector<RankRun> runs = RunRanks(dir, jobs);
+  // mlp 64-128-10: (64 + 1) x 128 + (128 + 1) x 10 fp32 parameters.
+  const int64_t param_bytes = ((64 + 1) * 128 + (128 + 1) * 10) * 4;
+  for (int rank = 0; rank < 2; ++rank) {
+    const json& result = runs[rank].result;
+    ASSERT_EQ(runs[rank].exit_code, 0) << result.dump();
+    const json& p = result.at("parallel");
+    EXPECT_EQ(result.at("distributed").at("rank"), rank);
+    EXPECT_EQ(result.at("distributed").at("world_size"), 2);
+    EXPECT_EQ(p.at("rank_batch"), 8);
+    EXPECT_EQ(p.at("allreduce_bytes_per_step"), param_bytes);
+    EXPECT_GE(p.at("buckets").get<int>(), 2);  // 10 KiB buckets for 37 KiB of gradients
+    const json& check = p.at("check");
+    EXPECT_TRUE(check.at("ranks_identical").get<bool>());
+    EXPECT_LE(check.at("max_abs_diff_vs_one_process").get<double>(), check.at("tolerance").get<double>());
+    const double median_ms = result.at("stats").at("median_ms").get<double>();
+    EXPECT_DOUBLE_EQ(p.at("samples_per_s").get<double>(), 16 * 1e3 / median_ms);
+    const double efficiency = p.at("scaling_efficiency").get<double>();
+    EXPECT_NEAR(efficiency,
+                p.at("samples_per_s").get<double>() / (2 * p.at("baseline_samples_per_s").get<double>()),
+                1e-9);
+    EXPECT_GT(efficiency, 0);
+    EXPECT_GT(p.at("comm_share").get<double>(), 0);
+    EXPECT_LT(p.at("comm_share").get<double>(), 1);
+    EXPECT_GT(p.at("busbw_gbps").get<double>(), 0);
+    auto parsed = ParseWorkerResult(result);
+    EXPECT_TRUE(parsed.ok()) << parsed.status().ToString();
+    std::cout << "FIGURE data-parallel mlp 64-128-10, global batch 16, 2 ranks, rank " << rank
+              << ": step p50 " << median_ms << " ms, efficiency " << efficiency << ", comm share "
+              << p.at("comm_share").get<double>() << ", max diff vs one process "
+              << check.at("max_abs_diff_vs_one_process").get<double>() << "\n";
+  }
+  // Both ranks report rank 0's baseline.
+  EXPECT_EQ(runs[0].result.at("parallel").at("baseline_step_ms"),
+            runs[1].result.at("parallel").at("baseline_step_ms"));
 }
 
 }  // namespace

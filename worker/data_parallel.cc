@@ -1,0 +1,282 @@
+#include "worker/data_parallel.h"
+
+#include <c10/util/Exception.h>
+#include <torch/optim/sgd.h>
+#include <torch/utils.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "worker/ranks.h"
+#include "worker/clock.h"
+#include "worker/collective.h"
+#include "worker/model.h"
+#include "worker/stats.h"
+
+namespace benchfleet::worker {
+namespace {
+
+using nlohmann::json;
+
+// Steps trained before timing, by the ranks and by one process on the whole batch,
+// whose parameters are then compared.
+constexpr int kCheckSteps = 3;
+// After kCheckSteps the ranks' parameters may differ from one process's by float
+// rounding alone (the gradient is summed in another order): at most this much.
+constexpr double kSingleProcessTolerance = 1e-5;
+
+double Now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+
+// One rank's model and its shard, and what its steps cost.
+struct Rank {
+  RankGroup ranks;
+  Agree agree;  // rank 0 decides
+  std::int64_t world_size = 1;
+  std::shared_ptr<Model> model;
+  std::vector<torch::Tensor> params;
+  std::shared_ptr<torch::optim::SGD> optimizer;
+  std::vector<torch::Tensor> inputs;  // this rank's shard of the global batch
+  torch::Tensor target;               // and of the global target
+  std::vector<std::vector<std::size_t>> buckets;
+  std::int64_t bytes_per_step = 0;    // gradient bytes all-reduced per step
+  // Accumulated over the steps since the last Reset(): for the communication share.
+  double comm_s = 0;
+  double step_s = 0;
+  std::int64_t steps = 0;
+
+  void Reset() { comm_s = step_s = 0, steps = 0; }
+
+  // forward, backward, the gradients averaged over the ranks (unless `alone`), a step.
+  void Step(bool alone) {
+    const double start = Now();
+    optimizer->zero_grad();
+    const torch::Tensor loss = (model->Forward(inputs) - target).pow(2).mean();
+    loss.backward();
+    const double reduce_start = Now();
+    if (!alone) AverageGradients();
+    const double reduce_end = Now();
+    optimizer->step();
+    comm_s += reduce_end - reduce_start;
+    step_s += Now() - start;
+    ++steps;
+  }
+
+  void AverageGradients() {
+    torch::NoGradGuard no_grad;
+    for (const std::vector<std::size_t>& bucket : buckets) {
+      std::vector<torch::Tensor> flat;
+      for (std::size_t i : bucket) flat.push_back(params[i].grad().reshape(-1));
+      torch::Tensor joined = torch::cat(flat);
+      c10d_compat::AllReduceSum(ranks.group, joined);
+      joined.div_(static_cast<double>(world_size));
+      std::int64_t offset = 0;
+      for (std::size_t i : bucket) {
+        torch::Tensor grad = params[i].grad();
+        grad.copy_(joined.narrow(0, offset, grad.numel()).view_as(grad));
+        offset += grad.numel();
+      }
+    }
+  }
+
+  // Every rank takes rank 0's parameters.
+  void TakeRankZerosParameters() {
+    torch::NoGradGuard no_grad;
+    for (torch::Tensor& p : params) {
+      torch::Tensor data = p.detach();
+      c10d_compat::Broadcast(ranks.group, data, 0);
+    }
+  }
+};
+
+// The model of `spec` on the whole global batch, and the fixed random target its
+// loss is measured against: the same on every rank (the same seed).
+struct GlobalBatch {
+  std::shared_ptr<Model> model;
+  std::vector<torch::Tensor> inputs;
+  torch::Tensor target;
+};
+
+GlobalBatch BuildGlobal(const JobSpec& spec) {
+  torch::manual_seed(spec.seed);
+  BuiltModel built = BuildZooModel(spec);
+  GlobalBatch global;
+  global.model = std::move(built.model);
+  global.inputs = std::move(built.inputs);
+  for (torch::Tensor& p : global.model->Parameters()) p.requires_grad_(true);
+  global.model->SetTraining(true);
+  torch::NoGradGuard no_grad;
+  torch::manual_seed(spec.seed + 1);
+  global.target = torch::randn_like(global.model->Forward(global.inputs));
+  return global;
+}
+
+// A hash of the parameters' bytes: equal on two ranks only when bit-identical.
+std::int64_t ParameterHash(const std::vector<torch::Tensor>& params) {
+  std::uint64_t hash = 1469598103934665603ULL;  // FNV-1a
+  for (const torch::Tensor& p : params) {
+    const torch::Tensor c = p.detach().contiguous();
+    const auto* bytes = static_cast<const unsigned char*>(c.data_ptr());
+    const std::size_t n = static_cast<std::size_t>(c.numel()) * c.element_size();
+    for (std::size_t i = 0; i < n; ++i) hash = (hash ^ bytes[i]) * 1099511628211ULL;
+  }
+  return static_cast<std::int64_t>(hash);
+}
+
+}  // namespace
+
+std::vector<std::vector<std::size_t>> PlanBuckets(const std::vector<std::int64_t>& param_bytes,
+                                                  std::int64_t bucket_bytes) {
+  std::vector<std::vector<std::size_t>> buckets;
+  std::int64_t filled = 0;
+  for (std::size_t k = param_bytes.size(); k-- > 0;) {
+    if (buckets.empty() || (filled > 0 && filled + param_bytes[k] > bucket_bytes)) {
+      buckets.emplace_back();
+      filled = 0;
+    }
+    buckets.back().push_back(k);
+    filled += param_bytes[k];
+  }
+  return buckets;
+}
+
+PreparedWorkload PrepareDataParallel(const JobSpec& spec) {
+  const DistributedSpec& d = *spec.distributed;
+  auto rank = std::make_shared<Rank>();
+  rank->world_size = d.world_size;
+  rank->ranks = JoinRanks(d);
+  rank->agree = RankZeroDecides(rank->ranks.group);
+  const std::int64_t rank_batch = spec.batch_size / d.world_size;
+  json check;
+  double baseline_median_ms = 0;
+  try {
+    GlobalBatch global = BuildGlobal(spec);
+    rank->model = global.model;
+    rank->params = rank->model->Parameters();
+    for (torch::Tensor& input : global.inputs) {
+      rank->inputs.push_back(input.narrow(0, d.rank * rank_batch, rank_batch).contiguous());
+    }
+    rank->target = global.target.narrow(0, d.rank * rank_batch, rank_batch).contiguous();
+    rank->optimizer = std::make_shared<torch::optim::SGD>(
+        rank->params, torch::optim::SGDOptions(kTrainLearningRate));
+    std::vector<std::int64_t> param_bytes;
+    for (const torch::Tensor& p : rank->params) param_bytes.push_back(TensorBytes(p));
+    const auto bucket_bytes = static_cast<std::int64_t>(spec.parallel->bucket_mb * 1024 * 1024);
+    rank->buckets = PlanBuckets(param_bytes, bucket_bytes);
+    for (std::int64_t b : param_bytes) rank->bytes_per_step += b;
+    rank->TakeRankZerosParameters();
+
+    // Shown, not assumed: a few steps on every rank, then the parameters of every rank
+    // bit-identical (hashes gathered from all), and those of rank 0 equal to one
+    // process's that trained on the whole batch.
+    for (int i = 0; i < kCheckSteps; ++i) rank->Step(/*alone=*/false);
+    torch::Tensor hash = torch::full({1}, ParameterHash(rank->params), torch::kLong);
+    std::vector<torch::Tensor> hashes;
+    for (std::int64_t r = 0; r < d.world_size; ++r) hashes.push_back(torch::zeros_like(hash));
+    c10d_compat::AllGather(rank->ranks.group, hashes, hash);
+    for (std::int64_t r = 1; r < d.world_size; ++r) {
+      if (!hashes[r].equal(hashes[0])) {
+        throw WorkloadError("after " + std::to_string(kCheckSteps) + " data-parallel steps rank " +
+                            std::to_string(r) + "'s parameters differ from rank 0's");
+      }
+    }
+    double max_abs_diff = 0;
+    if (d.rank == 0) {
+      GlobalBatch single = BuildGlobal(spec);
+      std::vector<torch::Tensor> params = single.model->Parameters();
+      torch::optim::SGD optimizer(params, torch::optim::SGDOptions(kTrainLearningRate));
+      for (int i = 0; i < kCheckSteps; ++i) {
+        optimizer.zero_grad();
+        (single.model->Forward(single.inputs) - single.target).pow(2).mean().backward();
+        optimizer.step();
+      }
+      for (std::size_t i = 0; i < params.size(); ++i) {
+        max_abs_diff = std::max(
+            max_abs_diff, (params[i].detach() - rank->params[i].detach()).abs().max().item<double>());
+      }
+    }
+    max_abs_diff = rank->agree(max_abs_diff);
+    if (!(max_abs_diff <= kSingleProcessTolerance)) {
+      throw WorkloadError("after " + std::to_string(kCheckSteps) +
+                          " data-parallel steps the parameters differ from one process's on the "
+                          "whole batch by " + json(max_abs_diff).dump() + " (tolerance " +
+                          json(kSingleProcessTolerance).dump() + ")");
+    }
+    check = {{"steps", kCheckSteps},
+             {"ranks_identical", true},
+             {"max_abs_diff_vs_one_process", max_abs_diff},
+             {"tolerance", kSingleProcessTolerance}};
+
+    // The one-rank baseline: rank 0 alone on its shard, its device, no communication,
+    // while the others wait; then every rank takes its parameters again.
+    if (d.rank == 0) {
+      const Measurement alone = MeasureWorkload([rank] { rank->Step(/*alone=*/true); },
+                                                TimingOptions{spec.timing.warmup_s, spec.timing.min_time_s,
+                                                              spec.timing.max_time_s, spec.timing.target_iqr},
+                                                SystemClock());
+      std::vector<double> sorted = alone.samples_ms;
+      std::sort(sorted.begin(), sorted.end());
+      baseline_median_ms = Quantile(sorted, 0.5);
+    }
+    baseline_median_ms = rank->agree(baseline_median_ms);
+    rank->TakeRankZerosParameters();
+    rank->Reset();
+  } catch (const c10::Error& e) {
+    throw WorkloadError("data-parallel training failed on rank " + std::to_string(d.rank) + ": " +
+                        e.what_without_backtrace());
+  }
+
+  PreparedWorkload workload;
+  workload.iteration = [rank, spec]() {
+    try {
+      rank->Step(/*alone=*/false);
+    } catch (const c10::Error& e) {
+      throw WorkloadError("data-parallel step failed on rank " +
+                          std::to_string(spec.distributed->rank) + ": " + e.what_without_backtrace());
+    }
+  };
+  workload.agree = rank->agree;
+  workload.param_bytes = rank->bytes_per_step;
+  workload.report = [rank, spec, rank_batch, baseline_median_ms, check](const Measurement& m,
+                                                                       double median_ms) {
+    const DistributedSpec& d = *spec.distributed;
+    std::vector<double> sorted = m.samples_ms;
+    std::sort(sorted.begin(), sorted.end());
+    // The share over every step since timing began (warm-up included), applied to the
+    // median step: mean and median steps differ, shares barely.
+    const double comm_share = rank->step_s > 0 ? rank->comm_s / rank->step_s : 0;
+    const double comm_ms = comm_share * median_ms;
+    const double samples_per_s = static_cast<double>(spec.batch_size) * 1e3 / median_ms;
+    const double baseline_samples_per_s = static_cast<double>(rank_batch) * 1e3 / baseline_median_ms;
+    const double busbw_gbps =
+        comm_ms > 0 ? static_cast<double>(rank->bytes_per_step) / (comm_ms * 1e-3) / 1e9 *
+                          BusBandwidthFactor("allreduce", d.world_size)
+                    : 0;
+    return json{{"parallel",
+                 {{"kind", "data"},
+                  {"global_batch", spec.batch_size},
+                  {"rank_batch", rank_batch},
+                  {"step_p50_ms", median_ms},
+                  {"step_p95_ms", sorted.empty() ? json(nullptr) : json(Quantile(sorted, 0.95))},
+                  {"samples_per_s", samples_per_s},
+                  {"rank_samples_per_s", samples_per_s / static_cast<double>(d.world_size)},
+                  {"baseline_step_ms", baseline_median_ms},
+                  {"baseline_samples_per_s", baseline_samples_per_s},
+                  {"scaling_efficiency",
+                   samples_per_s / (static_cast<double>(d.world_size) * baseline_samples_per_s)},
+                  {"comm_ms_per_step", comm_ms},
+                  {"comm_share", comm_share},
+                  {"allreduce_bytes_per_step", rank->bytes_per_step},
+                  {"buckets", rank->buckets.size()},
+                  {"bucket_mb", spec.parallel->bucket_mb},
+                  {"busbw_gbps", busbw_gbps},
+                  {"overlap", false},
+                  {"check", check}}}};
+  };
+  return workload;
+}
+
+}  // namespace benchfleet::worker
