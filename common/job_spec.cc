@@ -335,15 +335,26 @@ bool ReadParallel(const json& value, ParallelSpec* out, JobSpecError* error) {
   if (!value.is_object()) {
     return Fail(error, "parallel", "parallel must be an object, got " + value.dump());
   }
-  for (const auto& item : value.items()) {
-    if (item.key() != "kind" && item.key() != "bucket_mb") {
-      return Fail(error, "parallel." + item.key(),
-                  "unknown key " + Quoted(item.key()) + " in parallel; known keys: kind, bucket_mb");
-    }
-  }
-  if (!ReadChoice(value, "kind", {"data"}, &out->kind, error)) {
+  if (!ReadChoice(value, "kind", {"data", "pipeline"}, &out->kind, error)) {
     error->field = "parallel." + error->field;
     return false;
+  }
+  const std::vector<std::string> keys = out->kind == "data"
+                                            ? std::vector<std::string>{"kind", "bucket_mb"}
+                                            : std::vector<std::string>{"kind", "stages", "micro_batches"};
+  for (const auto& item : value.items()) {
+    if (std::find(keys.begin(), keys.end(), item.key()) == keys.end()) {
+      return Fail(error, "parallel." + item.key(),
+                  "unknown key " + Quoted(item.key()) + " in parallel of kind " + Quoted(out->kind) +
+                      "; known keys: " + Join(keys));
+    }
+  }
+  if (out->kind == "pipeline") {
+    if (!value.contains("stages")) return Fail(error, "parallel.stages", "missing parallel.stages");
+    return ReadInt(value.at("stages"), "parallel.stages", 2, kMaxWorldSize, &out->stages, error) &&
+           (!value.contains("micro_batches") ||
+            ReadInt(value.at("micro_batches"), "parallel.micro_batches", 1, kNoLimit,
+                    &out->micro_batches, error));
   }
   if (value.contains("bucket_mb")) {
     const json& mb = value.at("bucket_mb");
@@ -368,16 +379,17 @@ bool CheckParallel(const JobSpec& spec, JobSpecError* error) {
         : spec.model == "matmul" ? "its parameter has the batch dimension"
                                  : "a TorchScript module's layers are unknown";
     return Fail(error, "model",
-                "parallel \"data\" trains mlp or transformer; model " + spec.model + ": " + why);
+                "parallel runs mlp or transformer; model " + spec.model + ": " + why);
   }
-  if (spec.mode != "train") {
+  const bool data = spec.parallel->kind == "data";
+  if (data && spec.mode != "train") {
     return Fail(error, "mode",
                 "parallel \"data\" averages gradients: mode must be \"train\", got " + Quoted(spec.mode));
   }
   if (spec.dtype != "fp32") {
     return Fail(error, "dtype",
-                "parallel \"data\" is checked against one process within an fp32 tolerance: dtype "
-                "must be \"fp32\", got " + Quoted(spec.dtype));
+                "parallel is checked against one process within an fp32 tolerance: dtype must be "
+                "\"fp32\", got " + Quoted(spec.dtype));
   }
   if (spec.device != "cpu") {
     return Fail(error, "device",
@@ -390,11 +402,34 @@ bool CheckParallel(const JobSpec& spec, JobSpecError* error) {
                 "store, address); sweeps cannot run it before gang scheduling exists, by hand it "
                 "runs as schemas/worker.md shows");
   }
-  if (spec.batch_size % spec.distributed->world_size != 0) {
-    return Fail(error, "batch_size",
-                "batch_size " + std::to_string(spec.batch_size) +
-                    " is the global batch: it must split evenly over world_size " +
-                    std::to_string(spec.distributed->world_size) + " ranks");
+  if (data) {
+    if (spec.batch_size % spec.distributed->world_size != 0) {
+      return Fail(error, "batch_size",
+                  "batch_size " + std::to_string(spec.batch_size) +
+                      " is the global batch: it must split evenly over world_size " +
+                      std::to_string(spec.distributed->world_size) + " ranks");
+    }
+    return true;
+  }
+  const ParallelSpec& p = *spec.parallel;
+  if (p.stages != spec.distributed->world_size) {
+    return Fail(error, "parallel.stages",
+                "a pipeline runs one stage per rank: parallel.stages (" + std::to_string(p.stages) +
+                    ") must equal distributed.world_size (" +
+                    std::to_string(spec.distributed->world_size) + ")");
+  }
+  const std::int64_t units = spec.model == "mlp"
+                                 ? static_cast<std::int64_t>(spec.mlp.layers.size()) - 1
+                                 : spec.transformer.layers;
+  if (units < p.stages) {
+    return Fail(error, "parallel.stages",
+                "model " + spec.model + " has " + std::to_string(units) +
+                    " layers to split, fewer than parallel.stages (" + std::to_string(p.stages) + ")");
+  }
+  if (p.micro_batches > spec.batch_size || spec.batch_size % p.micro_batches != 0) {
+    return Fail(error, "parallel.micro_batches",
+                "parallel.micro_batches (" + std::to_string(p.micro_batches) +
+                    ") must divide batch_size (" + std::to_string(spec.batch_size) + ")");
   }
   return true;
 }

@@ -71,13 +71,17 @@ struct DistributedSpec {
   double timeout_s = 300;
 };
 
-// A job one model trains across ranks (the job's `parallel` object). "data": every rank
+// A job one model runs across ranks (the job's `parallel` object). "data": every rank
 // holds the whole model and trains on its shard of the global batch, gradients
-// averaged over the ranks in buckets, as DistributedDataParallel does.
+// averaged over the ranks in buckets, as DistributedDataParallel does. "pipeline": the
+// model split into `stages` consecutive parts, one per rank, the batch in
+// `micro_batches` going through them in a GPipe schedule.
 inline constexpr double kDefaultBucketMb = 25;  // DDP's default bucket_cap_mb
 struct ParallelSpec {
   std::string kind = "data";
-  double bucket_mb = kDefaultBucketMb;
+  double bucket_mb = kDefaultBucketMb;  // data
+  std::int64_t stages = 0;              // pipeline: = distributed.world_size
+  std::int64_t micro_batches = 1;       // pipeline
 };
 
 // A job after validation: every field present and within range. Only the args of

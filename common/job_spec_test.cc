@@ -140,7 +140,7 @@ TEST(JobSpecTest, DataParallelTrainsAModelOnShardsOfTheGlobalBatch) {
            {{{"model", "cnn"}}, "model"},  // BatchNorm over shards
            {{{"model", "matmul"}}, "model"},
            {{{"model", "allreduce"}, {"mode", "inference"}, {"batch_size", 1}}, "parallel"},
-           {{{"parallel", {{"kind", "pipeline"}}}}, "parallel.kind"},
+           {{{"parallel", {{"kind", "tensor"}}}}, "parallel.kind"},
            {{{"parallel", {{"kind", "data"}, {"bucket_mb", 0}}}}, "parallel.bucket_mb"},
            {{{"parallel", {{"kind", "data"}, {"stages", 2}}}}, "parallel.stages"},
            {{{"distributed", nullptr}}, "distributed"},
@@ -148,6 +148,36 @@ TEST(JobSpecTest, DataParallelTrainsAModelOnShardsOfTheGlobalBatch) {
     json job = base;
     job.update(c.patch);
     if (job["distributed"].is_null()) job.erase("distributed");
+    EXPECT_FALSE(ParseJobSpec(job, &error)) << job.dump();
+    EXPECT_EQ(error.field, c.field) << error.message;
+  }
+}
+
+TEST(JobSpecTest, APipelineSplitsTheModelIntoOneStagePerRank) {
+  const json base = json::parse(R"({"job_id": 1, "model": "transformer",
+      "model_args": {"layers": 4}, "mode": "inference", "dtype": "fp32", "device": "cpu",
+      "batch_size": 8, "threads": 1, "parallel": {"kind": "pipeline", "stages": 2, "micro_batches": 4},
+      "distributed": {"rank": 1, "world_size": 2, "store": "h:29500", "address": "a"}})");
+  JobSpecError error;
+  auto spec = ParseJobSpec(base, &error);
+  ASSERT_TRUE(spec) << error.message;
+  EXPECT_EQ(spec->parallel->stages, 2);
+  EXPECT_EQ(spec->parallel->micro_batches, 4);
+  struct Case {
+    json patch;
+    std::string field;
+  };
+  for (const Case& c : std::vector<Case>{
+           {{{"parallel", {{"kind", "pipeline"}, {"micro_batches", 4}}}}, "parallel.stages"},
+           {{{"parallel", {{"kind", "pipeline"}, {"stages", 3}}}}, "parallel.stages"},  // 2 ranks
+           {{{"parallel", {{"kind", "pipeline"}, {"stages", 2}, {"micro_batches", 3}}}},
+            "parallel.micro_batches"},  // 8 rows do not split in 3
+           {{{"parallel", {{"kind", "pipeline"}, {"stages", 2}, {"bucket_mb", 1}}}}, "parallel.bucket_mb"},
+           {{{"model_args", {{"layers", 1}}}}, "parallel.stages"},  // one layer, two stages
+           {{{"dtype", "bf16"}}, "dtype"},
+       }) {
+    json job = base;
+    job.update(c.patch);
     EXPECT_FALSE(ParseJobSpec(job, &error)) << job.dump();
     EXPECT_EQ(error.field, c.field) << error.message;
   }

@@ -59,6 +59,18 @@ json Job(const std::string& op, int64_t bytes, int rank, int world_size, int por
             {"timeout_s", timeout_s}}}};
 }
 
+// One rank's job training (or running) an mlp across ranks.
+json MlpJob(int rank, int port, const json& layers, const std::string& mode, int batch_size,
+            const json& parallel) {
+  json job = Job("allreduce", 4, rank, 2, port);
+  job["model"] = "mlp";
+  job["model_args"] = {{"layers", layers}};
+  job["mode"] = mode;
+  job["batch_size"] = batch_size;
+  job["parallel"] = parallel;
+  return job;
+}
+
 struct RankRun {
   int exit_code = -1;
   json result;
@@ -151,13 +163,8 @@ TEST(DataParallelTest, TwoRanksTrainIdenticallyToOneProcessAndReportTheirScaling
   ASSERT_GT(port, 0);
   std::vector<json> jobs;
   for (int rank = 0; rank < 2; ++rank) {
-    json job = Job("allreduce", 4, rank, 2, port);
-    job["model"] = "mlp";
-    job["model_args"] = {{"layers", {64, 128, 10}}};
-    job["mode"] = "train";
-    job["batch_size"] = 16;  // the global batch: 8 per rank
-    job["parallel"] = {{"kind", "data"}, {"bucket_mb", 0.01}};  // several buckets
-    jobs.push_back(job);
+    // The global batch 16: 8 per rank; buckets of 10 KiB: several.
+    jobs.push_back(MlpJob(rank, port, {64, 128, 10}, "train", 16, {{"kind", "data"}, {"bucket_mb", 0.01}}));
   }
   const std::vector<RankRun> runs = RunRanks(dir, jobs);
   // mlp 64-128-10: (64 + 1) x 128 + (128 + 1) x 10 fp32 parameters.
@@ -194,6 +201,46 @@ TEST(DataParallelTest, TwoRanksTrainIdenticallyToOneProcessAndReportTheirScaling
   // Both ranks report rank 0's baseline.
   EXPECT_EQ(runs[0].result.at("parallel").at("baseline_step_ms"),
             runs[1].result.at("parallel").at("baseline_step_ms"));
+}
+
+TEST(PipelineTest, TwoStagesMatchTheUnsplitModelAndMeasureTheirBubble) {
+  TempDir dir("bf-pipeline");
+  for (const std::string mode : {"train", "inference"}) {
+    SCOPED_TRACE(mode);
+    const int port = FreePort();
+    ASSERT_GT(port, 0);
+    std::vector<json> jobs;
+    for (int rank = 0; rank < 2; ++rank) {
+      // 3 layers: 2 on stage 0, 1 on stage 1.
+      jobs.push_back(MlpJob(rank, port, {64, 128, 128, 10}, mode, 16,
+                            {{"kind", "pipeline"}, {"stages", 2}, {"micro_batches", 4}}));
+    }
+    const std::vector<RankRun> runs = RunRanks(dir, jobs);
+    for (int rank = 0; rank < 2; ++rank) {
+      const json& result = runs[rank].result;
+      ASSERT_EQ(runs[rank].exit_code, 0) << result.dump();
+      EXPECT_EQ(result.at("distributed").at("rank"), rank);
+      const json& p = result.at("parallel");
+      EXPECT_EQ(p.at("kind"), "pipeline");
+      const json& check = p.at("check");
+      EXPECT_EQ(check.at("compared"), mode == "train" ? "outputs and gradients" : "outputs");
+      EXPECT_LE(check.at("max_rel_diff_vs_unsplit").get<double>(), check.at("tolerance").get<double>());
+      EXPECT_DOUBLE_EQ(p.at("bubble_gpipe_theory").get<double>(), 1.0 / 5);  // (S-1)/(M+S-1)
+      EXPECT_GE(p.at("bubble").get<double>(), 0);
+      EXPECT_LT(p.at("bubble").get<double>(), 1);
+      EXPECT_EQ(p.at("stages_busy_share").size(), 2u);
+      // 4 micro-batches of 4 x 128 fp32 activations forward, and as many gradients back.
+      const double one_way = 4 * 4 * 128 * 4;
+      EXPECT_DOUBLE_EQ(p.at("bytes_between_stages_per_step").get<double>(),
+                       mode == "train" ? 2 * one_way : one_way);
+      EXPECT_GT(p.at("speedup_vs_unsplit").get<double>(), 0);
+      auto parsed = ParseWorkerResult(result);
+      EXPECT_TRUE(parsed.ok()) << parsed.status().ToString();
+      std::cout << "FIGURE pipeline mlp 64-128-128-10 " << mode << ", 2 stages x 4 micro-batches, rank "
+                << rank << ": bubble " << p.at("bubble").get<double>() << " (GPipe theory 0.2), "
+                << "max rel diff vs unsplit " << check.at("max_rel_diff_vs_unsplit").get<double>() << "\n";
+    }
+  }
 }
 
 }  // namespace

@@ -69,4 +69,21 @@ inline void AllGather(const ProcessGroupPtr& group, std::vector<at::Tensor>& out
   outputs = output_lists[0];
 }
 
+// Point to point, for the stages of a pipeline: a send completes when `Wait` says so
+// (the tensor must stay untouched until then); a receive returns with the tensor filled.
+using PendingSend = c10::intrusive_ptr<::c10d::Work>;
+
+inline PendingSend Send(const ProcessGroupPtr& group, at::Tensor& tensor, std::int64_t to,
+                        int tag) {
+  std::vector<at::Tensor> tensors{tensor};
+  return group->send(tensors, static_cast<int>(to), tag);
+}
+
+inline void Wait(const PendingSend& send) { send->wait(); }
+
+inline void Receive(const ProcessGroupPtr& group, at::Tensor& tensor, std::int64_t from, int tag) {
+  std::vector<at::Tensor> tensors{tensor};
+  group->recv(tensors, static_cast<int>(from), tag)->wait();
+}
+
 }  // namespace benchfleet::worker::c10d_compat

@@ -100,14 +100,23 @@ PreparedWorkload PrepareCollective(const JobSpec& spec) {
   }
   try {
     CheckOnce(*c, spec);
-  } catch (const c10::Error& e) {
+  } catch (const WorkloadError&) {
+    throw;
+  } catch (const std::exception& e) {
     throw WorkloadError("the " + spec.model + " check failed on rank " + std::to_string(d.rank) +
-                        ": " + e.what_without_backtrace());
+                        ": " + ErrorMessage(e));
   }
 
   PreparedWorkload workload;
   const std::string op = spec.model;
-  workload.iteration = [c, op] { c->Call(op); };
+  workload.iteration = [c, op, rank = d.rank] {
+    try {
+      c->Call(op);
+    } catch (const std::exception& e) {  // Gloo's, when another rank went away mid-call
+      throw WorkloadError("the " + op + " failed on rank " + std::to_string(rank) + ": " +
+                          ErrorMessage(e));
+    }
+  };
   workload.agree = RankZeroDecides(c->ranks.group);
   const double call_bytes = CallBytes(spec);
   const double bus_factor = BusBandwidthFactor(op, d.world_size);

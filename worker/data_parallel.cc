@@ -213,29 +213,26 @@ PreparedWorkload PrepareDataParallel(const JobSpec& spec) {
     // The one-rank baseline: rank 0 alone on its shard, its device, no communication,
     // while the others wait; then every rank takes its parameters again.
     if (d.rank == 0) {
-      const Measurement alone = MeasureWorkload([rank] { rank->Step(/*alone=*/true); },
-                                                TimingOptions{spec.timing.warmup_s, spec.timing.min_time_s,
-                                                              spec.timing.max_time_s, spec.timing.target_iqr},
-                                                SystemClock());
-      std::vector<double> sorted = alone.samples_ms;
-      std::sort(sorted.begin(), sorted.end());
-      baseline_median_ms = Quantile(sorted, 0.5);
+      baseline_median_ms = MedianMsAlone([rank] { rank->Step(/*alone=*/true); }, spec.timing);
     }
     baseline_median_ms = rank->agree(baseline_median_ms);
     rank->TakeRankZerosParameters();
     rank->Reset();
-  } catch (const c10::Error& e) {
+  } catch (const WorkloadError&) {
+    throw;
+  } catch (const std::exception& e) {
+    // A LibTorch error, or Gloo's when another rank went away mid-call.
     throw WorkloadError("data-parallel training failed on rank " + std::to_string(d.rank) + ": " +
-                        e.what_without_backtrace());
+                        ErrorMessage(e));
   }
 
   PreparedWorkload workload;
   workload.iteration = [rank, spec]() {
     try {
       rank->Step(/*alone=*/false);
-    } catch (const c10::Error& e) {
+    } catch (const std::exception& e) {
       throw WorkloadError("data-parallel step failed on rank " +
-                          std::to_string(spec.distributed->rank) + ": " + e.what_without_backtrace());
+                          std::to_string(spec.distributed->rank) + ": " + ErrorMessage(e));
     }
   };
   workload.agree = rank->agree;

@@ -20,6 +20,7 @@
 #include "worker/clock.h"
 #include "worker/collective.h"
 #include "worker/data_parallel.h"
+#include "worker/pipeline.h"
 #include "worker/flops.h"
 #include "worker/gpu_telemetry.h"
 #include "worker/process_info.h"
@@ -110,7 +111,9 @@ JobOutcome RunValidJob(const JobSpec& spec, json result) {
 
   const std::optional<double> rss_before = ResidentSetMiB();
   const auto build_start = std::chrono::steady_clock::now();
+  const bool pipeline = spec.parallel && spec.parallel->kind == "pipeline";
   const PreparedWorkload workload = collective      ? PrepareCollective(spec)
+                                    : pipeline      ? PreparePipeline(spec)
                                     : spec.parallel ? PrepareDataParallel(spec)
                                                     : PrepareWorkload(spec);
   const double model_build_s =

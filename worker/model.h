@@ -5,6 +5,7 @@
 
 #include <ATen/core/ivalue.h>
 #include <torch/nn/module.h>
+#include <torch/nn/modules/container/sequential.h>
 #include <torch/nn/modules/linear.h>
 #include <torch/nn/pimpl.h>
 
@@ -69,6 +70,16 @@ std::int64_t TensorBytes(const torch::Tensor& t);
 // The built-in models of schemas/worker.md (zoo.cc): weights and inputs are drawn
 // from the current torch seed. Throws c10::Error when LibTorch fails.
 BuiltModel BuildZooModel(const JobSpec& spec);
+
+// A built-in model that is a stack of layers (mlp, transformer) as the units a
+// pipeline splits between its stages: one Dense with the ReLU after it, or one encoder
+// layer. Run in order, the units are the model BuildZooModel builds, with the same
+// weights and input from the same seed.
+struct LayerStack {
+  std::vector<torch::nn::Sequential> units;
+  torch::Tensor input;  // fp32 on the CPU, batch dimension first
+};
+LayerStack BuildZooLayerStack(const JobSpec& spec);
 
 // The TorchScript module at spec.torchscript.path with random fp32 inputs of the
 // shapes given (torchscript_model.cc). Throws WorkloadError naming the file when it

@@ -2,11 +2,13 @@
 
 #include <c10/util/Exception.h>
 
+#include <algorithm>
 #include <chrono>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "worker/stats.h"
 #include "worker/workload.h"
 
 namespace benchfleet::worker {
@@ -31,6 +33,15 @@ RankGroup JoinRanks(const DistributedSpec& d) {
                         " within distributed.timeout_s (" + nlohmann::json(d.timeout_s).dump() +
                         " s): " + ErrorMessage(e));
   }
+}
+
+double MedianMsAlone(const std::function<void()>& iteration, const TimingSpec& timing) {
+  const Measurement m = MeasureWorkload(
+      iteration, TimingOptions{timing.warmup_s, timing.min_time_s, timing.max_time_s, timing.target_iqr},
+      SystemClock());
+  std::vector<double> sorted = m.samples_ms;
+  std::sort(sorted.begin(), sorted.end());
+  return Quantile(sorted, 0.5);
 }
 
 Agree RankZeroDecides(const c10d_compat::ProcessGroupPtr& group) {

@@ -22,6 +22,10 @@ RankGroup JoinRanks(const DistributedSpec& rank);
 // An Agree (sampler.h) that broadcasts rank 0's value of each decision to every rank.
 Agree RankZeroDecides(const c10d_compat::ProcessGroupPtr& group);
 
+// The one-rank baseline of a job of several ranks: `iteration` timed on this rank alone
+// with the job's timing; its median, ms.
+double MedianMsAlone(const std::function<void()>& iteration, const TimingSpec& timing);
+
 // A LibTorch error's message without its backtrace.
 std::string ErrorMessage(const std::exception& e);
 

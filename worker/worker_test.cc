@@ -18,6 +18,7 @@
 
 #include "worker/data_parallel.h"
 #include "worker/job_runner.h"
+#include "worker/pipeline.h"
 #include "worker/process_info.h"
 
 namespace benchfleet::worker {
@@ -202,6 +203,14 @@ TEST(WorkerTest, GradientBucketsFollowBackwardsOrderUpToTheirSize) {
   const std::vector<std::vector<std::size_t>> expected = {{4}, {3}, {2, 1}, {0}};
   EXPECT_EQ(buckets, expected);  // 100 bytes alone in its own; 5 + 100 would overflow
   EXPECT_EQ(PlanBuckets({8, 8, 8}, 1 << 20), (std::vector<std::vector<std::size_t>>{{2, 1, 0}}));
+}
+
+TEST(WorkerTest, PipelineStagesTakeConsecutiveLayersLargerFirst) {
+  EXPECT_EQ(StageBoundaries(3, 2), (std::vector<std::int64_t>{0, 2, 3}));
+  EXPECT_EQ(StageBoundaries(12, 4), (std::vector<std::int64_t>{0, 3, 6, 9, 12}));
+  EXPECT_EQ(StageBoundaries(5, 3), (std::vector<std::int64_t>{0, 2, 4, 5}));
+  EXPECT_DOUBLE_EQ(GpipeBubble(4, 8), 3.0 / 11);
+  EXPECT_DOUBLE_EQ(GpipeBubble(2, 1), 0.5);
 }
 
 TEST(WorkerTest, RunJobFileWritesResult) {

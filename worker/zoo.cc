@@ -197,6 +197,31 @@ void CalibrateBatchNorm(Cnn& net, const torch::Tensor& input) {
 
 }  // namespace
 
+LayerStack BuildZooLayerStack(const JobSpec& spec) {
+  // Units built in the order BuildZooModel builds the layers, then the input: the same
+  // seed draws the same weights and input.
+  LayerStack stack;
+  if (spec.model == "mlp") {
+    const std::vector<std::int64_t>& layers = spec.mlp.layers;
+    for (std::size_t i = 0; i + 1 < layers.size(); ++i) {
+      nn::Sequential unit;
+      unit->push_back(Dense(layers[i], layers[i + 1]));
+      if (i + 2 < layers.size()) unit->push_back(nn::ReLU());
+      stack.units.push_back(unit);
+    }
+    stack.input = torch::randn({spec.batch_size, layers.front()});
+  } else {
+    const TransformerArgs& t = spec.transformer;
+    for (std::int64_t i = 0; i < t.layers; ++i) {
+      nn::Sequential unit;
+      unit->push_back(EncoderLayer(t));
+      stack.units.push_back(unit);
+    }
+    stack.input = torch::randn({spec.batch_size, t.seq_len, t.hidden});
+  }
+  return stack;
+}
+
 BuiltModel BuildZooModel(const JobSpec& spec) {
   const std::int64_t batch = spec.batch_size;
   if (spec.model == "matmul") {
