@@ -29,7 +29,8 @@ constexpr int kCheckSteps = 3;
 // rounding alone (the gradient is summed in another order): at most this much.
 constexpr double kSingleProcessTolerance = 1e-5;
 
-double Now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+// Wall time, as the sampler reads it.
+double Now() { return SystemClock().WallSeconds(); }
 
 // One rank's model and its shard, and what its steps cost.
 struct Rank {
@@ -46,9 +47,8 @@ struct Rank {
   // Accumulated over the steps since the last Reset(): for the communication share.
   double comm_s = 0;
   double step_s = 0;
-  std::int64_t steps = 0;
 
-  void Reset() { comm_s = step_s = 0, steps = 0; }
+  void Reset() { comm_s = step_s = 0; }
 
   // forward, backward, the gradients averaged over the ranks (unless `alone`), a step.
   void Step(bool alone) {
@@ -62,7 +62,6 @@ struct Rank {
     optimizer->step();
     comm_s += reduce_end - reduce_start;
     step_s += Now() - start;
-    ++steps;
   }
 
   void AverageGradients() {

@@ -28,9 +28,8 @@ using nlohmann::json;
 // magnitude of what is compared.
 constexpr double kUnsplitTolerance = 1e-4;
 
-double Now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
+// Wall time, as the sampler reads it.
+double Now() { return SystemClock().WallSeconds(); }
 
 // Units [begin, end) as one Sequential of their layers (shared, not copied: a stage
 // trains the very weights the unsplit model was built with).
