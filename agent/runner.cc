@@ -1,6 +1,9 @@
 #include "agent/runner.h"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sched.h>
 #include <sys/prctl.h>
 #include <signal.h>
@@ -8,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -15,6 +19,8 @@
 #include <sstream>
 
 #include "common/cpu_list.h"
+#include "common/job_spec.h"
+#include "common/limits.h"
 #include "common/log.h"
 
 namespace fs = std::filesystem;
@@ -43,6 +49,31 @@ std::string ReadTail(const std::string& path, size_t bytes) {
   return out.str();
 }
 
+// Where the ranks of a gang on one agent meet: they never leave the host.
+constexpr const char* kLoopback = "127.0.0.1";
+// A gang's rendezvous (and each collective call) is bounded by the job's timeout, and
+// never by more than this: a rank that cannot come fails the others within it.
+constexpr double kMaxRendezvousTimeoutS = 600;
+
+// A TCP port free on loopback now, for rank 0's store. Another process could take it
+// before rank 0 binds it; the rendezvous then fails with its address named, and the
+// job is retried.
+StatusOr<int> FreeLoopbackPort() {
+  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return Unavailable(std::string("socket: ") + std::strerror(errno));
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  address.sin_port = 0;
+  socklen_t size = sizeof address;
+  const bool ok = bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0 &&
+                  getsockname(fd, reinterpret_cast<sockaddr*>(&address), &size) == 0;
+  const int saved = errno;
+  close(fd);
+  if (!ok) return Unavailable(std::string("cannot find a free port for the ranks' store: ") + std::strerror(saved));
+  return static_cast<int>(ntohs(address.sin_port));
+}
+
 std::string DescribeExit(int wait_status) {
   if (WIFEXITED(wait_status)) return "exited with code " + std::to_string(WEXITSTATUS(wait_status));
   if (WIFSIGNALED(wait_status)) {
@@ -69,10 +100,24 @@ nlohmann::json FailedResult(const WorkerJob& job, const std::string& reason) {
 
 WorkerRunner::~WorkerRunner() { Kill(); }
 
-std::vector<int> WorkerRunner::CpusFor(int threads) const {
+int LocalRanks(const WorkerJob& job) {
+  if (!job.spec.is_object() || job.spec.contains("distributed")) return 1;
+  return static_cast<int>(std::clamp<std::int64_t>(JobWorldSize(job.spec), 1, kMaxWorldSize));
+}
+
+std::vector<pid_t> WorkerRunner::pids() const {
+  std::vector<pid_t> out;
+  for (const Process& p : processes_) out.push_back(p.pid);
+  return out;
+}
+
+std::vector<int> WorkerRunner::CpusFor(int threads, int rank) const {
   // More threads than CPUs is allowed (an oversubscription measurement): all CPUs.
   if (threads <= 0 || static_cast<size_t>(threads) >= options_.cpus.size()) return options_.cpus;
-  return std::vector<int>(options_.cpus.begin(), options_.cpus.begin() + threads);
+  const size_t first = static_cast<size_t>(rank) * static_cast<size_t>(threads);
+  if (first + static_cast<size_t>(threads) > options_.cpus.size()) return options_.cpus;
+  return std::vector<int>(options_.cpus.begin() + static_cast<std::ptrdiff_t>(first),
+                          options_.cpus.begin() + static_cast<std::ptrdiff_t>(first + threads));
 }
 
 std::vector<std::string> WorkerRunner::WorkerEnvironment(int threads) const {
@@ -100,6 +145,8 @@ Status WorkerRunner::Start(const WorkerJob& job) {
   if (busy()) return FailedPrecondition("a job is already running");
   job_ = job;
   timed_out_ = false;
+  first_failed_rank_ = -1;
+  started_ = MonoNow();
   job_dir_ =
       options_.work_dir + "/job-" + std::to_string(job.job_id) + "-" + std::to_string(job.attempt);
   std::error_code ec;
@@ -110,18 +157,57 @@ Status WorkerRunner::Start(const WorkerJob& job) {
   nlohmann::json worker_job = job.spec;
   worker_job["job_id"] = job.job_id;
   worker_job["attempt"] = job.attempt;
-  const std::string job_path = job_dir_ + "/job.json";
-  const std::string result_path = job_dir_ + "/result.json";
-  const std::string log_path = job_dir_ + "/worker.log";
+  // A calibration measures the whole allowed CPU set.
+  const bool calibration = IsCalibration(job);
+  const int threads =
+      calibration ? static_cast<int>(options_.cpus.size()) : job.spec.value("threads", 1);
+  const int ranks = LocalRanks(job);
+  if (ranks == 1) return StartProcess(worker_job, threads, 0, job_dir_);
+
+  // A gang on this agent: each rank its own slice of the CPUs, so that no two ranks
+  // share a core and the scaling measured is the ranks', not the scheduler's.
+  const size_t needed = static_cast<size_t>(ranks) * static_cast<size_t>(threads);
+  if (needed > options_.cpus.size()) {
+    return FailedPrecondition("a job of " + std::to_string(ranks) + " ranks of " +
+                              std::to_string(threads) + " threads needs " + std::to_string(needed) +
+                              " CPUs, one per thread; this agent runs jobs on " +
+                              std::to_string(options_.cpus.size()) + " (" +
+                              FormatCpuList(options_.cpus) + ")");
+  }
+  ASSIGN_OR_RETURN(int port, FreeLoopbackPort());
+  const double rendezvous_s = std::min(job.timeout_s > 0 ? job.timeout_s : kJobStartupAllowanceS,
+                                       kMaxRendezvousTimeoutS);
+  for (int rank = 0; rank < ranks; ++rank) {
+    worker_job["distributed"] = {{"rank", rank},
+                                 {"world_size", ranks},
+                                 {"store", std::string(kLoopback) + ":" + std::to_string(port)},
+                                 {"address", kLoopback},
+                                 {"timeout_s", rendezvous_s}};
+    Status started = StartProcess(worker_job, threads, rank, job_dir_ + "/rank-" + std::to_string(rank));
+    if (!started.ok()) {
+      KillAll();
+      return started;
+    }
+  }
+  return Status::Ok();
+}
+
+Status WorkerRunner::StartProcess(const nlohmann::json& worker_job, int threads, int rank,
+                                  const std::string& dir) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) return Unavailable("cannot create " + dir + ": " + ec.message());
+  const std::string job_path = dir + "/job.json";
+  const std::string result_path = dir + "/result.json";
+  const std::string log_path = dir + "/worker.log";
   {
     std::ofstream out(job_path);
     out << worker_job.dump();
     if (!out) return Unavailable("cannot write " + job_path);
   }
 
-  // A calibration measures the whole allowed CPU set; it prints its JSON on stdout.
-  const bool calibration = IsCalibration(job);
-  int threads = calibration ? static_cast<int>(options_.cpus.size()) : job.spec.value("threads", 1);
+  // A calibration prints its JSON on stdout.
+  const bool calibration = IsCalibration(job_);
   std::vector<std::string> env = WorkerEnvironment(threads);
   std::vector<char*> envp;
   for (auto& e : env) envp.push_back(e.data());
@@ -131,9 +217,10 @@ Status WorkerRunner::Start(const WorkerJob& job) {
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
+  const std::vector<int> cpus = CpusFor(threads, rank);
   cpu_set_t cpu_set;
   CPU_ZERO(&cpu_set);
-  for (int cpu : CpusFor(threads)) CPU_SET(cpu, &cpu_set);
+  for (int cpu : cpus) CPU_SET(cpu, &cpu_set);
 
   int log_fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (log_fd < 0) return Unavailable("cannot create " + log_path + ": " + std::strerror(errno));
@@ -172,61 +259,103 @@ Status WorkerRunner::Start(const WorkerJob& job) {
   close(log_fd);
   if (out_fd != log_fd) close(out_fd);
   setpgid(pid, pid);  // also from the parent, to win the race with Kill()
-  pid_ = pid;
-  started_ = MonoNow();
-  LOG_INFO("job " << job.job_id << " attempt " << job.attempt << ": worker " << pid << " on CPUs "
-                  << FormatCpuList(CpusFor(threads)) << ", timeout " << job.timeout_s << " s");
+  Process process;
+  process.rank = rank;
+  process.pid = pid;
+  process.dir = dir;
+  processes_.push_back(process);
+  LOG_INFO("job " << job_.job_id << " attempt " << job_.attempt
+                  << (processes_.size() > 1 || LocalRanks(job_) > 1 ? " rank " + std::to_string(rank) : "")
+                  << ": worker " << pid << " on CPUs " << FormatCpuList(cpus) << ", timeout "
+                  << job_.timeout_s << " s");
   return Status::Ok();
 }
 
 std::optional<nlohmann::json> WorkerRunner::Poll() {
   if (!busy()) return std::nullopt;
-  int status = 0;
-  rusage usage{};
-  pid_t done = wait4(pid_, &status, WNOHANG, &usage);
-  if (done == 0) {
+  bool running = false;
+  for (Process& p : processes_) {
+    if (p.ended) continue;
+    int status = 0;
+    rusage usage{};
+    pid_t done = wait4(p.pid, &status, WNOHANG, &usage);
+    if (done == 0) {
+      running = true;
+      continue;
+    }
+    p.ended = true;
+    p.wall_s = std::chrono::duration<double>(MonoNow() - started_).count();
+    if (done < 0) {
+      p.wait_status = -1;  // lost track of it: counted as failed below
+    } else {
+      p.wait_status = status;
+      p.max_rss_kb = static_cast<double>(usage.ru_maxrss);
+    }
+    kill(-p.pid, SIGKILL);  // reap anything the worker left behind in its group
+    const bool clean = done > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    if (!clean && processes_.size() > 1 && first_failed_rank_ < 0) {
+      // A gang runs whole or not at all: the others would wait for this rank until
+      // their timeout. Stop them now.
+      first_failed_rank_ = p.rank;
+      LOG_WARN("job " << job_.job_id << " rank " << p.rank << " " << DescribeExit(status)
+                      << "; stopping the other ranks");
+      for (Process& other : processes_) {
+        if (!other.ended) {
+          other.stopped = true;
+          kill(-other.pid, SIGKILL);
+        }
+      }
+    }
+  }
+  if (running) {
     double elapsed = std::chrono::duration<double>(MonoNow() - started_).count();
     if (!timed_out_ && elapsed > job_.timeout_s) {
       timed_out_ = true;
       LOG_WARN("job " << job_.job_id << " ran past its timeout of " << job_.timeout_s
-                      << " s; killing the worker");
-      kill(-pid_, SIGKILL);
+                      << " s; killing the worker" << (processes_.size() > 1 ? "s" : ""));
+      for (Process& p : processes_) {
+        if (!p.ended) kill(-p.pid, SIGKILL);
+      }
     }
     return std::nullopt;
   }
-  if (done < 0) {
-    pid_ = -1;
-    return FailedResult(job_,
-                        std::string("lost track of the worker process: ") + std::strerror(errno));
-  }
-  pid_ = -1;
-  kill(-done, SIGKILL);  // reap anything the worker left behind in its group
-  return Finish(status, static_cast<double>(usage.ru_maxrss));
+  std::vector<nlohmann::json> results;
+  for (const Process& p : processes_) results.push_back(Finish(p));
+  processes_.clear();
+  nlohmann::json result = results.size() == 1 ? std::move(results.front()) : FinishGang(std::move(results));
+  std::error_code ec;
+  if (result.value("ok", false) == true) fs::remove_all(job_dir_, ec);  // failures keep their files
+  return result;
 }
 
-nlohmann::json WorkerRunner::Finish(int wait_status, double max_rss_kb) {
-  const double wall_s = std::chrono::duration<double>(MonoNow() - started_).count();
-  const std::string log_path = job_dir_ + "/worker.log";
+nlohmann::json WorkerRunner::Finish(const Process& process) {
+  const int wait_status = process.wait_status;
+  const std::string log_path = process.dir + "/worker.log";
   nlohmann::json result;
-  std::ifstream in(job_dir_ + "/result.json");
+  std::ifstream in(process.dir + "/result.json");
   if (in) {
     std::stringstream text;
     text << in.rdbuf();
     result = nlohmann::json::parse(text.str(), nullptr, false);
   }
-  const bool clean_exit = WIFEXITED(wait_status) && WEXITSTATUS(wait_status) == 0;
+  const std::string exit = wait_status < 0 ? "lost track of the worker process: it was reaped elsewhere"
+                                           : DescribeExit(wait_status);
+  const bool clean_exit = wait_status >= 0 && WIFEXITED(wait_status) && WEXITSTATUS(wait_status) == 0;
   if (IsCalibration(job_) && clean_exit && result.is_object()) {
     result = {{"ok", true}, {"kind", "calibration"}, {"calibration", result}};
   }
   if (timed_out_) {
     result = FailedResult(
         job_, "worker timed out after " + std::to_string(job_.timeout_s) + " s and was killed");
+  } else if (process.stopped) {
+    result = FailedResult(job_, "stopped: rank " + std::to_string(first_failed_rank_) +
+                                    " of its gang failed first");
   } else if (result.is_discarded() || !result.is_object()) {
-    result = FailedResult(job_, "worker " + DescribeExit(wait_status) + " without a result");
+    result = FailedResult(job_, "worker " + exit + " without a result");
   } else if (!clean_exit && result.value("ok", false) == true) {
-    result = FailedResult(job_, "worker " + DescribeExit(wait_status) + " after writing a result");
+    result = FailedResult(job_, "worker " + exit + " after writing a result");
   } else if (!clean_exit && !result.contains("error")) {
-    result["error"] = "worker " + DescribeExit(wait_status);
+    result["error"] = "worker " + exit;
   }
   for (const char* key : {"device", "model", "mode", "dtype", "batch_size", "threads"}) {
     if (!result.contains(key) && job_.spec.is_object() && job_.spec.contains(key)) {
@@ -235,22 +364,64 @@ nlohmann::json WorkerRunner::Finish(int wait_status, double max_rss_kb) {
   }
   result["job_id"] = job_.job_id;
   result["attempt"] = job_.attempt;
-  result["peak_rss_mb"] = max_rss_kb / 1024.0;  // ru_maxrss is in KiB on Linux
-  result["worker_wall_s"] = wall_s;
-  result["exit"] = DescribeExit(wait_status);
+  result["peak_rss_mb"] = process.max_rss_kb / 1024.0;  // ru_maxrss is in KiB on Linux
+  result["worker_wall_s"] = process.wall_s;
+  result["exit"] = exit;
   if (result.value("ok", false) != true)
     result["stderr_tail"] = ReadTail(log_path, kStderrTailBytes);
-  std::error_code ec;
-  if (result.value("ok", false) == true) fs::remove_all(job_dir_, ec);  // failures keep their files
   return result;
 }
 
-void WorkerRunner::Kill() {
-  if (!busy()) return;
-  kill(-pid_, SIGKILL);
-  int status = 0;
-  waitpid(pid_, &status, 0);
-  pid_ = -1;
+nlohmann::json WorkerRunner::FinishGang(std::vector<nlohmann::json> rank_results) {
+  // Each rank's figures, as the per-rank table keeps them: the whole result but its raw
+  // samples and the runtime description every rank shares with rank 0.
+  nlohmann::json ranks = nlohmann::json::array();
+  for (size_t r = 0; r < rank_results.size(); ++r) {
+    nlohmann::json entry = rank_results[r];
+    entry.erase("samples_ms");
+    entry.erase("runtime");
+    entry.erase("job_id");
+    entry.erase("attempt");
+    if (!entry.contains("distributed")) entry["distributed"] = {{"rank", r}};
+    ranks.push_back(std::move(entry));
+  }
+  const int failed = first_failed_rank_ >= 0 ? first_failed_rank_ : [&] {
+    for (size_t r = 0; r < rank_results.size(); ++r) {
+      if (rank_results[r].value("ok", false) != true) return static_cast<int>(r);
+    }
+    return -1;
+  }();
+  double wall_s = 0;
+  for (const auto& r : rank_results) wall_s = std::max(wall_s, r.value("worker_wall_s", 0.0));
+  nlohmann::json result;
+  if (timed_out_) {
+    result = rank_results.front();
+  } else if (failed >= 0) {
+    const nlohmann::json& cause = rank_results[static_cast<size_t>(failed)];
+    result = FailedResult(job_, "rank " + std::to_string(failed) + " of " +
+                                    std::to_string(rank_results.size()) + ": " +
+                                    cause.value("error", std::string("failed")) +
+                                    "; the gang was stopped");
+    result["exit"] = cause.value("exit", std::string());
+    result["stderr_tail"] = cause.value("stderr_tail", std::string());
+  } else {
+    result = std::move(rank_results.front());
+  }
+  result["worker_wall_s"] = wall_s;
+  result["ranks"] = std::move(ranks);
+  return result;
 }
+
+void WorkerRunner::KillAll() {
+  for (Process& p : processes_) {
+    if (p.ended) continue;
+    kill(-p.pid, SIGKILL);
+    int status = 0;
+    waitpid(p.pid, &status, 0);
+  }
+  processes_.clear();
+}
+
+void WorkerRunner::Kill() { KillAll(); }
 
 }  // namespace benchfleet

@@ -1,7 +1,10 @@
-// WorkerRunner: runs one job in its own benchfleet-worker process. Thread counts and CPU
-// affinity are fixed before exec, so they hold from the worker's first instruction; the
-// process's peak memory comes from wait4's rusage; a job past its timeout is killed.
-// Every ending — success, a worker's own error, a crash, a timeout — becomes a result.
+// WorkerRunner: runs one job in its own benchfleet-worker process, or a job of several
+// ranks as a gang of them (one per rank, disjoint CPU sets, rank 0's c10d store on a
+// free loopback port). Thread counts and CPU affinity are fixed before exec, so they
+// hold from the worker's first instruction; each process's peak memory comes from
+// wait4's rusage; a job past its timeout is killed. When one rank of a gang fails the
+// others are killed at once: a gang runs whole or not at all. Every ending — success, a
+// worker's own error, a crash, a timeout, a rank lost — becomes one result.
 #pragma once
 
 #include <sys/types.h>
@@ -34,11 +37,15 @@ class WorkerRunner {
   explicit WorkerRunner(RunnerOptions options) : options_(std::move(options)) {}
   ~WorkerRunner();
 
-  // Starts the worker for `job`. Fails (and nothing runs) if one is already running or
-  // the process cannot be started.
+  // Starts the worker for `job` (its ranks, for a job of several the sweep runs on one
+  // agent: LocalRanks). Fails (and nothing runs) if one is already running, the ranks do
+  // not fit the agent's CPUs, or a process cannot be started.
   Status Start(const WorkerJob& job);
-  bool busy() const { return pid_ > 0; }
-  pid_t pid() const { return pid_; }
+  bool busy() const { return !processes_.empty(); }
+  // The worker's pid (rank 0's for a gang); -1 when idle.
+  pid_t pid() const { return busy() ? processes_.front().pid : -1; }
+  // Every worker process of the running job, rank order.
+  std::vector<pid_t> pids() const;
   const WorkerJob& job() const { return job_; }
 
   // Non-blocking: the finished job's result once the worker has ended (killing it first
@@ -48,20 +55,45 @@ class WorkerRunner {
   // Kills a running worker (agent shutdown); no result is produced.
   void Kill();
 
-  // The environment and CPU set a job with `threads` threads is started with.
+  // The environment and CPU set a job with `threads` threads is started with; rank r
+  // of a local gang takes the r-th slice of `threads` CPUs.
   std::vector<std::string> WorkerEnvironment(int threads) const;
-  std::vector<int> CpusFor(int threads) const;
+  std::vector<int> CpusFor(int threads, int rank = 0) const;
 
  private:
-  nlohmann::json Finish(int wait_status, double max_rss_kb);
+  // One worker process: a job's, or one rank's of a gang.
+  struct Process {
+    int rank = 0;
+    pid_t pid = -1;
+    std::string dir;  // job.json, result.json, worker.log
+    bool ended = false;
+    int wait_status = 0;
+    double max_rss_kb = 0;
+    double wall_s = 0;
+    bool stopped = false;  // killed because another rank failed
+  };
+  Status StartProcess(const nlohmann::json& worker_job, int threads, int rank,
+                      const std::string& dir);
+  // The result of one ended process.
+  nlohmann::json Finish(const Process& process);
+  // The result of an ended gang: rank 0's with every rank's in `ranks`, or the failure
+  // of the rank that failed first.
+  nlohmann::json FinishGang(std::vector<nlohmann::json> rank_results);
+  void KillAll();
 
   RunnerOptions options_;
   WorkerJob job_;
-  pid_t pid_ = -1;
+  std::vector<Process> processes_;
   std::string job_dir_;
   MonoTime started_;
   bool timed_out_ = false;
+  int first_failed_rank_ = -1;  // the rank whose ending stopped the gang
 };
+
+// The ranks of `job` this agent starts itself: world_size for a job of several ranks
+// that does not name its own (no `distributed` object: the sweep ran it on one agent),
+// else 1.
+int LocalRanks(const WorkerJob& job);
 
 // True for a host calibration job ({"kind": "calibration"}): the worker runs with
 // --calibrate on every CPU of the agent instead of a benchmark.

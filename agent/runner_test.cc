@@ -7,9 +7,13 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
 
 #include "common/clock.h"
 #include "common/cpu_list.h"
+#include "common/limits.h"
 
 namespace benchfleet {
 namespace {
@@ -128,11 +132,111 @@ TEST_F(RunnerTest, MissingWorkerBinaryIsAFailedResult) {
             std::string::npos);
 }
 
+// A job of several ranks that names no distributed object runs as a gang on this
+// runner: one worker per rank.
+WorkerJob GangJob(const nlohmann::json& spec, double timeout_s = 120) {
+  WorkerJob job;
+  job.job_id = 9;
+  job.attempt = 1;
+  job.timeout_s = timeout_s;
+  job.spec = spec;
+  return job;
+}
+
+bool ProcessGone(pid_t pid) { return kill(pid, 0) != 0 && errno == ESRCH; }
+
+TEST_F(RunnerTest, ALocalGangRunsEachRankOnItsOwnCpusAndReportsEveryRank) {
+  if (AllowedCpus().size() < 2) GTEST_SKIP() << "a gang of 2 one-thread ranks needs 2 CPUs; this host allows " << AllowedCpus().size();
+  WorkerRunner runner(Options());
+  const WorkerJob job = GangJob({{"model", "allreduce"}, {"model_args", {{"bytes", 65536}}},
+                                 {"mode", "inference"}, {"dtype", "fp32"}, {"device", "cpu"},
+                                 {"batch_size", 1}, {"threads", 1}, {"seed", 0},
+                                 {"parallel", {{"kind", "collective"}, {"world_size", 2}}},
+                                 {"timing", {{"warmup_s", 0.02}, {"min_time_s", 0.1},
+                                             {"max_time_s", 0.3}, {"target_iqr", 0.05}}}});
+  EXPECT_EQ(LocalRanks(job), 2);
+  ASSERT_TRUE(runner.Start(job).ok());
+  const std::vector<pid_t> pids = runner.pids();
+  ASSERT_EQ(pids.size(), 2u);
+  auto result = WaitForResult(runner);
+  ASSERT_EQ(result.value("ok", false), true) << result.dump();
+  ASSERT_EQ(result["ranks"].size(), 2u) << result.dump();
+  for (int rank = 0; rank < 2; ++rank) {
+    const auto& entry = result["ranks"][rank];
+    EXPECT_EQ(entry["ok"], true);
+    EXPECT_EQ(entry["distributed"]["rank"], rank);
+    EXPECT_EQ(entry["distributed"]["address"], "127.0.0.1");  // never leaves the host
+    EXPECT_EQ(entry["distributed"]["store"], result["ranks"][0]["distributed"]["store"]);
+    EXPECT_GT(entry["collective"]["busbw_gbps"].get<double>(), 0) << entry.dump();
+    EXPECT_FALSE(entry.contains("samples_ms"));
+    EXPECT_TRUE(ProcessGone(pids[rank]));
+  }
+  EXPECT_EQ(result["distributed"]["rank"], 0);  // the row is rank 0's
+  EXPECT_FALSE(result["samples_ms"].empty());
+}
+
+TEST_F(RunnerTest, ARankKilledStopsItsGangAtOnceWithTheReasonAndNoProcessLeft) {
+  if (AllowedCpus().size() < 2) GTEST_SKIP() << "a gang of 2 one-thread ranks needs 2 CPUs; this host allows " << AllowedCpus().size();
+  WorkerRunner runner(Options());
+  // Long enough that rank 1 is killed while the ranks still work together.
+  ASSERT_TRUE(runner.Start(GangJob({{"model", "allreduce"}, {"model_args", {{"bytes", 1048576}}},
+                                    {"mode", "inference"}, {"dtype", "fp32"}, {"device", "cpu"},
+                                    {"batch_size", 1}, {"threads", 1}, {"seed", 0},
+                                    {"parallel", {{"kind", "collective"}, {"world_size", 2}}},
+                                    {"timing", {{"warmup_s", 30}, {"min_time_s", 30},
+                                                {"max_time_s", 60}, {"target_iqr", 0.05}}}}))
+                  .ok());
+  const std::vector<pid_t> pids = runner.pids();
+  ASSERT_EQ(pids.size(), 2u);
+  // Mid-job: once rank 1's log says the gang formed, the ranks work together.
+  const std::string log = (dir_ / "job-9-1" / "rank-1" / "worker.log").string();
+  MonoTime deadline = MonoNow() + std::chrono::seconds(60);
+  bool met = false;
+  while (MonoNow() < deadline && !met) {
+    std::ifstream in(log);
+    std::stringstream text;
+    text << in.rdbuf();
+    met = text.str().find("met the others") != std::string::npos;
+    if (!met) usleep(10000);
+  }
+  ASSERT_TRUE(met) << "rank 1 never met rank 0";
+  EXPECT_FALSE(runner.Poll()) << "the gang ended before its rank was killed";
+  kill(pids[1], SIGKILL);
+  const MonoTime killed = MonoNow();
+  auto result = WaitForResult(runner);
+  const double stop_s = std::chrono::duration<double>(MonoNow() - killed).count();
+  EXPECT_EQ(result.value("ok", true), false);
+  const std::string error = result.value("error", std::string());
+  EXPECT_NE(error.find("rank 1 of 2: worker killed by signal 9"), std::string::npos) << error;
+  EXPECT_NE(error.find("the gang was stopped"), std::string::npos) << error;
+  ASSERT_EQ(result["ranks"].size(), 2u);
+  EXPECT_NE(result["ranks"][0]["error"].get<std::string>().find("stopped: rank 1"), std::string::npos)
+      << result["ranks"][0].dump();
+  // Rank 0 was not left waiting for its peer until the 60 s timeout.
+  EXPECT_LT(stop_s, kHeartbeatIntervalMs * kHeartbeatLiveness / 1000.0) << "stopping the gang took " << stop_s << " s";
+  for (pid_t pid : pids) EXPECT_TRUE(ProcessGone(pid)) << "worker " << pid << " left behind";
+  EXPECT_FALSE(runner.busy());
+}
+
+TEST_F(RunnerTest, AGangLargerThanTheAgentsCpusIsRefusedBeforeAnyRankStarts) {
+  WorkerRunner runner({kWorker, dir_.string(), {0}});
+  const Status started = runner.Start(GangJob({{"model", "allreduce"}, {"mode", "inference"},
+                                               {"dtype", "fp32"}, {"device", "cpu"},
+                                               {"batch_size", 1}, {"threads", 1},
+                                               {"parallel", {{"kind", "collective"}, {"world_size", 2}}}}));
+  EXPECT_FALSE(started.ok());
+  EXPECT_NE(started.message().find("needs 2 CPUs"), std::string::npos) << started.message();
+  EXPECT_FALSE(runner.busy());
+}
+
 TEST(RunnerEnvironmentTest, ThreadsAndAffinityAreFixedBeforeExec) {
   WorkerRunner runner({"w", "d", {0, 1, 2, 3}});
   EXPECT_EQ(runner.CpusFor(1), (std::vector<int>{0}));
   EXPECT_EQ(runner.CpusFor(3), (std::vector<int>{0, 1, 2}));
   EXPECT_EQ(runner.CpusFor(8), (std::vector<int>{0, 1, 2, 3}));  // oversubscribed: all
+  // Rank r of a gang on this agent: the r-th slice.
+  EXPECT_EQ(runner.CpusFor(2, 1), (std::vector<int>{2, 3}));
+  EXPECT_EQ(runner.CpusFor(1, 3), (std::vector<int>{3}));
   setenv("OMP_NUM_THREADS", "99", 1);
   auto env = runner.WorkerEnvironment(2);
   unsetenv("OMP_NUM_THREADS");

@@ -311,7 +311,7 @@ int CalibrateCommand(const ClientOptions& client_options, const std::vector<std:
 
 const std::vector<std::string>& ResultViews() {
   static const std::vector<std::string> views = {"summary", "speedup", "batch", "threads", "dtype",
-                                                 "calibration"};
+                                                 "parallel", "calibration"};
   return views;
 }
 
@@ -331,6 +331,10 @@ int ViewCommand(const ClientOptions& client_options, const std::string& view,
       {"dtype",
        "select sweep_id, host, device, model, mode, batch_size, threads, dtype, fp32_median_ms, "
        "median_ms, speedup, max_abs_err, mean_abs_err, rel_err, top1_agreement from dtype_comparison"},
+      {"parallel",
+       "select sweep_id, host_set, model, kind, world_size, batch_size, bytes, threads, median_ms, "
+       "samples_per_s, scaling_efficiency, comm_share, busbw_gbps, bubble, bubble_theory, "
+       "speedup_vs_unsplit from parallel_scaling"},
       {"calibration",
        "select host, gemm_gflops_all, gemm_threads_all, gemm_gflops_1, stream_triad_gbps_all, "
        "stream_triad_gbps_1, theoretical_gflops_all, theoretical_gflops_1, gpus, measured_at "

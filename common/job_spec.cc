@@ -318,16 +318,6 @@ bool CheckCollective(const JobSpec& spec, JobSpecError* error) {
                 "model " + spec.model + " runs on the CPU with Gloo (NCCL for GPUs is not built); got "
                 "device " + Quoted(spec.device));
   }
-  if (!spec.distributed) {
-    return Fail(error, "distributed",
-                "model " + spec.model + " runs across ranks: the job needs a distributed object "
-                "(rank, world_size, store, address); sweeps cannot run it before gang scheduling "
-                "exists, by hand it runs as schemas/worker.md shows");
-  }
-  if (spec.distributed->world_size < 2) {
-    return Fail(error, "distributed.world_size",
-                "model " + spec.model + " needs at least 2 ranks, got world_size 1");
-  }
   return true;
 }
 
@@ -335,13 +325,14 @@ bool ReadParallel(const json& value, ParallelSpec* out, JobSpecError* error) {
   if (!value.is_object()) {
     return Fail(error, "parallel", "parallel must be an object, got " + value.dump());
   }
-  if (!ReadChoice(value, "kind", {"data", "pipeline"}, &out->kind, error)) {
+  if (!ReadChoice(value, "kind", {"data", "pipeline", "collective"}, &out->kind, error)) {
     error->field = "parallel." + error->field;
     return false;
   }
-  const std::vector<std::string> keys = out->kind == "data"
-                                            ? std::vector<std::string>{"kind", "bucket_mb"}
-                                            : std::vector<std::string>{"kind", "stages", "micro_batches"};
+  const std::vector<std::string> keys =
+      out->kind == "data"       ? std::vector<std::string>{"kind", "world_size", "bucket_mb"}
+      : out->kind == "pipeline" ? std::vector<std::string>{"kind", "stages", "micro_batches"}
+                                : std::vector<std::string>{"kind", "world_size"};
   for (const auto& item : value.items()) {
     if (std::find(keys.begin(), keys.end(), item.key()) == keys.end()) {
       return Fail(error, "parallel." + item.key(),
@@ -351,10 +342,19 @@ bool ReadParallel(const json& value, ParallelSpec* out, JobSpecError* error) {
   }
   if (out->kind == "pipeline") {
     if (!value.contains("stages")) return Fail(error, "parallel.stages", "missing parallel.stages");
-    return ReadInt(value.at("stages"), "parallel.stages", 2, kMaxWorldSize, &out->stages, error) &&
-           (!value.contains("micro_batches") ||
-            ReadInt(value.at("micro_batches"), "parallel.micro_batches", 1, kNoLimit,
-                    &out->micro_batches, error));
+    if (!ReadInt(value.at("stages"), "parallel.stages", 2, kMaxWorldSize, &out->stages, error) ||
+        (value.contains("micro_batches") &&
+         !ReadInt(value.at("micro_batches"), "parallel.micro_batches", 1, kNoLimit,
+                  &out->micro_batches, error))) {
+      return false;
+    }
+    out->world_size = out->stages;
+    return true;
+  }
+  if (value.contains("world_size") &&
+      !ReadInt(value.at("world_size"), "parallel.world_size", 2, kMaxWorldSize, &out->world_size,
+               error)) {
+    return false;
   }
   if (value.contains("bucket_mb")) {
     const json& mb = value.at("bucket_mb");
@@ -364,6 +364,38 @@ bool ReadParallel(const json& value, ParallelSpec* out, JobSpecError* error) {
                   "parallel.bucket_mb must be a number of MiB in (0, 4096], got " + mb.dump());
     }
     out->bucket_mb = mb.get<double>();
+  }
+  return true;
+}
+
+// The ranks of a job of several processes, given either way (a sweep's parallel world
+// size, a rank's distributed object), and agreeing when given both ways. A worker runs
+// one rank: it needs the distributed object the agent adds (`one_rank`).
+bool CheckRanks(const JobSpec& spec, bool one_rank, JobSpecError* error) {
+  const std::int64_t asked = spec.parallel ? spec.parallel->world_size : 0;
+  if (spec.distributed && asked != 0 && asked != spec.distributed->world_size) {
+    return Fail(error, spec.parallel->kind == "pipeline" ? "parallel.stages" : "parallel.world_size",
+                (spec.parallel->kind == "pipeline"
+                     ? "a pipeline runs one stage per rank: parallel.stages ("
+                     : "parallel.world_size (") +
+                    std::to_string(asked) + ") must equal distributed.world_size (" +
+                    std::to_string(spec.distributed->world_size) + ")");
+  }
+  if (one_rank && !spec.distributed) {
+    return Fail(error, "distributed",
+                "model " + spec.model + " runs across ranks and a worker runs one of them: the "
+                "job needs a distributed object (rank, world_size, store, address), which the "
+                "agents of a gang add (docs/scheduling.md)");
+  }
+  if (!spec.distributed && asked == 0) {
+    return Fail(error, "parallel.world_size",
+                "model " + spec.model + " runs across ranks: say how many with "
+                "parallel.world_size (e.g. {\"kind\": \"" + (spec.parallel ? spec.parallel->kind : "collective") +
+                    "\", \"world_size\": 2})");
+  }
+  if (JobWorldSize(spec) < 2) {
+    return Fail(error, "distributed.world_size",
+                "model " + spec.model + " needs at least 2 ranks, got world_size 1");
   }
   return true;
 }
@@ -396,28 +428,16 @@ bool CheckParallel(const JobSpec& spec, JobSpecError* error) {
                 "parallel runs on the CPU with Gloo (NCCL for GPUs is not built); got device " +
                     Quoted(spec.device));
   }
-  if (!spec.distributed) {
-    return Fail(error, "distributed",
-                "parallel runs across ranks: the job needs a distributed object (rank, world_size, "
-                "store, address); sweeps cannot run it before gang scheduling exists, by hand it "
-                "runs as schemas/worker.md shows");
-  }
   if (data) {
-    if (spec.batch_size % spec.distributed->world_size != 0) {
+    if (spec.batch_size % JobWorldSize(spec) != 0) {
       return Fail(error, "batch_size",
                   "batch_size " + std::to_string(spec.batch_size) +
                       " is the global batch: it must split evenly over world_size " +
-                      std::to_string(spec.distributed->world_size) + " ranks");
+                      std::to_string(JobWorldSize(spec)) + " ranks");
     }
     return true;
   }
   const ParallelSpec& p = *spec.parallel;
-  if (p.stages != spec.distributed->world_size) {
-    return Fail(error, "parallel.stages",
-                "a pipeline runs one stage per rank: parallel.stages (" + std::to_string(p.stages) +
-                    ") must equal distributed.world_size (" +
-                    std::to_string(spec.distributed->world_size) + ")");
-  }
   const std::int64_t units = spec.model == "mlp"
                                  ? static_cast<std::int64_t>(spec.mlp.layers.size()) - 1
                                  : spec.transformer.layers;
@@ -435,14 +455,22 @@ bool CheckParallel(const JobSpec& spec, JobSpecError* error) {
 }
 
 // Combinations that are each valid alone but cannot run together.
-bool CheckCombination(const JobSpec& spec, JobSpecError* error) {
+bool CheckCombination(const JobSpec& spec, bool one_rank, JobSpecError* error) {
+  const bool collective_kind = spec.parallel && spec.parallel->kind == "collective";
   if (IsCollectiveModel(spec.model)) {
-    if (spec.parallel) {
-      return Fail(error, "parallel", "model " + spec.model + " is a collective, not a model to train in parallel");
+    if (spec.parallel && !collective_kind) {
+      return Fail(error, "parallel.kind",
+                  "model " + spec.model + " is a collective, not a model to train in parallel: "
+                  "parallel.kind must be \"collective\"");
     }
-    return CheckCollective(spec, error);
+    return CheckCollective(spec, error) && CheckRanks(spec, one_rank, error);
   }
-  if (spec.parallel) return CheckParallel(spec, error);
+  if (collective_kind) {
+    return Fail(error, "parallel.kind",
+                "parallel.kind \"collective\" is for the models allreduce, broadcast and "
+                "allgather; model " + spec.model + " trains with \"data\" or \"pipeline\"");
+  }
+  if (spec.parallel) return CheckRanks(spec, one_rank, error) && CheckParallel(spec, error);
   if (spec.distributed) {
     return Fail(error, "distributed",
                 "distributed is for the collectives (allreduce, broadcast, allgather) and parallel "
@@ -539,7 +567,7 @@ std::optional<JobSpec> Parse(const json& job, bool require_identity, JobSpecErro
     if (!ReadParallel(job.at("parallel"), &parallel, error)) return std::nullopt;
     spec.parallel = std::move(parallel);
   }
-  if (!CheckCombination(spec, error)) return std::nullopt;
+  if (!CheckCombination(spec, require_identity, error)) return std::nullopt;
   return spec;
 }
 
@@ -573,6 +601,26 @@ bool ParseTiming(const json& t, TimingSpec* timing, JobSpecError* error) {
                     json(timing->target_iqr).dump());
   }
   return true;
+}
+
+std::int64_t JobWorldSize(const JobSpec& spec) {
+  if (spec.distributed) return spec.distributed->world_size;
+  if (spec.parallel && spec.parallel->world_size > 0) return spec.parallel->world_size;
+  return 1;
+}
+
+std::int64_t JobWorldSize(const json& job) {
+  if (!job.is_object()) return 1;
+  const json* d = job.contains("distributed") ? &job.at("distributed") : nullptr;
+  if (d && d->is_object() && d->contains("world_size") && d->at("world_size").is_number_integer()) {
+    return d->at("world_size").get<std::int64_t>();
+  }
+  const json* p = job.contains("parallel") ? &job.at("parallel") : nullptr;
+  if (!p || !p->is_object()) return 1;
+  for (const char* key : {"world_size", "stages"}) {
+    if (p->contains(key) && p->at(key).is_number_integer()) return p->at(key).get<std::int64_t>();
+  }
+  return 1;
 }
 
 std::optional<JobSpec> ParseJobSpec(const json& job, JobSpecError* error) {

@@ -77,10 +77,14 @@ struct DistributedSpec {
 // model split into `stages` consecutive parts, one per rank, the batch in
 // `micro_batches` going through them in a GPipe schedule.
 inline constexpr double kDefaultBucketMb = 25;  // DDP's default bucket_cap_mb
+// "collective": the collectives' ranks, nothing trained. In a sweep, `world_size`
+// (a pipeline's `stages`) says how many ranks the job needs; the agents that run them
+// add each rank's `distributed` object (docs/scheduling.md, Gangs).
 struct ParallelSpec {
   std::string kind = "data";
+  std::int64_t world_size = 0;          // 0: not given (distributed.world_size decides)
   double bucket_mb = kDefaultBucketMb;  // data
-  std::int64_t stages = 0;              // pipeline: = distributed.world_size
+  std::int64_t stages = 0;              // pipeline: the world size
   std::int64_t micro_batches = 1;       // pipeline
 };
 
@@ -134,6 +138,13 @@ bool ParseTiming(const nlohmann::json& timing, TimingSpec* out, JobSpecError* er
 const std::vector<std::string>& KnownModels();
 const std::vector<std::string>& KnownModes();
 const std::vector<std::string>& KnownDtypes();
+
+// The ranks a job runs on: distributed.world_size, else parallel's world size (a
+// pipeline's stages); 1 for a job of one process.
+std::int64_t JobWorldSize(const JobSpec& spec);
+// The same from a job's JSON as stored (validated by ParseJobConfig beforehand); 1 when
+// it names no ranks.
+std::int64_t JobWorldSize(const nlohmann::json& job);
 
 // True for the models that time one collective across ranks (allreduce, broadcast,
 // allgather).

@@ -111,12 +111,39 @@ TEST(JobSpecTest, ACollectiveIsOneRankOfSeveralAndMovesWholeElements) {
   mlp.erase("model_args");
   EXPECT_FALSE(ParseJobSpec(mlp, &error));
   EXPECT_EQ(error.field, "distributed");
-  // A sweep cannot give ranks their distributed object yet: refused at submit.
+  // A sweep says how many ranks (parallel.world_size); the agents add each rank's
+  // distributed object, so a sweep without a world size is refused at submit.
   const auto sweep = ParseSweep(json::parse(R"({"name": "bw", "matrix": {"model": "allreduce",
       "mode": "inference", "batch_size": 1}})"));
   ASSERT_FALSE(sweep.ok());
-  EXPECT_NE(sweep.status().message().find("needs a distributed object"), std::string::npos)
+  EXPECT_EQ(sweep.status().message().rfind("matrix.parallel: ", 0), 0u) << sweep.status().message();
+  EXPECT_NE(sweep.status().message().find("parallel.world_size"), std::string::npos)
       << sweep.status().message();
+  // With it, and a size axis: one job per size, each naming its ranks and bytes.
+  const auto sized = ParseSweep(json::parse(R"({"name": "bw", "matrix": {"model": "allreduce",
+      "mode": "inference", "batch_size": 1, "bytes": [1024, 1048576],
+      "parallel": {"kind": "collective", "world_size": 2}}})"));
+  ASSERT_TRUE(sized.ok()) << sized.status().message();
+  const auto combinations = sized->Combinations();
+  ASSERT_EQ(combinations.size(), 2u);
+  EXPECT_EQ(combinations[1].Spec()["model_args"]["bytes"], 1048576);
+  EXPECT_EQ(JobWorldSize(combinations[1].Spec()), 2);
+  ASSERT_TRUE(ParseJobConfig(combinations[0].Spec(), &error)) << error.message;
+  json rank_job = combinations[0].Spec();
+  rank_job["job_id"] = 1;
+  EXPECT_FALSE(ParseJobSpec(rank_job, &error)) << "a worker runs one rank: it needs the distributed object";
+  EXPECT_EQ(error.field, "distributed") << error.message;
+  // The size axis is the collectives': another model refuses it, naming the axis.
+  const auto mlp_sized = ParseSweep(json::parse(R"({"name": "bw", "matrix": {"model": "mlp",
+      "batch_size": 1, "bytes": [1024]}})"));
+  ASSERT_FALSE(mlp_sized.ok());
+  EXPECT_EQ(mlp_sized.status().message().rfind("matrix.bytes[0]: ", 0), 0u)
+      << mlp_sized.status().message();
+  // A world size given both ways must agree.
+  json both = base;
+  both["parallel"] = {{"kind", "collective"}, {"world_size", 4}};
+  EXPECT_FALSE(ParseJobSpec(both, &error));
+  EXPECT_EQ(error.field, "parallel.world_size") << error.message;
 }
 
 TEST(JobSpecTest, DataParallelTrainsAModelOnShardsOfTheGlobalBatch) {
@@ -139,7 +166,10 @@ TEST(JobSpecTest, DataParallelTrainsAModelOnShardsOfTheGlobalBatch) {
            {{{"dtype", "bf16"}}, "dtype"},
            {{{"model", "cnn"}}, "model"},  // BatchNorm over shards
            {{{"model", "matmul"}}, "model"},
-           {{{"model", "allreduce"}, {"mode", "inference"}, {"batch_size", 1}}, "parallel"},
+           {{{"model", "allreduce"}, {"mode", "inference"}, {"batch_size", 1}}, "parallel.kind"},
+           {{{"parallel", {{"kind", "collective"}}}}, "parallel.kind"},  // mlp is no collective
+           {{{"parallel", {{"kind", "data"}, {"world_size", 2}}}}, "parallel.world_size"},  // != 4
+           {{{"parallel", {{"kind", "data"}, {"world_size", 1}}}}, "parallel.world_size"},
            {{{"parallel", {{"kind", "tensor"}}}}, "parallel.kind"},
            {{{"parallel", {{"kind", "data"}, {"bucket_mb", 0}}}}, "parallel.bucket_mb"},
            {{{"parallel", {{"kind", "data"}, {"stages", 2}}}}, "parallel.stages"},

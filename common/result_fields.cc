@@ -13,7 +13,7 @@ namespace {
 using nlohmann::json;
 
 struct Tables {
-  std::vector<ResultField> result, calibration;
+  std::vector<ResultField> result, calibration, rank;
 };
 
 const Tables& LoadedTables() {
@@ -24,14 +24,17 @@ const Tables& LoadedTables() {
     auto result = ParseFieldTable(doc.is_object() ? doc.value("result", json()) : json(), "result");
     auto calibration = ParseFieldTable(doc.is_object() ? doc.value("calibration", json()) : json(),
                                        "calibration");
-    if (!result.ok() || !calibration.ok()) {
-      fprintf(stderr, "schemas/result_fields.json is invalid: %s%s\n",
+    auto rank = ParseFieldTable(doc.is_object() ? doc.value("rank", json()) : json(), "rank");
+    if (!result.ok() || !calibration.ok() || !rank.ok()) {
+      fprintf(stderr, "schemas/result_fields.json is invalid: %s%s%s\n",
               result.ok() ? "" : result.status().message().c_str(),
-              calibration.ok() ? "" : calibration.status().message().c_str());
+              calibration.ok() ? "" : calibration.status().message().c_str(),
+              rank.ok() ? "" : rank.status().message().c_str());
       abort();
     }
     t->result = std::move(*result);
     t->calibration = std::move(*calibration);
+    t->rank = std::move(*rank);
     return t;
   }();
   return *tables;
@@ -64,6 +67,7 @@ std::string Shown(const json& value) {
 
 const std::vector<ResultField>& ResultFields() { return LoadedTables().result; }
 const std::vector<ResultField>& CalibrationFields() { return LoadedTables().calibration; }
+const std::vector<ResultField>& RankFields() { return LoadedTables().rank; }
 
 const char* SqlType(FieldType type) {
   switch (type) {

@@ -30,6 +30,9 @@ struct ResultField {
 const std::vector<ResultField>& ResultFields();
 // Fields of a calibration's output (`benchfleet-worker --calibrate`).
 const std::vector<ResultField>& CalibrationFields();
+// Fields of one rank's entry in a gang's result (`ranks`, schemas/worker.md): the
+// columns of the per-rank table result_ranks.
+const std::vector<ResultField>& RankFields();
 
 // "REAL", "INTEGER" or "TEXT" (booleans are stored 0/1).
 const char* SqlType(FieldType type);

@@ -52,7 +52,10 @@ const std::vector<std::pair<std::string, json>>& AxisDefaults() {
       {"batch_size", nullptr},
       {"threads", json::array({1})},
       {"interop_threads", json::array({1})},
-      {"onednn", json::array({true})}};
+      {"onednn", json::array({true})},
+      // A job of several ranks (null: one process), and the collectives' message size.
+      {"parallel", json::array({nullptr})},
+      {"bytes", json::array({nullptr})}};
   return axes;
 }
 
@@ -88,10 +91,12 @@ std::string SweepField(const std::string& job_field, const std::string& model,
   if (job_field.compare(0, args.size(), args) == 0) {
     return "models." + model + job_field.substr(args.size());
   }
+  const std::string key = job_field.substr(0, job_field.find('.'));
   for (size_t a = 0; a < axes.size(); ++a) {
-    if (axes[a].key == job_field) {
-      return "matrix." + job_field + "[" + std::to_string(index[a]) + "]";
-    }
+    if (axes[a].key != key) continue;
+    // An axis the matrix left out (null): the fix is to add it.
+    if (axes[a].values[index[a]].is_null()) return "matrix." + key;
+    return "matrix." + key + "[" + std::to_string(index[a]) + "]" + job_field.substr(key.size());
   }
   return job_field.empty() ? "matrix" : job_field;
 }
@@ -163,10 +168,24 @@ Status Expand(const Sweep& sweep, size_t first, size_t count,
   const size_t end = std::min(sweep.combination_count, first + std::min(count, sweep.combination_count));
   for (size_t c = first; c < end; ++c) {
     json spec = {{"seed", sweep.seed}, {"timing", timing}};
-    for (size_t a = 0; a < axes.size(); ++a) spec[axes[a].key] = axes[a].values[index[a]];
+    json bytes;
+    for (size_t a = 0; a < axes.size(); ++a) {
+      const json& value = axes[a].values[index[a]];
+      if (axes[a].key == "bytes") {
+        bytes = value;
+      } else if (!(axes[a].key == "parallel" && value.is_null())) {
+        spec[axes[a].key] = value;
+      }
+    }
     const json& model = spec["model"];
     if (model.is_string() && sweep.model_args.contains(model.get<std::string>())) {
       spec["model_args"] = sweep.model_args[model.get<std::string>()];
+    }
+    // The size axis sets the collectives' model_args.bytes; any other model refuses it
+    // (CheckCombinations), since it would only repeat the same job.
+    if (!bytes.is_null()) {
+      if (!spec.contains("model_args") || !spec["model_args"].is_object()) spec["model_args"] = json::object();
+      spec["model_args"]["bytes"] = bytes;
     }
     RETURN_IF_ERROR(fn(spec, index));
     for (size_t a = axes.size(); a-- > 0;) {
@@ -190,9 +209,16 @@ Status Sweep::ForEachCombination(size_t first, size_t count,
 Status Sweep::CheckCombinations(size_t first, size_t count) const {
   return Expand(*this, first, count, [&](const json& spec, const std::vector<size_t>& index) {
     JobSpecError error;
-    if (ParseJobConfig(spec, &error)) return Status::Ok();
     const auto model = spec.find("model");
     const std::string name = model != spec.end() && model->is_string() ? model->get<std::string>() : "";
+    if (ParseJobConfig(spec, &error)) return Status::Ok();
+    // model_args.bytes from the size axis is the axis' fault, not models.<model>'s.
+    for (size_t a = 0; a < axes.size(); ++a) {
+      if (axes[a].key == "bytes" && !axes[a].values[index[a]].is_null() &&
+          error.field == "model_args.bytes") {
+        return InvalidArgument("matrix.bytes[" + std::to_string(index[a]) + "]: " + error.message);
+      }
+    }
     return InvalidArgument(SweepField(error.field, name, axes, index) + ": " + error.message);
   });
 }

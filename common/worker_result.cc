@@ -1,5 +1,8 @@
 #include "common/worker_result.h"
 
+#include <set>
+
+#include "common/job_spec.h"
 #include "common/result_fields.h"
 
 namespace benchfleet {
@@ -62,6 +65,36 @@ Status ParseCalibration(const json& result, WorkerResult* out) {
   return Status::Ok();
 }
 
+// A gang's per-rank entries: each an object holding what a rank's result holds, its
+// rank unique and within the gang.
+Status ParseRanks(const json& ranks, WorkerResult* out) {
+  if (ranks.size() > static_cast<size_t>(kMaxWorldSize)) {
+    return InvalidArgument("result.ranks: more than " + std::to_string(kMaxWorldSize) + " ranks");
+  }
+  std::set<int64_t> seen;
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    const json& entry = ranks[i];
+    const std::string where = "result.ranks[" + std::to_string(i) + "]";
+    if (!entry.is_object()) return InvalidArgument(where + ": must be an object");
+    RETURN_IF_ERROR(CheckFields(ResultFields(), entry, where, false));
+    RETURN_IF_ERROR(CheckFields(RankFields(), entry, where, true));
+    WorkerResult::Rank rank;
+    for (const ResultField& field : RankFields()) {
+      const json* value = FindPath(entry, field.path);
+      rank.values.push_back(value ? *value : json());
+    }
+    rank.rank = FindPath(entry, "distributed.rank")->get<int64_t>();
+    if (rank.rank >= static_cast<int64_t>(ranks.size()) || !seen.insert(rank.rank).second) {
+      return InvalidArgument(where + ".distributed.rank: " + std::to_string(rank.rank) +
+                             " is repeated or beyond the " + std::to_string(ranks.size()) + " ranks");
+    }
+    rank.detail = entry;
+    rank.detail.erase("samples_ms");
+    out->ranks.push_back(std::move(rank));
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 StatusOr<WorkerResult> ParseWorkerResult(const json& result) {
@@ -118,8 +151,10 @@ StatusOr<WorkerResult> ParseWorkerResult(const json& result) {
     }
   }
   if (out.ok && out.calibration_kind) RETURN_IF_ERROR(ParseCalibration(result, &out));
+  if (const json* ranks = FindPath(result, "ranks")) RETURN_IF_ERROR(ParseRanks(*ranks, &out));
   out.detail = result;
   out.detail.erase("samples_ms");
+  out.detail.erase("ranks");  // kept per rank, in result_ranks
   return out;
 }
 

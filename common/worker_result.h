@@ -34,6 +34,14 @@ struct WorkerResult {
   std::vector<nlohmann::json> calibration_values;
   std::vector<std::optional<double>> gpu_sgemm_gflops;
   nlohmann::json calibration;  // the whole calibration object, kept as detail
+  // A gang's ranks (`ranks`), each checked as a result and by RankFields(): one value
+  // per RankFields() entry, and the entry itself, kept as detail.
+  struct Rank {
+    int64_t rank = 0;
+    std::vector<nlohmann::json> values;
+    nlohmann::json detail;
+  };
+  std::vector<Rank> ranks;
   nlohmann::json detail;       // the result minus samples_ms, kept as detail
 };
 

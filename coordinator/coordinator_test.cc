@@ -222,7 +222,9 @@ TEST_F(CoordinatorTest, TypeSwapSweepOverEveryGoldenMessage) {
 
 TEST_F(CoordinatorTest, ForgedOrEmptyResultsAreRejectedAndNothingIsStored) {
   Register("node-a");
-  Submit(kCpuSweep);
+  // Enough jobs for every case: a rejected attempt is lost, and a job fails after three.
+  Submit(json::parse(R"({"name": "cpu", "placement": "any",
+                         "matrix": {"model": ["mlp"], "batch_size": [1, 2, 3, 4, 5, 6]}})"));
   coordinator_->Tick();
   json offer = OffersTo("node-a/1").at(0);
   auto deliver = [&](const json& result) {
@@ -254,7 +256,17 @@ TEST_F(CoordinatorTest, ForgedOrEmptyResultsAreRejectedAndNothingIsStored) {
          result["job_id"] = offer["job_id"].get<int64_t>() + 100;
          return result;
        },
-       "result.job_id"}};
+       "result.job_id"},
+      // A gang's per-rank entries are checked to their depth, like the result itself.
+      {with("ranks", json::array({json{{"ok", true}}})), "result.ranks[0].distributed.rank"},
+      {with("ranks", {{{"ok", true}, {"distributed", {{"rank", "0"}}}}}), "result.ranks[0].distributed.rank"},
+      {with("ranks", {{{"ok", true}, {"distributed", {{"rank", 0}}}, {"stats", {{"median_ms", "fast"}}}}}),
+       "result.ranks[0].stats.median_ms"},
+      {with("ranks", {{{"ok", true}, {"distributed", {{"rank", 1}}}}, {{"ok", true}, {"distributed", {{"rank", 1}}}}}),
+       "result.ranks[1].distributed.rank"},
+      {with("ranks", "all"), "result.ranks"},
+      // Well formed, but this job runs in one process.
+      {with("ranks", {{{"ok", true}, {"distributed", {{"rank", 0}}}}}), "result.ranks: 1 ranks for job"}};
   for (const Case& c : cases) {
     sent_.clear();
     json ack = deliver(c.result(offer));
@@ -268,7 +280,8 @@ TEST_F(CoordinatorTest, ForgedOrEmptyResultsAreRejectedAndNothingIsStored) {
     if (!offers.empty()) offer = offers.back();  // the job came back as a new attempt
   }
   EXPECT_EQ(Query("select count(*) from results"), json::parse("[[0]]"));
-  EXPECT_EQ(coordinator_->counters().rejected_results, 5);
+  EXPECT_EQ(Query("select count(*) from result_ranks"), json::parse("[[0]]"));
+  EXPECT_EQ(coordinator_->counters().rejected_results, 11);
   EXPECT_EQ(coordinator_->counters().handler_exceptions, 0);
 }
 

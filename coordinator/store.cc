@@ -73,6 +73,24 @@ int ResultFieldSlot(size_t i) {
   return slots[i];
 }
 
+// One rank's row of result_ranks: job_id, rank, host_id, detail, then RankFields()'
+// columns (the rank among them: its column is declared in the CREATE TABLE and bound
+// from the field).
+const std::string& RankRowSql() {
+  static const std::string sql = [] {
+    std::string names = "job_id, host_id, detail";
+    std::string slots = "?1, ?2, ?3";
+    int next = 4;
+    for (const ResultField& field : RankFields()) {
+      if (field.column.empty()) continue;
+      names += ", " + field.column;
+      slots += ", ?" + std::to_string(next++);
+    }
+    return "INSERT INTO result_ranks(" + names + ") VALUES (" + slots + ")";
+  }();
+  return sql;
+}
+
 }  // namespace
 
 const char* ResultOutcomeName(ResultOutcome outcome) {
@@ -167,7 +185,8 @@ Status Store::ApplyFieldTables() {
   RETURN_IF_ERROR(tx.Begin());
   for (const auto& [table, fields] :
        {std::make_pair(std::string("results"), &ResultFields()),
-        std::make_pair(std::string("calibrations"), &CalibrationFields())}) {
+        std::make_pair(std::string("calibrations"), &CalibrationFields()),
+        std::make_pair(std::string("result_ranks"), &RankFields())}) {
     std::set<std::string> present;
     ASSIGN_OR_RETURN(auto info, db_->Prepare("SELECT name FROM pragma_table_info(?1)"));
     info.Bind(1, table);
@@ -704,7 +723,29 @@ StatusOr<ResultOutcome> Store::StoreResult(int64_t job_id, int attempt, int64_t 
       row.Bind(kResultFractionOfPeak, gflops.get<double>() / peak.get<double>());
     }
   }
+  // A gang that ran on this agent reports all its ranks in one result (a failed one, the
+  // ranks that got as far as ending).
+  if (!result.ranks.empty() && (!job || JobWorldSize(*job) < 2 ||
+                                 static_cast<int64_t>(result.ranks.size()) > JobWorldSize(*job) ||
+                                 (ok && static_cast<int64_t>(result.ranks.size()) != JobWorldSize(*job)))) {
+    *rejection = "result.ranks: " + std::to_string(result.ranks.size()) + " ranks for job " +
+                 std::to_string(job_id) + " of " + std::to_string(job ? JobWorldSize(*job) : 1);
+    return ResultOutcome::kRejected;
+  }
   RETURN_IF_ERROR(row.Run());
+  if (!result.ranks.empty()) {
+    ASSIGN_OR_RETURN(auto rank_row, db_->Prepare(RankRowSql()));
+    for (const WorkerResult::Rank& rank : result.ranks) {
+      rank_row.Reset();
+      rank_row.Bind(1, job_id).Bind(2, host_id)
+          .Bind(3, rank.detail.dump(-1, ' ', false, json::error_handler_t::replace));
+      int slot = 4;
+      for (size_t i = 0; i < RankFields().size() && i < rank.values.size(); ++i) {
+        if (!RankFields()[i].column.empty()) rank_row.BindJson(slot++, rank.values[i]);
+      }
+      RETURN_IF_ERROR(rank_row.Run());
+    }
+  }
 
   if (ok && !result.samples_ms.empty()) {
     ASSIGN_OR_RETURN(auto samples, db_->Prepare("INSERT INTO result_samples(job_id, n, ms_f32le) "

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -25,6 +26,10 @@ RankGroup JoinRanks(const DistributedSpec& d) {
     ranks.store = c10d_compat::OpenTcpStore(d.store_host, static_cast<std::uint16_t>(d.store_port),
                                             d.rank == 0, d.world_size, timeout);
     ranks.group = c10d_compat::OpenGlooGroup(ranks.store, d.rank, d.world_size, d.address, timeout);
+    // In the worker's log (the agent keeps it for a failed job): the gang formed.
+    std::cerr << "benchfleet-worker: rank " << d.rank << " of " << d.world_size
+              << " met the others at " << d.store_host << ":" << d.store_port << " from "
+              << d.address << std::endl;
     return ranks;
   } catch (const std::exception& e) {
     throw WorkloadError("rank " + std::to_string(d.rank) + " of " + std::to_string(d.world_size) +
