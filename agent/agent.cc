@@ -1,12 +1,19 @@
 #include "agent/agent.h"
 
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <algorithm>
 
 #include "agent/host_probe.h"
 #include "agent/worker_probe.h"
 #include "common/cpu_list.h"
 #include "common/log.h"
+#include "common/messages.h"
 #include "common/transport.h"
 
 namespace benchfleet {
@@ -16,6 +23,40 @@ namespace {
 constexpr int kReconnectBackoffMaxMs = 32000;
 // Longest the loop sleeps in one poll, so timers stay punctual.
 constexpr int kAgentTickMs = 100;
+// A spread gang's rendezvous (and each collective call) is bounded by the job's timeout
+// and by this.
+constexpr double kMaxGangRendezvousS = 600;
+
+// The local address the kernel routes from towards the coordinator's endpoint
+// ("tcp://HOST:PORT"): what the ranks of a gang advertise by default. A UDP socket's
+// connect() picks the route without sending anything.
+StatusOr<std::string> AddressTowards(const std::string& endpoint) {
+  std::string rest = endpoint.rfind("tcp://", 0) == 0 ? endpoint.substr(6) : endpoint;
+  const size_t colon = rest.rfind(':');
+  if (colon == std::string::npos) return InvalidArgument("coordinator endpoint " + endpoint + " has no port");
+  std::string host = rest.substr(0, colon);
+  const std::string port = rest.substr(colon + 1);
+  if (host.size() > 2 && host.front() == '[') host = host.substr(1, host.size() - 2);
+  addrinfo hints{};
+  hints.ai_family = AF_INET;
+  hints.ai_socktype = SOCK_DGRAM;
+  addrinfo* found = nullptr;
+  if (getaddrinfo(host.c_str(), port.c_str(), &hints, &found) != 0 || found == nullptr) {
+    return InvalidArgument("cannot resolve the coordinator's host " + host +
+                           " to an IPv4 address; give --advertise-address");
+  }
+  const int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  sockaddr_in local{};
+  socklen_t size = sizeof local;
+  const bool ok = fd >= 0 && connect(fd, found->ai_addr, found->ai_addrlen) == 0 &&
+                  getsockname(fd, reinterpret_cast<sockaddr*>(&local), &size) == 0;
+  freeaddrinfo(found);
+  if (fd >= 0) close(fd);
+  if (!ok) return Unavailable("no route to the coordinator's host " + host + "; give --advertise-address");
+  char text[INET_ADDRSTRLEN] = {};
+  inet_ntop(AF_INET, &local.sin_addr, text, sizeof text);
+  return std::string(text);
+}
 
 }  // namespace
 
@@ -32,6 +73,12 @@ Status AgentDaemon::Start() {
   ASSIGN_OR_RETURN(nlohmann::json torch,
                    ProbeWorker(options_.worker_path, Millis(kWorkerProbeTimeoutMs)));
   if (options_.cpus.empty()) options_.cpus = AllowedCpus();
+  if (options_.advertise_address.empty()) {
+    ASSIGN_OR_RETURN(options_.advertise_address, AddressTowards(options_.coordinator));
+  } else if (!FreePort(options_.advertise_address).ok()) {
+    return InvalidArgument("--advertise-address " + options_.advertise_address +
+                           ": not an IPv4 address of this host");
+  }
   spool_ = std::make_unique<SpoolDirectory>(options_.state_dir + "/spool");
   RETURN_IF_ERROR(spool_->Open());
   runner_ = std::make_unique<WorkerRunner>(
@@ -45,7 +92,8 @@ Status AgentDaemon::Start() {
   routing_id_ = options_.name + "/" + std::to_string(getpid());
   RETURN_IF_ERROR(Connect());
   size_t pending = spool_->size();
-  LOG_INFO("agent " << options_.name << " on CPUs " << FormatCpuList(options_.cpus) << ", "
+  LOG_INFO("agent " << options_.name << " on CPUs " << FormatCpuList(options_.cpus) << ", address "
+                    << options_.advertise_address << ", "
                     << pending << " spooled results to deliver, coordinator "
                     << options_.coordinator);
   return Status::Ok();
@@ -137,6 +185,8 @@ void AgentDaemon::Handle(const Message& message) {
     // last_heard_ is enough.
   } else if (message.type == msg::kJob) {
     StartJob(body);
+  } else if (message.type == msg::kStop) {
+    StopJob(body);
   } else if (message.type == msg::kAck) {
     // Every outcome ends the result's life in the spool. "rejected": the coordinator
     // can never store it (it names the field at fault), so resending would only bring
@@ -179,10 +229,52 @@ void AgentDaemon::StartJob(const json& body) {
     return;
   }
   if (!(job.timeout_s > 0)) job.timeout_s = kJobStartupAllowanceS;
+  std::string rendezvous_store;
+  if (body.contains("gang")) {
+    Status joined = JoinGang(body["gang"], &job, &rendezvous_store);
+    if (!joined.ok()) {
+      Store(FailedResult(job, "cannot join the gang: " + joined.message()), job.job_id, job.attempt);
+      return;
+    }
+  }
   Status started = runner_->Start(job);
-  if (!started.ok())
+  if (!started.ok()) {
     Store(FailedResult(job, "cannot start the worker: " + started.message()), job.job_id,
           job.attempt);
+    return;
+  }
+  if (!rendezvous_store.empty()) {
+    Send(MakeMessage(msg::kRendezvous,
+                     {{"job_id", job.job_id}, {"attempt", job.attempt}, {"store", rendezvous_store}}));
+  }
+}
+
+Status AgentDaemon::JoinGang(const json& gang, WorkerJob* job, std::string* rendezvous_store) {
+  ASSIGN_OR_RETURN(GangRole role, ParseGangRole(gang));
+  std::string store = role.store;
+  if (role.rank == 0) {
+    ASSIGN_OR_RETURN(int port, FreePort(options_.advertise_address));
+    store = options_.advertise_address + ":" + std::to_string(port);
+    *rendezvous_store = store;
+  }
+  job->spec["distributed"] = {{"rank", role.rank},
+                              {"world_size", role.world_size},
+                              {"store", store},
+                              {"address", options_.advertise_address},
+                              {"timeout_s", std::min(job->timeout_s, kMaxGangRendezvousS)}};
+  LOG_INFO("job " << job->job_id << " attempt " << job->attempt << ": rank " << role.rank << " of "
+                  << role.world_size << ", store " << store << ", address "
+                  << options_.advertise_address);
+  return Status::Ok();
+}
+
+void AgentDaemon::StopJob(const json& body) {
+  const int64_t job_id = body["job_id"];
+  const int64_t attempt = body["attempt"];
+  if (!runner_->busy() || runner_->job().job_id != job_id || runner_->job().attempt != attempt) return;
+  LOG_WARN("job " << job_id << " attempt " << attempt << " stopped by the coordinator: "
+                  << body.value("reason", std::string()));
+  runner_->Kill();  // its outcome is decided elsewhere: no result
 }
 
 void AgentDaemon::Store(const json& result, int64_t job_id, int attempt) {

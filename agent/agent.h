@@ -31,6 +31,10 @@ struct AgentOptions {
   int liveness = kHeartbeatLiveness;
   // Ask the coordinator for a calibration of this host when the agent starts.
   bool calibrate_at_start = true;
+  // The IPv4 address this host's ranks of a gang spread over agents bind and advertise
+  // (Gloo would otherwise use what the host name resolves to, 127.0.0.1 on many hosts).
+  // Empty: the address this host reaches the coordinator from.
+  std::string advertise_address;
   // Set when the coordinator serves CURVE.
   std::optional<CurveClientKeys> curve;
 };
@@ -52,6 +56,10 @@ class AgentDaemon {
   void Send(const Message& message);
   void Handle(const Message& message);
   void StartJob(const json& body);
+  // A job offer's `gang` (one rank of a gang spread over agents): the worker's
+  // distributed object. Rank 0 starts the store on a free port and reports it.
+  Status JoinGang(const json& gang, WorkerJob* job, std::string* rendezvous_store);
+  void StopJob(const json& body);
   void SendSpooled();
   json SpooledIds();
   void Store(const json& result, int64_t job_id, int attempt);

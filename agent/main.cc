@@ -36,6 +36,9 @@ int main(int argc, char** argv) {
   app.add_option("--name", options.name, "agent name, unique in the fleet")->capture_default_str();
   app.add_option("--tags", tags, "comma-separated tags a sweep's select can match");
   app.add_option("--cpus", cpus, "CPUs jobs may use, e.g. 0-3,6 (default: all allowed)");
+  app.add_option("--advertise-address", options.advertise_address,
+                 "IPv4 address the ranks of a gang spread over agents reach this host at "
+                 "(default: the address this host reaches the coordinator from)");
   app.add_option("--worker", options.worker_path, "path of benchfleet-worker")
       ->capture_default_str();
   app.add_option(

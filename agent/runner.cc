@@ -55,24 +55,31 @@ constexpr const char* kLoopback = "127.0.0.1";
 // never by more than this: a rank that cannot come fails the others within it.
 constexpr double kMaxRendezvousTimeoutS = 600;
 
-// A TCP port free on loopback now, for rank 0's store. Another process could take it
-// before rank 0 binds it; the rendezvous then fails with its address named, and the
-// job is retried.
-StatusOr<int> FreeLoopbackPort() {
+}  // namespace
+
+StatusOr<int> FreePort(const std::string& host) {
   const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return Unavailable(std::string("socket: ") + std::strerror(errno));
   sockaddr_in address{};
   address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (inet_pton(AF_INET, host.c_str(), &address.sin_addr) != 1) {
+    close(fd);
+    return InvalidArgument("\"" + host + "\" is not an IPv4 address");
+  }
   address.sin_port = 0;
   socklen_t size = sizeof address;
   const bool ok = bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0 &&
                   getsockname(fd, reinterpret_cast<sockaddr*>(&address), &size) == 0;
   const int saved = errno;
   close(fd);
-  if (!ok) return Unavailable(std::string("cannot find a free port for the ranks' store: ") + std::strerror(saved));
+  if (!ok) {
+    return Unavailable("cannot find a free port on " + host + " for the ranks' store: " +
+                       std::strerror(saved));
+  }
   return static_cast<int>(ntohs(address.sin_port));
 }
+
+namespace {
 
 std::string DescribeExit(int wait_status) {
   if (WIFEXITED(wait_status)) return "exited with code " + std::to_string(WEXITSTATUS(wait_status));
@@ -174,7 +181,7 @@ Status WorkerRunner::Start(const WorkerJob& job) {
                               std::to_string(options_.cpus.size()) + " (" +
                               FormatCpuList(options_.cpus) + ")");
   }
-  ASSIGN_OR_RETURN(int port, FreeLoopbackPort());
+  ASSIGN_OR_RETURN(int port, FreePort(kLoopback));
   const double rendezvous_s = std::min(job.timeout_s > 0 ? job.timeout_s : kJobStartupAllowanceS,
                                        kMaxRendezvousTimeoutS);
   for (int rank = 0; rank < ranks; ++rank) {
@@ -361,6 +368,10 @@ nlohmann::json WorkerRunner::Finish(const Process& process) {
     if (!result.contains(key) && job_.spec.is_object() && job_.spec.contains(key)) {
       result[key] = job_.spec[key];
     }
+  }
+  // A rank of a gang spread over agents: its failure still says which rank it was.
+  if (!result.contains("distributed") && job_.spec.is_object() && job_.spec.contains("distributed")) {
+    result["distributed"] = job_.spec["distributed"];
   }
   result["job_id"] = job_.job_id;
   result["attempt"] = job_.attempt;

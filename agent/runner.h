@@ -90,6 +90,11 @@ class WorkerRunner {
   int first_failed_rank_ = -1;  // the rank whose ending stopped the gang
 };
 
+// A TCP port free on `host` (an IPv4 address of this machine) now, for rank 0's c10d
+// store. Another process could take it before rank 0 binds it; the rendezvous then fails
+// naming the address, and the job fails with that reason.
+StatusOr<int> FreePort(const std::string& host);
+
 // The ranks of `job` this agent starts itself: world_size for a job of several ranks
 // that does not name its own (no `distributed` object: the sweep ran it on one agent),
 // else 1.

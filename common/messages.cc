@@ -108,6 +108,42 @@ StatusOr<ResultReport> ParseResultReport(const Message& message) {
   return out;
 }
 
+StatusOr<RendezvousReport> ParseRendezvous(const Message& message) {
+  RendezvousReport out;
+  ASSIGN_OR_RETURN(out.job, ParseJobAttempt(message.body, "rendezvous"));
+  const std::string& store = message.body["store"].get_ref<const std::string&>();
+  const size_t colon = store.rfind(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 >= store.size() || store.size() > 300 ||
+      store.size() - colon - 1 > 5 || store.find_first_not_of("0123456789", colon + 1) != std::string::npos ||
+      std::stol(store.substr(colon + 1)) < 1 || std::stol(store.substr(colon + 1)) > 65535) {
+    return InvalidArgument("rendezvous.store: must be \"HOST:PORT\" with a port in [1, 65535]");
+  }
+  out.store_host = store.substr(0, colon);
+  out.store_port = std::stol(store.substr(colon + 1));
+  return out;
+}
+
+StatusOr<GangRole> ParseGangRole(const json& gang) {
+  if (!gang.is_object()) return InvalidArgument("job.gang: must be an object");
+  GangRole out;
+  const json rank = gang.value("rank", json());
+  const json world = gang.value("world_size", json());
+  if (!world.is_number_integer() || world.get<int64_t>() < 2 || world.get<int64_t>() > 4096) {
+    return InvalidArgument("job.gang.world_size: must be an integer in [2, 4096]");
+  }
+  out.world_size = world.get<int64_t>();
+  if (!rank.is_number_integer() || rank.get<int64_t>() < 0 || rank.get<int64_t>() >= out.world_size) {
+    return InvalidArgument("job.gang.rank: must be an integer in [0, world_size)");
+  }
+  out.rank = rank.get<int64_t>();
+  const json store = gang.value("store", json());
+  if (out.rank > 0 && (!store.is_string() || store.get_ref<const std::string&>().empty())) {
+    return InvalidArgument("job.gang.store: rank " + std::to_string(out.rank) + " needs rank 0's store");
+  }
+  if (store.is_string()) out.store = store.get<std::string>();
+  return out;
+}
+
 StatusOr<ErrorReport> ParseErrorReport(const Message& message) {
   ErrorReport out;
   out.code = message.body["code"].get<std::string>();

@@ -28,6 +28,16 @@ struct JobAttempt {
   int attempt = 0;
 };
 
+// ---- coordinator -> agent ----
+// One rank of a spread gang, as a job offer's `gang` names it: rank 0 gets no store (its
+// agent starts one and reports it with `rendezvous`), the others get rank 0's.
+struct GangRole {
+  int64_t rank = 0;
+  int64_t world_size = 1;
+  std::string store;  // "HOST:PORT"; empty for rank 0
+};
+StatusOr<GangRole> ParseGangRole(const nlohmann::json& gang);
+
 // ---- agent -> coordinator ----
 struct RegisterRequest {
   std::string agent;
@@ -50,6 +60,14 @@ struct ResultReport {
   const nlohmann::json* result = nullptr;  // points into the message
 };
 StatusOr<ResultReport> ParseResultReport(const Message& message);
+
+// Rank 0's agent of a spread gang names the store it started (schemas/protocol.md).
+struct RendezvousReport {
+  JobAttempt job;
+  std::string store_host;  // as the ranks will dial it
+  int64_t store_port = 0;
+};
+StatusOr<RendezvousReport> ParseRendezvous(const Message& message);
 
 struct ErrorReport {
   std::string code;

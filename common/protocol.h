@@ -36,10 +36,12 @@ inline constexpr const char* kPruned = "pruned";
 inline constexpr const char* kRegister = "register";
 inline constexpr const char* kHeartbeat = "heartbeat";  // both directions
 inline constexpr const char* kResult = "result";
+inline constexpr const char* kRendezvous = "rendezvous";  // rank 0's store of a spread gang
 // coordinator -> agent
 inline constexpr const char* kRegistered = "registered";
 inline constexpr const char* kJob = "job";
 inline constexpr const char* kAck = "ack";
+inline constexpr const char* kStop = "stop";  // a gang's job ended elsewhere: kill its worker
 // any direction
 inline constexpr const char* kError = "error";
 }  // namespace msg

@@ -168,6 +168,7 @@ Status Expand(const Sweep& sweep, size_t first, size_t count,
   const size_t end = std::min(sweep.combination_count, first + std::min(count, sweep.combination_count));
   for (size_t c = first; c < end; ++c) {
     json spec = {{"seed", sweep.seed}, {"timing", timing}};
+    if (sweep.placement == Placement::kSpread) spec[kSpreadPlacementKey] = kSpreadPlacement;
     json bytes;
     for (size_t a = 0; a < axes.size(); ++a) {
       const json& value = axes[a].values[index[a]];
@@ -270,8 +271,10 @@ StatusOr<Sweep> ParseSweepShape(const json& document) {
       sweep.placement = Placement::kEach;
     } else if (p == "any") {
       sweep.placement = Placement::kAny;
+    } else if (p == kSpreadPlacement) {
+      sweep.placement = Placement::kSpread;
     } else {
-      return InvalidArgument("placement: must be \"each\" or \"any\", got " + p.dump());
+      return InvalidArgument("placement: must be \"each\", \"any\" or \"spread\", got " + p.dump());
     }
   }
   if (document.contains("timing")) {

@@ -17,7 +17,14 @@ using nlohmann::json;
 
 // "each": every combination runs once on every matching agent (host comparison).
 // "any": every combination runs once, on whichever matching agent is free first.
-enum class Placement { kEach, kAny };
+// "spread": as "any", but a job of several ranks puts each rank on its own agent (a
+// gang across agents, docs/scheduling.md); with "each" and "any" its ranks share one.
+enum class Placement { kEach, kAny, kSpread };
+
+// The key a job of a "spread" sweep carries ("placement": "spread"), so that the
+// coordinator knows to spread its ranks; workers ignore it.
+inline constexpr const char* kSpreadPlacementKey = "placement";
+inline constexpr const char* kSpreadPlacement = "spread";
 
 // One combination of a sweep's matrix: a job spec as its compact JSON text (what the
 // store keeps and the agent receives).

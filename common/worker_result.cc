@@ -73,23 +73,12 @@ Status ParseRanks(const json& ranks, WorkerResult* out) {
   }
   std::set<int64_t> seen;
   for (size_t i = 0; i < ranks.size(); ++i) {
-    const json& entry = ranks[i];
     const std::string where = "result.ranks[" + std::to_string(i) + "]";
-    if (!entry.is_object()) return InvalidArgument(where + ": must be an object");
-    RETURN_IF_ERROR(CheckFields(ResultFields(), entry, where, false));
-    RETURN_IF_ERROR(CheckFields(RankFields(), entry, where, true));
-    WorkerResult::Rank rank;
-    for (const ResultField& field : RankFields()) {
-      const json* value = FindPath(entry, field.path);
-      rank.values.push_back(value ? *value : json());
-    }
-    rank.rank = FindPath(entry, "distributed.rank")->get<int64_t>();
+    ASSIGN_OR_RETURN(WorkerResult::Rank rank, ParseRankEntry(ranks[i], where));
     if (rank.rank >= static_cast<int64_t>(ranks.size()) || !seen.insert(rank.rank).second) {
       return InvalidArgument(where + ".distributed.rank: " + std::to_string(rank.rank) +
                              " is repeated or beyond the " + std::to_string(ranks.size()) + " ranks");
     }
-    rank.detail = entry;
-    rank.detail.erase("samples_ms");
     out->ranks.push_back(std::move(rank));
   }
   return Status::Ok();
@@ -156,6 +145,22 @@ StatusOr<WorkerResult> ParseWorkerResult(const json& result) {
   out.detail.erase("samples_ms");
   out.detail.erase("ranks");  // kept per rank, in result_ranks
   return out;
+}
+
+StatusOr<WorkerResult::Rank> ParseRankEntry(const json& entry, const std::string& where) {
+  if (!entry.is_object()) return InvalidArgument(where + ": must be an object");
+  RETURN_IF_ERROR(CheckFields(ResultFields(), entry, where, false));
+  RETURN_IF_ERROR(CheckFields(RankFields(), entry, where, true));
+  WorkerResult::Rank rank;
+  for (const ResultField& field : RankFields()) {
+    const json* value = FindPath(entry, field.path);
+    rank.values.push_back(value ? *value : json());
+  }
+  rank.rank = FindPath(entry, "distributed.rank")->get<int64_t>();
+  rank.detail = entry;
+  rank.detail.erase("samples_ms");
+  rank.detail.erase("ranks");
+  return rank;
 }
 
 const json& ResultValue(const WorkerResult& result, const std::string& column) {

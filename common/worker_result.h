@@ -38,6 +38,7 @@ struct WorkerResult {
   // per RankFields() entry, and the entry itself, kept as detail.
   struct Rank {
     int64_t rank = 0;
+    int64_t host_id = 0;  // the host that ran it; 0: the result's (a gang on one agent)
     std::vector<nlohmann::json> values;
     nlohmann::json detail;
   };
@@ -49,6 +50,11 @@ struct WorkerResult {
 // "result.ok: must be a boolean, got 1". A successful benchmark result must carry every
 // required statistic; a failed one must say why (error).
 StatusOr<WorkerResult> ParseWorkerResult(const nlohmann::json& result);
+
+// One rank's entry of a gang's result (`ranks[i]`, or a rank's whole result when the
+// coordinator assembles a gang spread over agents), checked against ResultFields() and
+// RankFields(); `where` prefixes errors.
+StatusOr<WorkerResult::Rank> ParseRankEntry(const nlohmann::json& entry, const std::string& where);
 
 // The value of the result field stored in `column`, or null.
 const nlohmann::json& ResultValue(const WorkerResult& result, const std::string& column);

@@ -663,6 +663,8 @@ void Coordinator::HandleAgentMessage(const std::string& routing_id, const Messag
     Heartbeat(*agent, message);
   } else if (type == msg::kResult) {
     AcceptResult(*agent, message);
+  } else if (type == msg::kRendezvous) {
+    Rendezvous(*agent, message);
   } else if (type == msg::kError) {
     AgentError(*agent, message);
   } else {
@@ -739,7 +741,8 @@ void Coordinator::Heartbeat(Agent& agent, const Message& message) {
   if (!heartbeat->running) return;
   Lease* lease = registry_.FindLease(heartbeat->running->job_id);
   if (lease && lease->attempt == heartbeat->running->attempt &&
-      lease->agent == agent.description.name) {
+      (lease->agent == agent.description.name ||
+       std::count(lease->ranks.begin(), lease->ranks.end(), agent.description.name) > 0)) {
     lease->renewed_at = MonoNow();
   }
 }
@@ -762,7 +765,9 @@ void Coordinator::RejectResult(Agent& agent, const JobAttempt& job, const std::s
                                                          {"reason", reason}}));
   // The attempt produced nothing usable: it is lost like a silent agent's.
   if (Lease* lease = registry_.FindLease(job.job_id);
-      lease && lease->attempt == job.attempt && lease->agent == agent.description.name) {
+      lease && lease->attempt == job.attempt &&
+      (lease->agent == agent.description.name ||
+       std::count(lease->ranks.begin(), lease->ranks.end(), agent.description.name) > 0)) {
     Lease lost = *lease;
     registry_.RemoveLease(job.job_id);
     LoseAttempt(lost, "its result was rejected: " + reason);
@@ -783,6 +788,7 @@ void Coordinator::AcceptResult(Agent& agent, const Message& message) {
     return RejectResult(agent, job, "result.attempt: " + std::to_string(*result->attempt) +
                                         " differs from the message's attempt " + std::to_string(job.attempt));
   }
+  if (AcceptGangRank(agent, job, *result)) return;
   std::string rejection;
   auto outcome = store_->StoreResult(job.job_id, job.attempt, agent.host_id,
                                      agent.description.name, *result, &rejection);
@@ -834,7 +840,9 @@ void Coordinator::AgentError(Agent& agent, const Message& message) {
   // the hand-out is taken back without costing an attempt, and the agent gets no offer
   // for a while.
   Lease* lease = registry_.FindLease(report->job->job_id);
-  if (!lease || lease->attempt != report->job->attempt || lease->agent != agent.description.name) {
+  if (!lease || lease->attempt != report->job->attempt ||
+      (lease->agent != agent.description.name &&
+       std::count(lease->ranks.begin(), lease->ranks.end(), agent.description.name) == 0)) {
     return;
   }
   Lease refused = *lease;
@@ -917,6 +925,7 @@ void Coordinator::RecoverLeases() {
 }
 
 void Coordinator::LoseAttempt(const Lease& lease, const std::string& reason) {
+  StopGang(lease, reason);
   auto requeued = store_->RequeueOrFail(lease.job_id, lease.attempt, options_.max_attempts, reason);
   if (!requeued.ok()) {
     ++counters_.store_errors;
@@ -935,6 +944,7 @@ void Coordinator::LoseAttempt(const Lease& lease, const std::string& reason) {
 }
 
 void Coordinator::UndoHandOut(const Lease& lease) {
+  StopGang(lease, "the job was taken back before it ran");
   auto undone = store_->UndoHandOut(lease.job_id, lease.attempt);
   if (!undone.ok()) {
     ++counters_.store_errors;
@@ -1034,6 +1044,12 @@ Coordinator::Offer Coordinator::OfferNextJob(Agent& agent) {
     }
     for (QueuedJob& job : *queued) {
       if (registry_.FindLease(job.job_id) != nullptr) continue;  // its result is on the way
+      // A gang wider than the agents that could ever run it now does not hold up the
+      // jobs behind it (it waits, and says why in status).
+      if (const int64_t ranks = SpreadRanks(job.spec);
+          ranks > 1 && ranks > AgentsAbleToRun(state.requirement)) {
+        continue;
+      }
       const bool calibration = job.kind == "calibration";
       const bool better = !best || (calibration && best->kind != "calibration") ||
                           (calibration == (best->kind == "calibration") && job.job_id < best->job_id);
@@ -1043,6 +1059,7 @@ Coordinator::Offer Coordinator::OfferNextJob(Agent& agent) {
   }
   if (!best) return Offer::kNothingToOffer;
   const QueuedJob& job = *best;
+  if (const int64_t ranks = SpreadRanks(job.spec); ranks > 1) return OfferGang(agent, job, ranks);
   auto attempt = store_->MarkRunning(job.job_id, agent.host_id);
   if (!attempt.ok()) {
     ++counters_.store_errors;

@@ -16,6 +16,7 @@
 #include "common/messages.h"
 #include "common/protocol.h"
 #include "common/transport.h"
+#include "common/worker_result.h"
 #include "coordinator/pruner.h"
 #include "coordinator/query_runner.h"
 #include "coordinator/registry.h"
@@ -187,6 +188,23 @@ class Coordinator {
     kNotNow,          // the store or the send failed; try again later
   };
   Offer OfferNextJob(Agent& agent);
+  // Gangs spread over agents (coordinator/gangs.cc). The ranks of a job of a "spread"
+  // sweep (1 for any other job), read from its spec text.
+  static int64_t SpreadRanks(const std::string& spec_text);
+  int64_t AgentsAbleToRun(const JobRequirement& requirement);
+  // `needed` idle agents besides `rank0` that can run `requirement`, by name; empty when
+  // there are not that many.
+  std::vector<Agent*> GangPartners(Agent& rank0, const JobRequirement& requirement, int64_t needed);
+  // Hands `job` to `rank0` and world_size - 1 partners at once, or to nobody.
+  Offer OfferGang(Agent& rank0, const QueuedJob& job, int64_t world_size);
+  // Rank 0's agent names its store: the other ranks get their offers.
+  void Rendezvous(Agent& agent, const Message& message);
+  // Tells every agent of a spread gang to stop the job's attempt (and forgets the ranks'
+  // results gathered so far).
+  void StopGang(const Lease& lease, const std::string& reason);
+  // A rank's result of a spread gang: gathered, and once all are in (or one failed) put
+  // together into the job's result and stored. False when `job` is no such gang's.
+  bool AcceptGangRank(Agent& agent, const JobAttempt& job, const WorkerResult& result);
   bool AgentCanRunRequirement(Agent& agent, const JobRequirement& requirement);
   Status ReloadRequirements();
   void MarkQueued();  // some requirement may have queued jobs again
@@ -220,7 +238,18 @@ class Coordinator {
     bool may_have_queued = true;
   };
   std::map<int64_t, RequirementState> requirements_;
-  bool reload_requirements_ = false;  // a reload failed: tried again at the next refresh
+  bool reload_requirements_ = false;
+  // The results of the ranks of spread gangs heard from so far, by job id. In memory:
+  // the agents keep theirs spooled until the job's result is stored, and resend them.
+  struct GangResults {
+    int attempt = 0;
+    struct Rank {
+      WorkerResult::Rank entry;
+      WorkerResult result;
+    };
+    std::map<int64_t, Rank> ranks;
+  };
+  std::map<int64_t, GangResults> gang_results_;  // a reload failed: tried again at the next refresh
   // The prune under way, if any, and whom to answer.
   struct PendingPrune {
     std::string routing_id;

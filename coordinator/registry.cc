@@ -71,14 +71,24 @@ std::vector<std::string> AgentRegistry::RoutingIdsAfter(const std::string& after
   return ids;
 }
 
-void AgentRegistry::IndexLease(const Lease& lease) { leases_by_agent_[lease.agent].insert(lease.job_id); }
+std::vector<std::string> AgentRegistry::Holders(const Lease& lease) {
+  std::vector<std::string> holders = {lease.agent};
+  holders.insert(holders.end(), lease.ranks.begin(), lease.ranks.end());
+  return holders;
+}
+
+void AgentRegistry::IndexLease(const Lease& lease) {
+  for (const std::string& holder : Holders(lease)) leases_by_agent_[holder].insert(lease.job_id);
+}
 
 void AgentRegistry::UnindexLease(const Lease& lease) {
-  auto it = leases_by_agent_.find(lease.agent);
-  if (it == leases_by_agent_.end()) return;
-  it->second.erase(lease.job_id);
-  if (it->second.empty()) leases_by_agent_.erase(it);
-  MachineFreed(lease.agent);
+  for (const std::string& holder : Holders(lease)) {
+    auto it = leases_by_agent_.find(holder);
+    if (it == leases_by_agent_.end()) continue;
+    it->second.erase(lease.job_id);
+    if (it->second.empty()) leases_by_agent_.erase(it);
+    MachineFreed(holder);
+  }
 }
 
 void AgentRegistry::MachineFreed(const std::string& name) {
@@ -103,8 +113,10 @@ void AgentRegistry::AddLease(Lease lease) {
   }
   if (journaling_) journal_.push_back({true, lease});
   IndexLease(lease);
-  if (auto holder = routing_id_by_name_.find(lease.agent); holder != routing_id_by_name_.end()) {
-    offer_candidates_.erase(holder->second);
+  for (const std::string& name : Holders(lease)) {
+    if (auto holder = routing_id_by_name_.find(name); holder != routing_id_by_name_.end()) {
+      offer_candidates_.erase(holder->second);
+    }
   }
   leases_[lease.job_id] = std::move(lease);
 }

@@ -33,7 +33,10 @@ struct Agent {
 struct Lease {
   int64_t job_id = 0;
   int attempt = 0;
-  std::string agent;       // agent name
+  std::string agent;       // agent name (rank 0's, for a gang spread over agents)
+  // A gang spread over agents: the agents of ranks 1.. in order. Each holds the lease
+  // as rank 0's does (busy, renewing it, losing it when silent).
+  std::vector<std::string> ranks;
   MonoTime renewed_at;     // dispatch, or the last heartbeat naming this job
   MonoTime hard_deadline;  // the job's timeout plus the liveness window
 };
@@ -61,6 +64,8 @@ class AgentRegistry {
   // Leases, keyed by job id.
   void AddLease(Lease lease);
   Lease* FindLease(int64_t job_id);
+  // Every agent holding `lease`: its agent, then its ranks' (a spread gang).
+  static std::vector<std::string> Holders(const Lease& lease);
   // Removes the lease of `job_id`, if any; its agent, and the agents of its machine,
   // may take an offer again.
   void RemoveLease(int64_t job_id);

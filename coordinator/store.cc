@@ -249,6 +249,14 @@ StatusOr<int64_t> Store::UpsertHost(const std::string& name, const std::string& 
   return host_id;
 }
 
+StatusOr<std::pair<std::string, double>> Store::JobSpecText(int64_t job_id) {
+  ASSIGN_OR_RETURN(auto find, db_->Prepare("SELECT spec, timeout_s FROM jobs WHERE job_id = ?1"));
+  find.Bind(1, job_id);
+  ASSIGN_OR_RETURN(bool row, find.Step());
+  if (!row) return NotFound("no job " + std::to_string(job_id));
+  return std::make_pair(find.Text(0), find.Real(1));
+}
+
 StatusOr<int64_t> Store::RequirementId(const std::string& kind, const std::string& pinned_host,
                                        const json& select, const std::string& device) {
   const std::string select_text = select.is_object() ? select.dump() : "{}";
@@ -725,9 +733,12 @@ StatusOr<ResultOutcome> Store::StoreResult(int64_t job_id, int attempt, int64_t 
   }
   // A gang that ran on this agent reports all its ranks in one result (a failed one, the
   // ranks that got as far as ending).
-  if (!result.ranks.empty() && (!job || JobWorldSize(*job) < 2 ||
-                                 static_cast<int64_t>(result.ranks.size()) > JobWorldSize(*job) ||
-                                 (ok && static_cast<int64_t>(result.ranks.size()) != JobWorldSize(*job)))) {
+  // A gang's result has its ranks: all of them when it succeeded (a lone rank's result,
+  // say after a coordinator restart, cannot stand for the gang).
+  const int64_t world = job ? JobWorldSize(*job) : 1;
+  const bool gang = job && !job->distributed && world > 1;
+  const int64_t ranks = static_cast<int64_t>(result.ranks.size());
+  if ((ranks > 0 && (!gang || ranks > world)) || (gang && ok && ranks != world)) {
     *rejection = "result.ranks: " + std::to_string(result.ranks.size()) + " ranks for job " +
                  std::to_string(job_id) + " of " + std::to_string(job ? JobWorldSize(*job) : 1);
     return ResultOutcome::kRejected;
@@ -737,7 +748,7 @@ StatusOr<ResultOutcome> Store::StoreResult(int64_t job_id, int attempt, int64_t 
     ASSIGN_OR_RETURN(auto rank_row, db_->Prepare(RankRowSql()));
     for (const WorkerResult::Rank& rank : result.ranks) {
       rank_row.Reset();
-      rank_row.Bind(1, job_id).Bind(2, host_id)
+      rank_row.Bind(1, job_id).Bind(2, rank.host_id != 0 ? rank.host_id : host_id)
           .Bind(3, rank.detail.dump(-1, ' ', false, json::error_handler_t::replace));
       int slot = 4;
       for (size_t i = 0; i < RankFields().size() && i < rank.values.size(); ++i) {

@@ -129,6 +129,8 @@ class Store {
 
   // Every requirement jobs were stored with.
   StatusOr<std::vector<JobRequirement>> Requirements();
+  // A job's spec (JSON text) and timeout, for the offers to a gang's other ranks.
+  StatusOr<std::pair<std::string, double>> JobSpecText(int64_t job_id);
   // The oldest queued jobs of one requirement (at most `limit`), oldest first.
   StatusOr<std::vector<QueuedJob>> OldestQueued(int64_t requirement_id, int limit);
   // Queued jobs per requirement (optionally of one sweep): {requirement_id, count}.

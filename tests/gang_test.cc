@@ -215,5 +215,38 @@ TEST_F(GangTest, ARankKilledMidJobStopsTheGangWithinTheLivenessWindowAndLeavesNo
             "done");
 }
 
+TEST_F(GangTest, ASpreadGangPutsEachRankOnItsOwnAgentAndMeetsAtRankZerosStore) {
+  // Two more agents, one CPU each, so that each rank has its own.
+  ASSERT_TRUE(fleet_->StartAgent("left", {"--cpus", "0"}));
+  ASSERT_TRUE(fleet_->StartAgent("right", {"--cpus", "1"}));
+  ASSERT_TRUE(fleet_->WaitForAgents(3, 60s)) << fleet_->Logs();
+  const json sweep = {{"name", "spread dp"},
+                      {"placement", "spread"},
+                      {"select", {{"name", {"left", "right"}}}},
+                      {"matrix", {{"model", "mlp"}, {"mode", "train"}, {"batch_size", 16},
+                                  {"parallel", {{"kind", "data"}, {"world_size", 2}}}}},
+                      {"models", {{"mlp", {{"layers", {64, 128, 10}}}}}},
+                      {"timing", kTiming}};
+  std::string error;
+  const int64_t id = fleet_->Submit(sweep, &error);
+  ASSERT_GT(id, 0) << error;
+  ASSERT_TRUE(fleet_->WaitForSweep(id, 300s).is_object());
+  const json job = Rows("select state, error from jobs where sweep_id = " + std::to_string(id));
+  ASSERT_EQ(job.at(0)["state"], "done") << job.dump();
+  const json ranks = Rows("select rr.rank, h.name as host, rr.store, rr.address, rr.ok from result_ranks rr "
+                          "join hosts h on h.host_id = rr.host_id join jobs j on j.job_id = rr.job_id "
+                          "where j.sweep_id = " + std::to_string(id) + " order by rr.rank");
+  ASSERT_EQ(ranks.size(), 2u) << ranks.dump(1);
+  EXPECT_EQ(ranks[0]["host"], "left");  // rank 0 on the first agent by name
+  EXPECT_EQ(ranks[1]["host"], "right");
+  EXPECT_EQ(ranks[0]["store"], ranks[1]["store"]);  // both met at rank 0's store
+  EXPECT_EQ(ranks[0]["store"].get<std::string>().rfind("127.0.0.1:", 0), 0u) << ranks.dump();
+  const json row = Rows("select host_set, scaling_efficiency from parallel_scaling where sweep_id = " +
+                        std::to_string(id));
+  ASSERT_EQ(row.size(), 1u);
+  EXPECT_EQ(row[0]["host_set"], "left,right");
+  EXPECT_GT(row[0]["scaling_efficiency"].get<double>(), 0);
+}
+
 }  // namespace
 }  // namespace benchfleet::testing
