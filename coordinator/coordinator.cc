@@ -544,6 +544,21 @@ json Coordinator::Waiting(std::optional<int64_t> sweep_id) {
             ? what + " for an agent matching " + DescribeRequirement(requirement) + "; none is registered"
             : what + " for one of " + std::to_string(matching) + " agents matching " +
                   DescribeRequirement(requirement) + " to be free";
+    // A gang spread over agents needs that many at once: wider than the agents that
+    // match, it cannot run (and counts no matching agents, so submit --wait stops).
+    if (auto oldest = store_->OldestQueued(requirement_id, 1); oldest.ok() && !oldest->empty()) {
+      const int64_t ranks = SpreadRanks(oldest->front().spec);
+      if (ranks > 1 && ranks > matching) {
+        reason = what + "; the oldest is a gang of " + std::to_string(ranks) +
+                 " ranks spread over agents and only " + std::to_string(matching) +
+                 " agents match " + DescribeRequirement(requirement);
+        matching = 0;
+      } else if (ranks > 1) {
+        reason = what + "; the oldest is a gang of " + std::to_string(ranks) + " ranks: it starts when " +
+                 std::to_string(ranks) + " of the " + std::to_string(matching) + " agents matching " +
+                 DescribeRequirement(requirement) + " are free at once";
+      }
+    }
     waiting.push_back({{"jobs", jobs},
                        {"requirement",
                         {{"kind", requirement.kind},

@@ -598,7 +598,13 @@ TEST_F(CoordinatorTest, RepliesHaveTheShapeOfTheirGoldenExamples) {
   ExpectSameKeys(golden("submitted"), submitted.body, "submitted");
   Submit(cpu_sweep);
   coordinator_->Tick();
-  ExpectSameKeys(golden("job"), LastTo("node-a/1", "job")->message.body, "job");
+  // A plain job's offer: the golden example is a gang's rank (ASpreadGang... checks it
+  // whole), so its gang fields are left out here.
+  json plain_job = golden("job");
+  plain_job.erase("gang");
+  plain_job["spec"].erase("parallel");
+  plain_job["spec"].erase("placement");
+  ExpectSameKeys(plain_job, LastTo("node-a/1", "job")->message.body, "job");
   json offer = LastTo("node-a/1", "job")->message.body;
   FromAgent("node-a/1", {{"v", 1}, {"type", "result"}, {"job_id", offer["job_id"]},
                          {"attempt", offer["attempt"]}, {"result", {{"ok", true}}}});
@@ -619,6 +625,91 @@ TEST_F(CoordinatorTest, RepliesHaveTheShapeOfTheirGoldenExamples) {
   ExpectSameKeys(golden("status_reply"), status.body, "status_reply");
   ExpectSameKeys(golden("rows"), Request({{"type", "results"}, {"limit", 5}}).body, "rows");
   ExpectSameKeys(golden("cancelled"), Request({{"type", "cancel"}, {"sweep_id", 1}}).body, "cancelled");
+}
+
+TEST_F(CoordinatorTest, ASpreadGangIsHandedOutWholeAndItsRanksMeetAtRankZerosStore) {
+  auto golden = [](const std::string& type) {
+    return json::parse(ReadFile(kSchemas / "golden" / (type + ".json")));
+  };
+  Register("node-a");
+  Register("node-b");
+  const json spread = json::parse(R"({"name": "s", "placement": "spread",
+      "matrix": {"model": "mlp", "mode": "train", "batch_size": 64, "threads": 2,
+                 "parallel": {"kind": "data", "world_size": 2}},
+      "models": {"mlp": {"layers": [1024, 1024, 10]}}})");
+  Submit(spread);
+  coordinator_->Tick();
+  // Rank 0 first, with no store; rank 1's agent is held for the gang meanwhile.
+  ASSERT_EQ(OffersTo("node-a/1").size(), 1u);
+  const json rank0 = OffersTo("node-a/1").front();
+  EXPECT_EQ(rank0["gang"], json({{"rank", 0}, {"world_size", 2}}));
+  EXPECT_TRUE(OffersTo("node-b/1").empty());
+  FromAgent("node-a/1", {{"v", 1}, {"type", "rendezvous"}, {"job_id", rank0["job_id"]},
+                         {"attempt", rank0["attempt"]}, {"store", "10.0.0.1:41327"}});
+  ASSERT_EQ(OffersTo("node-b/1").size(), 1u);
+  const json rank1 = OffersTo("node-b/1").front();
+  ExpectSameKeys(golden("job"), rank1, "job");
+  EXPECT_EQ(rank1["gang"], json({{"rank", 1}, {"world_size", 2}, {"store", "10.0.0.1:41327"}}));
+  EXPECT_EQ(rank1["attempt"], rank0["attempt"]);
+  // A rendezvous from anyone but rank 0's agent is ignored.
+  sent_.clear();
+  FromAgent("node-b/1", {{"v", 1}, {"type", "rendezvous"}, {"job_id", rank0["job_id"]},
+                         {"attempt", rank0["attempt"]}, {"store", "10.0.0.2:1"}});
+  EXPECT_TRUE(OffersTo("node-a/1").empty());
+
+  auto rank_result = [](const json& offer, int rank, bool ok) {
+    json result = GoodResult(offer["spec"]);
+    result["distributed"] = {{"rank", rank}, {"world_size", 2}, {"address", rank == 0 ? "10.0.0.1" : "10.0.0.2"}};
+    if (!ok) result = {{"ok", false}, {"error", "boom"}, {"distributed", {{"rank", rank}}}};
+    return json{{"v", 1}, {"type", "result"}, {"job_id", offer["job_id"]},
+                {"attempt", offer["attempt"]}, {"result", result}};
+  };
+  // Rank 1's result waits for rank 0's; then both are acknowledged with the job's one result.
+  FromAgent("node-b/1", rank_result(rank1, 1, true));
+  EXPECT_EQ(LastTo("node-b/1", "ack"), nullptr);
+  FromAgent("node-a/1", rank_result(rank0, 0, true));
+  ASSERT_NE(LastTo("node-a/1", "ack"), nullptr);
+  ASSERT_NE(LastTo("node-b/1", "ack"), nullptr);
+  EXPECT_EQ(LastTo("node-b/1", "ack")->message.body["outcome"], "stored");
+  EXPECT_EQ(Query("select count(*) from results"), json::parse("[[1]]"));
+  EXPECT_EQ(Query("select rr.rank, h.name, rr.address from result_ranks rr join hosts h "
+                  "on h.host_id = rr.host_id order by rr.rank"),
+            json::parse(R"([[0, "node-a", "10.0.0.1"], [1, "node-b", "10.0.0.2"]])"));
+
+  // A rank that fails ends the gang: the job's result is that failure, the other rank
+  // is stopped.
+  Submit(spread);
+  coordinator_->Tick();
+  const json again0 = OffersTo("node-a/1").back();
+  FromAgent("node-a/1", {{"v", 1}, {"type", "rendezvous"}, {"job_id", again0["job_id"]},
+                         {"attempt", again0["attempt"]}, {"store", "10.0.0.1:41328"}});
+  const json again1 = OffersTo("node-b/1").back();
+  ASSERT_EQ(again1["job_id"], again0["job_id"]);
+  FromAgent("node-b/1", rank_result(again1, 1, false));
+  const Sent* stop = LastTo("node-a/1", "stop");
+  ASSERT_NE(stop, nullptr);
+  ExpectSameKeys(golden("stop"), stop->message.body, "stop");
+  EXPECT_EQ(stop->message.body["job_id"], again0["job_id"]);
+  EXPECT_EQ(Query("select state, error from jobs where job_id = " + again0["job_id"].dump()),
+            json::parse(R"([["failed", "rank 1 of 2 on agent node-b: boom; the gang was stopped"]])"));
+
+  // A gang wider than the fleet waits, and does not hold up the jobs behind it.
+  json wide = spread;
+  wide["matrix"]["parallel"]["world_size"] = 3;
+  wide["matrix"]["batch_size"] = 63;
+  sent_.clear();
+  Submit(wide);
+  Submit(kCpuSweep);
+  coordinator_->Tick();
+  ASSERT_EQ(OffersTo("node-a/1").size() + OffersTo("node-b/1").size(), 2u);
+  EXPECT_EQ(Query("select state from jobs where sweep_id = 3"), json::parse(R"([["queued"]])"));
+  EXPECT_EQ(Query("select state from jobs where sweep_id = 4"), json::parse(R"([["running"], ["running"]])"));
+  const json waiting = Request({{"type", "status"}, {"sweep_id", 3}}).body["waiting"];
+  ASSERT_EQ(waiting.size(), 1u) << waiting.dump();
+  EXPECT_EQ(waiting[0]["matching_agents"], 0);
+  EXPECT_NE(waiting[0]["reason"].get<std::string>().find("gang of 3 ranks spread over agents and only 2"),
+            std::string::npos) << waiting.dump();
+  EXPECT_EQ(coordinator_->counters().handler_exceptions, 0);
 }
 
 json ResultFor(const json& offer) {

@@ -93,6 +93,7 @@ Coordinator::Offer Coordinator::OfferGang(Agent& rank0, const QueuedJob& job, in
     Hold(Side::kAgents, rank0.routing_id, std::move(offer), lease);
     return Offer::kOffered;
   }
+  offer.body["committed_at_us"] = UnixMicrosNow();  // outside a round each write commits at once
   Status sent = SendNow(Side::kAgents, rank0.routing_id, offer);
   if (!sent.ok()) {
     OfferUndelivered(lease, rank0.routing_id, sent);
@@ -140,7 +141,10 @@ void Coordinator::Rendezvous(Agent& agent, const Message& message) {
                     {"gang", {{"rank", i + 1}, {"world_size", world_size}, {"store", store}}}});
     if (in_round_) {
       Hold(Side::kAgents, rank_agent->routing_id, std::move(offer), lease);
-    } else if (Status sent = SendNow(Side::kAgents, rank_agent->routing_id, offer); !sent.ok()) {
+      continue;
+    }
+    offer.body["committed_at_us"] = UnixMicrosNow();
+    if (Status sent = SendNow(Side::kAgents, rank_agent->routing_id, offer); !sent.ok()) {
       OfferUndelivered(lease, rank_agent->routing_id, sent);
       return;
     }

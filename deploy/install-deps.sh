@@ -14,6 +14,8 @@ packages=(
   libgtest-dev libgmock-dev
   # the fuzz targets (libFuzzer) and the sanitizer builds
   clang libclang-rt-14-dev
+  # ip netns and veth pairs: the cross-host gang test (tests/netns_gang_test.sh)
+  iproute2
 )
 
 missing=()

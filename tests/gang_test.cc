@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -34,8 +35,10 @@ std::vector<pid_t> WorkersNaming(const std::string& needle) {
     std::stringstream text;
     text << in.rdbuf();
     std::string cmdline = text.str();
+    // The program is the worker (an agent's command line names the worker too).
+    const std::string program = cmdline.substr(0, cmdline.find('\0'));
     std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
-    if (cmdline.find("benchfleet-worker") != std::string::npos &&
+    if (program.size() >= 17 && program.compare(program.size() - 17, 17, "benchfleet-worker") == 0 &&
         cmdline.find(needle) != std::string::npos) {
       pids.push_back(pid);
     }
@@ -167,22 +170,18 @@ TEST_F(GangTest, ARankKilledMidJobStopsTheGangWithinTheLivenessWindowAndLeavesNo
   // Mid-job: both ranks have met (rank 1's log says so).
   ASSERT_TRUE(WaitFor(
       [&] {
-        const auto pids = WorkersNaming(rank1);
+        const auto pids = WorkersNaming(fleet_->dir("agent-gang/") + "jobs/" + "job-" +
+                                        std::to_string(1) + "-1/" + rank1);
         if (pids.size() != 1) return false;
-        std::ifstream cmd("/proc/" + std::to_string(pids[0]) + "/cmdline");
-        std::stringstream text;
-        text << cmd.rdbuf();
-        std::string args = text.str();
-        const size_t at = args.find(rank1);
-        const size_t start = args.rfind('\0', at);
-        const std::string dir = args.substr(start + 1, at - start - 1) + "rank-1/";
-        if (ReadFile(dir + "worker.log").find("met the others") == std::string::npos) return false;
+        const std::string log = fleet_->dir("agent-gang/") + "jobs/job-1-1/rank-1/worker.log";
+        if (ReadFile(log).find("met the others") == std::string::npos) return false;
         killed = pids;
         return true;
       },
       120s))
       << fleet_->Logs();
-  const auto all_ranks = WorkersNaming("/rank-");
+  const std::string ours = fleet_->dir("agent-");  // this fleet's workers only
+  const auto all_ranks = WorkersNaming(ours);
   EXPECT_EQ(all_ranks.size(), 2u);
   ASSERT_EQ(kill(killed[0], SIGKILL), 0);
   const auto at_kill = std::chrono::steady_clock::now();
@@ -199,7 +198,7 @@ TEST_F(GangTest, ARankKilledMidJobStopsTheGangWithinTheLivenessWindowAndLeavesNo
                                                                std::to_string(id));
   EXPECT_NE(reason.find("rank 1 of 2: worker killed by signal 9"), std::string::npos) << reason;
   EXPECT_NE(reason.find("the gang was stopped"), std::string::npos) << reason;
-  EXPECT_TRUE(WorkersNaming("/rank-").empty()) << "a rank's worker outlived its gang";
+  EXPECT_TRUE(WorkersNaming(ours).empty()) << "a rank's worker outlived its gang";
   for (pid_t pid : all_ranks) EXPECT_NE(kill(pid, 0), 0) << "worker " << pid << " still exists";
   // The agent keeps serving: a short job after it runs.
   const json after = {{"name", "after"},
@@ -246,6 +245,62 @@ TEST_F(GangTest, ASpreadGangPutsEachRankOnItsOwnAgentAndMeetsAtRankZerosStore) {
   ASSERT_EQ(row.size(), 1u);
   EXPECT_EQ(row[0]["host_set"], "left,right");
   EXPECT_GT(row[0]["scaling_efficiency"].get<double>(), 0);
+}
+
+TEST_F(GangTest, ARankAgentKilledMidJobStopsTheSpreadGangWithinTheLivenessWindow) {
+  ASSERT_TRUE(fleet_->StartAgent("left", {"--cpus", "0"}));
+  ASSERT_TRUE(fleet_->StartAgent("right", {"--cpus", "1"}));
+  ASSERT_TRUE(fleet_->WaitForAgents(3, 60s)) << fleet_->Logs();
+  const json sweep = {{"name", "spread, killed"},
+                      {"placement", "spread"},
+                      {"select", {{"name", {"left", "right"}}}},
+                      {"matrix", {{"model", "allreduce"}, {"batch_size", 1}, {"bytes", 1048576},
+                                  {"parallel", {{"kind", "collective"}, {"world_size", 2}}}}},
+                      {"timing", {{"warmup_s", 60}, {"min_time_s", 60}, {"max_time_s", 60}}},
+                      {"timeout_s", 600}};
+  std::string error;
+  const int64_t id = fleet_->Submit(sweep, &error);
+  ASSERT_GT(id, 0) << error;
+  // Mid-job: rank 1 (on "right") has met rank 0 (on "left").
+  const std::string rank1_log_dir = fleet_->dir("agent-right");
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        if (WorkersNaming(rank1_log_dir).size() != 1) return false;
+        std::error_code ec;
+        for (auto it = std::filesystem::recursive_directory_iterator(rank1_log_dir, ec);
+             !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
+          if (it->path().filename() == "worker.log" &&
+              ReadFile(it->path().string()).find("met the others") != std::string::npos) {
+            return true;
+          }
+        }
+        return false;
+      },
+      120s))
+      << fleet_->Logs();
+  const std::string ours = fleet_->dir("agent-");  // this fleet's workers only
+  const auto workers = WorkersNaming(ours);
+  ASSERT_EQ(workers.size(), 2u);
+  fleet_->agent("right").Signal(SIGKILL);
+  const auto at_kill = std::chrono::steady_clock::now();
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        return QueryValue(fleet_->db_path(), "select state from jobs where sweep_id = " +
+                                                 std::to_string(id)) != "running";
+      },
+      60s))
+      << fleet_->Logs();
+  const double stop_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - at_kill).count();
+  EXPECT_LT(stop_s, 3.0 + 1.0) << "the liveness window is 3 s; the expiry sweep runs within 1 s";
+  const json job = Rows("select state, error, attempts from jobs where sweep_id = " + std::to_string(id));
+  std::cerr << "FIGURE spread gang stopped " << stop_s << " s after its rank's agent was killed: "
+            << job.dump() << "\n";
+  // Retried (the attempt lost) or failed, with the reason either way.
+  EXPECT_TRUE(job[0]["state"] == "queued" || job[0]["state"] == "failed") << job.dump();
+  EXPECT_FALSE(job[0]["error"].get<std::string>().empty()) << job.dump();
+  EXPECT_TRUE(WaitFor([&] { return WorkersNaming(ours).empty(); }, 10s))
+      << "a rank's worker outlived its gang";
 }
 
 }  // namespace
