@@ -330,7 +330,7 @@ bool ReadParallel(const json& value, ParallelSpec* out, JobSpecError* error) {
     return false;
   }
   const std::vector<std::string> keys =
-      out->kind == "data"       ? std::vector<std::string>{"kind", "world_size", "bucket_mb"}
+      out->kind == "data"       ? std::vector<std::string>{"kind", "world_size", "bucket_mb", "overlap"}
       : out->kind == "pipeline" ? std::vector<std::string>{"kind", "stages", "micro_batches"}
                                 : std::vector<std::string>{"kind", "world_size"};
   for (const auto& item : value.items()) {
@@ -355,6 +355,13 @@ bool ReadParallel(const json& value, ParallelSpec* out, JobSpecError* error) {
       !ReadInt(value.at("world_size"), "parallel.world_size", 2, kMaxWorldSize, &out->world_size,
                error)) {
     return false;
+  }
+  if (value.contains("overlap")) {
+    if (!value.at("overlap").is_boolean()) {
+      return Fail(error, "parallel.overlap",
+                  "parallel.overlap must be true or false, got " + value.at("overlap").dump());
+    }
+    out->overlap = value.at("overlap").get<bool>();
   }
   if (value.contains("bucket_mb")) {
     const json& mb = value.at("bucket_mb");

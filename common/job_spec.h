@@ -84,6 +84,7 @@ struct ParallelSpec {
   std::string kind = "data";
   std::int64_t world_size = 0;          // 0: not given (distributed.world_size decides)
   double bucket_mb = kDefaultBucketMb;  // data
+  bool overlap = false;                 // data: all-reduce buckets during backward
   std::int64_t stages = 0;              // pipeline: the world size
   std::int64_t micro_batches = 1;       // pipeline
 };

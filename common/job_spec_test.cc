@@ -172,6 +172,7 @@ TEST(JobSpecTest, DataParallelTrainsAModelOnShardsOfTheGlobalBatch) {
            {{{"parallel", {{"kind", "data"}, {"world_size", 1}}}}, "parallel.world_size"},
            {{{"parallel", {{"kind", "tensor"}}}}, "parallel.kind"},
            {{{"parallel", {{"kind", "data"}, {"bucket_mb", 0}}}}, "parallel.bucket_mb"},
+           {{{"parallel", {{"kind", "data"}, {"overlap", 1}}}}, "parallel.overlap"},
            {{{"parallel", {{"kind", "data"}, {"stages", 2}}}}, "parallel.stages"},
            {{{"distributed", nullptr}}, "distributed"},
        }) {

@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -201,6 +202,39 @@ TEST(DataParallelTest, TwoRanksTrainIdenticallyToOneProcessAndReportTheirScaling
   // Both ranks report rank 0's baseline.
   EXPECT_EQ(runs[0].result.at("parallel").at("baseline_step_ms"),
             runs[1].result.at("parallel").at("baseline_step_ms"));
+}
+
+TEST(DataParallelTest, OverlappedBucketsTrainAsBeforeAndReportTheShareHidden) {
+  TempDir dir("bf-data-parallel-overlap");
+  const int port = FreePort();
+  ASSERT_GT(port, 0);
+  std::vector<json> jobs;
+  for (int rank = 0; rank < 2; ++rank) {
+    jobs.push_back(MlpJob(rank, port, {64, 128, 128, 10}, "train", 16,
+                          {{"kind", "data"}, {"bucket_mb", 0.01}, {"overlap", true}}));
+  }
+  const std::vector<RankRun> runs = RunRanks(dir, jobs);
+  for (int rank = 0; rank < 2; ++rank) {
+    const json& result = runs[rank].result;
+    ASSERT_EQ(runs[rank].exit_code, 0) << result.dump();
+    const json& p = result.at("parallel");
+    EXPECT_EQ(p.at("overlap"), true);
+    EXPECT_GE(p.at("buckets").get<int>(), 3);
+    // The checks ran with the overlapped buckets: the same parameters as one process.
+    const json& check = p.at("check");
+    EXPECT_TRUE(check.at("ranks_identical").get<bool>());
+    EXPECT_LE(check.at("max_abs_diff_vs_one_process").get<double>(), check.at("tolerance").get<double>());
+    EXPECT_GT(p.at("comm_ms_sequential").get<double>(), 0);
+    const double hidden = p.at("overlap_share").get<double>();
+    EXPECT_GE(hidden, 0);
+    EXPECT_LE(hidden, 1);
+    EXPECT_NEAR(hidden, std::clamp(1 - p.at("comm_ms_per_step").get<double>() /
+                                           p.at("comm_ms_sequential").get<double>(), 0.0, 1.0), 1e-9);
+    EXPECT_TRUE(ParseWorkerResult(result).ok());
+    std::cout << "FIGURE data-parallel with overlap, mlp 64-128-128-10, rank " << rank
+              << ": exposed comm " << p.at("comm_ms_per_step").get<double>() << " ms of "
+              << p.at("comm_ms_sequential").get<double>() << " ms, hidden " << hidden << "\n";
+  }
 }
 
 TEST(PipelineTest, TwoStagesMatchTheUnsplitModelAndMeasureTheirBubble) {

@@ -54,6 +54,13 @@ inline void AllReduceSum(const ProcessGroupPtr& group, at::Tensor& tensor) {
   group->allreduce(tensors)->wait();
 }
 
+// Started, not waited for: a data-parallel bucket all-reduced while backward goes on.
+using PendingWork = c10::intrusive_ptr<::c10d::Work>;
+inline PendingWork StartAllReduceSum(const ProcessGroupPtr& group, at::Tensor& tensor) {
+  std::vector<at::Tensor> tensors{tensor};
+  return group->allreduce(tensors);
+}
+
 inline void Broadcast(const ProcessGroupPtr& group, at::Tensor& tensor, std::int64_t root) {
   std::vector<at::Tensor> tensors{tensor};
   ::c10d::BroadcastOptions options;
