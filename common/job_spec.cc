@@ -331,7 +331,7 @@ bool ReadParallel(const json& value, ParallelSpec* out, JobSpecError* error) {
   }
   const std::vector<std::string> keys =
       out->kind == "data"       ? std::vector<std::string>{"kind", "world_size", "bucket_mb", "overlap"}
-      : out->kind == "pipeline" ? std::vector<std::string>{"kind", "stages", "micro_batches"}
+      : out->kind == "pipeline" ? std::vector<std::string>{"kind", "stages", "micro_batches", "schedule"}
                                 : std::vector<std::string>{"kind", "world_size"};
   for (const auto& item : value.items()) {
     if (std::find(keys.begin(), keys.end(), item.key()) == keys.end()) {
@@ -345,7 +345,10 @@ bool ReadParallel(const json& value, ParallelSpec* out, JobSpecError* error) {
     if (!ReadInt(value.at("stages"), "parallel.stages", 2, kMaxWorldSize, &out->stages, error) ||
         (value.contains("micro_batches") &&
          !ReadInt(value.at("micro_batches"), "parallel.micro_batches", 1, kNoLimit,
-                  &out->micro_batches, error))) {
+                  &out->micro_batches, error)) ||
+        (value.contains("schedule") &&
+         !ReadChoice(value, "schedule", {"gpipe", "1f1b"}, &out->schedule, error))) {
+      if (error->field == "schedule") error->field = "parallel.schedule";
       return false;
     }
     out->world_size = out->stages;

@@ -87,6 +87,7 @@ struct ParallelSpec {
   bool overlap = false;                 // data: all-reduce buckets during backward
   std::int64_t stages = 0;              // pipeline: the world size
   std::int64_t micro_batches = 1;       // pipeline
+  std::string schedule = "gpipe";       // pipeline: "gpipe" or "1f1b"
 };
 
 // A job after validation: every field present and within range. Only the args of

@@ -194,6 +194,10 @@ TEST(JobSpecTest, APipelineSplitsTheModelIntoOneStagePerRank) {
   ASSERT_TRUE(spec) << error.message;
   EXPECT_EQ(spec->parallel->stages, 2);
   EXPECT_EQ(spec->parallel->micro_batches, 4);
+  EXPECT_EQ(spec->parallel->schedule, "gpipe");
+  json one_f_one_b = base;
+  one_f_one_b["parallel"]["schedule"] = "1f1b";
+  ASSERT_TRUE(ParseJobSpec(one_f_one_b, &error)) << error.message;
   struct Case {
     json patch;
     std::string field;
@@ -204,6 +208,7 @@ TEST(JobSpecTest, APipelineSplitsTheModelIntoOneStagePerRank) {
            {{{"parallel", {{"kind", "pipeline"}, {"stages", 2}, {"micro_batches", 3}}}},
             "parallel.micro_batches"},  // 8 rows do not split in 3
            {{{"parallel", {{"kind", "pipeline"}, {"stages", 2}, {"bucket_mb", 1}}}}, "parallel.bucket_mb"},
+           {{{"parallel", {{"kind", "pipeline"}, {"stages", 2}, {"schedule", "zb"}}}}, "parallel.schedule"},
            {{{"model_args", {{"layers", 1}}}}, "parallel.stages"},  // one layer, two stages
            {{{"dtype", "bf16"}}, "dtype"},
        }) {

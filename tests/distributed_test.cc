@@ -263,6 +263,8 @@ TEST(PipelineTest, TwoStagesMatchTheUnsplitModelAndMeasureTheirBubble) {
       EXPECT_GE(p.at("bubble").get<double>(), 0);
       EXPECT_LT(p.at("bubble").get<double>(), 1);
       EXPECT_EQ(p.at("stages_busy_share").size(), 2u);
+      EXPECT_EQ(p.at("schedule"), "gpipe");
+      EXPECT_EQ(p.at("max_micro_batches_held"), 4);  // GPipe holds every micro-batch
       // 4 micro-batches of 4 x 128 fp32 activations forward, and as many gradients back.
       const double one_way = 4 * 4 * 128 * 4;
       EXPECT_DOUBLE_EQ(p.at("bytes_between_stages_per_step").get<double>(),
@@ -274,6 +276,33 @@ TEST(PipelineTest, TwoStagesMatchTheUnsplitModelAndMeasureTheirBubble) {
                 << rank << ": bubble " << p.at("bubble").get<double>() << " (GPipe theory 0.2), "
                 << "max rel diff vs unsplit " << check.at("max_rel_diff_vs_unsplit").get<double>() << "\n";
     }
+  }
+}
+
+TEST(PipelineTest, OneForwardOneBackwardMatchesTheUnsplitModelHoldingFewerMicroBatches) {
+  TempDir dir("bf-pipeline-1f1b");
+  const int port = FreePort();
+  ASSERT_GT(port, 0);
+  std::vector<json> jobs;
+  for (int rank = 0; rank < 2; ++rank) {
+    jobs.push_back(MlpJob(rank, port, {64, 128, 128, 10}, "train", 16,
+                          {{"kind", "pipeline"}, {"stages", 2}, {"micro_batches", 4}, {"schedule", "1f1b"}}));
+  }
+  const std::vector<RankRun> runs = RunRanks(dir, jobs);
+  for (int rank = 0; rank < 2; ++rank) {
+    const json& result = runs[rank].result;
+    ASSERT_EQ(runs[rank].exit_code, 0) << result.dump();
+    const json& p = result.at("parallel");
+    EXPECT_EQ(p.at("schedule"), "1f1b");
+    const json& check = p.at("check");
+    EXPECT_EQ(check.at("compared"), "outputs and gradients");
+    EXPECT_LE(check.at("max_rel_diff_vs_unsplit").get<double>(), check.at("tolerance").get<double>());
+    // Stage s holds at most S - s micro-batches' activations (GPipe: all 4).
+    EXPECT_EQ(p.at("max_micro_batches_held"), 2 - rank);
+    EXPECT_TRUE(ParseWorkerResult(result).ok());
+    std::cout << "FIGURE pipeline 1F1B mlp 64-128-128-10 train, 2 stages x 4 micro-batches, rank " << rank
+              << ": bubble " << p.at("bubble").get<double>() << ", held at most "
+              << p.at("max_micro_batches_held") << " micro-batches\n";
   }
 }
 

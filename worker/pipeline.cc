@@ -68,6 +68,8 @@ struct Stage {
   std::vector<std::int64_t> in_shape, out_shape;  // one micro-batch's activations
   std::vector<torch::Tensor> outputs;  // last stage: the last pass's outputs
   std::int64_t bytes_sent = 0;         // per pass, to the neighbouring stages
+  bool one_f_one_b = false;            // the schedule: 1F1B, else GPipe
+  std::int64_t max_held = 0;           // most micro-batches' activations held at once
   // Accumulated since the last Reset(): for the bubble.
   double busy_s = 0, wall_s = 0;
   std::int64_t passes = 0;
@@ -75,8 +77,11 @@ struct Stage {
   void Reset() { busy_s = wall_s = 0, passes = 0; }
   bool last() const { return index == stages - 1; }
 
-  // The batch through this stage in a GPipe schedule: every micro-batch forward, then
-  // (train) every one backward in reverse and, when `step`, the optimizer's step.
+  // The batch through this stage. GPipe: every micro-batch forward, then (train) every
+  // one backward in reverse. 1F1B (train): S - 1 - index forwards to fill the pipeline,
+  // then one forward and one backward in turn, then the backwards left, so that a
+  // stage holds at most S - index micro-batches' activations instead of all M. Then,
+  // when `step`, the optimizer's step.
   void Pass(bool step) {
     const double start = Now();
     const std::int64_t m_count = micro_batches;
@@ -84,13 +89,13 @@ struct Stage {
     std::vector<c10d_compat::PendingSend> sends;
     std::vector<torch::Tensor> in_flight;  // untouched until their sends complete
     std::int64_t sent = 0;
+    std::int64_t held = 0;  // micro-batches whose activations this stage holds
     auto send = [&](const torch::Tensor& t, std::int64_t to, std::int64_t tag) {
       in_flight.push_back(t.detach().contiguous());
       sends.push_back(c10d_compat::Send(ranks.group, in_flight.back(), to, static_cast<int>(tag)));
       sent += TensorBytes(in_flight.back());
     };
-    if (train) optimizer->zero_grad();
-    for (std::int64_t m = 0; m < m_count; ++m) {
+    auto forward = [&](std::int64_t m) {
       torch::Tensor x;
       if (index == 0) {
         x = inputs[static_cast<std::size_t>(m)];
@@ -111,29 +116,48 @@ struct Stage {
       if (!last()) send(y, index + 1, m);
       xs[static_cast<std::size_t>(m)] = x;
       ys[static_cast<std::size_t>(m)] = y;
-    }
-    if (train) {
-      for (std::int64_t m = m_count - 1; m >= 0; --m) {
-        const auto i = static_cast<std::size_t>(m);
-        if (last()) {
-          const double t0 = Now();
-          // The whole batch's mean squared error, a micro-batch's share of it.
-          ((ys[i] - targets[i]).pow(2).mean() / static_cast<double>(m_count)).backward();
-          busy_s += Now() - t0;
-        } else {
-          torch::Tensor grad = torch::empty(out_shape);
-          c10d_compat::Receive(ranks.group, grad, index + 1, static_cast<int>(m_count + m));
-          const double t0 = Now();
-          ys[i].backward(grad);
-          busy_s += Now() - t0;
-        }
-        if (index > 0) send(xs[i].grad(), index - 1, m_count + m);
-      }
-      if (step) {
+      max_held = std::max(max_held, ++held);
+    };
+    auto backward = [&](std::int64_t m) {
+      const auto i = static_cast<std::size_t>(m);
+      if (last()) {
         const double t0 = Now();
-        optimizer->step();
+        // The whole batch's mean squared error, a micro-batch's share of it.
+        ((ys[i] - targets[i]).pow(2).mean() / static_cast<double>(m_count)).backward();
+        busy_s += Now() - t0;
+      } else {
+        torch::Tensor grad = torch::empty(out_shape);
+        c10d_compat::Receive(ranks.group, grad, index + 1, static_cast<int>(m_count + m));
+        const double t0 = Now();
+        ys[i].backward(grad);
         busy_s += Now() - t0;
       }
+      if (index > 0) send(xs[i].grad(), index - 1, m_count + m);
+      // Its activations are no longer needed (the last stage keeps its outputs).
+      if (!last()) ys[i] = torch::Tensor();
+      xs[i] = torch::Tensor();
+      --held;
+    };
+    if (train) optimizer->zero_grad();
+    if (train && one_f_one_b) {
+      const std::int64_t warmup = std::min(stages - 1 - index, m_count);
+      std::int64_t next_forward = 0, next_backward = 0;
+      for (; next_forward < warmup; ++next_forward) forward(next_forward);
+      for (; next_forward < m_count; ++next_forward) {
+        forward(next_forward);
+        backward(next_backward++);
+      }
+      for (; next_backward < m_count; ++next_backward) backward(next_backward);
+    } else {
+      for (std::int64_t m = 0; m < m_count; ++m) forward(m);
+      if (train) {
+        for (std::int64_t m = m_count - 1; m >= 0; --m) backward(m);
+      }
+    }
+    if (train && step) {
+      const double t0 = Now();
+      optimizer->step();
+      busy_s += Now() - t0;
     }
     for (const c10d_compat::PendingSend& s : sends) c10d_compat::Wait(s);
     if (last()) {
@@ -199,6 +223,7 @@ PreparedWorkload PreparePipeline(const JobSpec& spec) {
   stage->index = d.rank;
   stage->stages = p.stages;
   stage->micro_batches = p.micro_batches;
+  stage->one_f_one_b = p.schedule == "1f1b";
   stage->train = spec.mode == "train";
   const std::int64_t micro = spec.batch_size / p.micro_batches;
   json check;
@@ -329,7 +354,8 @@ PreparedWorkload PreparePipeline(const JobSpec& spec) {
                  {{"kind", "pipeline"},
                   {"stages", spec.parallel->stages},
                   {"micro_batches", spec.parallel->micro_batches},
-                  {"schedule", "gpipe"},
+                  {"schedule", spec.parallel->schedule},
+                  {"max_micro_batches_held", stage->max_held},
                   {"step_p50_ms", median_ms},
                   {"step_p95_ms", sorted.empty() ? json(nullptr) : json(Quantile(sorted, 0.95))},
                   {"samples_per_s", samples_per_s},
