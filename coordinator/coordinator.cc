@@ -9,6 +9,7 @@
 #include <set>
 
 #include "common/clock.h"
+#include "common/cpu_list.h"
 #include "common/log.h"
 #include "common/transport.h"
 #include "common/worker_result.h"
@@ -548,6 +549,18 @@ json Coordinator::Waiting(std::optional<int64_t> sweep_id) {
     // match, it cannot run (and counts no matching agents, so submit --wait stops).
     if (auto oldest = store_->OldestQueued(requirement_id, 1); oldest.ok() && !oldest->empty()) {
       const int64_t ranks = SpreadRanks(oldest->front().spec);
+      const int64_t cpus = LocalGangCpus(oldest->front().spec);
+      int64_t largest = 0;
+      for (Agent* agent : registry_.All()) {
+        if (AgentCanRunRequirement(*agent, requirement)) largest = std::max(largest, agent->job_cpus);
+      }
+      if (cpus > 0 && matching > 0 && largest > 0 && cpus > largest) {
+        reason = what + "; the oldest is a gang on one agent needing " + std::to_string(cpus) +
+                 " CPUs (a CPU per thread of each rank) and the largest of the " +
+                 std::to_string(matching) + " agents matching " + DescribeRequirement(requirement) +
+                 " runs jobs on " + std::to_string(largest);
+        matching = 0;
+      }
       if (ranks > 1 && ranks > matching) {
         reason = what + "; the oldest is a gang of " + std::to_string(ranks) +
                  " ranks spread over agents and only " + std::to_string(matching) +
@@ -711,6 +724,9 @@ void Coordinator::Register(const std::string& routing_id, const Message& message
     return;
   }
   agent.host_id = *host_id;
+  if (auto cpus = ParseCpuList(request->capabilities.cpus); cpus.ok()) {
+    agent.job_cpus = static_cast<int64_t>(cpus->size());
+  }
   agent.last_seen = MonoNow();
   bool known = registry_.FindByRoutingId(routing_id) != nullptr;
   registry_.Upsert(std::move(agent));
@@ -1063,6 +1079,11 @@ Coordinator::Offer Coordinator::OfferNextJob(Agent& agent) {
       // jobs behind it (it waits, and says why in status).
       if (const int64_t ranks = SpreadRanks(job.spec);
           ranks > 1 && ranks > AgentsAbleToRun(state.requirement)) {
+        continue;
+      }
+      // A gang on one agent needs a CPU per thread of every rank: an agent with fewer
+      // leaves it to a larger one and takes the next job instead.
+      if (const int64_t cpus = LocalGangCpus(job.spec); agent.job_cpus > 0 && cpus > agent.job_cpus) {
         continue;
       }
       const bool calibration = job.kind == "calibration";

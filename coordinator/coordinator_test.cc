@@ -712,6 +712,32 @@ TEST_F(CoordinatorTest, ASpreadGangIsHandedOutWholeAndItsRanksMeetAtRankZerosSto
   EXPECT_EQ(coordinator_->counters().handler_exceptions, 0);
 }
 
+TEST_F(CoordinatorTest, AGangOnOneAgentGoesOnlyToAnAgentWithACpuPerThreadOfEveryRank) {
+  Register("node-a");  // runs jobs on CPUs 0-1
+  json big = Capabilities(0, "node-big");
+  big["cpus"] = "0-3";
+  const json gang = json::parse(R"({"name": "g", "placement": "any",
+      "matrix": {"model": "mlp", "mode": "train", "batch_size": 8, "threads": 2,
+                 "parallel": {"kind": "data", "world_size": 2}}})");
+  Submit(gang);  // needs 4 CPUs on one agent
+  Submit(kCpuSweep);
+  coordinator_->Tick();
+  // node-a takes a job it can run, not the gang, which waits and says why.
+  ASSERT_EQ(OffersTo("node-a/1").size(), 1u);
+  EXPECT_FALSE(OffersTo("node-a/1").front()["spec"].contains("parallel"));
+  const json waiting = Request({{"type", "status"}, {"sweep_id", 1}}).body["waiting"];
+  ASSERT_EQ(waiting.size(), 1u) << waiting.dump();
+  EXPECT_EQ(waiting[0]["matching_agents"], 0);
+  EXPECT_NE(waiting[0]["reason"].get<std::string>().find("needing 4 CPUs"), std::string::npos)
+      << waiting.dump();
+  // An agent with four takes it.
+  FromAgent("node-big/1", {{"v", 1}, {"type", "register"}, {"agent", "node-big"},
+                           {"tags", json::array()}, {"capabilities", big}});
+  coordinator_->Tick();
+  ASSERT_EQ(OffersTo("node-big/1").size(), 1u);
+  EXPECT_TRUE(OffersTo("node-big/1").front()["spec"].contains("parallel"));
+}
+
 json ResultFor(const json& offer) {
   return {{"v", 1}, {"type", "result"}, {"job_id", offer["job_id"]},
           {"attempt", offer["attempt"]}, {"result", GoodResult(offer["spec"])}};

@@ -22,6 +22,19 @@ int64_t Coordinator::SpreadRanks(const std::string& spec_text) {
   return JobWorldSize(spec);
 }
 
+int64_t Coordinator::LocalGangCpus(const std::string& spec_text) {
+  if (spec_text.find("\"parallel\"") == std::string::npos) return 0;  // most jobs: unparsed
+  const json spec = json::parse(spec_text, nullptr, false);
+  if (!spec.is_object() || spec.value(kSpreadPlacementKey, std::string()) == kSpreadPlacement ||
+      spec.contains("distributed")) {
+    return 0;
+  }
+  const int64_t ranks = JobWorldSize(spec);
+  const json threads = spec.value("threads", json(1));
+  if (ranks < 2 || !threads.is_number_integer()) return 0;
+  return ranks * threads.get<int64_t>();
+}
+
 int64_t Coordinator::AgentsAbleToRun(const JobRequirement& requirement) {
   int64_t able = 0;
   for (Agent* agent : registry_.All()) {

@@ -24,6 +24,9 @@ struct Agent {
   // with each refusal and is reset by a result.
   MonoTime offers_paused_until;
   int refusal_backoff_ms = 0;
+  // CPUs its jobs run on (its registration's `cpus` list); 0 when it did not say. A
+  // job of several ranks on one agent needs world_size x threads of them.
+  int64_t job_cpus = 0;
   // Whether the agent can run each requirement (by requirement_id), computed once.
   std::map<int64_t, bool> can_run;
 };
