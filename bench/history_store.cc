@@ -292,6 +292,7 @@ void TimeViews(const std::string& path) {
       {"batch_scaling", "one night", "SELECT * FROM batch_scaling WHERE sweep_id = " + sweep},
       {"thread_scaling", "one night", "SELECT * FROM thread_scaling WHERE sweep_id = " + sweep},
       {"dtype_comparison", "one night", "SELECT * FROM dtype_comparison WHERE sweep_id = " + sweep},
+      {"parallel_scaling", "one night", "SELECT * FROM parallel_scaling WHERE sweep_id = " + sweep},
       {"host_calibration", "every host", "SELECT * FROM host_calibration"},
       {"job_failures", "one night", "SELECT * FROM job_failures WHERE sweep_id = " + sweep},
       {"samples", "one result", "SELECT idx, ms FROM samples WHERE job_id = " + std::to_string(some_job)},
