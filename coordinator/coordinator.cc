@@ -1096,6 +1096,11 @@ Coordinator::Offer Coordinator::OfferNextJob(Agent& agent) {
   if (!best) return Offer::kNothingToOffer;
   const QueuedJob& job = *best;
   if (const int64_t ranks = SpreadRanks(job.spec); ranks > 1) return OfferGang(agent, job, ranks);
+  return HandOut(agent, job, {}, nullptr);
+}
+
+Coordinator::Offer Coordinator::HandOut(Agent& agent, const QueuedJob& job,
+                                        std::vector<std::string> ranks, const json* gang) {
   auto attempt = store_->MarkRunning(job.job_id, agent.host_id);
   if (!attempt.ok()) {
     ++counters_.store_errors;
@@ -1107,6 +1112,7 @@ Coordinator::Offer Coordinator::OfferNextJob(Agent& agent) {
   lease.job_id = job.job_id;
   lease.attempt = *attempt;
   lease.agent = agent.description.name;
+  lease.ranks = std::move(ranks);
   lease.renewed_at = now;
   lease.hard_deadline =
       now + std::chrono::duration_cast<Millis>(std::chrono::duration<double>(job.timeout_s)) +
@@ -1116,7 +1122,12 @@ Coordinator::Offer Coordinator::OfferNextJob(Agent& agent) {
                                           {"attempt", *attempt},
                                           {"timeout_s", job.timeout_s},
                                           {"spec", json::parse(job.spec, nullptr, false)}});
+  if (gang != nullptr) offer.body["gang"] = *gang;
   LOG_DEBUG("job " << job.job_id << " attempt " << *attempt << " -> " << agent.description.name);
+  return SendOffer(agent, std::move(offer), lease);
+}
+
+Coordinator::Offer Coordinator::SendOffer(Agent& agent, Message offer, const Lease& lease) {
   if (in_round_) {
     // Sent once the hand-out is committed (EndRound).
     Hold(Side::kAgents, agent.routing_id, std::move(offer), lease);

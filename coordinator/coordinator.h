@@ -188,6 +188,11 @@ class Coordinator {
     kNotNow,          // the store or the send failed; try again later
   };
   Offer OfferNextJob(Agent& agent);
+  // Marks `job` running under a new lease of `agent` (and of `ranks`, the agents of a
+  // spread gang's other ranks) and offers it, with `gang` when given.
+  Offer HandOut(Agent& agent, const QueuedJob& job, std::vector<std::string> ranks, const json* gang);
+  // Sends an offer now, or at the round's commit; an undelivered one is taken back.
+  Offer SendOffer(Agent& agent, Message offer, const Lease& lease);
   // Gangs spread over agents (coordinator/gangs.cc). The ranks of a job of a "spread"
   // sweep (1 for any other job), read from its spec text.
   static int64_t SpreadRanks(const std::string& spec_text);

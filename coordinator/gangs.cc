@@ -75,44 +75,16 @@ Coordinator::Offer Coordinator::OfferGang(Agent& rank0, const QueuedJob& job, in
   // jobs, so the gang is not starved by smaller jobs; it is a candidate again when a
   // lease ends or jobs are queued.
   if (partners.empty()) return Offer::kNothingToOffer;
-  auto attempt = store_->MarkRunning(job.job_id, rank0.host_id);
-  if (!attempt.ok()) {
-    ++counters_.store_errors;
-    LOG_ERROR("cannot hand out job " << job.job_id << ": " << attempt.status().message());
-    return Offer::kNotNow;
+  std::vector<std::string> ranks;
+  std::string names = rank0.description.name;
+  for (Agent* partner : partners) {
+    ranks.push_back(partner->description.name);
+    names += ", " + partner->description.name;
   }
-  MonoTime now = MonoNow();
-  Lease lease;
-  lease.job_id = job.job_id;
-  lease.attempt = *attempt;
-  lease.agent = rank0.description.name;
-  for (Agent* partner : partners) lease.ranks.push_back(partner->description.name);
-  lease.renewed_at = now;
-  lease.hard_deadline =
-      now + std::chrono::duration_cast<Millis>(std::chrono::duration<double>(job.timeout_s)) +
-      LivenessWindow();
-  registry_.AddLease(lease);
-  std::string names = lease.agent;
-  for (const std::string& name : lease.ranks) names += ", " + name;
-  LOG_INFO("job " << job.job_id << " attempt " << *attempt << ": a gang of " << world_size
-                  << " ranks on " << names);
+  LOG_INFO("job " << job.job_id << ": a gang of " << world_size << " ranks on " << names);
   // Rank 0 first: the others need its store's address, which its agent reports.
-  Message offer = MakeMessage(msg::kJob, {{"job_id", job.job_id},
-                                          {"attempt", *attempt},
-                                          {"timeout_s", job.timeout_s},
-                                          {"spec", json::parse(job.spec, nullptr, false)},
-                                          {"gang", {{"rank", 0}, {"world_size", world_size}}}});
-  if (in_round_) {
-    Hold(Side::kAgents, rank0.routing_id, std::move(offer), lease);
-    return Offer::kOffered;
-  }
-  offer.body["committed_at_us"] = UnixMicrosNow();  // outside a round each write commits at once
-  Status sent = SendNow(Side::kAgents, rank0.routing_id, offer);
-  if (!sent.ok()) {
-    OfferUndelivered(lease, rank0.routing_id, sent);
-    return Offer::kNotNow;
-  }
-  return Offer::kOffered;
+  const json gang = {{"rank", 0}, {"world_size", world_size}};
+  return HandOut(rank0, job, std::move(ranks), &gang);
 }
 
 void Coordinator::Rendezvous(Agent& agent, const Message& message) {
@@ -152,15 +124,7 @@ void Coordinator::Rendezvous(Agent& agent, const Message& message) {
                     {"timeout_s", spec->second},
                     {"spec", json::parse(spec->first, nullptr, false)},
                     {"gang", {{"rank", i + 1}, {"world_size", world_size}, {"store", store}}}});
-    if (in_round_) {
-      Hold(Side::kAgents, rank_agent->routing_id, std::move(offer), lease);
-      continue;
-    }
-    offer.body["committed_at_us"] = UnixMicrosNow();
-    if (Status sent = SendNow(Side::kAgents, rank_agent->routing_id, offer); !sent.ok()) {
-      OfferUndelivered(lease, rank_agent->routing_id, sent);
-      return;
-    }
+    if (SendOffer(*rank_agent, std::move(offer), lease) == Offer::kNotNow) return;
   }
 }
 
