@@ -331,7 +331,7 @@ bool ReadParallel(const json& value, ParallelSpec* out, JobSpecError* error) {
   }
   const std::vector<std::string> keys =
       out->kind == "data"       ? std::vector<std::string>{"kind", "world_size", "bucket_mb", "overlap"}
-      : out->kind == "pipeline" ? std::vector<std::string>{"kind", "stages", "micro_batches", "schedule"}
+      : out->kind == "pipeline" ? std::vector<std::string>{"kind", "stages", "micro_batches", "schedule", "in_process"}
                                 : std::vector<std::string>{"kind", "world_size"};
   for (const auto& item : value.items()) {
     if (std::find(keys.begin(), keys.end(), item.key()) == keys.end()) {
@@ -351,7 +351,15 @@ bool ReadParallel(const json& value, ParallelSpec* out, JobSpecError* error) {
       if (error->field == "schedule") error->field = "parallel.schedule";
       return false;
     }
-    out->world_size = out->stages;
+    if (value.contains("in_process")) {
+      if (!value.at("in_process").is_boolean()) {
+        return Fail(error, "parallel.in_process",
+                    "parallel.in_process must be true or false, got " + value.at("in_process").dump());
+      }
+      out->in_process = value.at("in_process").get<bool>();
+    }
+    // In one process the stages are devices, not ranks.
+    out->world_size = out->in_process ? 0 : out->stages;
     return true;
   }
   if (value.contains("world_size") &&
@@ -433,9 +441,16 @@ bool CheckParallel(const JobSpec& spec, JobSpecError* error) {
                 "parallel is checked against one process within an fp32 tolerance: dtype must be "
                 "\"fp32\", got " + Quoted(spec.dtype));
   }
-  if (spec.device != "cpu") {
+  const bool in_process = spec.parallel->in_process;
+  if (in_process && spec.device != "cuda") {
     return Fail(error, "device",
-                "parallel runs on the CPU with Gloo (NCCL for GPUs is not built); got device " +
+                "an in-process pipeline puts stage s on cuda:s: device must be \"cuda\", got " +
+                    Quoted(spec.device));
+  }
+  if (!in_process && spec.device != "cpu") {
+    return Fail(error, "device",
+                "parallel runs on the CPU with Gloo (NCCL for GPUs is not built; a pipeline "
+                "across the GPUs of one worker is parallel.in_process); got device " +
                     Quoted(spec.device));
   }
   if (data) {
@@ -455,6 +470,11 @@ bool CheckParallel(const JobSpec& spec, JobSpecError* error) {
     return Fail(error, "parallel.stages",
                 "model " + spec.model + " has " + std::to_string(units) +
                     " layers to split, fewer than parallel.stages (" + std::to_string(p.stages) + ")");
+  }
+  if (in_process && p.schedule != "gpipe") {
+    return Fail(error, "parallel.schedule",
+                "an in-process pipeline runs GPipe (the GPUs overlap the micro-batches by "
+                "themselves); got " + Quoted(p.schedule));
   }
   if (p.micro_batches > spec.batch_size || spec.batch_size % p.micro_batches != 0) {
     return Fail(error, "parallel.micro_batches",
@@ -479,6 +499,14 @@ bool CheckCombination(const JobSpec& spec, bool one_rank, JobSpecError* error) {
     return Fail(error, "parallel.kind",
                 "parallel.kind \"collective\" is for the models allreduce, broadcast and "
                 "allgather; model " + spec.model + " trains with \"data\" or \"pipeline\"");
+  }
+  if (spec.parallel && spec.parallel->in_process) {
+    if (spec.distributed) {
+      return Fail(error, "distributed",
+                  "an in-process pipeline (parallel.in_process) runs every stage in one worker: "
+                  "it takes no distributed object");
+    }
+    return CheckParallel(spec, error);
   }
   if (spec.parallel) return CheckRanks(spec, one_rank, error) && CheckParallel(spec, error);
   if (spec.distributed) {
@@ -627,6 +655,8 @@ std::int64_t JobWorldSize(const json& job) {
   }
   const json* p = job.contains("parallel") ? &job.at("parallel") : nullptr;
   if (!p || !p->is_object()) return 1;
+  // One worker, its GPUs the stages.
+  if (auto in_process = p->find("in_process"); in_process != p->end() && *in_process == true) return 1;
   for (const char* key : {"world_size", "stages"}) {
     if (p->contains(key) && p->at(key).is_number_integer()) return p->at(key).get<std::int64_t>();
   }

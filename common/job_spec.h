@@ -88,6 +88,9 @@ struct ParallelSpec {
   std::int64_t stages = 0;              // pipeline: the world size
   std::int64_t micro_batches = 1;       // pipeline
   std::string schedule = "gpipe";       // pipeline: "gpipe" or "1f1b"
+  // pipeline: every stage in this one process, stage s on cuda:s (device "cuda"), not
+  // one rank per stage.
+  bool in_process = false;
 };
 
 // A job after validation: every field present and within range. Only the args of

@@ -219,6 +219,35 @@ TEST(JobSpecTest, APipelineSplitsTheModelIntoOneStagePerRank) {
   }
 }
 
+TEST(JobSpecTest, AnInProcessPipelinePutsItsStagesOnTheGpusOfOneWorker) {
+  const json base = json::parse(R"({"job_id": 1, "model": "transformer", "model_args": {"layers": 4},
+      "mode": "train", "dtype": "fp32", "device": "cuda", "batch_size": 8, "threads": 1,
+      "parallel": {"kind": "pipeline", "stages": 2, "micro_batches": 4, "in_process": true}})");
+  JobSpecError error;
+  auto spec = ParseJobSpec(base, &error);
+  ASSERT_TRUE(spec) << error.message;
+  EXPECT_TRUE(spec->parallel->in_process);
+  EXPECT_EQ(JobWorldSize(*spec), 1);  // one worker: not a gang
+  EXPECT_EQ(JobWorldSize(base), 1);
+  struct Case {
+    json patch;
+    std::string field;
+  };
+  for (const Case& c : std::vector<Case>{
+           {{{"device", "cpu"}}, "device"},
+           {{{"device", "cuda:1"}}, "device"},  // stage s is cuda:s
+           {{{"distributed", {{"rank", 0}, {"world_size", 2}, {"store", "h:1"}, {"address", "a"}}}}, "distributed"},
+           {{{"parallel", {{"kind", "pipeline"}, {"stages", 2}, {"in_process", "yes"}}}}, "parallel.in_process"},
+           {{{"parallel", {{"kind", "pipeline"}, {"stages", 2}, {"in_process", true}, {"schedule", "1f1b"}}}},
+            "parallel.schedule"},
+       }) {
+    json job = base;
+    job.update(c.patch);
+    EXPECT_FALSE(ParseJobSpec(job, &error)) << job.dump();
+    EXPECT_EQ(error.field, c.field) << error.message;
+  }
+}
+
 TEST(JobSpecTest, ConfigNeedsNoJobId) {
   JobSpecError error;
   const json config = json::parse(

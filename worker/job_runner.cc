@@ -113,7 +113,9 @@ JobOutcome RunValidJob(const JobSpec& spec, json result) {
   const auto build_start = std::chrono::steady_clock::now();
   const bool pipeline = spec.parallel && spec.parallel->kind == "pipeline";
   const PreparedWorkload workload = collective      ? PrepareCollective(spec)
-                                    : pipeline      ? PreparePipeline(spec)
+                                    : pipeline      ? (spec.parallel->in_process
+                                                           ? PrepareInProcessPipeline(spec)
+                                                           : PreparePipeline(spec))
                                     : spec.parallel ? PrepareDataParallel(spec)
                                                     : PrepareWorkload(spec);
   const double model_build_s =

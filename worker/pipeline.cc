@@ -3,6 +3,7 @@
 #include <c10/core/InferenceMode.h>
 #include <c10/util/Exception.h>
 #include <torch/nn/modules/container/sequential.h>
+#include <torch/cuda.h>
 #include <torch/optim/sgd.h>
 #include <torch/utils.h>
 
@@ -368,6 +369,170 @@ PreparedWorkload PreparePipeline(const JobSpec& spec) {
                   {"bubble_gpipe_theory", GpipeBubble(spec.parallel->stages, spec.parallel->micro_batches)},
                   {"bytes_sent_per_step", stage->bytes_sent},
                   {"bytes_between_stages_per_step", bytes_sum},
+                  {"check", check}}}};
+  };
+  return workload;
+}
+
+PreparedWorkload PrepareInProcessPipeline(const JobSpec& spec) {
+  const ParallelSpec& p = *spec.parallel;
+  const auto gpus = static_cast<std::int64_t>(torch::cuda::device_count());
+  if (gpus < p.stages) {
+    throw WorkloadError("an in-process pipeline of " + std::to_string(p.stages) +
+                        " stages needs that many GPUs in this worker (cuda:0..cuda:" +
+                        std::to_string(p.stages - 1) + "); it sees " + std::to_string(gpus));
+  }
+  const bool train = spec.mode == "train";
+  const std::int64_t micro = spec.batch_size / p.micro_batches;
+  struct Split {
+    Whole whole;  // its units moved to their stages' devices
+    std::vector<torch::nn::Sequential> stages;
+    std::vector<torch::Device> devices;
+    std::vector<torch::Tensor> inputs, targets;  // per micro-batch, on the first / last device
+    std::shared_ptr<torch::optim::SGD> optimizer;
+    std::vector<torch::Tensor> Pass(bool train_pass, bool step, std::int64_t micro_batches) {
+      if (train_pass) optimizer->zero_grad();
+      std::vector<torch::Tensor> outputs;
+      torch::Tensor loss;
+      for (std::int64_t m = 0; m < micro_batches; ++m) {
+        c10::optional<c10::InferenceMode> guard;
+        if (!train_pass) guard.emplace();
+        torch::Tensor x = inputs[static_cast<std::size_t>(m)];
+        for (std::size_t s = 0; s < stages.size(); ++s) {
+          x = stages[s]->forward(x.to(devices[s], /*non_blocking=*/true));
+        }
+        if (train_pass) {
+          const torch::Tensor part =
+              (x - targets[static_cast<std::size_t>(m)]).pow(2).mean() / static_cast<double>(micro_batches);
+          loss = loss.defined() ? loss + part : part;
+        }
+        outputs.push_back(x);
+      }
+      if (train_pass) {
+        loss.backward();
+        if (step) optimizer->step();
+      }
+      return outputs;
+    }
+  };
+  auto split = std::make_shared<Split>();
+  json check;
+  double baseline_median_ms = 0;
+  try {
+    split->whole = BuildWhole(spec);
+    const auto units = static_cast<std::int64_t>(split->whole.stack.units.size());
+    const std::vector<std::int64_t> bounds = StageBoundaries(units, p.stages);
+    std::vector<torch::Tensor> params;
+    for (std::int64_t s = 0; s < p.stages; ++s) {
+      split->devices.emplace_back(torch::kCUDA, static_cast<c10::DeviceIndex>(s));
+      split->stages.push_back(Join(split->whole.stack.units, bounds[static_cast<std::size_t>(s)],
+                                   bounds[static_cast<std::size_t>(s) + 1]));
+      split->stages.back()->to(split->devices.back());
+      split->stages.back()->train(train);
+      for (torch::Tensor& param : split->stages.back()->parameters()) {
+        param.requires_grad_(train);
+        params.push_back(param);
+      }
+    }
+    split->optimizer = std::make_shared<torch::optim::SGD>(params, torch::optim::SGDOptions(kTrainLearningRate));
+    for (std::int64_t m = 0; m < p.micro_batches; ++m) {
+      split->inputs.push_back(split->whole.stack.input.narrow(0, m * micro, micro).to(split->devices.front()));
+      split->targets.push_back(split->whole.target.narrow(0, m * micro, micro).to(split->devices.back()));
+    }
+
+    // The unsplit model on cuda:0, the same seed: the reference and the baseline.
+    auto alone = std::make_shared<Whole>(BuildWhole(spec));
+    const torch::Device first = split->devices.front();
+    alone->net->to(first);
+    alone->net->train(train);
+    const torch::Tensor input = alone->stack.input.to(first);
+    const torch::Tensor target = alone->target.to(first);
+    std::vector<torch::Tensor> want_grads;
+    torch::Tensor want_output;
+    if (train) {
+      for (torch::Tensor& param : alone->net->parameters()) param.requires_grad_(true);
+      want_output = alone->net->forward(input);
+      (want_output - target).pow(2).mean().backward();
+      for (const torch::Tensor& param : alone->net->parameters()) want_grads.push_back(param.grad().cpu());
+      alone->net->zero_grad();
+    } else {
+      c10::InferenceMode guard;
+      want_output = alone->net->forward(input);
+    }
+    const std::vector<torch::Tensor> outputs = split->Pass(train, /*step=*/false, p.micro_batches);
+    std::vector<torch::Tensor> got_outputs;
+    for (const torch::Tensor& y : outputs) got_outputs.push_back(y.detach().cpu());
+    double worst = RelativeDiff({torch::cat(got_outputs)}, {want_output.detach().cpu()});
+    if (train) {
+      std::vector<torch::Tensor> got;
+      for (const torch::Tensor& param : params) got.push_back(param.grad().cpu());
+      worst = std::max(worst, RelativeDiff(got, want_grads));
+      split->optimizer->zero_grad();
+    }
+    if (!(worst <= kUnsplitTolerance)) {
+      throw WorkloadError("the in-process pipeline differs from the unsplit model by " + json(worst).dump() +
+                          " (relative; tolerance " + json(kUnsplitTolerance).dump() + ")");
+    }
+    check = {{"max_rel_diff_vs_unsplit", worst},
+             {"tolerance", kUnsplitTolerance},
+             {"compared", train ? "outputs and gradients" : "outputs"}};
+    std::shared_ptr<torch::optim::SGD> optimizer;
+    if (train) {
+      optimizer = std::make_shared<torch::optim::SGD>(alone->net->parameters(),
+                                                      torch::optim::SGDOptions(kTrainLearningRate));
+    }
+    const auto device_index = first.index();
+    baseline_median_ms = MedianMsAlone(
+        [alone, input, target, optimizer, train, device_index] {
+          if (train) {
+            optimizer->zero_grad();
+            (alone->net->forward(input) - target).pow(2).mean().backward();
+            optimizer->step();
+          } else {
+            c10::InferenceMode guard;
+            alone->net->forward(input);
+          }
+          torch::cuda::synchronize(device_index);  // kernels are asynchronous
+        },
+        spec.timing);
+  } catch (const WorkloadError&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw WorkloadError("the in-process pipeline failed: " + ErrorMessage(e));
+  }
+
+  PreparedWorkload workload;
+  workload.iteration = [split, train, p]() {
+    try {
+      split->Pass(train, /*step=*/true, p.micro_batches);
+    } catch (const std::exception& e) {
+      throw WorkloadError("the in-process pipeline failed: " + ErrorMessage(e));
+    }
+  };
+  // A timed block ends when every stage's GPU is done with it.
+  workload.block_end = [stages = p.stages]() {
+    for (std::int64_t s = 0; s < stages; ++s) torch::cuda::synchronize(s);
+  };
+  workload.report = [spec, baseline_median_ms, check](const Measurement&, double median_ms) {
+    const ParallelSpec& pp = *spec.parallel;
+    json devices = json::array();
+    for (std::int64_t s = 0; s < pp.stages; ++s) devices.push_back("cuda:" + std::to_string(s));
+    return json{{"parallel",
+                 {{"kind", "pipeline"},
+                  {"in_process", true},
+                  {"devices", devices},
+                  {"stages", pp.stages},
+                  {"micro_batches", pp.micro_batches},
+                  {"schedule", "gpipe"},
+                  {"step_p50_ms", median_ms},
+                  {"samples_per_s", static_cast<double>(spec.batch_size) * 1e3 / median_ms},
+                  {"baseline_step_ms", baseline_median_ms},
+                  {"baseline_samples_per_s", static_cast<double>(spec.batch_size) * 1e3 / baseline_median_ms},
+                  {"speedup_vs_unsplit", baseline_median_ms / median_ms},
+                  // Per-stage busy time on a GPU needs CUDA events (libc10_cuda), which
+                  // the worker does not link.
+                  {"bubble", nullptr},
+                  {"bubble_gpipe_theory", GpipeBubble(pp.stages, pp.micro_batches)},
                   {"check", check}}}};
   };
   return workload;

@@ -19,6 +19,13 @@ namespace benchfleet::worker {
 // rendezvous or a check fails.
 PreparedWorkload PreparePipeline(const JobSpec& spec);
 
+// The same split inside this one worker (parallel.in_process): stage s on cuda:s, the
+// batch in micro-batches through them (GPipe: the GPUs overlap micro-batches by
+// themselves, as kernel launches are asynchronous). Checks one pass against the unsplit
+// model on cuda:0, which is also the baseline. Throws WorkloadError when the worker sees
+// fewer GPUs than stages.
+PreparedWorkload PrepareInProcessPipeline(const JobSpec& spec);
+
 // The first unit of each stage, and the end: `units` split into `stages` consecutive
 // parts whose sizes differ by at most one, the larger ones first.
 std::vector<std::int64_t> StageBoundaries(std::int64_t units, std::int64_t stages);

@@ -155,6 +155,10 @@ std::string ApplyThreadSettings(std::int64_t threads, std::int64_t interop_threa
 
 bool CudaAvailable() { return torch::cuda::is_available(); }
 
+std::int64_t CudaDeviceCount() {
+  return CudaAvailable() ? static_cast<std::int64_t>(torch::cuda::device_count()) : 0;
+}
+
 json RuntimeInfo(bool quantized) {
   return {{"torch_version", TORCH_VERSION},
           {"onednn", at::hasMKLDNN() && at::globalContext().userEnabledMkldnn()},

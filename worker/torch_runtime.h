@@ -36,6 +36,8 @@ nlohmann::json ProbeInfo();
 
 // True when LibTorch can use a CUDA device in this process.
 bool CudaAvailable();
+// GPUs this worker sees (0 without CUDA).
+std::int64_t CudaDeviceCount();
 
 }  // namespace benchfleet::worker
 

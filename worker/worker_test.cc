@@ -20,6 +20,7 @@
 #include "worker/job_runner.h"
 #include "worker/pipeline.h"
 #include "worker/process_info.h"
+#include "worker/torch_runtime.h"
 
 namespace benchfleet::worker {
 namespace {
@@ -180,6 +181,29 @@ TEST(WorkerTest, CudaDeviceIsRefusedWithoutCuda) {
   const JobOutcome outcome = RunJob(job);
   EXPECT_EQ(outcome.exit_code, kExitRejected);
   EXPECT_NE(outcome.result.at("error").get<std::string>().find("cuda"), std::string::npos);
+}
+
+// A pipeline across the GPUs of one worker: on a host with two, checked against the
+// unsplit model on cuda:0 and timed; without them, refused naming what it needs.
+TEST(WorkerTest, AnInProcessPipelineRunsOnTwoGpusOrIsRefused) {
+  json job = {{"job_id", 1}, {"model", "mlp"}, {"model_args", {{"layers", {64, 128, 128, 10}}}},
+              {"mode", "train"}, {"dtype", "fp32"}, {"device", "cuda"}, {"batch_size", 16}, {"threads", 1},
+              {"parallel", {{"kind", "pipeline"}, {"stages", 2}, {"micro_batches", 4}, {"in_process", true}}},
+              {"timing", {{"warmup_s", 0.02}, {"min_time_s", 0.1}, {"max_time_s", 0.3}}}};
+  const JobOutcome outcome = RunJob(job);
+  const std::int64_t gpus = CudaDeviceCount();
+  if (gpus < 2) {
+    EXPECT_EQ(outcome.exit_code, kExitRejected) << outcome.result.dump();
+    GTEST_SKIP() << "an in-process pipeline of 2 stages needs 2 GPUs in one worker; this host has "
+                 << gpus << " (LibTorch CUDA " << (CudaAvailable() ? "yes" : "no")
+                 << "), so only its refusal was checked: "
+                 << outcome.result.value("error", std::string());
+  }
+  ASSERT_EQ(outcome.exit_code, kExitOk) << outcome.result.dump();
+  const json& p = outcome.result.at("parallel");
+  EXPECT_EQ(p.at("in_process"), true);
+  EXPECT_LE(p.at("check").at("max_rel_diff_vs_unsplit").get<double>(), p.at("check").at("tolerance").get<double>());
+  EXPECT_GT(p.at("speedup_vs_unsplit").get<double>(), 0);
 }
 
 TEST(WorkerTest, NonObjectJobIsRejected) {
