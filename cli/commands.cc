@@ -332,8 +332,9 @@ int ViewCommand(const ClientOptions& client_options, const std::string& view,
        "select sweep_id, host, device, model, mode, batch_size, threads, dtype, fp32_median_ms, "
        "median_ms, speedup, max_abs_err, mean_abs_err, rel_err, top1_agreement from dtype_comparison"},
       {"parallel",
-       "select sweep_id, host_set, model, kind, world_size, batch_size, bytes, threads, median_ms, "
-       "samples_per_s, scaling_efficiency, comm_share, busbw_gbps, bubble, bubble_theory, "
+       "select sweep_id, host_set, model, kind, world_size, batch_size, bytes, threads, "
+       "pipeline_schedule as schedule, micro_batches, median_ms, samples_per_s, "
+       "scaling_efficiency, comm_share, overlap_share, busbw_gbps, bubble, bubble_theory, "
        "speedup_vs_unsplit from parallel_scaling"},
       {"calibration",
        "select host, gemm_gflops_all, gemm_threads_all, gemm_gflops_1, stream_triad_gbps_all, "

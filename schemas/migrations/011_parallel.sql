@@ -27,7 +27,7 @@ SELECT s.sweep_id, s.job_id,
        s.samples_per_s, s.baseline_samples_per_s, s.scaling_efficiency,
        s.comm_share, s.allreduce_bytes_per_step,
        coalesce(s.busbw_gbps, s.comm_busbw_gbps) AS busbw_gbps, s.algbw_gbps,
-       s.speedup_vs_unsplit, s.pipeline_schedule, s.bubble, s.bubble_theory, s.bytes_between_stages,
+       s.speedup_vs_unsplit, s.pipeline_schedule, s.micro_batches, s.bubble, s.bubble_theory, s.bytes_between_stages,
        s.overlap_share
 FROM result_summary s
 WHERE s.world_size > 1;
