@@ -281,6 +281,7 @@ Status WorkerRunner::StartProcess(const nlohmann::json& worker_job, int threads,
 std::optional<nlohmann::json> WorkerRunner::Poll() {
   if (!busy()) return std::nullopt;
   bool running = false;
+  int failed_now = -1;  // a rank found ended without success in this poll
   for (Process& p : processes_) {
     if (p.ended) continue;
     int status = 0;
@@ -300,17 +301,24 @@ std::optional<nlohmann::json> WorkerRunner::Poll() {
     }
     kill(-p.pid, SIGKILL);  // reap anything the worker left behind in its group
     const bool clean = done > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0;
-    if (!clean && processes_.size() > 1 && first_failed_rank_ < 0) {
-      // A gang runs whole or not at all: the others would wait for this rank until
-      // their timeout. Stop them now.
-      first_failed_rank_ = p.rank;
-      LOG_WARN("job " << job_.job_id << " rank " << p.rank << " " << DescribeExit(status)
-                      << "; stopping the other ranks");
-      for (Process& other : processes_) {
-        if (!other.ended) {
-          other.stopped = true;
-          kill(-other.pid, SIGKILL);
-        }
+    // Of the ranks found failed at once, the cause is the one a signal ended (a crash,
+    // a kill): its peers then fail on their own when their calls to it break.
+    if (!clean && (failed_now < 0 || (WIFSIGNALED(status) && !WIFSIGNALED(processes_[failed_now].wait_status)))) {
+      failed_now = static_cast<int>(&p - processes_.data());
+    }
+  }
+  if (failed_now >= 0 && processes_.size() > 1 && first_failed_rank_ < 0) {
+    // A gang runs whole or not at all: the others would wait for the failed rank until
+    // their timeout. Stop them now.
+    const Process& cause = processes_[static_cast<size_t>(failed_now)];
+    first_failed_rank_ = cause.rank;
+    LOG_WARN("job " << job_.job_id << " rank " << cause.rank << " " << DescribeExit(cause.wait_status)
+                    << "; stopping the other ranks");
+    for (Process& other : processes_) {
+      if (!other.ended) {
+        other.stopped = true;
+        kill(-other.pid, SIGKILL);
+        running = true;  // reaped by the next poll
       }
     }
   }
