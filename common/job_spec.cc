@@ -421,17 +421,22 @@ bool CheckRanks(const JobSpec& spec, bool one_rank, JobSpecError* error) {
 // A model trained across ranks: each rank its shard of the global batch.
 bool CheckParallel(const JobSpec& spec, JobSpecError* error) {
   // Each rank trains its shard; the check against one process on the whole batch holds
-  // only where a sample's gradient does not depend on the rest of its batch.
-  if (spec.model != "mlp" && spec.model != "transformer") {
+  // where a sample's gradient does not depend on the rest of its batch, or (cnn) where
+  // what does, BatchNorm, takes its statistics from the whole global batch. A pipeline
+  // splits a stack of layers.
+  const bool data = spec.parallel->kind == "data";
+  const bool layer_stack = spec.model == "mlp" || spec.model == "transformer";
+  if (!layer_stack && !(data && spec.model == "cnn")) {
     const std::string why =
-        spec.model == "cnn" ? "its BatchNorm normalises over each rank's shard, not the whole "
-                              "batch (SyncBatchNorm is not built)"
+        spec.model == "cnn" ? "a pipeline splits a stack of layers (mlp, transformer); cnn runs "
+                              "data-parallel only"
         : spec.model == "matmul" ? "its parameter has the batch dimension"
                                  : "a TorchScript module's layers are unknown";
     return Fail(error, "model",
-                "parallel runs mlp or transformer; model " + spec.model + ": " + why);
+                std::string("parallel ") + (data ? "data runs mlp, cnn or transformer"
+                                                 : "pipeline runs mlp or transformer") +
+                    "; model " + spec.model + ": " + why);
   }
-  const bool data = spec.parallel->kind == "data";
   if (data && spec.mode != "train") {
     return Fail(error, "mode",
                 "parallel \"data\" averages gradients: mode must be \"train\", got " + Quoted(spec.mode));

@@ -156,6 +156,10 @@ TEST(JobSpecTest, DataParallelTrainsAModelOnShardsOfTheGlobalBatch) {
   ASSERT_TRUE(spec->parallel);
   EXPECT_EQ(spec->parallel->kind, "data");
   EXPECT_DOUBLE_EQ(spec->parallel->bucket_mb, kDefaultBucketMb);
+  // cnn trains data-parallel: its BatchNorm takes the global batch's statistics.
+  json cnn = base;
+  cnn["model"] = "cnn";
+  EXPECT_TRUE(ParseJobSpec(cnn, &error)) << error.message;
   struct Case {
     json patch;
     std::string field;
@@ -164,7 +168,6 @@ TEST(JobSpecTest, DataParallelTrainsAModelOnShardsOfTheGlobalBatch) {
            {{{"batch_size", 18}}, "batch_size"},  // 18 does not split over 4 ranks
            {{{"mode", "inference"}}, "mode"},
            {{{"dtype", "bf16"}}, "dtype"},
-           {{{"model", "cnn"}}, "model"},  // BatchNorm over shards
            {{{"model", "matmul"}}, "model"},
            {{{"model", "allreduce"}, {"mode", "inference"}, {"batch_size", 1}}, "parallel.kind"},
            {{{"parallel", {{"kind", "collective"}}}}, "parallel.kind"},  // mlp is no collective
@@ -210,6 +213,7 @@ TEST(JobSpecTest, APipelineSplitsTheModelIntoOneStagePerRank) {
            {{{"parallel", {{"kind", "pipeline"}, {"stages", 2}, {"bucket_mb", 1}}}}, "parallel.bucket_mb"},
            {{{"parallel", {{"kind", "pipeline"}, {"stages", 2}, {"schedule", "zb"}}}}, "parallel.schedule"},
            {{{"model_args", {{"layers", 1}}}}, "parallel.stages"},  // one layer, two stages
+           {{{"model", "cnn"}, {"model_args", json::object()}}, "model"},  // no stack of layers
            {{{"dtype", "bf16"}}, "dtype"},
        }) {
     json job = base;

@@ -237,6 +237,47 @@ TEST(DataParallelTest, OverlappedBucketsTrainAsBeforeAndReportTheShareHidden) {
   }
 }
 
+TEST(DataParallelTest, ACnnsBatchNormTakesTheGlobalBatchsStatisticsSoTheRanksTrainAsOneProcess) {
+  TempDir dir("bf-data-parallel-cnn");
+  const int port = FreePort();
+  ASSERT_GT(port, 0);
+  std::vector<json> jobs;
+  for (int rank = 0; rank < 2; ++rank) {
+    // A small ResNet: global batch 8, 4 images per rank, so each shard's BatchNorm
+    // statistics differ from the batch's. Overlapped buckets: the BatchNorm sums in
+    // backward interleave with the buckets' all-reduces.
+    json job = MlpJob(rank, port, {1}, "train", 8,
+                      {{"kind", "data"}, {"bucket_mb", 0.05}, {"overlap", true}});
+    job["model"] = "cnn";
+    job["model_args"] = {{"width", 8}, {"blocks", {1, 1, 1, 1}}, {"image_size", 32}, {"classes", 10}};
+    jobs.push_back(job);
+  }
+  const std::vector<RankRun> runs = RunRanks(dir, jobs);
+  for (int rank = 0; rank < 2; ++rank) {
+    const json& result = runs[rank].result;
+    ASSERT_EQ(runs[rank].exit_code, 0) << result.dump();
+    const json& p = result.at("parallel");
+    // The stem's, two per block, and the three projections' where the shape changes.
+    EXPECT_EQ(p.at("batchnorm_layers_synced"), 1 + 2 * 4 + 3);
+    const json& check = p.at("check");
+    EXPECT_TRUE(check.at("ranks_identical").get<bool>());
+    EXPECT_LE(check.at("max_abs_diff_vs_one_process").get<double>(), check.at("tolerance").get<double>());
+    const double batchnorm_ms = p.at("batchnorm_sync_ms_per_step").get<double>();
+    EXPECT_GT(batchnorm_ms, 0);
+    EXPECT_LE(batchnorm_ms, p.at("comm_ms_per_step").get<double>() + 1e-9);
+    EXPECT_GT(p.at("comm_share").get<double>(), 0);
+    EXPECT_LT(p.at("comm_share").get<double>(), 1);
+    EXPECT_GT(p.at("scaling_efficiency").get<double>(), 0);
+    EXPECT_TRUE(ParseWorkerResult(result).ok());
+    std::cout << "FIGURE data-parallel cnn width 8, 32x32, global batch 8, 2 ranks, rank " << rank
+              << ": step p50 " << result.at("stats").at("median_ms").get<double>()
+              << " ms, efficiency " << p.at("scaling_efficiency").get<double>() << ", comm "
+              << p.at("comm_ms_per_step").get<double>() << " ms of which BatchNorm " << batchnorm_ms
+              << " ms, max diff vs one process " << check.at("max_abs_diff_vs_one_process").get<double>()
+              << "\n";
+  }
+}
+
 TEST(PipelineTest, TwoStagesMatchTheUnsplitModelAndMeasureTheirBubble) {
   TempDir dir("bf-pipeline");
   for (const std::string mode : {"train", "inference"}) {

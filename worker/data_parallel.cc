@@ -46,8 +46,13 @@ struct Rank {
   std::int64_t bytes_per_step = 0;    // gradient bytes all-reduced per step
   // Accumulated over the steps since the last Reset(): for the communication share. With
   // overlap, comm_s is what the step still waits for after backward (the exposed part).
+  // batchnorm_s is the BatchNorm layers' statistics summed over the ranks, in forward
+  // and backward: never hidden, the layers wait for it.
   double comm_s = 0;
+  double batchnorm_s = 0;
   double step_s = 0;
+  int synced_norms = 0;  // BatchNorm layers normalising by the global batch (cnn)
+  bool alone = false;    // the step in progress is the one-rank baseline
 
   // Overlap (parallel.overlap), as DDP's reducer does: each parameter's hook copies its
   // gradient into its bucket's flat buffer as backward produces it, and a bucket whose
@@ -60,11 +65,12 @@ struct Rank {
   std::vector<std::size_t> pending;            // by bucket: gradients not yet in
   std::vector<c10d_compat::PendingWork> works;
 
-  void Reset() { comm_s = step_s = 0; }
+  void Reset() { comm_s = batchnorm_s = step_s = 0; }
 
   // forward, backward, the gradients averaged over the ranks (unless `alone`), a step.
-  void Step(bool alone) {
+  void Step(bool alone_step) {
     const double start = Now();
+    alone = alone_step;
     optimizer->zero_grad();
     const torch::Tensor loss = (model->Forward(inputs) - target).pow(2).mean();
     const bool overlapped = overlap && !alone;
@@ -98,6 +104,34 @@ struct Rank {
         offset += grad.numel();
       }
     }
+  }
+
+  // The model's BatchNorm layers' RankSum: forward, the sum over the ranks; backward,
+  // the gradient summed over the ranks as well, since every rank's loss depends on the
+  // statistics of every rank's shard (torch.distributed.nn.functional.all_reduce's
+  // rule). Each rank's averaged gradient is then that of the global batch's loss. In
+  // the one-rank baseline, the identity: that rank normalises by its own shard.
+  torch::Tensor SumOverRanks(const torch::Tensor& local) {
+    if (alone) return local;
+    torch::Tensor summed = local.detach().clone();
+    TimedAllReduce(summed);
+    if (!local.requires_grad()) return summed;
+    // `through` carries the gradient back to `local`, summed over the ranks by its hook;
+    // through - through.detach() is exactly 0, so the value is exactly the sum.
+    torch::Tensor through = local.clone();
+    through.register_hook([this](torch::Tensor grad) {
+      torch::Tensor total = grad.clone();
+      TimedAllReduce(total);
+      return total;
+    });
+    return summed + (through - through.detach());
+  }
+
+  void TimedAllReduce(torch::Tensor& tensor) {
+    torch::NoGradGuard no_grad;
+    const double start = Now();
+    c10d_compat::AllReduceSum(ranks.group, tensor);
+    batchnorm_s += Now() - start;
   }
 
   // Once, before the first step: the buckets' buffers and a hook per parameter.
@@ -241,6 +275,10 @@ PreparedWorkload PrepareDataParallel(const JobSpec& spec) {
     for (std::int64_t b : param_bytes) rank->bytes_per_step += b;
     rank->overlap = spec.parallel->overlap;
     if (rank->overlap) rank->InstallOverlapHooks();
+    // The Rank outlives its model, whose layers hold this: a plain pointer, no cycle.
+    Rank* self = rank.get();
+    rank->synced_norms = rank->model->SynchronizeBatchNorm(
+        [self](const torch::Tensor& local) { return self->SumOverRanks(local); });
     rank->TakeRankZerosParameters();
 
     // Shown, not assumed: a few steps on every rank, then the parameters of every rank
@@ -325,16 +363,20 @@ PreparedWorkload PrepareDataParallel(const JobSpec& spec) {
     const DistributedSpec& d = *spec.distributed;
     std::vector<double> sorted = m.samples_ms;
     std::sort(sorted.begin(), sorted.end());
-    // The share over every step since timing began (warm-up included), applied to the
-    // median step: mean and median steps differ, shares barely.
-    const double comm_share = rank->step_s > 0 ? rank->comm_s / rank->step_s : 0;
-    const double comm_ms = comm_share * median_ms;
+    // The shares over every step since timing began (warm-up included), applied to the
+    // median step: mean and median steps differ, shares barely. Communication is the
+    // gradient all-reduce's and the BatchNorm statistics'.
+    const auto share_of = [&](double seconds) { return rank->step_s > 0 ? seconds / rank->step_s : 0; };
+    const double gradient_ms = share_of(rank->comm_s) * median_ms;
+    const double batchnorm_ms = share_of(rank->batchnorm_s) * median_ms;
+    const double comm_share = share_of(rank->comm_s + rank->batchnorm_s);
+    const double comm_ms = gradient_ms + batchnorm_ms;
     const double samples_per_s = static_cast<double>(spec.batch_size) * 1e3 / median_ms;
     const double baseline_samples_per_s = static_cast<double>(rank_batch) * 1e3 / baseline_median_ms;
     // The bus bandwidth of the all-reduce itself: without overlap its time is the step's
     // communication; with overlap that is only the exposed part, so the time measured
     // without overlap before timing is used.
-    const double allreduce_ms = spec.parallel->overlap ? sequential_comm_ms : comm_ms;
+    const double allreduce_ms = spec.parallel->overlap ? sequential_comm_ms : gradient_ms;
     const double busbw_gbps =
         allreduce_ms > 0 ? static_cast<double>(rank->bytes_per_step) / (allreduce_ms * 1e-3) / 1e9 *
                                BusBandwidthFactor("allreduce", d.world_size)
@@ -353,15 +395,18 @@ PreparedWorkload PrepareDataParallel(const JobSpec& spec) {
                    samples_per_s / (static_cast<double>(d.world_size) * baseline_samples_per_s)},
                   {"comm_ms_per_step", comm_ms},
                   {"comm_share", comm_share},
+                  {"batchnorm_layers_synced", rank->synced_norms},
+                  {"batchnorm_sync_ms_per_step",
+                   rank->synced_norms > 0 ? json(batchnorm_ms) : json(nullptr)},
                   {"allreduce_bytes_per_step", rank->bytes_per_step},
                   {"buckets", rank->buckets.size()},
                   {"bucket_mb", spec.parallel->bucket_mb},
                   {"busbw_gbps", busbw_gbps},
                   {"overlap", spec.parallel->overlap},
                   {"comm_ms_sequential", spec.parallel->overlap ? json(sequential_comm_ms) : json(nullptr)},
-                  // The share of the all-reduce hidden behind backward.
+                  // The share of the gradient all-reduce hidden behind backward.
                   {"overlap_share", spec.parallel->overlap && sequential_comm_ms > 0
-                                        ? json(std::clamp(1 - comm_ms / sequential_comm_ms, 0.0, 1.0))
+                                        ? json(std::clamp(1 - gradient_ms / sequential_comm_ms, 0.0, 1.0))
                                         : json(nullptr)},
                   {"check", check}}}};
   };

@@ -10,12 +10,17 @@
 #include <torch/nn/pimpl.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
 #include "common/job_spec.h"
 
 namespace benchfleet::worker {
+
+// Sums a tensor over the ranks of a data-parallel job, differentiably: the gradient
+// that flows back is the sum over the ranks of theirs (data_parallel.cc).
+using RankSum = std::function<torch::Tensor(const torch::Tensor&)>;
 
 // A model as the measurement sees it: a forward pass, its parameters, and the
 // conversions a job's dtype and device ask for.
@@ -32,6 +37,10 @@ class Model {
   virtual int QuantizeDynamicInt8() = 0;
   // Bytes of the weights the forward pass reads (an int8 weight counts one byte).
   virtual std::int64_t WeightBytes() = 0;
+  // Makes every BatchNorm layer normalise a training batch by the statistics of the
+  // global batch, summed over the ranks with `rank_sum` (SyncBatchNorm). Returns how
+  // many layers; 0 when the model has none.
+  virtual int SynchronizeBatchNorm(const RankSum& /*rank_sum*/) { return 0; }
 };
 
 struct BuiltModel {

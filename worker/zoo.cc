@@ -10,6 +10,7 @@
 #include <torch/nn/modules/pooling.h>
 #include <torch/utils.h>
 
+#include <algorithm>
 #include <cmath>
 #include <memory>
 #include <utility>
@@ -51,10 +52,68 @@ nn::Conv2d Conv(std::int64_t in, std::int64_t out, std::int64_t kernel, std::int
       nn::Conv2dOptions(in, out, kernel).stride(stride).padding(kernel / 2).bias(false));
 }
 
+// BatchNorm2d that, once given a RankSum (Model::SynchronizeBatchNorm), normalises a
+// training batch by the statistics of the whole global batch, summed over the ranks of
+// a data-parallel job, as torch.nn.SyncBatchNorm does; without one it is BatchNorm2d.
+// One sum over the ranks forward (and so one backward) per layer: each rank's count,
+// sum and sum of squares about its own mean (Chan's parallel variance), in double so
+// that the variance's subtraction loses nothing. The ranks then train as one process
+// on the whole batch would, within float rounding.
+class SyncedBatchNorm2dImpl : public nn::BatchNorm2dImpl {
+ public:
+  using nn::BatchNorm2dImpl::BatchNorm2dImpl;
+
+  torch::Tensor forward(const torch::Tensor& x) {
+    if (!is_training() || !rank_sum_) return nn::BatchNorm2dImpl::forward(x);
+    const std::int64_t channels = x.size(1);
+    const std::vector<std::int64_t> reduced = {0, 2, 3};  // every dimension but the channels
+    const std::vector<std::int64_t> per_channel = {1, channels, 1, 1};
+    // This rank's shard: [count, count * mean, squares about its mean + count * mean^2]
+    // per channel. The count travels with the sums: shards need not be equal.
+    const double local_count = static_cast<double>(x.numel() / channels);
+    const torch::Tensor local_mean = x.mean(reduced);
+    const torch::Tensor local_squares =
+        (x - local_mean.view(per_channel)).pow(2).sum(reduced).to(torch::kDouble);
+    const torch::Tensor mean_d = local_mean.to(torch::kDouble);
+    const torch::Tensor sums = rank_sum_(torch::cat(
+        {torch::full({1}, local_count, mean_d.options()), mean_d * local_count,
+         local_squares + mean_d.pow(2) * local_count}));
+    const torch::Tensor count = sums.narrow(0, 0, 1);
+    const torch::Tensor global_mean = sums.narrow(0, 1, channels) / count;
+    const torch::Tensor global_var =
+        (sums.narrow(0, 1 + channels, channels) / count - global_mean.pow(2)).clamp_min(0);
+    const torch::Tensor mean = global_mean.to(x.scalar_type());
+    const torch::Tensor var = global_var.to(x.scalar_type());
+    torch::Tensor y = (x - mean.view(per_channel)) * torch::rsqrt(var + options.eps()).view(per_channel);
+    if (options.affine()) y = y * weight.view(per_channel) + bias.view(per_channel);
+    if (options.track_running_stats()) {
+      torch::NoGradGuard no_grad;
+      const double momentum = options.momentum().value_or(0.1);
+      const double n = count.item<double>();
+      running_mean.mul_(1 - momentum).add_(mean.detach() * momentum);
+      // The running variance is the unbiased one, as BatchNorm2d keeps it.
+      running_var.mul_(1 - momentum).add_(var.detach() * (momentum * n / std::max(n - 1, 1.0)));
+      num_batches_tracked.add_(1);
+    }
+    return y;
+  }
+
+  void SetRankSum(RankSum rank_sum) { rank_sum_ = std::move(rank_sum); }
+
+  // LibTorch does not export its base's, which the vtable of a subclass needs.
+  void pretty_print(std::ostream& stream) const override {
+    stream << "SyncedBatchNorm2d(" << options.num_features() << ")";
+  }
+
+ private:
+  RankSum rank_sum_;
+};
+TORCH_MODULE(SyncedBatchNorm2d);
+
 // BatchNorm whose running statistics are replaced by those of the last
 // training-mode batch (momentum 1); see CalibrateBatchNorm.
-nn::BatchNorm2d Norm(std::int64_t channels) {
-  return nn::BatchNorm2d(nn::BatchNorm2dOptions(channels).momentum(1.0));
+SyncedBatchNorm2d Norm(std::int64_t channels) {
+  return SyncedBatchNorm2d(nn::BatchNorm2dOptions(channels).momentum(1.0));
 }
 
 // ResNet's BasicBlock: two 3x3 convolutions and a residual connection, with a 1x1
@@ -78,9 +137,9 @@ class BasicBlockImpl : public nn::Module {
 
  private:
   nn::Conv2d conv1_;
-  nn::BatchNorm2d bn1_;
+  SyncedBatchNorm2d bn1_;
   nn::Conv2d conv2_;
-  nn::BatchNorm2d bn2_;
+  SyncedBatchNorm2d bn2_;
   nn::Sequential shortcut_{nullptr};
 };
 TORCH_MODULE(BasicBlock);
@@ -110,7 +169,7 @@ class CnnImpl : public nn::Module {
 
  private:
   nn::Conv2d stem_;
-  nn::BatchNorm2d stem_bn_;
+  SyncedBatchNorm2d stem_bn_;
   nn::Sequential stages_;
   Dense fc_{nullptr};
 };
@@ -169,6 +228,16 @@ class ModuleModel : public Model {
   }
   int QuantizeDynamicInt8() override { return QuantizeDenseLayers(*module_); }
   std::int64_t WeightBytes() override { return ModuleWeightBytes(*module_); }
+  int SynchronizeBatchNorm(const RankSum& rank_sum) override {
+    int layers = 0;
+    for (const std::shared_ptr<nn::Module>& m : module_->modules()) {
+      if (auto norm = std::dynamic_pointer_cast<SyncedBatchNorm2dImpl>(m)) {
+        norm->SetRankSum(rank_sum);
+        ++layers;
+      }
+    }
+    return layers;
+  }
 
  private:
   Holder module_;
