@@ -197,13 +197,28 @@ Status Expand(const Sweep& sweep, size_t first, size_t count,
   return Status::Ok();
 }
 
+// The device that decides where a job runs, from its `device` and `parallel` values:
+// its own device ("cpu" where it is not a string), except that a pipeline inside one
+// process puts stage s on cuda:s, so it needs an agent whose worker sees `stages` GPUs,
+// as a job on cuda:<stages - 1> does.
+std::string PlacementDevice(const json& device, const json& parallel) {
+  std::string placed = device.is_string() ? device.get<std::string>() : "cpu";
+  if (parallel.is_object() && parallel.value("in_process", json(false)) == json(true)) {
+    const json stages = parallel.value("stages", json(nullptr));
+    if (stages.is_number_integer() && stages.get<int64_t>() > 1) {
+      placed = "cuda:" + std::to_string(stages.get<int64_t>() - 1);
+    }
+  }
+  return placed;
+}
+
 }  // namespace
 
 Status Sweep::ForEachCombination(size_t first, size_t count,
                                  const std::function<Status(const Combination&)>& fn) const {
   return Expand(*this, first, count, [&](const json& spec, const std::vector<size_t>&) {
-    const auto device = spec.find("device");
-    return fn({spec.dump(), device != spec.end() && device->is_string() ? device->get<std::string>() : "cpu"});
+    return fn({spec.dump(), PlacementDevice(spec.value("device", json(nullptr)),
+                                            spec.value("parallel", json(nullptr)))});
   });
 }
 
@@ -225,12 +240,16 @@ Status Sweep::CheckCombinations(size_t first, size_t count) const {
 }
 
 std::vector<std::string> Sweep::Devices() const {
-  std::vector<std::string> devices;
+  json device_values = json::array({"cpu"});
+  json parallel_values = json::array({nullptr});
   for (const MatrixAxis& axis : axes) {
-    if (axis.key != "device") continue;
-    for (const json& value : axis.values) devices.push_back(value.is_string() ? value.get<std::string>() : "cpu");
+    if (axis.key == "device") device_values = axis.values;
+    if (axis.key == "parallel") parallel_values = axis.values;
   }
-  if (devices.empty()) devices.push_back("cpu");
+  std::vector<std::string> devices;
+  for (const json& device : device_values) {
+    for (const json& parallel : parallel_values) devices.push_back(PlacementDevice(device, parallel));
+  }
   return devices;
 }
 

@@ -30,7 +30,9 @@ inline constexpr const char* kSpreadPlacement = "spread";
 // store keeps and the agent receives).
 struct Combination {
   std::string spec;
-  std::string device;  // the spec's device ("cpu" unless it says), which decides where it runs
+  // Decides where it runs: the spec's device ("cpu" unless it says), but cuda:<S-1>
+  // for a pipeline of S stages inside one process (stage s on cuda:s).
+  std::string device;
   json Spec() const { return json::parse(spec); }
 };
 
@@ -64,8 +66,9 @@ struct Sweep {
   // Checks combinations [first, first + count) against the worker's own job rules
   // (ParseJobConfig), so that nothing is enqueued that a worker would refuse.
   Status CheckCombinations(size_t first, size_t count) const;
-  // The device of each entry on the matrix's device axis ("cpu" where it is not a
-  // string, as for a combination): what placement "each" looks for agents by.
+  // The placement device (Combination::device) of each pair of values of the matrix's
+  // device and parallel axes, so each appears in the same share of the combinations:
+  // what placement "each" looks for agents by.
   std::vector<std::string> Devices() const;
   // All of them at once, for small sweeps and tests.
   std::vector<Combination> Combinations() const;

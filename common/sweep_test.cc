@@ -28,6 +28,21 @@ TEST(SweepTest, ExpandsEveryCombination) {
   EXPECT_EQ(sweep->Combinations().back().Spec()["threads"], 2);
 }
 
+TEST(SweepTest, APipelineInsideOneProcessRunsWhereTheWorkerSeesAGpuPerStage) {
+  auto sweep = ParseSweepText(R"({"name": "p", "placement": "any",
+      "matrix": {"model": "mlp", "mode": "train", "batch_size": 8, "device": "cuda",
+                 "parallel": [null, {"kind": "pipeline", "stages": 3, "micro_batches": 4, "in_process": true}]},
+      "models": {"mlp": {"layers": [8, 8, 8, 8]}}})");
+  ASSERT_TRUE(sweep.ok()) << sweep.status().ToString();
+  // Stage s on cuda:s: three stages need what a job on cuda:2 needs.
+  EXPECT_EQ(sweep->Devices(), (std::vector<std::string>{"cuda", "cuda:2"}));
+  std::vector<std::string> devices;
+  for (const Combination& c : sweep->Combinations()) devices.push_back(c.device);
+  EXPECT_EQ(devices, sweep->Devices());
+  // The job itself still says "cuda": the worker places the stages.
+  EXPECT_EQ(sweep->Combinations()[1].Spec()["device"], "cuda");
+}
+
 TEST(SweepTest, ASliceOfTheCombinationsIsTheSameWhereverItStarts) {
   auto sweep = ParseSweepText(R"({"name": "s", "matrix": {"model": ["mlp", "transformer"],
       "batch_size": [1, 2, 3], "threads": [1, 2], "device": ["cpu", "cuda"]}})");
