@@ -771,9 +771,7 @@ void Coordinator::Heartbeat(Agent& agent, const Message& message) {
   if (!heartbeat.ok()) return Refuse(Side::kAgents, agent.routing_id, heartbeat.status());
   if (!heartbeat->running) return;
   Lease* lease = registry_.FindLease(heartbeat->running->job_id);
-  if (lease && lease->attempt == heartbeat->running->attempt &&
-      (lease->agent == agent.description.name ||
-       std::count(lease->ranks.begin(), lease->ranks.end(), agent.description.name) > 0)) {
+  if (lease && lease->HeldBy(agent.description.name, heartbeat->running->attempt)) {
     lease->renewed_at = MonoNow();
   }
 }
@@ -796,9 +794,7 @@ void Coordinator::RejectResult(Agent& agent, const JobAttempt& job, const std::s
                                                          {"reason", reason}}));
   // The attempt produced nothing usable: it is lost like a silent agent's.
   if (Lease* lease = registry_.FindLease(job.job_id);
-      lease && lease->attempt == job.attempt &&
-      (lease->agent == agent.description.name ||
-       std::count(lease->ranks.begin(), lease->ranks.end(), agent.description.name) > 0)) {
+      lease && lease->HeldBy(agent.description.name, job.attempt)) {
     Lease lost = *lease;
     registry_.RemoveLease(job.job_id);
     LoseAttempt(lost, "its result was rejected: " + reason);
@@ -871,9 +867,7 @@ void Coordinator::AgentError(Agent& agent, const Message& message) {
   // the hand-out is taken back without costing an attempt, and the agent gets no offer
   // for a while.
   Lease* lease = registry_.FindLease(report->job->job_id);
-  if (!lease || lease->attempt != report->job->attempt ||
-      (lease->agent != agent.description.name &&
-       std::count(lease->ranks.begin(), lease->ranks.end(), agent.description.name) == 0)) {
+  if (!lease || !lease->HeldBy(agent.description.name, report->job->attempt)) {
     return;
   }
   Lease refused = *lease;

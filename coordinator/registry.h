@@ -3,6 +3,7 @@
 // leases from the store (Coordinator::RecoverLeases).
 #pragma once
 
+#include <algorithm>
 #include <map>
 #include <optional>
 #include <set>
@@ -42,6 +43,13 @@ struct Lease {
   std::vector<std::string> ranks;
   MonoTime renewed_at;     // dispatch, or the last heartbeat naming this job
   MonoTime hard_deadline;  // the job's timeout plus the liveness window
+
+  // Whether `agent_name` holds this lease, for `attempt`: rank 0's agent or one of the
+  // other ranks' (only what a holder says about the job counts).
+  bool HeldBy(const std::string& agent_name, int attempt_number) const {
+    return attempt == attempt_number &&
+           (agent == agent_name || std::find(ranks.begin(), ranks.end(), agent_name) != ranks.end());
+  }
 };
 
 // Every question the loop asks per message or per dispatch is answered from an index
