@@ -11,6 +11,8 @@ packages=(
   cppzmq-dev libzmq3-dev libsodium-dev
   libsqlite3-dev sqlite3
   libcli11-dev nlohmann-json3-dev
+  # IANA time zones of schedules
+  libhowardhinnant-date-dev
   libgtest-dev libgmock-dev
   # the fuzz targets (libFuzzer) and the sanitizer builds
   clang libclang-rt-14-dev
