@@ -401,6 +401,54 @@ int PruneCommand(ClientOptions client_options, const std::string& age, double wa
   return 0;
 }
 
+int ScheduleCommand(const ClientOptions& client_options, const ScheduleOptions& options, RowFormat format) {
+  json fields = {{"action", options.action == "run-now" ? "run_now" : options.action}};
+  if (!options.name.empty()) fields["name"] = options.name;
+  if (options.action == "add") {
+    std::ifstream in(options.file);
+    if (!in) return Fail(InvalidArgument("cannot read sweep file " + options.file));
+    std::stringstream text;
+    text << in.rdbuf();
+    auto sweep = ParseSweepText(text.str());
+    if (!sweep.ok()) {
+      return Fail(InvalidArgument(options.file + ": " + sweep.status().message() + "; no schedule was added"));
+    }
+    fields["sweep"] = sweep->source;
+    fields["cron"] = options.cron;
+    fields["tz"] = options.tz;
+    fields["overlap"] = options.overlap;
+    if (options.start_deadline_s) fields["start_deadline_s"] = *options.start_deadline_s;
+  }
+  if (options.action == "history") fields["limit"] = options.limit;
+  // run-now sends its own id, so a resend after a lost reply fires once.
+  if (options.action == "run-now") fields["submission_id"] = NewSubmissionId();
+  auto client = Connect(client_options);
+  if (!client.ok()) return Fail(client.status());
+  auto reply = (*client)->Call(msg::kSchedule, fields);
+  if (!reply.ok()) return Fail(reply.status());
+  if (reply->type == msg::kRows) {
+    PrintRows(reply->body, format);
+    return 0;
+  }
+  if (reply->type == msg::kSubmitted) {
+    std::cout << "schedule " << options.name << ": sweep " << reply->body["sweep_id"] << " with "
+              << reply->body["jobs"] << " jobs\n";
+    return 0;
+  }
+  // `schedules`: one row per schedule, as a query's rows print.
+  const std::vector<std::string> columns = {"name", "cron", "tz", "next_slot", "overlap", "start_deadline_s",
+                                            "sweep_name", "handled_until", "created_at"};
+  json rows = json::array();
+  for (const json& s : reply->body["schedules"]) {
+    json row = json::array();
+    for (const std::string& c : columns) row.push_back(s.is_object() ? s.value(c, json(nullptr)) : json(nullptr));
+    rows.push_back(std::move(row));
+  }
+  if (options.action == "remove") std::cout << "schedule " << options.name << " removed\n";
+  PrintRows({{"columns", columns}, {"rows", rows}, {"truncated", false}}, format);
+  return 0;
+}
+
 int CancelCommand(const ClientOptions& client_options, int64_t sweep_id) {
   auto client = Connect(client_options);
   if (!client.ok()) return Fail(client.status());

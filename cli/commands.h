@@ -46,6 +46,19 @@ int PruneCommand(ClientOptions client, const std::string& age, double wait_timeo
 // Queues a calibration of the named agents (all when empty); --wait as for submit.
 int CalibrateCommand(const ClientOptions& client, const std::vector<std::string>& agents, bool wait);
 
+// `benchfleet schedule ACTION` (docs/schedules.md): add, list, remove, run-now, history.
+struct ScheduleOptions {
+  std::string action;  // add, list, remove, run-now, history
+  std::string name;
+  std::string cron;
+  std::string tz = "UTC";
+  std::string file;            // add: the sweep file
+  std::string overlap = "skip";
+  std::optional<double> start_deadline_s;
+  int limit = 100;             // history
+};
+int ScheduleCommand(const ClientOptions& client, const ScheduleOptions& options, RowFormat format);
+
 // The comparison views `results --view` can show (docs/results.md).
 const std::vector<std::string>& ResultViews();
 int ViewCommand(const ClientOptions& client, const std::string& view, std::optional<int64_t> sweep_id,

@@ -88,6 +88,33 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
 
+  ScheduleOptions schedule;
+  auto* schedule_cmd = app.add_subcommand(
+      "schedule", "run a sweep file by itself at the slots of a cron expression (docs/schedules.md)");
+  schedule_cmd->require_subcommand(1);
+  auto* schedule_add = schedule_cmd->add_subcommand("add", "add a schedule");
+  schedule_add->add_option("--name", schedule.name, "its name: letters, digits, '-', '_', '.'")->required();
+  schedule_add->add_option("--cron", schedule.cron, "minute hour day-of-month month day-of-week, e.g. \"0 2 * * *\"")
+      ->required();
+  schedule_add->add_option("--tz", schedule.tz, "IANA time zone the expression is read in")->capture_default_str();
+  schedule_add->add_option("--overlap", schedule.overlap,
+                           "skip: a slot while the last sweep still runs is skipped; queue: stored anyway")
+      ->check(CLI::IsMember({"skip", "queue"}))
+      ->capture_default_str();
+  schedule_add->add_option("--start-deadline", schedule.start_deadline_s,
+                           "seconds after its slot a firing may still start after downtime (default: one period)");
+  schedule_add->add_option("FILE", schedule.file, "sweep file (JSON, see schemas/sweep.md)")->required();
+  auto* schedule_list = schedule_cmd->add_subcommand("list", "list the schedules and their next slots");
+  schedule_list->add_option("--format", format_name, "table, json or csv")->capture_default_str();
+  auto* schedule_remove = schedule_cmd->add_subcommand("remove", "remove a schedule (its history stays)");
+  schedule_remove->add_option("NAME", schedule.name, "the schedule")->required();
+  auto* schedule_run_now = schedule_cmd->add_subcommand("run-now", "submit a schedule's sweep at once");
+  schedule_run_now->add_option("NAME", schedule.name, "the schedule")->required();
+  auto* schedule_history = schedule_cmd->add_subcommand("history", "every slot's outcome and sweep, newest first");
+  schedule_history->add_option("NAME", schedule.name, "only this schedule");
+  schedule_history->add_option("--limit", schedule.limit, "rows")->check(CLI::Range(1, 10000))->capture_default_str();
+  schedule_history->add_option("--format", format_name, "table, json or csv")->capture_default_str();
+
   std::string keygen_prefix;
   auto* keygen_cmd = app.add_subcommand("keygen", "make a CURVE key pair: PREFIX.key and PREFIX.pub");
   keygen_cmd->add_option("PREFIX", keygen_prefix, "path prefix of the two files")->required();
@@ -128,5 +155,11 @@ int main(int argc, char** argv) {
   if (*query_cmd) return QueryCommand(client, sql, *format);
   if (*cancel_cmd) return CancelCommand(client, cancel_id);
   if (*prune_cmd) return PruneCommand(client, prune_age, prune_wait_s);
+  if (*schedule_cmd) {
+    for (auto* sub : {schedule_add, schedule_list, schedule_remove, schedule_run_now, schedule_history}) {
+      if (*sub) schedule.action = sub->get_name();
+    }
+    return ScheduleCommand(client, schedule, *format);
+  }
   return 2;
 }

@@ -27,5 +27,8 @@ int64_t UnixMicrosNow();
 // format of every stored time, so times compare as text.
 std::string UtcIso8601(int64_t unix_micros);
 inline std::string UtcNowIso8601() { return UtcIso8601(UnixMicrosNow()); }
+// The inverse, for times this program stored: "YYYY-MM-DDTHH:MM:SS.mmmZ" (the
+// milliseconds optional). Returns false for anything else.
+bool ParseUtcIso8601(const std::string& text, int64_t* unix_micros);
 
 }  // namespace benchfleet

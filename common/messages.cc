@@ -216,6 +216,79 @@ StatusOr<CalibrateRequest> ParseCalibrate(const Message& message) {
   return out;
 }
 
+StatusOr<ScheduleRequest> ParseSchedule(const Message& message) {
+  const json& body = message.body;
+  ScheduleRequest out;
+  const std::string action = body["action"].get<std::string>();
+  static const std::vector<std::pair<std::string, ScheduleRequest::Action>> actions = {
+      {"add", ScheduleRequest::Action::kAdd},         {"list", ScheduleRequest::Action::kList},
+      {"remove", ScheduleRequest::Action::kRemove},   {"run_now", ScheduleRequest::Action::kRunNow},
+      {"history", ScheduleRequest::Action::kHistory}};
+  auto known = std::find_if(actions.begin(), actions.end(), [&](const auto& a) { return a.first == action; });
+  if (known == actions.end()) {
+    return InvalidArgument("schedule.action: must be add, list, remove, run_now or history, got " +
+                           Shown(body["action"]));
+  }
+  out.action = known->second;
+  using Action = ScheduleRequest::Action;
+  // A field of the wrong type is refused whatever the action, never ignored.
+  auto text = [&](const char* key, size_t max_length, bool required, std::string* into) -> Status {
+    auto it = body.find(key);
+    if (it == body.end() || it->is_null()) {
+      return required ? InvalidArgument(std::string("schedule.") + key + ": required by action " + action)
+                      : Status::Ok();
+    }
+    if (!it->is_string() || it->get_ref<const std::string&>().empty() ||
+        it->get_ref<const std::string&>().size() > max_length) {
+      return InvalidArgument(std::string("schedule.") + key + ": must be a non-empty string of at most " +
+                             std::to_string(max_length) + " characters, got " + Shown(*it));
+    }
+    *into = it->get<std::string>();
+    return Status::Ok();
+  };
+  const bool named = out.action == Action::kAdd || out.action == Action::kRemove || out.action == Action::kRunNow;
+  RETURN_IF_ERROR(text("name", kMaxAgentNameLength, named, &out.name));
+  if (!out.name.empty() && !ValidAgentName(out.name)) {
+    return InvalidArgument("schedule.name: letters, digits, '-', '_' and '.' only, got " + Shown(body["name"]));
+  }
+  const bool add = out.action == Action::kAdd;
+  RETURN_IF_ERROR(text("cron", kMaxCronLength, add, &out.cron));
+  RETURN_IF_ERROR(text("tz", kMaxTimeZoneLength, false, &out.tz));
+  RETURN_IF_ERROR(text("submission_id", kMaxSubmissionIdLength, false, &out.submission_id));
+  auto sweep = body.find("sweep");
+  if (sweep != body.end() && !sweep->is_null()) {
+    if (!sweep->is_object()) return InvalidArgument("schedule.sweep: must be an object, got " + Shown(*sweep));
+    out.sweep = *sweep;
+  } else if (add) {
+    return InvalidArgument("schedule.sweep: required by action add");
+  }
+  std::string overlap = "skip";
+  RETURN_IF_ERROR(text("overlap", 8, false, &overlap));
+  if (overlap != "skip" && overlap != "queue") {
+    return InvalidArgument("schedule.overlap: must be \"skip\" or \"queue\", got " + Shown(body["overlap"]));
+  }
+  out.overlap_queue = overlap == "queue";
+  auto deadline = body.find("start_deadline_s");
+  if (deadline != body.end() && !deadline->is_null()) {
+    // From a second to a year: a firing later than that after its slot is no firing.
+    if (!deadline->is_number() || !(deadline->get<double>() >= 1) || deadline->get<double>() > 3.2e7) {
+      return InvalidArgument("schedule.start_deadline_s: must be a number of seconds from 1 to 3.2e7, got " +
+                             Shown(*deadline));
+    }
+    out.start_deadline_s = deadline->get<double>();
+  }
+  out.limit = kMaxReplyRows;
+  auto limit = body.find("limit");
+  if (limit != body.end() && !limit->is_null()) {
+    if (!limit->is_number_integer() || limit->get<int64_t>() < 1 || limit->get<int64_t>() > kMaxReplyRows) {
+      return InvalidArgument("schedule.limit: must be an integer from 1 to " + std::to_string(kMaxReplyRows) +
+                             ", got " + Shown(*limit));
+    }
+    out.limit = static_cast<int>(limit->get<int64_t>());
+  }
+  return out;
+}
+
 StatusOr<PruneRequest> ParsePrune(const Message& message) {
   PruneRequest out;
   out.samples_older_than_s = message.body.at("samples_older_than_s").get<double>();

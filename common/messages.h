@@ -109,4 +109,25 @@ struct PruneRequest {
 };
 StatusOr<PruneRequest> ParsePrune(const Message& message);
 
+// Longest cron expression and time-zone name a schedule may carry.
+inline constexpr size_t kMaxCronLength = 256;
+inline constexpr size_t kMaxTimeZoneLength = 64;
+
+// `schedule` (schemas/protocol.md): one request type, its `action` saying which. The
+// cron expression, the time zone and the sweep are checked by the coordinator
+// (schedule/cron.h, ParseSweep); everything else here.
+struct ScheduleRequest {
+  enum class Action { kAdd, kList, kRemove, kRunNow, kHistory };
+  Action action = Action::kList;
+  std::string name;                   // add, remove, run_now; history (empty: all)
+  std::string cron;                   // add
+  std::string tz = "UTC";             // add
+  nlohmann::json sweep;               // add
+  bool overlap_queue = false;         // add: "queue" (else "skip")
+  std::optional<double> start_deadline_s;  // add; none: one period
+  int limit = 0;                      // history
+  std::string submission_id;          // run_now: a resend with the same id fires once
+};
+StatusOr<ScheduleRequest> ParseSchedule(const Message& message);
+
 }  // namespace benchfleet

@@ -26,12 +26,14 @@ inline constexpr const char* kResults = "results";
 inline constexpr const char* kQuery = "query";
 inline constexpr const char* kCalibrate = "calibrate";
 inline constexpr const char* kPrune = "prune";
+inline constexpr const char* kSchedule = "schedule";
 // coordinator -> client
 inline constexpr const char* kSubmitted = "submitted";
 inline constexpr const char* kStatusReply = "status_reply";
 inline constexpr const char* kCancelled = "cancelled";
 inline constexpr const char* kRows = "rows";
 inline constexpr const char* kPruned = "pruned";
+inline constexpr const char* kSchedules = "schedules";
 // agent -> coordinator
 inline constexpr const char* kRegister = "register";
 inline constexpr const char* kHeartbeat = "heartbeat";  // both directions

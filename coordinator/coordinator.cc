@@ -252,6 +252,7 @@ void Coordinator::Tick() {
       if (reload_requirements_) reload_requirements_ = !ReloadRequirements().ok();
       MarkQueued();
     }
+    FireDueSchedules();
     AdvanceIntake();
     Dispatch();
     if (!in_round_) AdvancePrune();  // in a round, Run() advances it after the commit
@@ -482,6 +483,11 @@ std::optional<Message> Coordinator::ClientReply(const std::string& routing_id,
     auto request = ParsePrune(message);
     if (!request.ok()) return refuse(request.status());
     return StartPrune(routing_id, request_id, *request);
+  }
+  if (type == msg::kSchedule) {
+    auto request = ParseSchedule(message);
+    if (!request.ok()) return refuse(request.status());
+    return ScheduleReply(routing_id, request_id, *request);
   }
   return refuse(InvalidArgument("\"" + type + "\" is not a client request"));
 }

@@ -9,6 +9,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <zmq.hpp>
 
@@ -50,6 +51,9 @@ struct CoordinatorOptions {
   // A machine's calibration is shared by its agents and taken again once it is older
   // than this (checked when an agent starts and every minute).
   double calibration_max_age_h = 24;
+  // Wall-clock time in Unix seconds, what schedules fire by (docs/schedules.md); unset:
+  // the system clock. Tests set it to move time on.
+  std::function<int64_t()> wall_clock_s;
 };
 
 // The coordinator's counters, as `status_reply.counters` (schemas/protocol.md).
@@ -123,8 +127,27 @@ class Coordinator {
   std::optional<Message> ClientReply(const std::string& routing_id, const Message& message);
   // The reply, or nullopt for a large sweep: it is answered once checked and accepted,
   // by AdvanceIntake (coordinator/submit.cc).
+  // A schedule's firing submits through the same path, with `firing` set and no
+  // client (an empty routing id): what became of it is recorded, not answered.
+  struct ScheduledFiring {
+    int64_t schedule_id = 0;
+    std::string slot;  // UTC ISO 8601
+    FiringOutcome outcome = FiringOutcome::kStarted;  // or kRunNow
+  };
   std::optional<Message> Submit(const std::string& routing_id, const json& request_id,
-                                const SubmitRequest& request);
+                                const SubmitRequest& request, const ScheduledFiring* firing = nullptr);
+  // Schedules (coordinator/schedules.cc).
+  std::optional<Message> ScheduleReply(const std::string& routing_id, const json& request_id,
+                                       const ScheduleRequest& request);
+  int64_t WallSeconds() const;
+  // Once a second of wall-clock time, run by Tick: each live schedule's slots since it
+  // last looked, fired, skipped or recorded missed.
+  void FireDueSchedules();
+  void FireDue(const StoredSchedule& schedule, int64_t now_s);
+  void ScheduledSweepStored(const ScheduledFiring& firing, int64_t sweep_id);
+  void ScheduledSweepRefused(const ScheduledFiring& firing, const std::string& reason);
+  int64_t next_schedule_check_s_ = 0;
+  std::set<int64_t> schedules_reported_broken_;  // logged once each
   StatusOr<PinnedAgents> PinAgents(const Sweep& sweep);
   // One slice of the large submits: check combinations of the oldest not yet answered
   // (then accept it and answer), or store jobs of the oldest answered, in turns when
@@ -277,6 +300,7 @@ class Coordinator {
     PinnedAgents pinned;          // once accepted
     size_t next_combination = 0;  // the first whose jobs are not stored
     bool finished = false;        // every job stored, or the sweep cancelled
+    std::optional<ScheduledFiring> firing;  // a schedule's, recorded once accepted or refused
   };
   std::deque<SweepIntake> intakes_;
   uint64_t intake_serial_ = 0;

@@ -68,6 +68,23 @@ struct UnstoredSweep {
   size_t next_combination = 0;
 };
 
+// A schedule as stored (schemas/migrations/012_schedules.sql, docs/schedules.md).
+struct StoredSchedule {
+  int64_t schedule_id = 0;
+  std::string name;
+  std::string cron;
+  std::string tz = "UTC";
+  json sweep;                              // the sweep file, submitted at each slot
+  bool overlap_queue = false;              // else skip
+  std::optional<double> start_deadline_s;  // none: one period
+  std::string created_at;
+  std::string handled_until;               // the latest slot handled (UTC ISO 8601)
+};
+
+// What became of one slot of a schedule (schedule_firings.outcome).
+enum class FiringOutcome { kStarted, kRunNow, kMissed, kSkipped, kFailed };
+const char* FiringOutcomeName(FiringOutcome outcome);
+
 // kStaleAgain: a resend of a result already recorded as stale; nothing is written and
 // the agent is told "stale" again, as it was the first time.
 enum class ResultOutcome { kStored, kDuplicate, kStale, kStaleAgain, kRejected };
@@ -162,6 +179,25 @@ class Store {
                                       std::string* rejection);
 
   StatusOr<int> CancelSweep(int64_t sweep_id);
+
+  // Schedules (coordinator/schedule_store.cc). AddSchedule fails with
+  // FailedPrecondition when a live schedule has the name already.
+  StatusOr<StoredSchedule> AddSchedule(StoredSchedule schedule);
+  StatusOr<std::vector<StoredSchedule>> LiveSchedules();
+  // The live schedule of that name; NotFound when there is none.
+  StatusOr<StoredSchedule> FindSchedule(const std::string& name);
+  // Marks it removed (it fires no more; its history stays); NotFound when none.
+  StatusOr<StoredSchedule> RemoveSchedule(const std::string& name);
+  // Records a slot's outcome once: a second record of the same slot changes nothing
+  // (a firing decided again after a restart). Returns whether it was new.
+  StatusOr<bool> RecordFiring(int64_t schedule_id, const std::string& slot, FiringOutcome outcome,
+                              const std::string& reason);
+  // Every slot up to `slot` is handled; never moves back.
+  Status SetHandledUntil(int64_t schedule_id, const std::string& slot);
+  // The sweep of a firing carries its schedule and slot (one sweep per slot).
+  Status TagScheduledSweep(int64_t sweep_id, int64_t schedule_id, const std::string& slot);
+  // The latest sweep of the schedule still running, if any.
+  StatusOr<std::optional<int64_t>> RunningSweepOfSchedule(int64_t schedule_id);
 
   // Seconds since the latest calibration of any host on `machine_id`, or nullopt when
   // the machine was never calibrated.

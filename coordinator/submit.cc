@@ -33,14 +33,20 @@ Message Submitted(const json& request_id, const StoredSweep& stored) {
 }
 
 std::optional<Message> Coordinator::Submit(const std::string& routing_id, const json& request_id,
-                                           const SubmitRequest& request) {
+                                           const SubmitRequest& request, const ScheduledFiring* firing) {
+  // A refused sweep: its client is told why, a schedule's firing records it.
+  auto refuse = [&](const Status& status) {
+    if (firing) ScheduledSweepRefused(*firing, status.message());
+    return MakeError(status, request_id);
+  };
   auto sweep = ParseSweepShape(request.sweep);
-  if (!sweep.ok()) return MakeError(sweep.status(), request_id);
-  // A resend of a submission still being checked is answered with the first.
+  if (!sweep.ok()) return refuse(sweep.status());
+  // A resend of a submission still being checked is answered with the first (a
+  // schedule's firing looked at again meanwhile has no one to answer).
   if (!request.submission_id.empty()) {
     for (SweepIntake& intake : intakes_) {
       if (intake.sweep_id == 0 && intake.submission_id == request.submission_id) {
-        intake.clients.emplace_back(routing_id, request_id);
+        if (!routing_id.empty()) intake.clients.emplace_back(routing_id, request_id);
         return std::nullopt;
       }
     }
@@ -58,6 +64,7 @@ std::optional<Message> Coordinator::Submit(const std::string& routing_id, const 
     }
     if (*existing) return Submitted(request_id, **existing);
     if (intakes_.size() >= kMaxIntakes) {
+      // A schedule's firing is tried again a second later, so nothing is recorded.
       return MakeError(Unavailable(std::to_string(intakes_.size()) +
                                    " large sweeps are being taken in already; nothing was "
                                    "enqueued, send it again later"),
@@ -69,15 +76,16 @@ std::optional<Message> Coordinator::Submit(const std::string& routing_id, const 
     intake.serial = ++intake_serial_;
     intake.sweep = std::move(*sweep);
     intake.submission_id = request.submission_id;
-    intake.clients.emplace_back(routing_id, request_id);
+    if (!routing_id.empty()) intake.clients.emplace_back(routing_id, request_id);
+    if (firing) intake.firing = *firing;
     intakes_.push_back(std::move(intake));
     return std::nullopt;  // answered once checked and accepted (AdvanceIntake)
   }
 
   Status checked = sweep->CheckCombinations(0, sweep->combination_count);
-  if (!checked.ok()) return MakeError(checked, request_id);
+  if (!checked.ok()) return refuse(checked);
   auto pinned = PinAgents(*sweep);
-  if (!pinned.ok()) return MakeError(pinned.status(), request_id);
+  if (!pinned.ok()) return refuse(pinned.status());
   // Our heartbeats keep going while the sweep goes in, and the agents' messages are
   // read meanwhile and parked for the next rounds; agents gone meanwhile are dropped by
   // the next regular heartbeat, not in the middle of the sweep's transaction.
@@ -97,6 +105,7 @@ std::optional<Message> Coordinator::Submit(const std::string& routing_id, const 
                            << " already stored");
   } else {
     LOG_INFO("sweep " << stored->sweep_id << " \"" << sweep->name << "\": " << stored->jobs << " jobs");
+    if (firing) ScheduledSweepStored(*firing, stored->sweep_id);
     Status reloaded = ReloadRequirements();
     if (!reloaded.ok()) LOG_ERROR("cannot read requirements: " << reloaded.message());
     Dispatch();
@@ -167,6 +176,7 @@ bool Coordinator::CheckOrAccept(SweepIntake& intake) {
     const size_t slice = std::min(kIntakeCheckCombinations, count - intake.checked);
     Status checked = intake.sweep.CheckCombinations(intake.checked, slice);
     if (!checked.ok()) {
+      if (intake.firing) ScheduledSweepRefused(*intake.firing, checked.message());
       AnswerIntake(intake, MakeError(checked));
       return false;
     }
@@ -175,6 +185,7 @@ bool Coordinator::CheckOrAccept(SweepIntake& intake) {
   }
   auto pinned = PinAgents(intake.sweep);
   if (!pinned.ok()) {
+    if (intake.firing) ScheduledSweepRefused(*intake.firing, pinned.status().message());
     AnswerIntake(intake, MakeError(pinned.status()));
     return false;
   }
@@ -188,6 +199,7 @@ bool Coordinator::CheckOrAccept(SweepIntake& intake) {
   }
   intake.sweep_id = accepted->sweep_id;
   intake.pinned = std::move(*pinned);
+  if (intake.firing && !accepted->existing) ScheduledSweepStored(*intake.firing, intake.sweep_id);
   LOG_INFO("sweep " << intake.sweep_id << " \"" << intake.sweep.name << "\": " << accepted->jobs
                     << " jobs, stored a slice per round");
   // Sent after this round's commit, like every reply: the sweep is durable then.

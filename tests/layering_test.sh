@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The layering rule of DESIGN.md, checked on the source tree: links point one way.
-#   common              includes no daemon folder (coordinator, agent, worker, cli);
+#   common              includes no daemon folder (coordinator, agent, worker, cli), nor schedule;
+#   schedule            (cron and time zones) includes only common;
 #   coordinator, agent, cli  never include worker/ or each other;
 #   worker              includes only common (and LibTorch).
 # Code that only one daemon uses belongs in that daemon's folder, not in common/.
@@ -11,7 +12,8 @@ set -euo pipefail
 
 # folder -> the folders it must not include
 declare -A FORBIDDEN=(
-  [common]="coordinator agent worker cli"
+  [common]="coordinator agent worker cli schedule"
+  [schedule]="coordinator agent worker cli"
   [coordinator]="agent worker cli"
   [agent]="coordinator worker cli"
   [cli]="coordinator agent worker"
