@@ -57,6 +57,8 @@ nlohmann::json ProbeHost() {
   host["os"] = FindValue("/etc/os-release", "PRETTY_NAME", '=');
   std::string driver = ReadFirstLine("/proc/driver/nvidia/version");
   host["nvidia_driver"] = driver.empty() ? nullptr : nlohmann::json(driver);
+  // Part of the host's fingerprint: results of another benchfleet start a new series.
+  host["benchfleet_version"] = BENCHFLEET_VERSION;
   return host;
 }
 

@@ -401,6 +401,46 @@ int PruneCommand(ClientOptions client_options, const std::string& age, double wa
   return 0;
 }
 
+int RegressionsCommand(const ClientOptions& client_options, const std::string& since, RowFormat format) {
+  std::string sql =
+      "SELECT decided_at, host, model, mode, dtype, batch_size, threads, device, direction, change_pct, "
+      "median_ms, rerun_median_ms, baseline_median_ms, baseline_n, baseline_from, baseline_to, reruns, "
+      "job_id, sweep_id FROM confirmed_regressions";
+  if (!since.empty()) {
+    auto seconds = ParseAge(since);
+    if (!seconds.ok()) return Fail(seconds.status());
+    sql += " WHERE decided_at >= strftime('%Y-%m-%dT%H:%M:%fZ', 'now', '-" +
+           std::to_string(static_cast<int64_t>(*seconds)) + " seconds')";
+  }
+  sql += " ORDER BY decided_at DESC";
+  auto client = Connect(client_options);
+  if (!client.ok()) return Fail(client.status());
+  auto reply = (*client)->Call(msg::kQuery, {{"sql", sql}});
+  if (!reply.ok()) return Fail(reply.status());
+  if (reply->body["rows"].empty() && format == RowFormat::kTable) {
+    std::cout << "no confirmed regression or improvement" << (since.empty() ? "" : " in the last " + since) << "\n";
+    return 0;
+  }
+  PrintRows(reply->body, format);
+  return 0;
+}
+
+int BaselineResetCommand(const ClientOptions& client_options, const std::string& host, const std::string& model,
+                         const std::string& note) {
+  json fields = json::object();
+  if (!host.empty()) fields["host"] = host;
+  if (!model.empty()) fields["model"] = model;
+  if (!note.empty()) fields["note"] = note;
+  auto client = Connect(client_options);
+  if (!client.ok()) return Fail(client.status());
+  auto reply = (*client)->Call(msg::kBaselineReset, fields);
+  if (!reply.ok()) return Fail(reply.status());
+  std::cout << "baseline reset for " << (host.empty() ? "every host" : host) << ", "
+            << (model.empty() ? "every model" : model)
+            << ": results before now leave the regression baseline\n";
+  return 0;
+}
+
 int ScheduleCommand(const ClientOptions& client_options, const ScheduleOptions& options, RowFormat format) {
   json fields = {{"action", options.action == "run-now" ? "run_now" : options.action}};
   if (!options.name.empty()) fields["name"] = options.name;

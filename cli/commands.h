@@ -46,6 +46,13 @@ int PruneCommand(ClientOptions client, const std::string& age, double wait_timeo
 // Queues a calibration of the named agents (all when empty); --wait as for submit.
 int CalibrateCommand(const ClientOptions& client, const std::vector<std::string>& agents, bool wait);
 
+// Confirmed regressions and improvements decided within `since` (ParseAge; empty: all),
+// from the view confirmed_regressions (docs/regressions.md).
+int RegressionsCommand(const ClientOptions& client, const std::string& since, RowFormat format);
+// Marks a known step in the series of `host`, of `model`, or both (empty: every).
+int BaselineResetCommand(const ClientOptions& client, const std::string& host, const std::string& model,
+                         const std::string& note);
+
 // `benchfleet schedule ACTION` (docs/schedules.md): add, list, remove, run-now, history.
 struct ScheduleOptions {
   std::string action;  // add, list, remove, run-now, history

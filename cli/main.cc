@@ -88,6 +88,20 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
 
+  std::string regressions_since;
+  auto* regressions_cmd =
+      app.add_subcommand("regressions", "confirmed regressions and improvements (docs/regressions.md)");
+  regressions_cmd->add_option("--since", regressions_since, "only those decided within this age: 24h, 7d");
+  regressions_cmd->add_option("--format", format_name, "table, json or csv")->capture_default_str();
+  std::string reset_host, reset_model, reset_note;
+  auto* baseline_cmd = app.add_subcommand("baseline", "regression baselines");
+  baseline_cmd->require_subcommand(1);
+  auto* baseline_reset = baseline_cmd->add_subcommand(
+      "reset", "mark a known step: results before now leave the baseline, so it is not flagged");
+  baseline_reset->add_option("--host", reset_host, "only this host's series (default: every host)");
+  baseline_reset->add_option("--model", reset_model, "only this model's series (default: every model)");
+  baseline_reset->add_option("--note", reset_note, "why (kept with the reset)");
+
   ScheduleOptions schedule;
   auto* schedule_cmd = app.add_subcommand(
       "schedule", "run a sweep file by itself at the slots of a cron expression (docs/schedules.md)");
@@ -155,6 +169,8 @@ int main(int argc, char** argv) {
   if (*query_cmd) return QueryCommand(client, sql, *format);
   if (*cancel_cmd) return CancelCommand(client, cancel_id);
   if (*prune_cmd) return PruneCommand(client, prune_age, prune_wait_s);
+  if (*regressions_cmd) return RegressionsCommand(client, regressions_since, *format);
+  if (*baseline_reset) return BaselineResetCommand(client, reset_host, reset_model, reset_note);
   if (*schedule_cmd) {
     for (auto* sub : {schedule_add, schedule_list, schedule_remove, schedule_run_now, schedule_history}) {
       if (*sub) schedule.action = sub->get_name();

@@ -58,7 +58,7 @@ StatusOr<Capabilities> ParseCapabilities(const json& capabilities) {
   RETURN_IF_ERROR(Text(host, "cpu_model", host_at, &out.cpu_model));
   RETURN_IF_ERROR(Count(host, "logical_cpus", host_at, &out.logical_cpus));
   RETURN_IF_ERROR(Count(host, "memory_mb", host_at, &out.memory_mb));
-  for (const char* key : {"allowed_cpus", "kernel", "arch", "os", "nvidia_driver"}) {
+  for (const char* key : {"allowed_cpus", "kernel", "arch", "os", "nvidia_driver", "benchfleet_version"}) {
     std::string ignored;
     RETURN_IF_ERROR(Text(host, key, host_at, &ignored));
   }

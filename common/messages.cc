@@ -216,6 +216,28 @@ StatusOr<CalibrateRequest> ParseCalibrate(const Message& message) {
   return out;
 }
 
+StatusOr<BaselineResetRequest> ParseBaselineReset(const Message& message) {
+  BaselineResetRequest out;
+  const json& body = message.body;
+  auto text = [&](const char* key, size_t max_length, std::string* into) -> Status {
+    auto it = body.find(key);
+    if (it == body.end() || it->is_null()) return Status::Ok();
+    if (!it->is_string() || it->get_ref<const std::string&>().size() > max_length) {
+      return InvalidArgument(std::string("baseline_reset.") + key + ": must be a string of at most " +
+                             std::to_string(max_length) + " characters, got " + Shown(*it));
+    }
+    *into = it->get<std::string>();
+    return Status::Ok();
+  };
+  RETURN_IF_ERROR(text("host", kMaxAgentNameLength, &out.host));
+  if (!out.host.empty() && !ValidAgentName(out.host)) {
+    return InvalidArgument("baseline_reset.host: must be an agent name, got " + Shown(body["host"]));
+  }
+  RETURN_IF_ERROR(text("model", 128, &out.model));
+  RETURN_IF_ERROR(text("note", 1024, &out.note));
+  return out;
+}
+
 StatusOr<ScheduleRequest> ParseSchedule(const Message& message) {
   const json& body = message.body;
   ScheduleRequest out;

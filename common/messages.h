@@ -109,6 +109,15 @@ struct PruneRequest {
 };
 StatusOr<PruneRequest> ParsePrune(const Message& message);
 
+// `baseline_reset`: a known step in the series of `host`, of `model`, or both (empty:
+// any).
+struct BaselineResetRequest {
+  std::string host;
+  std::string model;
+  std::string note;
+};
+StatusOr<BaselineResetRequest> ParseBaselineReset(const Message& message);
+
 // Longest cron expression and time-zone name a schedule may carry.
 inline constexpr size_t kMaxCronLength = 256;
 inline constexpr size_t kMaxTimeZoneLength = 64;

@@ -12,7 +12,7 @@ namespace {
 
 const std::vector<std::string> kTopKeys = {"name",      "select", "placement",
                                            "matrix",    "timing", "models",
-                                           "timeout_s", "seed",   "description"};
+                                           "timeout_s", "seed",   "description", "regression"};
 const std::vector<std::string> kSelectKeys = {"device", "name", "tags", "cpu_model", "gpu_model"};
 
 // Upper bounds that catch typos (batch 1e9) before they reach a worker.
@@ -214,6 +214,38 @@ std::string PlacementDevice(const json& device, const json& parallel) {
 
 }  // namespace
 
+StatusOr<RegressionPolicy> ParseRegressionPolicy(const json& value) {
+  RegressionPolicy policy;
+  if (!value.is_object()) return InvalidArgument("regression: must be an object, got " + value.dump());
+  RETURN_IF_ERROR(CheckKeys(value, {"window", "z", "min_change", "min_for_z", "reruns"}, "regression"));
+  auto integer = [&](const char* key, int low, int high, int* into) -> Status {
+    if (!value.contains(key)) return Status::Ok();
+    const json& v = value[key];
+    if (!v.is_number_integer() || v.get<int64_t>() < low || v.get<int64_t>() > high) {
+      return InvalidArgument(std::string("regression.") + key + ": must be an integer from " +
+                             std::to_string(low) + " to " + std::to_string(high) + ", got " + v.dump());
+    }
+    *into = static_cast<int>(v.get<int64_t>());
+    return Status::Ok();
+  };
+  auto number = [&](const char* key, double low, double high, double* into) -> Status {
+    if (!value.contains(key)) return Status::Ok();
+    const json& v = value[key];
+    if (!v.is_number() || !(v.get<double>() > low) || v.get<double>() > high) {
+      return InvalidArgument(std::string("regression.") + key + ": must be a number above " +
+                             json(low).dump() + " and at most " + json(high).dump() + ", got " + v.dump());
+    }
+    *into = v.get<double>();
+    return Status::Ok();
+  };
+  RETURN_IF_ERROR(integer("window", 2, 1000, &policy.window));
+  RETURN_IF_ERROR(number("z", 0, 1000, &policy.z));
+  RETURN_IF_ERROR(number("min_change", 0, 100, &policy.min_change));
+  RETURN_IF_ERROR(integer("min_for_z", 2, 1000, &policy.min_for_z));
+  RETURN_IF_ERROR(integer("reruns", 1, 20, &policy.reruns));
+  return policy;
+}
+
 Status Sweep::ForEachCombination(size_t first, size_t count,
                                  const std::function<Status(const Combination&)>& fn) const {
   return Expand(*this, first, count, [&](const json& spec, const std::vector<size_t>&) {
@@ -316,6 +348,9 @@ StatusOr<Sweep> ParseSweepShape(const json& document) {
   if (document.contains("models")) {
     RETURN_IF_ERROR(ValidateModelArgs(document["models"]));
     sweep.model_args = document["models"];
+  }
+  if (document.contains("regression")) {
+    ASSIGN_OR_RETURN(sweep.regression, ParseRegressionPolicy(document["regression"]));
   }
   if (document.contains("description") && !document["description"].is_string()) {
     return InvalidArgument("description: must be a string");

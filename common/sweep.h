@@ -36,6 +36,21 @@ struct Combination {
   json Spec() const { return json::parse(spec); }
 };
 
+// How a sweep's results are judged against their series (docs/regressions.md): a
+// result is a candidate when its robust z-score |x - median| / (1.4826 MAD) over the
+// last `window` good results exceeds `z` and its relative change exceeds `min_change`
+// (below `min_for_z` earlier results, the relative test alone); `reruns` runs of the
+// same job on the same host then confirm it or call it noise.
+struct RegressionPolicy {
+  int window = 30;
+  double z = 4;
+  double min_change = 0.05;
+  int min_for_z = 10;
+  int reruns = 3;
+};
+// The sweep file's "regression" object; errors name the key ("regression.z: ...").
+StatusOr<RegressionPolicy> ParseRegressionPolicy(const json& value);
+
 // One matrix axis: the job field it sets and its values, in the order written.
 struct MatrixAxis {
   std::string key;
@@ -49,6 +64,7 @@ struct Sweep {
   TimingSpec timing;
   double timeout_s = 0;  // per job; 0 = derived from timing
   int64_t seed = 0;
+  RegressionPolicy regression;
   json model_args = json::object();  // per model name, e.g. {"mlp": {"layers": [...]}}
   // The matrix, outermost axis first, and how many combinations it makes (each one
   // checked by ParseSweep).

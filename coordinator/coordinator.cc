@@ -484,6 +484,17 @@ std::optional<Message> Coordinator::ClientReply(const std::string& routing_id,
     if (!request.ok()) return refuse(request.status());
     return StartPrune(routing_id, request_id, *request);
   }
+  if (type == msg::kBaselineReset) {
+    auto request = ParseBaselineReset(message);
+    if (!request.ok()) return refuse(request.status());
+    auto reset = store_->AddBaselineReset(request->host, request->model, request->note);
+    if (!reset.ok()) return MakeError(reset.status(), request_id);
+    LOG_INFO("baseline reset " << reset->dump());
+    return MakeMessage(msg::kRows, {{"request_id", request_id},
+                                    {"columns", {"reset_id", "host", "model", "at"}},
+                                    {"rows", {{(*reset)["reset_id"], (*reset)["host"], (*reset)["model"], (*reset)["at"]}}},
+                                    {"truncated", false}});
+  }
   if (type == msg::kSchedule) {
     auto request = ParseSchedule(message);
     if (!request.ok()) return refuse(request.status());
@@ -721,7 +732,8 @@ void Coordinator::Register(const std::string& routing_id, const Message& message
   // Agents on one machine (same machine_id) run one job at a time unless
   // --share-machines; an agent that does not say is a machine of its own.
   agent.machine_id = request->capabilities.machine_id.empty() ? name : request->capabilities.machine_id;
-  auto host_id = store_->UpsertHost(name, agent.machine_id, request->tags, request->capabilities.raw);
+  auto host_id = store_->UpsertHost(name, agent.machine_id, request->tags, request->capabilities.raw,
+                                    FingerprintOf(request->capabilities));
   if (!host_id.ok()) {
     ++counters_.store_errors;
     LOG_ERROR("cannot store host " << name << ": " << host_id.status().message());
@@ -841,6 +853,7 @@ void Coordinator::AcceptResult(Agent& agent, const Message& message) {
         ++counters_.failed_jobs;
         LOG_WARN("job " << job.job_id << " failed on " << agent.description.name << ": " << result->error);
       }
+      JudgeResult(job.job_id);
       break;
     case ResultOutcome::kDuplicate:
     case ResultOutcome::kStaleAgain:

@@ -136,6 +136,10 @@ class Coordinator {
   };
   std::optional<Message> Submit(const std::string& routing_id, const json& request_id,
                                 const SubmitRequest& request, const ScheduledFiring* firing = nullptr);
+  // Regression detection (coordinator/regressions.cc): a stored result judged against
+  // its series; a rerun's result decides its candidate once every rerun is in.
+  void JudgeResult(int64_t job_id);
+  void DecideIfRerunsDone(int64_t candidate_job_id, const RegressionPolicy& policy);
   // Schedules (coordinator/schedules.cc).
   std::optional<Message> ScheduleReply(const std::string& routing_id, const json& request_id,
                                        const ScheduleRequest& request);

@@ -85,13 +85,18 @@ StatusOr<StoredSchedule> Store::FindSchedule(const std::string& name) {
 
 StatusOr<StoredSchedule> Store::RemoveSchedule(const std::string& name) {
   ASSIGN_OR_RETURN(StoredSchedule schedule, FindSchedule(name));
+  Transaction tx(*db_);  // every write joins the loop round's group commit
+  RETURN_IF_ERROR(tx.Begin());
   ASSIGN_OR_RETURN(auto stmt, db_->Prepare("UPDATE schedules SET removed_at = ?2 WHERE schedule_id = ?1"));
   RETURN_IF_ERROR(stmt.Bind(1, schedule.schedule_id).Bind(2, UtcNowIso8601()).Run());
+  RETURN_IF_ERROR(tx.Commit());
   return schedule;
 }
 
 StatusOr<bool> Store::RecordFiring(int64_t schedule_id, const std::string& slot, FiringOutcome outcome,
                                    const std::string& reason) {
+  Transaction tx(*db_);  // every write joins the loop round's group commit
+  RETURN_IF_ERROR(tx.Begin());
   ASSIGN_OR_RETURN(auto stmt, db_->Prepare("INSERT OR IGNORE INTO schedule_firings(schedule_id, slot, "
                                            "outcome, decided_at, reason) VALUES (?1, ?2, ?3, ?4, ?5)"));
   stmt.Bind(1, schedule_id).Bind(2, slot).Bind(3, FiringOutcomeName(outcome)).Bind(4, UtcNowIso8601());
@@ -101,20 +106,28 @@ StatusOr<bool> Store::RecordFiring(int64_t schedule_id, const std::string& slot,
     stmt.Bind(5, reason);
   }
   RETURN_IF_ERROR(stmt.Run());
-  return db_->Changes() > 0;
+  const bool recorded = db_->Changes() > 0;
+  RETURN_IF_ERROR(tx.Commit());
+  return recorded;
 }
 
 Status Store::SetHandledUntil(int64_t schedule_id, const std::string& slot) {
   // Times compare as text (one format); a slot handled late never moves it back.
+  Transaction tx(*db_);  // every write joins the loop round's group commit
+  RETURN_IF_ERROR(tx.Begin());
   ASSIGN_OR_RETURN(auto stmt, db_->Prepare("UPDATE schedules SET handled_until = ?2 "
                                            "WHERE schedule_id = ?1 AND handled_until < ?2"));
-  return stmt.Bind(1, schedule_id).Bind(2, slot).Run();
+  RETURN_IF_ERROR(stmt.Bind(1, schedule_id).Bind(2, slot).Run());
+  return tx.Commit();
 }
 
 Status Store::TagScheduledSweep(int64_t sweep_id, int64_t schedule_id, const std::string& slot) {
+  Transaction tx(*db_);  // every write joins the loop round's group commit
+  RETURN_IF_ERROR(tx.Begin());
   ASSIGN_OR_RETURN(auto stmt, db_->Prepare("UPDATE sweeps SET schedule_id = ?2, schedule_slot = ?3 "
                                            "WHERE sweep_id = ?1 AND schedule_id IS NULL"));
-  return stmt.Bind(1, sweep_id).Bind(2, schedule_id).Bind(3, slot).Run();
+  RETURN_IF_ERROR(stmt.Bind(1, sweep_id).Bind(2, schedule_id).Bind(3, slot).Run());
+  return tx.Commit();
 }
 
 StatusOr<std::optional<int64_t>> Store::RunningSweepOfSchedule(int64_t schedule_id) {

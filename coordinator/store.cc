@@ -223,21 +223,28 @@ Status Store::ApplyFieldTables() {
 }
 
 StatusOr<int64_t> Store::UpsertHost(const std::string& name, const std::string& machine_id,
-                                    const json& tags, const json& capabilities) {
+                                    const json& tags, const json& capabilities,
+                                    const HostFingerprint& fingerprint) {
   std::string now = UtcNowIso8601();
   ASSIGN_OR_RETURN(
       auto stmt,
       db_->Prepare(
-          "INSERT INTO hosts(name, machine_id, tags, capabilities, first_seen, last_seen) "
-          "VALUES (?1, ?2, ?3, ?4, ?5, ?5) "
+          "INSERT INTO hosts(name, machine_id, tags, capabilities, first_seen, last_seen, "
+          "fingerprint, fingerprint_parts) VALUES (?1, ?2, ?3, ?4, ?5, ?5, ?6, ?7) "
           "ON CONFLICT(name) DO UPDATE SET machine_id = excluded.machine_id, tags = excluded.tags, "
-          "capabilities = excluded.capabilities, last_seen = excluded.last_seen "
+          "capabilities = excluded.capabilities, last_seen = excluded.last_seen, "
+          "fingerprint = excluded.fingerprint, fingerprint_parts = excluded.fingerprint_parts "
           "RETURNING host_id"));
   stmt.Bind(1, name)
       .Bind(2, machine_id)
       .Bind(3, tags.dump())
       .Bind(4, capabilities.dump())
       .Bind(5, now);
+  if (fingerprint.sha256.empty()) {
+    stmt.BindNull(6).BindNull(7);
+  } else {
+    stmt.Bind(6, fingerprint.sha256).Bind(7, fingerprint.parts.dump());
+  }
   // Every write goes through a Transaction, so it joins the loop's group commit.
   Transaction tx(*db_);
   RETURN_IF_ERROR(tx.Begin());
@@ -744,6 +751,18 @@ StatusOr<ResultOutcome> Store::StoreResult(int64_t job_id, int attempt, int64_t 
     return ResultOutcome::kRejected;
   }
   RETURN_IF_ERROR(row.Run());
+  // Its series: this job on its host's fingerprint (docs/regressions.md).
+  if (job && kind == "benchmark") {
+    ASSIGN_OR_RETURN(auto host, db_->Prepare("SELECT fingerprint FROM hosts WHERE host_id = ?1"));
+    host.Bind(1, host_id);
+    ASSIGN_OR_RETURN(bool found, host.Step());
+    if (found && !host.IsNull(0)) {
+      const std::string fingerprint = host.Text(0);
+      ASSIGN_OR_RETURN(auto series, db_->Prepare("UPDATE results SET fingerprint = ?2, series = ?3 "
+                                                 "WHERE job_id = ?1"));
+      RETURN_IF_ERROR(series.Bind(1, job_id).Bind(2, fingerprint).Bind(3, SeriesOf(fingerprint, spec)).Run());
+    }
+  }
   if (!result.ranks.empty()) {
     ASSIGN_OR_RETURN(auto rank_row, db_->Prepare(RankRowSql()));
     for (const WorkerResult::Rank& rank : result.ranks) {

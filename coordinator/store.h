@@ -15,6 +15,7 @@
 #include "common/status.h"
 #include "common/sweep.h"
 #include "common/worker_result.h"
+#include "coordinator/fingerprint.h"
 #include "coordinator/matching.h"
 #include "coordinator/sqlite.h"
 
@@ -85,6 +86,44 @@ struct StoredSchedule {
 enum class FiringOutcome { kStarted, kRunNow, kMissed, kSkipped, kFailed };
 const char* FiringOutcomeName(FiringOutcome outcome);
 
+// A stored result as regression detection sees it (coordinator/regressions.cc).
+struct JudgedResult {
+  int64_t job_id = 0;
+  int64_t host_id = 0;
+  std::string host;
+  std::string model;
+  std::string series;                    // empty: none (a host without fingerprint)
+  std::optional<double> median_ms;
+  bool ok = false;
+  bool noisy = false;
+  std::optional<int64_t> confirms_job_id;  // a rerun confirming that job's candidate
+  json sweep;                              // the sweep file, for its "regression" policy
+};
+struct BaselinePoint {
+  int64_t job_id = 0;
+  double median_ms = 0;
+  std::string received_at;
+};
+// A regression candidate as detected (the regressions table).
+struct RegressionCandidate {
+  int64_t job_id = 0;
+  std::string series;
+  int64_t host_id = 0;
+  bool slower = true;
+  double median_ms = 0;
+  double baseline_median_ms = 0;
+  double baseline_mad_ms = 0;
+  int64_t baseline_n = 0;
+  std::string baseline_from, baseline_to;
+  double change = 0;
+  std::optional<double> z;
+};
+struct Rerun {
+  int64_t job_id = 0;
+  std::string state;  // the job's
+  std::optional<double> median_ms;  // an ok result's
+};
+
 // kStaleAgain: a resend of a result already recorded as stale; nothing is written and
 // the agent is told "stale" again, as it was the first time.
 enum class ResultOutcome { kStored, kDuplicate, kStale, kStaleAgain, kRejected };
@@ -111,8 +150,10 @@ class Store {
   Status CommitGroup();
 
   // Inserts or refreshes the host named `name`; returns its host_id.
+  // `fingerprint` (coordinator/fingerprint.h) is stored beside it; empty: NULL.
   StatusOr<int64_t> UpsertHost(const std::string& name, const std::string& machine_id,
-                               const json& tags, const json& capabilities);
+                               const json& tags, const json& capabilities,
+                               const HostFingerprint& fingerprint = {});
 
   // The sweep an earlier submit with this submission id stored, if any.
   StatusOr<std::optional<StoredSweep>> FindSubmission(const std::string& submission_id);
@@ -179,6 +220,24 @@ class Store {
                                       std::string* rejection);
 
   StatusOr<int> CancelSweep(int64_t sweep_id);
+
+  // Regression detection (coordinator/regression_store.cc, docs/regressions.md).
+  StatusOr<std::optional<JudgedResult>> ResultForJudging(int64_t job_id);
+  // The last `window` good results of the series before job `before_job_id` (ok, not
+  // flagged noisy, not a confirming rerun, after the latest baseline reset covering
+  // `host` and `model`), newest first.
+  StatusOr<std::vector<BaselinePoint>> SeriesBaseline(const std::string& series, int64_t before_job_id,
+                                                      int window, const std::string& host,
+                                                      const std::string& model);
+  // Records the candidate and queues `reruns` runs of its job on its host, in its
+  // sweep (which runs on until they are done). Returns the reruns' job ids.
+  StatusOr<std::vector<int64_t>> AddRegressionCandidate(const RegressionCandidate& candidate,
+                                                        const std::string& host, int reruns);
+  StatusOr<std::optional<RegressionCandidate>> CandidateOf(int64_t job_id);
+  StatusOr<std::vector<Rerun>> RerunsOf(int64_t job_id);
+  Status DecideRegression(int64_t job_id, bool confirmed, std::optional<double> rerun_median_ms,
+                          const std::string& reason);
+  StatusOr<json> AddBaselineReset(const std::string& host, const std::string& model, const std::string& note);
 
   // Schedules (coordinator/schedule_store.cc). AddSchedule fails with
   // FailedPrecondition when a live schedule has the name already.

@@ -1,0 +1,65 @@
+#include "coordinator/fingerprint.h"
+
+#include <sodium.h>
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+namespace benchfleet {
+namespace {
+
+using nlohmann::json;
+
+// A string member of raw[section][key], or null: these come from the peer and are
+// checked for type here, as everything from it is.
+json StringAt(const json& raw, const char* section, const char* key) {
+  if (!raw.is_object()) return nullptr;
+  auto s = raw.find(section);
+  if (s == raw.end() || !s->is_object()) return nullptr;
+  auto v = s->find(key);
+  return v != s->end() && v->is_string() ? *v : json(nullptr);
+}
+
+}  // namespace
+
+std::string Sha256Hex(const std::string& bytes) {
+  unsigned char digest[crypto_hash_sha256_BYTES];
+  crypto_hash_sha256(digest, reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size());
+  static const char* hex = "0123456789abcdef";
+  std::string out;
+  for (unsigned char b : digest) {
+    out += hex[b >> 4];
+    out += hex[b & 15];
+  }
+  return out;
+}
+
+HostFingerprint FingerprintOf(const Capabilities& c) {
+  std::vector<std::string> gpu_models;
+  for (const GpuInfo& gpu : c.gpus) gpu_models.push_back(gpu.name);
+  std::sort(gpu_models.begin(), gpu_models.end());
+  HostFingerprint f;
+  f.parts = {
+      {"cpu_model", c.cpu_model.empty() ? json(nullptr) : json(c.cpu_model)},
+      {"logical_cpus", c.logical_cpus ? json(*c.logical_cpus) : json(nullptr)},
+      // Whole GiB: MemTotal moves by a few MB between kernels and firmware settings.
+      {"memory_gib", c.memory_mb ? json(std::llround(static_cast<double>(*c.memory_mb) / 1024)) : json(nullptr)},
+      {"gpu_models", gpu_models},
+      {"gpu_count", gpu_models.size()},
+      {"nvidia_driver", StringAt(c.raw, "host", "nvidia_driver")},
+      {"cuda", StringAt(c.raw, "torch", "cuda_version")},
+      {"torch_version", c.torch_version.empty() ? json(nullptr) : json(c.torch_version)},
+      {"blas", StringAt(c.raw, "torch", "blas")},
+      {"blas_config", StringAt(c.raw, "torch", "blas_config")},
+      {"benchfleet_version", StringAt(c.raw, "host", "benchfleet_version")}};
+  // nlohmann's objects keep their keys sorted: the text is canonical.
+  f.sha256 = Sha256Hex(f.parts.dump());
+  return f;
+}
+
+std::string SeriesOf(const std::string& fingerprint, const json& job_spec) {
+  return Sha256Hex(fingerprint + "\n" + job_spec.dump());
+}
+
+}  // namespace benchfleet

@@ -1,0 +1,30 @@
+// A host's fingerprint and a result's series (docs/regressions.md). The fingerprint is
+// a SHA-256 of the stable facts of a host (its parts, kept beside it); a series is one
+// job configuration on one fingerprint, so an upgraded driver or LibTorch starts a new
+// series instead of looking like a regression.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "common/capabilities.h"
+
+namespace benchfleet {
+
+struct HostFingerprint {
+  std::string sha256;      // hex
+  nlohmann::json parts;    // what was hashed, as an object
+};
+
+// From what the agent registered: CPU model, logical CPUs, memory (whole GiB), GPU
+// models and count, NVIDIA driver, CUDA, LibTorch, BLAS and its configuration,
+// benchfleet's version. A fact the agent did not send is null. Never the clock speed.
+HostFingerprint FingerprintOf(const Capabilities& capabilities);
+
+// The series of a job's result on a host of `fingerprint`: a SHA-256 of the fingerprint
+// and the job's spec as canonical JSON (keys sorted).
+std::string SeriesOf(const std::string& fingerprint, const nlohmann::json& job_spec);
+
+std::string Sha256Hex(const std::string& bytes);
+
+}  // namespace benchfleet

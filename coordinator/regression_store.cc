@@ -1,0 +1,171 @@
+// The store's side of regression detection: a result's series and baseline window, the
+// candidates and their confirming reruns (schemas/migrations/013_regressions.sql).
+#include "common/clock.h"
+#include "coordinator/store.h"
+
+namespace benchfleet {
+
+StatusOr<std::optional<JudgedResult>> Store::ResultForJudging(int64_t job_id) {
+  ASSIGN_OR_RETURN(auto stmt, db_->Prepare(
+      "SELECT r.job_id, r.host_id, h.name, coalesce(r.model, ''), coalesce(r.series, ''), r.median_ms, "
+      "r.ok, coalesce(r.noisy, 0), j.confirms_job_id, s.spec "
+      "FROM results r JOIN jobs j ON j.job_id = r.job_id JOIN hosts h ON h.host_id = r.host_id "
+      "JOIN sweeps s ON s.sweep_id = j.sweep_id WHERE r.job_id = ?1 AND j.kind = 'benchmark'"));
+  stmt.Bind(1, job_id);
+  ASSIGN_OR_RETURN(bool row, stmt.Step());
+  if (!row) return std::optional<JudgedResult>();
+  JudgedResult r;
+  r.job_id = stmt.Int(0);
+  r.host_id = stmt.Int(1);
+  r.host = stmt.Text(2);
+  r.model = stmt.Text(3);
+  r.series = stmt.Text(4);
+  if (!stmt.IsNull(5)) r.median_ms = stmt.Real(5);
+  r.ok = stmt.Int(6) != 0;
+  r.noisy = stmt.Int(7) != 0;
+  if (!stmt.IsNull(8)) r.confirms_job_id = stmt.Int(8);
+  r.sweep = json::parse(stmt.Text(9), nullptr, false);
+  return std::optional<JudgedResult>(std::move(r));
+}
+
+StatusOr<std::vector<BaselinePoint>> Store::SeriesBaseline(const std::string& series, int64_t before_job_id,
+                                                           int window, const std::string& host,
+                                                           const std::string& model) {
+  ASSIGN_OR_RETURN(auto stmt, db_->Prepare(
+      "SELECT r.job_id, r.median_ms, r.received_at FROM results r JOIN jobs j ON j.job_id = r.job_id "
+      "WHERE r.series = ?1 AND r.job_id < ?2 AND r.ok = 1 AND coalesce(r.noisy, 0) = 0 "
+      "AND r.median_ms IS NOT NULL AND j.confirms_job_id IS NULL "
+      "AND r.received_at > coalesce((SELECT max(b.at) FROM baseline_resets b "
+      "  WHERE (b.host IS NULL OR b.host = ?4) AND (b.model IS NULL OR b.model = ?5)), '') "
+      "ORDER BY r.job_id DESC LIMIT ?3"));
+  stmt.Bind(1, series).Bind(2, before_job_id).Bind(3, static_cast<int64_t>(window)).Bind(4, host).Bind(5, model);
+  std::vector<BaselinePoint> out;
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, stmt.Step());
+    if (!row) break;
+    out.push_back({stmt.Int(0), stmt.Real(1), stmt.Text(2)});
+  }
+  return out;
+}
+
+StatusOr<std::vector<int64_t>> Store::AddRegressionCandidate(const RegressionCandidate& c, const std::string& host,
+                                                             int reruns) {
+  Transaction tx(*db_);
+  RETURN_IF_ERROR(tx.Begin());
+  // The reruns go where the job went, on the same device.
+  ASSIGN_OR_RETURN(auto job, db_->Prepare("SELECT j.sweep_id, j.spec, j.timeout_s, q.device FROM jobs j "
+                                          "JOIN requirements q ON q.requirement_id = j.requirement_id "
+                                          "WHERE j.job_id = ?1"));
+  job.Bind(1, c.job_id);
+  ASSIGN_OR_RETURN(bool found, job.Step());
+  if (!found) return NotFound("no job " + std::to_string(c.job_id));
+  const int64_t sweep_id = job.Int(0);
+  const std::string spec = job.Text(1);
+  const double timeout_s = job.Real(2);
+  ASSIGN_OR_RETURN(int64_t requirement, RequirementId("benchmark", host, json::object(), job.Text(3)));
+  const std::string now = UtcNowIso8601();
+  std::vector<int64_t> ids;
+  for (int i = 0; i < reruns; ++i) {
+    RETURN_IF_ERROR(Insert("jobs", {{"sweep_id", sweep_id},
+                                    {"pinned_host", host},
+                                    {"spec", spec},
+                                    {"timeout_s", timeout_s},
+                                    {"created_at", now},
+                                    {"requirement_id", requirement},
+                                    {"confirms_job_id", c.job_id}}));
+    ids.push_back(db_->LastInsertRowid());
+  }
+  // Its sweep runs on until the reruns are done.
+  ASSIGN_OR_RETURN(auto reopen, db_->Prepare("UPDATE sweeps SET state = 'running', finished_at = NULL "
+                                             "WHERE sweep_id = ?1 AND state = 'done'"));
+  RETURN_IF_ERROR(reopen.Bind(1, sweep_id).Run());
+  RETURN_IF_ERROR(Insert("regressions", {{"job_id", c.job_id},
+                                         {"series", c.series},
+                                         {"host_id", c.host_id},
+                                         {"direction", c.slower ? "slower" : "faster"},
+                                         {"median_ms", c.median_ms},
+                                         {"baseline_median_ms", c.baseline_median_ms},
+                                         {"baseline_mad_ms", c.baseline_mad_ms},
+                                         {"baseline_n", c.baseline_n},
+                                         {"baseline_from", c.baseline_from},
+                                         {"baseline_to", c.baseline_to},
+                                         {"change", c.change},
+                                         {"z", c.z ? json(*c.z) : json(nullptr)},
+                                         {"reruns", json(ids).dump()},
+                                         {"detected_at", now}}));
+  RETURN_IF_ERROR(tx.Commit());
+  return ids;
+}
+
+StatusOr<std::optional<RegressionCandidate>> Store::CandidateOf(int64_t job_id) {
+  ASSIGN_OR_RETURN(auto stmt, db_->Prepare(
+      "SELECT series, host_id, direction, median_ms, baseline_median_ms, baseline_mad_ms, baseline_n, "
+      "baseline_from, baseline_to, change, z FROM regressions WHERE job_id = ?1 AND state = 'candidate'"));
+  stmt.Bind(1, job_id);
+  ASSIGN_OR_RETURN(bool row, stmt.Step());
+  if (!row) return std::optional<RegressionCandidate>();
+  RegressionCandidate c;
+  c.job_id = job_id;
+  c.series = stmt.Text(0);
+  c.host_id = stmt.Int(1);
+  c.slower = stmt.Text(2) == "slower";
+  c.median_ms = stmt.Real(3);
+  c.baseline_median_ms = stmt.Real(4);
+  c.baseline_mad_ms = stmt.Real(5);
+  c.baseline_n = stmt.Int(6);
+  c.baseline_from = stmt.Text(7);
+  c.baseline_to = stmt.Text(8);
+  c.change = stmt.Real(9);
+  if (!stmt.IsNull(10)) c.z = stmt.Real(10);
+  return std::optional<RegressionCandidate>(std::move(c));
+}
+
+StatusOr<std::vector<Rerun>> Store::RerunsOf(int64_t job_id) {
+  ASSIGN_OR_RETURN(auto stmt, db_->Prepare(
+      "SELECT j.job_id, j.state, CASE WHEN r.ok = 1 THEN r.median_ms END FROM jobs j "
+      "LEFT JOIN results r ON r.job_id = j.job_id WHERE j.confirms_job_id = ?1 ORDER BY j.job_id"));
+  stmt.Bind(1, job_id);
+  std::vector<Rerun> out;
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, stmt.Step());
+    if (!row) break;
+    Rerun r;
+    r.job_id = stmt.Int(0);
+    r.state = stmt.Text(1);
+    if (!stmt.IsNull(2)) r.median_ms = stmt.Real(2);
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+Status Store::DecideRegression(int64_t job_id, bool confirmed, std::optional<double> rerun_median_ms,
+                               const std::string& reason) {
+  Transaction tx(*db_);  // every write joins the loop round's group commit
+  RETURN_IF_ERROR(tx.Begin());
+  ASSIGN_OR_RETURN(auto stmt, db_->Prepare("UPDATE regressions SET state = ?2, rerun_median_ms = ?3, "
+                                           "decided_at = ?4, reason = ?5 WHERE job_id = ?1 AND state = 'candidate'"));
+  stmt.Bind(1, job_id).Bind(2, confirmed ? "confirmed" : "noise").Bind(4, UtcNowIso8601()).Bind(5, reason);
+  if (rerun_median_ms) {
+    stmt.Bind(3, *rerun_median_ms);
+  } else {
+    stmt.BindNull(3);
+  }
+  RETURN_IF_ERROR(stmt.Run());
+  return tx.Commit();
+}
+
+StatusOr<json> Store::AddBaselineReset(const std::string& host, const std::string& model, const std::string& note) {
+  const std::string now = UtcNowIso8601();
+  Transaction tx(*db_);  // every write joins the loop round's group commit
+  RETURN_IF_ERROR(tx.Begin());
+  RETURN_IF_ERROR(Insert("baseline_resets", {{"host", host.empty() ? json(nullptr) : json(host)},
+                                             {"model", model.empty() ? json(nullptr) : json(model)},
+                                             {"at", now},
+                                             {"note", note.empty() ? json(nullptr) : json(note)}}));
+  const int64_t reset_id = db_->LastInsertRowid();
+  RETURN_IF_ERROR(tx.Commit());
+  return json{{"reset_id", reset_id}, {"host", host.empty() ? json(nullptr) : json(host)},
+              {"model", model.empty() ? json(nullptr) : json(model)}, {"at", now}};
+}
+
+}  // namespace benchfleet
