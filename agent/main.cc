@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "agent/agent.h"
+#include "common/cli_parse.h"
 #include "common/cpu_list.h"
 #include "common/curve.h"
 #include "common/log.h"
@@ -56,7 +57,7 @@ int main(int argc, char** argv) {
                "do not calibrate the host at start (benchfleet calibrate does it on demand)");
   bool verbose = false;
   app.add_flag("-v,--verbose", verbose, "log debug messages");
-  CLI11_PARSE(app, argc, argv);
+  if (const int exit_status = benchfleet::ParseCommandLine(app, argc, argv); exit_status >= 0) return exit_status;
   options.calibrate_at_start = !no_calibrate;
   if (curve_key.empty() != server_key.empty()) {
     std::cerr << "benchfleet-agent: --curve-key and --server-key go together\n";

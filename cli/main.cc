@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "cli/commands.h"
+#include "common/cli_parse.h"
 #include "common/limits.h"
 
 int main(int argc, char** argv) {
@@ -136,7 +137,7 @@ int main(int argc, char** argv) {
   keygen_cmd->add_flag("--force", keygen_force,
                        "replace existing key files (peers that trust the old key are locked out)");
 
-  CLI11_PARSE(app, argc, argv);
+  if (const int exit_status = ParseCommandLine(app, argc, argv); exit_status >= 0) return exit_status;
   if (*keygen_cmd) return KeygenCommand(keygen_prefix, keygen_force);
   if (curve_key.empty() != server_key.empty()) {
     std::cerr << "benchfleet: --curve-key and --server-key go together\n";

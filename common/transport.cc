@@ -14,10 +14,18 @@ void ApplyCommonOptions(zmq::socket_t& socket) {
   socket.set(zmq::sockopt::linger, 0);
 }
 
+// "127.0.0.1:5555" is the commonest slip; ZeroMQ's own answer is "Invalid argument".
+Status CheckEndpoint(const std::string& endpoint) {
+  if (endpoint.find("://") != std::string::npos) return Status::Ok();
+  return InvalidArgument("endpoint \"" + endpoint + "\" names no transport: write tcp://HOST:PORT, e.g. tcp://" +
+                         (endpoint.empty() ? std::string("127.0.0.1:5555") : endpoint));
+}
+
 }  // namespace
 
 StatusOr<zmq::socket_t> BindRouter(zmq::context_t& context, const std::string& endpoint,
                                    std::string* bound, const CurveKeyPair* curve) {
+  RETURN_IF_ERROR(CheckEndpoint(endpoint));
   try {
     zmq::socket_t socket(context, zmq::socket_type::router);
     ApplyCommonOptions(socket);
@@ -40,6 +48,7 @@ StatusOr<zmq::socket_t> BindRouter(zmq::context_t& context, const std::string& e
 
 StatusOr<zmq::socket_t> ConnectDealer(zmq::context_t& context, const std::string& endpoint,
                                       const std::string& routing_id, const CurveClientKeys* curve) {
+  RETURN_IF_ERROR(CheckEndpoint(endpoint));
   try {
     zmq::socket_t socket(context, zmq::socket_type::dealer);
     ApplyCommonOptions(socket);

@@ -762,5 +762,16 @@ TEST_F(CoordinatorTest, PruneDropsOldSamplesInStepsAndAnswersWhenDone) {
   EXPECT_EQ(coordinator_->counters().store_errors, 0);
 }
 
+// `results --sweep 999`: an error naming the sweep, not an empty table that reads as
+// "no results yet".
+TEST_F(CoordinatorTest, ResultsOfASweepThatDoesNotExistAreAnError) {
+  Message reply = Request({{"type", "results"}, {"sweep_id", 999}});
+  EXPECT_EQ(reply.type, "error") << reply.body.dump();
+  EXPECT_EQ(reply.body.value("code", ""), "not_found");
+  EXPECT_NE(reply.body.value("message", "").find("999"), std::string::npos);
+  const int64_t sweep = Submit(kCpuSweep);
+  EXPECT_EQ(Request({{"type", "results"}, {"sweep_id", sweep}}).type, "rows");  // none yet: no error
+}
+
 }  // namespace
 }  // namespace benchfleet

@@ -2,6 +2,7 @@
 #include <CLI/CLI.hpp>
 #include <csignal>
 
+#include "common/cli_parse.h"
 #include "common/log.h"
 #include "coordinator/coordinator.h"
 
@@ -50,7 +51,7 @@ int main(int argc, char** argv) {
                "serve plain TCP beyond loopback: anyone who reaches the port gets in");
   bool verbose = false;
   app.add_flag("-v,--verbose", verbose, "log debug messages");
-  CLI11_PARSE(app, argc, argv);
+  if (const int exit_status = benchfleet::ParseCommandLine(app, argc, argv); exit_status >= 0) return exit_status;
 
   benchfleet::SetLogComponent("coordinator");
   if (verbose) benchfleet::SetLogLevel(benchfleet::LogLevel::kDebug);

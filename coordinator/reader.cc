@@ -59,6 +59,13 @@ StatusOr<Rows> StoreReader::Query(const std::string& sql, int max_rows) {
 }
 
 StatusOr<Rows> StoreReader::ResultSummary(std::optional<int64_t> sweep_id, int max_rows) {
+  // An unknown sweep is an error, not an empty table that looks like "no results yet".
+  if (sweep_id) {
+    ASSIGN_OR_RETURN(auto exists, db_->Prepare("SELECT 1 FROM sweeps WHERE sweep_id = ?1"));
+    exists.Bind(1, *sweep_id);
+    ASSIGN_OR_RETURN(bool found, exists.Step());
+    if (!found) return NotFound("no sweep " + std::to_string(*sweep_id) + " (benchfleet status lists them)");
+  }
   std::string sql = "SELECT * FROM result_summary";
   if (sweep_id) sql += " WHERE sweep_id = ?1";
   sql += " ORDER BY sweep_id, host, model, mode, dtype, batch_size, threads, job_id";

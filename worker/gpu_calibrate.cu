@@ -305,7 +305,24 @@ std::string DeviceJson(int index) {
 
 }  // namespace
 
-int main() {
+constexpr const char* kUsage =
+    "Usage: benchfleet-gpu-calibrate\n"
+    "Measures each CUDA device's fp32 GEMM peak (cuBLAS SGEMM) and memory bandwidth (a\n"
+    "triad kernel), computes its theoretical fp32 peak, and prints one JSON object\n"
+    "{\"gpus\": [...]} to stdout (docs/calibration.md). Takes no arguments; the agent's\n"
+    "calibration runs it where it is installed.\n"
+    "  -h, --help  print this and exit\n";
+
+int main(int argc, char** argv) {
+  if (argc > 1) {
+    const std::string arg = argv[1];
+    if (argc == 2 && (arg == "-h" || arg == "--help")) {
+      std::fputs(kUsage, stdout);
+      return 0;
+    }
+    std::fprintf(stderr, "benchfleet-gpu-calibrate: unexpected argument \"%s\"\n%s", arg.c_str(), kUsage);
+    return 2;
+  }
   int count = 0;
   cudaError_t status = cudaGetDeviceCount(&count);
   if (status != cudaSuccess || count == 0) {
