@@ -28,7 +28,8 @@ inline int ParseCommandLine(CLI::App& app, int argc, char** argv) {
         argv[1][0] != '-') {
       std::string known;
       for (const CLI::App* sub : app.get_subcommands({})) known += (known.empty() ? "" : ", ") + sub->get_name();
-      std::cerr << app.get_name() << ": unknown command \"" << argv[1] << "\"; commands: " << known
+      const std::string program = app.get_name().substr(app.get_name().rfind('/') + 1);
+      std::cerr << program << ": unknown command \"" << argv[1] << "\"; commands: " << known
                 << " (--help for more)\n";
       return kExitBadInput;
     }
