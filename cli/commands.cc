@@ -31,11 +31,14 @@ constexpr int kSubmitTries = 3;
 // and configuration, the result fields marked `show` in schemas/result_fields.json, and
 // the fraction of the calibrated peak.
 std::vector<std::string> ResultTableColumns() {
-  std::vector<std::string> columns = {"job_id", "host",       "model",  "mode",
-                                      "dtype",  "batch_size", "threads"};
+  // Across sweeps and models a row must say which sweep, which device and which model
+  // arguments it is, and whether the threads asked for were the threads used.
+  std::vector<std::string> columns = {"sweep_id", "job_id", "host",    "device",     "model",  "model_args",
+                                      "mode",     "dtype",  "batch_size", "threads"};
   for (const ResultField& field : ResultFields()) {
     if (field.show && !field.column.empty()) columns.push_back(field.column);
   }
+  columns.push_back("threads_mismatch");
   columns.push_back("fraction_of_peak");
   return columns;
 }

@@ -19,11 +19,16 @@ std::string FormatCell(const nlohmann::json& value) {
   if (value.is_number_float()) {
     double v = value.get<double>();
     char buf[64];
-    double magnitude = std::fabs(v);
+    // Four significant digits whatever the magnitude (12.35, 1.235, 0.01235), so a
+    // column of times or ratios reads alike; whole numbers from 1000 on, never 1.2e+04.
+    const double magnitude = std::fabs(v);
     if (magnitude >= 1000) {
       snprintf(buf, sizeof buf, "%.0f", v);
-    } else if (magnitude >= 1 || v == 0) {
-      snprintf(buf, sizeof buf, "%.3f", v);
+    } else if (v == 0) {
+      return "0";
+    } else if (magnitude >= 1e-4) {
+      const int decimals = 3 - static_cast<int>(std::floor(std::log10(magnitude)));
+      snprintf(buf, sizeof buf, "%.*f", std::max(0, decimals), v);
     } else {
       snprintf(buf, sizeof buf, "%.4g", v);
     }
@@ -58,7 +63,19 @@ std::string FormatRows(const std::vector<std::string>& columns, const nlohmann::
     nlohmann::json objects = nlohmann::json::array();
     for (const auto& row : rows) {
       nlohmann::json object = nlohmann::json::object();
-      for (size_t c = 0; c < columns.size() && c < row.size(); ++c) object[columns[c]] = row[c];
+      for (size_t c = 0; c < columns.size() && c < row.size(); ++c) {
+        // A column that holds JSON text (model_args, reruns) nests as JSON, not a string.
+        const nlohmann::json& cell = row[c];
+        if (cell.is_string() && !cell.get_ref<const std::string&>().empty() &&
+            (cell.get_ref<const std::string&>()[0] == '{' || cell.get_ref<const std::string&>()[0] == '[')) {
+          nlohmann::json nested = nlohmann::json::parse(cell.get<std::string>(), nullptr, false);
+          if (!nested.is_discarded()) {
+            object[columns[c]] = std::move(nested);
+            continue;
+          }
+        }
+        object[columns[c]] = cell;
+      }
       objects.push_back(std::move(object));
     }
     return objects.dump(2) + "\n";

@@ -30,12 +30,24 @@ TEST(FormatTest, JsonIsAnArrayOfObjects) {
   ASSERT_EQ(parsed.size(), 2u);
   EXPECT_EQ(parsed[0]["batch_size"], 64);
   EXPECT_TRUE(parsed[1]["median_ms"].is_null());
+  // model_args is stored as JSON text: it nests as an object, not a string.
+  auto nested = nlohmann::json::parse(FormatRows({"model", "model_args"},
+                                                 nlohmann::json::parse(R"([["mlp", "{\"layers\": [4, 2]}"], ["x", "{not json"]])"),
+                                                 RowFormat::kJson));
+  EXPECT_EQ(nested[0]["model_args"]["layers"], nlohmann::json::parse("[4, 2]"));
+  EXPECT_EQ(nested[1]["model_args"], "{not json");
 }
 
 TEST(FormatTest, CellsUsePrecisionByMagnitude) {
   EXPECT_EQ(FormatCell(12345.678), "12346");
+  // Four significant digits at every magnitude.
   EXPECT_EQ(FormatCell(2.5), "2.500");
+  EXPECT_EQ(FormatCell(123.456), "123.5");
+  EXPECT_EQ(FormatCell(12.3456), "12.35");
+  EXPECT_EQ(FormatCell(0.0123456), "0.01235");
   EXPECT_EQ(FormatCell(0.000123456), "0.0001235");
+  EXPECT_EQ(FormatCell(0.0000123456), "1.235e-05");
+  EXPECT_EQ(FormatCell(0.0), "0");
   EXPECT_EQ(FormatCell(7), "7");
   EXPECT_FALSE(ParseRowFormat("xml").ok());
 }
