@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include <iostream>
+
 #include "common/clock.h"
 #include "common/transport.h"
 
@@ -9,29 +11,48 @@ namespace benchfleet {
 
 StatusOr<std::unique_ptr<CoordinatorClient>> CoordinatorClient::Connect(
     const std::string& endpoint, int timeout_ms, const CurveClientKeys* curve) {
-  std::unique_ptr<CoordinatorClient> client(new CoordinatorClient(endpoint, timeout_ms));
-  ASSIGN_OR_RETURN(auto socket, ConnectDealer(client->context_, endpoint, "", curve));
-  client->socket_ = std::make_unique<zmq::socket_t>(std::move(socket));
+  std::unique_ptr<CoordinatorClient> client(new CoordinatorClient(endpoint, timeout_ms, curve));
+  RETURN_IF_ERROR(client->Reconnect());
   return client;
 }
 
-StatusOr<Message> CoordinatorClient::Call(const std::string& type, json fields) {
+Status CoordinatorClient::Reconnect() {
+  socket_.reset();  // linger 0: whatever the old socket queued is dropped
+  ASSIGN_OR_RETURN(auto socket, ConnectDealer(context_, endpoint_, "", curve_ ? &*curve_ : nullptr));
+  socket_ = std::make_unique<zmq::socket_t>(std::move(socket));
+  return Status::Ok();
+}
+
+StatusOr<Message> CoordinatorClient::Call(const std::string& type, json fields, Retry retry) {
   const std::string request_id =
       "cli-" + std::to_string(getpid()) + "-" + std::to_string(next_request_++);
   fields["request_id"] = request_id;
-  // A DEALER queues while the TCP connection is being made, so a send right after
-  // connect is fine; with no coordinator at all the reply deadline below fires.
-  RETURN_IF_ERROR(SendMessage(*socket_, MakeMessage(type, std::move(fields))));
+  const Message request = MakeMessage(type, std::move(fields));
+  const std::string wait = std::to_string(timeout_ms_ / 1000.0).substr(0, 4) + " s";
+  const int tries = retry == Retry::kOnce ? 2 : 1;
+  for (int attempt = 1; attempt <= tries; ++attempt) {
+    if (attempt > 1) {
+      std::cerr << "benchfleet: no reply from the coordinator at " << endpoint_ << " within " << wait
+                << "; sending once more on a new connection\n";
+      RETURN_IF_ERROR(Reconnect());
+    }
+    // A DEALER queues while the TCP connection is being made, so a send right after
+    // connect is fine; with no coordinator at all the reply deadline fires.
+    RETURN_IF_ERROR(SendMessage(*socket_, request));
+    ASSIGN_OR_RETURN(std::optional<Message> reply, AwaitReply(request_id));
+    if (reply) return *reply;
+  }
+  return Unavailable("the coordinator does not answer at " + endpoint_ + " (no reply within " + wait +
+                     (tries > 1 ? ", sent twice" : "") +
+                     "); is benchfleet-coordinator running there? (set --coordinator or "
+                     "BENCHFLEET_COORDINATOR; with CURVE, is this client's public key on its allow-list?)");
+}
+
+StatusOr<std::optional<Message>> CoordinatorClient::AwaitReply(const std::string& request_id) {
   MonoTime deadline = MonoNow() + Millis(timeout_ms_);
   while (true) {
     int64_t left = MillisUntil(deadline);
-    if (left == 0) {
-      return Unavailable("no reply from the coordinator at " + endpoint_ + " within " +
-                         std::to_string(timeout_ms_ / 1000.0).substr(0, 4) +
-                         " s; is benchfleet-coordinator running there? (set --coordinator or "
-                         "BENCHFLEET_COORDINATOR; with CURVE, is this client's public key on "
-                         "its allow-list?)");
-    }
+    if (left == 0) return std::optional<Message>();
     auto readable = PollReadable({socket_.get()}, left);
     if (!readable[0]) continue;
     ASSIGN_OR_RETURN(auto frames, ReceiveFrames(*socket_));
@@ -48,7 +69,7 @@ StatusOr<Message> CoordinatorClient::Call(const std::string& type, json fields) 
       }
       return Status(code, reply.body["message"].get<std::string>());
     }
-    return reply;
+    return std::optional<Message>(std::move(reply));
   }
 }
 

@@ -293,7 +293,7 @@ int CalibrateCommand(const ClientOptions& client_options, const std::vector<std:
   if (!client.ok()) return Fail(client.status());
   json fields = json::object();
   if (!agents.empty()) fields["agents"] = agents;
-  auto reply = (*client)->Call(msg::kCalibrate, fields);
+  auto reply = (*client)->Call(msg::kCalibrate, fields, CoordinatorClient::Retry::kNever);
   if (!reply.ok()) return Fail(reply.status());
   int64_t sweep_id = reply->body["sweep_id"];
   std::cout << "calibration sweep " << sweep_id << " queued for "
@@ -395,7 +395,7 @@ int PruneCommand(ClientOptions client_options, const std::string& age, double wa
       std::max(client_options.timeout_ms, static_cast<int>(std::min(wait_timeout_s, 86400.0) * 1000));
   auto client = Connect(client_options);
   if (!client.ok()) return Fail(client.status());
-  auto reply = (*client)->Call(msg::kPrune, {{"samples_older_than_s", *seconds}});
+  auto reply = (*client)->Call(msg::kPrune, {{"samples_older_than_s", *seconds}}, CoordinatorClient::Retry::kNever);
   if (!reply.ok()) return Fail(reply.status());
   const json& body = reply->body;
   std::cout << "dropped the raw samples of " << body["results_pruned"] << " results older than "
@@ -436,7 +436,7 @@ int BaselineResetCommand(const ClientOptions& client_options, const std::string&
   if (!note.empty()) fields["note"] = note;
   auto client = Connect(client_options);
   if (!client.ok()) return Fail(client.status());
-  auto reply = (*client)->Call(msg::kBaselineReset, fields);
+  auto reply = (*client)->Call(msg::kBaselineReset, fields, CoordinatorClient::Retry::kNever);
   if (!reply.ok()) return Fail(reply.status());
   std::cout << "baseline reset for " << (host.empty() ? "every host" : host) << ", "
             << (model.empty() ? "every model" : model)
@@ -467,7 +467,11 @@ int ScheduleCommand(const ClientOptions& client_options, const ScheduleOptions& 
   if (options.action == "run-now") fields["submission_id"] = NewSubmissionId();
   auto client = Connect(client_options);
   if (!client.ok()) return Fail(client.status());
-  auto reply = (*client)->Call(msg::kSchedule, fields);
+  // add and remove must not go twice (the second would be refused: "exists", "no
+  // schedule"); run-now carries its own submission id.
+  const bool once = options.action == "add" || options.action == "remove";
+  auto reply = (*client)->Call(msg::kSchedule, fields,
+                               once ? CoordinatorClient::Retry::kNever : CoordinatorClient::Retry::kOnce);
   if (!reply.ok()) return Fail(reply.status());
   if (reply->type == msg::kRows) {
     PrintRows(reply->body, format);

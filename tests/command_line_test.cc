@@ -62,5 +62,18 @@ TEST(CommandLineTest, BadCommandLinesExitTwoSayingWhy) {
   EXPECT_NE(endpoint.err.find("tcp://127.0.0.1:5555"), std::string::npos) << endpoint.err;
 }
 
+// No coordinator at the address: the request goes once more on a new connection (the
+// Lazy Pirate pattern), then the CLI says plainly that nothing answers there.
+TEST(CommandLineTest, ASilentCoordinatorIsAskedTwiceThenNamed) {
+  const Outcome o = Invoke({kCliBin, "--coordinator", "tcp://127.0.0.1:9", "--timeout", "0.3", "status"});
+  EXPECT_EQ(o.code, 1) << o.err;
+  EXPECT_NE(o.err.find("sending once more on a new connection"), std::string::npos) << o.err;
+  EXPECT_NE(o.err.find("the coordinator does not answer at tcp://127.0.0.1:9"), std::string::npos) << o.err;
+  // A request that must not go twice goes once.
+  const Outcome once = Invoke({kCliBin, "--coordinator", "tcp://127.0.0.1:9", "--timeout", "0.3", "calibrate"});
+  EXPECT_EQ(once.code, 1) << once.err;
+  EXPECT_EQ(once.err.find("sending once more"), std::string::npos) << once.err;
+}
+
 }  // namespace
 }  // namespace benchfleet::testing
