@@ -77,8 +77,11 @@ Measurement MeasureWorkload(const std::function<void()>& iteration, const Timing
   };
   // True when sampling is done; may drop samples of an earlier regime.
   auto done_sampling = [&](double after) {
-    if (after - region_wall_start >= options.max_time_s) return true;
     const std::size_t n = m.samples_ms.size();
+    // The time is up, but never without a sample: a speed-up at the very end (a block
+    // now too short, so every sample of the slower pace dropped) samples once more at
+    // the new block size instead of reporting nothing.
+    if (after - region_wall_start >= options.max_time_s) return n > 0;
     if (n == 0 || after - block_start_s.front() < options.min_time_s || n < kMinSamples ||
         n < kSamplesToSeeRegimeChange || n < next_check) {
       return false;

@@ -226,6 +226,24 @@ TEST(MeasureWorkloadTest, SpeedUpDuringSamplingGrowsTheBlockAndDropsTheSlowSampl
   EXPECT_FALSE(m.unsteady);
 }
 
+TEST(MeasureWorkloadTest, ASpeedUpJustBeforeMaxTimeStillEndsWithSamples) {
+  // Noisy 2-3 ms calls (never steady enough to stop early), then 0.1 ms from `switch_s`
+  // on. When the switch falls in the last block before max_time_s, that block is too
+  // short, every sample of the slower pace is dropped, and the time is up: the
+  // measurement must still end with samples of the new pace, wherever the switch falls.
+  int ended_on_the_new_pace = 0;
+  for (double switch_s = 0.95; switch_s < 1.05; switch_s += 0.0005) {
+    FakeClock clock;
+    FakeWorkload work{&clock, [&clock, switch_s](long i) {
+                        return clock.WallSeconds() - 1000 < switch_s ? (i % 2 ? 0.002 : 0.003) : 0.0001;
+                      }};
+    const Measurement m = MeasureWorkload(work.AsIteration(), Options(0.01, 0.05, 1.0, 0.0001), clock);
+    ASSERT_FALSE(m.samples_ms.empty()) << "switch at " << switch_s << " s";
+    if (std::abs(m.samples_ms.back() - 0.1) < 1e-9) ++ended_on_the_new_pace;
+  }
+  EXPECT_GT(ended_on_the_new_pace, 0);
+}
+
 TEST(MeasureWorkloadTest, StepAfterWarmupIsDroppedAndSamplingGoesOn) {
   FakeClock clock;
   // fp32 GEMM 2048 on one core: ~212 ms for ~1.5 s after its buffers are
