@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "cli/client.h"
+#include "cli/compare.h"
 #include "common/clock.h"
 #include "common/result_fields.h"
 #include "common/sweep.h"
@@ -402,6 +403,184 @@ int PruneCommand(ClientOptions client_options, const std::string& age, double wa
             << age << "; the store went from " << FormatBytes(body["bytes_before"].get<double>())
             << " to " << FormatBytes(body["bytes_after"].get<double>()) << "\n";
   return 0;
+}
+
+namespace {
+
+// The configuration a result is of, as the comparison views pair results.
+constexpr const char* kConfigColumns = "host, device, model, coalesce(model_args, '') AS model_args, mode, dtype, batch_size, threads";
+constexpr int kConfigColumnCount = 8;
+
+std::string SweepList(const std::vector<int64_t>& sweeps) {
+  std::string list;
+  for (int64_t id : sweeps) list += (list.empty() ? "" : ", ") + std::to_string(id);
+  return list;
+}
+
+// Two sweeps, configuration by configuration, on their raw samples.
+int CompareTwoSweeps(CoordinatorClient& client, const CompareOptions& options, RowFormat format) {
+  const int64_t a = options.sweeps[0], b = options.sweeps[1];
+  auto results = client.Call(msg::kQuery, {{"sql", std::string("SELECT sweep_id, job_id, ") + kConfigColumns +
+                                                       ", median_ms FROM result_summary WHERE sweep_id IN (" +
+                                                       SweepList(options.sweeps) + ") ORDER BY job_id"}});
+  if (!results.ok()) return Fail(results.status());
+  // The first result of each configuration in each sweep (a rerun confirming a
+  // regression candidate is a later one).
+  std::map<std::string, std::pair<json, json>> cells;  // key -> (row in A, row in B)
+  std::vector<std::string> order;
+  for (const json& row : results->body["rows"]) {
+    json config = json::array();
+    for (int c = 2; c < 2 + kConfigColumnCount; ++c) config.push_back(row[c]);
+    const std::string key = config.dump();
+    if (!cells.count(key)) order.push_back(key);
+    auto& cell = cells[key];
+    json& side = row[0] == a ? cell.first : cell.second;
+    if (side.is_null()) side = row;
+  }
+  std::vector<int64_t> jobs;
+  for (const auto& [key, cell] : cells) {
+    if (cell.first.is_null() || cell.second.is_null()) continue;
+    jobs.push_back(cell.first[1]);
+    jobs.push_back(cell.second[1]);
+  }
+  if (jobs.empty()) {
+    return Fail(NotFound("sweeps " + std::to_string(a) + " and " + std::to_string(b) +
+                         " have no configuration in common with results"));
+  }
+  // One row per job: its samples as a list (the reply's row limit counts jobs).
+  auto samples = client.Call(msg::kQuery, {{"sql", "SELECT job_id, group_concat(ms) FROM samples WHERE job_id IN (" +
+                                                       SweepList(jobs) + ") GROUP BY job_id"}});
+  if (!samples.ok()) return Fail(samples.status());
+  std::map<int64_t, std::vector<double>> by_job;
+  for (const json& row : samples->body["rows"]) {
+    std::stringstream list(row[1].is_string() ? row[1].get<std::string>() : "");
+    std::string value;
+    while (std::getline(list, value, ',')) by_job[row[0].get<int64_t>()].push_back(std::stod(value));
+  }
+  std::vector<std::string> columns = {"host", "device", "model", "model_args", "mode", "dtype", "batch_size",
+                                      "threads", "a_median_ms", "b_median_ms", "ratio", "p", "change",
+                                      "a_samples", "b_samples"};
+  json rows = json::array();
+  for (const std::string& key : order) {
+    const auto& [in_a, in_b] = cells[key];
+    if (in_a.is_null() || in_b.is_null()) continue;
+    json row = json::parse(key);
+    const std::vector<double>& sa = by_job[in_a[1].get<int64_t>()];
+    const std::vector<double>& sb = by_job[in_b[1].get<int64_t>()];
+    if (sa.empty() || sb.empty()) {
+      // Samples pruned: the medians alone cannot say whether the change is real.
+      const double ma = in_a[10].get<double>(), mb = in_b[10].get<double>();
+      for (const json& v : {json(ma), json(mb), json(ma > 0 ? mb / ma : 0.0), json(nullptr), json("no samples"),
+                            json(sa.size()), json(sb.size())}) {
+        row.push_back(v);
+      }
+    } else {
+      const SampleComparison c = CompareSamples(sa, sb, options.ratio);
+      for (const json& v : {json(c.median_a), json(c.median_b), json(c.ratio), json(c.test.p),
+                            json(ChangeName(c.change)), json(sa.size()), json(sb.size())}) {
+        row.push_back(v);
+      }
+    }
+    rows.push_back(std::move(row));
+  }
+  PrintRows({{"columns", columns}, {"rows", rows}, {"truncated", false}}, format);
+  return 0;
+}
+
+// One or two sweeps' medians pivoted: `rows` by `cols`, with noise and the ratio to the
+// baseline column.
+int PivotSweeps(CoordinatorClient& client, const CompareOptions& options, RowFormat format) {
+  static const std::vector<std::string> kRowKeys = {"model", "batch_size", "mode", "dtype",
+                                                    "threads", "device", "host", "model_args"};
+  static const std::vector<std::string> kColKeys = {"host", "device", "dtype", "threads", "sweep"};
+  for (const std::string& r : options.rows) {
+    if (std::find(kRowKeys.begin(), kRowKeys.end(), r) == kRowKeys.end()) {
+      return Fail(InvalidArgument("--rows: \"" + r + "\" is not one of model, batch_size, mode, dtype, threads, "
+                                  "device, host, model_args"));
+    }
+  }
+  if (std::find(kColKeys.begin(), kColKeys.end(), options.cols) == kColKeys.end()) {
+    return Fail(InvalidArgument("--cols must be host, device, dtype, threads or sweep, got \"" + options.cols + "\""));
+  }
+  std::string keys;
+  for (const std::string& r : options.rows) keys += (r == "model_args" ? "coalesce(model_args, '')" : r) + ", ";
+  const std::string col = options.cols == "sweep" ? "sweep_id" : options.cols;
+  auto results = client.Call(msg::kQuery, {{"sql", "SELECT " + keys + col + ", median_ms, iqr_ms FROM result_summary "
+                                                   "WHERE sweep_id IN (" + SweepList(options.sweeps) + ")"}});
+  if (!results.ok()) return Fail(results.status());
+  const size_t nkeys = options.rows.size();
+  std::map<std::string, std::map<std::string, std::pair<std::vector<double>, std::vector<double>>>> cells;
+  std::vector<std::string> row_order;
+  std::vector<std::string> col_values;
+  for (const json& row : results->body["rows"]) {
+    json key = json::array();
+    for (size_t k = 0; k < nkeys; ++k) key.push_back(row[k]);
+    const std::string col_value = FormatCell(row[nkeys]);
+    if (!cells.count(key.dump())) row_order.push_back(key.dump());
+    if (std::find(col_values.begin(), col_values.end(), col_value) == col_values.end()) col_values.push_back(col_value);
+    auto& cell = cells[key.dump()][col_value];
+    if (row[nkeys + 1].is_number()) {
+      const double median = row[nkeys + 1].get<double>();
+      cell.first.push_back(median);
+      if (row[nkeys + 2].is_number() && median > 0) cell.second.push_back(row[nkeys + 2].get<double>() / median);
+    }
+  }
+  if (row_order.empty()) return Fail(NotFound("no results in sweep(s) " + SweepList(options.sweeps)));
+  std::sort(row_order.begin(), row_order.end());
+  std::sort(col_values.begin(), col_values.end());
+  const std::string baseline = options.baseline.empty() ? col_values.front() : options.baseline;
+  if (std::find(col_values.begin(), col_values.end(), baseline) == col_values.end()) {
+    return Fail(InvalidArgument("--baseline \"" + baseline + "\" is no value of " + options.cols));
+  }
+  std::vector<std::string> columns = options.rows;
+  for (const std::string& v : col_values) {
+    columns.push_back(options.cols + " " + v + " ms");
+    columns.push_back(options.cols + " " + v + " noise");
+    if (v != baseline) columns.push_back(options.cols + " " + v + " / " + baseline);
+  }
+  json rows = json::array();
+  for (const std::string& key : row_order) {
+    json row = json::parse(key);
+    const auto& by_col = cells[key];
+    auto median_at = [&](const std::string& v) -> json {
+      auto it = by_col.find(v);
+      return it == by_col.end() || it->second.first.empty() ? json(nullptr) : json(MedianOf(it->second.first));
+    };
+    const json base = median_at(baseline);
+    for (const std::string& v : col_values) {
+      const json median = median_at(v);
+      row.push_back(median);
+      auto it = by_col.find(v);
+      row.push_back(it == by_col.end() || it->second.second.empty() ? json(nullptr) : json(MedianOf(it->second.second)));
+      if (v != baseline) {
+        row.push_back(median.is_number() && base.is_number() && base.get<double>() > 0
+                          ? json(median.get<double>() / base.get<double>())
+                          : json(nullptr));
+      }
+    }
+    rows.push_back(std::move(row));
+  }
+  PrintRows({{"columns", columns}, {"rows", rows}, {"truncated", false}}, format);
+  return 0;
+}
+
+}  // namespace
+
+int CompareCommand(const ClientOptions& client_options, const CompareOptions& options, RowFormat format) {
+  if (options.sweeps.empty() || options.sweeps.size() > 2) {
+    return Fail(InvalidArgument("compare takes one or two sweep ids"));
+  }
+  const bool pivot = !options.rows.empty() || !options.cols.empty();
+  if (pivot && (options.rows.empty() || options.cols.empty())) {
+    return Fail(InvalidArgument("a pivot needs both --rows and --cols"));
+  }
+  if (!pivot && options.sweeps.size() != 2) {
+    return Fail(InvalidArgument("compare SWEEP_A SWEEP_B, or one sweep with --rows and --cols"));
+  }
+  if (!(options.ratio > 1)) return Fail(InvalidArgument("--ratio must be above 1"));
+  auto client = Connect(client_options);
+  if (!client.ok()) return Fail(client.status());
+  return pivot ? PivotSweeps(**client, options, format) : CompareTwoSweeps(**client, options, format);
 }
 
 int RegressionsCommand(const ClientOptions& client_options, const std::string& since, RowFormat format) {

@@ -53,6 +53,20 @@ int RegressionsCommand(const ClientOptions& client, const std::string& since, Ro
 int BaselineResetCommand(const ClientOptions& client, const std::string& host, const std::string& model,
                          const std::string& note);
 
+// `benchfleet compare A [B]` (docs/results.md, Compare): with two sweeps, every
+// configuration both ran, B against A, tested on the raw samples (Mann-Whitney U,
+// p < 0.002, ratio beyond `ratio`) and marked faster, slower or unchanged; with `rows`
+// and `cols`, the sweeps' medians pivoted with their noise and the ratio to a baseline
+// column.
+struct CompareOptions {
+  std::vector<int64_t> sweeps;     // one or two
+  std::vector<std::string> rows;   // pivot: model, batch_size, mode, dtype, threads, device, host
+  std::string cols;                // pivot: host, device, dtype, threads or sweep
+  std::string baseline;            // pivot: the column value ratios are to (default: the first)
+  double ratio = 1.05;
+};
+int CompareCommand(const ClientOptions& client, const CompareOptions& options, RowFormat format);
+
 // `benchfleet schedule ACTION` (docs/schedules.md): add, list, remove, run-now, history.
 struct ScheduleOptions {
   std::string action;  // add, list, remove, run-now, history

@@ -89,6 +89,20 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
 
+  CompareOptions compare;
+  auto* compare_cmd = app.add_subcommand(
+      "compare", "two sweeps cell by cell (Mann-Whitney U on the raw samples), or a pivot of medians");
+  compare_cmd->add_option("SWEEPS", compare.sweeps, "SWEEP_A SWEEP_B, or one sweep with --rows/--cols")
+      ->required()
+      ->expected(1, 2);
+  compare_cmd->add_option("--rows", compare.rows, "pivot rows: model,batch_size,mode,dtype,threads,device,host")
+      ->delimiter(',');
+  compare_cmd->add_option("--cols", compare.cols, "pivot columns: host, device, dtype, threads or sweep");
+  compare_cmd->add_option("--baseline", compare.baseline, "the column value ratios are to (default: the first)");
+  compare_cmd->add_option("--ratio", compare.ratio, "a change smaller than this ratio is unchanged")
+      ->capture_default_str();
+  compare_cmd->add_option("--format", format_name, "table, json or csv")->capture_default_str();
+
   std::string regressions_since;
   auto* regressions_cmd =
       app.add_subcommand("regressions", "confirmed regressions and improvements (docs/regressions.md)");
@@ -171,6 +185,7 @@ int main(int argc, char** argv) {
   if (*cancel_cmd) return CancelCommand(client, cancel_id);
   if (*prune_cmd) return PruneCommand(client, prune_age, prune_wait_s);
   if (*regressions_cmd) return RegressionsCommand(client, regressions_since, *format);
+  if (*compare_cmd) return CompareCommand(client, compare, *format);
   if (*baseline_reset) return BaselineResetCommand(client, reset_host, reset_model, reset_note);
   if (*schedule_cmd) {
     for (auto* sub : {schedule_add, schedule_list, schedule_remove, schedule_run_now, schedule_history}) {

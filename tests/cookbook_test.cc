@@ -1,5 +1,6 @@
-// docs/sql-cookbook.md works: every query in it runs against the store of a real sweep
-// (taken twice, as two nights) and returns rows.
+// On the store of a real sweep taken twice (two nights): every query of
+// docs/sql-cookbook.md returns rows, and `benchfleet compare` tests the nights against
+// each other on their raw samples.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -7,6 +8,7 @@
 #include <sstream>
 
 #include "tests/fleet.h"
+#include "tests/process.h"
 
 namespace benchfleet::testing {
 namespace {
@@ -42,33 +44,96 @@ std::vector<Recipe> ReadCookbook(const std::string& path) {
   return recipes;
 }
 
-TEST(CookbookTest, EveryQueryReturnsRowsFromARealSweep) {
+// One fleet for the suite: a real sweep taken twice, as two nights.
+class RealSweepTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    fleet_ = new Fleet();
+    ASSERT_TRUE(fleet_->StartCoordinator()) << fleet_->Logs();
+    ASSERT_TRUE(fleet_->StartAgent("devbox")) << fleet_->Logs();
+    ASSERT_TRUE(fleet_->WaitForAgents(1, 60s)) << fleet_->Logs();
+    const nlohmann::json sweep = nlohmann::json::parse(R"({
+        "name": "nightly", "placement": "any",
+        "matrix": {"model": ["mlp", "transformer"], "mode": "inference", "batch_size": [1, 32],
+                   "threads": [1, 2], "dtype": ["fp32", "int8"]},
+        "models": {"mlp": {"layers": [256, 256, 10]},
+                   "transformer": {"hidden": 64, "heads": 4, "layers": 1, "ffn": 128, "seq_len": 16}},
+        "timing": {"warmup_s": 0.05, "min_time_s": 0.1, "max_time_s": 0.5}})");
+    for (int night = 0; night < 2; ++night) {
+      std::string error;
+      const int64_t id = fleet_->Submit(sweep, &error);
+      ASSERT_GT(id, 0) << error;
+      const nlohmann::json done = fleet_->WaitForSweep(id, 600s);
+      ASSERT_EQ(done.value("state", ""), "done") << done.dump() << fleet_->Logs();
+      sweeps_.push_back(id);
+    }
+  }
+  static void TearDownTestSuite() {
+    delete fleet_;
+    fleet_ = nullptr;
+  }
+  void SetUp() override {
+    if (sweeps_.size() != 2) GTEST_FAIL() << "the two nights did not run";
+  }
+  // `benchfleet ARGS --format json` against the fleet; its rows.
+  static nlohmann::json Cli(std::vector<std::string> args, int* code) {
+    std::vector<std::string> argv = {kCliBin, "--coordinator", fleet_->clients_endpoint()};
+    argv.insert(argv.end(), args.begin(), args.end());
+    argv.insert(argv.end(), {"--format", "json"});
+    std::string out, err;
+    *code = RunCommand(argv, &out, &err);
+    nlohmann::json rows = nlohmann::json::parse(out, nullptr, false);
+    if (rows.is_discarded()) ADD_FAILURE() << out << err;
+    return rows;
+  }
+  static Fleet* fleet_;
+  static std::vector<int64_t> sweeps_;
+};
+Fleet* RealSweepTest::fleet_ = nullptr;
+std::vector<int64_t> RealSweepTest::sweeps_;
+
+TEST_F(RealSweepTest, EveryCookbookQueryReturnsRows) {
   const std::vector<Recipe> recipes = ReadCookbook(BENCHFLEET_SOURCE_DIR "/docs/sql-cookbook.md");
   ASSERT_GE(recipes.size(), 12u) << "the cookbook promises at least 12 questions";
-  Fleet fleet;
-  ASSERT_TRUE(fleet.StartCoordinator()) << fleet.Logs();
-  ASSERT_TRUE(fleet.StartAgent("devbox")) << fleet.Logs();
-  ASSERT_TRUE(fleet.WaitForAgents(1, 60s)) << fleet.Logs();
-  const nlohmann::json sweep = nlohmann::json::parse(R"({
-      "name": "nightly", "placement": "any",
-      "matrix": {"model": ["mlp", "transformer"], "mode": "inference", "batch_size": [1, 32],
-                 "threads": [1, 2], "dtype": ["fp32", "int8"]},
-      "models": {"mlp": {"layers": [256, 256, 10]},
-                 "transformer": {"hidden": 64, "heads": 4, "layers": 1, "ffn": 128, "seq_len": 16}},
-      "timing": {"warmup_s": 0.05, "min_time_s": 0.1, "max_time_s": 0.5}})");
-  for (int night = 0; night < 2; ++night) {
-    std::string error;
-    const int64_t id = fleet.Submit(sweep, &error);
-    ASSERT_GT(id, 0) << error;
-    const nlohmann::json done = fleet.WaitForSweep(id, 600s);
-    ASSERT_EQ(done.value("state", ""), "done") << done.dump() << fleet.Logs();
-  }
   for (const Recipe& recipe : recipes) {
     SCOPED_TRACE(recipe.question);
-    const nlohmann::json rows = QueryRows(fleet.db_path(), recipe.sql);
+    const nlohmann::json rows = QueryRows(fleet_->db_path(), recipe.sql);
     EXPECT_TRUE(rows.is_array() && !rows.empty()) << recipe.sql << "\n" << rows.dump();
   }
   std::cout << "FIGURE the cookbook has " << recipes.size() << " queries, each returning rows\n";
+}
+
+TEST_F(RealSweepTest, CompareTestsEachConfigurationOnItsRawSamples) {
+  int code = -1;
+  const nlohmann::json cells =
+      Cli({"compare", std::to_string(sweeps_[0]), std::to_string(sweeps_[1])}, &code);
+  ASSERT_EQ(code, 0);
+  ASSERT_EQ(cells.size(), 16u) << cells.dump();  // every configuration ran in both
+  int changed = 0;
+  for (const nlohmann::json& cell : cells) {
+    const std::string change = cell.at("change");
+    EXPECT_TRUE(change == "faster" || change == "slower" || change == "unchanged") << cell.dump();
+    EXPECT_GE(cell.at("p").get<double>(), 0);
+    EXPECT_LE(cell.at("p").get<double>(), 1);
+    EXPECT_NEAR(cell.at("ratio").get<double>(),
+                cell.at("b_median_ms").get<double>() / cell.at("a_median_ms").get<double>(), 1e-9);
+    EXPECT_GT(cell.at("a_samples").get<int>(), 0);
+    EXPECT_TRUE(cell.at("model_args").is_object()) << "model_args nests as JSON";
+    changed += change != "unchanged";
+  }
+  std::cout << "FIGURE compare of two nights of the same sweep: " << changed << " of " << cells.size()
+            << " cells marked changed\n";
+  // The pivot: rows by model and batch size, a column group per thread count.
+  const nlohmann::json pivot = Cli({"compare", std::to_string(sweeps_[1]), "--rows", "model,batch_size",
+                                    "--cols", "threads"}, &code);
+  ASSERT_EQ(code, 0);
+  ASSERT_EQ(pivot.size(), 4u) << pivot.dump();  // 2 models x 2 batch sizes
+  for (const nlohmann::json& row : pivot) {
+    ASSERT_TRUE(row.contains("threads 2 / 1")) << row.dump();
+    EXPECT_NEAR(row["threads 2 / 1"].get<double>(),
+                row["threads 2 ms"].get<double>() / row["threads 1 ms"].get<double>(), 1e-9);
+    EXPECT_GE(row["threads 1 noise"].get<double>(), 0);
+  }
 }
 
 }  // namespace

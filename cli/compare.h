@@ -1,0 +1,43 @@
+// `benchfleet compare`: two runs cell by cell, significance tested on their raw samples
+// as asv's compare does (Mann-Whitney U, p < 0.002, and a ratio beyond a threshold), or
+// one sweep's medians pivoted (rows by columns) against a baseline column.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace benchfleet {
+
+// Two-sided Mann-Whitney U test of two samples, by the normal approximation with the
+// tie correction and a continuity correction: fine from about 8 samples a side (below
+// that no p can reach 0.002 anyway). u is the U of `a`.
+struct MannWhitney {
+  double u = 0;
+  double z = 0;
+  double p = 1;
+};
+MannWhitney MannWhitneyU(const std::vector<double>& a, const std::vector<double>& b);
+
+// A significance level and a ratio, as asv's defaults have them in spirit: a cell is
+// slower or faster only when both the test and the size agree.
+inline constexpr double kCompareAlpha = 0.002;
+inline constexpr double kCompareRatio = 1.05;
+
+enum class Change { kFaster, kSlower, kUnchanged };
+const char* ChangeName(Change change);
+
+struct SampleComparison {
+  double median_a = 0;
+  double median_b = 0;
+  double ratio = 0;  // median_b / median_a: above 1 is slower (times)
+  MannWhitney test;
+  Change change = Change::kUnchanged;
+};
+// B against A (times in ms): slower when ratio > `ratio` and p < `alpha`, faster when
+// ratio < 1 / `ratio` and p < `alpha`, else unchanged.
+SampleComparison CompareSamples(const std::vector<double>& a, const std::vector<double>& b,
+                                double ratio = kCompareRatio, double alpha = kCompareAlpha);
+
+double MedianOf(std::vector<double> values);
+
+}  // namespace benchfleet

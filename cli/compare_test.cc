@@ -1,0 +1,60 @@
+#include "cli/compare.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+
+namespace benchfleet {
+namespace {
+
+// Reference values by the textbook formulas (normal approximation, tie and continuity
+// corrections), as scipy.stats.mannwhitneyu(method="asymptotic") computes them.
+TEST(CompareTest, MannWhitneyMatchesTheTextbookFormulas) {
+  std::vector<double> a, b;
+  for (int i = 1; i <= 10; ++i) a.push_back(i), b.push_back(i + 10);
+  MannWhitney t = MannWhitneyU(a, b);
+  EXPECT_DOUBLE_EQ(t.u, 0);
+  EXPECT_NEAR(t.z, -3.7418482827913495, 1e-12);
+  EXPECT_NEAR(t.p, 0.0001826717911095504, 1e-15);
+  // Ties take their mean rank and shrink the variance.
+  t = MannWhitneyU({1, 2, 2, 3}, {2, 3, 3, 4});
+  EXPECT_DOUBLE_EQ(t.u, 3);
+  EXPECT_NEAR(t.z, -1.365698202000489, 1e-12);
+  EXPECT_NEAR(t.p, 0.17203370892182296, 1e-12);
+  // Symmetric: B against A has the opposite z and the same p.
+  const MannWhitney back = MannWhitneyU({2, 3, 3, 4}, {1, 2, 2, 3});
+  EXPECT_NEAR(back.z, -t.z, 1e-12);
+  EXPECT_NEAR(back.p, t.p, 1e-12);
+  // All equal: no evidence at all.
+  EXPECT_DOUBLE_EQ(MannWhitneyU({5, 5, 5}, {5, 5}).p, 1);
+}
+
+TEST(CompareTest, ACellChangesOnlyWhenTheTestAndTheSizeAgree) {
+  std::mt19937 random(3);
+  std::normal_distribution<double> noise(0, 0.02);
+  auto run = [&](double level, int n) {
+    std::vector<double> samples;
+    for (int i = 0; i < n; ++i) samples.push_back(level * (1 + noise(random)));
+    return samples;
+  };
+  const std::vector<double> base = run(10, 50);
+  // 20% slower, 50 samples a side: significant and large.
+  SampleComparison c = CompareSamples(base, run(12, 50));
+  EXPECT_EQ(c.change, Change::kSlower);
+  EXPECT_NEAR(c.ratio, 1.2, 0.02);
+  EXPECT_LT(c.test.p, kCompareAlpha);
+  EXPECT_EQ(CompareSamples(base, run(8, 50)).change, Change::kFaster);
+  // 2% slower: with many samples significant, but below the ratio: unchanged.
+  c = CompareSamples(run(10, 400), run(10.2, 400));
+  EXPECT_LT(c.test.p, kCompareAlpha);
+  EXPECT_EQ(c.change, Change::kUnchanged);
+  // 20% slower on three samples a side: large, but no test can say so: unchanged.
+  c = CompareSamples(run(10, 3), run(12, 3));
+  EXPECT_GT(c.test.p, kCompareAlpha);
+  EXPECT_EQ(c.change, Change::kUnchanged);
+  // The same distribution: unchanged.
+  EXPECT_EQ(CompareSamples(run(10, 50), run(10, 50)).change, Change::kUnchanged);
+}
+
+}  // namespace
+}  // namespace benchfleet
