@@ -164,18 +164,26 @@ int WaitForSweep(CoordinatorClient& client, int64_t sweep_id, double timeout_s) 
 
 }  // namespace
 
-int SubmitCommand(const ClientOptions& client_options, const SubmitOptions& options) {
-  std::ifstream in(options.file);
-  if (!in) return Fail(InvalidArgument("cannot read sweep file " + options.file));
+namespace {
+
+// The sweep file at `path`, checked here first so a user gets the error without a round
+// trip (the coordinator checks again: it trusts no client); `outcome` ends the message
+// of a bad one ("nothing was enqueued").
+StatusOr<Sweep> ReadSweepFile(const std::string& path, const std::string& outcome) {
+  std::ifstream in(path);
+  if (!in) return InvalidArgument("cannot read sweep file " + path);
   std::stringstream text;
   text << in.rdbuf();
-  // Validate here first so a user gets the error without a round trip; the coordinator
-  // validates again (it trusts no client).
   auto sweep = ParseSweepText(text.str());
-  if (!sweep.ok()) {
-    return Fail(
-        InvalidArgument(options.file + ": " + sweep.status().message() + "; nothing was enqueued"));
-  }
+  if (!sweep.ok()) return InvalidArgument(path + ": " + sweep.status().message() + "; " + outcome);
+  return sweep;
+}
+
+}  // namespace
+
+int SubmitCommand(const ClientOptions& client_options, const SubmitOptions& options) {
+  auto sweep = ReadSweepFile(options.file, "nothing was enqueued");
+  if (!sweep.ok()) return Fail(sweep.status());
   auto client = Connect(client_options);
   if (!client.ok()) return Fail(client.status());
   const std::string submission_id =
@@ -627,14 +635,8 @@ int ScheduleCommand(const ClientOptions& client_options, const ScheduleOptions& 
   json fields = {{"action", options.action == "run-now" ? "run_now" : options.action}};
   if (!options.name.empty()) fields["name"] = options.name;
   if (options.action == "add") {
-    std::ifstream in(options.file);
-    if (!in) return Fail(InvalidArgument("cannot read sweep file " + options.file));
-    std::stringstream text;
-    text << in.rdbuf();
-    auto sweep = ParseSweepText(text.str());
-    if (!sweep.ok()) {
-      return Fail(InvalidArgument(options.file + ": " + sweep.status().message() + "; no schedule was added"));
-    }
+    auto sweep = ReadSweepFile(options.file, "no schedule was added");
+    if (!sweep.ok()) return Fail(sweep.status());
     fields["sweep"] = sweep->source;
     fields["cron"] = options.cron;
     fields["tz"] = options.tz;
