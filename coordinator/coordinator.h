@@ -140,6 +140,9 @@ class Coordinator {
   // its series; a rerun's result decides its candidate once every rerun is in.
   void JudgeResult(int64_t job_id);
   void DecideIfRerunsDone(int64_t candidate_job_id, const RegressionPolicy& policy);
+  // A sweep's regression policy (its sweep file's "regression"), remembered per sweep.
+  RegressionPolicy PolicyOf(int64_t sweep_id);
+  std::map<int64_t, RegressionPolicy> regression_policies_;
   // Schedules (coordinator/schedules.cc).
   std::optional<Message> ScheduleReply(const std::string& routing_id, const json& request_id,
                                        const ScheduleRequest& request);

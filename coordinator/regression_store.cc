@@ -8,9 +8,9 @@ namespace benchfleet {
 StatusOr<std::optional<JudgedResult>> Store::ResultForJudging(int64_t job_id) {
   ASSIGN_OR_RETURN(auto stmt, db_->Prepare(
       "SELECT r.job_id, r.host_id, h.name, coalesce(r.model, ''), coalesce(r.series, ''), r.median_ms, "
-      "r.ok, coalesce(r.noisy, 0), j.confirms_job_id, s.spec "
+      "r.ok, coalesce(r.noisy, 0), j.confirms_job_id, j.sweep_id "
       "FROM results r JOIN jobs j ON j.job_id = r.job_id JOIN hosts h ON h.host_id = r.host_id "
-      "JOIN sweeps s ON s.sweep_id = j.sweep_id WHERE r.job_id = ?1 AND j.kind = 'benchmark'"));
+      "WHERE r.job_id = ?1 AND j.kind = 'benchmark'"));
   stmt.Bind(1, job_id);
   ASSIGN_OR_RETURN(bool row, stmt.Step());
   if (!row) return std::optional<JudgedResult>();
@@ -24,8 +24,17 @@ StatusOr<std::optional<JudgedResult>> Store::ResultForJudging(int64_t job_id) {
   r.ok = stmt.Int(6) != 0;
   r.noisy = stmt.Int(7) != 0;
   if (!stmt.IsNull(8)) r.confirms_job_id = stmt.Int(8);
-  r.sweep = json::parse(stmt.Text(9), nullptr, false);
+  r.sweep_id = stmt.Int(9);
   return std::optional<JudgedResult>(std::move(r));
+}
+
+StatusOr<json> Store::SweepRegressionPolicy(int64_t sweep_id) {
+  ASSIGN_OR_RETURN(auto stmt, db_->Prepare("SELECT json_extract(spec, '$.regression') FROM sweeps "
+                                           "WHERE sweep_id = ?1"));
+  stmt.Bind(1, sweep_id);
+  ASSIGN_OR_RETURN(bool row, stmt.Step());
+  if (!row || stmt.IsNull(0)) return json(nullptr);
+  return json::parse(stmt.Text(0), nullptr, false);
 }
 
 StatusOr<std::vector<BaselinePoint>> Store::SeriesBaseline(const std::string& series, int64_t before_job_id,

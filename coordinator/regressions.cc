@@ -41,14 +41,21 @@ Verdict Judge(double value, double median, double mad, int64_t n, const Regressi
   return v;
 }
 
-RegressionPolicy PolicyOf(const json& sweep) {
-  if (sweep.is_object() && sweep.contains("regression")) {
-    if (auto policy = ParseRegressionPolicy(sweep["regression"]); policy.ok()) return *policy;
-  }
-  return RegressionPolicy{};
-}
+// Sweeps whose policy is remembered, at most: one lookup per sweep, not per result.
+constexpr size_t kPoliciesRemembered = 1000;
 
 }  // namespace
+
+RegressionPolicy Coordinator::PolicyOf(int64_t sweep_id) {
+  if (auto it = regression_policies_.find(sweep_id); it != regression_policies_.end()) return it->second;
+  RegressionPolicy policy;
+  if (auto stored = store_->SweepRegressionPolicy(sweep_id); stored.ok() && stored->is_object()) {
+    if (auto parsed = ParseRegressionPolicy(*stored); parsed.ok()) policy = *parsed;
+  }
+  if (regression_policies_.size() >= kPoliciesRemembered) regression_policies_.clear();
+  regression_policies_[sweep_id] = policy;
+  return policy;
+}
 
 void Coordinator::JudgeResult(int64_t job_id) {
   auto found = store_->ResultForJudging(job_id);
@@ -58,9 +65,9 @@ void Coordinator::JudgeResult(int64_t job_id) {
   }
   if (!*found) return;  // a calibration
   const JudgedResult& r = **found;
-  if (r.confirms_job_id) return DecideIfRerunsDone(*r.confirms_job_id, PolicyOf(r.sweep));
+  if (r.confirms_job_id) return DecideIfRerunsDone(*r.confirms_job_id, PolicyOf(r.sweep_id));
   if (!r.ok || r.noisy || r.series.empty() || !r.median_ms) return;
-  const RegressionPolicy policy = PolicyOf(r.sweep);
+  const RegressionPolicy policy = PolicyOf(r.sweep_id);
   auto baseline = store_->SeriesBaseline(r.series, r.job_id, policy.window, r.host, r.model);
   if (!baseline.ok()) {
     ++counters_.store_errors;

@@ -40,6 +40,7 @@ enum ResultColumn : int {  // parameter positions, from 1
   kResultDevice, kResultModel, kResultMode, kResultDtype, kResultBatchSize, kResultThreads,
   kResultInteropThreads, kResultOnednn, kResultModelArgs,
   kResultPeakGflops, kResultFractionOfPeak,
+  kResultFingerprint, kResultSeries,  // docs/regressions.md
   kResultFirstField  // then one per declared field with a column (ResultFields())
 };
 
@@ -48,7 +49,7 @@ const std::string& ResultRowSql() {
     std::string names =
         "job_id, sweep_id, attempt, host_id, ok, detail, received_at, error, device, model, mode, "
         "dtype, batch_size, threads, interop_threads, onednn, model_args, peak_gflops, "
-        "fraction_of_peak";
+        "fraction_of_peak, fingerprint, series";
     std::string slots;
     for (int i = 1; i < kResultFirstField; ++i) slots += (i > 1 ? ", ?" : "?") + std::to_string(i);
     int next = kResultFirstField;
@@ -730,6 +731,16 @@ StatusOr<ResultOutcome> Store::StoreResult(int64_t job_id, int attempt, int64_t 
   for (size_t i = 0; i < ResultFields().size() && i < result.values.size(); ++i) {
     if (const int slot = ResultFieldSlot(i); slot > 0) row.BindJson(slot, result.values[i]);
   }
+  // Its series: this job on its host's fingerprint (docs/regressions.md).
+  if (job && kind == "benchmark") {
+    ASSIGN_OR_RETURN(auto host, db_->Prepare("SELECT fingerprint FROM hosts WHERE host_id = ?1"));
+    host.Bind(1, host_id);
+    ASSIGN_OR_RETURN(bool found, host.Step());
+    if (found && !host.IsNull(0)) {
+      const std::string fingerprint = host.Text(0);
+      row.Bind(kResultFingerprint, fingerprint).Bind(kResultSeries, SeriesOf(fingerprint, spec));
+    }
+  }
   const json& gflops = ResultValue(result, "gflops");
   if (ok && job && gflops.is_number()) {
     ASSIGN_OR_RETURN(json peak, PeakFor(host_id, job->device, job->dtype, job->threads));
@@ -751,18 +762,6 @@ StatusOr<ResultOutcome> Store::StoreResult(int64_t job_id, int attempt, int64_t 
     return ResultOutcome::kRejected;
   }
   RETURN_IF_ERROR(row.Run());
-  // Its series: this job on its host's fingerprint (docs/regressions.md).
-  if (job && kind == "benchmark") {
-    ASSIGN_OR_RETURN(auto host, db_->Prepare("SELECT fingerprint FROM hosts WHERE host_id = ?1"));
-    host.Bind(1, host_id);
-    ASSIGN_OR_RETURN(bool found, host.Step());
-    if (found && !host.IsNull(0)) {
-      const std::string fingerprint = host.Text(0);
-      ASSIGN_OR_RETURN(auto series, db_->Prepare("UPDATE results SET fingerprint = ?2, series = ?3 "
-                                                 "WHERE job_id = ?1"));
-      RETURN_IF_ERROR(series.Bind(1, job_id).Bind(2, fingerprint).Bind(3, SeriesOf(fingerprint, spec)).Run());
-    }
-  }
   if (!result.ranks.empty()) {
     ASSIGN_OR_RETURN(auto rank_row, db_->Prepare(RankRowSql()));
     for (const WorkerResult::Rank& rank : result.ranks) {

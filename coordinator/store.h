@@ -97,7 +97,7 @@ struct JudgedResult {
   bool ok = false;
   bool noisy = false;
   std::optional<int64_t> confirms_job_id;  // a rerun confirming that job's candidate
-  json sweep;                              // the sweep file, for its "regression" policy
+  int64_t sweep_id = 0;
 };
 struct BaselinePoint {
   int64_t job_id = 0;
@@ -223,6 +223,9 @@ class Store {
 
   // Regression detection (coordinator/regression_store.cc, docs/regressions.md).
   StatusOr<std::optional<JudgedResult>> ResultForJudging(int64_t job_id);
+  // The sweep file's "regression" object, or null (read apart from the sweep, whose
+  // matrix may hold 100,000 values).
+  StatusOr<json> SweepRegressionPolicy(int64_t sweep_id);
   // The last `window` good results of the series before job `before_job_id` (ok, not
   // flagged noisy, not a confirming rerun, after the latest baseline reset covering
   // `host` and `model`), newest first.
