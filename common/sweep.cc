@@ -350,7 +350,8 @@ StatusOr<Sweep> ParseSweepShape(const json& document) {
     sweep.model_args = document["models"];
   }
   if (document.contains("regression")) {
-    ASSIGN_OR_RETURN(sweep.regression, ParseRegressionPolicy(document["regression"]));
+    // Checked here; the coordinator reads it from the stored sweep when it judges.
+    RETURN_IF_ERROR(ParseRegressionPolicy(document["regression"]).status());
   }
   if (document.contains("description") && !document["description"].is_string()) {
     return InvalidArgument("description: must be a string");

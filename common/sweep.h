@@ -64,7 +64,6 @@ struct Sweep {
   TimingSpec timing;
   double timeout_s = 0;  // per job; 0 = derived from timing
   int64_t seed = 0;
-  RegressionPolicy regression;
   json model_args = json::object();  // per model name, e.g. {"mlp": {"layers": [...]}}
   // The matrix, outermost axis first, and how many combinations it makes (each one
   // checked by ParseSweep).
