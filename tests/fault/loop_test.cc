@@ -109,9 +109,7 @@ TEST(LoopTest, AKilledAgentCostsNoAttempt) {
 
 // A 30,000-job sweep goes in (checked, answered, then stored a slice per round) while
 // two agents run jobs with a liveness window of 1.5 s: no message of theirs is lost, no
-// agent is taken for dead, no attempt is spent, and every small job is done. (A submit
-// stored within its request parks the agents' messages that come meanwhile; if this
-// one held the loop for 1.5 heartbeat intervals, some must have been parked.)
+// agent is taken for dead, no attempt is spent, and every small job is done.
 TEST(LoopTest, ALargeSubmitLosesNothingAndTakesNoAgentForDead) {
   Fleet fleet(LoopOptions());
   ASSERT_TRUE(fleet.StartCoordinator());
@@ -157,11 +155,10 @@ TEST(LoopTest, ALargeSubmitLosesNothingAndTakesNoAgentForDead) {
   EXPECT_EQ(QueryValue(fleet.db_path(), "select count(*) from jobs where sweep_id = " +
                                             std::to_string(large_id) + " and state = 'queued'"),
             30000);
-  // Each agent heartbeats every 500 ms: a submit that held the loop for 1.5 intervals
-  // had messages to park.
-  if (submit_s > 1.5 * kHeartbeatMs / 1000) {
-    EXPECT_GT(status["counters"]["agent_messages_parked"].get<int64_t>(), 0) << status.dump();
-  }
+  // Past 1,000 jobs a sweep is checked and stored a slice per loop round, so the loop
+  // is never held for it and no agent message had to be set aside. (The answer's time
+  // above counts those rounds: it says nothing of how long any one of them took.)
+  EXPECT_EQ(status["counters"]["agent_messages_parked"].get<int64_t>(), 0) << status.dump();
   std::cout << "FIGURE 30,000-job submit answered after " << submit_s << " s; agent messages parked "
             << status["counters"]["agent_messages_parked"] << "; requeued 0\n";
 }
