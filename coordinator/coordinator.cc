@@ -835,8 +835,9 @@ void Coordinator::AcceptResult(Agent& agent, const Message& message) {
   }
   if (AcceptGangRank(agent, job, *result)) return;
   std::string rejection;
+  std::optional<JudgedResult> judged;
   auto outcome = store_->StoreResult(job.job_id, job.attempt, agent.host_id,
-                                     agent.description.name, *result, &rejection);
+                                     agent.description.name, *result, &rejection, &judged);
   if (!outcome.ok()) {
     // No ack: the agent keeps the result spooled and sends it again.
     ++counters_.store_errors;
@@ -853,7 +854,7 @@ void Coordinator::AcceptResult(Agent& agent, const Message& message) {
         ++counters_.failed_jobs;
         LOG_WARN("job " << job.job_id << " failed on " << agent.description.name << ": " << result->error);
       }
-      JudgeResult(job.job_id);
+      if (judged) JudgeResult(*judged);
       break;
     case ResultOutcome::kDuplicate:
     case ResultOutcome::kStaleAgain:

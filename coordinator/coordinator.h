@@ -138,7 +138,7 @@ class Coordinator {
                                 const SubmitRequest& request, const ScheduledFiring* firing = nullptr);
   // Regression detection (coordinator/regressions.cc): a stored result judged against
   // its series; a rerun's result decides its candidate once every rerun is in.
-  void JudgeResult(int64_t job_id);
+  void JudgeResult(const JudgedResult& result);
   void DecideIfRerunsDone(int64_t candidate_job_id, const RegressionPolicy& policy);
   // A sweep's regression policy (its sweep file's "regression"), remembered per sweep.
   RegressionPolicy PolicyOf(int64_t sweep_id);

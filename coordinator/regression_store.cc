@@ -5,29 +5,6 @@
 
 namespace benchfleet {
 
-StatusOr<std::optional<JudgedResult>> Store::ResultForJudging(int64_t job_id) {
-  ASSIGN_OR_RETURN(auto stmt, db_->Prepare(
-      "SELECT r.job_id, r.host_id, h.name, coalesce(r.model, ''), coalesce(r.series, ''), r.median_ms, "
-      "r.ok, coalesce(r.noisy, 0), j.confirms_job_id, j.sweep_id "
-      "FROM results r JOIN jobs j ON j.job_id = r.job_id JOIN hosts h ON h.host_id = r.host_id "
-      "WHERE r.job_id = ?1 AND j.kind = 'benchmark'"));
-  stmt.Bind(1, job_id);
-  ASSIGN_OR_RETURN(bool row, stmt.Step());
-  if (!row) return std::optional<JudgedResult>();
-  JudgedResult r;
-  r.job_id = stmt.Int(0);
-  r.host_id = stmt.Int(1);
-  r.host = stmt.Text(2);
-  r.model = stmt.Text(3);
-  r.series = stmt.Text(4);
-  if (!stmt.IsNull(5)) r.median_ms = stmt.Real(5);
-  r.ok = stmt.Int(6) != 0;
-  r.noisy = stmt.Int(7) != 0;
-  if (!stmt.IsNull(8)) r.confirms_job_id = stmt.Int(8);
-  r.sweep_id = stmt.Int(9);
-  return std::optional<JudgedResult>(std::move(r));
-}
-
 StatusOr<json> Store::SweepRegressionPolicy(int64_t sweep_id) {
   ASSIGN_OR_RETURN(auto stmt, db_->Prepare("SELECT json_extract(spec, '$.regression') FROM sweeps "
                                            "WHERE sweep_id = ?1"));

@@ -57,14 +57,7 @@ RegressionPolicy Coordinator::PolicyOf(int64_t sweep_id) {
   return policy;
 }
 
-void Coordinator::JudgeResult(int64_t job_id) {
-  auto found = store_->ResultForJudging(job_id);
-  if (!found.ok()) {
-    ++counters_.store_errors;
-    return;
-  }
-  if (!*found) return;  // a calibration
-  const JudgedResult& r = **found;
+void Coordinator::JudgeResult(const JudgedResult& r) {
   if (r.confirms_job_id) return DecideIfRerunsDone(*r.confirms_job_id, PolicyOf(r.sweep_id));
   if (!r.ok || r.noisy || r.series.empty() || !r.median_ms) return;
   const RegressionPolicy policy = PolicyOf(r.sweep_id);
@@ -99,11 +92,11 @@ void Coordinator::JudgeResult(int64_t job_id) {
   auto reruns = store_->AddRegressionCandidate(c, r.host, policy.reruns);
   if (!reruns.ok()) {
     ++counters_.store_errors;
-    LOG_ERROR("job " << job_id << ": cannot queue the reruns of a regression candidate: "
+    LOG_ERROR("job " << r.job_id << ": cannot queue the reruns of a regression candidate: "
                      << reruns.status().message());
     return;
   }
-  LOG_INFO("job " << job_id << " on " << r.host << ": " << (c.slower ? "slower" : "faster") << " by "
+  LOG_INFO("job " << r.job_id << " on " << r.host << ": " << (c.slower ? "slower" : "faster") << " by "
                   << std::lround(std::abs(c.change) * 1000) / 10.0 << "% than its series' median of " << n
                   << "; " << reruns->size() << " reruns queued to confirm it");
   Status reloaded = ReloadRequirements();

@@ -254,6 +254,7 @@ StatusOr<int64_t> Store::UpsertHost(const std::string& name, const std::string& 
   int64_t host_id = stmt.Int(0);
   RETURN_IF_ERROR(stmt.Run());
   RETURN_IF_ERROR(tx.Commit());
+  host_fingerprints_[host_id] = fingerprint.sha256;
   return host_id;
 }
 
@@ -635,13 +636,15 @@ std::string EchoMismatch(const ResultEcho& echo, const JobSpec& job) {
 
 StatusOr<ResultOutcome> Store::StoreResult(int64_t job_id, int attempt, int64_t host_id,
                                            const std::string& host_name,
-                                           const WorkerResult& result, std::string* rejection) {
+                                           const WorkerResult& result, std::string* rejection,
+                                           std::optional<JudgedResult>* judged) {
   std::string now = UtcNowIso8601();
   Transaction tx(*db_);
   RETURN_IF_ERROR(tx.Begin());
 
   ASSIGN_OR_RETURN(auto find, db_->Prepare(
-                                  "SELECT j.state, j.attempts, j.sweep_id, r.attempt, j.kind, j.spec "
+                                  "SELECT j.state, j.attempts, j.sweep_id, r.attempt, j.kind, j.spec, "
+                                  "j.confirms_job_id "
                                   "FROM jobs j LEFT JOIN results r ON r.job_id = j.job_id "
                                   "WHERE j.job_id = ?1"));
   find.Bind(1, job_id);
@@ -651,6 +654,7 @@ StatusOr<ResultOutcome> Store::StoreResult(int64_t job_id, int attempt, int64_t 
   std::string kind = "benchmark";
   json spec = json::object();
   std::optional<JobSpec> job;
+  std::optional<int64_t> confirms_job_id;
   if (!found) {
     stale_reason = "no such job";
   } else {
@@ -659,6 +663,7 @@ StatusOr<ResultOutcome> Store::StoreResult(int64_t job_id, int attempt, int64_t 
     sweep_id = find.Int(2);
     kind = find.Text(4);
     spec = json::parse(find.Text(5), nullptr, false);
+    if (!find.IsNull(6)) confirms_job_id = find.Int(6);
     if (!find.IsNull(3) && find.Int(3) == attempt) {
       return ResultOutcome::kDuplicate;  // the transaction rolls back: nothing to write
     }
@@ -732,13 +737,12 @@ StatusOr<ResultOutcome> Store::StoreResult(int64_t job_id, int attempt, int64_t 
     if (const int slot = ResultFieldSlot(i); slot > 0) row.BindJson(slot, result.values[i]);
   }
   // Its series: this job on its host's fingerprint (docs/regressions.md).
+  std::string series;
   if (job && kind == "benchmark") {
-    ASSIGN_OR_RETURN(auto host, db_->Prepare("SELECT fingerprint FROM hosts WHERE host_id = ?1"));
-    host.Bind(1, host_id);
-    ASSIGN_OR_RETURN(bool found, host.Step());
-    if (found && !host.IsNull(0)) {
-      const std::string fingerprint = host.Text(0);
-      row.Bind(kResultFingerprint, fingerprint).Bind(kResultSeries, SeriesOf(fingerprint, spec));
+    ASSIGN_OR_RETURN(std::string fingerprint, FingerprintOfHost(host_id));
+    if (!fingerprint.empty()) {
+      series = SeriesOf(fingerprint, spec);
+      row.Bind(kResultFingerprint, fingerprint).Bind(kResultSeries, series);
     }
   }
   const json& gflops = ResultValue(result, "gflops");
@@ -801,7 +805,32 @@ StatusOr<ResultOutcome> Store::StoreResult(int64_t job_id, int attempt, int64_t 
     RETURN_IF_ERROR(FinishSweepIfComplete(sweep_id));
   }
   RETURN_IF_ERROR(tx.Commit());
+  if (judged != nullptr && job && kind == "benchmark") {
+    JudgedResult r;
+    r.job_id = job_id;
+    r.host_id = host_id;
+    r.host = host_name;
+    r.model = job->model;
+    r.series = std::move(series);
+    if (const json& median = ResultValue(result, "median_ms"); median.is_number()) r.median_ms = median.get<double>();
+    r.ok = ok;
+    r.noisy = ResultValue(result, "noisy") == true;
+    r.confirms_job_id = confirms_job_id;
+    r.sweep_id = sweep_id;
+    *judged = std::move(r);
+  }
   return ResultOutcome::kStored;
+}
+
+StatusOr<std::string> Store::FingerprintOfHost(int64_t host_id) {
+  if (auto it = host_fingerprints_.find(host_id); it != host_fingerprints_.end()) return it->second;
+  ASSIGN_OR_RETURN(auto host, db_->Prepare("SELECT fingerprint FROM hosts WHERE host_id = ?1"));
+  host.Bind(1, host_id);
+  ASSIGN_OR_RETURN(bool found, host.Step());
+  if (!found) return std::string();  // not remembered: the host may be written later
+  std::string fingerprint = host.IsNull(0) ? std::string() : host.Text(0);
+  host_fingerprints_[host_id] = fingerprint;
+  return fingerprint;
 }
 
 Status Store::CommitGroup() {
@@ -815,14 +844,16 @@ Status Store::CommitGroup() {
     if (finished.ok()) finished = tx.Commit();
     if (!finished.ok()) break;
   }
+  if (finished.ok()) finished = db_->CommitGroup();
   if (!finished.ok()) {
     // A sweep whose last result is kept must end with it: the whole group is undone,
     // so its results are not acked and come again.
     if (sqlite3_get_autocommit(db_->handle()) == 0) (void)db_->Exec("ROLLBACK");
     (void)db_->CommitGroup();
+    host_fingerprints_.clear();
     return finished;
   }
-  return db_->CommitGroup();
+  return finished;
 }
 
 StatusOr<json> Store::PeakFor(int64_t host_id, const std::string& device,

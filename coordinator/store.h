@@ -10,6 +10,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "common/status.h"
@@ -214,15 +215,17 @@ class Store {
   // still owns the job; otherwise records it as stale. A result that can never be stored
   // (the wrong kind for its job, a configuration other than the job's) is kRejected,
   // with the reason naming the field in *rejection; nothing is written then. The
-  // configuration columns come from the stored job, never from the result.
+  // configuration columns come from the stored job, never from the result. A stored
+  // benchmark's result, as regression detection needs it, goes to *judged when given
+  // (it is not read back from the row just written).
   StatusOr<ResultOutcome> StoreResult(int64_t job_id, int attempt, int64_t host_id,
                                       const std::string& host_name, const WorkerResult& result,
-                                      std::string* rejection);
+                                      std::string* rejection,
+                                      std::optional<JudgedResult>* judged = nullptr);
 
   StatusOr<int> CancelSweep(int64_t sweep_id);
 
   // Regression detection (coordinator/regression_store.cc, docs/regressions.md).
-  StatusOr<std::optional<JudgedResult>> ResultForJudging(int64_t job_id);
   // The sweep file's "regression" object, or null (read apart from the sweep, whose
   // matrix may hold 100,000 values).
   StatusOr<json> SweepRegressionPolicy(int64_t sweep_id);
@@ -317,6 +320,10 @@ class Store {
   std::string path_;
   // Sweeps of the results stored in the open group (FinishSweepIfComplete at its commit).
   std::set<int64_t> sweeps_to_finish_;
+  // Each host's fingerprint (hosts.fingerprint; empty: none), read once, not once per
+  // result. Forgotten with a group that is not kept: it may have registered the host.
+  StatusOr<std::string> FingerprintOfHost(int64_t host_id);
+  std::unordered_map<int64_t, std::string> host_fingerprints_;
 };
 
 }  // namespace benchfleet
