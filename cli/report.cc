@@ -1,0 +1,549 @@
+#include "cli/report.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <set>
+
+#include "cli/client.h"
+#include "cli/format.h"
+#include "cli/svg_chart.h"
+
+namespace benchfleet {
+namespace {
+
+using nlohmann::json;
+
+// Series drawn in one chart; the rest stay in its table (a chart of 100 lines is
+// unreadable). History: the series with confirmed regressions first, then the longest.
+constexpr size_t kMaxSeriesPerChart = 12;
+constexpr size_t kMaxHistorySeries = 12;
+// Bars in one bar chart (categories); the rest stay in the table.
+constexpr size_t kMaxBarCategories = 40;
+// An axis spanning more than this ratio is drawn logarithmic.
+constexpr double kLogAxisRatio = 20;
+
+// A reply's rows as objects keyed by column name.
+std::vector<json> Objects(const json& body) {
+  std::vector<json> out;
+  const json& columns = body.at("columns");
+  for (const json& row : body.at("rows")) {
+    json object = json::object();
+    for (size_t c = 0; c < columns.size() && c < row.size(); ++c) object[columns[c].get<std::string>()] = row[c];
+    out.push_back(std::move(object));
+  }
+  return out;
+}
+
+std::string Str(const json& row, const char* key) {
+  auto it = row.find(key);
+  if (it == row.end() || it->is_null()) return "";
+  return it->is_string() ? it->get<std::string>() : it->dump();
+}
+
+double Real(const json& row, const char* key) {
+  auto it = row.find(key);
+  return it != row.end() && it->is_number() ? it->get<double>() : NAN;
+}
+
+// "2026-12-02T03:04:05.678Z" -> seconds since the epoch; NaN when malformed.
+double ParseUtc(const std::string& text) {
+  std::tm tm{};
+  double seconds = 0;
+  if (sscanf(text.c_str(), "%d-%d-%dT%d:%d:%lf", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour, &tm.tm_min,
+             &seconds) != 6) {
+    return NAN;
+  }
+  tm.tm_year -= 1900;
+  tm.tm_mon -= 1;
+  return static_cast<double>(timegm(&tm)) + seconds;
+}
+
+std::string NowUtc() {
+  const time_t now = time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char buf[32];
+  strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S UTC", &tm);
+  return buf;
+}
+
+AxisScale ScaleFor(const std::vector<double>& values) {
+  double lo = INFINITY, hi = -INFINITY;
+  for (double v : values) {
+    if (!std::isfinite(v)) continue;
+    if (v <= 0) return AxisScale::kLinear;
+    lo = std::min(lo, v);
+    hi = std::max(hi, v);
+  }
+  return lo < hi && hi / lo > kLogAxisRatio ? AxisScale::kLog : AxisScale::kLinear;
+}
+
+// A chart's name for its data-chart attribute: the section and a model name cut to
+// letters, digits, '-' and '_'.
+std::string ChartName(const std::string& section, const std::string& model) {
+  std::string name = section;
+  if (!model.empty()) name += "-";
+  for (char c : model) name += std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' ? c : '_';
+  return name;
+}
+
+// One HTML table of `rows` (objects), `columns` as [key, heading] pairs; every cell escaped.
+std::string Table(const std::vector<json>& rows, const std::vector<std::pair<std::string, std::string>>& columns) {
+  std::string out = "<table>\n<tr>";
+  for (const auto& column : columns) out += "<th>" + EscapeXml(column.second) + "</th>";
+  out += "</tr>\n";
+  for (const json& row : rows) {
+    out += "<tr>";
+    for (const auto& column : columns) {
+      auto it = row.find(column.first);
+      const bool number = it != row.end() && it->is_number();
+      out += number ? "<td class=\"num\">" : "<td>";
+      out += it == row.end() ? "" : EscapeXml(it->is_string() ? it->get<std::string>() : FormatCell(*it));
+      out += "</td>";
+    }
+    out += "</tr>\n";
+  }
+  return out + "</table>\n";
+}
+
+std::string Section(const std::string& title, const std::string& caption, const std::string& body) {
+  return "<section>\n<h2>" + EscapeXml(title) + "</h2>\n<p class=\"caption\">" + EscapeXml(caption) + "</p>\n" +
+         body + "</section>\n";
+}
+
+std::string Empty(const std::string& title, const std::string& says) {
+  return "<section>\n<h2>" + EscapeXml(title) + "</h2>\n<p class=\"empty\">" + EscapeXml(says) + "</p>\n</section>\n";
+}
+
+std::string Join(const std::vector<std::string>& parts) {
+  std::string out;
+  for (const std::string& part : parts) {
+    if (part.empty()) continue;
+    out += (out.empty() ? "" : " \u00b7 ") + part;
+  }
+  return out;
+}
+
+std::string Shown(size_t drawn, size_t all, const char* what) {
+  if (drawn >= all) return "";
+  return " The chart draws " + std::to_string(drawn) + " of " + std::to_string(all) + " " + what +
+         "; the table has them all.";
+}
+
+// Rows grouped by model, in first-seen order.
+std::vector<std::pair<std::string, std::vector<json>>> ByModel(const std::vector<json>& rows) {
+  std::vector<std::pair<std::string, std::vector<json>>> groups;
+  for (const json& row : rows) {
+    const std::string model = Str(row, "model");
+    auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == model; });
+    if (it == groups.end()) {
+      groups.push_back({model, {}});
+      it = groups.end() - 1;
+    }
+    it->second.push_back(row);
+  }
+  return groups;
+}
+
+// Series of one chart from rows: key(row) names the series, x and y its point.
+std::vector<ChartSeries> SeriesOf(const std::vector<json>& rows, const std::function<std::string(const json&)>& key,
+                                  const char* x, const char* y, size_t* all) {
+  std::vector<ChartSeries> series;
+  for (const json& row : rows) {
+    const std::string name = key(row);
+    auto it = std::find_if(series.begin(), series.end(), [&](const ChartSeries& s) { return s.name == name; });
+    if (it == series.end()) {
+      series.push_back({name, {}});
+      it = series.end() - 1;
+    }
+    it->points.push_back({Real(row, x), Real(row, y), PointMark::kNone, name});
+  }
+  *all = series.size();
+  if (series.size() > kMaxSeriesPerChart) series.resize(kMaxSeriesPerChart);
+  return series;
+}
+
+std::vector<double> Values(const std::vector<json>& rows, const char* key) {
+  std::vector<double> values;
+  for (const json& row : rows) values.push_back(Real(row, key));
+  return values;
+}
+
+class Report {
+ public:
+  Report(const ReportQuery& query, std::string sweeps_in) : query_(query), in_(std::move(sweeps_in)) {}
+
+  StatusOr<std::vector<json>> Rows(const std::string& sql) {
+    auto body = query_(sql);
+    if (!body.ok()) return body.status();
+    return Objects(*body);
+  }
+
+  StatusOr<std::string> Throughput() {
+    const char* title = "Throughput against batch size";
+    auto rows = Rows(
+        "SELECT host, device, model, model_args, mode, dtype, threads, batch_size, "
+        "avg(throughput_per_s) AS throughput_per_s, avg(median_ms) AS median_ms, count(*) AS runs "
+        "FROM result_summary WHERE sweep_id IN " + in_ +
+        " AND throughput_per_s IS NOT NULL AND coalesce(world_size, 1) <= 1 "
+        "GROUP BY host, device, model, model_args, mode, dtype, threads, batch_size "
+        "ORDER BY model, host, device, mode, dtype, threads, batch_size");
+    if (!rows.ok()) return rows.status();
+    if (rows->empty()) return Empty(title, "no single-process results with a throughput in this range");
+    std::string out;
+    for (const auto& [model, group] : ByModel(*rows)) {
+      size_t all = 0;
+      LineChart chart{ChartName("throughput", model),
+                      {"batch size (samples per iteration)", ScaleFor(Values(group, "batch_size"))},
+                      {"throughput (samples/s)", ScaleFor(Values(group, "throughput_per_s")), true},
+                      SeriesOf(group, [](const json& r) {
+                        return Join({Str(r, "host"), Str(r, "device"), Str(r, "mode"), Str(r, "dtype"),
+                                     Str(r, "threads") + " thr"});
+                      }, "batch_size", "throughput_per_s", &all)};
+      if (chart.y.scale == AxisScale::kLog) chart.y.from_zero = false;
+      out += Section(std::string(title) + ": " + model,
+                     "Samples per second of " + model + " at each batch size, one line per host, device, mode, "
+                     "dtype and thread count (mean over the range's runs)." + Shown(chart.series.size(), all, "series"),
+                     RenderLineChart(chart) +
+                         Table(group, {{"host", "host"}, {"device", "device"}, {"mode", "mode"}, {"dtype", "dtype"},
+                                       {"threads", "threads"}, {"batch_size", "batch"}, {"model_args", "model args"},
+                                       {"throughput_per_s", "samples/s"}, {"median_ms", "median ms"}, {"runs", "runs"}}));
+    }
+    return out;
+  }
+
+  StatusOr<std::string> Speedup() {
+    const char* title = "CPU against GPU";
+    auto rows = Rows(
+        "SELECT host, model, model_args, mode, dtype, batch_size, cpu_threads, gpu_device, "
+        "avg(speedup) AS speedup, avg(cpu_median_ms) AS cpu_median_ms, avg(gpu_median_ms) AS gpu_median_ms "
+        "FROM cpu_gpu_speedup WHERE sweep_id IN " + in_ +
+        " GROUP BY host, model, model_args, mode, dtype, batch_size, cpu_threads, gpu_device "
+        "ORDER BY host, model, mode, dtype, batch_size, cpu_threads, gpu_device");
+    if (!rows.ok()) return rows.status();
+    if (rows->empty()) return Empty(title, "no configuration ran on both cpu and cuda in this range");
+    BarChart chart{"cpu-gpu-speedup", "GPU speedup over CPU (x, CPU median / GPU median)", {}, {}, {}, 1.0,
+                   "1x: equal speed"};
+    std::map<std::string, size_t> categories, devices;
+    for (const json& r : *rows) {
+      const std::string category = Join({Str(r, "host"), Str(r, "model"), Str(r, "mode"), Str(r, "dtype"),
+                                         "b=" + Str(r, "batch_size"), "cpu " + Str(r, "cpu_threads") + " thr"});
+      if (!categories.count(category)) {
+        if (categories.size() == kMaxBarCategories) continue;
+        categories[category] = chart.categories.size();
+        chart.categories.push_back(category);
+      }
+      const std::string device = Str(r, "gpu_device");
+      if (!devices.count(device)) {
+        devices[device] = chart.series.size();
+        chart.series.push_back(device);
+      }
+      char note[32];
+      snprintf(note, sizeof note, "%.3gx", Real(r, "speedup"));
+      chart.bars.push_back({categories[category], devices[device], Real(r, "speedup"), note});
+    }
+    return Section(title,
+                   "How many times faster each GPU runs a configuration than the same host's CPU (median time per "
+                   "iteration, same model, mode, dtype and batch)." +
+                       Shown(chart.categories.size(), rows->size(), "configurations"),
+                   RenderBarChart(chart) +
+                       Table(*rows, {{"host", "host"}, {"model", "model"}, {"mode", "mode"}, {"dtype", "dtype"},
+                                     {"batch_size", "batch"}, {"cpu_threads", "cpu threads"}, {"gpu_device", "gpu"},
+                                     {"cpu_median_ms", "cpu ms"}, {"gpu_median_ms", "gpu ms"}, {"speedup", "speedup x"}}));
+  }
+
+  StatusOr<std::string> Threads() {
+    const char* title = "Thread scaling";
+    // Series that start at one thread, so the speedup is over one thread and y = x is ideal.
+    auto rows = Rows(
+        "SELECT host, device, model, model_args, mode, dtype, batch_size, threads, avg(speedup) AS speedup, "
+        "avg(median_ms) AS median_ms, avg(parallel_efficiency) AS parallel_efficiency, "
+        "avg(effective_threads) AS effective_threads FROM thread_scaling t WHERE sweep_id IN " + in_ +
+        " AND 1 = (SELECT min(threads) FROM thread_scaling u WHERE u.sweep_id = t.sweep_id AND u.host = t.host "
+        "AND u.device = t.device AND u.model = t.model AND u.model_args IS t.model_args AND u.mode = t.mode "
+        "AND u.dtype = t.dtype AND u.batch_size = t.batch_size) "
+        "GROUP BY host, device, model, model_args, mode, dtype, batch_size, threads "
+        "HAVING count(*) > 0 ORDER BY model, host, device, mode, dtype, batch_size, threads");
+    if (!rows.ok()) return rows.status();
+    // Only series with more than one thread count say anything about scaling.
+    std::map<std::string, int> counts;
+    auto key = [](const json& r) {
+      return Join({Str(r, "host"), Str(r, "device"), Str(r, "mode"), Str(r, "dtype"), "b=" + Str(r, "batch_size")});
+    };
+    for (const json& r : *rows) ++counts[Str(r, "model") + "\n" + Str(r, "model_args") + "\n" + key(r)];
+    std::vector<json> kept;
+    for (const json& r : *rows) {
+      if (counts[Str(r, "model") + "\n" + Str(r, "model_args") + "\n" + key(r)] > 1) kept.push_back(r);
+    }
+    if (kept.empty()) return Empty(title, "no configuration ran at 1 thread and at more threads in this range");
+    std::string out;
+    for (const auto& [model, group] : ByModel(kept)) {
+      size_t all = 0;
+      LineChart chart{ChartName("threads", model), {"intra-op threads (count)"},
+                      {"speedup over 1 thread (x, 1-thread median / median)"},
+                      SeriesOf(group, key, "threads", "speedup", &all)};
+      chart.ideal_diagonal = true;
+      out += Section(std::string(title) + ": " + model,
+                     "Speedup of " + model + " over its 1-thread time as threads grow, one line per host, device, "
+                     "mode, dtype and batch; the dashed line is perfect linear scaling." +
+                         Shown(chart.series.size(), all, "series"),
+                     RenderLineChart(chart) +
+                         Table(group, {{"host", "host"}, {"device", "device"}, {"mode", "mode"}, {"dtype", "dtype"},
+                                       {"batch_size", "batch"}, {"threads", "threads"}, {"median_ms", "median ms"},
+                                       {"speedup", "speedup x"}, {"parallel_efficiency", "efficiency"},
+                                       {"effective_threads", "effective threads"}}));
+    }
+    return out;
+  }
+
+  StatusOr<std::string> Dtypes() {
+    const char* title = "int8 and bf16 against fp32";
+    auto rows = Rows(
+        "SELECT host, device, model, model_args, mode, batch_size, threads, dtype, avg(speedup) AS speedup, "
+        "avg(fp32_median_ms) AS fp32_median_ms, avg(median_ms) AS median_ms, max(max_abs_err) AS max_abs_err, "
+        "avg(rel_err) AS rel_err, min(top1_agreement) AS top1_agreement FROM dtype_comparison "
+        "WHERE sweep_id IN " + in_ + " AND dtype IN ('int8', 'bf16') "
+        "GROUP BY host, device, model, model_args, mode, batch_size, threads, dtype "
+        "ORDER BY host, device, model, mode, batch_size, threads, dtype");
+    if (!rows.ok()) return rows.status();
+    if (rows->empty()) return Empty(title, "no int8/bf16 results with an fp32 counterpart in this range");
+    BarChart chart{"dtype-speedup", "speedup over fp32 (x, fp32 median / median)", {}, {}, {}, 1.0,
+                   "1x: as fast as fp32"};
+    std::map<std::string, size_t> categories, dtypes;
+    for (const json& r : *rows) {
+      const std::string category = Join({Str(r, "host"), Str(r, "device"), Str(r, "model"), Str(r, "mode"),
+                                         "b=" + Str(r, "batch_size"), Str(r, "threads") + " thr"});
+      if (!categories.count(category)) {
+        if (categories.size() == kMaxBarCategories) continue;
+        categories[category] = chart.categories.size();
+        chart.categories.push_back(category);
+      }
+      const std::string dtype = Str(r, "dtype");
+      if (!dtypes.count(dtype)) {
+        dtypes[dtype] = chart.series.size();
+        chart.series.push_back(dtype);
+      }
+      char note[64];
+      const double err = Real(r, "max_abs_err");
+      if (std::isfinite(err)) {
+        snprintf(note, sizeof note, "%.3gx, max err %.2g", Real(r, "speedup"), err);
+      } else {
+        snprintf(note, sizeof note, "%.3gx", Real(r, "speedup"));
+      }
+      chart.bars.push_back({categories[category], dtypes[dtype], Real(r, "speedup"), note});
+    }
+    return Section(title,
+                   "How many times faster int8 and bf16 run than fp32 in the same configuration; each bar names its "
+                   "accuracy loss (largest absolute difference of the outputs from fp32's)." +
+                       Shown(chart.categories.size(), rows->size(), "configurations"),
+                   RenderBarChart(chart) +
+                       Table(*rows, {{"host", "host"}, {"device", "device"}, {"model", "model"}, {"mode", "mode"},
+                                     {"batch_size", "batch"}, {"threads", "threads"}, {"dtype", "dtype"},
+                                     {"fp32_median_ms", "fp32 ms"}, {"median_ms", "ms"}, {"speedup", "speedup x"},
+                                     {"max_abs_err", "max abs err"}, {"rel_err", "rel err"},
+                                     {"top1_agreement", "top-1 agreement"}}));
+  }
+
+  StatusOr<std::string> Parallel() {
+    const char* title = "Data- and model-parallel efficiency";
+    // Data-parallel: throughput(N) / (N x throughput(1)); pipeline: the unsplit step
+    // over the pipelined one, per rank.
+    auto rows = Rows(
+        "SELECT host_set, model, kind, world_size, batch_size, "
+        "avg(coalesce(scaling_efficiency, speedup_vs_unsplit / world_size)) AS efficiency, "
+        "avg(comm_share) AS comm_share, avg(samples_per_s) AS samples_per_s, avg(median_ms) AS median_ms, "
+        "avg(bubble) AS bubble FROM parallel_scaling WHERE sweep_id IN " + in_ +
+        " AND kind <> 'collective' GROUP BY host_set, model, model_args, kind, world_size, batch_size "
+        "ORDER BY model, kind, host_set, batch_size, world_size");
+    if (!rows.ok()) return rows.status();
+    if (rows->empty()) return Empty(title, "no data- or model-parallel results (world size > 1) in this range");
+    for (json& r : *rows) {
+      if (r["efficiency"].is_number()) r["efficiency_pct"] = r["efficiency"].get<double>() * 100;
+    }
+    size_t all = 0;
+    LineChart chart{"parallel-efficiency", {"world size (ranks)"}, {"parallel efficiency (% of linear)", AxisScale::kLinear, true},
+                    SeriesOf(*rows, [](const json& r) {
+                      return Join({Str(r, "model"), Str(r, "kind"), Str(r, "host_set"), "b=" + Str(r, "batch_size")});
+                    }, "world_size", "efficiency_pct", &all)};
+    return Section(title,
+                   "Efficiency of jobs of several ranks: data-parallel throughput over N x one rank's, pipeline "
+                   "speedup over the unsplit model per rank; 100% is linear." + Shown(chart.series.size(), all, "series"),
+                   RenderLineChart(chart) +
+                       Table(*rows, {{"model", "model"}, {"kind", "kind"}, {"host_set", "hosts"}, {"batch_size", "batch"},
+                                     {"world_size", "world size"}, {"efficiency_pct", "efficiency %"},
+                                     {"comm_share", "comm share"}, {"samples_per_s", "samples/s"},
+                                     {"median_ms", "median ms"}, {"bubble", "bubble"}}));
+  }
+
+  StatusOr<std::string> History(const std::string& since_clause) {
+    const char* title = "History of each series";
+    auto rows = Rows(
+        "WITH chosen AS (SELECT r.series, count(*) AS n, "
+        "(SELECT count(*) FROM regressions g WHERE g.series = r.series AND g.state = 'confirmed') AS confirmed "
+        "FROM results r JOIN jobs j ON j.job_id = r.job_id WHERE r.ok = 1 AND j.kind = 'benchmark'" + since_clause +
+        " AND r.series IN (SELECT series FROM results WHERE sweep_id IN " + in_ + " AND series IS NOT NULL) "
+        "GROUP BY r.series ORDER BY confirmed DESC, n DESC, r.series LIMIT " + std::to_string(kMaxHistorySeries) +
+        ") SELECT r.series, h.name AS host, r.device, r.model, r.mode, r.dtype, r.batch_size, r.threads, "
+        "r.received_at, r.median_ms, r.job_id, r.sweep_id, g.direction, round(g.change * 100, 1) AS change_pct "
+        "FROM results r JOIN chosen c ON c.series = r.series JOIN jobs j ON j.job_id = r.job_id "
+        "JOIN hosts h ON h.host_id = r.host_id "
+        "LEFT JOIN regressions g ON g.job_id = r.job_id AND g.state = 'confirmed' "
+        "WHERE r.ok = 1 AND j.kind = 'benchmark'" + since_clause +
+        " ORDER BY c.confirmed DESC, c.n DESC, r.series, r.received_at");
+    if (!rows.ok()) return rows.status();
+    if (rows->empty()) return Empty(title, "no series history in this range");
+    LineChart chart{"history", {"received (UTC)", AxisScale::kTime}, {"median time per iteration (ms)"}, {}};
+    std::map<std::string, size_t> index;
+    std::vector<double> medians;
+    size_t marked = 0;
+    for (json& r : *rows) {
+      const std::string series = Str(r, "series");
+      if (!index.count(series)) {
+        index[series] = chart.series.size();
+        chart.series.push_back({Join({Str(r, "host"), Str(r, "device"), Str(r, "model"), Str(r, "mode"),
+                                      Str(r, "dtype"), "b=" + Str(r, "batch_size"), Str(r, "threads") + " thr"}),
+                                {}});
+      }
+      const std::string direction = Str(r, "direction");
+      const PointMark mark = direction == "slower"   ? PointMark::kRegression
+                             : direction == "faster" ? PointMark::kImprovement
+                                                     : PointMark::kNone;
+      marked += mark != PointMark::kNone;
+      r["confirmed"] = direction.empty() ? "" : direction + " " + Str(r, "change_pct") + "%";
+      medians.push_back(Real(r, "median_ms"));
+      chart.series[index[series]].points.push_back(
+          {ParseUtc(Str(r, "received_at")), Real(r, "median_ms"), mark,
+           Str(r, "received_at") + " job " + Str(r, "job_id") + ": " + FormatCell(r["median_ms"]) + " ms"});
+    }
+    chart.y.scale = ScaleFor(medians);
+    return Section(title,
+                   "Median time per iteration of each series (one configuration on one host fingerprint) over time: " +
+                       std::to_string(chart.series.size()) +
+                       " series, those with confirmed regressions first, then the longest; " + std::to_string(marked) +
+                       " confirmed regression(s)/improvement(s) ringed.",
+                   RenderLineChart(chart) +
+                       Table(*rows, {{"host", "host"}, {"device", "device"}, {"model", "model"}, {"mode", "mode"},
+                                     {"dtype", "dtype"}, {"batch_size", "batch"}, {"threads", "threads"},
+                                     {"received_at", "received"}, {"sweep_id", "sweep"}, {"job_id", "job"},
+                                     {"median_ms", "median ms"}, {"confirmed", "confirmed change"}}));
+  }
+
+ private:
+  const ReportQuery& query_;
+  std::string in_;  // "(1,2,3)": the range's sweeps
+};
+
+// The sweeps table of the header: id, name, state, times and labels (a JSON object of
+// strings; shown as key=value, each escaped).
+std::string SweepsTable(const std::vector<json>& sweeps) {
+  std::vector<json> rows;
+  for (const json& s : sweeps) {
+    json row = s;
+    std::string labels;
+    const json parsed = json::parse(Str(s, "labels"), nullptr, false);
+    if (parsed.is_object()) {
+      for (const auto& [key, value] : parsed.items()) {
+        labels += (labels.empty() ? "" : ", ") + key + "=" + (value.is_string() ? value.get<std::string>() : value.dump());
+      }
+    } else {
+      labels = Str(s, "labels");
+    }
+    row["labels_text"] = labels;
+    rows.push_back(std::move(row));
+  }
+  return Table(rows, {{"sweep_id", "sweep"}, {"name", "name"}, {"labels_text", "labels"}, {"state", "state"},
+                      {"created_at", "created"}, {"finished_at", "finished"}});
+}
+
+constexpr const char* kStyle =
+    "body{font-family:sans-serif;margin:24px;color:#222;max-width:1000px}"
+    "h1{font-size:22px}h2{font-size:17px;margin:28px 0 4px}"
+    "p.caption{margin:0 0 8px;color:#444}p.empty{color:#666;font-style:italic}"
+    "table{border-collapse:collapse;font-size:12px;margin:8px 0 16px}"
+    "th,td{border:1px solid #ccc;padding:2px 6px;text-align:left}td.num{text-align:right}"
+    "th{background:#f2f2f2}svg{display:block;border:1px solid #ddd}";
+
+}  // namespace
+
+StatusOr<std::string> BuildReport(const ReportQuery& query, const ReportOptions& options) {
+  std::string range, since_clause, sweeps_sql;
+  if (options.sweep) {
+    range = "sweep " + std::to_string(*options.sweep);
+    sweeps_sql = "SELECT * FROM sweeps WHERE sweep_id = " + std::to_string(*options.sweep);
+  } else {
+    auto seconds = ParseAge(options.since);
+    if (!seconds.ok()) return seconds.status();
+    range = "the last " + options.since;
+    const std::string cutoff = "strftime('%Y-%m-%dT%H:%M:%fZ', 'now', '-" +
+                               std::to_string(static_cast<int64_t>(*seconds)) + " seconds')";
+    since_clause = " AND r.received_at >= " + cutoff;
+    sweeps_sql = "SELECT * FROM sweeps WHERE sweep_id IN (SELECT sweep_id FROM results WHERE received_at >= " +
+                 cutoff + ") OR created_at >= " + cutoff + " ORDER BY sweep_id";
+  }
+  auto body = query(sweeps_sql);
+  if (!body.ok()) return body.status();
+  const std::vector<json> sweeps = Objects(*body);
+  if (options.sweep && sweeps.empty()) {
+    return NotFound("sweep " + std::to_string(*options.sweep) + " does not exist");
+  }
+  std::string in = "(";
+  for (const json& s : sweeps) in += (in.size() > 1 ? "," : "") + std::to_string(s.at("sweep_id").get<int64_t>());
+  in += in.size() > 1 ? ")" : "NULL)";
+
+  std::string html = "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>benchfleet report: " +
+                     EscapeXml(range) + "</title>\n<style>" + kStyle + "</style>\n</head>\n<body>\n";
+  html += "<h1>benchfleet report: " + EscapeXml(range) + "</h1>\n<p class=\"caption\">Generated " + NowUtc() + "; " +
+          std::to_string(sweeps.size()) + " sweep(s) covered.</p>\n";
+  html += sweeps.empty() ? "<p class=\"empty\">no sweeps in this range</p>\n" : SweepsTable(sweeps);
+  Report report(query, in);
+  for (auto section : {&Report::Throughput, &Report::Speedup, &Report::Threads, &Report::Dtypes, &Report::Parallel}) {
+    auto text = (report.*section)();
+    if (!text.ok()) return text.status();
+    html += *text;
+  }
+  auto history = report.History(since_clause);
+  if (!history.ok()) return history.status();
+  html += *history;
+  return html + "</body>\n</html>\n";
+}
+
+int ReportCommand(const ClientOptions& client_options, const ReportOptions& options) {
+  auto fail = [](const Status& status) {
+    std::cerr << "benchfleet: " << status.message() << "\n";
+    return status.code() == StatusCode::kInvalidArgument ? 2 : 1;
+  };
+  if (options.out.empty()) return fail(InvalidArgument("report needs --out FILE"));
+  if (!options.sweep) {
+    auto seconds = ParseAge(options.since);  // before connecting: bad input exits 2
+    if (!seconds.ok()) return fail(seconds.status());
+  }
+  auto client = CoordinatorClient::Connect(client_options.coordinator, client_options.timeout_ms,
+                                           client_options.curve ? &*client_options.curve : nullptr);
+  if (!client.ok()) return fail(client.status());
+  const ReportQuery query = [&](const std::string& sql) -> StatusOr<json> {
+    auto reply = (*client)->Call(msg::kQuery, {{"sql", sql}});
+    if (!reply.ok()) return reply.status();
+    return reply->body;
+  };
+  auto html = BuildReport(query, options);
+  if (!html.ok()) return fail(html.status());
+  const std::string temporary = options.out + ".tmp";
+  {
+    std::ofstream file(temporary, std::ios::binary | std::ios::trunc);
+    file << *html;
+    file.close();
+    if (!file) return fail(Internal("cannot write " + temporary));
+  }
+  if (std::rename(temporary.c_str(), options.out.c_str()) != 0) {
+    return fail(Internal("cannot rename " + temporary + " to " + options.out));
+  }
+  std::cout << "wrote " << options.out << " (" << html->size() << " bytes)\n";
+  return 0;
+}
+
+}  // namespace benchfleet

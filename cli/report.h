@@ -1,0 +1,34 @@
+// `benchfleet report`: one self-contained HTML page (inline SVG charts and CSS, no
+// scripts, no external references) of a sweep or of every sweep within an age:
+// throughput against batch size, CPU-vs-GPU speedup, thread scaling against the ideal,
+// int8/bf16 against fp32 with their accuracy loss, data- and model-parallel efficiency,
+// and each series' history with confirmed regressions marked (docs/results.md, Reports).
+#pragma once
+
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+#include "cli/commands.h"
+#include "common/status.h"
+
+namespace benchfleet {
+
+struct ReportOptions {
+  std::optional<int64_t> sweep;  // this sweep; else every sweep with results within `since`
+  std::string since = "7d";      // ParseAge
+  std::string out;               // the HTML file written
+};
+
+// Runs one read-only SQL statement; returns the reply's body ({"columns", "rows"}).
+using ReportQuery = std::function<StatusOr<nlohmann::json>(const std::string& sql)>;
+
+// The page's HTML. NotFound when `options.sweep` does not exist; InvalidArgument for a
+// malformed `since`; a query's own error otherwise.
+StatusOr<std::string> BuildReport(const ReportQuery& query, const ReportOptions& options);
+
+// Queries the coordinator, writes `options.out`. Exit codes as cli/commands.h.
+int ReportCommand(const ClientOptions& client, const ReportOptions& options);
+
+}  // namespace benchfleet
