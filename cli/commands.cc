@@ -169,12 +169,26 @@ namespace {
 // The sweep file at `path`, checked here first so a user gets the error without a round
 // trip (the coordinator checks again: it trusts no client); `outcome` ends the message
 // of a bad one ("nothing was enqueued").
-StatusOr<Sweep> ReadSweepFile(const std::string& path, const std::string& outcome) {
+// The sweep file, with --label KEY=VALUE pairs put into its labels (over the file's own).
+StatusOr<Sweep> ReadSweepFile(const std::string& path, const std::string& outcome,
+                              const std::vector<std::string>& labels = {}) {
   std::ifstream in(path);
   if (!in) return InvalidArgument("cannot read sweep file " + path);
   std::stringstream text;
   text << in.rdbuf();
   auto sweep = ParseSweepText(text.str());
+  if (sweep.ok() && !labels.empty()) {
+    json document = sweep->source;
+    if (!document.contains("labels")) document["labels"] = json::object();
+    for (const std::string& label : labels) {
+      const size_t eq = label.find('=');
+      if (eq == std::string::npos || eq == 0) {
+        return InvalidArgument("--label " + label + ": must be KEY=VALUE, e.g. --label commit=abc123; " + outcome);
+      }
+      if (document["labels"].is_object()) document["labels"][label.substr(0, eq)] = label.substr(eq + 1);
+    }
+    sweep = ParseSweep(document);
+  }
   if (!sweep.ok()) return InvalidArgument(path + ": " + sweep.status().message() + "; " + outcome);
   return sweep;
 }
@@ -182,7 +196,7 @@ StatusOr<Sweep> ReadSweepFile(const std::string& path, const std::string& outcom
 }  // namespace
 
 int SubmitCommand(const ClientOptions& client_options, const SubmitOptions& options) {
-  auto sweep = ReadSweepFile(options.file, "nothing was enqueued");
+  auto sweep = ReadSweepFile(options.file, "nothing was enqueued", options.labels);
   if (!sweep.ok()) return Fail(sweep.status());
   auto client = Connect(client_options);
   if (!client.ok()) return Fail(client.status());
@@ -212,8 +226,25 @@ int SubmitCommand(const ClientOptions& client_options, const SubmitOptions& opti
   std::cout << "sweep " << sweep_id << " \"" << sweep->name << "\": " << reply->body["jobs"]
             << " jobs" << (agents.empty() ? " for any matching agent" : " on " + agents)
             << (reply->body.value("existing", false) ? " (stored by an earlier send of this submission)" : "")
-            << "\n"
-            << std::flush;
+            << "\n";
+  // What the sweep's exclude list and "invalid": "skip" left out.
+  if (const int64_t excluded = reply->body.value("excluded", int64_t{0}); excluded > 0) {
+    std::cout << "  " << excluded << " combinations excluded by the sweep's exclude list\n";
+  }
+  if (const json skipped = reply->body.value("skipped", json::object()); skipped.value("count", 0) > 0) {
+    std::cout << "  " << skipped["count"] << " combinations skipped, refused by the job rules:\n";
+    for (const json& one : skipped.value("first", json::array())) {
+      const json job = one.value("job", json::object());
+      std::cout << "    " << job.value("model", "") << " " << job.value("mode", "") << " "
+                << job.value("dtype", "") << " batch " << job.value("batch_size", json(nullptr)).dump()
+                << (job.contains("model_args") ? " " + job["model_args"].dump() : "") << ": "
+                << one.value("reason", "") << "\n";
+    }
+    if (skipped["count"].get<int64_t>() > static_cast<int64_t>(skipped.value("first", json::array()).size())) {
+      std::cout << "    ...\n";
+    }
+  }
+  std::cout << std::flush;
   if (!options.wait) return 0;
   return WaitForSweep(**client, sweep_id, options.wait_timeout_s);
 }
@@ -635,7 +666,7 @@ int ScheduleCommand(const ClientOptions& client_options, const ScheduleOptions& 
   json fields = {{"action", options.action == "run-now" ? "run_now" : options.action}};
   if (!options.name.empty()) fields["name"] = options.name;
   if (options.action == "add") {
-    auto sweep = ReadSweepFile(options.file, "no schedule was added");
+    auto sweep = ReadSweepFile(options.file, "no schedule was added", options.labels);
     if (!sweep.ok()) return Fail(sweep.status());
     fields["sweep"] = sweep->source;
     fields["cron"] = options.cron;

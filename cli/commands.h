@@ -27,6 +27,7 @@ struct SubmitOptions {
   // Sent with the submit; a resend with the same id returns the sweep stored the first
   // time. Empty: a fresh random one.
   std::string submission_id;
+  std::vector<std::string> labels;  // KEY=VALUE, put into the sweep's labels
 };
 
 // Exit status of `submit --wait` when no registered agent can run the sweep's jobs.
@@ -77,6 +78,7 @@ struct ScheduleOptions {
   std::string overlap = "skip";
   std::optional<double> start_deadline_s;
   int limit = 100;             // history
+  std::vector<std::string> labels;  // add: KEY=VALUE, put into the sweep's labels
 };
 int ScheduleCommand(const ClientOptions& client, const ScheduleOptions& options, RowFormat format);
 

@@ -40,6 +40,9 @@ int main(int argc, char** argv) {
                        "show progress and wait until the sweep has finished");
   submit_cmd->add_option("--wait-timeout", submit.wait_timeout_s,
                          "stop waiting after this many seconds (0: no limit)");
+  submit_cmd->add_option("--label", submit.labels,
+                         "KEY=VALUE stored with the sweep (repeatable; over the file's labels), "
+                         "e.g. --label commit=abc123");
   submit_cmd->add_option("--submission-id", submit.submission_id,
                          "resend a submission whose reply was lost: the coordinator returns the "
                          "sweep it stored under this id instead of storing a second one");
@@ -132,6 +135,8 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   schedule_add->add_option("--start-deadline", schedule.start_deadline_s,
                            "seconds after its slot a firing may still start after downtime (default: one period)");
+  schedule_add->add_option("--label", schedule.labels,
+                           "KEY=VALUE stored with each of its sweeps (repeatable), e.g. --label team=infra");
   schedule_add->add_option("FILE", schedule.file, "sweep file (JSON, see schemas/sweep.md)")->required();
   auto* schedule_list = schedule_cmd->add_subcommand("list", "list the schedules and their next slots");
   schedule_list->add_option("--format", format_name, "table, json or csv")->capture_default_str();

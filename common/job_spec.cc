@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstddef>
 #include <limits>
+#include <map>
 
 namespace benchfleet {
 namespace {
@@ -96,10 +97,31 @@ bool ReadDims(const json& value, const std::string& name, std::size_t min_size, 
 
 // model_args of `model`: each key optional (its default applies) unless listed
 // otherwise in schemas/worker.md; unknown keys are errors.
+// Each built-in model's arguments and how deeply their values nest (ModelArgDepth).
+struct ModelArg {
+  const char* key;
+  int depth;
+};
+const std::vector<ModelArg>& ArgsOf(const std::string& model) {
+  static const std::map<std::string, std::vector<ModelArg>> args = {
+      {"matmul", {{"m", 0}, {"k", 0}, {"n", 0}}},
+      {"mlp", {{"layers", 1}}},
+      {"cnn", {{"width", 0}, {"blocks", 1}, {"image_size", 0}, {"channels", 0}, {"classes", 0}}},
+      {"transformer", {{"hidden", 0}, {"heads", 0}, {"layers", 0}, {"ffn", 0}, {"seq_len", 0}}},
+      {"torchscript", {{"path", 0}, {"inputs", 2}}},
+      {"allreduce", {{"bytes", 0}}},
+      {"broadcast", {{"bytes", 0}}},
+      {"allgather", {{"bytes", 0}}}};
+  static const std::vector<ModelArg> none;
+  auto it = args.find(model);
+  return it == args.end() ? none : it->second;
+}
+
 class ArgsReader {
  public:
-  ArgsReader(const json& args, std::string model, std::vector<std::string> keys)
-      : args_(args), model_(std::move(model)), keys_(std::move(keys)) {}
+  ArgsReader(const json& args, std::string model) : args_(args), model_(std::move(model)) {
+    for (const ModelArg& arg : ArgsOf(model_)) keys_.push_back(arg.key);
+  }
 
   bool CheckKeys(JobSpecError* error) const {
     for (const auto& item : args_.items()) {
@@ -129,12 +151,12 @@ class ArgsReader {
 bool ReadModelArgs(const json& args, JobSpec* spec, JobSpecError* error) {
   const std::string& model = spec->model;
   if (model == "matmul") {
-    ArgsReader r(args, model, {"m", "k", "n"});
+    ArgsReader r(args, model);
     return r.CheckKeys(error) && r.Int("m", &spec->matmul.m, error) &&
            r.Int("k", &spec->matmul.k, error) && r.Int("n", &spec->matmul.n, error);
   }
   if (model == "mlp") {
-    ArgsReader r(args, model, {"layers"});
+    ArgsReader r(args, model);
     if (!r.CheckKeys(error)) return false;
     const json* layers = r.Find("layers");
     return layers == nullptr || ReadDims(*layers, "model_args.layers", 2, 1, "[1024, 1024, 10]",
@@ -142,7 +164,7 @@ bool ReadModelArgs(const json& args, JobSpec* spec, JobSpecError* error) {
   }
   if (model == "cnn") {
     CnnArgs& c = spec->cnn;
-    ArgsReader r(args, model, {"width", "blocks", "image_size", "channels", "classes"});
+    ArgsReader r(args, model);
     if (!r.CheckKeys(error) || !r.Int("width", &c.width, error) ||
         !r.Int("image_size", &c.image_size, error) || !r.Int("channels", &c.channels, error) ||
         !r.Int("classes", &c.classes, error)) {
@@ -162,7 +184,7 @@ bool ReadModelArgs(const json& args, JobSpec* spec, JobSpecError* error) {
     return true;
   }
   if (IsCollectiveModel(model)) {
-    ArgsReader r(args, model, {"bytes"});
+    ArgsReader r(args, model);
     if (!r.CheckKeys(error)) return false;
     const json* bytes = r.Find("bytes");
     return bytes == nullptr || ReadInt(*bytes, "model_args.bytes", 1, kMaxCollectiveBytes,
@@ -170,7 +192,7 @@ bool ReadModelArgs(const json& args, JobSpec* spec, JobSpecError* error) {
   }
   if (model == "transformer") {
     TransformerArgs& t = spec->transformer;
-    ArgsReader r(args, model, {"hidden", "heads", "layers", "ffn", "seq_len"});
+    ArgsReader r(args, model);
     if (!r.CheckKeys(error) || !r.Int("hidden", &t.hidden, error) ||
         !r.Int("heads", &t.heads, error) || !r.Int("layers", &t.layers, error) ||
         !r.Int("ffn", &t.ffn, error) || !r.Int("seq_len", &t.seq_len, error)) {
@@ -184,7 +206,7 @@ bool ReadModelArgs(const json& args, JobSpec* spec, JobSpecError* error) {
     return true;
   }
   // torchscript: both keys required; nothing sensible to default to.
-  ArgsReader r(args, model, {"path", "inputs"});
+  ArgsReader r(args, model);
   if (!r.CheckKeys(error)) return false;
   const json* path = r.Find("path");
   if (path == nullptr || !path->is_string() || path->get<std::string>().empty() ||
@@ -674,6 +696,13 @@ std::optional<JobSpec> ParseJobSpec(const json& job, JobSpecError* error) {
 
 std::optional<JobSpec> ParseJobConfig(const json& job, JobSpecError* error) {
   return Parse(job, /*require_identity=*/false, error);
+}
+
+std::optional<int> ModelArgDepth(const std::string& model, const std::string& arg) {
+  for (const ModelArg& known : ArgsOf(model)) {
+    if (arg == known.key) return known.depth;
+  }
+  return std::nullopt;
 }
 
 const std::vector<std::string>& KnownModels() {

@@ -141,6 +141,11 @@ bool ParseTiming(const nlohmann::json& timing, TimingSpec* out, JobSpecError* er
 
 // The accepted values, in the order error messages list them.
 const std::vector<std::string>& KnownModels();
+// How deeply a built-in model's argument nests: 0 a number or a string, 1 a list of
+// integers (mlp.layers, cnn.blocks), 2 a list of shapes (torchscript.inputs); none for
+// an argument the model does not have. In a sweep, models.<model>.<arg> nested one
+// level deeper is an axis of that argument's values (schemas/sweep.md).
+std::optional<int> ModelArgDepth(const std::string& model, const std::string& arg);
 const std::vector<std::string>& KnownModes();
 const std::vector<std::string>& KnownDtypes();
 

@@ -1,6 +1,7 @@
 #include "common/sweep.h"
 
 #include <algorithm>
+#include <cctype>
 #include <utility>
 
 #include "common/job_spec.h"
@@ -10,15 +11,21 @@
 namespace benchfleet {
 namespace {
 
-const std::vector<std::string> kTopKeys = {"name",      "select", "placement",
-                                           "matrix",    "timing", "models",
-                                           "timeout_s", "seed",   "description", "regression"};
+const std::vector<std::string> kTopKeys = {"name",   "select",      "placement",  "matrix",
+                                           "timing", "models",      "timeout_s",  "seed",
+                                           "description", "regression", "labels", "exclude",
+                                           "invalid"};
 const std::vector<std::string> kSelectKeys = {"device", "name", "tags", "cpu_model", "gpu_model"};
 
 // Upper bounds that catch typos (batch 1e9) before they reach a worker.
 constexpr int64_t kMaxBatchSize = 1 << 20;
 constexpr int64_t kMaxThreads = 1024;
 constexpr size_t kMaxCombinations = 100000;
+// Labels: a handful of short key=value pairs (commit=abc123, team=infra).
+constexpr size_t kMaxLabels = 32;
+constexpr size_t kMaxLabelKey = 64;
+constexpr size_t kMaxLabelValue = 256;
+constexpr size_t kMaxExcludes = 1000;
 
 bool Contains(const std::vector<std::string>& list, const std::string& value) {
   return std::find(list.begin(), list.end(), value) != list.end();
@@ -128,23 +135,108 @@ Status ValidateSelect(const json& select) {
   return Status::Ok();
 }
 
-// Arguments of models the matrix does not (yet) name are checked too: a typo there
-// is as wrong as anywhere else.
-Status ValidateModelArgs(const json& models) {
+// How deeply a JSON value nests, by its first elements: 5 is 0, [5] is 1, [[5]] is 2.
+int NestDepth(const json& value) {
+  return value.is_array() ? 1 + (value.empty() ? 0 : NestDepth(value[0])) : 0;
+}
+
+// One model's arguments with one value of each of its argument axes.
+struct ModelVariant {
+  json args;
+  std::map<std::string, size_t> index;  // argument axis -> which of its values
+};
+
+// Each model's variants: its models.<model> object, with every argument nested one
+// level deeper than the model takes (ModelArgDepth) expanded as an axis, the first
+// argument turning slowest. Arguments of models the matrix does not (yet) name are
+// checked too: a typo there is as wrong as anywhere else.
+StatusOr<std::map<std::string, std::vector<ModelVariant>>> ParseModels(const json& models) {
   if (!models.is_object()) return InvalidArgument("models: must be an object keyed by model name");
+  std::map<std::string, std::vector<ModelVariant>> variants;
   for (const auto& [model, args] : models.items()) {
     if (!Contains(KnownModels(), model)) {
       return InvalidArgument("models." + model +
                              ": unknown model; known models: " + Join(KnownModels()));
     }
     if (!args.is_object()) return InvalidArgument("models." + model + ": must be an object");
-    const json probe = {{"model", model},  {"model_args", args}, {"mode", "inference"},
-                        {"dtype", "fp32"}, {"device", "cpu"},    {"batch_size", 1},
-                        {"threads", 1}};
-    JobSpecError error;
-    if (!ParseJobConfig(probe, &error)) {
-      return InvalidArgument(SweepField(error.field, model, {}, {}) + ": " + error.message);
+    std::vector<ModelVariant> expanded = {{json::object(), {}}};
+    for (const auto& [key, value] : args.items()) {
+      const std::optional<int> depth = ModelArgDepth(model, key);
+      if (!depth || NestDepth(value) != *depth + 1) {
+        for (ModelVariant& v : expanded) v.args[key] = value;  // one value (ParseJobConfig judges it)
+        continue;
+      }
+      if (value.empty()) return InvalidArgument("models." + model + "." + key + ": an axis must not be empty");
+      if (expanded.size() * value.size() > kMaxCombinations) {
+        return InvalidArgument("models." + model + ": more combinations than the limit of " +
+                               std::to_string(kMaxCombinations));
+      }
+      std::vector<ModelVariant> next;
+      for (const ModelVariant& v : expanded) {
+        for (size_t i = 0; i < value.size(); ++i) {
+          ModelVariant w = v;
+          w.args[key] = value[i];
+          w.index[key] = i;
+          next.push_back(std::move(w));
+        }
+      }
+      expanded = std::move(next);
     }
+    for (const ModelVariant& v : expanded) {
+      const json probe = {{"model", model},  {"model_args", v.args}, {"mode", "inference"},
+                          {"dtype", "fp32"}, {"device", "cpu"},      {"batch_size", 1},
+                          {"threads", 1}};
+      JobSpecError error;
+      if (!ParseJobConfig(probe, &error)) {
+        std::string field = SweepField(error.field, model, {}, {});
+        const std::string arg = error.field.substr(0, error.field.find_first_of(".[", sizeof("model_args")));
+        for (const auto& [key, i] : v.index) {
+          if (arg == "model_args." + key) field = "models." + model + "." + key + "[" + std::to_string(i) + "]";
+        }
+        return InvalidArgument(field + ": " + error.message);
+      }
+    }
+    variants[model] = std::move(expanded);
+  }
+  return variants;
+}
+
+Status ValidateLabels(const json& labels) {
+  if (!labels.is_object()) return InvalidArgument("labels: must be an object of strings");
+  if (labels.size() > kMaxLabels) {
+    return InvalidArgument("labels: at most " + std::to_string(kMaxLabels) + " labels, got " +
+                           std::to_string(labels.size()));
+  }
+  for (const auto& [key, value] : labels.items()) {
+    const bool key_ok = !key.empty() && key.size() <= kMaxLabelKey &&
+                        std::all_of(key.begin(), key.end(), [](char c) {
+                          return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.';
+                        });
+    if (!key_ok) {
+      return InvalidArgument("labels: the key \"" + key.substr(0, kMaxLabelKey) +
+                             "\" must be 1 to 64 letters, digits, '_', '-' or '.'");
+    }
+    if (!value.is_string() || value.get<std::string>().size() > kMaxLabelValue) {
+      return InvalidArgument("labels." + key + ": must be a string of at most 256 characters");
+    }
+  }
+  return Status::Ok();
+}
+
+Status ValidateExclude(const json& exclude) {
+  if (!exclude.is_array()) return InvalidArgument("exclude: must be an array of partial combinations");
+  if (exclude.size() > kMaxExcludes) {
+    return InvalidArgument("exclude: at most " + std::to_string(kMaxExcludes) + " entries");
+  }
+  std::vector<std::string> axis_keys;
+  for (const auto& [key, fallback] : AxisDefaults()) axis_keys.push_back(key);
+  for (size_t i = 0; i < exclude.size(); ++i) {
+    const std::string where = "exclude[" + std::to_string(i) + "]";
+    if (!exclude[i].is_object() || exclude[i].empty()) {
+      return InvalidArgument(where + ": must be a non-empty object of matrix axes, e.g. "
+                             "{\"model\": \"mlp\", \"dtype\": \"int8\"}");
+    }
+    RETURN_IF_ERROR(CheckKeys(exclude[i], axis_keys, where));
   }
   return Status::Ok();
 }
@@ -178,9 +270,8 @@ Status Expand(const Sweep& sweep, size_t first, size_t count,
         spec[axes[a].key] = value;
       }
     }
-    const json& model = spec["model"];
-    if (model.is_string() && sweep.model_args.contains(model.get<std::string>())) {
-      spec["model_args"] = sweep.model_args[model.get<std::string>()];
+    if (const json& args = sweep.model_axis_args[index[kModelAxis]]; !args.is_null()) {
+      spec["model_args"] = args;
     }
     // The size axis sets the collectives' model_args.bytes; any other model refuses it
     // (CheckCombinations), since it would only repeat the same job.
@@ -246,29 +337,87 @@ StatusOr<RegressionPolicy> ParseRegressionPolicy(const json& value) {
   return policy;
 }
 
+size_t CombinationTally::Kept() const {
+  size_t n = 0;
+  for (const auto& [device, count] : kept) n += count;
+  return n;
+}
+
+bool Sweep::Excluded(const std::vector<size_t>& index) const {
+  for (const json& entry : exclude) {
+    bool matches = true;
+    for (size_t a = 0; a < axes.size() && matches; ++a) {
+      const auto it = entry.find(axes[a].key);
+      if (it != entry.end()) matches = *it == axes[a].values[index[a]];
+    }
+    if (matches) return true;
+  }
+  return false;
+}
+
+std::string Sweep::LeftOut(const json& spec, const std::vector<size_t>& index) const {
+  if (Excluded(index)) return "excluded";
+  if (!skip_invalid) return "";
+  JobSpecError error;
+  return ParseJobConfig(spec, &error) ? "" : ErrorField(spec, index, error);
+}
+
+std::string Sweep::ErrorField(const json& spec, const std::vector<size_t>& index,
+                              const JobSpecError& error) const {
+  const auto model = spec.find("model");
+  const std::string name = model != spec.end() && model->is_string() ? model->get<std::string>() : "";
+  // model_args.bytes from the size axis is the axis' fault, not models.<model>'s.
+  for (size_t a = 0; a < axes.size(); ++a) {
+    if (axes[a].key == "bytes" && !axes[a].values[index[a]].is_null() && error.field == "model_args.bytes") {
+      return "matrix.bytes[" + std::to_string(index[a]) + "]: " + error.message;
+    }
+  }
+  // A model argument of an axis is that axis' value; the model axis as written.
+  const size_t variant = index[kModelAxis];
+  const std::string arg = error.field.substr(0, error.field.find_first_of(".[", sizeof("model_args")));
+  for (const auto& [key, i] : model_axis_arg_index[variant]) {
+    if (arg == "model_args." + key) {
+      return "models." + name + "." + key + "[" + std::to_string(i) + "]: " + error.message;
+    }
+  }
+  std::vector<size_t> written = index;
+  written[kModelAxis] = model_axis_written[variant];
+  return SweepField(error.field, name, axes, written) + ": " + error.message;
+}
+
 Status Sweep::ForEachCombination(size_t first, size_t count,
                                  const std::function<Status(const Combination&)>& fn) const {
-  return Expand(*this, first, count, [&](const json& spec, const std::vector<size_t>&) {
+  const bool may_leave_out = !exclude.empty() || skip_invalid;
+  return Expand(*this, first, count, [&](const json& spec, const std::vector<size_t>& index) {
+    if (may_leave_out && !LeftOut(spec, index).empty()) return Status::Ok();
     return fn({spec.dump(), PlacementDevice(spec.value("device", json(nullptr)),
                                             spec.value("parallel", json(nullptr)))});
   });
 }
 
-Status Sweep::CheckCombinations(size_t first, size_t count) const {
-  return Expand(*this, first, count, [&](const json& spec, const std::vector<size_t>& index) {
-    JobSpecError error;
-    const auto model = spec.find("model");
-    const std::string name = model != spec.end() && model->is_string() ? model->get<std::string>() : "";
-    if (ParseJobConfig(spec, &error)) return Status::Ok();
-    // model_args.bytes from the size axis is the axis' fault, not models.<model>'s.
-    for (size_t a = 0; a < axes.size(); ++a) {
-      if (axes[a].key == "bytes" && !axes[a].values[index[a]].is_null() &&
-          error.field == "model_args.bytes") {
-        return InvalidArgument("matrix.bytes[" + std::to_string(index[a]) + "]: " + error.message);
-      }
+Status Sweep::CheckCombinations(size_t first, size_t count) {
+  CombinationTally tally = checked;
+  Status status = Expand(*this, first, count, [&](const json& spec, const std::vector<size_t>& index) {
+    ++tally.checked;
+    if (Excluded(index)) {
+      ++tally.excluded;
+      return Status::Ok();
     }
-    return InvalidArgument(SweepField(error.field, name, axes, index) + ": " + error.message);
+    JobSpecError error;
+    if (!ParseJobConfig(spec, &error)) {
+      const std::string reason = ErrorField(spec, index, error);
+      if (!skip_invalid) return InvalidArgument(reason);
+      if (tally.invalid_listed.size() < CombinationTally::kListed) {
+        tally.invalid_listed.push_back({{"job", spec}, {"reason", reason}});
+      }
+      ++tally.invalid;
+      return Status::Ok();
+    }
+    ++tally.kept[PlacementDevice(spec.value("device", json(nullptr)), spec.value("parallel", json(nullptr)))];
+    return Status::Ok();
   });
+  if (status.ok()) checked = std::move(tally);
+  return status;
 }
 
 std::vector<std::string> Sweep::Devices() const {
@@ -294,9 +443,18 @@ std::vector<Combination> Sweep::Combinations() const {
   return all;
 }
 
+Status Sweep::CheckJobsLeft() const {
+  if (checked.Kept() > 0) return Status::Ok();
+  std::string why = std::to_string(checked.excluded) + " excluded, " + std::to_string(checked.invalid) +
+                    " refused by the job rules";
+  if (!checked.invalid_listed.empty()) why += " (the first: " + checked.invalid_listed[0]["reason"].get<std::string>() + ")";
+  return InvalidArgument("every combination of the matrix is left out: " + why);
+}
+
 StatusOr<Sweep> ParseSweep(const json& document) {
   ASSIGN_OR_RETURN(Sweep sweep, ParseSweepShape(document));
   RETURN_IF_ERROR(sweep.CheckCombinations(0, sweep.combination_count));
+  RETURN_IF_ERROR(sweep.CheckJobsLeft());
   return sweep;
 }
 
@@ -345,9 +503,25 @@ StatusOr<Sweep> ParseSweepShape(const json& document) {
     if (!document["seed"].is_number_integer()) return InvalidArgument("seed: must be an integer");
     sweep.seed = document["seed"];
   }
+  std::map<std::string, std::vector<ModelVariant>> variants;
   if (document.contains("models")) {
-    RETURN_IF_ERROR(ValidateModelArgs(document["models"]));
+    ASSIGN_OR_RETURN(variants, ParseModels(document["models"]));
     sweep.model_args = document["models"];
+  }
+  if (document.contains("labels")) {
+    RETURN_IF_ERROR(ValidateLabels(document["labels"]));
+    sweep.labels = document["labels"];
+  }
+  if (document.contains("exclude")) {
+    RETURN_IF_ERROR(ValidateExclude(document["exclude"]));
+    sweep.exclude = document["exclude"].get<std::vector<json>>();
+  }
+  if (document.contains("invalid")) {
+    const json& invalid = document["invalid"];
+    if (invalid != "refuse" && invalid != "skip") {
+      return InvalidArgument("invalid: must be \"refuse\" (the default) or \"skip\", got " + invalid.dump());
+    }
+    sweep.skip_invalid = invalid == "skip";
   }
   if (document.contains("regression")) {
     // Checked here; the coordinator reads it from the stored sweep when it judges.
@@ -368,6 +542,21 @@ StatusOr<Sweep> ParseSweepShape(const json& document) {
   size_t count = 1;
   for (const auto& [key, fallback] : AxisDefaults()) {
     ASSIGN_OR_RETURN(json values, Axis(*matrix, key, fallback));
+    if (key == "model") {
+      // Each model once per combination of its argument axes (ParseModels).
+      json expanded = json::array();
+      for (size_t i = 0; i < values.size(); ++i) {
+        const auto it = values[i].is_string() ? variants.find(values[i].get<std::string>()) : variants.end();
+        const std::vector<ModelVariant> one = {{json(nullptr), {}}};
+        for (const ModelVariant& variant : it == variants.end() ? one : it->second) {
+          expanded.push_back(values[i]);
+          sweep.model_axis_args.push_back(variant.args);
+          sweep.model_axis_written.push_back(i);
+          sweep.model_axis_arg_index.push_back(variant.index);
+        }
+      }
+      values = std::move(expanded);
+    }
     count *= values.size();
     if (count > kMaxCombinations) {
       return InvalidArgument("matrix: more combinations than the limit of " +

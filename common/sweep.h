@@ -4,6 +4,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -51,20 +52,50 @@ struct RegressionPolicy {
 // The sweep file's "regression" object; errors name the key ("regression.z: ...").
 StatusOr<RegressionPolicy> ParseRegressionPolicy(const json& value);
 
+// The model axis' place in Sweep::axes (the expansion order of schemas/sweep.md).
+inline constexpr size_t kModelAxis = 1;
+
 // One matrix axis: the job field it sets and its values, in the order written.
 struct MatrixAxis {
   std::string key;
   json values;
 };
 
+// What checking a sweep's combinations found: how many become jobs, per placement
+// device, and which are left out (an `exclude` entry matched, or, with "invalid":
+// "skip", the job rules refused them).
+struct CombinationTally {
+  size_t checked = 0;                     // combinations looked at so far
+  std::map<std::string, size_t> kept;     // per placement device
+  size_t excluded = 0;
+  size_t invalid = 0;
+  // The first kListed invalid ones: {"job": spec, "reason": "matrix.dtype[1]: ..."}.
+  static constexpr size_t kListed = 20;
+  json invalid_listed = json::array();
+  size_t Kept() const;
+};
+
 struct Sweep {
   std::string name;
+  json labels = json::object();  // label -> value, both strings (--label k=v)
+  // Partial combinations left out: each an object of matrix axis -> value.
+  std::vector<json> exclude;
+  // "invalid": "skip": a combination the job rules refuse is left out and listed
+  // (CombinationTally) instead of refusing the sweep.
+  bool skip_invalid = false;
   json select = json::object();
   Placement placement = Placement::kEach;
   TimingSpec timing;
   double timeout_s = 0;  // per job; 0 = derived from timing
   int64_t seed = 0;
-  json model_args = json::object();  // per model name, e.g. {"mlp": {"layers": [...]}}
+  json model_args = json::object();  // per model name, as written: {"mlp": {"layers": [...]}}
+  // Per value of the model axis (axes[kModelAxis]): its model_args (null: the worker's
+  // defaults). A model whose arguments have axes ({"seq_len": [128, 512]}) appears once
+  // per combination of them; model_axis_written is then the value's index as written,
+  // and model_axis_arg_index which value of each argument axis it has.
+  std::vector<json> model_axis_args;
+  std::vector<size_t> model_axis_written;
+  std::vector<std::map<std::string, size_t>> model_axis_arg_index;
   // The matrix, outermost axis first, and how many combinations it makes (each one
   // checked by ParseSweep).
   std::vector<MatrixAxis> axes;
@@ -79,8 +110,20 @@ struct Sweep {
     return ForEachCombination(0, combination_count, fn);
   }
   // Checks combinations [first, first + count) against the worker's own job rules
-  // (ParseJobConfig), so that nothing is enqueued that a worker would refuse.
-  Status CheckCombinations(size_t first, size_t count) const;
+  // (ParseJobConfig), so that nothing is enqueued that a worker would refuse, and counts
+  // them into `checked` (checked in order, each slice once).
+  Status CheckCombinations(size_t first, size_t count);
+  CombinationTally checked;
+  // Why combination `spec` (its index on each axis) is left out: empty when it is not,
+  // "excluded", or the job rules' objection (with "invalid": "skip").
+  std::string LeftOut(const json& spec, const std::vector<size_t>& index) const;
+  bool Excluded(const std::vector<size_t>& index) const;
+  // An error when the check left no combination to run.
+  Status CheckJobsLeft() const;
+  // The job rules' objection to a combination, named by the sweep field at fault:
+  // "matrix.dtype[1]: ...", "models.transformer.seq_len[0]: ...".
+  std::string ErrorField(const json& spec, const std::vector<size_t>& index,
+                         const JobSpecError& error) const;
   // The placement device (Combination::device) of each pair of values of the matrix's
   // device and parallel axes, so each appears in the same share of the combinations:
   // what placement "each" looks for agents by.

@@ -152,5 +152,109 @@ TEST(SweepTest, BadInputNamesTheField) {
 }
 
 
+TEST(SweepTest, ModelArgumentsCanBeAxes) {
+  auto sweep = ParseSweepText(R"({"name": "s", "matrix": {"model": ["mlp", "transformer"], "batch_size": [1, 8]},
+    "models": {"transformer": {"hidden": 64, "heads": 4, "seq_len": [128, 512]},
+               "mlp": {"layers": [[64, 10], [128, 64, 10]]}}})");
+  ASSERT_TRUE(sweep.ok()) << sweep.status().ToString();
+  // Each model once per value of its argument axis: (2 + 2) x 2 batch sizes.
+  ASSERT_EQ(sweep->combination_count, 8u);
+  std::vector<json> args;
+  for (const Combination& c : sweep->Combinations()) args.push_back(c.Spec()["model_args"]);
+  EXPECT_EQ(args[0], json::parse(R"({"layers": [64, 10]})"));
+  EXPECT_EQ(args[2], json::parse(R"({"layers": [128, 64, 10]})"));
+  EXPECT_EQ(args[4], json::parse(R"({"hidden": 64, "heads": 4, "seq_len": 128})"));
+  EXPECT_EQ(args[7], json::parse(R"({"hidden": 64, "heads": 4, "seq_len": 512})"));
+  // A list argument written once is one value, not an axis.
+  auto one = ParseSweepText(R"({"name": "s", "matrix": {"model": "mlp", "batch_size": 1},
+    "models": {"mlp": {"layers": [64, 64, 10]}}})");
+  ASSERT_TRUE(one.ok());
+  EXPECT_EQ(one->combination_count, 1u);
+  // A bad value of an axis is named by its place in it.
+  auto bad = ParseSweepText(R"({"name": "s", "matrix": {"model": "transformer", "batch_size": 1},
+    "models": {"transformer": {"seq_len": [16, 0]}}})");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().message().rfind("models.transformer.seq_len[1]: ", 0), 0u) << bad.status().message();
+  auto empty = ParseSweepText(R"({"name": "s", "matrix": {"model": "transformer", "batch_size": 1},
+    "models": {"transformer": {"seq_len": []}}})");
+  ASSERT_FALSE(empty.ok());
+  EXPECT_EQ(empty.status().message(), "models.transformer.seq_len: an axis must not be empty");
+  // An objection to a later axis still names the matrix' own model index.
+  auto later = ParseSweepText(R"({"name": "s", "matrix": {"model": ["transformer", "matmul"], "batch_size": 1,
+    "dtype": ["fp32", "int8"]}, "models": {"transformer": {"seq_len": [16, 32]}}})");
+  ASSERT_FALSE(later.ok());
+  EXPECT_EQ(later.status().message().rfind("matrix.dtype[1]: ", 0), 0u) << later.status().message();
+}
+
+TEST(SweepTest, ExcludeAndSkipLeaveCombinationsOutAndCountThem) {
+  const char* text = R"({"name": "mix", "placement": "any",
+    "matrix": {"model": ["mlp", "matmul"], "mode": ["inference", "train"], "dtype": ["fp32", "int8"],
+               "batch_size": [1, 8]},
+    "exclude": [{"model": "mlp", "batch_size": 8}],
+    "invalid": "skip"})";
+  auto sweep = ParseSweepText(text);
+  ASSERT_TRUE(sweep.ok()) << sweep.status().ToString();
+  EXPECT_EQ(sweep->combination_count, 16u);
+  // mlp at batch 8: 4 excluded. Refused: int8 in train (mlp 1, matmul 2) and matmul's
+  // int8 inference (2): 5. Kept: mlp 3 (fp32 x2 modes, int8 inference) + matmul 4 fp32.
+  EXPECT_EQ(sweep->checked.excluded, 4u);
+  EXPECT_EQ(sweep->checked.invalid, 5u);
+  EXPECT_EQ(sweep->checked.Kept(), 7u);
+  EXPECT_EQ(sweep->checked.kept.at("cpu"), 7u);
+  ASSERT_EQ(sweep->checked.invalid_listed.size(), 5u);
+  EXPECT_EQ(sweep->checked.invalid_listed[0]["job"]["model"], "mlp");
+  EXPECT_EQ(sweep->checked.invalid_listed[0]["reason"].get<std::string>().rfind("matrix.dtype[1]: ", 0), 0u);
+  const std::vector<Combination> jobs = sweep->Combinations();
+  ASSERT_EQ(jobs.size(), 7u);
+  for (const Combination& c : jobs) {
+    const json spec = c.Spec();
+    EXPECT_FALSE(spec["model"] == "mlp" && spec["batch_size"] == 8) << c.spec;
+    EXPECT_FALSE(spec["dtype"] == "int8" && (spec["mode"] == "train" || spec["model"] == "matmul")) << c.spec;
+  }
+  // A slice of the matrix keeps the same combinations as the whole.
+  std::vector<std::string> sliced;
+  for (size_t first = 0; first < 16; first += 5) {
+    ASSERT_TRUE(sweep->ForEachCombination(first, 5, [&](const Combination& c) {
+      sliced.push_back(c.spec);
+      return Status::Ok();
+    }).ok());
+  }
+  ASSERT_EQ(sliced.size(), jobs.size());
+  for (size_t i = 0; i < jobs.size(); ++i) EXPECT_EQ(sliced[i], jobs[i].spec);
+  // Without "invalid": "skip" the first refusal refuses the sweep; leaving everything out is an error.
+  json refuse = json::parse(text);
+  refuse.erase("invalid");
+  EXPECT_FALSE(ParseSweep(refuse).ok());
+  json nothing = json::parse(text);
+  nothing["exclude"] = json::array({{{"model", "mlp"}}, {{"model", "matmul"}}});
+  auto none = ParseSweep(nothing);
+  ASSERT_FALSE(none.ok());
+  EXPECT_EQ(none.status().message().rfind("every combination of the matrix is left out: 16 excluded", 0), 0u)
+      << none.status().message();
+  json bad = json::parse(text);
+  bad["exclude"] = json::array({{{"modle", "mlp"}}});
+  EXPECT_EQ(ParseSweep(bad).status().message().rfind("exclude[0]: unknown key \"modle\"", 0), 0u);
+  bad["exclude"] = json::array({json::object()});
+  EXPECT_EQ(ParseSweep(bad).status().message().rfind("exclude[0]: must be a non-empty object", 0), 0u);
+  json odd = json::parse(text);
+  odd["invalid"] = "ignore";
+  EXPECT_EQ(ParseSweep(odd).status().message(), "invalid: must be \"refuse\" (the default) or \"skip\", got \"ignore\"");
+}
+
+TEST(SweepTest, LabelsAreShortStrings) {
+  json sweep = json::parse(R"({"name": "s", "matrix": {"model": "mlp", "batch_size": 1},
+                               "labels": {"commit": "abc123", "team": "infra"}})");
+  auto parsed = ParseSweep(sweep);
+  ASSERT_TRUE(parsed.ok());
+  EXPECT_EQ(parsed->labels["commit"], "abc123");
+  EXPECT_EQ(parsed->source["labels"]["team"], "infra");  // stored with the sweep
+  for (const char* bad : {R"({"commit": 5})", R"({"bad key": "x"})", R"({"": "x"})", R"(["commit=abc"])"}) {
+    sweep["labels"] = json::parse(bad);
+    EXPECT_FALSE(ParseSweep(sweep).ok()) << bad;
+  }
+  sweep["labels"] = {{"long", std::string(257, 'x')}};
+  EXPECT_EQ(ParseSweep(sweep).status().message(), "labels.long: must be a string of at most 256 characters");
+}
+
 }  // namespace
 }  // namespace benchfleet

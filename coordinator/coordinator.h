@@ -84,7 +84,7 @@ using Outbox = std::function<Status(Side side, const std::string& routing_id, co
 
 // The `submitted` reply (schemas/protocol.md) for a stored sweep: a submit's, a
 // resend's, a calibration's.
-Message Submitted(const json& request_id, const StoredSweep& stored);
+Message Submitted(const json& request_id, const StoredSweep& stored, const CombinationTally& tally = {});
 
 class Coordinator {
  public:

@@ -292,6 +292,41 @@ TEST_F(CoordinatorTest, ALargeSubmitThatFailsItsChecksIsRefusedWithNothingStored
   EXPECT_EQ(Query("select count(*) from sweeps"), json::parse("[[0]]"));
 }
 
+TEST_F(CoordinatorTest, LeftOutCombinationsAreNeitherStoredNorCountedNorWaitedFor) {
+  Register("node-a");  // CPUs only
+  // Placement each: the cuda half is excluded, so no agent with a GPU is needed.
+  const json each = {{"name", "cpu-only"},
+                     {"matrix", {{"model", "mlp"}, {"device", {"cpu", "cuda"}}, {"batch_size", {1, 2}}}},
+                     {"exclude", {{{"device", "cuda"}}}}};
+  Message small = Request({{"type", "submit"}, {"sweep", each}});
+  ASSERT_EQ(small.type, "submitted") << small.body.dump();
+  EXPECT_EQ(small.body["jobs"], 2);
+  EXPECT_EQ(small.body["excluded"], 2);
+  // A large one, taken in a slice per round: matmul's 3,000 int8 combinations skipped.
+  json sweep = {{"name", "skip"}, {"placement", "any"}, {"invalid", "skip"},
+                {"matrix", {{"model", {"mlp", "matmul"}}, {"dtype", {"fp32", "int8"}}, {"batch_size", json::array()}}}};
+  for (int b = 1; b <= 3000; ++b) sweep["matrix"]["batch_size"].push_back(b);
+  coordinator_->HandleClient({"client", json({{"v", 1}, {"type", "submit"}, {"request_id", "skip"}, {"sweep", sweep}}).dump()});
+  for (int i = 0; i < 10 && AnswerTo("skip") == nullptr; ++i) coordinator_->Tick();
+  ASSERT_NE(AnswerTo("skip"), nullptr);
+  const Message submitted = AnswerTo("skip")->message;
+  ASSERT_EQ(submitted.type, "submitted") << submitted.body.dump();
+  EXPECT_EQ(submitted.body["jobs"], 9000);
+  EXPECT_EQ(submitted.body["skipped"]["count"], 3000);
+  ASSERT_EQ(submitted.body["skipped"]["first"].size(), 20u);
+  EXPECT_EQ(submitted.body["skipped"]["first"][0]["job"]["model"], "matmul");
+  EXPECT_EQ(submitted.body["skipped"]["first"][0]["reason"],
+            "matrix.dtype[1]: int8 dynamic quantization needs Linear layers; model matmul has none");
+  const int64_t id = submitted.body["sweep_id"];
+  TickUntilStored(id);
+  EXPECT_EQ(Query("select count(*) from jobs where sweep_id = " + std::to_string(id)), json::parse("[[9000]]"));
+  EXPECT_EQ(Query("select count(*) from jobs where sweep_id = " + std::to_string(id) +
+                  " and json_extract(spec, '$.model') = 'matmul' and json_extract(spec, '$.dtype') = 'int8'"),
+            json::parse("[[0]]"));
+  Message status = Request({{"type", "status"}, {"sweep_id", id}});
+  EXPECT_EQ(status.body["sweeps"][0]["jobs"]["total"], 9000);
+}
+
 TEST_F(CoordinatorTest, ALargeSweepCancelledOrInterruptedWhileStoringEndsRight) {
   const int64_t cancelled = Submit(LargeSweep("cancel-me"));
   Message cancel = Request({{"type", "cancel"}, {"sweep_id", cancelled}});

@@ -338,10 +338,23 @@ StatusOr<std::optional<StoredSweep>> Store::FindSubmission(const std::string& su
 StatusOr<StoredSweep> Store::AcceptSweep(const Sweep& sweep, const PinnedAgents& pinned,
                                          const std::string& submission_id) {
   StoredSweep stored;
-  // Each value of the device axis appears in the same share of the combinations.
   stored.jobs = static_cast<int64_t>(sweep.combination_count);
   std::set<std::string> agents;
-  if (!pinned.empty()) {
+  if (sweep.checked.checked == sweep.combination_count) {
+    // Checked whole: the combinations kept (not excluded or skipped), per device.
+    stored.jobs = 0;
+    for (const auto& [device, kept] : sweep.checked.kept) {
+      if (pinned.empty()) {
+        stored.jobs += static_cast<int64_t>(kept);
+        continue;
+      }
+      auto hosts = pinned.find(device);
+      if (hosts == pinned.end()) continue;
+      stored.jobs += static_cast<int64_t>(kept * hosts->second.size());
+      agents.insert(hosts->second.begin(), hosts->second.end());
+    }
+  } else if (!pinned.empty()) {
+    // Each value of the device axis appears in the same share of the combinations.
     const std::vector<std::string> devices = sweep.Devices();
     int64_t per_round_of_devices = 0;
     for (const std::string& device : devices) {

@@ -24,12 +24,19 @@ constexpr size_t kMaxIntakes = 16;
 
 }  // namespace
 
-Message Submitted(const json& request_id, const StoredSweep& stored) {
-  return MakeMessage(msg::kSubmitted, {{"request_id", request_id},
-                                       {"sweep_id", stored.sweep_id},
-                                       {"jobs", stored.jobs},
-                                       {"agents", stored.agents},
-                                       {"existing", stored.existing}});
+Message Submitted(const json& request_id, const StoredSweep& stored, const CombinationTally& tally) {
+  json body = {{"request_id", request_id},
+               {"sweep_id", stored.sweep_id},
+               {"jobs", stored.jobs},
+               {"agents", stored.agents},
+               {"existing", stored.existing}};
+  // What the sweep's exclude list and "invalid": "skip" left out (a resend of a
+  // submission already stored does not know).
+  if (!stored.existing && (tally.excluded > 0 || tally.invalid > 0)) {
+    body["excluded"] = tally.excluded;
+    body["skipped"] = {{"count", tally.invalid}, {"first", tally.invalid_listed}};
+  }
+  return MakeMessage(msg::kSubmitted, body);
 }
 
 std::optional<Message> Coordinator::Submit(const std::string& routing_id, const json& request_id,
@@ -83,6 +90,7 @@ std::optional<Message> Coordinator::Submit(const std::string& routing_id, const 
   }
 
   Status checked = sweep->CheckCombinations(0, sweep->combination_count);
+  if (checked.ok()) checked = sweep->CheckJobsLeft();
   if (!checked.ok()) return refuse(checked);
   auto pinned = PinAgents(*sweep);
   if (!pinned.ok()) return refuse(pinned.status());
@@ -110,7 +118,7 @@ std::optional<Message> Coordinator::Submit(const std::string& routing_id, const 
     if (!reloaded.ok()) LOG_ERROR("cannot read requirements: " << reloaded.message());
     Dispatch();
   }
-  return Submitted(request_id, *stored);
+  return Submitted(request_id, *stored, sweep->checked);
 }
 
 // Placement "each": every combination on every matching agent that can run its device
@@ -121,6 +129,8 @@ StatusOr<PinnedAgents> Coordinator::PinAgents(const Sweep& sweep) {
   if (sweep.placement != Placement::kEach) return pinned;
   for (const std::string& device : sweep.Devices()) {
     if (pinned.count(device)) continue;
+    // A device whose every combination was left out needs no agent.
+    if (sweep.checked.checked == sweep.combination_count && !sweep.checked.kept.count(device)) continue;
     JobRequirement requirement;
     requirement.select = sweep.select;
     requirement.device = device;
@@ -175,6 +185,7 @@ bool Coordinator::CheckOrAccept(SweepIntake& intake) {
   if (intake.checked < count) {
     const size_t slice = std::min(kIntakeCheckCombinations, count - intake.checked);
     Status checked = intake.sweep.CheckCombinations(intake.checked, slice);
+    if (checked.ok() && intake.checked + slice == count) checked = intake.sweep.CheckJobsLeft();
     if (!checked.ok()) {
       if (intake.firing) ScheduledSweepRefused(*intake.firing, checked.message());
       AnswerIntake(intake, MakeError(checked));
@@ -203,7 +214,7 @@ bool Coordinator::CheckOrAccept(SweepIntake& intake) {
   LOG_INFO("sweep " << intake.sweep_id << " \"" << intake.sweep.name << "\": " << accepted->jobs
                     << " jobs, stored a slice per round");
   // Sent after this round's commit, like every reply: the sweep is durable then.
-  AnswerIntake(intake, Submitted(nullptr, *accepted));
+  AnswerIntake(intake, Submitted(nullptr, *accepted, intake.sweep.checked));
   intake.clients.clear();
   return true;
 }

@@ -53,7 +53,7 @@ class RealSweepTest : public ::testing::Test {
     ASSERT_TRUE(fleet_->StartAgent("devbox")) << fleet_->Logs();
     ASSERT_TRUE(fleet_->WaitForAgents(1, 60s)) << fleet_->Logs();
     const nlohmann::json sweep = nlohmann::json::parse(R"({
-        "name": "nightly", "placement": "any",
+        "name": "nightly", "placement": "any", "labels": {"commit": "abc123"},
         "matrix": {"model": ["mlp", "transformer"], "mode": "inference", "batch_size": [1, 32],
                    "threads": [1, 2], "dtype": ["fp32", "int8"]},
         "models": {"mlp": {"layers": [256, 256, 10]},
