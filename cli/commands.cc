@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <iomanip>
@@ -193,6 +194,31 @@ StatusOr<Sweep> ReadSweepFile(const std::string& path, const std::string& outcom
   return sweep;
 }
 
+// A number of seconds as people read it: 42s, 3m 05s, 2h 10m.
+std::string Duration(double seconds) {
+  const auto s = static_cast<int64_t>(std::llround(std::max(0.0, seconds)));
+  char text[32];
+  if (s < 60) {
+    std::snprintf(text, sizeof text, "%llds", static_cast<long long>(s));
+  } else if (s < 3600) {
+    std::snprintf(text, sizeof text, "%lldm %02llds", static_cast<long long>(s / 60), static_cast<long long>(s % 60));
+  } else {
+    std::snprintf(text, sizeof text, "%lldh %02lldm", static_cast<long long>(s / 3600),
+                  static_cast<long long>(s / 60 % 60));
+  }
+  return text;
+}
+
+// A sweep's labels as k=v pairs.
+std::string LabelsText(const json& labels) {
+  std::string text;
+  if (!labels.is_object()) return text;
+  for (const auto& [key, value] : labels.items()) {
+    text += (text.empty() ? "" : " ") + key + "=" + (value.is_string() ? value.get<std::string>() : value.dump());
+  }
+  return text;
+}
+
 }  // namespace
 
 int SubmitCommand(const ClientOptions& client_options, const SubmitOptions& options) {
@@ -271,19 +297,43 @@ int StatusCommand(const ClientOptions& client_options, std::optional<int64_t> sw
   json sweep_rows = json::array();
   for (const auto& s : body["sweeps"]) {
     const json& j = s["jobs"];
+    const json eta = s.value("eta_s", json(nullptr));
     sweep_rows.push_back({s["sweep_id"], s["name"], s["state"], j["total"], j["queued"],
-                          j["running"], j["done"], j["failed"], j["cancelled"], s["created_at"]});
+                          j["running"], j["done"], j["failed"], j["cancelled"],
+                          eta.is_number() ? json(Duration(eta.get<double>())) : json(nullptr),
+                          s["created_at"], LabelsText(s.value("labels", json::object()))});
   }
   std::cout << "sweeps\n"
             << FormatRows({"sweep_id", "name", "state", "jobs", "queued", "running", "done",
-                           "failed", "cancelled", "created_at"},
+                           "failed", "cancelled", "eta", "created_at", "labels"},
                           sweep_rows, format);
+  // Which job runs where, and for how long.
+  int64_t now_us = UnixMicrosNow();
   json agent_rows = json::array();
   for (const auto& a : body["agents"]) {
-    agent_rows.push_back({a["agent"], a["state"], a["job_id"], a["last_seen_ms_ago"]});
+    const json job = a.value("job", json(nullptr));
+    json what = nullptr, sweep = nullptr, running = nullptr;
+    if (job.is_object()) {
+      sweep = job.value("sweep_id", json(nullptr));
+      auto field = [&](const char* key) {
+        const json v = job.value(key, json(nullptr));
+        return v.is_string() ? v.get<std::string>() : v.dump();
+      };
+      what = job.value("kind", "") == "calibration"
+                 ? "calibration"
+                 : field("model") + " " + field("mode") + " " + field("dtype") + " batch " + field("batch_size") +
+                       " threads " + field("threads") + " on " + field("device");
+      int64_t started_us = 0;
+      if (job.value("started_at", json(nullptr)).is_string() &&
+          ParseUtcIso8601(job["started_at"].get<std::string>(), &started_us)) {
+        running = Duration(static_cast<double>(now_us - started_us) / 1e6);
+      }
+    }
+    agent_rows.push_back({a["agent"], a["state"], a["job_id"], sweep, what, running, a["last_seen_ms_ago"]});
   }
   std::cout << "\nagents\n"
-            << FormatRows({"agent", "state", "job_id", "last_seen_ms_ago"}, agent_rows, format);
+            << FormatRows({"agent", "state", "job_id", "sweep_id", "job", "running_for", "last_seen_ms_ago"},
+                          agent_rows, format);
   const json waiting = body.value("waiting", json::array());
   if (!waiting.empty()) {
     std::cout << "\nwaiting\n";

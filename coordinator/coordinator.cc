@@ -604,15 +604,29 @@ json Coordinator::Waiting(std::optional<int64_t> sweep_id) {
 Message Coordinator::StatusReply(const json& request_id, const SweepRequest& request) {
   auto sweeps = store_->SweepStatus(request.sweep_id, kStatusSweeps);
   if (!sweeps.ok()) return MakeError(sweeps.status(), request_id);
+  for (json& sweep : *sweeps) {
+    const json& jobs = sweep["jobs"];
+    const int64_t remaining = jobs["total"].get<int64_t>() - jobs["done"].get<int64_t>() -
+                              jobs["failed"].get<int64_t>() - jobs["cancelled"].get<int64_t>();
+    sweep["eta_s"] = sweep["state"] == "running" ? EtaSeconds(sweep["sweep_id"], remaining) : json(nullptr);
+  }
+  // Which job runs where: one read of the running jobs, not one per agent.
+  auto running = store_->RunningJobConfigs();
+  if (!running.ok()) ++counters_.store_errors;
   json agents = json::array();
   MonoTime now = MonoNow();
   for (Agent* agent : registry_.All()) {
     json job_id = nullptr;
-    if (auto leased = registry_.LeasedJobOf(agent->description.name)) job_id = *leased;
+    json job = nullptr;
+    if (auto leased = registry_.LeasedJobOf(agent->description.name)) {
+      job_id = *leased;
+      if (running.ok()) job = running->value(std::to_string(*leased), json(nullptr));
+    }
     agents.push_back(
         {{"agent", agent->description.name},
          {"state", job_id.is_null() ? "idle" : "busy"},
          {"job_id", job_id},
+         {"job", job},
          {"machine_id", agent->machine_id},
          {"tags", agent->description.tags},
          {"last_seen_ms_ago", std::chrono::duration_cast<Millis>(now - agent->last_seen).count()}});
@@ -854,7 +868,10 @@ void Coordinator::AcceptResult(Agent& agent, const Message& message) {
         ++counters_.failed_jobs;
         LOG_WARN("job " << job.job_id << " failed on " << agent.description.name << ": " << result->error);
       }
-      if (judged) JudgeResult(*judged);
+      if (judged) {
+        ResultArrived(judged->sweep_id);
+        JudgeResult(*judged);
+      }
       break;
     case ResultOutcome::kDuplicate:
     case ResultOutcome::kStaleAgain:

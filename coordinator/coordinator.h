@@ -11,6 +11,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <unordered_map>
 #include <zmq.hpp>
 
 #include "common/limits.h"
@@ -143,6 +144,13 @@ class Coordinator {
   // A sweep's regression policy (its sweep file's "regression"), remembered per sweep.
   RegressionPolicy PolicyOf(int64_t sweep_id);
   std::map<int64_t, RegressionPolicy> regression_policies_;
+  // When each running sweep's last results came in (at most kEtaResults of them, within
+  // kEtaWindow): its rate, for the ETA `status` gives (coordinator/progress.cc).
+  std::unordered_map<int64_t, std::deque<MonoTime>> sweep_results_at_;
+  void ResultArrived(int64_t sweep_id);
+  // Seconds until the sweep's `remaining` jobs are done at its recent rate; null when
+  // too few results came recently to say.
+  json EtaSeconds(int64_t sweep_id, int64_t remaining) const;
   // Schedules (coordinator/schedules.cc).
   std::optional<Message> ScheduleReply(const std::string& routing_id, const json& request_id,
                                        const ScheduleRequest& request);

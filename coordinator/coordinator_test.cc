@@ -327,6 +327,42 @@ TEST_F(CoordinatorTest, LeftOutCombinationsAreNeitherStoredNorCountedNorWaitedFo
   EXPECT_EQ(status.body["sweeps"][0]["jobs"]["total"], 9000);
 }
 
+TEST_F(CoordinatorTest, StatusSaysWhichJobRunsWhereAndWhenTheSweepShouldEnd) {
+  Register("node-a");
+  const int64_t id = Submit(json::parse(R"({"name": "s", "placement": "any", "labels": {"commit": "abc123"},
+      "matrix": {"model": "mlp", "batch_size": [1, 2, 3, 4], "threads": 2}})"));
+  auto finish_next = [&] {
+    coordinator_->Tick();
+    const json offer = LastTo("node-a/1", "job")->message.body;
+    FromAgent("node-a/1", {{"v", 1}, {"type", "result"}, {"job_id", offer["job_id"]},
+                           {"attempt", offer["attempt"]}, {"result", GoodResult(offer["spec"])}});
+  };
+  coordinator_->Tick();
+  Message status = Request({{"type", "status"}});
+  const json agent = status.body["agents"][0];
+  ASSERT_EQ(agent["state"], "busy") << status.body.dump();
+  EXPECT_EQ(agent["job"]["sweep_id"], id);
+  EXPECT_EQ(agent["job"]["model"], "mlp");
+  EXPECT_EQ(agent["job"]["batch_size"], 1);
+  EXPECT_EQ(agent["job"]["threads"], 2);
+  EXPECT_EQ(agent["job"]["device"], "cpu");
+  EXPECT_TRUE(agent["job"]["started_at"].is_string());
+  EXPECT_EQ(status.body["sweeps"][0]["labels"], json({{"commit", "abc123"}}));
+  EXPECT_TRUE(status.body["sweeps"][0]["eta_s"].is_null()) << "no result yet: no rate to go by";
+  finish_next();
+  finish_next();
+  status = Request({{"type", "status"}});
+  const json eta = status.body["sweeps"][0]["eta_s"];
+  ASSERT_TRUE(eta.is_number()) << status.body.dump();
+  EXPECT_GE(eta.get<double>(), 0);
+  finish_next();
+  finish_next();
+  status = Request({{"type", "status"}});
+  EXPECT_EQ(status.body["sweeps"][0]["state"], "done");
+  EXPECT_TRUE(status.body["sweeps"][0]["eta_s"].is_null());
+  EXPECT_TRUE(status.body["agents"][0]["job"].is_null());
+}
+
 TEST_F(CoordinatorTest, ALargeSweepCancelledOrInterruptedWhileStoringEndsRight) {
   const int64_t cancelled = Submit(LargeSweep("cancel-me"));
   Message cancel = Request({{"type", "cancel"}, {"sweep_id", cancelled}});

@@ -1051,6 +1051,25 @@ StatusOr<std::vector<RunningJob>> Store::RunningJobs() {
   return jobs;
 }
 
+StatusOr<json> Store::RunningJobConfigs() {
+  ASSIGN_OR_RETURN(auto stmt, db_->Prepare(
+      "SELECT job_id, sweep_id, json_extract(spec, '$.model'), json_extract(spec, '$.mode'), "
+      "json_extract(spec, '$.dtype'), json_extract(spec, '$.batch_size'), "
+      "json_extract(spec, '$.threads'), coalesce(json_extract(spec, '$.device'), 'cpu'), started_at, kind "
+      "FROM jobs WHERE state = 'running'"));
+  json jobs = json::object();
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, stmt.Step());
+    if (!row) break;
+    jobs[std::to_string(stmt.Int(0))] = {{"sweep_id", stmt.Int(1)},       {"kind", stmt.ColumnJson(9)},
+                                         {"model", stmt.ColumnJson(2)},    {"mode", stmt.ColumnJson(3)},
+                                         {"dtype", stmt.ColumnJson(4)},    {"batch_size", stmt.ColumnJson(5)},
+                                         {"threads", stmt.ColumnJson(6)},  {"device", stmt.ColumnJson(7)},
+                                         {"started_at", stmt.ColumnJson(8)}};
+  }
+  return jobs;
+}
+
 StatusOr<json> Store::SweepStatus(std::optional<int64_t> sweep_id, int limit) {
   // From the counts the triggers keep (migration 007), not by counting jobs: a few rows
   // per sweep however many jobs it has.
@@ -1062,8 +1081,8 @@ StatusOr<json> Store::SweepStatus(std::optional<int64_t> sweep_id, int limit) {
       "COALESCE(SUM(c.n) FILTER (WHERE c.state = 'failed'), 0), "
       "COALESCE(SUM(c.n) FILTER (WHERE c.state = 'cancelled'), 0), "
       "CASE WHEN s.next_combination IS NULL THEN 0 "
-      "ELSE MAX(s.jobs_planned - COALESCE(SUM(c.n), 0), 0) END "
-      "FROM (SELECT * FROM sweeps ";
+      "ELSE MAX(s.jobs_planned - COALESCE(SUM(c.n), 0), 0) END, s.labels "
+      "FROM (SELECT *, labels FROM sweeps ";
   sql += sweep_id ? "WHERE sweep_id = ?1 " : "";
   sql += "ORDER BY sweep_id DESC LIMIT ?2) s LEFT JOIN job_counts c ON c.sweep_id = s.sweep_id "
          "GROUP BY s.sweep_id ORDER BY s.sweep_id DESC";
@@ -1087,7 +1106,8 @@ StatusOr<json> Store::SweepStatus(std::optional<int64_t> sweep_id, int limit) {
                         {"running", stmt.Int(7)},
                         {"done", stmt.Int(8)},
                         {"failed", stmt.Int(9)},
-                        {"cancelled", stmt.Int(10)}}}});
+                        {"cancelled", stmt.Int(10)}}},
+                      {"labels", json::parse(stmt.Text(12), nullptr, false)}});
   }
   if (sweep_id && sweeps.empty()) return NotFound("no sweep with id " + std::to_string(*sweep_id));
   return sweeps;
