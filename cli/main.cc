@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "cli/commands.h"
+#include "cli/report.h"
 #include "common/cli_parse.h"
 #include "common/limits.h"
 
@@ -149,6 +150,15 @@ int main(int argc, char** argv) {
   schedule_history->add_option("--limit", schedule.limit, "rows")->check(CLI::Range(1, 10000))->capture_default_str();
   schedule_history->add_option("--format", format_name, "table, json or csv")->capture_default_str();
 
+  ReportOptions report;
+  auto* report_cmd = app.add_subcommand(
+      "report", "write one self-contained HTML page of charts of a sweep or a time range (docs/results.md)");
+  auto* report_sweep = report_cmd->add_option("--sweep", report.sweep, "only this sweep");
+  report_cmd->add_option("--since", report.since, "every sweep with results within this age: 24h, 7d")
+      ->excludes(report_sweep)
+      ->capture_default_str();
+  report_cmd->add_option("--out", report.out, "the HTML file to write")->required();
+
   std::string keygen_prefix;
   auto* keygen_cmd = app.add_subcommand("keygen", "make a CURVE key pair: PREFIX.key and PREFIX.pub");
   keygen_cmd->add_option("PREFIX", keygen_prefix, "path prefix of the two files")->required();
@@ -191,6 +201,7 @@ int main(int argc, char** argv) {
   if (*prune_cmd) return PruneCommand(client, prune_age, prune_wait_s);
   if (*regressions_cmd) return RegressionsCommand(client, regressions_since, *format);
   if (*compare_cmd) return CompareCommand(client, compare, *format);
+  if (*report_cmd) return ReportCommand(client, report);
   if (*baseline_reset) return BaselineResetCommand(client, reset_host, reset_model, reset_note);
   if (*schedule_cmd) {
     for (auto* sub : {schedule_add, schedule_list, schedule_remove, schedule_run_now, schedule_history}) {

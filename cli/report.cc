@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <ctime>
 #include <fstream>
 #include <iostream>
@@ -120,13 +121,60 @@ std::string Empty(const std::string& title, const std::string& says) {
   return "<section>\n<h2>" + EscapeXml(title) + "</h2>\n<p class=\"empty\">" + EscapeXml(says) + "</p>\n</section>\n";
 }
 
+constexpr const char* kPartSeparator = " \u00b7 ";
+
 std::string Join(const std::vector<std::string>& parts) {
   std::string out;
   for (const std::string& part : parts) {
     if (part.empty()) continue;
-    out += (out.empty() ? "" : " \u00b7 ") + part;
+    out += (out.empty() ? "" : kPartSeparator) + part;
   }
   return out;
+}
+
+// Drops from `names` ("devbox · cpu · fp32 · 1 thr", ...) the parts every one of them
+// shares, so a legend names only what differs; returns the caption's sentence naming
+// the shared parts ("" when none).
+std::string DropShared(const std::vector<std::string*>& names) {
+  if (names.size() < 2) return "";
+  std::vector<std::vector<std::string>> parts;
+  for (const std::string* name : names) {
+    std::vector<std::string> split;
+    size_t from = 0;
+    for (size_t at; (at = name->find(kPartSeparator, from)) != std::string::npos; from = at + strlen(kPartSeparator)) {
+      split.push_back(name->substr(from, at - from));
+    }
+    split.push_back(name->substr(from));
+    if (!parts.empty() && split.size() != parts[0].size()) return "";
+    parts.push_back(std::move(split));
+  }
+  std::vector<std::string> shared;
+  std::vector<bool> is_shared(parts[0].size(), true);
+  for (size_t i = 0; i < parts[0].size(); ++i) {
+    for (const auto& split : parts) is_shared[i] = is_shared[i] && split[i] == parts[0][i];
+    if (is_shared[i]) shared.push_back(parts[0][i]);
+  }
+  if (shared.size() == parts[0].size()) return "";
+  for (size_t n = 0; n < names.size(); ++n) {
+    std::vector<std::string> kept;
+    for (size_t i = 0; i < parts[n].size(); ++i) {
+      if (!is_shared[i]) kept.push_back(parts[n][i]);
+    }
+    *names[n] = Join(kept);
+  }
+  return shared.empty() ? "" : " Every series is " + Join(shared) + ".";
+}
+
+std::string DropShared(std::vector<ChartSeries>* series) {
+  std::vector<std::string*> names;
+  for (ChartSeries& s : *series) names.push_back(&s.name);
+  return DropShared(names);
+}
+
+std::string DropShared(std::vector<std::string>* categories) {
+  std::vector<std::string*> names;
+  for (std::string& c : *categories) names.push_back(&c);
+  return DropShared(names);
 }
 
 std::string Shown(size_t drawn, size_t all, const char* what) {
@@ -181,8 +229,12 @@ class Report {
   StatusOr<std::vector<json>> Rows(const std::string& sql) {
     auto body = query_(sql);
     if (!body.ok()) return body.status();
+    truncated_ |= body->value("truncated", false);
     return Objects(*body);
   }
+
+  // Whether a reply stopped at the coordinator's row limit.
+  bool truncated() const { return truncated_; }
 
   StatusOr<std::string> Throughput() {
     const char* title = "Throughput against batch size";
@@ -206,9 +258,11 @@ class Report {
                                      Str(r, "threads") + " thr"});
                       }, "batch_size", "throughput_per_s", &all)};
       if (chart.y.scale == AxisScale::kLog) chart.y.from_zero = false;
+      const std::string shared = DropShared(&chart.series);
       out += Section(std::string(title) + ": " + model,
                      "Samples per second of " + model + " at each batch size, one line per host, device, mode, "
-                     "dtype and thread count (mean over the range's runs)." + Shown(chart.series.size(), all, "series"),
+                     "dtype and thread count (mean over the range's runs)." + shared +
+                         Shown(chart.series.size(), all, "series"),
                      RenderLineChart(chart) +
                          Table(group, {{"host", "host"}, {"device", "device"}, {"mode", "mode"}, {"dtype", "dtype"},
                                        {"threads", "threads"}, {"batch_size", "batch"}, {"model_args", "model args"},
@@ -247,9 +301,10 @@ class Report {
       snprintf(note, sizeof note, "%.3gx", Real(r, "speedup"));
       chart.bars.push_back({categories[category], devices[device], Real(r, "speedup"), note});
     }
+    const std::string shared = DropShared(&chart.categories);
     return Section(title,
                    "How many times faster each GPU runs a configuration than the same host's CPU (median time per "
-                   "iteration, same model, mode, dtype and batch)." +
+                   "iteration, same model, mode, dtype and batch)." + shared +
                        Shown(chart.categories.size(), rows->size(), "configurations"),
                    RenderBarChart(chart) +
                        Table(*rows, {{"host", "host"}, {"model", "model"}, {"mode", "mode"}, {"dtype", "dtype"},
@@ -268,7 +323,7 @@ class Report {
         "AND u.device = t.device AND u.model = t.model AND u.model_args IS t.model_args AND u.mode = t.mode "
         "AND u.dtype = t.dtype AND u.batch_size = t.batch_size) "
         "GROUP BY host, device, model, model_args, mode, dtype, batch_size, threads "
-        "HAVING count(*) > 0 ORDER BY model, host, device, mode, dtype, batch_size, threads");
+        "ORDER BY model, host, device, mode, dtype, batch_size, threads");
     if (!rows.ok()) return rows.status();
     // Only series with more than one thread count say anything about scaling.
     std::map<std::string, int> counts;
@@ -288,9 +343,10 @@ class Report {
                       {"speedup over 1 thread (x, 1-thread median / median)"},
                       SeriesOf(group, key, "threads", "speedup", &all)};
       chart.ideal_diagonal = true;
+      const std::string shared = DropShared(&chart.series);
       out += Section(std::string(title) + ": " + model,
                      "Speedup of " + model + " over its 1-thread time as threads grow, one line per host, device, "
-                     "mode, dtype and batch; the dashed line is perfect linear scaling." +
+                     "mode, dtype and batch; the dashed line is perfect linear scaling." + shared +
                          Shown(chart.series.size(), all, "series"),
                      RenderLineChart(chart) +
                          Table(group, {{"host", "host"}, {"device", "device"}, {"mode", "mode"}, {"dtype", "dtype"},
@@ -337,9 +393,10 @@ class Report {
       }
       chart.bars.push_back({categories[category], dtypes[dtype], Real(r, "speedup"), note});
     }
+    const std::string shared = DropShared(&chart.categories);
     return Section(title,
                    "How many times faster int8 and bf16 run than fp32 in the same configuration; each bar names its "
-                   "accuracy loss (largest absolute difference of the outputs from fp32's)." +
+                   "accuracy loss (largest absolute difference of the outputs from fp32's)." + shared +
                        Shown(chart.categories.size(), rows->size(), "configurations"),
                    RenderBarChart(chart) +
                        Table(*rows, {{"host", "host"}, {"device", "device"}, {"model", "model"}, {"mode", "mode"},
@@ -370,9 +427,10 @@ class Report {
                     SeriesOf(*rows, [](const json& r) {
                       return Join({Str(r, "model"), Str(r, "kind"), Str(r, "host_set"), "b=" + Str(r, "batch_size")});
                     }, "world_size", "efficiency_pct", &all)};
+    const std::string shared = DropShared(&chart.series);
     return Section(title,
                    "Efficiency of jobs of several ranks: data-parallel throughput over N x one rank's, pipeline "
-                   "speedup over the unsplit model per rank; 100% is linear." + Shown(chart.series.size(), all, "series"),
+                   "speedup over the unsplit model per rank; 100% is linear." + shared + Shown(chart.series.size(), all, "series"),
                    RenderLineChart(chart) +
                        Table(*rows, {{"model", "model"}, {"kind", "kind"}, {"host_set", "hosts"}, {"batch_size", "batch"},
                                      {"world_size", "world size"}, {"efficiency_pct", "efficiency %"},
@@ -421,11 +479,12 @@ class Report {
            Str(r, "received_at") + " job " + Str(r, "job_id") + ": " + FormatCell(r["median_ms"]) + " ms"});
     }
     chart.y.scale = ScaleFor(medians);
+    const std::string shared = DropShared(&chart.series);
     return Section(title,
                    "Median time per iteration of each series (one configuration on one host fingerprint) over time: " +
                        std::to_string(chart.series.size()) +
                        " series, those with confirmed regressions first, then the longest; " + std::to_string(marked) +
-                       " confirmed regression(s)/improvement(s) ringed.",
+                       " confirmed regression(s)/improvement(s) ringed." + shared,
                    RenderLineChart(chart) +
                        Table(*rows, {{"host", "host"}, {"device", "device"}, {"model", "model"}, {"mode", "mode"},
                                      {"dtype", "dtype"}, {"batch_size", "batch"}, {"threads", "threads"},
@@ -436,6 +495,7 @@ class Report {
  private:
   const ReportQuery& query_;
   std::string in_;  // "(1,2,3)": the range's sweeps
+  bool truncated_ = false;
 };
 
 // The sweeps table of the header: id, name, state, times and labels (a JSON object of
@@ -463,7 +523,7 @@ std::string SweepsTable(const std::vector<json>& sweeps) {
 constexpr const char* kStyle =
     "body{font-family:sans-serif;margin:24px;color:#222;max-width:1000px}"
     "h1{font-size:22px}h2{font-size:17px;margin:28px 0 4px}"
-    "p.caption{margin:0 0 8px;color:#444}p.empty{color:#666;font-style:italic}"
+    "p.caption{margin:0 0 8px;color:#444}p.empty{color:#666;font-style:italic}p.warning{color:#a00}"
     "table{border-collapse:collapse;font-size:12px;margin:8px 0 16px}"
     "th,td{border:1px solid #ccc;padding:2px 6px;text-align:left}td.num{text-align:right}"
     "th{background:#f2f2f2}svg{display:block;border:1px solid #ddd}";
@@ -501,15 +561,19 @@ StatusOr<std::string> BuildReport(const ReportQuery& query, const ReportOptions&
           std::to_string(sweeps.size()) + " sweep(s) covered.</p>\n";
   html += sweeps.empty() ? "<p class=\"empty\">no sweeps in this range</p>\n" : SweepsTable(sweeps);
   Report report(query, in);
+  std::string sections;
   for (auto section : {&Report::Throughput, &Report::Speedup, &Report::Threads, &Report::Dtypes, &Report::Parallel}) {
     auto text = (report.*section)();
     if (!text.ok()) return text.status();
-    html += *text;
+    sections += *text;
   }
   auto history = report.History(since_clause);
   if (!history.ok()) return history.status();
-  html += *history;
-  return html + "</body>\n</html>\n";
+  sections += *history;
+  if (report.truncated()) {
+    html += "<p class=\"warning\">Some sections stop at the coordinator's row limit: narrow the range.</p>\n";
+  }
+  return html + sections + "</body>\n</html>\n";
 }
 
 int ReportCommand(const ClientOptions& client_options, const ReportOptions& options) {

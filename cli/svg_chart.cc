@@ -41,12 +41,17 @@ std::string Num(double v) {
   return buf;
 }
 
-// A tick label: up to four significant digits, no exponent between 1e-3 and 1e6.
+// A tick label: up to four significant digits; k, M, G from 10,000 on ("200k", "1.5M");
+// an exponent only below 1e-3.
 std::string TickLabel(double v) {
   char buf[32];
   if (v == 0) return "0";
   const double a = std::fabs(v);
-  if (a >= 1e6 || a < 1e-3) {
+  if (a >= 1e4) {
+    const char* suffix = a >= 1e9 ? "G" : a >= 1e6 ? "M" : "k";
+    const double scaled = v / (a >= 1e9 ? 1e9 : a >= 1e6 ? 1e6 : 1e3);
+    snprintf(buf, sizeof buf, "%.4g%s", scaled, suffix);
+  } else if (a < 1e-3) {
     snprintf(buf, sizeof buf, "%.2g", v);
   } else {
     snprintf(buf, sizeof buf, "%.4g", v);
@@ -287,8 +292,17 @@ std::string RenderLineChart(const LineChart& chart) {
     out += Line(plot_left - 5, py, plot_left, py, "stroke=\"#444\"");
     out += Text(plot_left - 8, py + 4, TickLabel(t), " text-anchor=\"end\"");
   }
-  // Axis titles.
-  out += Text((plot_left + plot_right) / 2, height - 14, chart.x.title,
+  // Axis titles; a time axis whose ticks show no date names the day.
+  std::string x_title = chart.x.title;
+  if (chart.x.scale == AxisScale::kTime && !with_date && !xticks.empty()) {
+    const time_t first = static_cast<time_t>(xticks.front());
+    std::tm tm{};
+    gmtime_r(&first, &tm);
+    char day[16];
+    strftime(day, sizeof day, "%Y-%m-%d", &tm);
+    x_title += ", " + std::string(day);
+  }
+  out += Text((plot_left + plot_right) / 2, height - 14, x_title,
               " text-anchor=\"middle\" font-size=\"13\" font-weight=\"bold\" class=\"axis-title\"");
   out += "<text class=\"axis-title\" transform=\"translate(16," + Num((plot_top + plot_bottom) / 2) +
          ") rotate(-90)\" text-anchor=\"middle\" font-size=\"13\" font-weight=\"bold\">" + EscapeXml(chart.y.title) +

@@ -18,6 +18,8 @@ packages=(
   clang libclang-rt-14-dev
   # ip netns and veth pairs: the cross-host gang test (tests/netns_gang_test.sh)
   iproute2
+  # headless rendering of `benchfleet report` pages (tests/report_test.cc)
+  chromium
 )
 
 missing=()
