@@ -1052,20 +1052,23 @@ StatusOr<std::vector<RunningJob>> Store::RunningJobs() {
 }
 
 StatusOr<json> Store::RunningJobConfigs() {
-  ASSIGN_OR_RETURN(auto stmt, db_->Prepare(
-      "SELECT job_id, sweep_id, json_extract(spec, '$.model'), json_extract(spec, '$.mode'), "
-      "json_extract(spec, '$.dtype'), json_extract(spec, '$.batch_size'), "
-      "json_extract(spec, '$.threads'), coalesce(json_extract(spec, '$.device'), 'cpu'), started_at, kind "
-      "FROM jobs WHERE state = 'running'"));
+  // One json_extract of several paths per job (each path alone parses the spec again).
+  static const std::vector<std::string> kKeys = {"model", "mode", "dtype", "batch_size", "threads", "device"};
+  std::string paths;
+  for (const std::string& key : kKeys) paths += ", '$." + key + "'";
+  ASSIGN_OR_RETURN(auto stmt, db_->Prepare("SELECT job_id, sweep_id, kind, started_at, json_extract(spec" + paths +
+                                           ") FROM jobs WHERE state = 'running'"));
   json jobs = json::object();
   while (true) {
     ASSIGN_OR_RETURN(bool row, stmt.Step());
     if (!row) break;
-    jobs[std::to_string(stmt.Int(0))] = {{"sweep_id", stmt.Int(1)},       {"kind", stmt.ColumnJson(9)},
-                                         {"model", stmt.ColumnJson(2)},    {"mode", stmt.ColumnJson(3)},
-                                         {"dtype", stmt.ColumnJson(4)},    {"batch_size", stmt.ColumnJson(5)},
-                                         {"threads", stmt.ColumnJson(6)},  {"device", stmt.ColumnJson(7)},
-                                         {"started_at", stmt.ColumnJson(8)}};
+    json job = {{"sweep_id", stmt.Int(1)}, {"kind", stmt.ColumnJson(2)}, {"started_at", stmt.ColumnJson(3)}};
+    const json values = json::parse(stmt.IsNull(4) ? "[]" : stmt.Text(4), nullptr, false);
+    for (size_t i = 0; i < kKeys.size(); ++i) {
+      job[kKeys[i]] = values.is_array() && i < values.size() ? values[i] : json(nullptr);
+    }
+    if (job["device"].is_null()) job["device"] = "cpu";
+    jobs[std::to_string(stmt.Int(0))] = std::move(job);
   }
   return jobs;
 }

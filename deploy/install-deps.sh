@@ -10,6 +10,8 @@ packages=(
   libopenblas0-pthread libopenblas-dev
   cppzmq-dev libzmq3-dev libsodium-dev
   libsqlite3-dev sqlite3
+  # the coordinator's allocator (coordinator/CMakeLists.txt)
+  libjemalloc-dev
   libcli11-dev nlohmann-json3-dev
   # IANA time zones of schedules
   libhowardhinnant-date-dev
