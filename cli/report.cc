@@ -520,6 +520,10 @@ std::string SweepsTable(const std::vector<json>& sweeps) {
                       {"created_at", "created"}, {"finished_at", "finished"}});
 }
 
+// The header's facts of each sweep (not its spec: a sweep file can be 100 KB).
+constexpr const char* kSweepColumns =
+    "SELECT sweep_id, name, labels, state, created_at, finished_at FROM sweeps";
+
 constexpr const char* kStyle =
     "body{font-family:sans-serif;margin:24px;color:#222;max-width:1000px}"
     "h1{font-size:22px}h2{font-size:17px;margin:28px 0 4px}"
@@ -534,7 +538,7 @@ StatusOr<std::string> BuildReport(const ReportQuery& query, const ReportOptions&
   std::string range, since_clause, sweeps_sql;
   if (options.sweep) {
     range = "sweep " + std::to_string(*options.sweep);
-    sweeps_sql = "SELECT * FROM sweeps WHERE sweep_id = " + std::to_string(*options.sweep);
+    sweeps_sql = std::string(kSweepColumns) + " WHERE sweep_id = " + std::to_string(*options.sweep);
   } else {
     auto seconds = ParseAge(options.since);
     if (!seconds.ok()) return seconds.status();
@@ -542,8 +546,9 @@ StatusOr<std::string> BuildReport(const ReportQuery& query, const ReportOptions&
     const std::string cutoff = "strftime('%Y-%m-%dT%H:%M:%fZ', 'now', '-" +
                                std::to_string(static_cast<int64_t>(*seconds)) + " seconds')";
     since_clause = " AND r.received_at >= " + cutoff;
-    sweeps_sql = "SELECT * FROM sweeps WHERE sweep_id IN (SELECT sweep_id FROM results WHERE received_at >= " +
-                 cutoff + ") OR created_at >= " + cutoff + " ORDER BY sweep_id";
+    sweeps_sql = std::string(kSweepColumns) +
+                 " WHERE sweep_id IN (SELECT sweep_id FROM results WHERE received_at >= " + cutoff +
+                 ") OR created_at >= " + cutoff + " ORDER BY sweep_id";
   }
   auto body = query(sweeps_sql);
   if (!body.ok()) return body.status();

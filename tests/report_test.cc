@@ -85,7 +85,7 @@ class ReportTest : public ::testing::Test {
     ASSERT_TRUE(fleet_->WaitForAgents(1, 60s)) << fleet_->Logs();
     // Small: one model, two batch sizes, one and two threads, fp32 and int8 (8 jobs), taken twice.
     const nlohmann::json sweep = nlohmann::json::parse(R"({
-        "name": "report-nightly", "placement": "any",
+        "name": "report-nightly", "placement": "any", "labels": {"team": "<b>infra</b> & co"},
         "matrix": {"model": "mlp", "mode": "inference", "batch_size": [1, 16],
                    "threads": [1, 2], "dtype": ["fp32", "int8"]},
         "models": {"mlp": {"layers": [128, 128, 10]}},
@@ -137,6 +137,8 @@ TEST_F(ReportTest, OneSweepHasItsChartsAndNoExternalReference) {
     EXPECT_EQ(html.find(external), std::string::npos) << external;
   }
   EXPECT_NE(html.find("report-nightly"), std::string::npos) << "the header names the sweep";
+  EXPECT_NE(html.find("team=&lt;b&gt;infra&lt;/b&gt; &amp; co"), std::string::npos) << "and its labels, escaped";
+  EXPECT_EQ(html.find("<b>"), std::string::npos);
   const auto charts = Charts(html);
   for (const char* name : {"throughput-mlp", "threads-mlp", "dtype-speedup", "history"}) {
     ASSERT_TRUE(charts.count(name)) << name;
