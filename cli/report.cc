@@ -34,7 +34,8 @@ std::vector<json> Objects(const json& body) {
   const json& columns = body.at("columns");
   for (const json& row : body.at("rows")) {
     json object = json::object();
-    for (size_t c = 0; c < columns.size() && c < row.size(); ++c) object[columns[c].get<std::string>()] = row[c];
+    for (size_t c = 0; c < columns.size() && c < row.size(); ++c)
+      object[columns[c].get<std::string>()] = row[c];
     out.push_back(std::move(object));
   }
   return out;
@@ -55,8 +56,8 @@ double Real(const json& row, const char* key) {
 double ParseUtc(const std::string& text) {
   std::tm tm{};
   double seconds = 0;
-  if (sscanf(text.c_str(), "%d-%d-%dT%d:%d:%lf", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour, &tm.tm_min,
-             &seconds) != 6) {
+  if (sscanf(text.c_str(), "%d-%d-%dT%d:%d:%lf", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour,
+             &tm.tm_min, &seconds) != 6) {
     return NAN;
   }
   tm.tm_year -= 1900;
@@ -89,12 +90,14 @@ AxisScale ScaleFor(const std::vector<double>& values) {
 std::string ChartName(const std::string& section, const std::string& model) {
   std::string name = section;
   if (!model.empty()) name += "-";
-  for (char c : model) name += std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' ? c : '_';
+  for (char c : model)
+    name += std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' ? c : '_';
   return name;
 }
 
 // One HTML table of `rows` (objects), `columns` as [key, heading] pairs; every cell escaped.
-std::string Table(const std::vector<json>& rows, const std::vector<std::pair<std::string, std::string>>& columns) {
+std::string Table(const std::vector<json>& rows,
+                  const std::vector<std::pair<std::string, std::string>>& columns) {
   std::string out = "<table>\n<tr>";
   for (const auto& column : columns) out += "<th>" + EscapeXml(column.second) + "</th>";
   out += "</tr>\n";
@@ -104,7 +107,9 @@ std::string Table(const std::vector<json>& rows, const std::vector<std::pair<std
       auto it = row.find(column.first);
       const bool number = it != row.end() && it->is_number();
       out += number ? "<td class=\"num\">" : "<td>";
-      out += it == row.end() ? "" : EscapeXml(it->is_string() ? it->get<std::string>() : FormatCell(*it));
+      out += it == row.end()
+                 ? ""
+                 : EscapeXml(it->is_string() ? it->get<std::string>() : FormatCell(*it));
       out += "</td>";
     }
     out += "</tr>\n";
@@ -113,12 +118,13 @@ std::string Table(const std::vector<json>& rows, const std::vector<std::pair<std
 }
 
 std::string Section(const std::string& title, const std::string& caption, const std::string& body) {
-  return "<section>\n<h2>" + EscapeXml(title) + "</h2>\n<p class=\"caption\">" + EscapeXml(caption) + "</p>\n" +
-         body + "</section>\n";
+  return "<section>\n<h2>" + EscapeXml(title) + "</h2>\n<p class=\"caption\">" +
+         EscapeXml(caption) + "</p>\n" + body + "</section>\n";
 }
 
 std::string Empty(const std::string& title, const std::string& says) {
-  return "<section>\n<h2>" + EscapeXml(title) + "</h2>\n<p class=\"empty\">" + EscapeXml(says) + "</p>\n</section>\n";
+  return "<section>\n<h2>" + EscapeXml(title) + "</h2>\n<p class=\"empty\">" + EscapeXml(says) +
+         "</p>\n</section>\n";
 }
 
 constexpr const char* kPartSeparator = " \u00b7 ";
@@ -141,7 +147,8 @@ std::string DropShared(const std::vector<std::string*>& names) {
   for (const std::string* name : names) {
     std::vector<std::string> split;
     size_t from = 0;
-    for (size_t at; (at = name->find(kPartSeparator, from)) != std::string::npos; from = at + strlen(kPartSeparator)) {
+    for (size_t at; (at = name->find(kPartSeparator, from)) != std::string::npos;
+         from = at + strlen(kPartSeparator)) {
       split.push_back(name->substr(from, at - from));
     }
     split.push_back(name->substr(from));
@@ -188,7 +195,8 @@ std::vector<std::pair<std::string, std::vector<json>>> ByModel(const std::vector
   std::vector<std::pair<std::string, std::vector<json>>> groups;
   for (const json& row : rows) {
     const std::string model = Str(row, "model");
-    auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == model; });
+    auto it =
+        std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == model; });
     if (it == groups.end()) {
       groups.push_back({model, {}});
       it = groups.end() - 1;
@@ -199,12 +207,14 @@ std::vector<std::pair<std::string, std::vector<json>>> ByModel(const std::vector
 }
 
 // Series of one chart from rows: key(row) names the series, x and y its point.
-std::vector<ChartSeries> SeriesOf(const std::vector<json>& rows, const std::function<std::string(const json&)>& key,
-                                  const char* x, const char* y, size_t* all) {
+std::vector<ChartSeries> SeriesOf(const std::vector<json>& rows,
+                                  const std::function<std::string(const json&)>& key, const char* x,
+                                  const char* y, size_t* all) {
   std::vector<ChartSeries> series;
   for (const json& row : rows) {
     const std::string name = key(row);
-    auto it = std::find_if(series.begin(), series.end(), [&](const ChartSeries& s) { return s.name == name; });
+    auto it = std::find_if(series.begin(), series.end(),
+                           [&](const ChartSeries& s) { return s.name == name; });
     if (it == series.end()) {
       series.push_back({name, {}});
       it = series.end() - 1;
@@ -224,7 +234,8 @@ std::vector<double> Values(const std::vector<json>& rows, const char* key) {
 
 class Report {
  public:
-  Report(const ReportQuery& query, std::string sweeps_in) : query_(query), in_(std::move(sweeps_in)) {}
+  Report(const ReportQuery& query, std::string sweeps_in)
+      : query_(query), in_(std::move(sweeps_in)) {}
 
   StatusOr<std::vector<json>> Rows(const std::string& sql) {
     auto body = query_(sql);
@@ -241,32 +252,44 @@ class Report {
     auto rows = Rows(
         "SELECT host, device, model, model_args, mode, dtype, threads, batch_size, "
         "avg(throughput_per_s) AS throughput_per_s, avg(median_ms) AS median_ms, count(*) AS runs "
-        "FROM result_summary WHERE sweep_id IN " + in_ +
+        "FROM result_summary WHERE sweep_id IN " +
+        in_ +
         " AND throughput_per_s IS NOT NULL AND coalesce(world_size, 1) <= 1 "
         "GROUP BY host, device, model, model_args, mode, dtype, threads, batch_size "
         "ORDER BY model, host, device, mode, dtype, threads, batch_size");
     if (!rows.ok()) return rows.status();
-    if (rows->empty()) return Empty(title, "no single-process results with a throughput in this range");
+    if (rows->empty())
+      return Empty(title, "no single-process results with a throughput in this range");
     std::string out;
     for (const auto& [model, group] : ByModel(*rows)) {
       size_t all = 0;
       LineChart chart{ChartName("throughput", model),
                       {"batch size (samples per iteration)", ScaleFor(Values(group, "batch_size"))},
                       {"throughput (samples/s)", ScaleFor(Values(group, "throughput_per_s")), true},
-                      SeriesOf(group, [](const json& r) {
-                        return Join({Str(r, "host"), Str(r, "device"), Str(r, "mode"), Str(r, "dtype"),
-                                     Str(r, "threads") + " thr"});
-                      }, "batch_size", "throughput_per_s", &all)};
+                      SeriesOf(
+                          group,
+                          [](const json& r) {
+                            return Join({Str(r, "host"), Str(r, "device"), Str(r, "mode"),
+                                         Str(r, "dtype"), Str(r, "threads") + " thr"});
+                          },
+                          "batch_size", "throughput_per_s", &all)};
       if (chart.y.scale == AxisScale::kLog) chart.y.from_zero = false;
       const std::string shared = DropShared(&chart.series);
       out += Section(std::string(title) + ": " + model,
-                     "Samples per second of " + model + " at each batch size, one line per host, device, mode, "
-                     "dtype and thread count (mean over the range's runs)." + shared +
-                         Shown(chart.series.size(), all, "series"),
-                     RenderLineChart(chart) +
-                         Table(group, {{"host", "host"}, {"device", "device"}, {"mode", "mode"}, {"dtype", "dtype"},
-                                       {"threads", "threads"}, {"batch_size", "batch"}, {"model_args", "model args"},
-                                       {"throughput_per_s", "samples/s"}, {"median_ms", "median ms"}, {"runs", "runs"}}));
+                     "Samples per second of " + model +
+                         " at each batch size, one line per host, device, mode, "
+                         "dtype and thread count (mean over the range's runs)." +
+                         shared + Shown(chart.series.size(), all, "series"),
+                     RenderLineChart(chart) + Table(group, {{"host", "host"},
+                                                            {"device", "device"},
+                                                            {"mode", "mode"},
+                                                            {"dtype", "dtype"},
+                                                            {"threads", "threads"},
+                                                            {"batch_size", "batch"},
+                                                            {"model_args", "model args"},
+                                                            {"throughput_per_s", "samples/s"},
+                                                            {"median_ms", "median ms"},
+                                                            {"runs", "runs"}}));
     }
     return out;
   }
@@ -275,18 +298,23 @@ class Report {
     const char* title = "CPU against GPU";
     auto rows = Rows(
         "SELECT host, model, model_args, mode, dtype, batch_size, cpu_threads, gpu_device, "
-        "avg(speedup) AS speedup, avg(cpu_median_ms) AS cpu_median_ms, avg(gpu_median_ms) AS gpu_median_ms "
-        "FROM cpu_gpu_speedup WHERE sweep_id IN " + in_ +
+        "avg(speedup) AS speedup, avg(cpu_median_ms) AS cpu_median_ms, avg(gpu_median_ms) AS "
+        "gpu_median_ms "
+        "FROM cpu_gpu_speedup WHERE sweep_id IN " +
+        in_ +
         " GROUP BY host, model, model_args, mode, dtype, batch_size, cpu_threads, gpu_device "
         "ORDER BY host, model, mode, dtype, batch_size, cpu_threads, gpu_device");
     if (!rows.ok()) return rows.status();
-    if (rows->empty()) return Empty(title, "no configuration ran on both cpu and cuda in this range");
-    BarChart chart{"cpu-gpu-speedup", "GPU speedup over CPU (x, CPU median / GPU median)", {}, {}, {}, 1.0,
-                   "1x: equal speed"};
+    if (rows->empty())
+      return Empty(title, "no configuration ran on both cpu and cuda in this range");
+    BarChart chart{
+        "cpu-gpu-speedup", "GPU speedup over CPU (x, CPU median / GPU median)", {}, {}, {}, 1.0,
+        "1x: equal speed"};
     std::map<std::string, size_t> categories, devices;
     for (const json& r : *rows) {
-      const std::string category = Join({Str(r, "host"), Str(r, "model"), Str(r, "mode"), Str(r, "dtype"),
-                                         "b=" + Str(r, "batch_size"), "cpu " + Str(r, "cpu_threads") + " thr"});
+      const std::string category =
+          Join({Str(r, "host"), Str(r, "model"), Str(r, "mode"), Str(r, "dtype"),
+                "b=" + Str(r, "batch_size"), "cpu " + Str(r, "cpu_threads") + " thr"});
       if (!categories.count(category)) {
         if (categories.size() == kMaxBarCategories) continue;
         categories[category] = chart.categories.size();
@@ -303,24 +331,35 @@ class Report {
     }
     const std::string shared = DropShared(&chart.categories);
     return Section(title,
-                   "How many times faster each GPU runs a configuration than the same host's CPU (median time per "
-                   "iteration, same model, mode, dtype and batch)." + shared +
-                       Shown(chart.categories.size(), rows->size(), "configurations"),
-                   RenderBarChart(chart) +
-                       Table(*rows, {{"host", "host"}, {"model", "model"}, {"mode", "mode"}, {"dtype", "dtype"},
-                                     {"batch_size", "batch"}, {"cpu_threads", "cpu threads"}, {"gpu_device", "gpu"},
-                                     {"cpu_median_ms", "cpu ms"}, {"gpu_median_ms", "gpu ms"}, {"speedup", "speedup x"}}));
+                   "How many times faster each GPU runs a configuration than the same host's CPU "
+                   "(median time per "
+                   "iteration, same model, mode, dtype and batch)." +
+                       shared + Shown(chart.categories.size(), rows->size(), "configurations"),
+                   RenderBarChart(chart) + Table(*rows, {{"host", "host"},
+                                                         {"model", "model"},
+                                                         {"mode", "mode"},
+                                                         {"dtype", "dtype"},
+                                                         {"batch_size", "batch"},
+                                                         {"cpu_threads", "cpu threads"},
+                                                         {"gpu_device", "gpu"},
+                                                         {"cpu_median_ms", "cpu ms"},
+                                                         {"gpu_median_ms", "gpu ms"},
+                                                         {"speedup", "speedup x"}}));
   }
 
   StatusOr<std::string> Threads() {
     const char* title = "Thread scaling";
     // Series that start at one thread, so the speedup is over one thread and y = x is ideal.
     auto rows = Rows(
-        "SELECT host, device, model, model_args, mode, dtype, batch_size, threads, avg(speedup) AS speedup, "
+        "SELECT host, device, model, model_args, mode, dtype, batch_size, threads, avg(speedup) AS "
+        "speedup, "
         "avg(median_ms) AS median_ms, avg(parallel_efficiency) AS parallel_efficiency, "
-        "avg(effective_threads) AS effective_threads FROM thread_scaling t WHERE sweep_id IN " + in_ +
-        " AND 1 = (SELECT min(threads) FROM thread_scaling u WHERE u.sweep_id = t.sweep_id AND u.host = t.host "
-        "AND u.device = t.device AND u.model = t.model AND u.model_args IS t.model_args AND u.mode = t.mode "
+        "avg(effective_threads) AS effective_threads FROM thread_scaling t WHERE sweep_id IN " +
+        in_ +
+        " AND 1 = (SELECT min(threads) FROM thread_scaling u WHERE u.sweep_id = t.sweep_id AND "
+        "u.host = t.host "
+        "AND u.device = t.device AND u.model = t.model AND u.model_args IS t.model_args AND u.mode "
+        "= t.mode "
         "AND u.dtype = t.dtype AND u.batch_size = t.batch_size) "
         "GROUP BY host, device, model, model_args, mode, dtype, batch_size, threads "
         "ORDER BY model, host, device, mode, dtype, batch_size, threads");
@@ -328,31 +367,43 @@ class Report {
     // Only series with more than one thread count say anything about scaling.
     std::map<std::string, int> counts;
     auto key = [](const json& r) {
-      return Join({Str(r, "host"), Str(r, "device"), Str(r, "mode"), Str(r, "dtype"), "b=" + Str(r, "batch_size")});
+      return Join({Str(r, "host"), Str(r, "device"), Str(r, "mode"), Str(r, "dtype"),
+                   "b=" + Str(r, "batch_size")});
     };
-    for (const json& r : *rows) ++counts[Str(r, "model") + "\n" + Str(r, "model_args") + "\n" + key(r)];
+    for (const json& r : *rows)
+      ++counts[Str(r, "model") + "\n" + Str(r, "model_args") + "\n" + key(r)];
     std::vector<json> kept;
     for (const json& r : *rows) {
-      if (counts[Str(r, "model") + "\n" + Str(r, "model_args") + "\n" + key(r)] > 1) kept.push_back(r);
+      if (counts[Str(r, "model") + "\n" + Str(r, "model_args") + "\n" + key(r)] > 1)
+        kept.push_back(r);
     }
-    if (kept.empty()) return Empty(title, "no configuration ran at 1 thread and at more threads in this range");
+    if (kept.empty())
+      return Empty(title, "no configuration ran at 1 thread and at more threads in this range");
     std::string out;
     for (const auto& [model, group] : ByModel(kept)) {
       size_t all = 0;
-      LineChart chart{ChartName("threads", model), {"intra-op threads (count)"},
+      LineChart chart{ChartName("threads", model),
+                      {"intra-op threads (count)"},
                       {"speedup over 1 thread (x, 1-thread median / median)"},
                       SeriesOf(group, key, "threads", "speedup", &all)};
       chart.ideal_diagonal = true;
       const std::string shared = DropShared(&chart.series);
-      out += Section(std::string(title) + ": " + model,
-                     "Speedup of " + model + " over its 1-thread time as threads grow, one line per host, device, "
-                     "mode, dtype and batch; the dashed line is perfect linear scaling." + shared +
-                         Shown(chart.series.size(), all, "series"),
-                     RenderLineChart(chart) +
-                         Table(group, {{"host", "host"}, {"device", "device"}, {"mode", "mode"}, {"dtype", "dtype"},
-                                       {"batch_size", "batch"}, {"threads", "threads"}, {"median_ms", "median ms"},
-                                       {"speedup", "speedup x"}, {"parallel_efficiency", "efficiency"},
-                                       {"effective_threads", "effective threads"}}));
+      out += Section(
+          std::string(title) + ": " + model,
+          "Speedup of " + model +
+              " over its 1-thread time as threads grow, one line per host, device, "
+              "mode, dtype and batch; the dashed line is perfect linear scaling." +
+              shared + Shown(chart.series.size(), all, "series"),
+          RenderLineChart(chart) + Table(group, {{"host", "host"},
+                                                 {"device", "device"},
+                                                 {"mode", "mode"},
+                                                 {"dtype", "dtype"},
+                                                 {"batch_size", "batch"},
+                                                 {"threads", "threads"},
+                                                 {"median_ms", "median ms"},
+                                                 {"speedup", "speedup x"},
+                                                 {"parallel_efficiency", "efficiency"},
+                                                 {"effective_threads", "effective threads"}}));
     }
     return out;
   }
@@ -360,20 +411,27 @@ class Report {
   StatusOr<std::string> Dtypes() {
     const char* title = "int8 and bf16 against fp32";
     auto rows = Rows(
-        "SELECT host, device, model, model_args, mode, batch_size, threads, dtype, avg(speedup) AS speedup, "
-        "avg(fp32_median_ms) AS fp32_median_ms, avg(median_ms) AS median_ms, max(max_abs_err) AS max_abs_err, "
+        "SELECT host, device, model, model_args, mode, batch_size, threads, dtype, avg(speedup) AS "
+        "speedup, "
+        "avg(fp32_median_ms) AS fp32_median_ms, avg(median_ms) AS median_ms, max(max_abs_err) AS "
+        "max_abs_err, "
         "avg(rel_err) AS rel_err, min(top1_agreement) AS top1_agreement FROM dtype_comparison "
-        "WHERE sweep_id IN " + in_ + " AND dtype IN ('int8', 'bf16') "
+        "WHERE sweep_id IN " +
+        in_ +
+        " AND dtype IN ('int8', 'bf16') "
         "GROUP BY host, device, model, model_args, mode, batch_size, threads, dtype "
         "ORDER BY host, device, model, mode, batch_size, threads, dtype");
     if (!rows.ok()) return rows.status();
-    if (rows->empty()) return Empty(title, "no int8/bf16 results with an fp32 counterpart in this range");
-    BarChart chart{"dtype-speedup", "speedup over fp32 (x, fp32 median / median)", {}, {}, {}, 1.0,
-                   "1x: as fast as fp32"};
+    if (rows->empty())
+      return Empty(title, "no int8/bf16 results with an fp32 counterpart in this range");
+    BarChart chart{
+        "dtype-speedup",      "speedup over fp32 (x, fp32 median / median)", {}, {}, {}, 1.0,
+        "1x: as fast as fp32"};
     std::map<std::string, size_t> categories, dtypes;
     for (const json& r : *rows) {
-      const std::string category = Join({Str(r, "host"), Str(r, "device"), Str(r, "model"), Str(r, "mode"),
-                                         "b=" + Str(r, "batch_size"), Str(r, "threads") + " thr"});
+      const std::string category =
+          Join({Str(r, "host"), Str(r, "device"), Str(r, "model"), Str(r, "mode"),
+                "b=" + Str(r, "batch_size"), Str(r, "threads") + " thr"});
       if (!categories.count(category)) {
         if (categories.size() == kMaxBarCategories) continue;
         categories[category] = chart.categories.size();
@@ -395,15 +453,23 @@ class Report {
     }
     const std::string shared = DropShared(&chart.categories);
     return Section(title,
-                   "How many times faster int8 and bf16 run than fp32 in the same configuration; each bar names its "
-                   "accuracy loss (largest absolute difference of the outputs from fp32's)." + shared +
-                       Shown(chart.categories.size(), rows->size(), "configurations"),
-                   RenderBarChart(chart) +
-                       Table(*rows, {{"host", "host"}, {"device", "device"}, {"model", "model"}, {"mode", "mode"},
-                                     {"batch_size", "batch"}, {"threads", "threads"}, {"dtype", "dtype"},
-                                     {"fp32_median_ms", "fp32 ms"}, {"median_ms", "ms"}, {"speedup", "speedup x"},
-                                     {"max_abs_err", "max abs err"}, {"rel_err", "rel err"},
-                                     {"top1_agreement", "top-1 agreement"}}));
+                   "How many times faster int8 and bf16 run than fp32 in the same configuration; "
+                   "each bar names its "
+                   "accuracy loss (largest absolute difference of the outputs from fp32's)." +
+                       shared + Shown(chart.categories.size(), rows->size(), "configurations"),
+                   RenderBarChart(chart) + Table(*rows, {{"host", "host"},
+                                                         {"device", "device"},
+                                                         {"model", "model"},
+                                                         {"mode", "mode"},
+                                                         {"batch_size", "batch"},
+                                                         {"threads", "threads"},
+                                                         {"dtype", "dtype"},
+                                                         {"fp32_median_ms", "fp32 ms"},
+                                                         {"median_ms", "ms"},
+                                                         {"speedup", "speedup x"},
+                                                         {"max_abs_err", "max abs err"},
+                                                         {"rel_err", "rel err"},
+                                                         {"top1_agreement", "top-1 agreement"}}));
   }
 
   StatusOr<std::string> Parallel() {
@@ -413,49 +479,73 @@ class Report {
     auto rows = Rows(
         "SELECT host_set, model, kind, world_size, batch_size, "
         "avg(coalesce(scaling_efficiency, speedup_vs_unsplit / world_size)) AS efficiency, "
-        "avg(comm_share) AS comm_share, avg(samples_per_s) AS samples_per_s, avg(median_ms) AS median_ms, "
-        "avg(bubble) AS bubble FROM parallel_scaling WHERE sweep_id IN " + in_ +
-        " AND kind <> 'collective' GROUP BY host_set, model, model_args, kind, world_size, batch_size "
+        "avg(comm_share) AS comm_share, avg(samples_per_s) AS samples_per_s, avg(median_ms) AS "
+        "median_ms, "
+        "avg(bubble) AS bubble FROM parallel_scaling WHERE sweep_id IN " +
+        in_ +
+        " AND kind <> 'collective' GROUP BY host_set, model, model_args, kind, world_size, "
+        "batch_size "
         "ORDER BY model, kind, host_set, batch_size, world_size");
     if (!rows.ok()) return rows.status();
-    if (rows->empty()) return Empty(title, "no data- or model-parallel results (world size > 1) in this range");
+    if (rows->empty())
+      return Empty(title, "no data- or model-parallel results (world size > 1) in this range");
     for (json& r : *rows) {
       if (r["efficiency"].is_number()) r["efficiency_pct"] = r["efficiency"].get<double>() * 100;
     }
     size_t all = 0;
-    LineChart chart{"parallel-efficiency", {"world size (ranks)"}, {"parallel efficiency (% of linear)", AxisScale::kLinear, true},
-                    SeriesOf(*rows, [](const json& r) {
-                      return Join({Str(r, "model"), Str(r, "kind"), Str(r, "host_set"), "b=" + Str(r, "batch_size")});
-                    }, "world_size", "efficiency_pct", &all)};
+    LineChart chart{"parallel-efficiency",
+                    {"world size (ranks)"},
+                    {"parallel efficiency (% of linear)", AxisScale::kLinear, true},
+                    SeriesOf(
+                        *rows,
+                        [](const json& r) {
+                          return Join({Str(r, "model"), Str(r, "kind"), Str(r, "host_set"),
+                                       "b=" + Str(r, "batch_size")});
+                        },
+                        "world_size", "efficiency_pct", &all)};
     const std::string shared = DropShared(&chart.series);
     return Section(title,
-                   "Efficiency of jobs of several ranks: data-parallel throughput over N x one rank's, pipeline "
-                   "speedup over the unsplit model per rank; 100% is linear." + shared + Shown(chart.series.size(), all, "series"),
-                   RenderLineChart(chart) +
-                       Table(*rows, {{"model", "model"}, {"kind", "kind"}, {"host_set", "hosts"}, {"batch_size", "batch"},
-                                     {"world_size", "world size"}, {"efficiency_pct", "efficiency %"},
-                                     {"comm_share", "comm share"}, {"samples_per_s", "samples/s"},
-                                     {"median_ms", "median ms"}, {"bubble", "bubble"}}));
+                   "Efficiency of jobs of several ranks: data-parallel throughput over N x one "
+                   "rank's, pipeline "
+                   "speedup over the unsplit model per rank; 100% is linear." +
+                       shared + Shown(chart.series.size(), all, "series"),
+                   RenderLineChart(chart) + Table(*rows, {{"model", "model"},
+                                                          {"kind", "kind"},
+                                                          {"host_set", "hosts"},
+                                                          {"batch_size", "batch"},
+                                                          {"world_size", "world size"},
+                                                          {"efficiency_pct", "efficiency %"},
+                                                          {"comm_share", "comm share"},
+                                                          {"samples_per_s", "samples/s"},
+                                                          {"median_ms", "median ms"},
+                                                          {"bubble", "bubble"}}));
   }
 
   StatusOr<std::string> History(const std::string& since_clause) {
     const char* title = "History of each series";
     auto rows = Rows(
         "WITH chosen AS (SELECT r.series, count(*) AS n, "
-        "(SELECT count(*) FROM regressions g WHERE g.series = r.series AND g.state = 'confirmed') AS confirmed "
-        "FROM results r JOIN jobs j ON j.job_id = r.job_id WHERE r.ok = 1 AND j.kind = 'benchmark'" + since_clause +
-        " AND r.series IN (SELECT series FROM results WHERE sweep_id IN " + in_ + " AND series IS NOT NULL) "
-        "GROUP BY r.series ORDER BY confirmed DESC, n DESC, r.series LIMIT " + std::to_string(kMaxHistorySeries) +
-        ") SELECT r.series, h.name AS host, r.device, r.model, r.mode, r.dtype, r.batch_size, r.threads, "
-        "r.received_at, r.median_ms, r.job_id, r.sweep_id, g.direction, round(g.change * 100, 1) AS change_pct "
+        "(SELECT count(*) FROM regressions g WHERE g.series = r.series AND g.state = 'confirmed') "
+        "AS confirmed "
+        "FROM results r JOIN jobs j ON j.job_id = r.job_id WHERE r.ok = 1 AND j.kind = "
+        "'benchmark'" +
+        since_clause + " AND r.series IN (SELECT series FROM results WHERE sweep_id IN " + in_ +
+        " AND series IS NOT NULL) "
+        "GROUP BY r.series ORDER BY confirmed DESC, n DESC, r.series LIMIT " +
+        std::to_string(kMaxHistorySeries) +
+        ") SELECT r.series, h.name AS host, r.device, r.model, r.mode, r.dtype, r.batch_size, "
+        "r.threads, "
+        "r.received_at, r.median_ms, r.job_id, r.sweep_id, g.direction, round(g.change * 100, 1) "
+        "AS change_pct "
         "FROM results r JOIN chosen c ON c.series = r.series JOIN jobs j ON j.job_id = r.job_id "
         "JOIN hosts h ON h.host_id = r.host_id "
         "LEFT JOIN regressions g ON g.job_id = r.job_id AND g.state = 'confirmed' "
-        "WHERE r.ok = 1 AND j.kind = 'benchmark'" + since_clause +
-        " ORDER BY c.confirmed DESC, c.n DESC, r.series, r.received_at");
+        "WHERE r.ok = 1 AND j.kind = 'benchmark'" +
+        since_clause + " ORDER BY c.confirmed DESC, c.n DESC, r.series, r.received_at");
     if (!rows.ok()) return rows.status();
     if (rows->empty()) return Empty(title, "no series history in this range");
-    LineChart chart{"history", {"received (UTC)", AxisScale::kTime}, {"median time per iteration (ms)"}, {}};
+    LineChart chart{
+        "history", {"received (UTC)", AxisScale::kTime}, {"median time per iteration (ms)"}, {}};
     std::map<std::string, size_t> index;
     std::vector<double> medians;
     size_t marked = 0;
@@ -463,9 +553,10 @@ class Report {
       const std::string series = Str(r, "series");
       if (!index.count(series)) {
         index[series] = chart.series.size();
-        chart.series.push_back({Join({Str(r, "host"), Str(r, "device"), Str(r, "model"), Str(r, "mode"),
-                                      Str(r, "dtype"), "b=" + Str(r, "batch_size"), Str(r, "threads") + " thr"}),
-                                {}});
+        chart.series.push_back(
+            {Join({Str(r, "host"), Str(r, "device"), Str(r, "model"), Str(r, "mode"),
+                   Str(r, "dtype"), "b=" + Str(r, "batch_size"), Str(r, "threads") + " thr"}),
+             {}});
       }
       const std::string direction = Str(r, "direction");
       const PointMark mark = direction == "slower"   ? PointMark::kRegression
@@ -476,20 +567,30 @@ class Report {
       medians.push_back(Real(r, "median_ms"));
       chart.series[index[series]].points.push_back(
           {ParseUtc(Str(r, "received_at")), Real(r, "median_ms"), mark,
-           Str(r, "received_at") + " job " + Str(r, "job_id") + ": " + FormatCell(r["median_ms"]) + " ms"});
+           Str(r, "received_at") + " job " + Str(r, "job_id") + ": " + FormatCell(r["median_ms"]) +
+               " ms"});
     }
     chart.y.scale = ScaleFor(medians);
     const std::string shared = DropShared(&chart.series);
     return Section(title,
-                   "Median time per iteration of each series (one configuration on one host fingerprint) over time: " +
+                   "Median time per iteration of each series (one configuration on one host "
+                   "fingerprint) over time: " +
                        std::to_string(chart.series.size()) +
-                       " series, those with confirmed regressions first, then the longest; " + std::to_string(marked) +
-                       " confirmed regression(s)/improvement(s) ringed." + shared,
-                   RenderLineChart(chart) +
-                       Table(*rows, {{"host", "host"}, {"device", "device"}, {"model", "model"}, {"mode", "mode"},
-                                     {"dtype", "dtype"}, {"batch_size", "batch"}, {"threads", "threads"},
-                                     {"received_at", "received"}, {"sweep_id", "sweep"}, {"job_id", "job"},
-                                     {"median_ms", "median ms"}, {"confirmed", "confirmed change"}}));
+                       " series, those with confirmed regressions first, then the longest; " +
+                       std::to_string(marked) + " confirmed regression(s)/improvement(s) ringed." +
+                       shared,
+                   RenderLineChart(chart) + Table(*rows, {{"host", "host"},
+                                                          {"device", "device"},
+                                                          {"model", "model"},
+                                                          {"mode", "mode"},
+                                                          {"dtype", "dtype"},
+                                                          {"batch_size", "batch"},
+                                                          {"threads", "threads"},
+                                                          {"received_at", "received"},
+                                                          {"sweep_id", "sweep"},
+                                                          {"job_id", "job"},
+                                                          {"median_ms", "median ms"},
+                                                          {"confirmed", "confirmed change"}}));
   }
 
  private:
@@ -508,7 +609,8 @@ std::string SweepsTable(const std::vector<json>& sweeps) {
     const json parsed = json::parse(Str(s, "labels"), nullptr, false);
     if (parsed.is_object()) {
       for (const auto& [key, value] : parsed.items()) {
-        labels += (labels.empty() ? "" : ", ") + key + "=" + (value.is_string() ? value.get<std::string>() : value.dump());
+        labels += (labels.empty() ? "" : ", ") + key + "=" +
+                  (value.is_string() ? value.get<std::string>() : value.dump());
       }
     } else {
       labels = Str(s, "labels");
@@ -516,8 +618,12 @@ std::string SweepsTable(const std::vector<json>& sweeps) {
     row["labels_text"] = labels;
     rows.push_back(std::move(row));
   }
-  return Table(rows, {{"sweep_id", "sweep"}, {"name", "name"}, {"labels_text", "labels"}, {"state", "state"},
-                      {"created_at", "created"}, {"finished_at", "finished"}});
+  return Table(rows, {{"sweep_id", "sweep"},
+                      {"name", "name"},
+                      {"labels_text", "labels"},
+                      {"state", "state"},
+                      {"created_at", "created"},
+                      {"finished_at", "finished"}});
 }
 
 // The header's facts of each sweep (not its spec: a sweep file can be 100 KB).
@@ -557,17 +663,21 @@ StatusOr<std::string> BuildReport(const ReportQuery& query, const ReportOptions&
     return NotFound("sweep " + std::to_string(*options.sweep) + " does not exist");
   }
   std::string in = "(";
-  for (const json& s : sweeps) in += (in.size() > 1 ? "," : "") + std::to_string(s.at("sweep_id").get<int64_t>());
+  for (const json& s : sweeps)
+    in += (in.size() > 1 ? "," : "") + std::to_string(s.at("sweep_id").get<int64_t>());
   in += in.size() > 1 ? ")" : "NULL)";
 
-  std::string html = "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>benchfleet report: " +
-                     EscapeXml(range) + "</title>\n<style>" + kStyle + "</style>\n</head>\n<body>\n";
-  html += "<h1>benchfleet report: " + EscapeXml(range) + "</h1>\n<p class=\"caption\">Generated " + NowUtc() + "; " +
-          std::to_string(sweeps.size()) + " sweep(s) covered.</p>\n";
+  std::string html =
+      "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>benchfleet "
+      "report: " +
+      EscapeXml(range) + "</title>\n<style>" + kStyle + "</style>\n</head>\n<body>\n";
+  html += "<h1>benchfleet report: " + EscapeXml(range) + "</h1>\n<p class=\"caption\">Generated " +
+          NowUtc() + "; " + std::to_string(sweeps.size()) + " sweep(s) covered.</p>\n";
   html += sweeps.empty() ? "<p class=\"empty\">no sweeps in this range</p>\n" : SweepsTable(sweeps);
   Report report(query, in);
   std::string sections;
-  for (auto section : {&Report::Throughput, &Report::Speedup, &Report::Threads, &Report::Dtypes, &Report::Parallel}) {
+  for (auto section : {&Report::Throughput, &Report::Speedup, &Report::Threads, &Report::Dtypes,
+                       &Report::Parallel}) {
     auto text = (report.*section)();
     if (!text.ok()) return text.status();
     sections += *text;
@@ -576,7 +686,9 @@ StatusOr<std::string> BuildReport(const ReportQuery& query, const ReportOptions&
   if (!history.ok()) return history.status();
   sections += *history;
   if (report.truncated()) {
-    html += "<p class=\"warning\">Some sections stop at the coordinator's row limit: narrow the range.</p>\n";
+    html +=
+        "<p class=\"warning\">Some sections stop at the coordinator's row limit: narrow the "
+        "range.</p>\n";
   }
   return html + sections + "</body>\n</html>\n";
 }

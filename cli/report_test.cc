@@ -31,8 +31,9 @@ class FakeStore {
   ReportQuery Query() {
     return [this](const std::string& sql) -> StatusOr<json> {
       queries.push_back(sql);
-      for (const std::string from : {"cpu_gpu_speedup", "parallel_scaling", "thread_scaling", "dtype_comparison",
-                                     "result_summary", "WITH chosen", "FROM sweeps"}) {
+      for (const std::string from :
+           {"cpu_gpu_speedup", "parallel_scaling", "thread_scaling", "dtype_comparison",
+            "result_summary", "WITH chosen", "FROM sweeps"}) {
         if (sql.find(from) == std::string::npos) continue;
         json body = {{"columns", json::array()}, {"rows", json::array()}};
         const auto& rows = tables_[from];
@@ -44,7 +45,8 @@ class FakeStore {
         for (const std::string& column : columns) body["columns"].push_back(column);
         for (const json& row : rows) {
           json values = json::array();
-          for (const auto& column : body["columns"]) values.push_back(row.value(column.get<std::string>(), json()));
+          for (const auto& column : body["columns"])
+            values.push_back(row.value(column.get<std::string>(), json()));
           body["rows"].push_back(values);
         }
         return body;
@@ -77,31 +79,64 @@ TEST(Report, MalformedSinceIsInvalidArgument) {
 
 TEST(Report, SpeedupParallelAndRegressionsAreDrawnAndPeerTextEscaped) {
   FakeStore store;
-  store.Add("FROM sweeps", {{"sweep_id", 7}, {"name", "night<script>"}, {"labels", R"({"commit":"a\"b<"})"},
-                            {"state", "done"}, {"created_at", "2026-12-01T02:00:00.000Z"}});
+  store.Add("FROM sweeps", {{"sweep_id", 7},
+                            {"name", "night<script>"},
+                            {"labels", R"({"commit":"a\"b<"})"},
+                            {"state", "done"},
+                            {"created_at", "2026-12-01T02:00:00.000Z"}});
   for (const char* device : {"cuda:0", "cuda:1"}) {
-    store.Add("cpu_gpu_speedup", {{"host", "gpu<1>"}, {"model", "mlp"}, {"mode", "inference"}, {"dtype", "fp32"},
-                                  {"batch_size", 32}, {"cpu_threads", 8}, {"gpu_device", device}, {"speedup", 12.5},
-                                  {"cpu_median_ms", 10.0}, {"gpu_median_ms", 0.8}});
+    store.Add("cpu_gpu_speedup", {{"host", "gpu<1>"},
+                                  {"model", "mlp"},
+                                  {"mode", "inference"},
+                                  {"dtype", "fp32"},
+                                  {"batch_size", 32},
+                                  {"cpu_threads", 8},
+                                  {"gpu_device", device},
+                                  {"speedup", 12.5},
+                                  {"cpu_median_ms", 10.0},
+                                  {"gpu_median_ms", 0.8}});
   }
   for (int world : {2, 4}) {
-    store.Add("parallel_scaling", {{"host_set", "a,b"}, {"model", "mlp"}, {"kind", "data"}, {"world_size", world},
-                                   {"batch_size", 64}, {"efficiency", 0.9 / world * 2}, {"comm_share", 0.2}});
+    store.Add("parallel_scaling", {{"host_set", "a,b"},
+                                   {"model", "mlp"},
+                                   {"kind", "data"},
+                                   {"world_size", world},
+                                   {"batch_size", 64},
+                                   {"efficiency", 0.9 / world * 2},
+                                   {"comm_share", 0.2}});
   }
-  store.Add("WITH chosen", {{"series", "s1"}, {"host", "gpu<1>"}, {"device", "cpu"}, {"model", "mlp"},
-                            {"mode", "inference"}, {"dtype", "fp32"}, {"batch_size", 1}, {"threads", 1},
-                            {"received_at", "2026-11-30T02:00:00.000Z"}, {"median_ms", 1.0}, {"job_id", 1}});
-  store.Add("WITH chosen", {{"series", "s1"}, {"host", "gpu<1>"}, {"device", "cpu"}, {"model", "mlp"},
-                            {"mode", "inference"}, {"dtype", "fp32"}, {"batch_size", 1}, {"threads", 1},
-                            {"received_at", "2026-12-01T02:00:00.000Z"}, {"median_ms", 1.5}, {"job_id", 2},
-                            {"direction", "slower"}, {"change_pct", 50.0}});
+  store.Add("WITH chosen", {{"series", "s1"},
+                            {"host", "gpu<1>"},
+                            {"device", "cpu"},
+                            {"model", "mlp"},
+                            {"mode", "inference"},
+                            {"dtype", "fp32"},
+                            {"batch_size", 1},
+                            {"threads", 1},
+                            {"received_at", "2026-11-30T02:00:00.000Z"},
+                            {"median_ms", 1.0},
+                            {"job_id", 1}});
+  store.Add("WITH chosen", {{"series", "s1"},
+                            {"host", "gpu<1>"},
+                            {"device", "cpu"},
+                            {"model", "mlp"},
+                            {"mode", "inference"},
+                            {"dtype", "fp32"},
+                            {"batch_size", 1},
+                            {"threads", 1},
+                            {"received_at", "2026-12-01T02:00:00.000Z"},
+                            {"median_ms", 1.5},
+                            {"job_id", 2},
+                            {"direction", "slower"},
+                            {"change_pct", 50.0}});
   ReportOptions options;
   options.sweep = 7;
   auto html = BuildReport(store.Query(), options);
   ASSERT_TRUE(html.ok()) << html.status().message();
 
   EXPECT_EQ(Count(Chart(*html, "cpu-gpu-speedup"), "<rect class=\"point\""), 2u);
-  EXPECT_NE(Chart(*html, "cpu-gpu-speedup").find("cuda:1"), std::string::npos) << "the legend names each GPU";
+  EXPECT_NE(Chart(*html, "cpu-gpu-speedup").find("cuda:1"), std::string::npos)
+      << "the legend names each GPU";
   EXPECT_EQ(Count(Chart(*html, "parallel-efficiency"), "class=\"point\""), 2u);
   const std::string history = Chart(*html, "history");
   EXPECT_EQ(Count(history, "class=\"point\""), 2u);
@@ -115,12 +150,15 @@ TEST(Report, SpeedupParallelAndRegressionsAreDrawnAndPeerTextEscaped) {
   EXPECT_NE(html->find("commit=a&quot;b&lt;"), std::string::npos);
 
   // Sections without data say so, without a chart.
-  EXPECT_NE(html->find("no single-process results with a throughput in this range"), std::string::npos);
-  EXPECT_NE(html->find("no int8/bf16 results with an fp32 counterpart in this range"), std::string::npos);
+  EXPECT_NE(html->find("no single-process results with a throughput in this range"),
+            std::string::npos);
+  EXPECT_NE(html->find("no int8/bf16 results with an fp32 counterpart in this range"),
+            std::string::npos);
   EXPECT_EQ(Chart(*html, "dtype-speedup"), "");
   // Every statement reads only the report's sweeps.
   for (const std::string& sql : store.queries) {
-    if (sql.find("FROM sweeps") == std::string::npos || sql.find("WITH chosen") != std::string::npos) {
+    if (sql.find("FROM sweeps") == std::string::npos ||
+        sql.find("WITH chosen") != std::string::npos) {
       EXPECT_NE(sql.find("IN (7)"), std::string::npos) << sql;
     }
   }

@@ -11,17 +11,17 @@ namespace {
 
 // Layout, in SVG pixels (the page shows charts at their natural size).
 constexpr double kWidth = 980;
-constexpr double kLegendWidth = 270;     // right of the plot
+constexpr double kLegendWidth = 270;  // right of the plot
 constexpr double kLineHeight = 380;
 constexpr double kMarginLeft = 78;
 constexpr double kMarginTop = 16;
 constexpr double kMarginBottom = 58;
 constexpr double kLegendRow = 18;
-constexpr size_t kLegendChars = 40;      // longer labels are cut with an ellipsis
+constexpr size_t kLegendChars = 40;  // longer labels are cut with an ellipsis
 constexpr size_t kCategoryChars = 46;
-constexpr double kCategoryWidth = 300;   // bar chart: room for category labels
+constexpr double kCategoryWidth = 300;  // bar chart: room for category labels
 constexpr double kBarHeight = 14;
-constexpr double kBarGap = 10;           // between categories
+constexpr double kBarGap = 10;  // between categories
 constexpr int kTargetTicks = 6;
 
 // Colour-blind-safe palette (Okabe-Ito, then Tol's muted); cycles with dashes.
@@ -79,8 +79,8 @@ std::string Shorten(const std::string& text, size_t limit) {
 // Maps data values on one axis to pixels.
 struct Mapper {
   AxisScale scale = AxisScale::kLinear;
-  double lo = 0, hi = 1;     // data range (for log: of log10 values)
-  double p0 = 0, p1 = 1;     // pixel range
+  double lo = 0, hi = 1;  // data range (for log: of log10 values)
+  double p0 = 0, p1 = 1;  // pixel range
   double operator()(double v) const {
     const double t = scale == AxisScale::kLog ? std::log10(v) : v;
     return p0 + (t - lo) / (hi - lo) * (p1 - p0);
@@ -120,8 +120,9 @@ Mapper MakeMapper(const ChartAxis& axis, double lo, double hi, double p0, double
 
 // Time ticks at a round step (minutes to weeks) giving about kTargetTicks.
 std::vector<double> TimeTicks(double lo, double hi) {
-  static const double kSteps[] = {1, 5, 15, 30, 60, 300, 900, 1800, 3600, 3 * 3600, 6 * 3600,
-                                  12 * 3600, 86400, 2 * 86400, 7 * 86400, 14 * 86400, 30 * 86400};
+  static const double kSteps[] = {1,     5,         15,        30,         60,        300,
+                                  900,   1800,      3600,      3 * 3600,   6 * 3600,  12 * 3600,
+                                  86400, 2 * 86400, 7 * 86400, 14 * 86400, 30 * 86400};
   double step = kSteps[sizeof kSteps / sizeof kSteps[0] - 1];
   for (double s : kSteps) {
     if ((hi - lo) / s <= kTargetTicks) {
@@ -130,27 +131,29 @@ std::vector<double> TimeTicks(double lo, double hi) {
     }
   }
   std::vector<double> ticks;
-  for (double t = std::ceil(lo / step) * step; t <= hi && ticks.size() < 40; t += step) ticks.push_back(t);
+  for (double t = std::ceil(lo / step) * step; t <= hi && ticks.size() < 40; t += step)
+    ticks.push_back(t);
   return ticks;
 }
 
 std::string Text(double x, double y, const std::string& text, const std::string& attrs = "") {
-  return "<text x=\"" + Num(x) + "\" y=\"" + Num(y) + "\"" + attrs + ">" + EscapeXml(text) + "</text>\n";
+  return "<text x=\"" + Num(x) + "\" y=\"" + Num(y) + "\"" + attrs + ">" + EscapeXml(text) +
+         "</text>\n";
 }
 
 std::string Line(double x1, double y1, double x2, double y2, const std::string& attrs) {
-  return "<line x1=\"" + Num(x1) + "\" y1=\"" + Num(y1) + "\" x2=\"" + Num(x2) + "\" y2=\"" + Num(y2) +
-         "\" " + attrs + "/>\n";
+  return "<line x1=\"" + Num(x1) + "\" y1=\"" + Num(y1) + "\" x2=\"" + Num(x2) + "\" y2=\"" +
+         Num(y2) + "\" " + attrs + "/>\n";
 }
 
 std::string SvgOpen(const std::string& name, double height, const std::string& label) {
   // No xmlns: inline SVG in HTML needs none, and the page names no URL at all.
-  return "<svg data-chart=\"" + EscapeXml(name) + "\" width=\"" +
-         Num(kWidth) + "\" height=\"" + Num(height) + "\" viewBox=\"0 0 " + Num(kWidth) + " " + Num(height) +
+  return "<svg data-chart=\"" + EscapeXml(name) + "\" width=\"" + Num(kWidth) + "\" height=\"" +
+         Num(height) + "\" viewBox=\"0 0 " + Num(kWidth) + " " + Num(height) +
          "\" role=\"img\" aria-label=\"" + EscapeXml(label) +
          "\" font-family=\"sans-serif\" font-size=\"12\">\n"
-         "<rect x=\"0\" y=\"0\" width=\"" + Num(kWidth) + "\" height=\"" + Num(height) +
-         "\" fill=\"#ffffff\"/>\n";
+         "<rect x=\"0\" y=\"0\" width=\"" +
+         Num(kWidth) + "\" height=\"" + Num(height) + "\" fill=\"#ffffff\"/>\n";
 }
 
 struct LegendEntry {
@@ -162,20 +165,22 @@ std::string Legend(const std::vector<LegendEntry>& entries, double x, double y) 
   std::string out = "<g class=\"legend\">\n";
   for (size_t i = 0; i < entries.size(); ++i) {
     const double row = y + i * kLegendRow;
-    out += "<g transform=\"translate(" + Num(x) + "," + Num(row) + ")\">" + entries[i].swatch + "</g>\n";
+    out += "<g transform=\"translate(" + Num(x) + "," + Num(row) + ")\">" + entries[i].swatch +
+           "</g>\n";
     out += Text(x + 30, row + 10, Shorten(entries[i].label, kLegendChars));
   }
   return out + "</g>\n";
 }
 
 std::string LineSwatch(size_t i) {
-  return "<line x1=\"0\" y1=\"6\" x2=\"24\" y2=\"6\" stroke=\"" + Colour(i) + "\" stroke-width=\"2\"" + DashFor(i) +
-         "/><circle cx=\"12\" cy=\"6\" r=\"3.5\" fill=\"" + Colour(i) + "\"/>";
+  return "<line x1=\"0\" y1=\"6\" x2=\"24\" y2=\"6\" stroke=\"" + Colour(i) +
+         "\" stroke-width=\"2\"" + DashFor(i) + "/><circle cx=\"12\" cy=\"6\" r=\"3.5\" fill=\"" +
+         Colour(i) + "\"/>";
 }
 
 std::string Ring(double cx, double cy, const char* colour) {
-  return "<circle class=\"mark\" cx=\"" + Num(cx) + "\" cy=\"" + Num(cy) + "\" r=\"8\" fill=\"none\" stroke=\"" +
-         colour + "\" stroke-width=\"2.5\"/>";
+  return "<circle class=\"mark\" cx=\"" + Num(cx) + "\" cy=\"" + Num(cy) +
+         "\" r=\"8\" fill=\"none\" stroke=\"" + colour + "\" stroke-width=\"2.5\"/>";
 }
 
 }  // namespace
@@ -185,11 +190,21 @@ std::string EscapeXml(std::string_view text) {
   out.reserve(text.size());
   for (char c : text) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
       default:
         if (static_cast<unsigned char>(c) < 0x20 && c != '\t' && c != '\n' && c != '\r') break;
         out += c;
@@ -247,16 +262,18 @@ std::string RenderLineChart(const LineChart& chart) {
     }
   }
   if (xlo > xhi) xlo = xhi = ylo = yhi = 1;  // nothing drawable: an empty frame
-  if (chart.ideal_diagonal) {  // the ideal line's span must show
+  if (chart.ideal_diagonal) {                // the ideal line's span must show
     ylo = std::min(ylo, xlo);
     yhi = std::max(yhi, xhi);
   }
   std::vector<LegendEntry> legend;
-  for (size_t i = 0; i < chart.series.size(); ++i) legend.push_back({chart.series[i].name, LineSwatch(i)});
+  for (size_t i = 0; i < chart.series.size(); ++i)
+    legend.push_back({chart.series[i].name, LineSwatch(i)});
   if (chart.ideal_diagonal) {
-    legend.push_back({"ideal (linear)",
-                      "<line x1=\"0\" y1=\"6\" x2=\"24\" y2=\"6\" stroke=\"#444\" stroke-width=\"1.5\" "
-                      "stroke-dasharray=\"5 4\"/>"});
+    legend.push_back(
+        {"ideal (linear)",
+         "<line x1=\"0\" y1=\"6\" x2=\"24\" y2=\"6\" stroke=\"#444\" stroke-width=\"1.5\" "
+         "stroke-dasharray=\"5 4\"/>"});
   }
   if (regressions) legend.push_back({"confirmed regression", Ring(12, 6, kRegressionColour)});
   if (improvements) legend.push_back({"confirmed improvement", Ring(12, 6, kImprovementColour)});
@@ -267,8 +284,9 @@ std::string RenderLineChart(const LineChart& chart) {
   const Mapper my = MakeMapper(chart.y, ylo, yhi, plot_bottom, plot_top);
 
   std::string out = SvgOpen(chart.name, height, chart.y.title + " against " + chart.x.title);
-  out += "<rect x=\"" + Num(plot_left) + "\" y=\"" + Num(plot_top) + "\" width=\"" + Num(plot_right - plot_left) +
-         "\" height=\"" + Num(plot_bottom - plot_top) + "\" fill=\"none\" stroke=\"#888\"/>\n";
+  out += "<rect x=\"" + Num(plot_left) + "\" y=\"" + Num(plot_top) + "\" width=\"" +
+         Num(plot_right - plot_left) + "\" height=\"" + Num(plot_bottom - plot_top) +
+         "\" fill=\"none\" stroke=\"#888\"/>\n";
   // Ticks and grid.
   auto ticks_for = [](const ChartAxis& axis, const Mapper& m) {
     const double lo = axis.scale == AxisScale::kLog ? std::pow(10, m.lo) : m.lo;
@@ -278,12 +296,14 @@ std::string RenderLineChart(const LineChart& chart) {
     return LinearTicks(lo, hi, kTargetTicks);
   };
   const std::vector<double> xticks = ticks_for(chart.x, mx);
-  const bool with_date = chart.x.scale == AxisScale::kTime && !xticks.empty() && xticks.back() - xticks.front() >= 86400;
+  const bool with_date = chart.x.scale == AxisScale::kTime && !xticks.empty() &&
+                         xticks.back() - xticks.front() >= 86400;
   for (double t : xticks) {
     const double px = mx(t);
     out += Line(px, plot_top, px, plot_bottom, "stroke=\"#e4e4e4\"");
     out += Line(px, plot_bottom, px, plot_bottom + 5, "stroke=\"#444\"");
-    out += Text(px, plot_bottom + 18, chart.x.scale == AxisScale::kTime ? TimeLabel(t, with_date) : TickLabel(t),
+    out += Text(px, plot_bottom + 18,
+                chart.x.scale == AxisScale::kTime ? TimeLabel(t, with_date) : TickLabel(t),
                 " text-anchor=\"middle\"");
   }
   for (double t : ticks_for(chart.y, my)) {
@@ -304,13 +324,15 @@ std::string RenderLineChart(const LineChart& chart) {
   }
   out += Text((plot_left + plot_right) / 2, height - 14, x_title,
               " text-anchor=\"middle\" font-size=\"13\" font-weight=\"bold\" class=\"axis-title\"");
-  out += "<text class=\"axis-title\" transform=\"translate(16," + Num((plot_top + plot_bottom) / 2) +
-         ") rotate(-90)\" text-anchor=\"middle\" font-size=\"13\" font-weight=\"bold\">" + EscapeXml(chart.y.title) +
-         "</text>\n";
+  out += "<text class=\"axis-title\" transform=\"translate(16," +
+         Num((plot_top + plot_bottom) / 2) +
+         ") rotate(-90)\" text-anchor=\"middle\" font-size=\"13\" font-weight=\"bold\">" +
+         EscapeXml(chart.y.title) + "</text>\n";
   if (chart.ideal_diagonal) {
     const double a = std::max(xlo, ylo), b = std::min(xhi, yhi);
     if (b > a) {
-      out += Line(mx(a), my(a), mx(b), my(b), "stroke=\"#444\" stroke-width=\"1.5\" stroke-dasharray=\"5 4\" class=\"ideal\"");
+      out += Line(mx(a), my(a), mx(b), my(b),
+                  "stroke=\"#444\" stroke-width=\"1.5\" stroke-dasharray=\"5 4\" class=\"ideal\"");
     }
   }
   for (size_t i = 0; i < chart.series.size(); ++i) {
@@ -318,20 +340,25 @@ std::string RenderLineChart(const LineChart& chart) {
     for (const ChartPoint& p : chart.series[i].points) {
       if (Usable(chart.x, p.x) && Usable(chart.y, p.y)) points.push_back(p);
     }
-    std::stable_sort(points.begin(), points.end(), [](const ChartPoint& a, const ChartPoint& b) { return a.x < b.x; });
+    std::stable_sort(points.begin(), points.end(),
+                     [](const ChartPoint& a, const ChartPoint& b) { return a.x < b.x; });
     out += "<g class=\"series\">\n";
     if (chart.connect && points.size() > 1) {
       std::string path;
-      for (const ChartPoint& p : points) path += (path.empty() ? "" : " ") + Num(mx(p.x)) + "," + Num(my(p.y));
-      out += "<polyline points=\"" + path + "\" fill=\"none\" stroke=\"" + Colour(i) + "\" stroke-width=\"2\"" +
-             DashFor(i) + "/>\n";
+      for (const ChartPoint& p : points)
+        path += (path.empty() ? "" : " ") + Num(mx(p.x)) + "," + Num(my(p.y));
+      out += "<polyline points=\"" + path + "\" fill=\"none\" stroke=\"" + Colour(i) +
+             "\" stroke-width=\"2\"" + DashFor(i) + "/>\n";
     }
     for (const ChartPoint& p : points) {
       const double cx = mx(p.x), cy = my(p.y);
       if (p.mark != PointMark::kNone) {
-        out += Ring(cx, cy, p.mark == PointMark::kRegression ? kRegressionColour : kImprovementColour) + "\n";
+        out += Ring(cx, cy,
+                    p.mark == PointMark::kRegression ? kRegressionColour : kImprovementColour) +
+               "\n";
       }
-      out += "<circle class=\"point\" cx=\"" + Num(cx) + "\" cy=\"" + Num(cy) + "\" r=\"4\" fill=\"" + Colour(i) + "\">";
+      out += "<circle class=\"point\" cx=\"" + Num(cx) + "\" cy=\"" + Num(cy) +
+             "\" r=\"4\" fill=\"" + Colour(i) + "\">";
       if (!p.tip.empty()) out += "<title>" + EscapeXml(p.tip) + "</title>";
       out += "</circle>\n";
     }
@@ -346,16 +373,20 @@ std::string RenderBarChart(const BarChart& chart) {
   const double group = per_category * kBarHeight + kBarGap;
   std::vector<LegendEntry> legend;
   for (size_t i = 0; i < chart.series.size(); ++i) {
-    legend.push_back({chart.series[i], "<rect x=\"0\" y=\"0\" width=\"24\" height=\"12\" fill=\"" + Colour(i) + "\"/>"});
+    legend.push_back({chart.series[i], "<rect x=\"0\" y=\"0\" width=\"24\" height=\"12\" fill=\"" +
+                                           Colour(i) + "\"/>"});
   }
   if (chart.reference) {
-    legend.push_back({chart.reference_label.empty() ? "reference" : chart.reference_label,
-                      "<line x1=\"0\" y1=\"6\" x2=\"24\" y2=\"6\" stroke=\"#444\" stroke-dasharray=\"5 4\"/>"});
+    legend.push_back(
+        {chart.reference_label.empty() ? "reference" : chart.reference_label,
+         "<line x1=\"0\" y1=\"6\" x2=\"24\" y2=\"6\" stroke=\"#444\" stroke-dasharray=\"5 4\"/>"});
   }
-  const double plot_left = kCategoryWidth, plot_right = kWidth - kLegendWidth - 60;  // room for notes
+  const double plot_left = kCategoryWidth,
+               plot_right = kWidth - kLegendWidth - 60;  // room for notes
   const double plot_top = kMarginTop;
   const double plot_bottom = plot_top + std::max<double>(1, chart.categories.size()) * group;
-  const double height = std::max(plot_bottom + kMarginBottom, kMarginTop + legend.size() * kLegendRow + 20);
+  const double height =
+      std::max(plot_bottom + kMarginBottom, kMarginTop + legend.size() * kLegendRow + 20);
   double hi = chart.reference.value_or(0);
   for (const Bar& b : chart.bars) {
     if (std::isfinite(b.value)) hi = std::max(hi, b.value);
@@ -377,21 +408,24 @@ std::string RenderBarChart(const BarChart& chart) {
               " text-anchor=\"middle\" font-size=\"13\" font-weight=\"bold\" class=\"axis-title\"");
   for (size_t c = 0; c < chart.categories.size(); ++c) {
     const double y = plot_top + c * group + kBarGap / 2;
-    out += Text(plot_left - 8, y + per_category * kBarHeight / 2 + 4, Shorten(chart.categories[c], kCategoryChars),
-                " text-anchor=\"end\"");
+    out += Text(plot_left - 8, y + per_category * kBarHeight / 2 + 4,
+                Shorten(chart.categories[c], kCategoryChars), " text-anchor=\"end\"");
   }
   for (const Bar& b : chart.bars) {
     if (!std::isfinite(b.value) || b.category >= chart.categories.size()) continue;
     const double y = plot_top + b.category * group + kBarGap / 2 + b.series * kBarHeight;
     const double w = std::max(0.0, mx(b.value) - plot_left);
-    out += "<rect class=\"point\" x=\"" + Num(plot_left) + "\" y=\"" + Num(y + 1) + "\" width=\"" + Num(w) +
-           "\" height=\"" + Num(kBarHeight - 2) + "\" fill=\"" + Colour(b.series) + "\"><title>" +
-           EscapeXml(chart.categories[b.category] + ": " + TickLabel(b.value)) + "</title></rect>\n";
-    if (!b.note.empty()) out += Text(plot_left + w + 4, y + kBarHeight - 3, b.note, " font-size=\"11\"");
+    out += "<rect class=\"point\" x=\"" + Num(plot_left) + "\" y=\"" + Num(y + 1) + "\" width=\"" +
+           Num(w) + "\" height=\"" + Num(kBarHeight - 2) + "\" fill=\"" + Colour(b.series) +
+           "\"><title>" + EscapeXml(chart.categories[b.category] + ": " + TickLabel(b.value)) +
+           "</title></rect>\n";
+    if (!b.note.empty())
+      out += Text(plot_left + w + 4, y + kBarHeight - 3, b.note, " font-size=\"11\"");
   }
   if (chart.reference) {
     const double px = mx(*chart.reference);
-    out += Line(px, plot_top, px, plot_bottom, "stroke=\"#444\" stroke-width=\"1.5\" stroke-dasharray=\"5 4\"");
+    out += Line(px, plot_top, px, plot_bottom,
+                "stroke=\"#444\" stroke-width=\"1.5\" stroke-dasharray=\"5 4\"");
   }
   out += Legend(legend, kWidth - kLegendWidth + 6, plot_top + 4);
   return out + "</svg>\n";

@@ -31,7 +31,8 @@ struct ChartAxis {
 enum class PointMark { kNone, kRegression, kImprovement };
 
 struct ChartPoint {
-  ChartPoint(double x_value, double y_value, PointMark point_mark = PointMark::kNone, std::string point_tip = "")
+  ChartPoint(double x_value, double y_value, PointMark point_mark = PointMark::kNone,
+             std::string point_tip = "")
       : x(x_value), y(y_value), mark(point_mark), tip(std::move(point_tip)) {}
   double x = 0;
   double y = 0;
@@ -49,7 +50,7 @@ struct LineChart {
   ChartAxis x;
   ChartAxis y;
   std::vector<ChartSeries> series;
-  bool connect = true;         // join each series' points (sorted by x) with a line
+  bool connect = true;          // join each series' points (sorted by x) with a line
   bool ideal_diagonal = false;  // a dashed y = x line, named "ideal (linear)" in the legend
 };
 

@@ -16,15 +16,20 @@ size_t Count(const std::string& text, const std::string& needle) {
 TEST(EscapeXml, EscapesMarkupAndDropsControlCharacters) {
   EXPECT_EQ(EscapeXml("<script>alert(\"x\") & 'y'</script>"),
             "&lt;script&gt;alert(&quot;x&quot;) &amp; &#39;y&#39;&lt;/script&gt;");
-  EXPECT_EQ(EscapeXml(std::string("a\x01" "b\x1b" "c", 5)), "abc");
+  EXPECT_EQ(EscapeXml(std::string("a\x01"
+                                  "b\x1b"
+                                  "c",
+                                  5)),
+            "abc");
   EXPECT_EQ(EscapeXml("h\u00f6st"), "h\u00f6st");  // UTF-8 passes
 }
 
 TEST(LineChart, HasTitledAxesALegendAndOnePointPerValue) {
-  LineChart chart{"throughput-mlp",
-                  {"batch size (samples)", AxisScale::kLog},
-                  {"throughput (samples/s)"},
-                  {{"<b>evil</b> host", {{1, 10}, {8, 70}, {64, 400}}}, {"second", {{1, 12}, {64, 500}}}}};
+  LineChart chart{
+      "throughput-mlp",
+      {"batch size (samples)", AxisScale::kLog},
+      {"throughput (samples/s)"},
+      {{"<b>evil</b> host", {{1, 10}, {8, 70}, {64, 400}}}, {"second", {{1, 12}, {64, 500}}}}};
   const std::string svg = RenderLineChart(chart);
   EXPECT_NE(svg.find("data-chart=\"throughput-mlp\""), std::string::npos);
   EXPECT_EQ(Count(svg, "class=\"point\""), 5u);
@@ -37,7 +42,9 @@ TEST(LineChart, HasTitledAxesALegendAndOnePointPerValue) {
 }
 
 TEST(LineChart, LeavesOutValuesALogAxisCannotShowAndMarksRegressions) {
-  LineChart chart{"history", {"received (UTC)", AxisScale::kTime}, {"median (ms)", AxisScale::kLog},
+  LineChart chart{"history",
+                  {"received (UTC)", AxisScale::kTime},
+                  {"median (ms)", AxisScale::kLog},
                   {{"s", {{1.7e9, 2}, {1.7e9 + 60, 0}, {1.7e9 + 120, 3, PointMark::kRegression}}}}};
   const std::string svg = RenderLineChart(chart);
   EXPECT_EQ(Count(svg, "class=\"point\""), 2u);
@@ -46,7 +53,8 @@ TEST(LineChart, LeavesOutValuesALogAxisCannotShowAndMarksRegressions) {
 }
 
 TEST(LineChart, IdealDiagonalIsDashedAndNamed) {
-  LineChart chart{"threads", {"threads (count)"}, {"speedup (x)"}, {{"a", {{1, 1}, {2, 1.8}, {4, 3.1}}}}};
+  LineChart chart{
+      "threads", {"threads (count)"}, {"speedup (x)"}, {{"a", {{1, 1}, {2, 1.8}, {4, 3.1}}}}};
   chart.ideal_diagonal = true;
   const std::string svg = RenderLineChart(chart);
   EXPECT_NE(svg.find("class=\"ideal\""), std::string::npos);
@@ -54,8 +62,13 @@ TEST(LineChart, IdealDiagonalIsDashedAndNamed) {
 }
 
 TEST(BarChart, OneRectPerBarWithNotesAndReference) {
-  BarChart chart{"dtype-speedup", "speedup over fp32 (x)", {"host & model", "other"}, {"int8", "bf16"},
-                 {{0, 0, 2.5, "2.5x, max err 0.01"}, {0, 1, 1.2, ""}, {1, 0, 0.8, ""}}, 1.0, "1x: as fast as fp32"};
+  BarChart chart{"dtype-speedup",
+                 "speedup over fp32 (x)",
+                 {"host & model", "other"},
+                 {"int8", "bf16"},
+                 {{0, 0, 2.5, "2.5x, max err 0.01"}, {0, 1, 1.2, ""}, {1, 0, 0.8, ""}},
+                 1.0,
+                 "1x: as fast as fp32"};
   const std::string svg = RenderBarChart(chart);
   EXPECT_EQ(Count(svg, "<rect class=\"point\""), 3u);
   EXPECT_NE(svg.find("host &amp; model"), std::string::npos);

@@ -24,7 +24,8 @@ constexpr auto kChromiumDeadline = 90s;
 std::string FindChromium() {
   for (const char* name : {"chromium", "chromium-browser", "google-chrome"}) {
     std::string out, err;
-    if (RunCommand({"/bin/sh", "-c", std::string("command -v ") + name}, &out, &err) == 0 && !out.empty()) {
+    if (RunCommand({"/bin/sh", "-c", std::string("command -v ") + name}, &out, &err) == 0 &&
+        !out.empty()) {
       return out.substr(0, out.find('\n'));
     }
   }
@@ -39,8 +40,8 @@ bool RunChromium(const std::string& chromium, const TempDir& dir, const std::str
   static int runs = 0;
   const std::string profile = dir / ("profile-" + std::to_string(++runs));
   const std::string command = "exec '" + chromium + "' --headless=new --no-sandbox --disable-gpu " +
-                              "--no-first-run --user-data-dir='" + profile + "' " + args + " 'file://" + html +
-                              "' > '" + out_path + "'";
+                              "--no-first-run --user-data-dir='" + profile + "' " + args +
+                              " 'file://" + html + "' > '" + out_path + "'";
   ChildProcess chromium_process;
   if (!chromium_process.Start({"/bin/sh", "-c", command}, dir / "chromium.log")) {
     *why = "could not start " + chromium;
@@ -63,10 +64,12 @@ bool RunChromium(const std::string& chromium, const TempDir& dir, const std::str
 std::map<std::string, std::string> Charts(const std::string& dom) {
   std::map<std::string, std::string> charts;
   const std::regex open("<svg[^>]*data-chart=\"([^\"]+)\"");
-  for (auto it = std::sregex_iterator(dom.begin(), dom.end(), open); it != std::sregex_iterator(); ++it) {
+  for (auto it = std::sregex_iterator(dom.begin(), dom.end(), open); it != std::sregex_iterator();
+       ++it) {
     const size_t start = it->position(0);
     const size_t end = dom.find("</svg>", start);
-    charts[(*it)[1]] = dom.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    charts[(*it)[1]] =
+        dom.substr(start, end == std::string::npos ? std::string::npos : end - start);
   }
   return charts;
 }
@@ -107,7 +110,8 @@ class ReportTest : public ::testing::Test {
     if (sweeps_.size() != 2) GTEST_FAIL() << "the two nights did not run";
   }
   static int Report(std::vector<std::string> args, std::string* out, std::string* err) {
-    std::vector<std::string> argv = {kCliBin, "--coordinator", fleet_->clients_endpoint(), "report"};
+    std::vector<std::string> argv = {kCliBin, "--coordinator", fleet_->clients_endpoint(),
+                                     "report"};
     argv.insert(argv.end(), args.begin(), args.end());
     return RunCommand(argv, out, err);
   }
@@ -137,7 +141,8 @@ TEST_F(ReportTest, OneSweepHasItsChartsAndNoExternalReference) {
     EXPECT_EQ(html.find(external), std::string::npos) << external;
   }
   EXPECT_NE(html.find("report-nightly"), std::string::npos) << "the header names the sweep";
-  EXPECT_NE(html.find("team=&lt;b&gt;infra&lt;/b&gt; &amp; co"), std::string::npos) << "and its labels, escaped";
+  EXPECT_NE(html.find("team=&lt;b&gt;infra&lt;/b&gt; &amp; co"), std::string::npos)
+      << "and its labels, escaped";
   EXPECT_EQ(html.find("<b>"), std::string::npos);
   const auto charts = Charts(html);
   for (const char* name : {"throughput-mlp", "threads-mlp", "dtype-speedup", "history"}) {
@@ -150,7 +155,8 @@ TEST_F(ReportTest, OneSweepHasItsChartsAndNoExternalReference) {
 
 TEST_F(ReportTest, RendersInHeadlessChromium) {
   const std::string chromium = FindChromium();
-  if (chromium.empty()) GTEST_SKIP() << "chromium is not installed (deploy/install-deps.sh installs it)";
+  if (chromium.empty())
+    GTEST_SKIP() << "chromium is not installed (deploy/install-deps.sh installs it)";
   TempDir dir("report-chromium");
   const std::string file = dir / "report.html";
   std::string out, err;
@@ -167,14 +173,16 @@ TEST_F(ReportTest, RendersInHeadlessChromium) {
   EXPECT_GE(Points(charts.at("history")), 16u) << "8 series, 2 nights each";
   // Sections without data say so instead of drawing an empty chart.
   EXPECT_NE(dom.find("no configuration ran on both cpu and cuda in this range"), std::string::npos);
-  EXPECT_NE(dom.find("no data- or model-parallel results (world size &gt; 1) in this range"), std::string::npos);
+  EXPECT_NE(dom.find("no data- or model-parallel results (world size &gt; 1) in this range"),
+            std::string::npos);
   EXPECT_EQ(charts.count("cpu-gpu-speedup") + charts.count("parallel-efficiency"), 0u);
 
   const char* env = std::getenv("BENCHFLEET_ARTIFACTS_DIR");
   const std::string artifacts = env && *env ? env : BENCHFLEET_BUILD_DIR "/artifacts";
   std::filesystem::create_directories(artifacts);
   const std::string png = artifacts + "/report.png";
-  ASSERT_TRUE(RunChromium(chromium, dir, file, "--screenshot='" + png + "' --window-size=1280,4000 --hide-scrollbars",
+  ASSERT_TRUE(RunChromium(chromium, dir, file,
+                          "--screenshot='" + png + "' --window-size=1280,4000 --hide-scrollbars",
                           dir / "screenshot.out", &why))
       << why;
   ASSERT_TRUE(std::filesystem::exists(png));
