@@ -263,16 +263,17 @@ class Report {
     std::string out;
     for (const auto& [model, group] : ByModel(*rows)) {
       size_t all = 0;
-      LineChart chart{ChartName("throughput", model),
-                      {"batch size (samples per iteration)", ScaleFor(Values(group, "batch_size"))},
-                      {"throughput (samples/s)", ScaleFor(Values(group, "throughput_per_s")), true},
-                      SeriesOf(
-                          group,
-                          [](const json& r) {
-                            return Join({Str(r, "host"), Str(r, "device"), Str(r, "mode"),
-                                         Str(r, "dtype"), Str(r, "threads") + " thr"});
-                          },
-                          "batch_size", "throughput_per_s", &all)};
+      LineChart chart{
+          ChartName("throughput", model),
+          {"batch size (samples per iteration)", ScaleFor(Values(group, "batch_size"))},
+          {"throughput (samples/s)", ScaleFor(Values(group, "throughput_per_s")), true},
+          SeriesOf(
+              group,
+              [](const json& r) {
+                return Join({Str(r, "host"), Str(r, "device"), Str(r, "model_args"), Str(r, "mode"),
+                             Str(r, "dtype"), Str(r, "threads") + " thr"});
+              },
+              "batch_size", "throughput_per_s", &all)};
       if (chart.y.scale == AxisScale::kLog) chart.y.from_zero = false;
       const std::string shared = DropShared(&chart.series);
       out += Section(std::string(title) + ": " + model,
@@ -312,9 +313,9 @@ class Report {
         "1x: equal speed"};
     std::map<std::string, size_t> categories, devices;
     for (const json& r : *rows) {
-      const std::string category =
-          Join({Str(r, "host"), Str(r, "model"), Str(r, "mode"), Str(r, "dtype"),
-                "b=" + Str(r, "batch_size"), "cpu " + Str(r, "cpu_threads") + " thr"});
+      const std::string category = Join(
+          {Str(r, "host"), Str(r, "model"), Str(r, "model_args"), Str(r, "mode"), Str(r, "dtype"),
+           "b=" + Str(r, "batch_size"), "cpu " + Str(r, "cpu_threads") + " thr"});
       if (!categories.count(category)) {
         if (categories.size() == kMaxBarCategories) continue;
         categories[category] = chart.categories.size();
@@ -349,33 +350,32 @@ class Report {
 
   StatusOr<std::string> Threads() {
     const char* title = "Thread scaling";
-    // Series that start at one thread, so the speedup is over one thread and y = x is ideal.
     auto rows = Rows(
-        "SELECT host, device, model, model_args, mode, dtype, batch_size, threads, avg(speedup) AS "
-        "speedup, "
-        "avg(median_ms) AS median_ms, avg(parallel_efficiency) AS parallel_efficiency, "
-        "avg(effective_threads) AS effective_threads FROM thread_scaling t WHERE sweep_id IN " +
+        "SELECT host, device, model, model_args, mode, dtype, batch_size, threads, "
+        "avg(speedup) AS speedup, avg(median_ms) AS median_ms, "
+        "avg(parallel_efficiency) AS parallel_efficiency, "
+        "avg(effective_threads) AS effective_threads FROM thread_scaling WHERE sweep_id IN " +
         in_ +
-        " AND 1 = (SELECT min(threads) FROM thread_scaling u WHERE u.sweep_id = t.sweep_id AND "
-        "u.host = t.host "
-        "AND u.device = t.device AND u.model = t.model AND u.model_args IS t.model_args AND u.mode "
-        "= t.mode "
-        "AND u.dtype = t.dtype AND u.batch_size = t.batch_size) "
-        "GROUP BY host, device, model, model_args, mode, dtype, batch_size, threads "
+        " GROUP BY host, device, model, model_args, mode, dtype, batch_size, threads "
         "ORDER BY model, host, device, mode, dtype, batch_size, threads");
     if (!rows.ok()) return rows.status();
-    // Only series with more than one thread count say anything about scaling.
-    std::map<std::string, int> counts;
+    // Only series that start at one thread (so the speedup is over one thread and y = x is
+    // ideal) and ran at more threads say anything about scaling.
     auto key = [](const json& r) {
-      return Join({Str(r, "host"), Str(r, "device"), Str(r, "mode"), Str(r, "dtype"),
-                   "b=" + Str(r, "batch_size")});
+      return Join({Str(r, "host"), Str(r, "device"), Str(r, "model_args"), Str(r, "mode"),
+                   Str(r, "dtype"), "b=" + Str(r, "batch_size")});
     };
-    for (const json& r : *rows)
-      ++counts[Str(r, "model") + "\n" + Str(r, "model_args") + "\n" + key(r)];
+    std::map<std::string, std::pair<int, double>> series;  // count, fewest threads
+    for (const json& r : *rows) {
+      auto& [count, fewest] =
+          series.try_emplace(Str(r, "model") + "\n" + key(r), 0, INFINITY).first->second;
+      ++count;
+      fewest = std::min(fewest, Real(r, "threads"));
+    }
     std::vector<json> kept;
     for (const json& r : *rows) {
-      if (counts[Str(r, "model") + "\n" + Str(r, "model_args") + "\n" + key(r)] > 1)
-        kept.push_back(r);
+      const auto& [count, fewest] = series[Str(r, "model") + "\n" + key(r)];
+      if (count > 1 && fewest == 1) kept.push_back(r);
     }
     if (kept.empty())
       return Empty(title, "no configuration ran at 1 thread and at more threads in this range");
@@ -430,8 +430,8 @@ class Report {
     std::map<std::string, size_t> categories, dtypes;
     for (const json& r : *rows) {
       const std::string category =
-          Join({Str(r, "host"), Str(r, "device"), Str(r, "model"), Str(r, "mode"),
-                "b=" + Str(r, "batch_size"), Str(r, "threads") + " thr"});
+          Join({Str(r, "host"), Str(r, "device"), Str(r, "model"), Str(r, "model_args"),
+                Str(r, "mode"), "b=" + Str(r, "batch_size"), Str(r, "threads") + " thr"});
       if (!categories.count(category)) {
         if (categories.size() == kMaxBarCategories) continue;
         categories[category] = chart.categories.size();
@@ -533,7 +533,8 @@ class Report {
         " AND series IS NOT NULL) "
         "GROUP BY r.series ORDER BY confirmed DESC, n DESC, r.series LIMIT " +
         std::to_string(kMaxHistorySeries) +
-        ") SELECT r.series, h.name AS host, r.device, r.model, r.mode, r.dtype, r.batch_size, "
+        ") SELECT r.series, h.name AS host, r.device, r.model, r.model_args, r.mode, r.dtype, "
+        "r.batch_size, "
         "r.threads, "
         "r.received_at, r.median_ms, r.job_id, r.sweep_id, g.direction, round(g.change * 100, 1) "
         "AS change_pct "
@@ -553,10 +554,10 @@ class Report {
       const std::string series = Str(r, "series");
       if (!index.count(series)) {
         index[series] = chart.series.size();
-        chart.series.push_back(
-            {Join({Str(r, "host"), Str(r, "device"), Str(r, "model"), Str(r, "mode"),
-                   Str(r, "dtype"), "b=" + Str(r, "batch_size"), Str(r, "threads") + " thr"}),
-             {}});
+        chart.series.push_back({Join({Str(r, "host"), Str(r, "device"), Str(r, "model"),
+                                      Str(r, "model_args"), Str(r, "mode"), Str(r, "dtype"),
+                                      "b=" + Str(r, "batch_size"), Str(r, "threads") + " thr"}),
+                                {}});
       }
       const std::string direction = Str(r, "direction");
       const PointMark mark = direction == "slower"   ? PointMark::kRegression
