@@ -403,8 +403,8 @@ int CalibrateCommand(const ClientOptions& client_options, const std::vector<std:
 }
 
 const std::vector<std::string>& ResultViews() {
-  static const std::vector<std::string> views = {"summary", "speedup", "batch", "threads", "dtype",
-                                                 "parallel", "calibration"};
+  static const std::vector<std::string> views = {"summary", "speedup", "batch",    "threads", "dtype",
+                                                 "technique", "parallel", "calibration"};
   return views;
 }
 
@@ -424,6 +424,9 @@ int ViewCommand(const ClientOptions& client_options, const std::string& view,
       {"dtype",
        "select sweep_id, host, device, model, mode, batch_size, threads, dtype, fp32_median_ms, "
        "median_ms, speedup, max_abs_err, mean_abs_err, rel_err, top1_agreement from dtype_comparison"},
+      {"technique",
+       "select sweep_id, host, device, model, mode, dtype, batch_size, threads, technique, variant, "
+       "baseline, baseline_median_ms, median_ms, speedup, max_abs_err, rel_err from technique_comparison"},
       {"parallel",
        "select sweep_id, host_set, model, kind, world_size, batch_size, bytes, threads, "
        "pipeline_schedule as schedule, micro_batches, median_ms, samples_per_s, "

@@ -106,9 +106,9 @@ const std::vector<ModelArg>& ArgsOf(const std::string& model) {
   static const std::map<std::string, std::vector<ModelArg>> args = {
       {"matmul", {{"m", 0}, {"k", 0}, {"n", 0}}},
       {"mlp", {{"layers", 1}}},
-      {"cnn", {{"width", 0}, {"blocks", 1}, {"image_size", 0}, {"channels", 0}, {"classes", 0}}},
+      {"cnn", {{"width", 0}, {"blocks", 1}, {"image_size", 0}, {"channels", 0}, {"classes", 0}, {"memory_format", 0}}},
       {"transformer", {{"hidden", 0}, {"heads", 0}, {"layers", 0}, {"ffn", 0}, {"seq_len", 0}}},
-      {"torchscript", {{"path", 0}, {"inputs", 2}}},
+      {"torchscript", {{"path", 0}, {"inputs", 2}, {"jit", 0}}},
       {"allreduce", {{"bytes", 0}}},
       {"broadcast", {{"bytes", 0}}},
       {"allgather", {{"bytes", 0}}}};
@@ -142,6 +142,19 @@ class ArgsReader {
 
   const json* Find(const char* key) const { return args_.contains(key) ? &args_.at(key) : nullptr; }
 
+  // A string argument that is one of `accepted`; absent: *out keeps its default.
+  bool Choice(const char* key, const std::vector<std::string>& accepted, std::string* out,
+              JobSpecError* error) const {
+    if (!args_.contains(key)) return true;
+    const json& value = args_.at(key);
+    if (!value.is_string() || std::find(accepted.begin(), accepted.end(), value.get<std::string>()) == accepted.end()) {
+      return Fail(error, std::string("model_args.") + key,
+                  std::string("model_args.") + key + " must be one of " + Join(accepted) + ", got " + value.dump());
+    }
+    *out = value.get<std::string>();
+    return true;
+  }
+
  private:
   const json& args_;
   std::string model_;
@@ -167,7 +180,8 @@ bool ReadModelArgs(const json& args, JobSpec* spec, JobSpecError* error) {
     ArgsReader r(args, model);
     if (!r.CheckKeys(error) || !r.Int("width", &c.width, error) ||
         !r.Int("image_size", &c.image_size, error) || !r.Int("channels", &c.channels, error) ||
-        !r.Int("classes", &c.classes, error)) {
+        !r.Int("classes", &c.classes, error) ||
+        !r.Choice("memory_format", KnownMemoryFormats(), &c.memory_format, error)) {
       return false;
     }
     const json* blocks = r.Find("blocks");
@@ -224,6 +238,7 @@ bool ReadModelArgs(const json& args, JobSpec* spec, JobSpecError* error) {
                 "without the batch dimension (e.g. [[3, 224, 224]]), got " +
                     (inputs == nullptr ? std::string("nothing") : inputs->dump()));
   }
+  if (!r.Choice("jit", KnownJitModes(), &spec->torchscript.jit, error)) return false;
   spec->torchscript.inputs.clear();
   for (std::size_t i = 0; i < inputs->size(); ++i) {
     std::vector<std::int64_t> shape;
@@ -592,6 +607,13 @@ std::optional<JobSpec> Parse(const json& job, bool require_identity, JobSpecErro
       !ReadChoice(job, "device", {}, &spec.device, error)) {
     return std::nullopt;
   }
+  // A frozen module has its weights folded into constants: nothing left to train.
+  if (spec.model == "torchscript" && spec.torchscript.jit != "none" && spec.mode != "inference") {
+    Fail(error, "model_args.jit",
+         "model_args.jit " + Quoted(spec.torchscript.jit) + " runs in mode \"inference\" only (a frozen module "
+         "has no parameters to train); got mode " + Quoted(spec.mode));
+    return std::nullopt;
+  }
   if (spec.device != "cpu" && !IsCudaDevice(spec.device)) {
     Fail(error, "device",
          "unknown device " + Quoted(spec.device) + "; known devices: " + kKnownDevices);
@@ -714,6 +736,16 @@ const std::vector<std::string>& KnownModels() {
 
 bool IsCollectiveModel(const std::string& model) {
   return model == "allreduce" || model == "broadcast" || model == "allgather";
+}
+
+const std::vector<std::string>& KnownMemoryFormats() {
+  static const std::vector<std::string> formats = {"contiguous", "channels_last"};
+  return formats;
+}
+
+const std::vector<std::string>& KnownJitModes() {
+  static const std::vector<std::string> modes = {"none", "freeze", "optimize"};
+  return modes;
 }
 
 const std::vector<std::string>& KnownModes() {

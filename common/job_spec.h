@@ -38,6 +38,7 @@ struct CnnArgs {
   std::int64_t image_size = 224;
   std::int64_t channels = 3;
   std::int64_t classes = 1000;
+  std::string memory_format = "contiguous";  // or "channels_last" (NHWC activations and weights)
 };
 struct TransformerArgs {
   std::int64_t hidden = 768, heads = 12, layers = 12, ffn = 3072, seq_len = 128;
@@ -45,7 +46,13 @@ struct TransformerArgs {
 struct TorchScriptArgs {
   std::string path;                               // absolute path of a torch::jit::save file
   std::vector<std::vector<std::int64_t>> inputs;  // per forward() argument, without batch
+  // "none": run as saved; "freeze": torch::jit::freeze (weights and attributes inlined
+  // as constants); "optimize": freeze, then torch::jit::optimize_for_inference.
+  std::string jit = "none";
 };
+// The values of the model arguments that are a choice, in the order errors list them.
+const std::vector<std::string>& KnownMemoryFormats();
+const std::vector<std::string>& KnownJitModes();
 
 // The collectives (allreduce, broadcast, allgather): the bytes each rank puts in one
 // call. 256 MiB is the top of the size axis users sweep (as nccl-tests do).

@@ -335,5 +335,42 @@ TEST(JobSpecTest, InteropThreadsAndOnednnAreAxes) {
   EXPECT_FALSE(sweep->Combinations()[0].Spec().contains("model_args"));  // the worker's defaults
 }
 
+TEST(JobSpecTest, MemoryFormatAndJitAreChoicesOfTheirModels) {
+  JobSpecError error;
+  json cnn = {{"model", "cnn"}, {"mode", "train"}, {"dtype", "fp32"}, {"device", "cpu"},
+              {"batch_size", 2}, {"threads", 1}, {"model_args", {{"memory_format", "channels_last"}}}};
+  auto parsed = ParseJobConfig(cnn, &error);
+  ASSERT_TRUE(parsed) << error.message;
+  EXPECT_EQ(parsed->cnn.memory_format, "channels_last");
+  cnn["model_args"]["memory_format"] = "nchw";
+  EXPECT_FALSE(ParseJobConfig(cnn, &error));
+  EXPECT_EQ(error.field, "model_args.memory_format");
+  EXPECT_EQ(error.message, "model_args.memory_format must be one of contiguous, channels_last, got \"nchw\"");
+  json mlp = cnn;
+  mlp["model"] = "mlp";
+  mlp["model_args"] = {{"memory_format", "channels_last"}};
+  EXPECT_FALSE(ParseJobConfig(mlp, &error));  // the cnn's argument only
+  EXPECT_EQ(error.field, "model_args.memory_format");
+
+  json ts = {{"model", "torchscript"}, {"mode", "inference"}, {"dtype", "fp32"}, {"device", "cpu"},
+             {"batch_size", 2}, {"threads", 1},
+             {"model_args", {{"path", "/m.pt"}, {"inputs", {{4}}}, {"jit", "optimize"}}}};
+  parsed = ParseJobConfig(ts, &error);
+  ASSERT_TRUE(parsed) << error.message;
+  EXPECT_EQ(parsed->torchscript.jit, "optimize");
+  ts["model_args"].erase("jit");
+  EXPECT_EQ(ParseJobConfig(ts, &error)->torchscript.jit, "none");
+  ts["model_args"]["jit"] = "freeze";
+  ts["mode"] = "train";
+  EXPECT_FALSE(ParseJobConfig(ts, &error));
+  EXPECT_EQ(error.field, "model_args.jit");
+  // A sweep crosses them like any argument axis.
+  auto sweep = ParseSweepText(R"({"name": "s", "matrix": {"model": "cnn", "batch_size": 1},
+      "models": {"cnn": {"width": 8, "memory_format": ["contiguous", "channels_last"]}}})");
+  ASSERT_TRUE(sweep.ok()) << sweep.status().ToString();
+  ASSERT_EQ(sweep->combination_count, 2u);
+  EXPECT_EQ(sweep->Combinations()[1].Spec()["model_args"]["memory_format"], "channels_last");
+}
+
 }  // namespace
 }  // namespace benchfleet

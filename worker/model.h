@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "common/job_spec.h"
@@ -41,6 +42,9 @@ class Model {
   // global batch, summed over the ranks with `rank_sum` (SyncBatchNorm). Returns how
   // many layers; 0 when the model has none.
   virtual int SynchronizeBatchNorm(const RankSum& /*rank_sum*/) { return 0; }
+  // Compiles the model for inference as model_args.jit asks ("freeze", "optimize"):
+  // only a TorchScript module can be; the job rules refuse the key elsewhere.
+  virtual void CompileForInference(const std::string& /*jit*/) {}
 };
 
 struct BuiltModel {

@@ -41,6 +41,14 @@ class TorchScriptModel : public Model {
     module_.to(device, dtype);
   }
   int QuantizeDynamicInt8() override { return 0; }
+  void CompileForInference(const std::string& jit) override {
+    if (jit == "none") return;
+    module_.eval();
+    // freeze inlines the weights and attributes as constants (and folds conv-batchnorm);
+    // optimize_for_inference then applies the inference passes of torch.jit's own.
+    module_ = torch::jit::freeze(module_);
+    if (jit == "optimize") module_ = torch::jit::optimize_for_inference(module_);
+  }
   std::int64_t WeightBytes() override {
     std::int64_t bytes = 0;
     for (const torch::Tensor& p : module_.parameters()) bytes += TensorBytes(p);

@@ -6,6 +6,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <iostream>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
@@ -41,11 +42,29 @@ std::string SaveParameterFree() {
   return path;
 }
 
+// A small convolutional net, x [batch, 3, 16, 16] -> [batch, 8]: what freezing and
+// optimize_for_inference (conv folding, oneDNN prepacking) work on.
+std::string SaveConvNet() {
+  const std::string path = ScratchPath("conv.pt");
+  torch::jit::Module m("ConvNet");
+  m.register_parameter("w1", torch::randn({8, 3, 3, 3}) * 0.2, /*is_buffer=*/false);
+  m.register_parameter("b1", torch::zeros({8}), /*is_buffer=*/false);
+  m.register_parameter("w2", torch::randn({8, 8, 3, 3}) * 0.2, /*is_buffer=*/false);
+  m.register_parameter("b2", torch::zeros({8}), /*is_buffer=*/false);
+  m.define(
+      "def forward(self, x):\n"
+      "    y = torch.relu(torch.conv2d(x, self.w1, self.b1, [1, 1], [1, 1]))\n"
+      "    y = torch.relu(torch.conv2d(y, self.w2, self.b2, [1, 1], [1, 1]))\n"
+      "    return torch.mean(y, [2, 3])\n");
+  m.save(path);
+  return path;
+}
+
 json Job(const std::string& path, const json& inputs, const std::string& mode = "inference",
-         const std::string& dtype = "fp32") {
+         const std::string& dtype = "fp32", const std::string& jit = "none") {
   return {{"job_id", 9},
           {"model", "torchscript"},
-          {"model_args", {{"path", path}, {"inputs", inputs}}},
+          {"model_args", {{"path", path}, {"inputs", inputs}, {"jit", jit}}},
           {"mode", mode},
           {"dtype", dtype},
           {"device", "cpu"},
@@ -87,6 +106,30 @@ TEST_F(TorchScriptTest, InferenceTrainAndBf16Run) {
       EXPECT_LT(r.at("accuracy").at("rel_err").get<double>(), 0.05);
     }
   }
+}
+
+TEST_F(TorchScriptTest, FrozenAndOptimizedModulesRunAndKeepTheirOutputs) {
+  const std::string conv = SaveConvNet();
+  for (const std::string jit : {"none", "freeze", "optimize"}) {
+    SCOPED_TRACE(jit);
+    const JobOutcome outcome = RunJob(Job(conv, {{3, 16, 16}}, "inference", "fp32", jit));
+    ASSERT_EQ(outcome.exit_code, kExitOk) << outcome.result.dump();
+    const json& r = outcome.result;
+    EXPECT_GT(r.at("stats").at("median_ms").get<double>(), 0);
+    // Compiled: its outputs against the module as saved, on the same inputs.
+    EXPECT_EQ(r.at("accuracy").is_null(), jit == "none") << r.dump();
+    if (jit != "none") {
+      EXPECT_LT(r.at("accuracy").at("max_abs_err").get<double>(), 1e-3) << r.dump();
+    }
+    std::cout << "FIGURE torchscript conv jit " << jit << ": median " << r["stats"]["median_ms"] << " ms\n";
+  }
+  // A frozen module has nothing to train.
+  const JobOutcome train = RunJob(Job(conv, {{3, 16, 16}}, "train", "fp32", "freeze"));
+  std::remove(conv.c_str());
+  EXPECT_EQ(train.exit_code, kExitRejected);
+  EXPECT_NE(train.result.value("error", "").find("model_args.jit \"freeze\" runs in mode \"inference\" only"),
+            std::string::npos)
+      << train.result.dump();
 }
 
 TEST_F(TorchScriptTest, SeveralInputs) {

@@ -131,11 +131,22 @@ PreparedWorkload PrepareWorkload(const JobSpec& spec) {
       throw WorkloadError("int8 dynamic quantization needs Linear layers; model " + spec.model +
                           " has none");
     }
-    if (spec.dtype != "fp32") {
+    workload.param_bytes = model->WeightBytes();
+    // NHWC: every 4-d weight and input (the cnn's convolutions) in channels-last order.
+    if (spec.model == "cnn" && spec.cnn.memory_format == "channels_last") {
+      for (torch::Tensor& p : model->Parameters()) {
+        if (p.dim() == 4) p.set_data(p.data().contiguous(at::MemoryFormat::ChannelsLast));
+      }
+      for (torch::Tensor& input : *inputs) {
+        if (input.dim() == 4) input = input.contiguous(at::MemoryFormat::ChannelsLast);
+      }
+    }
+    if (spec.model == "torchscript") model->CompileForInference(spec.torchscript.jit);
+    // What the dtype or the compilation changed in the outputs, against the fp32 model.
+    if (spec.dtype != "fp32" || (spec.model == "torchscript" && spec.torchscript.jit != "none")) {
       c10::InferenceMode guard;
       workload.accuracy = Accuracy(reference, model->Forward(*inputs), built.classifier);
     }
-    workload.param_bytes = model->WeightBytes();
 
     if (spec.mode == "train") {
       workload.iteration = TrainStep(model, inputs, spec);

@@ -166,6 +166,25 @@ TEST(ZooTest, OnednnCanBeSwitchedOff) {
   EXPECT_TRUE(on.result.at("runtime").at("onednn").get<bool>());
 }
 
+TEST(ZooTest, TheCnnRunsInChannelsLastOrder) {
+  for (const std::string mode : {"inference", "train"}) {
+    SCOPED_TRACE(mode);
+    json job = TinyJob("cnn", mode, "fp32");
+    job["model_args"]["memory_format"] = "channels_last";
+    const JobOutcome outcome = RunJob(job);
+    ASSERT_EQ(outcome.exit_code, kExitOk) << outcome.result.dump();
+    EXPECT_GT(outcome.result.at("stats").at("median_ms").get<double>(), 0);
+  }
+  json bad = TinyJob("cnn", "inference", "fp32");
+  bad["model_args"]["memory_format"] = "nhwc";
+  const JobOutcome refused = RunJob(bad);
+  EXPECT_EQ(refused.exit_code, kExitRejected);
+  EXPECT_NE(refused.result.value("error", "").find(
+                "model_args.memory_format must be one of contiguous, channels_last, got \"nhwc\""),
+            std::string::npos)
+      << refused.result.dump();
+}
+
 struct BadJob {
   json job;
   std::string error;  // expected in the result's error
