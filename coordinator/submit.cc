@@ -25,18 +25,18 @@ constexpr size_t kMaxIntakes = 16;
 }  // namespace
 
 Message Submitted(const json& request_id, const StoredSweep& stored, const CombinationTally& tally) {
-  json body = {{"request_id", request_id},
-               {"sweep_id", stored.sweep_id},
-               {"jobs", stored.jobs},
-               {"agents", stored.agents},
-               {"existing", stored.existing}};
-  // What the sweep's exclude list and "invalid": "skip" left out (a resend of a
-  // submission already stored does not know).
-  if (!stored.existing && (tally.excluded > 0 || tally.invalid > 0)) {
-    body["excluded"] = tally.excluded;
-    body["skipped"] = {{"count", tally.invalid}, {"first", tally.invalid_listed}};
-  }
-  return MakeMessage(msg::kSubmitted, body);
+  // What the sweep's exclude list and "invalid": "skip" left out (0 for a resend of a
+  // submission already stored: it is not checked again).
+  const bool counted = !stored.existing;
+  return MakeMessage(msg::kSubmitted,
+                     {{"request_id", request_id},
+                      {"sweep_id", stored.sweep_id},
+                      {"jobs", stored.jobs},
+                      {"agents", stored.agents},
+                      {"existing", stored.existing},
+                      {"excluded", counted ? tally.excluded : 0},
+                      {"skipped", {{"count", counted ? tally.invalid : 0},
+                                   {"first", counted ? tally.invalid_listed : json::array()}}}});
 }
 
 std::optional<Message> Coordinator::Submit(const std::string& routing_id, const json& request_id,
