@@ -506,7 +506,6 @@ StatusOr<Sweep> ParseSweepShape(const json& document) {
   std::map<std::string, std::vector<ModelVariant>> variants;
   if (document.contains("models")) {
     ASSIGN_OR_RETURN(variants, ParseModels(document["models"]));
-    sweep.model_args = document["models"];
   }
   if (document.contains("labels")) {
     RETURN_IF_ERROR(ValidateLabels(document["labels"]));

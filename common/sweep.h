@@ -88,7 +88,6 @@ struct Sweep {
   TimingSpec timing;
   double timeout_s = 0;  // per job; 0 = derived from timing
   int64_t seed = 0;
-  json model_args = json::object();  // per model name, as written: {"mlp": {"layers": [...]}}
   // Per value of the model axis (axes[kModelAxis]): its model_args (null: the worker's
   // defaults). A model whose arguments have axes ({"seq_len": [128, 512]}) appears once
   // per combination of them; model_axis_written is then the value's index as written,
