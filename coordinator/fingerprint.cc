@@ -62,4 +62,19 @@ std::string SeriesOf(const std::string& fingerprint, const json& job_spec) {
   return Sha256Hex(fingerprint + "\n" + job_spec.dump());
 }
 
+int64_t SeriesKeyOf(const std::string& series) {
+  constexpr size_t kHexDigits = 15;  // 60 bits: what migration 016 computes in SQL
+  if (series.size() < kHexDigits) return -1;
+  int64_t key = 0;
+  for (size_t i = 0; i < kHexDigits; ++i) {
+    const char c = series[i];
+    int digit;
+    if (c >= '0' && c <= '9') digit = c - '0';
+    else if (c >= 'a' && c <= 'f') digit = c - 'a' + 10;
+    else return -1;
+    key = (key << 4) | digit;
+  }
+  return key;
+}
+
 }  // namespace benchfleet

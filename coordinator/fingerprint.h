@@ -4,6 +4,7 @@
 // series instead of looking like a regression.
 #pragma once
 
+#include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -24,6 +25,11 @@ HostFingerprint FingerprintOf(const Capabilities& capabilities);
 // The series of a job's result on a host of `fingerprint`: a SHA-256 of the fingerprint
 // and the job's spec as canonical JSON (keys sorted).
 std::string SeriesOf(const std::string& fingerprint, const nlohmann::json& job_spec);
+
+// The integer a series is indexed by (results.series_key, migration 016): the first 60
+// bits of its SHA-256, so an index entry is a quarter the size of the hex text. Two
+// series may share a key; lookups compare the series too. -1 for a malformed series.
+int64_t SeriesKeyOf(const std::string& series);
 
 std::string Sha256Hex(const std::string& bytes);
 

@@ -1,6 +1,7 @@
 // The store's side of regression detection: a result's series and baseline window, the
 // candidates and their confirming reruns (schemas/migrations/013_regressions.sql).
 #include "common/clock.h"
+#include "coordinator/fingerprint.h"
 #include "coordinator/store.h"
 
 namespace benchfleet {
@@ -19,12 +20,13 @@ StatusOr<std::vector<BaselinePoint>> Store::SeriesBaseline(const std::string& se
                                                            const std::string& model) {
   ASSIGN_OR_RETURN(auto stmt, db_->Prepare(
       "SELECT r.job_id, r.median_ms, r.received_at FROM results r JOIN jobs j ON j.job_id = r.job_id "
-      "WHERE r.series = ?1 AND r.job_id < ?2 AND r.ok = 1 AND coalesce(r.noisy, 0) = 0 "
+      "WHERE r.series_key = ?6 AND r.series = ?1 AND r.job_id < ?2 AND r.ok = 1 AND coalesce(r.noisy, 0) = 0 "
       "AND r.median_ms IS NOT NULL AND j.confirms_job_id IS NULL "
       "AND r.received_at > coalesce((SELECT max(b.at) FROM baseline_resets b "
       "  WHERE (b.host IS NULL OR b.host = ?4) AND (b.model IS NULL OR b.model = ?5)), '') "
       "ORDER BY r.job_id DESC LIMIT ?3"));
   stmt.Bind(1, series).Bind(2, before_job_id).Bind(3, static_cast<int64_t>(window)).Bind(4, host).Bind(5, model);
+  stmt.Bind(6, SeriesKeyOf(series));
   std::vector<BaselinePoint> out;
   while (true) {
     ASSIGN_OR_RETURN(bool row, stmt.Step());

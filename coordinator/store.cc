@@ -40,7 +40,7 @@ enum ResultColumn : int {  // parameter positions, from 1
   kResultDevice, kResultModel, kResultMode, kResultDtype, kResultBatchSize, kResultThreads,
   kResultInteropThreads, kResultOnednn, kResultModelArgs,
   kResultPeakGflops, kResultFractionOfPeak,
-  kResultFingerprint, kResultSeries,  // docs/regressions.md
+  kResultFingerprint, kResultSeries, kResultSeriesKey,  // docs/regressions.md
   kResultFirstField  // then one per declared field with a column (ResultFields())
 };
 
@@ -49,7 +49,7 @@ const std::string& ResultRowSql() {
     std::string names =
         "job_id, sweep_id, attempt, host_id, ok, detail, received_at, error, device, model, mode, "
         "dtype, batch_size, threads, interop_threads, onednn, model_args, peak_gflops, "
-        "fraction_of_peak, fingerprint, series";
+        "fraction_of_peak, fingerprint, series, series_key";
     std::string slots;
     for (int i = 1; i < kResultFirstField; ++i) slots += (i > 1 ? ", ?" : "?") + std::to_string(i);
     int next = kResultFirstField;
@@ -755,7 +755,7 @@ StatusOr<ResultOutcome> Store::StoreResult(int64_t job_id, int attempt, int64_t 
     ASSIGN_OR_RETURN(std::string fingerprint, FingerprintOfHost(host_id));
     if (!fingerprint.empty()) {
       series = SeriesOf(fingerprint, spec);
-      row.Bind(kResultFingerprint, fingerprint).Bind(kResultSeries, series);
+      row.Bind(kResultFingerprint, fingerprint).Bind(kResultSeries, series).Bind(kResultSeriesKey, SeriesKeyOf(series));
     }
   }
   const json& gflops = ResultValue(result, "gflops");

@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "common/result_fields.h"
+#include "coordinator/fingerprint.h"
 #include "coordinator/reader.h"
 #include "coordinator/sqlite.h"
 
@@ -120,6 +121,61 @@ TEST_F(StoreTest, MigrationsApplyOnceAndDatabaseIsInWalMode) {
   auto reopened = Store::Open(path_);  // second open applies nothing and keeps data
   ASSERT_TRUE(reopened.ok());
   EXPECT_EQ((*reopened)->SchemaVersion(), Migrations().back().version);
+}
+
+TEST(SeriesKeyTest, IsTheFirstSixtyBitsOfTheSeriesHex) {
+  const std::string series = Sha256Hex("a fingerprint\n{}");
+  EXPECT_EQ(SeriesKeyOf(series), std::stoll(series.substr(0, 15), nullptr, 16));
+  EXPECT_EQ(SeriesKeyOf("0123456789abcdef0123"), 0x0123456789abcdeLL);
+  EXPECT_EQ(SeriesKeyOf("fffffffffffffff"), (int64_t{1} << 60) - 1);
+  EXPECT_EQ(SeriesKeyOf("0123"), -1);                 // too short
+  EXPECT_EQ(SeriesKeyOf("0123456789ABCDEF0123"), -1);  // SeriesOf writes lower case only
+}
+
+// A store from before migration 016 gets each result's series key from its series, by
+// the migration's own SQL, equal to what the coordinator computes for a new result; the
+// baseline lookup then searches the integer index.
+TEST(SeriesKeyTest, TheMigrationComputesTheKeyTheCoordinatorDoes) {
+  const auto dir = std::filesystem::temp_directory_path() / ("bf-series-key-" + std::to_string(getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::string path = (dir / "results.db").string();
+  { ASSERT_TRUE(Store::Open(path).ok()); }  // creates the schema
+  const Migration* migration = nullptr;
+  for (const Migration& m : Migrations()) {
+    if (m.version == 16) migration = &m;
+  }
+  ASSERT_NE(migration, nullptr);
+  const size_t from = migration->sql.find("UPDATE results SET series_key");
+  ASSERT_NE(from, std::string::npos);
+  const std::string backfill = migration->sql.substr(from, migration->sql.find(';', from) - from);
+
+  auto db = Database::Open(path, SQLITE_OPEN_READWRITE);
+  ASSERT_TRUE(db.ok());
+  std::string rows = "PRAGMA foreign_keys=OFF;";
+  const std::vector<std::string> series = {Sha256Hex("one"), Sha256Hex("two"), Sha256Hex("three")};
+  for (size_t i = 0; i < series.size(); ++i) {
+    rows += "INSERT INTO results(job_id, attempt, host_id, ok, detail, received_at, series) VALUES (" +
+            std::to_string(i + 1) + ", 1, 1, 1, '{}', 't', '" + series[i] + "');";
+  }
+  ASSERT_TRUE((*db)->Exec(rows).ok());
+  ASSERT_TRUE((*db)->Exec(backfill).ok()) << backfill;
+  auto keys = (*db)->Prepare("SELECT series, series_key FROM results ORDER BY job_id");
+  ASSERT_TRUE(keys.ok());
+  size_t n = 0;
+  while (*keys->Step()) {
+    EXPECT_EQ(keys->Int(1), SeriesKeyOf(keys->Text(0))) << keys->Text(0);
+    ++n;
+  }
+  EXPECT_EQ(n, series.size());
+  auto plan = (*db)->Prepare("EXPLAIN QUERY PLAN SELECT median_ms FROM results "
+                             "WHERE series_key = 7 AND series = 'x' AND job_id < 9 ORDER BY job_id DESC LIMIT 30");
+  ASSERT_TRUE(plan.ok());
+  std::string steps;
+  while (*plan->Step()) steps += plan->Text(3) + "\n";
+  EXPECT_NE(steps.find("USING INDEX results_by_series_key (series_key=? AND job_id<?)"), std::string::npos) << steps;
+  db->reset();
+  std::filesystem::remove_all(dir);
 }
 
 TEST_F(StoreTest, SweepExpandsIntoJobsPerPinnedHost) {
