@@ -33,6 +33,7 @@ using GetMemory = Return (*)(Device, Memory*);
 using GetClock = Return (*)(Device, int, unsigned int*);
 using GetTemperature = Return (*)(Device, int, unsigned int*);
 using GetPower = Return (*)(Device, unsigned int*);  // milliwatts
+using GetTotalEnergy = Return (*)(Device, unsigned long long*);  // millijoules since the driver loaded
 }  // namespace nvml
 
 struct GpuTelemetry::Nvml {
@@ -45,6 +46,7 @@ struct GpuTelemetry::Nvml {
   nvml::GetClock clock = nullptr;
   nvml::GetTemperature temperature = nullptr;
   nvml::GetPower power = nullptr;
+  nvml::GetTotalEnergy energy = nullptr;  // Volta and later; null where NVML lacks it
 
   ~Nvml() {
     if (initialised) shutdown();
@@ -115,6 +117,7 @@ std::unique_ptr<GpuTelemetry> GpuTelemetry::Open(int cuda_index, std::string* wh
   n->clock = Find<nvml::GetClock>(n->library, "nvmlDeviceGetClockInfo");
   n->temperature = Find<nvml::GetTemperature>(n->library, "nvmlDeviceGetTemperature");
   n->power = Find<nvml::GetPower>(n->library, "nvmlDeviceGetPowerUsage");
+  n->energy = Find<nvml::GetTotalEnergy>(n->library, "nvmlDeviceGetTotalEnergyConsumption");
   if (init == nullptr || by_index == nullptr || n->shutdown == nullptr ||
       n->utilization == nullptr || n->memory == nullptr || n->clock == nullptr ||
       n->temperature == nullptr || n->power == nullptr) {
@@ -165,6 +168,21 @@ void GpuTelemetry::SampleOnce() {
   if (clock_ok) clock_mhz_.Add(clock);
   if (temp_ok) temp_c_.Add(temperature);
   if (power_ok) power_w_.Add(power / kMilliwattsPerWatt);
+}
+
+std::optional<double> GpuTelemetry::EnergyJoules(std::string* why_not) {
+  constexpr double kMillijoulesPerJoule = 1000.0;
+  if (nvml_->energy == nullptr) {
+    *why_not = "NVML lacks nvmlDeviceGetTotalEnergyConsumption (driver too old)";
+    return std::nullopt;
+  }
+  unsigned long long millijoules = 0;
+  if (const nvml::Return r = nvml_->energy(nvml_->device, &millijoules); r != nvml::kSuccess) {
+    *why_not = "nvmlDeviceGetTotalEnergyConsumption failed with NVML error " + std::to_string(r) +
+               " (the GPU has no energy counter before Volta)";
+    return std::nullopt;
+  }
+  return static_cast<double>(millijoules) / kMillijoulesPerJoule;
 }
 
 void GpuTelemetry::Run(std::chrono::milliseconds period) {

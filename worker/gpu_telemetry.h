@@ -5,6 +5,7 @@
 #include <condition_variable>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
@@ -41,6 +42,10 @@ class GpuTelemetry {
   // util_pct_max, mem_used_mb_max, sm_clock_mhz_mean, temp_c_max, power_w_mean};
   // a counter the GPU does not report is null.
   nlohmann::json Stop();
+
+  // The GPU's total energy counter (NVML, since the driver loaded), in joules; nullopt
+  // with the reason where the GPU or driver has none.
+  std::optional<double> EnergyJoules(std::string* why_not);
 
  private:
   struct Nvml;

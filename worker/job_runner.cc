@@ -22,6 +22,7 @@
 #include "worker/data_parallel.h"
 #include "worker/pipeline.h"
 #include "worker/flops.h"
+#include "worker/energy.h"
 #include "worker/gpu_telemetry.h"
 #include "worker/process_info.h"
 #include "worker/sampler.h"
@@ -126,8 +127,10 @@ JobOutcome RunValidJob(const JobSpec& spec, json result) {
     telemetry = GpuTelemetry::Open(CudaIndex(spec.device), &telemetry_note);
     if (telemetry) telemetry->Start();
   }
+  EnergyMeter energy(kPowercapRoot, telemetry.get(), gpu ? telemetry_note : "");
   const Measurement m = MeasureWorkload(workload.iteration, ToTimingOptions(spec.timing),
-                                        SystemClock(), workload.block_end, workload.agree);
+                                        SystemClock(), workload.block_end, workload.agree,
+                                        [&energy](bool start) { start ? energy.RegionStart() : energy.RegionEnd(); });
   // The sampling region ends at the last clock read of MeasureWorkload, so the
   // process's age now, less timed_s, is its age at the first timed iteration.
   const std::optional<double> age_at_end = ProcessAgeSeconds();
@@ -176,6 +179,7 @@ JobOutcome RunValidJob(const JobSpec& spec, json result) {
         "not link; gpu_telemetry.mem_used_mb_max is the device-wide peak NVML saw";
   }
   result["gpu_telemetry"] = telemetry_summary;
+  result["energy"] = energy.Report(static_cast<double>(m.timed_iterations * spec.batch_size), m.timed_s);
   if (!telemetry) result["gpu_telemetry_note"] = telemetry_note;
   result["runtime"] = RuntimeInfo(quantized);
   if (spec.distributed) {

@@ -32,7 +32,7 @@ std::int64_t ItersForTargetBlock(std::int64_t block_iters, double block_s) {
 
 Measurement MeasureWorkload(const std::function<void()>& iteration, const TimingOptions& options,
                             Clock& clock, const std::function<void()>& block_end,
-                            const Agree& agree) {
+                            const Agree& agree, const std::function<void(bool start)>& region_edge) {
   Measurement m;
   auto agreed = [&](bool decision) { return agree ? agree(decision ? 1 : 0) != 0 : decision; };
   auto agreed_iters = [&](std::int64_t iters) {
@@ -62,6 +62,7 @@ Measurement MeasureWorkload(const std::function<void()>& iteration, const Timing
   const double region_wall_start = clock.WallSeconds();
   const double region_cpu_start = clock.ProcessCpuSeconds();
   const std::optional<HostCpuTimes> host_start = clock.HostCpu();
+  if (region_edge) region_edge(true);
   std::vector<double> block_start_s;  // wall time each kept sample's block began
   std::size_t next_check = 0;
   std::vector<double> sorted;
@@ -99,6 +100,7 @@ Measurement MeasureWorkload(const std::function<void()>& iteration, const Timing
     const double before = clock.WallSeconds();
     RunBlock(iteration, k, block_end);
     const double after = clock.WallSeconds();
+    m.timed_iterations += k;
     const double block_s = after - before;
     if (agreed(block_s < kMinBlockSeconds && k < kMaxItersPerSample)) {
       // Too short to be a sample: everything so far ran at a slower pace.
@@ -111,6 +113,7 @@ Measurement MeasureWorkload(const std::function<void()>& iteration, const Timing
     if (agreed(done_sampling(after))) break;
   }
   m.iters_per_sample = k;
+  if (region_edge) region_edge(false);
   m.timed_s = clock.WallSeconds() - region_wall_start;
   m.cpu_s = clock.ProcessCpuSeconds() - region_cpu_start;
   if (const std::optional<HostCpuTimes> host_end = clock.HostCpu(); host_start && host_end) {

@@ -50,6 +50,7 @@ struct Measurement {
   std::int64_t iters_per_sample = 1;
   std::int64_t warmup_iterations = 0;
   double warmup_s = 0;           // wall time actually spent warming up
+  std::int64_t timed_iterations = 0;  // iterations run in the sampling region, kept or not
   double timed_s = 0;            // wall time of the sampling region
   double cpu_s = 0;              // process CPU time during the sampling region
   double effective_threads = 0;  // cpu_s / timed_s
@@ -84,10 +85,14 @@ using Agree = std::function<double(double)>;
 // `block_end`, when given, runs after every block (and warm-up iteration) before
 // the clock is read: a GPU workload waits there for its queued kernels.
 // `agree`, when given, makes every decision the same on all ranks (see Agree).
+// `region_edge`, when given, runs just after the sampling region starts (true) and just
+// before it ends (false), outside any block: counters read there (energy) cover exactly
+// the timed_iterations.
 // Requires positive times and min_time_s <= max_time_s.
 Measurement MeasureWorkload(const std::function<void()>& iteration, const TimingOptions& options,
                             Clock& clock, const std::function<void()>& block_end = nullptr,
-                            const Agree& agree = nullptr);
+                            const Agree& agree = nullptr,
+                            const std::function<void(bool start)>& region_edge = nullptr);
 
 }  // namespace benchfleet::worker
 
