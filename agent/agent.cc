@@ -317,17 +317,21 @@ void AgentDaemon::Timers() {
   MonoTime now = MonoNow();
   if (!registered_) {
     if (now >= next_register_) {
-      Send(MakeMessage(
-          msg::kRegister,
-          {{"agent", options_.name},
-           {"tags", options_.tags},
-           {"capabilities", capabilities_},
-           // Only until the first registration went through: a re-registration (after a
-           // coordinator restart) is not an agent start.
-           {"calibrate", options_.calibrate_at_start && !ever_registered_},
-           // Results waiting in the spool: the coordinator keeps those jobs for us
-           // until they arrive, instead of handing them out again.
-           {"spooled", SpooledIds()}}));
+      json registration = {
+          {"agent", options_.name},
+          {"tags", options_.tags},
+          {"capabilities", capabilities_},
+          // Only until the first registration went through: a re-registration (after a
+          // coordinator restart) is not an agent start.
+          {"calibrate", options_.calibrate_at_start && !ever_registered_},
+          // Results waiting in the spool: the coordinator keeps those jobs for us
+          // until they arrive, instead of handing them out again.
+          {"spooled", SpooledIds()}};
+      // Sent with every registration; the coordinator records it when it changed.
+      if (options_.price) {
+        registration["price"] = {{"per_hour", options_.price->per_hour}, {"currency", options_.price->currency}};
+      }
+      Send(MakeMessage(msg::kRegister, std::move(registration)));
       next_register_ = now + Millis(kRegisterRetryMs);
     }
   } else {

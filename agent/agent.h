@@ -14,6 +14,7 @@
 #include "agent/spool.h"
 #include "common/clock.h"
 #include "common/curve.h"
+#include "common/messages.h"
 #include "common/limits.h"
 #include "common/limits.h"
 #include "common/protocol.h"
@@ -37,6 +38,8 @@ struct AgentOptions {
   std::string advertise_address;
   // Set when the coordinator serves CURVE.
   std::optional<CurveClientKeys> curve;
+  // What an hour of this host costs (--price-per-hour), sent with each registration.
+  std::optional<HostPrice> price;
 };
 
 class AgentDaemon {

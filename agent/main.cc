@@ -55,10 +55,23 @@ int main(int argc, char** argv) {
   bool no_calibrate = false;
   app.add_flag("--no-calibrate", no_calibrate,
                "do not calibrate the host at start (benchfleet calibrate does it on demand)");
+  std::optional<double> price_per_hour;
+  std::string currency = benchfleet::kDefaultCurrency;
+  app.add_option("--price-per-hour", price_per_hour,
+                 "what an hour of this host costs, for the cost views (docs/results.md, Cost)");
+  app.add_option("--currency", currency, "the price's ISO 4217 currency code")->capture_default_str();
   bool verbose = false;
   app.add_flag("-v,--verbose", verbose, "log debug messages");
   if (const int exit_status = benchfleet::ParseCommandLine(app, argc, argv); exit_status >= 0) return exit_status;
   options.calibrate_at_start = !no_calibrate;
+  if (price_per_hour) {
+    auto price = benchfleet::ParseHostPrice(*price_per_hour, currency, "--price-per-hour");
+    if (!price.ok()) {
+      std::cerr << "benchfleet-agent: " << price.status().message() << "\n";
+      return 2;
+    }
+    options.price = *price;
+  }
   if (curve_key.empty() != server_key.empty()) {
     std::cerr << "benchfleet-agent: --curve-key and --server-key go together\n";
     return 2;

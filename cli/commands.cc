@@ -404,7 +404,8 @@ int CalibrateCommand(const ClientOptions& client_options, const std::vector<std:
 
 const std::vector<std::string>& ResultViews() {
   static const std::vector<std::string> views = {"summary", "speedup", "batch",    "threads", "dtype",
-                                                 "technique", "parallel", "calibration"};
+                                                 "technique", "parallel", "calibration", "cost",
+                                                 "cpu-gpu-cost"};
   return views;
 }
 
@@ -432,6 +433,12 @@ int ViewCommand(const ClientOptions& client_options, const std::string& view,
        "pipeline_schedule as schedule, micro_batches, median_ms, samples_per_s, "
        "scaling_efficiency, comm_share, overlap_share, busbw_gbps, bubble, bubble_theory, "
        "speedup_vs_unsplit from parallel_scaling"},
+      {"cost",
+       "select sweep_id, host, device, model, mode, dtype, batch_size, threads, throughput_per_s, "
+       "per_hour, currency, cost_per_1m_samples from result_cost"},
+      {"cpu-gpu-cost",
+       "select sweep_id, model, mode, dtype, batch_size, currency, cpu_host, cpu_threads, "
+       "cpu_cost_per_1m_samples, gpu_host, gpu_device, gpu_cost_per_1m_samples, cost_ratio from cpu_gpu_cost"},
       {"calibration",
        "select host, gemm_gflops_all, gemm_threads_all, gemm_gflops_1, stream_triad_gbps_all, "
        "stream_triad_gbps_1, theoretical_gflops_all, theoretical_gflops_1, gpus, measured_at "
@@ -712,6 +719,17 @@ int BaselineResetCommand(const ClientOptions& client_options, const std::string&
   std::cout << "baseline reset for " << (host.empty() ? "every host" : host) << ", "
             << (model.empty() ? "every model" : model)
             << ": results before now leave the regression baseline\n";
+  return 0;
+}
+
+int SetPriceCommand(const ClientOptions& client_options, const std::string& host, double per_hour,
+                    const std::string& currency) {
+  auto client = Connect(client_options);
+  if (!client.ok()) return Fail(client.status());
+  auto reply = (*client)->Call(msg::kSetPrice, {{"host", host}, {"per_hour", per_hour}, {"currency", currency}},
+                               CoordinatorClient::Retry::kNever);
+  if (!reply.ok()) return Fail(reply.status());
+  std::cout << host << " costs " << per_hour << " " << currency << " an hour from now on\n";
   return 0;
 }
 

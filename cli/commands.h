@@ -51,6 +51,10 @@ int CalibrateCommand(const ClientOptions& client, const std::vector<std::string>
 // from the view confirmed_regressions (docs/regressions.md).
 int RegressionsCommand(const ClientOptions& client, const std::string& since, RowFormat format);
 // Marks a known step in the series of `host`, of `model`, or both (empty: every).
+// `benchfleet host set-price HOST PRICE`: what an hour of the host costs from now on.
+int SetPriceCommand(const ClientOptions& client, const std::string& host, double per_hour,
+                    const std::string& currency);
+
 int BaselineResetCommand(const ClientOptions& client, const std::string& host, const std::string& model,
                          const std::string& note);
 

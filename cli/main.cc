@@ -121,6 +121,16 @@ int main(int argc, char** argv) {
   baseline_reset->add_option("--model", reset_model, "only this model's series (default: every model)");
   baseline_reset->add_option("--note", reset_note, "why (kept with the reset)");
 
+  std::string price_host, price_currency = kDefaultCurrency;
+  double price_per_hour = 0;
+  auto* host_cmd = app.add_subcommand("host", "facts the fleet keeps about a host");
+  host_cmd->require_subcommand(1);
+  auto* host_set_price = host_cmd->add_subcommand(
+      "set-price", "what an hour of a host costs from now on, for the cost views (docs/results.md, Cost)");
+  host_set_price->add_option("host", price_host, "the agent's name")->required();
+  host_set_price->add_option("price", price_per_hour, "price per hour")->required()->check(CLI::Range(0.0, kMaxPricePerHour));
+  host_set_price->add_option("--currency", price_currency, "ISO 4217 code")->capture_default_str();
+
   ScheduleOptions schedule;
   auto* schedule_cmd = app.add_subcommand(
       "schedule", "run a sweep file by itself at the slots of a cron expression (docs/schedules.md)");
@@ -203,6 +213,7 @@ int main(int argc, char** argv) {
   if (*compare_cmd) return CompareCommand(client, compare, *format);
   if (*report_cmd) return ReportCommand(client, report);
   if (*baseline_reset) return BaselineResetCommand(client, reset_host, reset_model, reset_note);
+  if (*host_set_price) return SetPriceCommand(client, price_host, price_per_hour, price_currency);
   if (*schedule_cmd) {
     for (auto* sub : {schedule_add, schedule_list, schedule_remove, schedule_run_now, schedule_history}) {
       if (*sub) schedule.action = sub->get_name();

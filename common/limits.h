@@ -33,6 +33,11 @@ inline constexpr int kRegisterRetryMs = 1000;
 // How long the CLI waits for the coordinator's reply before giving up.
 inline constexpr int kClientReplyTimeoutMs = 10000;
 
+// A host's price per hour above this is a typo (docs/results.md, Cost); the currency is
+// an ISO 4217 code, USD unless given.
+inline constexpr double kMaxPricePerHour = 1e6;
+inline constexpr const char* kDefaultCurrency = "USD";
+
 // Rows returned at most by one results/query request; the reply says when it was cut.
 inline constexpr int kMaxReplyRows = 10000;
 

@@ -57,6 +57,28 @@ bool ValidAgentName(const std::string& name) {
   });
 }
 
+StatusOr<HostPrice> ParseHostPrice(const json& per_hour, const json& currency, const std::string& context) {
+  HostPrice out;
+  if (!per_hour.is_number() || !(per_hour.get<double>() >= 0) || per_hour.get<double>() > kMaxPricePerHour) {
+    return InvalidArgument(context + ".per_hour: must be a number in [0, " + std::to_string(static_cast<int64_t>(kMaxPricePerHour)) +
+                           "], got " + Shown(per_hour));
+  }
+  out.per_hour = per_hour.get<double>();
+  out.currency = currency.is_null() ? kDefaultCurrency : "";
+  if (!currency.is_null()) {
+    const bool code = currency.is_string() && currency.get_ref<const std::string&>().size() == 3 &&
+                      std::all_of(currency.get_ref<const std::string&>().begin(),
+                                  currency.get_ref<const std::string&>().end(),
+                                  [](char c) { return c >= 'A' && c <= 'Z'; });
+    if (!code) {
+      return InvalidArgument(context + ".currency: must be an ISO 4217 code of three capital letters (USD, EUR), got " +
+                             Shown(currency));
+    }
+    out.currency = currency.get<std::string>();
+  }
+  return out;
+}
+
 StatusOr<RegisterRequest> ParseRegister(const Message& message) {
   const json& body = message.body;
   RegisterRequest out;
@@ -87,6 +109,12 @@ StatusOr<RegisterRequest> ParseRegister(const Message& message) {
                        ParseJobAttempt((*spooled)[i], "register.spooled[" + std::to_string(i) + "]"));
       out.spooled.push_back(item);
     }
+  }
+  if (auto price = body.find("price"); price != body.end()) {
+    ASSIGN_OR_RETURN(HostPrice parsed, ParseHostPrice(price->contains("per_hour") ? (*price)["per_hour"] : json(),
+                                                      price->contains("currency") ? (*price)["currency"] : json(),
+                                                      "register.price"));
+    out.price = parsed;
   }
   return out;
 }
@@ -235,6 +263,16 @@ StatusOr<BaselineResetRequest> ParseBaselineReset(const Message& message) {
   }
   RETURN_IF_ERROR(text("model", 128, &out.model));
   RETURN_IF_ERROR(text("note", 1024, &out.note));
+  return out;
+}
+
+StatusOr<SetPriceRequest> ParseSetPrice(const Message& message) {
+  const json& body = message.body;
+  SetPriceRequest out;
+  out.host = body["host"].get<std::string>();
+  if (!ValidAgentName(out.host)) return InvalidArgument("set_price.host: must be an agent name, got " + Shown(body["host"]));
+  ASSIGN_OR_RETURN(out.price, ParseHostPrice(body["per_hour"], body.contains("currency") ? body["currency"] : json(),
+                                             "set_price"));
   return out;
 }
 

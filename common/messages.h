@@ -39,12 +39,23 @@ struct GangRole {
 StatusOr<GangRole> ParseGangRole(const nlohmann::json& gang);
 
 // ---- agent -> coordinator ----
+// What an hour of a host costs (docs/results.md, Cost).
+struct HostPrice {
+  double per_hour = 0;     // in [0, kMaxPricePerHour]
+  std::string currency;    // three capital letters (ISO 4217)
+};
+// `per_hour` and `currency` of `value` (`context` names it in errors); a missing currency
+// is kDefaultCurrency.
+StatusOr<HostPrice> ParseHostPrice(const nlohmann::json& per_hour, const nlohmann::json& currency,
+                                   const std::string& context);
+
 struct RegisterRequest {
   std::string agent;
   std::vector<std::string> tags;
   Capabilities capabilities;
   bool calibrate = false;
   std::vector<JobAttempt> spooled;
+  std::optional<HostPrice> price;  // the agent's --price-per-hour
 };
 StatusOr<RegisterRequest> ParseRegister(const Message& message);
 
@@ -117,6 +128,13 @@ struct BaselineResetRequest {
   std::string note;
 };
 StatusOr<BaselineResetRequest> ParseBaselineReset(const Message& message);
+
+// `set_price`: what an hour of `host` costs from now on.
+struct SetPriceRequest {
+  std::string host;
+  HostPrice price;
+};
+StatusOr<SetPriceRequest> ParseSetPrice(const Message& message);
 
 // Longest cron expression and time-zone name a schedule may carry.
 inline constexpr size_t kMaxCronLength = 256;

@@ -28,6 +28,7 @@ inline constexpr const char* kCalibrate = "calibrate";
 inline constexpr const char* kPrune = "prune";
 inline constexpr const char* kSchedule = "schedule";
 inline constexpr const char* kBaselineReset = "baseline_reset";
+inline constexpr const char* kSetPrice = "set_price";
 // coordinator -> client
 inline constexpr const char* kSubmitted = "submitted";
 inline constexpr const char* kStatusReply = "status_reply";

@@ -495,6 +495,17 @@ std::optional<Message> Coordinator::ClientReply(const std::string& routing_id,
                                     {"rows", {{(*reset)["reset_id"], (*reset)["host"], (*reset)["model"], (*reset)["at"]}}},
                                     {"truncated", false}});
   }
+  if (type == msg::kSetPrice) {
+    auto request = ParseSetPrice(message);
+    if (!request.ok()) return refuse(request.status());
+    auto price = store_->SetHostPrice(request->host, request->price);
+    if (!price.ok()) return MakeError(price.status(), request_id);
+    LOG_INFO("price set " << price->dump());
+    return MakeMessage(msg::kRows, {{"request_id", request_id},
+                                    {"columns", {"host", "per_hour", "currency", "set_at"}},
+                                    {"rows", {{(*price)["host"], (*price)["per_hour"], (*price)["currency"], (*price)["set_at"]}}},
+                                    {"truncated", false}});
+  }
   if (type == msg::kSchedule) {
     auto request = ParseSchedule(message);
     if (!request.ok()) return refuse(request.status());
@@ -756,6 +767,12 @@ void Coordinator::Register(const std::string& routing_id, const Message& message
     return;
   }
   agent.host_id = *host_id;
+  if (request->price) {
+    if (Status priced = store_->RecordAgentPrice(*host_id, *request->price); !priced.ok()) {
+      ++counters_.store_errors;  // the agent still registers; its price waits for the next time
+      LOG_ERROR("cannot store the price of host " << name << ": " << priced.message());
+    }
+  }
   if (auto cpus = ParseCpuList(request->capabilities.cpus); cpus.ok()) {
     agent.job_cpus = static_cast<int64_t>(cpus->size());
   }

@@ -13,6 +13,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/messages.h"
 #include "common/status.h"
 #include "common/sweep.h"
 #include "common/worker_result.h"
@@ -248,6 +249,14 @@ class Store {
   Status DecideRegression(int64_t job_id, bool confirmed, std::optional<double> rerun_median_ms,
                           const std::string& reason);
   StatusOr<json> AddBaselineReset(const std::string& host, const std::string& model, const std::string& note);
+
+  // Host prices (migration 020, docs/results.md Cost). An agent's price is recorded when
+  // it differs from the last one that agent sent, so a re-registration does not undo a
+  // price set since with SetHostPrice.
+  Status RecordAgentPrice(int64_t host_id, const HostPrice& price);
+  // From now on; NotFound for a host that never registered. Returns {host, per_hour,
+  // currency, set_at}.
+  StatusOr<json> SetHostPrice(const std::string& host, const HostPrice& price);
 
   // Schedules (coordinator/schedule_store.cc). AddSchedule fails with
   // FailedPrecondition when a live schedule has the name already.
