@@ -50,8 +50,8 @@ void ZeroSmallest(torch::Tensor& w, double sparsity) {
 // largest L1 norm, in their original order.
 torch::Tensor KeptRows(const torch::Tensor& w, double ratio) {
   const std::int64_t n = w.size(0);
-  const std::int64_t keep =
-      std::max<std::int64_t>(1, n - static_cast<std::int64_t>(std::llround(ratio * static_cast<double>(n))));
+  const std::int64_t keep = std::max<std::int64_t>(
+      1, n - static_cast<std::int64_t>(std::llround(ratio * static_cast<double>(n))));
   const torch::Tensor l1 = w.abs().reshape({n, -1}).sum(1);
   return std::get<0>(std::get<1>(l1.topk(keep, /*dim=*/0, /*largest=*/true)).sort());
 }
@@ -98,7 +98,8 @@ int PruneCnnBlocks(nn::Module& root, double ratio) {
     const torch::Tensor kept = KeptRows(c1->weight, ratio);
     Keep(c1->weight, 0, kept);
     Keep(c1->bias, 0, kept);
-    for (torch::Tensor* t : {&bn->weight, &bn->bias, &bn->running_mean, &bn->running_var}) Keep(*t, 0, kept);
+    for (torch::Tensor* t : {&bn->weight, &bn->bias, &bn->running_mean, &bn->running_var})
+      Keep(*t, 0, kept);
     Keep(c2->weight, 1, kept);
     c1->options.out_channels(kept.size(0));
     bn->options.num_features(kept.size(0));
@@ -118,7 +119,8 @@ std::int64_t CountParameters(Model& model) {
 
 json PruneModel(Model& model, const JobSpec& spec) {
   nn::Module* root = model.Root();
-  if (root == nullptr) throw WorkloadError("prune: model " + spec.model + " has no layers the worker can prune");
+  if (root == nullptr)
+    throw WorkloadError("prune: model " + spec.model + " has no layers the worker can prune");
   const PruneSpec& prune = *spec.prune;
   const std::int64_t before = CountParameters(model);
   torch::NoGradGuard no_grad;
@@ -141,7 +143,8 @@ json PruneModel(Model& model, const JobSpec& spec) {
   }
   json out = {{"kind", prune.kind},
               {"params_unpruned", before},
-              {"weight_sparsity", weights == 0 ? 0.0 : static_cast<double>(zeros) / static_cast<double>(weights)},
+              {"weight_sparsity",
+               weights == 0 ? 0.0 : static_cast<double>(zeros) / static_cast<double>(weights)},
               {"layers", layers}};
   if (prune.kind == "magnitude") {
     out["sparsity"] = prune.sparsity;

@@ -110,7 +110,8 @@ TEST(PruneTest, StructuredPruningOfTheCnnKeepsItsResidualShapes) {
     // 3x3 filters over `in` channels, their BatchNorm weight and bias, and half of
     // conv2's input channels: c/2 x (9 in + 2 + 9 c) parameters.
     std::int64_t removed = 0;
-    for (const auto& [in, c] : {std::pair<std::int64_t, std::int64_t>{4, 4}, {4, 8}, {8, 16}, {16, 32}}) {
+    for (const auto& [in, c] :
+         {std::pair<std::int64_t, std::int64_t>{4, 4}, {4, 8}, {8, 16}, {16, 32}}) {
       removed += c / 2 * (9 * in + 2 + 9 * c);
     }
     EXPECT_EQ(r.at("params"), unpruned - removed);
@@ -125,10 +126,12 @@ TEST(PruneTest, PrunedThenQuantizedIsComparedWithTheUnprunedFp32Model) {
   job["prune"] = {{"kind", "structured"}, {"ratio", 0.5}};
   const json both = RunOk(job);
   EXPECT_EQ(both.at("params"), (32 * 32 + 32) * 2 + (32 * 10 + 10));
-  EXPECT_GT(both.at("accuracy").at("rel_err").get<double>(), int8_only.at("accuracy").at("rel_err").get<double>());
+  EXPECT_GT(both.at("accuracy").at("rel_err").get<double>(),
+            int8_only.at("accuracy").at("rel_err").get<double>());
   json transformer = job;
   transformer["model"] = "transformer";
-  transformer["model_args"] = {{"hidden", 16}, {"heads", 2}, {"layers", 2}, {"ffn", 32}, {"seq_len", 8}};
+  transformer["model_args"] = {
+      {"hidden", 16}, {"heads", 2}, {"layers", 2}, {"ffn", 32}, {"seq_len", 8}};
   transformer["prune"] = {{"kind", "magnitude"}, {"sparsity", 0.25}};
   const json t = RunOk(transformer);
   EXPECT_EQ(t.at("prune").at("layers"), 8);  // qkv, out, ffn1, ffn2 per layer
@@ -159,15 +162,20 @@ TEST(ReferenceTest, AReferenceMustTakeTheJobsInputsAndGiveItsShape) {
   json job = MlpJob({32, 64, 10});
   job["reference"] = {{"model", "mlp"}, {"model_args", {{"layers", {32, 64, 7}}}}};
   EXPECT_EQ(ErrorOf(job),
-            "reference: reference model mlp gives outputs of shape [8,7], the job's model [8,10]; they must "
+            "reference: reference model mlp gives outputs of shape [8,7], the job's model [8,10]; "
+            "they must "
             "match to be compared");
   job["reference"]["model_args"]["layers"] = {16, 64, 10};
   EXPECT_EQ(ErrorOf(job),
-            "reference: reference model mlp takes inputs of shape [[8,16]], the job's are [[8,32]]; a reference "
+            "reference: reference model mlp takes inputs of shape [[8,16]], the job's are "
+            "[[8,32]]; a reference "
             "must take the same inputs (set reference.model_args to match)");
-  job["reference"] = {{"model", "torchscript"}, {"model_args", {{"path", "/nonexistent/teacher.pt"}}}};
-  EXPECT_EQ(ErrorOf(job).rfind("reference.model_args.path: cannot read TorchScript file /nonexistent/teacher.pt", 0),
-            0u);
+  job["reference"] = {{"model", "torchscript"},
+                      {"model_args", {{"path", "/nonexistent/teacher.pt"}}}};
+  EXPECT_EQ(
+      ErrorOf(job).rfind(
+          "reference.model_args.path: cannot read TorchScript file /nonexistent/teacher.pt", 0),
+      0u);
 }
 
 }  // namespace

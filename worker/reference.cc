@@ -45,11 +45,13 @@ ReferenceOutput RunReference(const JobSpec& reference, const std::vector<torch::
   // A built-in model says what it takes: its own input's shape.
   if (!torchscript) {
     bool same = built.inputs.size() == inputs.size();
-    for (std::size_t i = 0; same && i < inputs.size(); ++i) same = built.inputs[i].sizes() == inputs[i].sizes();
+    for (std::size_t i = 0; same && i < inputs.size(); ++i)
+      same = built.inputs[i].sizes() == inputs[i].sizes();
     if (!same) {
-      throw WorkloadError("reference: " + Describe(reference) + " takes inputs of shape " + Shapes(built.inputs) +
-                          ", the job's are " + Shapes(inputs) +
-                          "; a reference must take the same inputs (set reference.model_args to match)");
+      throw WorkloadError(
+          "reference: " + Describe(reference) + " takes inputs of shape " + Shapes(built.inputs) +
+          ", the job's are " + Shapes(inputs) +
+          "; a reference must take the same inputs (set reference.model_args to match)");
     }
   }
   Model& model = *built.model;
@@ -65,12 +67,14 @@ ReferenceOutput RunReference(const JobSpec& reference, const std::vector<torch::
     throw WorkloadError(std::string("reference: ") + e.what());
   } catch (const std::exception& e) {
     const auto* c10_error = dynamic_cast<const c10::Error*>(&e);
-    throw WorkloadError("reference: " + Describe(reference) + " failed on the job's inputs " + Shapes(inputs) +
-                        ": " + (c10_error ? c10_error->what_without_backtrace() : e.what()));
+    throw WorkloadError("reference: " + Describe(reference) + " failed on the job's inputs " +
+                        Shapes(inputs) + ": " +
+                        (c10_error ? c10_error->what_without_backtrace() : e.what()));
   }
   if (output.sizes() != job_output.sizes()) {
-    throw WorkloadError("reference: " + Describe(reference) + " gives outputs of shape " + Shape(output) +
-                        ", the job's model " + Shape(job_output) + "; they must match to be compared");
+    throw WorkloadError("reference: " + Describe(reference) + " gives outputs of shape " +
+                        Shape(output) + ", the job's model " + Shape(job_output) +
+                        "; they must match to be compared");
   }
   ReferenceOutput out;
   out.output = output.to(torch::kFloat);

@@ -13,9 +13,9 @@
 namespace benchfleet::worker {
 
 struct ReferenceOutput {
-  torch::Tensor output;    // on the job's inputs, fp32, eval mode
+  torch::Tensor output;     // on the job's inputs, fp32, eval mode
   bool classifier = false;  // a built-in classifier (mlp, cnn): top-1 agreement applies
-  nlohmann::json report;   // the result's `reference` object: model, path, params
+  nlohmann::json report;    // the result's `reference` object: model, path, params
 };
 
 // Builds `reference` (its weights drawn after torch::manual_seed(reference.seed), as a
