@@ -404,7 +404,7 @@ int CalibrateCommand(const ClientOptions& client_options, const std::vector<std:
 
 const std::vector<std::string>& ResultViews() {
   static const std::vector<std::string> views = {"summary", "speedup", "batch",    "threads", "dtype",
-                                                 "technique", "parallel", "calibration", "cost",
+                                                 "technique", "prune", "parallel", "calibration", "cost",
                                                  "cpu-gpu-cost"};
   return views;
 }
@@ -428,6 +428,10 @@ int ViewCommand(const ClientOptions& client_options, const std::string& view,
       {"technique",
        "select sweep_id, host, device, model, mode, dtype, batch_size, threads, technique, variant, "
        "baseline, baseline_median_ms, median_ms, speedup, max_abs_err, rel_err from technique_comparison"},
+      {"prune",
+       "select sweep_id, host, device, model, mode, dtype, batch_size, threads, prune_kind, prune_amount, "
+       "baseline_median_ms, median_ms, speedup, params_unpruned, params, weight_sparsity, max_abs_err, "
+       "rel_err, top1_agreement from prune_comparison"},
       {"parallel",
        "select sweep_id, host_set, model, kind, world_size, batch_size, bytes, threads, "
        "pipeline_schedule as schedule, micro_batches, median_ms, samples_per_s, "

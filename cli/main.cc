@@ -62,7 +62,8 @@ int main(int argc, char** argv) {
   results_cmd
       ->add_option("--view", view,
                    "summary (result_summary), speedup (CPU vs GPU), batch (batch-size scaling), "
-                   "threads (thread scaling), dtype (int8/bf16 vs fp32), parallel (jobs of several "
+                   "threads (thread scaling), dtype (int8/bf16 vs fp32), technique (memory_format, jit), "
+                   "prune (pruned vs unpruned), parallel (jobs of several "
                    "ranks: parallel_scaling), calibration (host peaks)")
       ->capture_default_str();
 

@@ -5,6 +5,8 @@
 #include <cstddef>
 #include <limits>
 #include <map>
+#include <memory>
+#include <utility>
 
 namespace benchfleet {
 namespace {
@@ -423,6 +425,127 @@ bool ReadParallel(const json& value, ParallelSpec* out, JobSpecError* error) {
   return true;
 }
 
+// The job's `prune` object (PruneSpec): its kind and the one share that kind takes.
+bool ReadPrune(const json& value, PruneSpec* out, JobSpecError* error) {
+  if (!value.is_object()) {
+    return Fail(error, "prune",
+                "prune must be an object (e.g. {\"kind\": \"structured\", \"ratio\": 0.5}) or null, got " +
+                    value.dump());
+  }
+  const json kind = value.value("kind", json(nullptr));
+  const std::vector<std::string>& kinds = KnownPruneKinds();
+  if (!kind.is_string() || std::find(kinds.begin(), kinds.end(), kind.get<std::string>()) == kinds.end()) {
+    return Fail(error, "prune.kind", "prune.kind must be one of " + Join(kinds) + ", got " + kind.dump());
+  }
+  out->kind = kind.get<std::string>();
+  const bool magnitude = out->kind == "magnitude";
+  const std::string share = magnitude ? "sparsity" : "ratio";
+  for (const auto& item : value.items()) {
+    if (item.key() != "kind" && item.key() != share) {
+      return Fail(error, "prune." + item.key(),
+                  "unknown key " + Quoted(item.key()) + " in prune of kind " + Quoted(out->kind) +
+                      "; known keys: kind, " + share);
+    }
+  }
+  const std::string field = "prune." + share;
+  const json amount = value.value(share, json(nullptr));
+  if (!amount.is_number() || !std::isfinite(amount.get<double>()) || amount.get<double>() < 0 ||
+      amount.get<double>() >= 1) {
+    return Fail(error, field,
+                field + " must be a number in [0, 1), the share of " +
+                    (magnitude ? "each layer's weights set to zero" : "the hidden neurons or inner channels removed") +
+                    ", got " + (amount.is_null() ? std::string("nothing") : amount.dump()));
+  }
+  (magnitude ? out->sparsity : out->ratio) = amount.get<double>();
+  return true;
+}
+
+// The job's `reference` object: {"model": M, "model_args": {...}}, M's arguments checked
+// by the rules of a job of M. Errors name reference.<field>.
+bool ReadReference(const json& value, const JobSpec& job, ReferenceSpec* out, JobSpecError* error) {
+  if (!value.is_object()) {
+    return Fail(error, "reference",
+                "reference must be an object (e.g. {\"model\": \"torchscript\", \"model_args\": {\"path\": "
+                "\"/models/teacher.pt\"}}) or null, got " + value.dump());
+  }
+  for (const auto& item : value.items()) {
+    if (item.key() != "model" && item.key() != "model_args") {
+      return Fail(error, "reference." + item.key(),
+                  "unknown key " + Quoted(item.key()) + " in reference; known keys: model, model_args");
+    }
+  }
+  auto ref = std::make_shared<JobSpec>();
+  const json model = value.value("model", json(nullptr));
+  if (!model.is_string() || IsCollectiveModel(model.get<std::string>()) ||
+      std::find(KnownModels().begin(), KnownModels().end(), model.get<std::string>()) == KnownModels().end()) {
+    return Fail(error, "reference.model",
+                "reference.model must be one of matmul, mlp, cnn, transformer, torchscript, got " + model.dump());
+  }
+  ref->model = model.get<std::string>();
+  json args = value.value("model_args", json::object());
+  if (!args.is_object()) {
+    return Fail(error, "reference.model_args", "reference.model_args must be an object, got " + args.dump());
+  }
+  if (ref->model == "torchscript") {
+    if (args.contains("inputs")) {
+      return Fail(error, "reference.model_args.inputs",
+                  "reference.model_args.inputs: a reference runs on the job's own inputs; leave it out");
+    }
+    args["inputs"] = json::array({json::array({1})});  // read below, then replaced by the job's
+  }
+  if (!ReadModelArgs(args, ref.get(), error)) {
+    error->field = "reference." + error->field;
+    error->message = (error->message.rfind("model_args", 0) == 0 ? "reference." : "reference: ") + error->message;
+    return false;
+  }
+  ref->torchscript.inputs.clear();
+  ref->mode = "inference";
+  ref->dtype = "fp32";
+  ref->device = job.device;
+  ref->batch_size = job.batch_size;
+  ref->threads = job.threads;
+  ref->interop_threads = job.interop_threads;
+  ref->onednn = job.onednn;
+  ref->seed = job.seed;
+  *out = std::move(ref);
+  return true;
+}
+
+// prune and reference: what each can run with.
+bool CheckPruneAndReference(const JobSpec& spec, JobSpecError* error) {
+  if (!spec.prune && !spec.reference) return true;
+  const char* key = spec.prune ? "prune" : "reference";
+  if (spec.prune && spec.reference) {
+    return Fail(error, "reference",
+                "prune and reference each set what the accuracy is measured against (the unpruned "
+                "model, a second model): give one of them");
+  }
+  if (IsCollectiveModel(spec.model) || spec.parallel) {
+    return Fail(error, key,
+                std::string(key) + " runs a model in one process; model " + spec.model +
+                    (spec.parallel ? " with parallel" : " (a collective)") + " cannot take it");
+  }
+  if (!spec.prune) return true;
+  const bool structured = spec.prune->kind == "structured";
+  if (spec.model == "matmul" || spec.model == "torchscript" || (structured && spec.model == "transformer")) {
+    const std::string why =
+        spec.model == "matmul" ? "it has no Linear or Conv layers"
+        : spec.model == "torchscript"
+            ? "the worker prunes only the layers it builds itself; prune the module before saving it "
+              "and judge it against the unpruned one with reference"
+            : "structured pruning removes the hidden neurons of an mlp or the inner channels of a cnn's "
+              "residual blocks, where the layers around them can shrink to match; use kind \"magnitude\"";
+    return Fail(error, "prune.kind",
+                "prune of kind " + Quoted(spec.prune->kind) + " cannot prune model " + spec.model + ": " + why);
+  }
+  if (structured && spec.model == "mlp" && spec.mlp.layers.size() < 3) {
+    return Fail(error, "prune.kind",
+                "structured pruning removes hidden neurons; model_args.layers " + json(spec.mlp.layers).dump() +
+                    " has no hidden layer");
+  }
+  return true;
+}
+
 // The ranks of a job of several processes, given either way (a sweep's parallel world
 // size, a rank's distributed object), and agreeing when given both ways. A worker runs
 // one rank: it needs the distributed object the agent adds (`one_rank`).
@@ -654,7 +777,18 @@ std::optional<JobSpec> Parse(const json& job, bool require_identity, JobSpecErro
     if (!ReadParallel(job.at("parallel"), &parallel, error)) return std::nullopt;
     spec.parallel = std::move(parallel);
   }
-  if (!CheckCombination(spec, require_identity, error)) return std::nullopt;
+  if (job.contains("prune") && !job.at("prune").is_null()) {
+    PruneSpec prune;
+    if (!ReadPrune(job.at("prune"), &prune, error)) return std::nullopt;
+    spec.prune = std::move(prune);
+  }
+  if (job.contains("reference") && !job.at("reference").is_null() &&
+      !ReadReference(job.at("reference"), spec, &spec.reference, error)) {
+    return std::nullopt;
+  }
+  if (!CheckCombination(spec, require_identity, error) || !CheckPruneAndReference(spec, error)) {
+    return std::nullopt;
+  }
   return spec;
 }
 
@@ -746,6 +880,11 @@ const std::vector<std::string>& KnownMemoryFormats() {
 const std::vector<std::string>& KnownJitModes() {
   static const std::vector<std::string> modes = {"none", "freeze", "optimize"};
   return modes;
+}
+
+const std::vector<std::string>& KnownPruneKinds() {
+  static const std::vector<std::string> kinds = {"magnitude", "structured"};
+  return kinds;
 }
 
 const std::vector<std::string>& KnownModes() {

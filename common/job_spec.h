@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -100,6 +101,27 @@ struct ParallelSpec {
   bool in_process = false;
 };
 
+// The job's `prune` object: the model's weights pruned after it is built, its outputs
+// then compared with the unpruned model's on the same inputs (schemas/worker.md).
+// "magnitude": the `sparsity` share of each Linear/Conv weight with the smallest |w| set
+// to zero (unstructured; dense kernels run as before). "structured": the `ratio` share of
+// the hidden output neurons (mlp) or of each residual block's inner channels (cnn) with
+// the smallest L1 norm removed, the layers shrunk to dense ones of the kept rows.
+struct PruneSpec {
+  std::string kind;     // "magnitude" or "structured"
+  double sparsity = 0;  // magnitude: in [0, 1)
+  double ratio = 0;     // structured: in [0, 1)
+};
+const std::vector<std::string>& KnownPruneKinds();
+
+struct JobSpec;
+// The job's `reference` object, a second model the job's outputs are compared with on
+// the same inputs (a teacher): a job of its own whose model and model_args come from
+// `reference` and everything else (batch_size, seed, device) from the job; it runs in
+// fp32 and inference mode. A TorchScript reference takes the job's inputs (its
+// model_args have no `inputs`).
+using ReferenceSpec = std::shared_ptr<const JobSpec>;
+
 // A job after validation: every field present and within range. Only the args of
 // `model` are meaningful.
 struct JobSpec {
@@ -114,6 +136,8 @@ struct JobSpec {
   CollectiveArgs collective;
   std::optional<DistributedSpec> distributed;  // required by the collectives and `parallel`
   std::optional<ParallelSpec> parallel;
+  std::optional<PruneSpec> prune;
+  ReferenceSpec reference;  // null: no reference (accuracy against fp32, if any)
   std::string mode;    // "inference" or "train"
   std::string dtype;   // "fp32", "bf16" or "int8"
   std::string device;  // "cpu", "cuda" or "cuda:N"

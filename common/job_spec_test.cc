@@ -372,5 +372,144 @@ TEST(JobSpecTest, MemoryFormatAndJitAreChoicesOfTheirModels) {
   EXPECT_EQ(sweep->Combinations()[1].Spec()["model_args"]["memory_format"], "channels_last");
 }
 
+TEST(JobSpecTest, PruneIsAKindAndItsShare) {
+  JobSpecError error;
+  json job = {{"model", "mlp"}, {"mode", "inference"}, {"dtype", "fp32"}, {"device", "cpu"},
+              {"batch_size", 2}, {"threads", 1}, {"prune", {{"kind", "structured"}, {"ratio", 0.5}}}};
+  auto parsed = ParseJobConfig(job, &error);
+  ASSERT_TRUE(parsed) << error.message;
+  ASSERT_TRUE(parsed->prune);
+  EXPECT_EQ(parsed->prune->kind, "structured");
+  EXPECT_DOUBLE_EQ(parsed->prune->ratio, 0.5);
+  job["prune"] = nullptr;  // null: not pruned
+  parsed = ParseJobConfig(job, &error);
+  ASSERT_TRUE(parsed) << error.message;
+  EXPECT_FALSE(parsed->prune);
+
+  struct Case {
+    std::string model;
+    json prune;
+    std::string field;
+    std::string message;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"mlp", {{"kind", "magnitude"}, {"sparsity", 2}}, "prune.sparsity",
+            "prune.sparsity must be a number in [0, 1), the share of each layer's weights set to zero, got 2"},
+           {"mlp", {{"kind", "structured"}, {"ratio", 1.0}}, "prune.ratio", ""},
+           {"mlp", {{"kind", "structured"}}, "prune.ratio", ""},
+           {"mlp", {{"kind", "structured"}, {"sparsity", 0.5}}, "prune.sparsity",
+            "unknown key \"sparsity\" in prune of kind \"structured\"; known keys: kind, ratio"},
+           {"mlp", {{"kind", "random"}, {"ratio", 0.5}}, "prune.kind",
+            "prune.kind must be one of magnitude, structured, got \"random\""},
+           {"mlp", 0.5, "prune", ""},
+           {"matmul", {{"kind", "magnitude"}, {"sparsity", 0.5}}, "prune.kind", ""},
+           {"transformer", {{"kind", "structured"}, {"ratio", 0.5}}, "prune.kind", ""}}) {
+    SCOPED_TRACE(c.prune.dump());
+    json bad = job;
+    bad["model"] = c.model;
+    bad["prune"] = c.prune;
+    EXPECT_FALSE(ParseJobConfig(bad, &error));
+    EXPECT_EQ(error.field, c.field);
+    if (!c.message.empty()) {
+      EXPECT_EQ(error.message, c.message);
+    }
+  }
+  json ts = job;
+  ts["model"] = "torchscript";
+  ts["model_args"] = {{"path", "/m.pt"}, {"inputs", {{4}}}};
+  ts["prune"] = {{"kind", "magnitude"}, {"sparsity", 0.5}};
+  EXPECT_FALSE(ParseJobConfig(ts, &error));
+  EXPECT_NE(error.message.find("prune the module before saving it"), std::string::npos) << error.message;
+  json shallow = job;
+  shallow["model_args"] = {{"layers", {8, 4}}};  // no hidden layer
+  shallow["prune"] = {{"kind", "structured"}, {"ratio", 0.5}};
+  EXPECT_FALSE(ParseJobConfig(shallow, &error));
+  EXPECT_EQ(error.field, "prune.kind");
+  // Magnitude pruning reaches the transformer's Linear layers; int8 after pruning.
+  json transformer = job;
+  transformer["model"] = "transformer";
+  transformer["dtype"] = "int8";
+  transformer["prune"] = {{"kind", "magnitude"}, {"sparsity", 0.9}};
+  EXPECT_TRUE(ParseJobConfig(transformer, &error)) << error.message;
+}
+
+TEST(JobSpecTest, AReferenceIsAModelOfItsOwnOnTheJobsInputs) {
+  JobSpecError error;
+  json job = {{"model", "torchscript"}, {"mode", "inference"}, {"dtype", "fp32"}, {"device", "cpu"},
+              {"batch_size", 2}, {"threads", 1}, {"seed", 7},
+              {"model_args", {{"path", "/student.pt"}, {"inputs", {{16}}}}},
+              {"reference", {{"model", "torchscript"}, {"model_args", {{"path", "/teacher.pt"}}}}}};
+  auto parsed = ParseJobConfig(job, &error);
+  ASSERT_TRUE(parsed) << error.message;
+  ASSERT_TRUE(parsed->reference);
+  EXPECT_EQ(parsed->reference->model, "torchscript");
+  EXPECT_EQ(parsed->reference->torchscript.path, "/teacher.pt");
+  EXPECT_TRUE(parsed->reference->torchscript.inputs.empty());  // the job's
+  EXPECT_EQ(parsed->reference->seed, 7u);
+  EXPECT_EQ(parsed->reference->batch_size, 2);
+  EXPECT_EQ(parsed->reference->dtype, "fp32");
+
+  job["reference"] = {{"model", "mlp"}, {"model_args", {{"layers", {16, 64, 10}}}}};
+  parsed = ParseJobConfig(job, &error);
+  ASSERT_TRUE(parsed) << error.message;
+  EXPECT_EQ(parsed->reference->mlp.layers, (std::vector<std::int64_t>{16, 64, 10}));
+
+  struct Case {
+    json reference;
+    std::string field;
+    std::string message;
+  };
+  for (const Case& c : std::vector<Case>{
+           {{{"model", "torchscript"}, {"model_args", {{"path", "teacher.pt"}}}}, "reference.model_args.path",
+            "reference.model_args.path must be the absolute path of a TorchScript file (saved with "
+            "torch.jit.save), got \"teacher.pt\""},
+           {{{"model", "torchscript"}, {"model_args", {{"path", "/t.pt"}, {"inputs", {{16}}}}}},
+            "reference.model_args.inputs", ""},
+           {{{"model", "mlp"}, {"model_args", {{"width", 3}}}}, "reference.model_args.width", ""},
+           {{{"model", "allreduce"}}, "reference.model", ""},
+           {{{"model", "mlp"}, {"seed", 3}}, "reference.seed", ""},
+           {"mlp", "reference", ""}}) {
+    SCOPED_TRACE(c.reference.dump());
+    json bad = job;
+    bad["reference"] = c.reference;
+    EXPECT_FALSE(ParseJobConfig(bad, &error));
+    EXPECT_EQ(error.field, c.field);
+    if (!c.message.empty()) {
+      EXPECT_EQ(error.message, c.message);
+    }
+  }
+  json both = job;
+  both["model"] = "mlp";
+  both.erase("model_args");
+  both["prune"] = {{"kind", "magnitude"}, {"sparsity", 0.5}};
+  EXPECT_FALSE(ParseJobConfig(both, &error));
+  EXPECT_EQ(error.field, "reference");
+}
+
+TEST(JobSpecTest, PruneAndReferenceAreSweepAxes) {
+  auto sweep = ParseSweepText(R"({"name": "s", "matrix": {"model": "mlp", "batch_size": 4,
+      "prune": [null, {"kind": "structured", "ratio": 0.5}, {"kind": "magnitude", "sparsity": 0.5}]}})");
+  ASSERT_TRUE(sweep.ok()) << sweep.status().ToString();
+  ASSERT_EQ(sweep->combination_count, 3u);
+  const auto combinations = sweep->Combinations();
+  EXPECT_FALSE(json::parse(combinations[0].spec).contains("prune"));  // null: left out
+  EXPECT_EQ(json::parse(combinations[1].spec)["prune"]["kind"], "structured");
+  EXPECT_EQ(json::parse(combinations[2].spec)["prune"]["sparsity"], 0.5);
+  // The worker's objection names the axis value it came from.
+  auto bad = ParseSweepText(R"({"name": "s", "matrix": {"model": "mlp", "batch_size": 4,
+      "prune": [null, {"kind": "magnitude", "sparsity": 2}]}})");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("matrix.prune[1].sparsity: prune.sparsity must be a number in [0, 1)"),
+            std::string::npos)
+      << bad.status().ToString();
+  auto ref = ParseSweepText(R"({"name": "s", "matrix": {"model": "mlp", "batch_size": 4,
+      "reference": [null, {"model": "mlp", "model_args": {"layers": [1024, 64, 10]}},
+                    {"model": "cnn", "model_args": {"blocks": [1]}}]}})");
+  ASSERT_FALSE(ref.ok());
+  EXPECT_NE(ref.status().message().find("matrix.reference[2].model_args.blocks: reference.model_args.blocks"),
+            std::string::npos)
+      << ref.status().ToString();
+}
+
 }  // namespace
 }  // namespace benchfleet

@@ -62,8 +62,16 @@ const std::vector<std::pair<std::string, json>>& AxisDefaults() {
       {"onednn", json::array({true})},
       // A job of several ranks (null: one process), and the collectives' message size.
       {"parallel", json::array({nullptr})},
-      {"bytes", json::array({nullptr})}};
+      {"bytes", json::array({nullptr})},
+      // Pruning and a reference model to compare with (null: none).
+      {"prune", json::array({nullptr})},
+      {"reference", json::array({nullptr})}};
   return axes;
+}
+
+// Axes whose values are objects, left out of a job where null (its default: none).
+bool IsObjectAxis(const std::string& key) {
+  return key == "parallel" || key == "prune" || key == "reference";
 }
 
 // A matrix axis: a non-empty array (or a single value, taken as a one-element array).
@@ -266,7 +274,7 @@ Status Expand(const Sweep& sweep, size_t first, size_t count,
       const json& value = axes[a].values[index[a]];
       if (axes[a].key == "bytes") {
         bytes = value;
-      } else if (!(axes[a].key == "parallel" && value.is_null())) {
+      } else if (!(IsObjectAxis(axes[a].key) && value.is_null())) {
         spec[axes[a].key] = value;
       }
     }

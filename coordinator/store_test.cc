@@ -557,6 +557,52 @@ TEST_F(StoreTest, ComparisonViewsPairIdenticalConfigurations) {
   EXPECT_EQ(batch->rows[0][0], 3);
 }
 
+TEST_F(StoreTest, PruneComparisonSetsEachPrunedResultAgainstTheUnprunedOne) {
+  auto sweep = MakeSweep(R"({"name":"p","placement":"any","matrix":{"model":"mlp","batch_size":8,
+      "prune":[null,{"kind":"structured","ratio":0.5},{"kind":"magnitude","sparsity":0.5}]}})");
+  ASSERT_TRUE(store_->CreateSweep(sweep, {}).ok());
+  auto queued = QueuedFor("node-a");
+  ASSERT_EQ(queued.size(), 3u);
+  for (const QueuedJob& job : queued) {
+    const json prune = json::parse(job.spec).value("prune", json(nullptr));
+    ASSERT_TRUE(store_->MarkRunning(job.job_id, host_).ok());
+    json result = GoodResult(8);
+    result["params"] = 1000;
+    if (prune.is_null()) {
+      result["stats"]["median_ms"] = 4.0;
+    } else {  // as the worker reports it (schemas/worker.md, Pruning)
+      const bool structured = prune["kind"] == "structured";
+      result["stats"]["median_ms"] = structured ? 2.0 : 4.0;
+      result["params"] = structured ? 500 : 1000;
+      result["prune"] = prune;
+      result["prune"]["params_unpruned"] = 1000;
+      result["prune"]["weight_sparsity"] = structured ? 0.0 : 0.5;
+      result["accuracy"] = {{"max_abs_err", 0.3}, {"mean_abs_err", 0.1}, {"rel_err", 0.2},
+                            {"top1_agreement", structured ? 0.75 : 0.875}};
+    }
+    auto stored = Deliver(job.job_id, 1, result);
+    ASSERT_TRUE(stored.ok()) << stored.status().ToString();
+    ASSERT_EQ(*stored, ResultOutcome::kStored);
+  }
+  auto rows = Query(
+      "select prune_kind, prune_amount, speedup, params_unpruned, params, params_share, weight_sparsity, "
+      "top1_agreement from prune_comparison order by prune_kind", 10);
+  ASSERT_TRUE(rows.ok()) << rows.status().ToString();
+  ASSERT_EQ(rows->rows.size(), 2u);  // the unpruned result is the baseline, not a row
+  EXPECT_EQ(rows->rows[0][0], "magnitude");
+  EXPECT_DOUBLE_EQ(rows->rows[0][2].get<double>(), 1.0);
+  EXPECT_DOUBLE_EQ(rows->rows[0][6].get<double>(), 0.5);
+  EXPECT_EQ(rows->rows[1][0], "structured");
+  EXPECT_DOUBLE_EQ(rows->rows[1][1].get<double>(), 0.5);
+  EXPECT_DOUBLE_EQ(rows->rows[1][2].get<double>(), 2.0);
+  EXPECT_EQ(rows->rows[1][3], 1000);
+  EXPECT_EQ(rows->rows[1][4], 500);
+  EXPECT_DOUBLE_EQ(rows->rows[1][5].get<double>(), 0.5);
+  EXPECT_DOUBLE_EQ(rows->rows[1][7].get<double>(), 0.75);
+  // result_summary shows the pruning of every result (null where there was none).
+  EXPECT_EQ(Count("select count(*) from result_summary where prune_kind is null and params = 1000"), 1);
+}
+
 TEST_F(StoreTest, AResultCannotChangeItsJobsConfiguration) {
   ASSERT_TRUE(store_->CreateSweep(MakeSweep(kTwoJobs), {}).ok());
   int64_t job = QueuedFor("node-a").front().job_id;  // mlp, batch 1

@@ -132,6 +132,51 @@ TEST_F(EngineSweepTest, EveryModelModeAndDtypeProducesAFullRow) {
             << " model/mode/dtype combinations; tiny mlp int8 vs fp32 " << int8[0].dump() << "\n";
 }
 
+// Pruning and a reference model as sweep axes, through the coordinator, an agent and
+// its workers into result_summary and the view prune_comparison.
+TEST_F(EngineSweepTest, PrunedAndReferencedJobsLandInTheirColumnsAndView) {
+  json prune = Sweep("prune", {"mlp", "cnn"}, {"inference"}, {"fp32"}, kSmallModels);
+  prune["matrix"]["threads"] = 1;
+  prune["matrix"]["prune"] = {nullptr, {{"kind", "structured"}, {"ratio", 0.5}},
+                              {{"kind", "magnitude"}, {"sparsity", 0.5}}};
+  json done = RunSweep(prune);
+  EXPECT_EQ(done["jobs"]["done"], 6) << done.dump();
+  json rows = QueryRows(fleet_->db_path(),
+                        "select model, prune_kind, speedup, params_unpruned, params, weight_sparsity, "
+                        "top1_agreement from prune_comparison order by model, prune_kind");
+  ASSERT_EQ(rows.size(), 4u);
+  for (const json& row : rows) {
+    SCOPED_TRACE(row.dump());
+    EXPECT_GT(row["speedup"].get<double>(), 0);
+    EXPECT_GE(row["top1_agreement"].get<double>(), 0);
+    if (row["prune_kind"] == "structured") {
+      EXPECT_LT(row["params"].get<int64_t>(), row["params_unpruned"].get<int64_t>());
+      EXPECT_EQ(row["weight_sparsity"], 0.0);
+    } else {
+      EXPECT_EQ(row["params"], row["params_unpruned"]);
+      EXPECT_NEAR(row["weight_sparsity"].get<double>(), 0.5, 0.01);
+    }
+  }
+
+  // A student judged against a teacher: the accuracy columns against the reference.
+  json reference = Sweep("reference", {"mlp"}, {"inference"}, {"fp32", "int8"}, kSmallModels);
+  reference["matrix"]["threads"] = 1;
+  reference["matrix"]["reference"] = {{{"model", "mlp"}, {"model_args", {{"layers", {64, 256, 10}}}}}};
+  done = RunSweep(reference);
+  EXPECT_EQ(done["jobs"]["done"], 2) << done.dump();
+  rows = QueryRows(fleet_->db_path(),
+                   "select dtype, reference_model, reference_params, rel_err, top1_agreement from "
+                   "result_summary where sweep = 'reference'");
+  ASSERT_EQ(rows.size(), 2u);
+  for (const json& row : rows) {
+    SCOPED_TRACE(row.dump());
+    EXPECT_EQ(row["reference_model"], "mlp");
+    EXPECT_EQ(row["reference_params"], 64 * 256 + 256 + 256 * 10 + 10);
+    EXPECT_GT(row["rel_err"].get<double>(), 0);
+    EXPECT_FALSE(row["top1_agreement"].is_null());
+  }
+}
+
 TEST_F(EngineSweepTest, BadJobsFailWithTheirReasonAndTheAgentKeepsServing) {
   // Refused at submission: nothing is enqueued.
   for (const auto& [sweep, words] : std::vector<std::pair<json, std::string>>{

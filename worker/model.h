@@ -45,6 +45,9 @@ class Model {
   // Compiles the model for inference as model_args.jit asks ("freeze", "optimize"):
   // only a TorchScript module can be; the job rules refuse the key elsewhere.
   virtual void CompileForInference(const std::string& /*jit*/) {}
+  // The module tree of a built-in model (what pruning walks); null for a TorchScript
+  // module.
+  virtual torch::nn::Module* Root() { return nullptr; }
 };
 
 struct BuiltModel {

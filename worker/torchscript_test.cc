@@ -166,5 +166,50 @@ TEST_F(TorchScriptTest, FileThatIsNotTorchScriptIsNamed) {
       << outcome.result.dump();
 }
 
+// A user's student judged against its teacher: the job's module against a second
+// TorchScript file (or a built-in model) on the same inputs.
+TEST_F(TorchScriptTest, AStudentIsComparedWithItsTeacher) {
+  json job = Job(affine_, {{4}});
+  job["reference"] = {{"model", "torchscript"}, {"model_args", {{"path", affine_}}}};
+  JobOutcome outcome = RunJob(job);
+  ASSERT_EQ(outcome.exit_code, kExitOk) << outcome.result.dump();
+  EXPECT_EQ(outcome.result.at("accuracy").at("max_abs_err"), 0.0);  // itself
+  EXPECT_EQ(outcome.result.at("reference").at("path"), affine_);
+  EXPECT_EQ(outcome.result.at("reference").at("params"), 4 * 3 + 3);
+
+  const std::string teacher = ScratchPath("teacher.pt");
+  {
+    torch::jit::Module m("Teacher");
+    m.register_parameter("w1", torch::randn({4, 16}), /*is_buffer=*/false);
+    m.register_parameter("w2", torch::randn({16, 3}), /*is_buffer=*/false);
+    m.define("def forward(self, x):\n    return torch.matmul(torch.relu(torch.matmul(x, self.w1)), self.w2)\n");
+    m.save(teacher);
+  }
+  job["reference"]["model_args"]["path"] = teacher;
+  outcome = RunJob(job);
+  ASSERT_EQ(outcome.exit_code, kExitOk) << outcome.result.dump();
+  const json& accuracy = outcome.result.at("accuracy");
+  EXPECT_GT(accuracy.at("rel_err").get<double>(), 0);
+  EXPECT_TRUE(accuracy.at("top1_agreement").is_null());  // a module's outputs are not known labels
+  EXPECT_EQ(outcome.result.at("reference").at("params"), 4 * 16 + 16 * 3);
+
+  // A teacher whose outputs have another shape cannot judge it.
+  json wide = Job(parameter_free_, {{2}, {2}});
+  wide["reference"] = {{"model", "torchscript"}, {"model_args", {{"path", teacher}}}};
+  outcome = RunJob(wide);
+  std::remove(teacher.c_str());
+  EXPECT_EQ(outcome.exit_code, kExitRejected);
+  EXPECT_EQ(outcome.result.value("error", "").rfind("reference: reference " + teacher + " failed on the job's inputs", 0), 0u)
+      << outcome.result.dump();
+
+  // A built-in classifier as the teacher: top-1 agreement is its labels'.
+  job["reference"] = {{"model", "mlp"}, {"model_args", {{"layers", {4, 32, 3}}}}};
+  outcome = RunJob(job);
+  ASSERT_EQ(outcome.exit_code, kExitOk) << outcome.result.dump();
+  const double top1 = outcome.result.at("accuracy").at("top1_agreement").get<double>();
+  EXPECT_GE(top1, 0);
+  EXPECT_LE(top1, 1);
+}
+
 }  // namespace
 }  // namespace benchfleet::worker

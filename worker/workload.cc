@@ -12,6 +12,8 @@
 #include <utility>
 
 #include "worker/model.h"
+#include "worker/prune.h"
+#include "worker/reference.h"
 
 namespace benchfleet::worker {
 namespace {
@@ -121,9 +123,21 @@ PreparedWorkload PrepareWorkload(const JobSpec& spec) {
     auto inputs = std::make_shared<std::vector<torch::Tensor>>();
     model->To(device, torch::kFloat);
     for (const torch::Tensor& input : built.inputs) inputs->push_back(input.to(device));
-    const torch::Tensor reference = FirstForward(*model, *inputs, spec);
+    torch::Tensor reference = FirstForward(*model, *inputs, spec);
+    bool classifier = built.classifier;
 
     PreparedWorkload workload;
+    // Pruning and a reference model change what the accuracy is measured against
+    // (prune.h, reference.h); the result reports both next to the parameter count.
+    json techniques = json::object();
+    if (spec.prune) techniques["prune"] = PruneModel(*model, spec);
+    if (spec.reference) {
+      ReferenceOutput ref = RunReference(*spec.reference, *inputs, reference);
+      reference = ref.output;
+      classifier = ref.classifier;
+      techniques["reference"] = std::move(ref.report);
+    }
+    techniques["params"] = CountParameters(*model);
     if (spec.dtype == "bf16") {
       model->To(device, torch::kBFloat16);
       for (torch::Tensor& input : *inputs) input = input.to(torch::kBFloat16);
@@ -143,10 +157,12 @@ PreparedWorkload PrepareWorkload(const JobSpec& spec) {
     }
     if (spec.model == "torchscript") model->CompileForInference(spec.torchscript.jit);
     // What the dtype or the compilation changed in the outputs, against the fp32 model.
-    if (spec.dtype != "fp32" || (spec.model == "torchscript" && spec.torchscript.jit != "none")) {
+    if (spec.dtype != "fp32" || (spec.model == "torchscript" && spec.torchscript.jit != "none") ||
+        spec.prune || spec.reference) {
       c10::InferenceMode guard;
-      workload.accuracy = Accuracy(reference, model->Forward(*inputs), built.classifier);
+      workload.accuracy = Accuracy(reference, model->Forward(*inputs), classifier);
     }
+    workload.report = [techniques](const Measurement&, double) { return techniques; };
 
     if (spec.mode == "train") {
       workload.iteration = TrainStep(model, inputs, spec);

@@ -227,6 +227,7 @@ class ModuleModel : public Model {
     module_->to(device, dtype);
   }
   int QuantizeDynamicInt8() override { return QuantizeDenseLayers(*module_); }
+  nn::Module* Root() override { return module_.get(); }
   std::int64_t WeightBytes() override { return ModuleWeightBytes(*module_); }
   int SynchronizeBatchNorm(const RankSum& rank_sum) override {
     int layers = 0;
