@@ -62,8 +62,10 @@ int main(int argc, char** argv) {
   results_cmd
       ->add_option("--view", view,
                    "summary (result_summary), speedup (CPU vs GPU), batch (batch-size scaling), "
-                   "threads (thread scaling), dtype (int8/bf16 vs fp32), parallel (jobs of several "
-                   "ranks: parallel_scaling), calibration (host peaks)")
+                   "threads (thread scaling), dtype (int8/bf16 vs fp32), technique (channels_last, jit), "
+                   "ops (profiled operators vs their baseline: op_comparison), checkpointing "
+                   "(checkpointing_comparison), parallel (jobs of several ranks: parallel_scaling), "
+                   "calibration (host peaks)")
       ->capture_default_str();
 
   std::vector<std::string> calibrate_agents;
