@@ -404,8 +404,8 @@ int CalibrateCommand(const ClientOptions& client_options, const std::vector<std:
 
 const std::vector<std::string>& ResultViews() {
   static const std::vector<std::string> views = {"summary", "speedup", "batch",    "threads", "dtype",
-                                                 "technique", "prune", "parallel", "calibration", "cost",
-                                                 "cpu-gpu-cost"};
+                                                 "technique", "prune", "ops", "checkpointing", "parallel",
+                                                 "calibration", "cost", "cpu-gpu-cost"};
   return views;
 }
 
@@ -432,6 +432,14 @@ int ViewCommand(const ClientOptions& client_options, const std::string& view,
        "select sweep_id, host, device, model, mode, dtype, batch_size, threads, prune_kind, prune_amount, "
        "baseline_median_ms, median_ms, speedup, params_unpruned, params, weight_sparsity, max_abs_err, "
        "rel_err, top1_agreement from prune_comparison"},
+      {"ops",
+       "select sweep_id, host, model, mode, batch_size, device, dtype, threads, op, calls, "
+       "self_us_per_iter, self_us_per_call, base_device, base_dtype, base_threads, "
+       "base_self_us_per_iter, speedup, input_shapes from op_comparison"},
+      {"checkpointing",
+       "select sweep_id, host, device, model, dtype, batch_size, threads, model_args, plain_median_ms, "
+       "checkpointed_median_ms, time_ratio, plain_step_peak_alloc_mb, checkpointed_step_peak_alloc_mb, "
+       "memory_ratio, plain_peak_rss_mb, checkpointed_peak_rss_mb from checkpointing_comparison"},
       {"parallel",
        "select sweep_id, host_set, model, kind, world_size, batch_size, bytes, threads, "
        "pipeline_schedule as schedule, micro_batches, median_ms, samples_per_s, "

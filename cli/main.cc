@@ -63,8 +63,9 @@ int main(int argc, char** argv) {
       ->add_option("--view", view,
                    "summary (result_summary), speedup (CPU vs GPU), batch (batch-size scaling), "
                    "threads (thread scaling), dtype (int8/bf16 vs fp32), technique (memory_format, jit), "
-                   "prune (pruned vs unpruned), parallel (jobs of several "
-                   "ranks: parallel_scaling), calibration (host peaks)")
+                   "prune (pruned vs unpruned), ops (profiled operators vs their baseline: op_comparison), "
+                   "checkpointing (checkpointing_comparison), parallel (jobs of several ranks: "
+                   "parallel_scaling), calibration (host peaks), cost (cost per 1M samples), cpu-gpu-cost")
       ->capture_default_str();
 
   std::vector<std::string> calibrate_agents;

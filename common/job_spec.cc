@@ -704,6 +704,33 @@ bool CheckCombination(const JobSpec& spec, bool one_rank, JobSpecError* error) {
   return true;
 }
 
+// profile and checkpointing: what each needs of the rest of the job.
+bool CheckTechniques(const JobSpec& spec, JobSpecError* error) {
+  // Each rank would profile its own block, and its collective calls must pair with the
+  // other ranks': only a job of one process, one model, is profiled.
+  if (spec.profile && (spec.distributed || spec.parallel)) {
+    return Fail(error, "profile",
+                "profile records the operators of one process's model: a job of several ranks "
+                "(collectives, parallel) is not profiled");
+  }
+  if (!spec.checkpointing) return true;
+  if (spec.mode != "train") {
+    return Fail(error, "checkpointing",
+                "checkpointing trades recomputation in backward for the activations a backward "
+                "pass would keep: it runs in mode \"train\" only; got mode " + Quoted(spec.mode));
+  }
+  if (spec.model != "mlp" && spec.model != "cnn" && spec.model != "transformer") {
+    return Fail(error, "checkpointing",
+                "checkpointing recomputes the blocks of a built-in model (mlp layers, cnn residual "
+                "blocks, transformer encoder layers); model " + spec.model + " has none the worker knows");
+  }
+  if (spec.parallel) {
+    return Fail(error, "checkpointing",
+                "checkpointing runs in one process: a parallel job is not checkpointed");
+  }
+  return true;
+}
+
 std::optional<JobSpec> Parse(const json& job, bool require_identity, JobSpecError* error) {
   if (!job.is_object()) {
     Fail(error, "", "the job must be a JSON object, got " + std::string(job.type_name()));
@@ -751,12 +778,14 @@ std::optional<JobSpec> Parse(const json& job, bool require_identity, JobSpecErro
                                                   kMaxJobThreads, &spec.interop_threads, error)) {
     return std::nullopt;
   }
-  if (job.contains("onednn")) {
-    if (!job.at("onednn").is_boolean()) {
-      Fail(error, "onednn", "onednn must be true or false, got " + job.at("onednn").dump());
+  for (const auto& [key, flag] : {std::make_pair("onednn", &spec.onednn), std::make_pair("profile", &spec.profile),
+                                  std::make_pair("checkpointing", &spec.checkpointing)}) {
+    if (!job.contains(key)) continue;
+    if (!job.at(key).is_boolean()) {
+      Fail(error, key, std::string(key) + " must be true or false, got " + job.at(key).dump());
       return std::nullopt;
     }
-    spec.onednn = job.at("onednn").get<bool>();
+    *flag = job.at(key).get<bool>();
   }
   if (job.contains("seed")) {
     std::int64_t seed = 0;
@@ -786,7 +815,8 @@ std::optional<JobSpec> Parse(const json& job, bool require_identity, JobSpecErro
       !ReadReference(job.at("reference"), spec, &spec.reference, error)) {
     return std::nullopt;
   }
-  if (!CheckCombination(spec, require_identity, error) || !CheckPruneAndReference(spec, error)) {
+  if (!CheckCombination(spec, require_identity, error) || !CheckPruneAndReference(spec, error) ||
+      !CheckTechniques(spec, error)) {
     return std::nullopt;
   }
   return spec;

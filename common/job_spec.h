@@ -145,6 +145,13 @@ struct JobSpec {
   std::int64_t threads = 0;
   std::int64_t interop_threads = 1;
   bool onednn = true;  // let ATen use oneDNN (mkldnn) kernels
+  // After timing, record one block of iterations with LibTorch's profiler: the
+  // operators that took the most self time (schemas/worker.md, op_profile).
+  bool profile = false;
+  // mode "train": recompute each block's activations in backward instead of keeping
+  // them (activation checkpointing of the mlp's layers, the cnn's residual blocks, the
+  // transformer's encoder layers).
+  bool checkpointing = false;
   std::uint64_t seed = 0;
   TimingSpec timing;
 };

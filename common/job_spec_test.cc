@@ -511,5 +511,67 @@ TEST(JobSpecTest, PruneAndReferenceAreSweepAxes) {
       << ref.status().ToString();
 }
 
+TEST(JobSpecTest, ProfileAndCheckpointingAreFlagsWithTheirRules) {
+  JobSpecError error;
+  json train = {{"model", "transformer"}, {"mode", "train"}, {"dtype", "fp32"}, {"device", "cpu"},
+                {"batch_size", 2}, {"threads", 1}, {"profile", true}, {"checkpointing", true}};
+  auto parsed = ParseJobConfig(train, &error);
+  ASSERT_TRUE(parsed) << error.message;
+  EXPECT_TRUE(parsed->profile);
+  EXPECT_TRUE(parsed->checkpointing);
+  train.erase("profile");
+  train.erase("checkpointing");
+  parsed = ParseJobConfig(train, &error);
+  ASSERT_TRUE(parsed) << error.message;
+  EXPECT_FALSE(parsed->profile);
+  EXPECT_FALSE(parsed->checkpointing);
+
+  struct Case {
+    json patch;
+    std::string field;
+    std::string message;
+  };
+  for (const Case& c : std::vector<Case>{
+           {{{"profile", "yes"}}, "profile", "profile must be true or false, got \"yes\""},
+           {{{"checkpointing", 1}}, "checkpointing", "checkpointing must be true or false, got 1"},
+           {{{"checkpointing", true}, {"mode", "inference"}},
+            "checkpointing",
+            "checkpointing trades recomputation in backward for the activations a backward pass would "
+            "keep: it runs in mode \"train\" only; got mode \"inference\""},
+           {{{"checkpointing", true}, {"model", "matmul"}}, "checkpointing", ""},
+           {{{"profile", true}, {"parallel", {{"kind", "data"}, {"world_size", 2}}}}, "profile", ""},
+           {{{"checkpointing", true}, {"parallel", {{"kind", "data"}, {"world_size", 2}}}}, "checkpointing", ""},
+       }) {
+    SCOPED_TRACE(c.patch.dump());
+    json job = train;
+    job.merge_patch(c.patch);
+    EXPECT_FALSE(ParseJobConfig(job, &error));
+    EXPECT_EQ(error.field, c.field);
+    if (!c.message.empty()) {
+      EXPECT_EQ(error.message, c.message);
+    }
+  }
+}
+
+TEST(JobSpecTest, ProfileAndCheckpointingAreAxesLeftOutWhenNotSwept) {
+  auto sweep = ParseSweepText(R"({"name":"x","matrix":{"model":"cnn","mode":"train","batch_size":1,
+      "checkpointing":[false,true],"profile":true}})");
+  ASSERT_TRUE(sweep.ok()) << sweep.status().ToString();
+  ASSERT_EQ(sweep->combination_count, 2u);
+  EXPECT_EQ(sweep->Combinations()[0].Spec()["checkpointing"], false);
+  EXPECT_EQ(sweep->Combinations()[1].Spec()["checkpointing"], true);
+  EXPECT_EQ(sweep->Combinations()[1].Spec()["profile"], true);
+  // A sweep that does not name them leaves them out of its jobs (and so of their series).
+  sweep = ParseSweepText(R"({"name":"x","matrix":{"model":"mlp","batch_size":1}})");
+  ASSERT_TRUE(sweep.ok());
+  EXPECT_FALSE(sweep->Combinations()[0].Spec().contains("profile"));
+  EXPECT_FALSE(sweep->Combinations()[0].Spec().contains("checkpointing"));
+  // An inference job cannot be checkpointed: the sweep says which value of which axis.
+  sweep = ParseSweepText(R"({"name":"x","matrix":{"model":"mlp","batch_size":1,"checkpointing":[false,true]}})");
+  ASSERT_FALSE(sweep.ok());
+  EXPECT_EQ(sweep.status().message().rfind("matrix.checkpointing[1]: checkpointing trades", 0), 0u)
+      << sweep.status().message();
+}
+
 }  // namespace
 }  // namespace benchfleet

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <set>
 #include <utility>
 
 #include "common/job_spec.h"
@@ -60,6 +61,10 @@ const std::vector<std::pair<std::string, json>>& AxisDefaults() {
       {"threads", json::array({1})},
       {"interop_threads", json::array({1})},
       {"onednn", json::array({true})},
+      // Techniques a job may add (schemas/worker.md); null: the job leaves the key out, so
+      // a job without them keeps the spec, and the series, it had before they existed.
+      {"profile", json::array({nullptr})},
+      {"checkpointing", json::array({nullptr})},
       // A job of several ranks (null: one process), and the collectives' message size.
       {"parallel", json::array({nullptr})},
       {"bytes", json::array({nullptr})},
@@ -69,10 +74,9 @@ const std::vector<std::pair<std::string, json>>& AxisDefaults() {
   return axes;
 }
 
-// Axes whose values are objects, left out of a job where null (its default: none).
-bool IsObjectAxis(const std::string& key) {
-  return key == "parallel" || key == "prune" || key == "reference";
-}
+// Axes whose null value leaves the key out of the job (its default: none, or off), so a
+// sweep that does not name them gives its jobs the spec, and the series, they had before.
+const std::set<std::string> kAbsentWhenNull = {"parallel", "prune", "reference", "profile", "checkpointing"};
 
 // A matrix axis: a non-empty array (or a single value, taken as a one-element array).
 // Only the sweep's own limits are checked here; what a worker accepts is checked per
@@ -274,7 +278,7 @@ Status Expand(const Sweep& sweep, size_t first, size_t count,
       const json& value = axes[a].values[index[a]];
       if (axes[a].key == "bytes") {
         bytes = value;
-      } else if (!(IsObjectAxis(axes[a].key) && value.is_null())) {
+      } else if (!value.is_null() || !kAbsentWhenNull.count(axes[a].key)) {
         spec[axes[a].key] = value;
       }
     }

@@ -141,9 +141,13 @@ StatusOr<WorkerResult> ParseWorkerResult(const json& result) {
   }
   if (out.ok && out.calibration_kind) RETURN_IF_ERROR(ParseCalibration(result, &out));
   if (const json* ranks = FindPath(result, "ranks")) RETURN_IF_ERROR(ParseRanks(*ranks, &out));
+  if (const json* ops = FindPath(result, "op_profile"); ops && !ops->is_null()) {
+    ASSIGN_OR_RETURN(out.op_profile, ParseOpProfile(*ops, "result.op_profile"));
+  }
   out.detail = result;
   out.detail.erase("samples_ms");
   out.detail.erase("ranks");  // kept per rank, in result_ranks
+  out.detail.erase("op_profile");  // kept per operator, in op_profile
   return out;
 }
 

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "common/op_profile.h"
 #include "common/status.h"
 
 namespace benchfleet {
@@ -43,6 +44,9 @@ struct WorkerResult {
     nlohmann::json detail;
   };
   std::vector<Rank> ranks;
+  // A profiled job's top operators (`op_profile`, common/op_profile.h): the op_profile
+  // table, not detail.
+  std::vector<OpProfileRow> op_profile;
   nlohmann::json detail;       // the result minus samples_ms, kept as detail
 };
 

@@ -793,6 +793,15 @@ StatusOr<ResultOutcome> Store::StoreResult(int64_t job_id, int attempt, int64_t 
     }
   }
 
+  if (ok && !result.op_profile.empty()) {
+    ASSIGN_OR_RETURN(auto op_row, db_->Prepare("INSERT INTO op_profile(job_id, op, calls, self_us, total_us, "
+                                               "input_shapes) VALUES (?1, ?2, ?3, ?4, ?5, ?6)"));
+    for (const OpProfileRow& op : result.op_profile) {  // unique ops: checked at the edge
+      op_row.Reset();
+      RETURN_IF_ERROR(op_row.Bind(1, job_id).Bind(2, op.op).Bind(3, op.calls).Bind(4, op.self_us)
+                          .Bind(5, op.total_us).Bind(6, op.input_shapes).Run());
+    }
+  }
   if (ok && !result.samples_ms.empty()) {
     ASSIGN_OR_RETURN(auto samples, db_->Prepare("INSERT INTO result_samples(job_id, n, ms_f32le) "
                                                 "VALUES (?1, ?2, ?3)"));

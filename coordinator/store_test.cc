@@ -764,5 +764,84 @@ TEST_F(GroupCommitTest, AGroupThatCannotBeginFailsEachWriteAtOnceWithTheReason) 
   EXPECT_EQ(Committed(), "3");
 }
 
+TEST_F(StoreTest, ProfiledOperatorsAreKeptAndComparedAcrossDtypesAndThreads) {
+  // fp32 at 1 and 2 threads and int8 at 1 thread, profiled; the baseline is fp32 at 1.
+  auto sweep = MakeSweep(R"({"name":"ops","placement":"any","matrix":{"model":"mlp","batch_size":8,
+      "dtype":["fp32","int8"],"threads":[1,2],"profile":true},
+      "exclude":[{"dtype":"int8","threads":2}]})");
+  ASSERT_TRUE(store_->CreateSweep(sweep, {}).ok());
+  auto queued = QueuedFor("node-a");
+  ASSERT_EQ(queued.size(), 3u);
+  // Per dtype and threads: the self time of aten::addmm over a block of 4 iterations.
+  const std::map<std::pair<std::string, int>, double> addmm_us = {
+      {{"fp32", 1}, 800}, {{"fp32", 2}, 500}, {{"int8", 1}, 40}};
+  for (const QueuedJob& job : queued) {
+    const json spec = json::parse(job.spec);
+    EXPECT_EQ(spec["profile"], true);
+    const std::string dtype = spec["dtype"];
+    const int threads = spec["threads"];
+    ASSERT_TRUE(store_->MarkRunning(job.job_id, host_).ok());
+    json result = GoodResult(8);
+    result["dtype"] = dtype;
+    result["threads"] = threads;
+    result["profile_iterations"] = 4;
+    result["op_profile"] = {{{"op", "aten::addmm"}, {"calls", 8}, {"self_us", addmm_us.at({dtype, threads})},
+                             {"total_us", 900}, {"input_shapes", {{10}, {8, 32}, {32, 10}, json::array(), json::array()}}}};
+    if (dtype == "int8") {
+      result["op_profile"].push_back({{"op", "quantized::linear_dynamic"}, {"calls", 8}, {"self_us", 300},
+                                      {"total_us", 320}, {"input_shapes", {{8, 32}, json::array()}}});
+    }
+    auto stored = Deliver(job.job_id, 1, result);
+    ASSERT_TRUE(stored.ok()) << stored.status().ToString();
+    ASSERT_EQ(*stored, ResultOutcome::kStored);
+  }
+  EXPECT_EQ(Count("select count(*) from op_profile"), 4);
+  EXPECT_EQ(Count("select count(*) from results where detail like '%op_profile%'"), 0);
+  auto shapes = Query("select input_shapes from op_profile where op = 'aten::addmm' limit 1", 1);
+  ASSERT_TRUE(shapes.ok()) << shapes.status().ToString();
+  EXPECT_EQ(shapes->rows[0][0], "[[10],[8,32],[32,10],[],[]]");
+  auto rows = Query(
+      "select dtype, threads, op, self_us_per_iter, self_us_per_call, base_threads, base_self_us_per_iter, "
+      "speedup from op_comparison order by dtype, threads, op", 10);
+  ASSERT_TRUE(rows.ok()) << rows.status().ToString();
+  ASSERT_EQ(rows->rows.size(), 4u);
+  const auto& r = rows->rows;
+  EXPECT_EQ(r[0][0], "fp32");  // the baseline against itself
+  EXPECT_DOUBLE_EQ(r[0][7].get<double>(), 1.0);
+  EXPECT_DOUBLE_EQ(r[1][3].get<double>(), 500.0 / 4);  // fp32, 2 threads
+  EXPECT_DOUBLE_EQ(r[1][4].get<double>(), 500.0 / 8);
+  EXPECT_EQ(r[1][5], 1);
+  EXPECT_DOUBLE_EQ(r[1][7].get<double>(), 800.0 / 500);
+  EXPECT_EQ(r[2][2], "aten::addmm");  // int8
+  EXPECT_DOUBLE_EQ(r[2][7].get<double>(), 800.0 / 40);
+  EXPECT_EQ(r[3][2], "quantized::linear_dynamic");  // not in the baseline
+  EXPECT_TRUE(r[3][6].is_null());
+  EXPECT_TRUE(r[3][7].is_null());
+}
+
+TEST_F(StoreTest, CheckpointingIsComparedWithTheSameTrainingJobWithoutIt) {
+  auto sweep = MakeSweep(R"({"name":"ckpt","placement":"any","matrix":{"model":"cnn","mode":"train",
+      "batch_size":4,"checkpointing":[false,true]}})");
+  ASSERT_TRUE(store_->CreateSweep(sweep, {}).ok());
+  auto queued = QueuedFor("node-a");
+  ASSERT_EQ(queued.size(), 2u);
+  for (const QueuedJob& job : queued) {
+    const bool checkpointing = json::parse(job.spec)["checkpointing"];
+    ASSERT_TRUE(store_->MarkRunning(job.job_id, host_).ok());
+    json result = GoodResult(4);
+    result["model"] = "cnn";
+    result["mode"] = "train";
+    result["stats"]["median_ms"] = checkpointing ? 3.0 : 2.0;
+    result["step_peak_alloc_mb"] = checkpointing ? 30.0 : 120.0;
+    ASSERT_EQ(*Deliver(job.job_id, 1, result), ResultOutcome::kStored);
+  }
+  auto rows = Query("select plain_median_ms, checkpointed_median_ms, time_ratio, memory_ratio "
+                    "from checkpointing_comparison", 10);
+  ASSERT_TRUE(rows.ok()) << rows.status().ToString();
+  ASSERT_EQ(rows->rows.size(), 1u);
+  EXPECT_DOUBLE_EQ(rows->rows[0][2].get<double>(), 1.5);
+  EXPECT_DOUBLE_EQ(rows->rows[0][3].get<double>(), 0.25);
+}
+
 }  // namespace
 }  // namespace benchfleet

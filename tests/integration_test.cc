@@ -120,6 +120,46 @@ TEST_F(IntegrationTest, PlacementEachRunsEveryCombinationOnEveryAgent) {
   EXPECT_EQ(hosts[1]["host"], "node-b");
 }
 
+// profile and checkpointing from worker through agent to coordinator: the operators land
+// in op_profile and the views and the CLI's --view pair them.
+TEST_F(IntegrationTest, ProfiledAndCheckpointedJobsReachTheirTableAndViews) {
+  json sweep = SixJobSweep();
+  sweep["matrix"] = json::parse(R"({"model": "mlp", "mode": "train", "batch_size": 16,
+      "threads": 1, "profile": true, "checkpointing": [false, true]})");
+  int64_t sweep_id = fleet_.Submit(sweep);
+  ASSERT_GT(sweep_id, 0);
+  json done = fleet_.WaitForSweep(sweep_id, 180s);
+  ASSERT_TRUE(done.is_object()) << "sweep did not finish in time";
+  EXPECT_EQ(done["jobs"]["done"], 2);
+  const std::string db = fleet_.db_path();
+  EXPECT_EQ(QueryValue(db, "select count(distinct job_id) from op_profile"), 2);
+  EXPECT_EQ(QueryValue(db, "select count(*) from op_profile where calls < 1 or self_us > total_us"),
+            0);
+  EXPECT_EQ(QueryValue(db, "select count(*) from results where detail like '%\"op_profile\"%'"), 0);
+  EXPECT_EQ(QueryValue(db,
+                       "select count(*) from result_summary where profile_iterations >= 1 "
+                       "and step_peak_alloc_mb > 0"),
+            2);
+  // Each job is its own baseline (cpu, fp32, one thread; checkpointing is part of the group).
+  EXPECT_EQ(QueryValue(db,
+                       "select count(*) from op_comparison where speedup is not null and "
+                       "base_job_id = job_id"),
+            QueryValue(db, "select count(*) from op_profile where self_us > 0"));
+  json pair = QueryRows(db, "select time_ratio, memory_ratio from checkpointing_comparison");
+  ASSERT_EQ(pair.size(), 1u);
+  EXPECT_GT(pair[0]["time_ratio"].get<double>(), 0);
+  EXPECT_GT(pair[0]["memory_ratio"].get<double>(), 0);
+  for (const char* view : {"ops", "checkpointing"}) {
+    std::string out, err;
+    ASSERT_EQ(RunCommand({kCliBin, "--coordinator", fleet_.clients_endpoint(), "results", "--view",
+                          view, "--format", "csv"},
+                         &out, &err),
+              0)
+        << err;
+    EXPECT_GE(std::count(out.begin(), out.end(), '\n'), 2) << view << ": " << out;
+  }
+}
+
 TEST_F(IntegrationTest, CliRejectsBadSweepFilesAndEnqueuesNothing) {
   struct Case {
     std::string text;

@@ -25,8 +25,10 @@
 #include "worker/energy.h"
 #include "worker/gpu_telemetry.h"
 #include "worker/process_info.h"
+#include "worker/profile.h"
 #include "worker/sampler.h"
 #include "worker/stats.h"
+#include "worker/step_memory.h"
 #include "worker/torch_runtime.h"
 #include "worker/workload.h"
 
@@ -135,7 +137,18 @@ JobOutcome RunValidJob(const JobSpec& spec, json result) {
   // process's age now, less timed_s, is its age at the first timed iteration.
   const std::optional<double> age_at_end = ProcessAgeSeconds();
   const json telemetry_summary = telemetry ? telemetry->Stop() : json(nullptr);
+  // After timing, so neither is part of a sample: the profiled block, and one iteration
+  // whose allocations are counted (a job of several ranks runs neither: its collective
+  // calls would not pair with the other ranks').
   const SampleStats stats = Summarize(m.samples_ms, spec.timing.target_iqr);
+  json op_profile = nullptr;
+  int64_t profile_iterations = 0;
+  if (spec.profile) {
+    profile_iterations = ProfileIterations(m.iters_per_sample, stats.median_ms);
+    op_profile = ProfileOperators(workload.iteration, workload.block_end, profile_iterations);
+  }
+  const bool one_process = !collective && !spec.parallel;
+  const json step_peak_alloc_mb = one_process && !gpu ? json(PeakAllocatedMiB(workload.iteration)) : json(nullptr);
   const std::optional<double> flops = FlopsPerSample(spec);
 
   result["ok"] = true;
@@ -172,6 +185,11 @@ JobOutcome RunValidJob(const JobSpec& spec, json result) {
   result["startup_s"] = age_at_end ? json(std::max(0.0, *age_at_end - m.timed_s - model_build_s))
                                    : json(nullptr);
   result["accuracy"] = workload.accuracy;
+  result["step_peak_alloc_mb"] = step_peak_alloc_mb;
+  if (spec.profile) {
+    result["profile_iterations"] = profile_iterations;
+    result["op_profile"] = op_profile;
+  }
   if (gpu) {
     result["gpu_peak_mem_mb"] = nullptr;
     result["gpu_peak_mem_note"] =

@@ -13,8 +13,10 @@
 #include <algorithm>
 #include <cmath>
 #include <memory>
+#include <type_traits>
 #include <utility>
 
+#include "worker/checkpoint.h"
 #include "worker/model.h"
 
 namespace benchfleet::worker {
@@ -163,15 +165,17 @@ class CnnImpl : public nn::Module {
   torch::Tensor forward(const torch::Tensor& x) {
     torch::Tensor y = torch::relu(stem_bn_(stem_(x)));
     y = torch::max_pool2d(y, /*kernel_size=*/3, /*stride=*/2, /*padding=*/1);
-    y = stages_->forward(y);
+    y = checkpointing_ ? CheckpointedSequence(stages_, y) : stages_->forward(y);
     return fc_(torch::adaptive_avg_pool2d(y, {1, 1}).flatten(1));
   }
+  void SetCheckpointing(bool on) { checkpointing_ = on; }
 
  private:
   nn::Conv2d stem_;
   SyncedBatchNorm2d stem_bn_;
   nn::Sequential stages_;
   Dense fc_{nullptr};
+  bool checkpointing_ = false;  // each residual block checkpointed (checkpoint.h)
 };
 TORCH_MODULE(Cnn);
 
@@ -217,8 +221,13 @@ TORCH_MODULE(EncoderLayer);
 template <typename Holder>
 class ModuleModel : public Model {
  public:
-  explicit ModuleModel(Holder module) : module_(std::move(module)) {}
+  ModuleModel(Holder module, bool checkpointing)
+      : module_(std::move(module)), checkpointing_(checkpointing) {}
   torch::Tensor Forward(const std::vector<torch::Tensor>& inputs) override {
+    // A stack of layers (mlp, transformer): each layer a checkpointed unit.
+    if constexpr (std::is_same_v<Holder, nn::Sequential>) {
+      if (checkpointing_) return CheckpointedSequence(module_, inputs.at(0));
+    }
     return module_->forward(inputs.at(0));
   }
   std::vector<torch::Tensor> Parameters() override { return module_->parameters(); }
@@ -242,13 +251,14 @@ class ModuleModel : public Model {
 
  private:
   Holder module_;
+  bool checkpointing_;
 };
 
 template <typename Holder>
-BuiltModel Wrap(Holder module, torch::Tensor input, bool classifier) {
+BuiltModel Wrap(Holder module, torch::Tensor input, bool classifier, bool checkpointing = false) {
   module->eval();
   BuiltModel built;
-  built.model = std::make_unique<ModuleModel<Holder>>(std::move(module));
+  built.model = std::make_unique<ModuleModel<Holder>>(std::move(module), checkpointing);
   built.inputs = {std::move(input)};
   built.classifier = classifier;
   return built;
@@ -302,19 +312,20 @@ BuiltModel BuildZooModel(const JobSpec& spec) {
   }
   if (spec.model == "mlp") {
     nn::Sequential net = BuildMlp(spec.mlp);
-    return Wrap(net, torch::randn({batch, spec.mlp.layers.front()}), true);
+    return Wrap(net, torch::randn({batch, spec.mlp.layers.front()}), true, spec.checkpointing);
   }
   if (spec.model == "cnn") {
     const CnnArgs& c = spec.cnn;
     Cnn net(c);
     torch::Tensor input = torch::randn({batch, c.channels, c.image_size, c.image_size});
     CalibrateBatchNorm(net, input);
+    net->SetCheckpointing(spec.checkpointing);
     return Wrap(net, std::move(input), true);
   }
   const TransformerArgs& t = spec.transformer;
   nn::Sequential net;
   for (std::int64_t i = 0; i < t.layers; ++i) net->push_back(EncoderLayer(t));
-  return Wrap(net, torch::randn({batch, t.seq_len, t.hidden}), false);
+  return Wrap(net, torch::randn({batch, t.seq_len, t.hidden}), false, spec.checkpointing);
 }
 
 }  // namespace benchfleet::worker
