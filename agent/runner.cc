@@ -15,6 +15,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <limits>
 #include <fstream>
 #include <sstream>
 
@@ -109,7 +110,31 @@ WorkerRunner::~WorkerRunner() { Kill(); }
 
 int LocalRanks(const WorkerJob& job) {
   if (!job.spec.is_object() || job.spec.contains("distributed")) return 1;
-  return static_cast<int>(std::clamp<std::int64_t>(JobWorldSize(job.spec), 1, kMaxWorldSize));
+  return static_cast<int>(std::clamp<std::int64_t>(JobLocalProcesses(job.spec), 1, kMaxWorldSize));
+}
+
+bool IsReplicated(const WorkerJob& job) {
+  return job.spec.is_object() && job.spec.value("replicas", std::int64_t{1}) > 1;
+}
+
+nlohmann::json SummarizeReplicas(const std::vector<nlohmann::json>& results) {
+  double aggregate = 0;
+  double from = -std::numeric_limits<double>::infinity();
+  double to = std::numeric_limits<double>::infinity();
+  std::vector<double> medians;
+  for (const nlohmann::json& r : results) {
+    const nlohmann::json& replica = r.at("replica");
+    aggregate += replica.at("throughput_per_s").get<double>();
+    from = std::max(from, replica.at("timed_from_s").get<double>());
+    to = std::min(to, replica.at("timed_to_s").get<double>());
+    medians.push_back(r.at("stats").at("median_ms").get<double>());
+  }
+  std::sort(medians.begin(), medians.end());
+  return {{"count", results.size()},
+          {"aggregate_throughput_per_s", aggregate},
+          {"overlap_s", std::max(0.0, to - from)},
+          {"median_ms_min", medians.front()},
+          {"median_ms_max", medians.back()}};
 }
 
 std::vector<pid_t> WorkerRunner::pids() const {
@@ -171,15 +196,32 @@ Status WorkerRunner::Start(const WorkerJob& job) {
   const int ranks = LocalRanks(job);
   if (ranks == 1) return StartProcess(worker_job, threads, 0, job_dir_);
 
-  // A gang on this agent: each rank its own slice of the CPUs, so that no two ranks
-  // share a core and the scaling measured is the ranks', not the scheduler's.
+  // A gang (or the replicas) on this agent: each rank its own slice of the CPUs, so that
+  // no two ranks share a core and the scaling measured is the ranks', not the scheduler's.
   const size_t needed = static_cast<size_t>(ranks) * static_cast<size_t>(threads);
+  const bool replicated = IsReplicated(job);
   if (needed > options_.cpus.size()) {
-    return FailedPrecondition("a job of " + std::to_string(ranks) + " ranks of " +
+    return FailedPrecondition("a job of " + std::to_string(ranks) + (replicated ? " replicas of " : " ranks of ") +
                               std::to_string(threads) + " threads needs " + std::to_string(needed) +
                               " CPUs, one per thread; this agent runs jobs on " +
                               std::to_string(options_.cpus.size()) + " (" +
                               FormatCpuList(options_.cpus) + ")");
+  }
+  if (replicated) {
+    // Independent copies: no c10d, only a directory where they mark when they are ready
+    // to time and when they are done (schemas/worker.md, Replicas).
+    const std::string barrier = fs::absolute(job_dir_ + "/barrier", ec).string();
+    fs::create_directories(barrier, ec);
+    if (ec) return Unavailable("cannot create " + barrier + ": " + ec.message());
+    for (int r = 0; r < ranks; ++r) {
+      worker_job["replica"] = {{"index", r}, {"count", ranks}, {"barrier", barrier}};
+      Status started = StartProcess(worker_job, threads, r, job_dir_ + "/replica-" + std::to_string(r));
+      if (!started.ok()) {
+        KillAll();
+        return started;
+      }
+    }
+    return Status::Ok();
   }
   ASSIGN_OR_RETURN(int port, FreePort(kLoopback));
   const double rendezvous_s = std::min(job.timeout_s > 0 ? job.timeout_s : kJobStartupAllowanceS,
@@ -424,7 +466,10 @@ nlohmann::json WorkerRunner::FinishGang(std::vector<nlohmann::json> rank_results
     result["exit"] = cause.value("exit", std::string());
     result["stderr_tail"] = cause.value("stderr_tail", std::string());
   } else {
+    // Replicas: the row is replica 0's, with what they did together.
+    nlohmann::json replicas = IsReplicated(job_) ? SummarizeReplicas(rank_results) : nlohmann::json();
     result = std::move(rank_results.front());
+    if (!replicas.is_null()) result["replicas"] = std::move(replicas);
   }
   result["worker_wall_s"] = wall_s;
   result["ranks"] = std::move(ranks);

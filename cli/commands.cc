@@ -404,7 +404,8 @@ int CalibrateCommand(const ClientOptions& client_options, const std::vector<std:
 
 const std::vector<std::string>& ResultViews() {
   static const std::vector<std::string> views = {"summary", "speedup", "batch",    "threads", "dtype",
-                                                 "technique", "parallel", "calibration"};
+                                                 "technique", "parallel", "calibration",
+                                                 "fit",     "replicas"};
   return views;
 }
 
@@ -427,6 +428,13 @@ int ViewCommand(const ClientOptions& client_options, const std::string& view,
       {"technique",
        "select sweep_id, host, device, model, mode, dtype, batch_size, threads, technique, variant, "
        "baseline, baseline_median_ms, median_ms, speedup, max_abs_err, rel_err from technique_comparison"},
+      {"fit",
+       "select sweep_id, host, device, model, mode, dtype, threads, memory_mb, limit_kind, baseline_mb, "
+       "max_batch, start_batch, median_ms, throughput_per_s, peak_rss_mb, probes from max_batch_fit"},
+      {"replicas",
+       "select sweep_id, host, model, mode, dtype, batch_size, cores, replicas, threads, "
+       "aggregate_throughput_per_s, replica_median_ms, slowest_median_ms, overlap_s, noisy "
+       "from replica_scaling order by sweep_id, host, model, batch_size, cores, replicas"},
       {"parallel",
        "select sweep_id, host_set, model, kind, world_size, batch_size, bytes, threads, "
        "pipeline_schedule as schedule, micro_batches, median_ms, samples_per_s, "

@@ -14,7 +14,7 @@ namespace {
 const std::vector<std::string> kTopKeys = {"name",   "select",      "placement",  "matrix",
                                            "timing", "models",      "timeout_s",  "seed",
                                            "description", "regression", "labels", "exclude",
-                                           "invalid"};
+                                           "invalid", "search"};
 const std::vector<std::string> kSelectKeys = {"device", "name", "tags", "cpu_model", "gpu_model"};
 
 // Upper bounds that catch typos (batch 1e9) before they reach a worker.
@@ -62,7 +62,9 @@ const std::vector<std::pair<std::string, json>>& AxisDefaults() {
       {"onednn", json::array({true})},
       // A job of several ranks (null: one process), and the collectives' message size.
       {"parallel", json::array({nullptr})},
-      {"bytes", json::array({nullptr})}};
+      {"bytes", json::array({nullptr})},
+      // Copies of each job on one agent (null: one, and the job says nothing).
+      {"replicas", json::array({nullptr})}};
   return axes;
 }
 
@@ -77,10 +79,10 @@ StatusOr<json> Axis(const json& matrix, const std::string& key, const json& fall
   }
   json values = it->is_array() ? *it : json::array({*it});
   if (values.empty()) return InvalidArgument("matrix." + key + ": must not be empty");
-  if (key != "batch_size" && key != "threads") return values;
+  if (key != "batch_size" && key != "threads" && key != "replicas") return values;
   for (size_t i = 0; i < values.size(); ++i) {
     const json& v = values[i];
-    int64_t max = key == "batch_size" ? kMaxBatchSize : kMaxThreads;
+    int64_t max = key == "batch_size" ? kMaxBatchSize : key == "threads" ? kMaxThreads : kMaxWorldSize;
     if (!v.is_number_integer() || v.get<int64_t>() <= 0 || v.get<int64_t>() > max) {
       return InvalidArgument("matrix." + key + "[" + std::to_string(i) +
                              "]: must be a positive integer up to " + std::to_string(max) +
@@ -260,13 +262,15 @@ Status Expand(const Sweep& sweep, size_t first, size_t count,
   const size_t end = std::min(sweep.combination_count, first + std::min(count, sweep.combination_count));
   for (size_t c = first; c < end; ++c) {
     json spec = {{"seed", sweep.seed}, {"timing", timing}};
+    if (!sweep.search.is_null()) spec["search"] = sweep.search;
     if (sweep.placement == Placement::kSpread) spec[kSpreadPlacementKey] = kSpreadPlacement;
     json bytes;
     for (size_t a = 0; a < axes.size(); ++a) {
       const json& value = axes[a].values[index[a]];
       if (axes[a].key == "bytes") {
         bytes = value;
-      } else if (!(axes[a].key == "parallel" && value.is_null())) {
+      } else if (!value.is_null() || (axes[a].key != "parallel" && axes[a].key != "replicas" &&
+                                      axes[a].key != "batch_size")) {
         spec[axes[a].key] = value;
       }
     }
@@ -526,6 +530,8 @@ StatusOr<Sweep> ParseSweepShape(const json& document) {
     // Checked here; the coordinator reads it from the stored sweep when it judges.
     RETURN_IF_ERROR(ParseRegressionPolicy(document["regression"]).status());
   }
+  // Checked with each combination (ParseJobConfig), as every job carries it.
+  if (document.contains("search")) sweep.search = document["search"];
   if (document.contains("description") && !document["description"].is_string()) {
     return InvalidArgument("description: must be a string");
   }
@@ -540,7 +546,9 @@ StatusOr<Sweep> ParseSweepShape(const json& document) {
   std::vector<MatrixAxis> axes;
   size_t count = 1;
   for (const auto& [key, fallback] : AxisDefaults()) {
-    ASSIGN_OR_RETURN(json values, Axis(*matrix, key, fallback));
+    // A search starts at batch_size, 1 when the matrix leaves it out (the job's default).
+    const bool optional_batch = key == "batch_size" && document.contains("search");
+    ASSIGN_OR_RETURN(json values, Axis(*matrix, key, optional_batch ? json::array({nullptr}) : fallback));
     if (key == "model") {
       // Each model once per combination of its argument axes (ParseModels).
       json expanded = json::array();
@@ -586,7 +594,8 @@ StatusOr<Sweep> ParseSweepText(const std::string& text) {
 
 double JobTimeoutSeconds(const Sweep& sweep) {
   if (sweep.timeout_s > 0) return sweep.timeout_s;
-  return kJobStartupAllowanceS + 2 * (sweep.timing.warmup_s + sweep.timing.max_time_s);
+  return kJobStartupAllowanceS + 2 * (sweep.timing.warmup_s + sweep.timing.max_time_s) +
+         (sweep.search.is_null() ? 0 : kMaxBatchSearchAllowanceS);
 }
 
 }  // namespace benchfleet
