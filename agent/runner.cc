@@ -314,7 +314,9 @@ Status WorkerRunner::StartProcess(const nlohmann::json& worker_job, int threads,
   process.dir = dir;
   processes_.push_back(process);
   LOG_INFO("job " << job_.job_id << " attempt " << job_.attempt
-                  << (processes_.size() > 1 || LocalRanks(job_) > 1 ? " rank " + std::to_string(rank) : "")
+                  << (processes_.size() > 1 || LocalRanks(job_) > 1
+                          ? (IsReplicated(job_) ? " replica " : " rank ") + std::to_string(rank)
+                          : "")
                   << ": worker " << pid << " on CPUs " << FormatCpuList(cpus) << ", timeout "
                   << job_.timeout_s << " s");
   return Status::Ok();
