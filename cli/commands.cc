@@ -434,7 +434,7 @@ int ViewCommand(const ClientOptions& client_options, const std::string& view,
       {"replicas",
        "select sweep_id, host, model, mode, dtype, batch_size, cores, replicas, threads, "
        "aggregate_throughput_per_s, replica_median_ms, slowest_median_ms, overlap_s, noisy "
-       "from replica_scaling order by sweep_id, host, model, batch_size, cores, replicas"},
+       "from replica_scaling"},
       {"parallel",
        "select sweep_id, host_set, model, kind, world_size, batch_size, bytes, threads, "
        "pipeline_schedule as schedule, micro_batches, median_ms, samples_per_s, "
