@@ -15,8 +15,8 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <limits>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 #include "common/cpu_list.h"
@@ -114,7 +114,10 @@ int LocalRanks(const WorkerJob& job) {
 }
 
 bool IsReplicated(const WorkerJob& job) {
-  return job.spec.is_object() && job.spec.value("replicas", std::int64_t{1}) > 1;
+  // The spec came over the network: a wrong type is "not replicated", never a throw.
+  if (!job.spec.is_object()) return false;
+  const auto replicas = job.spec.find("replicas");
+  return replicas != job.spec.end() && replicas->is_number_integer() && replicas->get<std::int64_t>() > 1;
 }
 
 nlohmann::json SummarizeReplicas(const std::vector<nlohmann::json>& results) {
@@ -122,13 +125,26 @@ nlohmann::json SummarizeReplicas(const std::vector<nlohmann::json>& results) {
   double from = -std::numeric_limits<double>::infinity();
   double to = std::numeric_limits<double>::infinity();
   std::vector<double> medians;
+  // A worker's result file is read back, not trusted: a copy without its figures makes
+  // no summary (null), never an exception in the agent's loop.
+  auto number = [](const nlohmann::json& object, const char* outer, const char* key) -> std::optional<double> {
+    const auto o = object.find(outer);
+    if (o == object.end() || !o->is_object()) return std::nullopt;
+    const auto v = o->find(key);
+    return v != o->end() && v->is_number() ? std::optional<double>(v->get<double>()) : std::nullopt;
+  };
   for (const nlohmann::json& r : results) {
-    const nlohmann::json& replica = r.at("replica");
-    aggregate += replica.at("throughput_per_s").get<double>();
-    from = std::max(from, replica.at("timed_from_s").get<double>());
-    to = std::min(to, replica.at("timed_to_s").get<double>());
-    medians.push_back(r.at("stats").at("median_ms").get<double>());
+    const auto rate = number(r, "replica", "throughput_per_s");
+    const auto start = number(r, "replica", "timed_from_s");
+    const auto end = number(r, "replica", "timed_to_s");
+    const auto median = number(r, "stats", "median_ms");
+    if (!rate || !start || !end || !median) return nullptr;
+    aggregate += *rate;
+    from = std::max(from, *start);
+    to = std::min(to, *end);
+    medians.push_back(*median);
   }
+  if (medians.empty()) return nullptr;
   std::sort(medians.begin(), medians.end());
   return {{"count", results.size()},
           {"aggregate_throughput_per_s", aggregate},

@@ -108,6 +108,7 @@ bool IsReplicated(const WorkerJob& job);
 // aggregate_throughput_per_s (the sum of each one's samples/s over its timed window,
 // every window inside the span where all of them run), overlap_s (how long all were
 // timing at once), median_ms_min and median_ms_max (the fastest and slowest copy).
+// Null when a result lacks its figures.
 nlohmann::json SummarizeReplicas(const std::vector<nlohmann::json>& results);
 
 // True for a host calibration job ({"kind": "calibration"}): the worker runs with

@@ -262,6 +262,22 @@ TEST_F(RunnerTest, ReplicasRunTogetherOnDisjointCpusAndAddUpTheirThroughput) {
   EXPECT_FALSE(result.contains("distributed"));  // no c10d: independent copies
 }
 
+TEST(ReplicaSummaryTest, SumsTheCopiesAndFindsTheirCommonWindow) {
+  auto copy = [](double from, double to, double rate, double median) {
+    return nlohmann::json{{"stats", {{"median_ms", median}}},
+                          {"replica", {{"timed_from_s", from}, {"timed_to_s", to}, {"throughput_per_s", rate}}}};
+  };
+  const nlohmann::json summary = SummarizeReplicas({copy(10.0, 15.0, 100, 2.0), copy(10.5, 14.0, 50, 4.0)});
+  EXPECT_EQ(summary["count"], 2);
+  EXPECT_EQ(summary["aggregate_throughput_per_s"], 150.0);
+  EXPECT_EQ(summary["overlap_s"], 3.5);
+  EXPECT_EQ(summary["median_ms_min"], 2.0);
+  EXPECT_EQ(summary["median_ms_max"], 4.0);
+  // Windows that never met overlap for 0 s; a copy without its figures makes no summary.
+  EXPECT_EQ(SummarizeReplicas({copy(0, 1, 1, 1), copy(2, 3, 1, 1)})["overlap_s"], 0.0);
+  EXPECT_TRUE(SummarizeReplicas({copy(0, 1, 1, 1), {{"ok", true}}}).is_null());
+}
+
 TEST_F(RunnerTest, ReplicasNeedACpuPerThreadOfEveryCopy) {
   WorkerRunner runner({kWorker, dir_.string(), {0}});
   WorkerJob job = Job(120, 0.1);
