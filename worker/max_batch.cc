@@ -32,11 +32,13 @@ constexpr double kBytesPerMiB = 1024.0 * 1024.0;
 class AddressSpaceLimit {
  public:
   explicit AddressSpaceLimit(double bytes) {
-    if (getrlimit(RLIMIT_AS, &saved_) != 0) throw WorkloadError("search.max_batch: getrlimit(RLIMIT_AS) failed");
+    if (getrlimit(RLIMIT_AS, &saved_) != 0)
+      throw WorkloadError("search.max_batch: getrlimit(RLIMIT_AS) failed");
     rlimit lowered = saved_;
     const auto wanted = static_cast<rlim_t>(bytes);
     lowered.rlim_cur = std::min({saved_.rlim_cur, saved_.rlim_max, wanted});
-    if (setrlimit(RLIMIT_AS, &lowered) != 0) throw WorkloadError("search.max_batch: setrlimit(RLIMIT_AS) failed");
+    if (setrlimit(RLIMIT_AS, &lowered) != 0)
+      throw WorkloadError("search.max_batch: setrlimit(RLIMIT_AS) failed");
   }
   ~AddressSpaceLimit() { setrlimit(RLIMIT_AS, &saved_); }
   AddressSpaceLimit(const AddressSpaceLimit&) = delete;
@@ -81,7 +83,8 @@ void WarmRuntime(const JobSpec& spec) {
   }
   const BatchProbe one = ProbeBatch(spec, 1);
   if (!one.fits) {
-    throw WorkloadError("search.max_batch: batch 1 does not fit in this host's memory: " + one.reason);
+    throw WorkloadError("search.max_batch: batch 1 does not fit in this host's memory: " +
+                        one.reason);
   }
 }
 
@@ -165,8 +168,9 @@ MaxBatchResult SearchMaxBatch(const JobSpec& spec) {
     malloc_trim(0);  // hand back what the warm-up freed, so the baseline is what stays
     out.baseline_mb = AddressSpaceMiB();
     if (!out.baseline_mb) {
-      throw WorkloadError("search.max_batch: cannot read this process's address space "
-                          "(/proc/self/status VmSize) to count memory_mb from");
+      throw WorkloadError(
+          "search.max_batch: cannot read this process's address space "
+          "(/proc/self/status VmSize) to count memory_mb from");
     }
     out.limit_mb = *out.baseline_mb + static_cast<double>(out.memory_mb);
     const AddressSpaceLimit limit(*out.limit_mb * kBytesPerMiB);
@@ -176,8 +180,9 @@ MaxBatchResult SearchMaxBatch(const JobSpec& spec) {
   out.search_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
   if (out.max_batch == 0) {
     throw WorkloadError("search.max_batch: not even batch_size 1 fits within " +
-                        (out.limit == "device" ? std::string("the device's memory")
-                                               : "memory_mb " + std::to_string(out.memory_mb) + " MiB") +
+                        (out.limit == "device"
+                             ? std::string("the device's memory")
+                             : "memory_mb " + std::to_string(out.memory_mb) + " MiB") +
                         ": " + out.probes.back().reason);
   }
   return out;

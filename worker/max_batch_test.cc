@@ -4,7 +4,6 @@
 
 #include <gtest/gtest.h>
 #include <sys/resource.h>
-
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -26,7 +25,9 @@ using nlohmann::json;
 
 // Fits up to `limit`: the search must find exactly it.
 std::vector<BatchProbe> Search(std::int64_t start, std::int64_t limit, std::int64_t cap = 1 << 20) {
-  return SearchLargestBatch(start, cap, [limit](std::int64_t b) { return BatchProbe{b, b <= limit, b <= limit ? "" : "too big"}; });
+  return SearchLargestBatch(start, cap, [limit](std::int64_t b) {
+    return BatchProbe{b, b <= limit, b <= limit ? "" : "too big"};
+  });
 }
 
 TEST(MaxBatchSearchTest, DoublesThenBisectsToTheBoundary) {
@@ -77,14 +78,16 @@ JobOutcome RunWorker(const json& job) {
                            ("bf-max-batch-" + std::to_string(getpid()) + "-" +
                             ::testing::UnitTest::GetInstance()->current_test_info()->name());
   std::ofstream(base + ".job.json") << job.dump();
-  const std::string command = std::string(BENCHFLEET_WORKER_BIN) + " --job " + base + ".job.json --out " +
-                              base + ".out.json > " + base + ".log 2>&1";
+  const std::string command = std::string(BENCHFLEET_WORKER_BIN) + " --job " + base +
+                              ".job.json --out " + base + ".out.json > " + base + ".log 2>&1";
   const int status = std::system(command.c_str());
   JobOutcome outcome;
-  outcome.exit_code = static_cast<ExitCode>(WIFEXITED(status) ? WEXITSTATUS(status) : kExitInternal);
+  outcome.exit_code =
+      static_cast<ExitCode>(WIFEXITED(status) ? WEXITSTATUS(status) : kExitInternal);
   std::ifstream in(base + ".out.json");
   outcome.result = json::parse(in, nullptr, false);
-  for (const char* suffix : {".job.json", ".out.json", ".log"}) std::remove((base + suffix).c_str());
+  for (const char* suffix : {".job.json", ".out.json", ".log"})
+    std::remove((base + suffix).c_str());
   return outcome;
 }
 
@@ -97,7 +100,8 @@ TEST(MaxBatchSearchTest, FindsTheLargestMlpBatchWithinTheAddressSpaceLimit) {
   const std::int64_t max_batch = search.at("max_batch").get<std::int64_t>();
   EXPECT_EQ(search.at("memory_mb"), memory_mb);
   EXPECT_EQ(search.at("limit"), "address_space");
-  EXPECT_NEAR(search.at("limit_mb").get<double>(), search.at("baseline_mb").get<double>() + memory_mb, 1e-6);
+  EXPECT_NEAR(search.at("limit_mb").get<double>(),
+              search.at("baseline_mb").get<double>() + memory_mb, 1e-6);
   // The inputs and hidden activations alone must fit in the budget; and the budget is
   // not eaten by the runtime (counted in the baseline): far more than a handful fit.
   const double sample_bytes = (512 + 2048) * 4.0;
@@ -121,7 +125,8 @@ TEST(MaxBatchSearchTest, FindsTheLargestMlpBatchWithinTheAddressSpaceLimit) {
   EXPECT_TRUE(boundary) << search.dump();
   // The figures are max_batch's.
   const double median_ms = r.at("stats").at("median_ms").get<double>();
-  EXPECT_NEAR(r.at("throughput_per_s").get<double>(), static_cast<double>(max_batch) * 1e3 / median_ms, 1e-6);
+  EXPECT_NEAR(r.at("throughput_per_s").get<double>(),
+              static_cast<double>(max_batch) * 1e3 / median_ms, 1e-6);
 }
 
 TEST(MaxBatchSearchTest, StartsAtBatchSizeAndSearchesTraining) {
@@ -143,7 +148,8 @@ TEST(MaxBatchSearchTest, StartsAtBatchSizeAndSearchesTraining) {
 TEST(MaxBatchSearchTest, WeightsLargerThanTheBudgetFitNothing) {
   const JobOutcome outcome = RunWorker(SearchJob(1));  // 4.2 MB of weights, 1 MiB allowed
   EXPECT_EQ(outcome.exit_code, kExitRejected);
-  EXPECT_NE(outcome.result.value("error", "").find("search.max_batch: not even batch_size 1 fits within memory_mb 1 MiB"),
+  EXPECT_NE(outcome.result.value("error", "")
+                .find("search.max_batch: not even batch_size 1 fits within memory_mb 1 MiB"),
             std::string::npos)
       << outcome.result.dump();
 }
