@@ -3,11 +3,11 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
-#include <sys/socket.h>
 #include <sched.h>
-#include <sys/prctl.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -117,7 +117,8 @@ bool IsReplicated(const WorkerJob& job) {
   // The spec came over the network: a wrong type is "not replicated", never a throw.
   if (!job.spec.is_object()) return false;
   const auto replicas = job.spec.find("replicas");
-  return replicas != job.spec.end() && replicas->is_number_integer() && replicas->get<std::int64_t>() > 1;
+  return replicas != job.spec.end() && replicas->is_number_integer() &&
+         replicas->get<std::int64_t>() > 1;
 }
 
 nlohmann::json SummarizeReplicas(const std::vector<nlohmann::json>& results) {
@@ -127,7 +128,8 @@ nlohmann::json SummarizeReplicas(const std::vector<nlohmann::json>& results) {
   std::vector<double> medians;
   // A worker's result file is read back, not trusted: a copy without its figures makes
   // no summary (null), never an exception in the agent's loop.
-  auto number = [](const nlohmann::json& object, const char* outer, const char* key) -> std::optional<double> {
+  auto number = [](const nlohmann::json& object, const char* outer,
+                   const char* key) -> std::optional<double> {
     const auto o = object.find(outer);
     if (o == object.end() || !o->is_object()) return std::nullopt;
     const auto v = o->find(key);
@@ -217,11 +219,11 @@ Status WorkerRunner::Start(const WorkerJob& job) {
   const size_t needed = static_cast<size_t>(ranks) * static_cast<size_t>(threads);
   const bool replicated = IsReplicated(job);
   if (needed > options_.cpus.size()) {
-    return FailedPrecondition("a job of " + std::to_string(ranks) + (replicated ? " replicas of " : " ranks of ") +
-                              std::to_string(threads) + " threads needs " + std::to_string(needed) +
-                              " CPUs, one per thread; this agent runs jobs on " +
-                              std::to_string(options_.cpus.size()) + " (" +
-                              FormatCpuList(options_.cpus) + ")");
+    return FailedPrecondition(
+        "a job of " + std::to_string(ranks) + (replicated ? " replicas of " : " ranks of ") +
+        std::to_string(threads) + " threads needs " + std::to_string(needed) +
+        " CPUs, one per thread; this agent runs jobs on " + std::to_string(options_.cpus.size()) +
+        " (" + FormatCpuList(options_.cpus) + ")");
   }
   if (replicated) {
     // Independent copies: no c10d, only a directory where they mark when they are ready
@@ -231,7 +233,8 @@ Status WorkerRunner::Start(const WorkerJob& job) {
     if (ec) return Unavailable("cannot create " + barrier + ": " + ec.message());
     for (int r = 0; r < ranks; ++r) {
       worker_job["replica"] = {{"index", r}, {"count", ranks}, {"barrier", barrier}};
-      Status started = StartProcess(worker_job, threads, r, job_dir_ + "/replica-" + std::to_string(r));
+      Status started =
+          StartProcess(worker_job, threads, r, job_dir_ + "/replica-" + std::to_string(r));
       if (!started.ok()) {
         KillAll();
         return started;
@@ -485,7 +488,8 @@ nlohmann::json WorkerRunner::FinishGang(std::vector<nlohmann::json> rank_results
     result["stderr_tail"] = cause.value("stderr_tail", std::string());
   } else {
     // Replicas: the row is replica 0's, with what they did together.
-    nlohmann::json replicas = IsReplicated(job_) ? SummarizeReplicas(rank_results) : nlohmann::json();
+    nlohmann::json replicas =
+        IsReplicated(job_) ? SummarizeReplicas(rank_results) : nlohmann::json();
     result = std::move(rank_results.front());
     if (!replicas.is_null()) result["replicas"] = std::move(replicas);
   }

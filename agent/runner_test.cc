@@ -230,7 +230,8 @@ TEST_F(RunnerTest, AGangLargerThanTheAgentsCpusIsRefusedBeforeAnyRankStarts) {
 }
 
 TEST_F(RunnerTest, ReplicasRunTogetherOnDisjointCpusAndAddUpTheirThroughput) {
-  if (AllowedCpus().size() < 2) GTEST_SKIP() << "2 one-thread replicas need 2 CPUs; this host allows " << AllowedCpus().size();
+  if (AllowedCpus().size() < 2)
+    GTEST_SKIP() << "2 one-thread replicas need 2 CPUs; this host allows " << AllowedCpus().size();
   WorkerRunner runner(Options());
   WorkerJob job = Job(120, 0.3);
   job.spec["replicas"] = 2;
@@ -264,10 +265,12 @@ TEST_F(RunnerTest, ReplicasRunTogetherOnDisjointCpusAndAddUpTheirThroughput) {
 
 TEST(ReplicaSummaryTest, SumsTheCopiesAndFindsTheirCommonWindow) {
   auto copy = [](double from, double to, double rate, double median) {
-    return nlohmann::json{{"stats", {{"median_ms", median}}},
-                          {"replica", {{"timed_from_s", from}, {"timed_to_s", to}, {"throughput_per_s", rate}}}};
+    return nlohmann::json{
+        {"stats", {{"median_ms", median}}},
+        {"replica", {{"timed_from_s", from}, {"timed_to_s", to}, {"throughput_per_s", rate}}}};
   };
-  const nlohmann::json summary = SummarizeReplicas({copy(10.0, 15.0, 100, 2.0), copy(10.5, 14.0, 50, 4.0)});
+  const nlohmann::json summary =
+      SummarizeReplicas({copy(10.0, 15.0, 100, 2.0), copy(10.5, 14.0, 50, 4.0)});
   EXPECT_EQ(summary["count"], 2);
   EXPECT_EQ(summary["aggregate_throughput_per_s"], 150.0);
   EXPECT_EQ(summary["overlap_s"], 3.5);
@@ -284,7 +287,8 @@ TEST_F(RunnerTest, ReplicasNeedACpuPerThreadOfEveryCopy) {
   job.spec["replicas"] = 2;
   const Status started = runner.Start(job);
   EXPECT_FALSE(started.ok());
-  EXPECT_NE(started.message().find("a job of 2 replicas of 1 threads needs 2 CPUs"), std::string::npos)
+  EXPECT_NE(started.message().find("a job of 2 replicas of 1 threads needs 2 CPUs"),
+            std::string::npos)
       << started.message();
   EXPECT_FALSE(runner.busy());
 }

@@ -531,7 +531,8 @@ bool ReadSearch(const json& value, JobSpec* spec, JobSpecError* error) {
   if (!value.is_object() || value.size() != 1 || !value.contains("max_batch")) {
     return Fail(error, "search",
                 "search must be {\"max_batch\": {\"memory_mb\": M}} (the largest batch that runs "
-                "within M MiB), got " + value.dump());
+                "within M MiB), got " +
+                    value.dump());
   }
   const json& max_batch = value.at("max_batch");
   if (!max_batch.is_object() || max_batch.size() != 1 || !max_batch.contains("memory_mb")) {
@@ -549,22 +550,26 @@ bool ReadSearch(const json& value, JobSpec* spec, JobSpecError* error) {
 
 // The agent's `replica` object: {"index": i, "count": P, "barrier": "/dir"}.
 bool ReadReplica(const json& value, std::int64_t replicas, ReplicaSpec* out, JobSpecError* error) {
-  if (!value.is_object()) return Fail(error, "replica", "replica must be an object, got " + value.dump());
+  if (!value.is_object())
+    return Fail(error, "replica", "replica must be an object, got " + value.dump());
   for (const auto& item : value.items()) {
     if (item.key() != "index" && item.key() != "count" && item.key() != "barrier") {
-      return Fail(error, "replica." + item.key(),
-                  "unknown key " + Quoted(item.key()) + " in replica; known keys: index, count, barrier");
+      return Fail(
+          error, "replica." + item.key(),
+          "unknown key " + Quoted(item.key()) + " in replica; known keys: index, count, barrier");
     }
   }
   for (const char* key : {"index", "count", "barrier"}) {
-    if (!value.contains(key)) return Fail(error, std::string("replica.") + key, std::string("missing replica.") + key);
+    if (!value.contains(key))
+      return Fail(error, std::string("replica.") + key, std::string("missing replica.") + key);
   }
   if (!ReadInt(value.at("count"), "replica.count", replicas, replicas, &out->count, error) ||
       !ReadInt(value.at("index"), "replica.index", 0, out->count - 1, &out->index, error)) {
     return false;
   }
   const json& barrier = value.at("barrier");
-  if (!barrier.is_string() || barrier.get<std::string>().empty() || barrier.get<std::string>()[0] != '/') {
+  if (!barrier.is_string() || barrier.get<std::string>().empty() ||
+      barrier.get<std::string>()[0] != '/') {
     return Fail(error, "replica.barrier",
                 "replica.barrier must be the absolute path of a directory the copies share, got " +
                     barrier.dump());
@@ -806,7 +811,8 @@ std::int64_t JobWorldSize(const json& job) {
 std::int64_t JobLocalProcesses(const json& job) {
   if (job.is_object()) {
     const auto replicas = job.find("replicas");
-    if (replicas != job.end() && replicas->is_number_integer() && replicas->get<std::int64_t>() > 1) {
+    if (replicas != job.end() && replicas->is_number_integer() &&
+        replicas->get<std::int64_t>() > 1) {
       return replicas->get<std::int64_t>();
     }
   }

@@ -380,8 +380,9 @@ namespace benchfleet {
 namespace {
 
 json SearchConfig() {
-  return {{"model", "cnn"}, {"mode", "inference"}, {"dtype", "fp32"}, {"device", "cpu"}, {"threads", 1},
-          {"search", {{"max_batch", {{"memory_mb", 2048}}}}}};
+  return {{"model", "cnn"},  {"mode", "inference"},
+          {"dtype", "fp32"}, {"device", "cpu"},
+          {"threads", 1},    {"search", {{"max_batch", {{"memory_mb", 2048}}}}}};
 }
 
 TEST(JobSpecTest, MaxBatchSearchStartsAtBatchSizeAndNamesItsFields) {
@@ -411,8 +412,13 @@ TEST(JobSpecTest, MaxBatchSearchStartsAtBatchSizeAndNamesItsFields) {
   EXPECT_FALSE(ParseJobConfig(job, &error));
   EXPECT_EQ(error.field, "batch_size");
   // One process: no search across ranks.
-  json parallel = {{"model", "mlp"}, {"mode", "train"}, {"dtype", "fp32"}, {"device", "cpu"}, {"threads", 1},
-                   {"batch_size", 4}, {"parallel", {{"kind", "data"}, {"world_size", 2}}},
+  json parallel = {{"model", "mlp"},
+                   {"mode", "train"},
+                   {"dtype", "fp32"},
+                   {"device", "cpu"},
+                   {"threads", 1},
+                   {"batch_size", 4},
+                   {"parallel", {{"kind", "data"}, {"world_size", 2}}},
                    {"search", {{"max_batch", {{"memory_mb", 64}}}}}};
   EXPECT_FALSE(ParseJobConfig(parallel, &error));
   EXPECT_EQ(error.field, "search");
@@ -437,7 +443,8 @@ TEST(JobSpecTest, MaxBatchSearchInASweep) {
   sweep = ParseSweepText(R"({"name": "fit", "search": {"max_batch": {"memory_mb": -1}},
       "matrix": {"model": "mlp"}})");
   ASSERT_FALSE(sweep.ok());
-  EXPECT_NE(sweep.status().message().find("search.max_batch.memory_mb must be an integer in [1, 1048576], got -1"),
+  EXPECT_NE(sweep.status().message().find(
+                "search.max_batch.memory_mb must be an integer in [1, 1048576], got -1"),
             std::string::npos)
       << sweep.status().ToString();
   // Without a search the batch_size axis stays required, and sweeps without one do not
@@ -459,8 +466,8 @@ namespace {
 
 TEST(JobSpecTest, ReplicasAreCopiesOfAJobOfOneCpuProcess) {
   JobSpecError error;
-  json job = {{"model", "mlp"}, {"mode", "inference"}, {"dtype", "fp32"}, {"device", "cpu"},
-              {"batch_size", 64}, {"threads", 1}, {"replicas", 2}};
+  json job = {{"model", "mlp"},   {"mode", "inference"}, {"dtype", "fp32"}, {"device", "cpu"},
+              {"batch_size", 64}, {"threads", 1},        {"replicas", 2}};
   auto parsed = ParseJobConfig(job, &error);
   ASSERT_TRUE(parsed) << error.message;
   EXPECT_EQ(parsed->replicas, 2);
@@ -513,13 +520,17 @@ TEST(JobSpecTest, ReplicasAreAMatrixAxis) {
   EXPECT_EQ(jobs[0].Spec()["threads"], 2);
   EXPECT_EQ(jobs[1].Spec()["replicas"], 2);
   EXPECT_EQ(jobs[1].Spec()["threads"], 1);
-  sweep = ParseSweepText(R"({"name": "r", "matrix": {"model": "mlp", "batch_size": 1, "replicas": [2, -1]}})");
+  sweep = ParseSweepText(
+      R"({"name": "r", "matrix": {"model": "mlp", "batch_size": 1, "replicas": [2, -1]}})");
   ASSERT_FALSE(sweep.ok());
-  EXPECT_EQ(sweep.status().message(), "matrix.replicas[1]: must be a positive integer up to 4096, got -1");
-  sweep = ParseSweepText(R"({"name": "r", "matrix": {"model": "mlp", "mode": "train", "batch_size": 2,
+  EXPECT_EQ(sweep.status().message(),
+            "matrix.replicas[1]: must be a positive integer up to 4096, got -1");
+  sweep =
+      ParseSweepText(R"({"name": "r", "matrix": {"model": "mlp", "mode": "train", "batch_size": 2,
       "replicas": 2, "parallel": {"kind": "data", "world_size": 2}}})");
   ASSERT_FALSE(sweep.ok());
-  EXPECT_NE(sweep.status().message().find("matrix.replicas[0]: replicas are independent copies"), std::string::npos)
+  EXPECT_NE(sweep.status().message().find("matrix.replicas[0]: replicas are independent copies"),
+            std::string::npos)
       << sweep.status().ToString();
 }
 

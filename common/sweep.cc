@@ -82,7 +82,9 @@ StatusOr<json> Axis(const json& matrix, const std::string& key, const json& fall
   if (key != "batch_size" && key != "threads" && key != "replicas") return values;
   for (size_t i = 0; i < values.size(); ++i) {
     const json& v = values[i];
-    int64_t max = key == "batch_size" ? kMaxBatchSize : key == "threads" ? kMaxThreads : kMaxWorldSize;
+    int64_t max = key == "batch_size" ? kMaxBatchSize
+                  : key == "threads"  ? kMaxThreads
+                                      : kMaxWorldSize;
     if (!v.is_number_integer() || v.get<int64_t>() <= 0 || v.get<int64_t>() > max) {
       return InvalidArgument("matrix." + key + "[" + std::to_string(i) +
                              "]: must be a positive integer up to " + std::to_string(max) +
@@ -548,7 +550,8 @@ StatusOr<Sweep> ParseSweepShape(const json& document) {
   for (const auto& [key, fallback] : AxisDefaults()) {
     // A search starts at batch_size, 1 when the matrix leaves it out (the job's default).
     const bool optional_batch = key == "batch_size" && document.contains("search");
-    ASSIGN_OR_RETURN(json values, Axis(*matrix, key, optional_batch ? json::array({nullptr}) : fallback));
+    ASSIGN_OR_RETURN(json values,
+                     Axis(*matrix, key, optional_batch ? json::array({nullptr}) : fallback));
     if (key == "model") {
       // Each model once per combination of its argument axes (ParseModels).
       json expanded = json::array();

@@ -739,7 +739,8 @@ StatusOr<ResultOutcome> Store::StoreResult(int64_t job_id, int attempt, int64_t 
     // A search's figures are those of the batch it found (search.max_batch), not of the
     // batch_size it started from.
     const json& searched = ResultValue(result, "max_batch");
-    const int64_t batch_size = searched.is_number_integer() ? searched.get<int64_t>() : job->batch_size;
+    const int64_t batch_size =
+        searched.is_number_integer() ? searched.get<int64_t>() : job->batch_size;
     row.Bind(kResultDevice, job->device)
         .Bind(kResultModel, job->model)
         .Bind(kResultMode, job->mode)

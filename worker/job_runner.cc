@@ -157,11 +157,13 @@ JobOutcome RunValidJob(JobSpec spec, json result) {
     MarkReplica(*spec.replica, "done");
     // The load stays on until every copy has finished timing, so each one's figures
     // are measured with all of them running.
-    if (std::string why = WaitForReplicas(*spec.replica, "done", workload.iteration); !why.empty()) {
+    if (std::string why = WaitForReplicas(*spec.replica, "done", workload.iteration);
+        !why.empty()) {
       return Fail(std::move(result), kExitInternal, why);
     }
-    const auto iterations = static_cast<std::int64_t>(m.samples_ms.size() + m.discarded_samples_ms.size()) *
-                            m.iters_per_sample;
+    const auto iterations =
+        static_cast<std::int64_t>(m.samples_ms.size() + m.discarded_samples_ms.size()) *
+        m.iters_per_sample;
     replica = {{"index", spec.replica->index},
                {"count", spec.replica->count},
                {"timed_from_s", timed_to_s - m.timed_s},

@@ -31,12 +31,13 @@ bool IsOutOfMemory(const c10::Error& e) {
          message.find("out of memory") != std::string::npos;
 }
 
-[[noreturn]] void ThrowExplained(const std::string& stage, const JobSpec& spec, const c10::Error& e) {
+[[noreturn]] void ThrowExplained(const std::string& stage, const JobSpec& spec,
+                                 const c10::Error& e) {
   const std::string message = e.what_without_backtrace();
   if (IsOutOfMemory(e)) {
     throw OutOfMemory("out of memory while " + stage + " (batch_size " +
-                         std::to_string(spec.batch_size) +
-                         "); reduce batch_size or the model's size (model_args): " + message);
+                      std::to_string(spec.batch_size) +
+                      "); reduce batch_size or the model's size (model_args): " + message);
   }
   throw WorkloadError("LibTorch failed while " + stage + ": " + message);
 }
@@ -67,7 +68,8 @@ torch::Tensor FirstForward(Model& model, const std::vector<torch::Tensor>& input
     // The TorchScript interpreter may rethrow an operator's c10::Error as another
     // exception type; both carry the operator's message last.
     const auto* c10_error = dynamic_cast<const c10::Error*>(&e);
-    if (c10_error != nullptr && IsOutOfMemory(*c10_error)) ThrowExplained("running the model", spec, *c10_error);
+    if (c10_error != nullptr && IsOutOfMemory(*c10_error))
+      ThrowExplained("running the model", spec, *c10_error);
     const std::string message = c10_error ? c10_error->what_without_backtrace() : e.what();
     const json shapes = spec.torchscript.inputs;
     throw WorkloadError("model_args.inputs: the input shape " + shapes.dump() + " (batch_size " +
