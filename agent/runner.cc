@@ -3,11 +3,11 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
-#include <sys/socket.h>
 #include <sched.h>
-#include <sys/prctl.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -16,6 +16,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 #include "common/cpu_list.h"
@@ -109,7 +110,49 @@ WorkerRunner::~WorkerRunner() { Kill(); }
 
 int LocalRanks(const WorkerJob& job) {
   if (!job.spec.is_object() || job.spec.contains("distributed")) return 1;
-  return static_cast<int>(std::clamp<std::int64_t>(JobWorldSize(job.spec), 1, kMaxWorldSize));
+  return static_cast<int>(std::clamp<std::int64_t>(JobLocalProcesses(job.spec), 1, kMaxWorldSize));
+}
+
+bool IsReplicated(const WorkerJob& job) {
+  // The spec came over the network: a wrong type is "not replicated", never a throw.
+  if (!job.spec.is_object()) return false;
+  const auto replicas = job.spec.find("replicas");
+  return replicas != job.spec.end() && replicas->is_number_integer() &&
+         replicas->get<std::int64_t>() > 1;
+}
+
+nlohmann::json SummarizeReplicas(const std::vector<nlohmann::json>& results) {
+  double aggregate = 0;
+  double from = -std::numeric_limits<double>::infinity();
+  double to = std::numeric_limits<double>::infinity();
+  std::vector<double> medians;
+  // A worker's result file is read back, not trusted: a copy without its figures makes
+  // no summary (null), never an exception in the agent's loop.
+  auto number = [](const nlohmann::json& object, const char* outer,
+                   const char* key) -> std::optional<double> {
+    const auto o = object.find(outer);
+    if (o == object.end() || !o->is_object()) return std::nullopt;
+    const auto v = o->find(key);
+    return v != o->end() && v->is_number() ? std::optional<double>(v->get<double>()) : std::nullopt;
+  };
+  for (const nlohmann::json& r : results) {
+    const auto rate = number(r, "replica", "throughput_per_s");
+    const auto start = number(r, "replica", "timed_from_s");
+    const auto end = number(r, "replica", "timed_to_s");
+    const auto median = number(r, "stats", "median_ms");
+    if (!rate || !start || !end || !median) return nullptr;
+    aggregate += *rate;
+    from = std::max(from, *start);
+    to = std::min(to, *end);
+    medians.push_back(*median);
+  }
+  if (medians.empty()) return nullptr;
+  std::sort(medians.begin(), medians.end());
+  return {{"count", results.size()},
+          {"aggregate_throughput_per_s", aggregate},
+          {"overlap_s", std::max(0.0, to - from)},
+          {"median_ms_min", medians.front()},
+          {"median_ms_max", medians.back()}};
 }
 
 std::vector<pid_t> WorkerRunner::pids() const {
@@ -171,15 +214,33 @@ Status WorkerRunner::Start(const WorkerJob& job) {
   const int ranks = LocalRanks(job);
   if (ranks == 1) return StartProcess(worker_job, threads, 0, job_dir_);
 
-  // A gang on this agent: each rank its own slice of the CPUs, so that no two ranks
-  // share a core and the scaling measured is the ranks', not the scheduler's.
+  // A gang (or the replicas) on this agent: each rank its own slice of the CPUs, so that
+  // no two ranks share a core and the scaling measured is the ranks', not the scheduler's.
   const size_t needed = static_cast<size_t>(ranks) * static_cast<size_t>(threads);
+  const bool replicated = IsReplicated(job);
   if (needed > options_.cpus.size()) {
-    return FailedPrecondition("a job of " + std::to_string(ranks) + " ranks of " +
-                              std::to_string(threads) + " threads needs " + std::to_string(needed) +
-                              " CPUs, one per thread; this agent runs jobs on " +
-                              std::to_string(options_.cpus.size()) + " (" +
-                              FormatCpuList(options_.cpus) + ")");
+    return FailedPrecondition(
+        "a job of " + std::to_string(ranks) + (replicated ? " replicas of " : " ranks of ") +
+        std::to_string(threads) + " threads needs " + std::to_string(needed) +
+        " CPUs, one per thread; this agent runs jobs on " + std::to_string(options_.cpus.size()) +
+        " (" + FormatCpuList(options_.cpus) + ")");
+  }
+  if (replicated) {
+    // Independent copies: no c10d, only a directory where they mark when they are ready
+    // to time and when they are done (schemas/worker.md, Replicas).
+    const std::string barrier = fs::absolute(job_dir_ + "/barrier", ec).string();
+    fs::create_directories(barrier, ec);
+    if (ec) return Unavailable("cannot create " + barrier + ": " + ec.message());
+    for (int r = 0; r < ranks; ++r) {
+      worker_job["replica"] = {{"index", r}, {"count", ranks}, {"barrier", barrier}};
+      Status started =
+          StartProcess(worker_job, threads, r, job_dir_ + "/replica-" + std::to_string(r));
+      if (!started.ok()) {
+        KillAll();
+        return started;
+      }
+    }
+    return Status::Ok();
   }
   ASSIGN_OR_RETURN(int port, FreePort(kLoopback));
   const double rendezvous_s = std::min(job.timeout_s > 0 ? job.timeout_s : kJobStartupAllowanceS,
@@ -272,7 +333,9 @@ Status WorkerRunner::StartProcess(const nlohmann::json& worker_job, int threads,
   process.dir = dir;
   processes_.push_back(process);
   LOG_INFO("job " << job_.job_id << " attempt " << job_.attempt
-                  << (processes_.size() > 1 || LocalRanks(job_) > 1 ? " rank " + std::to_string(rank) : "")
+                  << (processes_.size() > 1 || LocalRanks(job_) > 1
+                          ? (IsReplicated(job_) ? " replica " : " rank ") + std::to_string(rank)
+                          : "")
                   << ": worker " << pid << " on CPUs " << FormatCpuList(cpus) << ", timeout "
                   << job_.timeout_s << " s");
   return Status::Ok();
@@ -424,7 +487,11 @@ nlohmann::json WorkerRunner::FinishGang(std::vector<nlohmann::json> rank_results
     result["exit"] = cause.value("exit", std::string());
     result["stderr_tail"] = cause.value("stderr_tail", std::string());
   } else {
+    // Replicas: the row is replica 0's, with what they did together.
+    nlohmann::json replicas =
+        IsReplicated(job_) ? SummarizeReplicas(rank_results) : nlohmann::json();
     result = std::move(rank_results.front());
+    if (!replicas.is_null()) result["replicas"] = std::move(replicas);
   }
   result["worker_wall_s"] = wall_s;
   result["ranks"] = std::move(ranks);

@@ -38,7 +38,7 @@ class WorkerRunner {
   ~WorkerRunner();
 
   // Starts the worker for `job` (its ranks, for a job of several the sweep runs on one
-  // agent: LocalRanks). Fails (and nothing runs) if one is already running, the ranks do
+  // agent, or its replicas: LocalRanks). Fails (and nothing runs) if one is already running, the ranks do
   // not fit the agent's CPUs, or a process cannot be started.
   Status Start(const WorkerJob& job);
   bool busy() const { return !processes_.empty(); }
@@ -95,10 +95,21 @@ class WorkerRunner {
 // naming the address, and the job fails with that reason.
 StatusOr<int> FreePort(const std::string& host);
 
-// The ranks of `job` this agent starts itself: world_size for a job of several ranks
-// that does not name its own (no `distributed` object: the sweep ran it on one agent),
-// else 1.
+// The processes of `job` this agent starts itself (JobLocalProcesses): world_size for a
+// job of several ranks that does not name its own (no `distributed` object: the sweep ran
+// it on one agent), its replicas, else 1.
 int LocalRanks(const WorkerJob& job);
+
+// True for a job of several `replicas`: independent copies on this agent, each its own
+// worker on its own slice of `threads` CPUs, started together (schemas/worker.md).
+bool IsReplicated(const WorkerJob& job);
+
+// What the replicas of a job did together, from each one's result: count,
+// aggregate_throughput_per_s (the sum of each one's samples/s over its timed window,
+// every window inside the span where all of them run), overlap_s (how long all were
+// timing at once), median_ms_min and median_ms_max (the fastest and slowest copy).
+// Null when a result lacks its figures.
+nlohmann::json SummarizeReplicas(const std::vector<nlohmann::json>& results);
 
 // True for a host calibration job ({"kind": "calibration"}): the worker runs with
 // --calibrate on every CPU of the agent instead of a benchmark.

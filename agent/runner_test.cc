@@ -229,6 +229,70 @@ TEST_F(RunnerTest, AGangLargerThanTheAgentsCpusIsRefusedBeforeAnyRankStarts) {
   EXPECT_FALSE(runner.busy());
 }
 
+TEST_F(RunnerTest, ReplicasRunTogetherOnDisjointCpusAndAddUpTheirThroughput) {
+  if (AllowedCpus().size() < 2)
+    GTEST_SKIP() << "2 one-thread replicas need 2 CPUs; this host allows " << AllowedCpus().size();
+  WorkerRunner runner(Options());
+  WorkerJob job = Job(120, 0.3);
+  job.spec["replicas"] = 2;
+  EXPECT_EQ(LocalRanks(job), 2);
+  EXPECT_TRUE(IsReplicated(job));
+  EXPECT_NE(runner.CpusFor(1, 0), runner.CpusFor(1, 1));
+  ASSERT_TRUE(runner.Start(job).ok());
+  const std::vector<pid_t> pids = runner.pids();
+  ASSERT_EQ(pids.size(), 2u);
+  const auto result = WaitForResult(runner);
+  ASSERT_EQ(result.value("ok", false), true) << result.dump();
+  ASSERT_EQ(result["ranks"].size(), 2u) << result.dump();
+  double sum = 0;
+  for (int r = 0; r < 2; ++r) {
+    const auto& entry = result["ranks"][r];
+    EXPECT_EQ(entry["ok"], true);
+    EXPECT_EQ(entry["distributed"]["rank"], r);  // its row of result_ranks
+    EXPECT_EQ(entry["replica"]["index"], r);
+    EXPECT_GT(entry["stats"]["median_ms"].get<double>(), 0);
+    sum += entry["replica"]["throughput_per_s"].get<double>();
+    EXPECT_TRUE(ProcessGone(pids[r]));
+  }
+  const auto& replicas = result["replicas"];
+  EXPECT_EQ(replicas["count"], 2);
+  EXPECT_NEAR(replicas["aggregate_throughput_per_s"].get<double>(), sum, 1e-9 * sum);
+  // They met before timing: each timed while the other ran, so their windows overlap.
+  EXPECT_GT(replicas["overlap_s"].get<double>(), 0) << result.dump();
+  EXPECT_LE(replicas["median_ms_min"].get<double>(), replicas["median_ms_max"].get<double>());
+  EXPECT_FALSE(result.contains("distributed"));  // no c10d: independent copies
+}
+
+TEST(ReplicaSummaryTest, SumsTheCopiesAndFindsTheirCommonWindow) {
+  auto copy = [](double from, double to, double rate, double median) {
+    return nlohmann::json{
+        {"stats", {{"median_ms", median}}},
+        {"replica", {{"timed_from_s", from}, {"timed_to_s", to}, {"throughput_per_s", rate}}}};
+  };
+  const nlohmann::json summary =
+      SummarizeReplicas({copy(10.0, 15.0, 100, 2.0), copy(10.5, 14.0, 50, 4.0)});
+  EXPECT_EQ(summary["count"], 2);
+  EXPECT_EQ(summary["aggregate_throughput_per_s"], 150.0);
+  EXPECT_EQ(summary["overlap_s"], 3.5);
+  EXPECT_EQ(summary["median_ms_min"], 2.0);
+  EXPECT_EQ(summary["median_ms_max"], 4.0);
+  // Windows that never met overlap for 0 s; a copy without its figures makes no summary.
+  EXPECT_EQ(SummarizeReplicas({copy(0, 1, 1, 1), copy(2, 3, 1, 1)})["overlap_s"], 0.0);
+  EXPECT_TRUE(SummarizeReplicas({copy(0, 1, 1, 1), {{"ok", true}}}).is_null());
+}
+
+TEST_F(RunnerTest, ReplicasNeedACpuPerThreadOfEveryCopy) {
+  WorkerRunner runner({kWorker, dir_.string(), {0}});
+  WorkerJob job = Job(120, 0.1);
+  job.spec["replicas"] = 2;
+  const Status started = runner.Start(job);
+  EXPECT_FALSE(started.ok());
+  EXPECT_NE(started.message().find("a job of 2 replicas of 1 threads needs 2 CPUs"),
+            std::string::npos)
+      << started.message();
+  EXPECT_FALSE(runner.busy());
+}
+
 TEST(RunnerEnvironmentTest, ThreadsAndAffinityAreFixedBeforeExec) {
   WorkerRunner runner({"w", "d", {0, 1, 2, 3}});
   EXPECT_EQ(runner.CpusFor(1), (std::vector<int>{0}));

@@ -405,7 +405,7 @@ int CalibrateCommand(const ClientOptions& client_options, const std::vector<std:
 const std::vector<std::string>& ResultViews() {
   static const std::vector<std::string> views = {"summary", "speedup", "batch",    "threads", "dtype",
                                                  "technique", "prune", "ops", "checkpointing", "parallel",
-                                                 "calibration", "cost", "cpu-gpu-cost"};
+                                                 "calibration", "cost", "cpu-gpu-cost", "fit", "replicas"};
   return views;
 }
 
@@ -440,6 +440,13 @@ int ViewCommand(const ClientOptions& client_options, const std::string& view,
        "select sweep_id, host, device, model, dtype, batch_size, threads, model_args, plain_median_ms, "
        "checkpointed_median_ms, time_ratio, plain_step_peak_alloc_mb, checkpointed_step_peak_alloc_mb, "
        "memory_ratio, plain_peak_rss_mb, checkpointed_peak_rss_mb from checkpointing_comparison"},
+      {"fit",
+       "select sweep_id, host, device, model, mode, dtype, threads, memory_mb, limit_kind, baseline_mb, "
+       "max_batch, start_batch, median_ms, throughput_per_s, peak_rss_mb, probes from max_batch_fit"},
+      {"replicas",
+       "select sweep_id, host, model, mode, dtype, batch_size, cores, replicas, threads, "
+       "aggregate_throughput_per_s, replica_median_ms, slowest_median_ms, overlap_s, noisy "
+       "from replica_scaling"},
       {"parallel",
        "select sweep_id, host_set, model, kind, world_size, batch_size, bytes, threads, "
        "pipeline_schedule as schedule, micro_batches, median_ms, samples_per_s, "

@@ -649,8 +649,89 @@ bool CheckParallel(const JobSpec& spec, JobSpecError* error) {
   return true;
 }
 
+// search: {"max_batch": {"memory_mb": M}}, the only search there is.
+bool ReadSearch(const json& value, JobSpec* spec, JobSpecError* error) {
+  if (!value.is_object() || value.size() != 1 || !value.contains("max_batch")) {
+    return Fail(error, "search",
+                "search must be {\"max_batch\": {\"memory_mb\": M}} (the largest batch that runs "
+                "within M MiB), got " +
+                    value.dump());
+  }
+  const json& max_batch = value.at("max_batch");
+  if (!max_batch.is_object() || max_batch.size() != 1 || !max_batch.contains("memory_mb")) {
+    return Fail(error, "search.max_batch",
+                "search.max_batch must be {\"memory_mb\": M}, got " + max_batch.dump());
+  }
+  MaxBatchSearch search;
+  if (!ReadInt(max_batch.at("memory_mb"), "search.max_batch.memory_mb", 1, kMaxSearchMemoryMb,
+               &search.memory_mb, error)) {
+    return false;
+  }
+  spec->max_batch = search;
+  return true;
+}
+
+// The agent's `replica` object: {"index": i, "count": P, "barrier": "/dir"}.
+bool ReadReplica(const json& value, std::int64_t replicas, ReplicaSpec* out, JobSpecError* error) {
+  if (!value.is_object())
+    return Fail(error, "replica", "replica must be an object, got " + value.dump());
+  for (const auto& item : value.items()) {
+    if (item.key() != "index" && item.key() != "count" && item.key() != "barrier") {
+      return Fail(
+          error, "replica." + item.key(),
+          "unknown key " + Quoted(item.key()) + " in replica; known keys: index, count, barrier");
+    }
+  }
+  for (const char* key : {"index", "count", "barrier"}) {
+    if (!value.contains(key))
+      return Fail(error, std::string("replica.") + key, std::string("missing replica.") + key);
+  }
+  if (!ReadInt(value.at("count"), "replica.count", replicas, replicas, &out->count, error) ||
+      !ReadInt(value.at("index"), "replica.index", 0, out->count - 1, &out->index, error)) {
+    return false;
+  }
+  const json& barrier = value.at("barrier");
+  if (!barrier.is_string() || barrier.get<std::string>().empty() ||
+      barrier.get<std::string>()[0] != '/') {
+    return Fail(error, "replica.barrier",
+                "replica.barrier must be the absolute path of a directory the copies share, got " +
+                    barrier.dump());
+  }
+  out->barrier = barrier.get<std::string>();
+  return true;
+}
+
+// A search and replicas are each a way to run one configuration; neither combines with
+// a job of several ranks, nor with each other.
+bool CheckSearchAndReplicas(const JobSpec& spec, JobSpecError* error) {
+  const bool ranks = spec.parallel || spec.distributed || IsCollectiveModel(spec.model);
+  if (spec.max_batch && ranks) {
+    return Fail(error, "search",
+                "search.max_batch probes batches in one process; a job of several ranks (parallel, "
+                "the collectives) cannot search");
+  }
+  if (spec.replicas == 1) return true;
+  if (ranks) {
+    return Fail(error, "replicas",
+                "replicas are independent copies of a job of one process; a job of several ranks "
+                "(parallel, the collectives) is one job across processes: set replicas to 1 or "
+                "leave parallel out");
+  }
+  if (spec.max_batch) {
+    return Fail(error, "replicas",
+                "search.max_batch finds what fits one process; replicas must be 1 with a search");
+  }
+  if (spec.device != "cpu") {
+    return Fail(error, "replicas",
+                "replicas run on disjoint CPU sets of one agent: device must be \"cpu\", got " +
+                    Quoted(spec.device));
+  }
+  return true;
+}
+
 // Combinations that are each valid alone but cannot run together.
 bool CheckCombination(const JobSpec& spec, bool one_rank, JobSpecError* error) {
+  if (!CheckSearchAndReplicas(spec, error)) return false;
   const bool collective_kind = spec.parallel && spec.parallel->kind == "collective";
   if (IsCollectiveModel(spec.model)) {
     if (spec.parallel && !collective_kind) {
@@ -770,8 +851,23 @@ std::optional<JobSpec> Parse(const json& job, bool require_identity, JobSpecErro
     return std::nullopt;
   }
 
-  if (!ReadRequiredInt(job, "batch_size", 1, kNoLimit, &spec.batch_size, error) ||
-      !ReadRequiredInt(job, "threads", 1, kMaxJobThreads, &spec.threads, error)) {
+  if (job.contains("search") && !ReadSearch(job.at("search"), &spec, error)) return std::nullopt;
+  // A search starts at batch_size: 1 unless given.
+  if (spec.max_batch && !job.contains("batch_size")) {
+    spec.batch_size = 1;
+  } else if (!ReadRequiredInt(job, "batch_size", 1, kNoLimit, &spec.batch_size, error)) {
+    return std::nullopt;
+  }
+  if (job.contains("replicas") &&
+      !ReadInt(job.at("replicas"), "replicas", 1, kMaxWorldSize, &spec.replicas, error)) {
+    return std::nullopt;
+  }
+  if (job.contains("replica")) {
+    ReplicaSpec replica;
+    if (!ReadReplica(job.at("replica"), spec.replicas, &replica, error)) return std::nullopt;
+    spec.replica = std::move(replica);
+  }
+  if (!ReadRequiredInt(job, "threads", 1, kMaxJobThreads, &spec.threads, error)) {
     return std::nullopt;
   }
   if (job.contains("interop_threads") && !ReadInt(job.at("interop_threads"), "interop_threads", 1,
@@ -874,6 +970,17 @@ std::int64_t JobWorldSize(const json& job) {
     if (p->contains(key) && p->at(key).is_number_integer()) return p->at(key).get<std::int64_t>();
   }
   return 1;
+}
+
+std::int64_t JobLocalProcesses(const json& job) {
+  if (job.is_object()) {
+    const auto replicas = job.find("replicas");
+    if (replicas != job.end() && replicas->is_number_integer() &&
+        replicas->get<std::int64_t>() > 1) {
+      return replicas->get<std::int64_t>();
+    }
+  }
+  return JobWorldSize(job);
 }
 
 std::optional<JobSpec> ParseJobSpec(const json& job, JobSpecError* error) {

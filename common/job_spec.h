@@ -121,6 +121,24 @@ struct JobSpec;
 // fp32 and inference mode. A TorchScript reference takes the job's inputs (its
 // model_args have no `inputs`).
 using ReferenceSpec = std::shared_ptr<const JobSpec>;
+// The job's `search` object: {"max_batch": {"memory_mb": M}} finds the largest batch
+// that runs within M MiB instead of timing batch_size, which is where the search starts
+// (schemas/worker.md, Largest batch that fits). 1 TiB is past any host: a typo.
+inline constexpr std::int64_t kMaxSearchMemoryMb = std::int64_t{1} << 20;
+// The search never probes a batch above this (the sweep's own batch_size limit).
+inline constexpr std::int64_t kMaxSearchBatch = std::int64_t{1} << 20;
+struct MaxBatchSearch {
+  std::int64_t memory_mb = 0;
+};
+
+// Which copy of a job of several `replicas` this worker runs (the job's `replica`
+// object, added by the agent that starts the copies): the copies meet at files in
+// `barrier`, so that every one times while all of them run (schemas/worker.md, Replicas).
+struct ReplicaSpec {
+  std::int64_t index = 0;
+  std::int64_t count = 1;
+  std::string barrier;  // a directory all copies can write
+};
 
 // A job after validation: every field present and within range. Only the args of
 // `model` are meaningful.
@@ -138,6 +156,11 @@ struct JobSpec {
   std::optional<ParallelSpec> parallel;
   std::optional<PruneSpec> prune;
   ReferenceSpec reference;  // null: no reference (accuracy against fp32, if any)
+  std::optional<MaxBatchSearch> max_batch;  // the job's search.max_batch
+  // Independent copies of the job, each its own worker on its own `threads` CPUs of one
+  // agent (1: a job of one process); `replica` says which copy this worker is.
+  std::int64_t replicas = 1;
+  std::optional<ReplicaSpec> replica;
   std::string mode;    // "inference" or "train"
   std::string dtype;   // "fp32", "bf16" or "int8"
   std::string device;  // "cpu", "cuda" or "cuda:N"
@@ -193,6 +216,12 @@ std::int64_t JobWorldSize(const JobSpec& spec);
 // The same from a job's JSON as stored (validated by ParseJobConfig beforehand); 1 when
 // it names no ranks.
 std::int64_t JobWorldSize(const nlohmann::json& job);
+
+// The worker processes one agent starts for a job it runs alone (no `distributed`
+// object, not spread): its replicas, or the ranks of a gang (JobWorldSize); 1 for a job
+// of one process. The agent starts that many and the coordinator offers the job only
+// to an agent with that many times `threads` CPUs.
+std::int64_t JobLocalProcesses(const nlohmann::json& job);
 
 // True for the models that time one collective across ranks (allreduce, broadcast,
 // allgather).

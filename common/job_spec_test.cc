@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "common/limits.h"
 #include "common/sweep.h"
 
 namespace benchfleet {
@@ -571,6 +572,167 @@ TEST(JobSpecTest, ProfileAndCheckpointingAreAxesLeftOutWhenNotSwept) {
   ASSERT_FALSE(sweep.ok());
   EXPECT_EQ(sweep.status().message().rfind("matrix.checkpointing[1]: checkpointing trades", 0), 0u)
       << sweep.status().message();
+}
+
+}  // namespace
+}  // namespace benchfleet
+
+namespace benchfleet {
+namespace {
+
+json SearchConfig() {
+  return {{"model", "cnn"},  {"mode", "inference"},
+          {"dtype", "fp32"}, {"device", "cpu"},
+          {"threads", 1},    {"search", {{"max_batch", {{"memory_mb", 2048}}}}}};
+}
+
+TEST(JobSpecTest, MaxBatchSearchStartsAtBatchSizeAndNamesItsFields) {
+  JobSpecError error;
+  auto parsed = ParseJobConfig(SearchConfig(), &error);
+  ASSERT_TRUE(parsed) << error.message;
+  ASSERT_TRUE(parsed->max_batch);
+  EXPECT_EQ(parsed->max_batch->memory_mb, 2048);
+  EXPECT_EQ(parsed->batch_size, 1);  // no batch_size: the search starts at 1
+  json job = SearchConfig();
+  job["batch_size"] = 8;
+  EXPECT_EQ(ParseJobConfig(job, &error)->batch_size, 8);
+
+  job["search"]["max_batch"]["memory_mb"] = 0;
+  EXPECT_FALSE(ParseJobConfig(job, &error));
+  EXPECT_EQ(error.field, "search.max_batch.memory_mb");
+  EXPECT_EQ(error.message, "search.max_batch.memory_mb must be an integer in [1, 1048576], got 0");
+  job["search"] = {{"min_batch", {}}};
+  EXPECT_FALSE(ParseJobConfig(job, &error));
+  EXPECT_EQ(error.field, "search");
+  job["search"] = {{"max_batch", {{"memory_mb", 64}, {"start", 2}}}};
+  EXPECT_FALSE(ParseJobConfig(job, &error));
+  EXPECT_EQ(error.field, "search.max_batch");
+  // Without a search, batch_size is still required.
+  job.erase("search");
+  job.erase("batch_size");
+  EXPECT_FALSE(ParseJobConfig(job, &error));
+  EXPECT_EQ(error.field, "batch_size");
+  // One process: no search across ranks.
+  json parallel = {{"model", "mlp"},
+                   {"mode", "train"},
+                   {"dtype", "fp32"},
+                   {"device", "cpu"},
+                   {"threads", 1},
+                   {"batch_size", 4},
+                   {"parallel", {{"kind", "data"}, {"world_size", 2}}},
+                   {"search", {{"max_batch", {{"memory_mb", 64}}}}}};
+  EXPECT_FALSE(ParseJobConfig(parallel, &error));
+  EXPECT_EQ(error.field, "search");
+}
+
+TEST(JobSpecTest, MaxBatchSearchInASweep) {
+  // The batch_size axis may be left out (the search starts at 1) or give the starts.
+  auto sweep = ParseSweepText(R"({"name": "fit", "search": {"max_batch": {"memory_mb": 2048}},
+      "matrix": {"model": "cnn"}})");
+  ASSERT_TRUE(sweep.ok()) << sweep.status().ToString();
+  ASSERT_EQ(sweep->combination_count, 1u);
+  const json spec = sweep->Combinations()[0].Spec();
+  EXPECT_EQ(spec["search"]["max_batch"]["memory_mb"], 2048);
+  EXPECT_FALSE(spec.contains("batch_size"));
+  EXPECT_GT(JobTimeoutSeconds(*sweep), kMaxBatchSearchAllowanceS);
+  sweep = ParseSweepText(R"({"name": "fit", "search": {"max_batch": {"memory_mb": 512}},
+      "matrix": {"model": "mlp", "batch_size": [1, 64], "threads": [1, 2]}})");
+  ASSERT_TRUE(sweep.ok()) << sweep.status().ToString();
+  EXPECT_EQ(sweep->combination_count, 4u);
+  EXPECT_EQ(sweep->Combinations()[1].Spec()["batch_size"], 1);
+  // A bad search is the sweep's error, by the job rules.
+  sweep = ParseSweepText(R"({"name": "fit", "search": {"max_batch": {"memory_mb": -1}},
+      "matrix": {"model": "mlp"}})");
+  ASSERT_FALSE(sweep.ok());
+  EXPECT_NE(sweep.status().message().find(
+                "search.max_batch.memory_mb must be an integer in [1, 1048576], got -1"),
+            std::string::npos)
+      << sweep.status().ToString();
+  // Without a search the batch_size axis stays required, and sweeps without one do not
+  // change: their jobs carry no search.
+  sweep = ParseSweepText(R"({"name": "plain", "matrix": {"model": "mlp"}})");
+  ASSERT_FALSE(sweep.ok());
+  EXPECT_EQ(sweep.status().message(), "matrix.batch_size: required");
+  sweep = ParseSweepText(R"({"name": "plain", "matrix": {"model": "mlp", "batch_size": 2}})");
+  ASSERT_TRUE(sweep.ok());
+  EXPECT_EQ(sweep->Combinations()[0].spec.find("search"), std::string::npos);
+  EXPECT_EQ(sweep->Combinations()[0].spec.find("replicas"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace benchfleet
+
+namespace benchfleet {
+namespace {
+
+TEST(JobSpecTest, ReplicasAreCopiesOfAJobOfOneCpuProcess) {
+  JobSpecError error;
+  json job = {{"model", "mlp"},   {"mode", "inference"}, {"dtype", "fp32"}, {"device", "cpu"},
+              {"batch_size", 64}, {"threads", 1},        {"replicas", 2}};
+  auto parsed = ParseJobConfig(job, &error);
+  ASSERT_TRUE(parsed) << error.message;
+  EXPECT_EQ(parsed->replicas, 2);
+  EXPECT_EQ(JobLocalProcesses(job), 2);
+  job["replicas"] = 0;
+  EXPECT_FALSE(ParseJobConfig(job, &error));
+  EXPECT_EQ(error.field, "replicas");
+  EXPECT_EQ(error.message, "replicas must be an integer in [1, 4096], got 0");
+  job["replicas"] = 2;
+  job["device"] = "cuda";
+  EXPECT_FALSE(ParseJobConfig(job, &error));
+  EXPECT_EQ(error.field, "replicas");
+  job["device"] = "cpu";
+  job["search"] = {{"max_batch", {{"memory_mb", 64}}}};
+  EXPECT_FALSE(ParseJobConfig(job, &error));
+  EXPECT_EQ(error.field, "replicas");
+  job.erase("search");
+  // Refused with parallel: a gang is one job across processes.
+  json gang = job;
+  gang["mode"] = "train";
+  gang["parallel"] = {{"kind", "data"}, {"world_size", 2}};
+  EXPECT_FALSE(ParseJobConfig(gang, &error));
+  EXPECT_EQ(error.field, "replicas");
+  gang["replicas"] = 1;
+  EXPECT_TRUE(ParseJobConfig(gang, &error)) << error.message;
+  EXPECT_EQ(JobLocalProcesses(gang), 2);  // its ranks
+  // The copy a worker runs, as the agent names it.
+  json copy = job;
+  copy["job_id"] = 3;
+  copy["replica"] = {{"index", 1}, {"count", 2}, {"barrier", "/tmp/b"}};
+  parsed = ParseJobSpec(copy, &error);
+  ASSERT_TRUE(parsed) << error.message;
+  EXPECT_EQ(parsed->replica->index, 1);
+  copy["replica"]["index"] = 2;
+  EXPECT_FALSE(ParseJobSpec(copy, &error));
+  EXPECT_EQ(error.field, "replica.index");
+  copy["replica"] = {{"index", 0}, {"count", 2}, {"barrier", "relative"}};
+  EXPECT_FALSE(ParseJobSpec(copy, &error));
+  EXPECT_EQ(error.field, "replica.barrier");
+}
+
+TEST(JobSpecTest, ReplicasAreAMatrixAxis) {
+  auto sweep = ParseSweepText(R"({"name": "procs or threads", "matrix": {"model": "mlp",
+      "batch_size": [1, 64], "replicas": [1, 2], "threads": [2, 1]},
+      "exclude": [{"replicas": 2, "threads": 2}, {"replicas": 1, "threads": 1}]})");
+  ASSERT_TRUE(sweep.ok()) << sweep.status().ToString();
+  const std::vector<Combination> jobs = sweep->Combinations();
+  ASSERT_EQ(jobs.size(), 4u);
+  EXPECT_EQ(jobs[0].Spec()["replicas"], 1);
+  EXPECT_EQ(jobs[0].Spec()["threads"], 2);
+  EXPECT_EQ(jobs[1].Spec()["replicas"], 2);
+  EXPECT_EQ(jobs[1].Spec()["threads"], 1);
+  sweep = ParseSweepText(
+      R"({"name": "r", "matrix": {"model": "mlp", "batch_size": 1, "replicas": [2, -1]}})");
+  ASSERT_FALSE(sweep.ok());
+  EXPECT_EQ(sweep.status().message(),
+            "matrix.replicas[1]: must be a positive integer up to 4096, got -1");
+  sweep =
+      ParseSweepText(R"({"name": "r", "matrix": {"model": "mlp", "mode": "train", "batch_size": 2,
+      "replicas": 2, "parallel": {"kind": "data", "world_size": 2}}})");
+  ASSERT_FALSE(sweep.ok());
+  EXPECT_NE(sweep.status().message().find("matrix.replicas[0]: replicas are independent copies"),
+            std::string::npos)
+      << sweep.status().ToString();
 }
 
 }  // namespace

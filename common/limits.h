@@ -45,6 +45,9 @@ inline constexpr int kMaxReplyRows = 10000;
 // timeout is derived from the job's timing budget plus this allowance for process
 // start-up and model construction.
 inline constexpr double kJobStartupAllowanceS = 60.0;
+// A job with search.max_batch builds and runs its model once per probed batch (a dozen
+// or two probes) before it is timed: this much more time, unless the sweep sets its own.
+inline constexpr double kMaxBatchSearchAllowanceS = 900;
 
 // A host calibration (peak GEMM and memory bandwidth, CPU and GPUs) is killed after this.
 inline constexpr double kCalibrationTimeoutS = 600.0;

@@ -15,7 +15,7 @@ namespace {
 const std::vector<std::string> kTopKeys = {"name",   "select",      "placement",  "matrix",
                                            "timing", "models",      "timeout_s",  "seed",
                                            "description", "regression", "labels", "exclude",
-                                           "invalid"};
+                                           "invalid", "search"};
 const std::vector<std::string> kSelectKeys = {"device", "name", "tags", "cpu_model", "gpu_model"};
 
 // Upper bounds that catch typos (batch 1e9) before they reach a worker.
@@ -70,13 +70,17 @@ const std::vector<std::pair<std::string, json>>& AxisDefaults() {
       {"bytes", json::array({nullptr})},
       // Pruning and a reference model to compare with (null: none).
       {"prune", json::array({nullptr})},
-      {"reference", json::array({nullptr})}};
+      {"reference", json::array({nullptr})},
+      // Copies of each job on one agent (null: one, and the job says nothing).
+      {"replicas", json::array({nullptr})}};
   return axes;
 }
 
 // Axes whose null value leaves the key out of the job (its default: none, or off), so a
 // sweep that does not name them gives its jobs the spec, and the series, they had before.
-const std::set<std::string> kAbsentWhenNull = {"parallel", "prune", "reference", "profile", "checkpointing"};
+// A null batch_size is a search's (it starts at 1).
+const std::set<std::string> kAbsentWhenNull = {"parallel", "prune",    "reference", "profile",
+                                               "checkpointing", "replicas", "batch_size"};
 
 // A matrix axis: a non-empty array (or a single value, taken as a one-element array).
 // Only the sweep's own limits are checked here; what a worker accepts is checked per
@@ -89,10 +93,12 @@ StatusOr<json> Axis(const json& matrix, const std::string& key, const json& fall
   }
   json values = it->is_array() ? *it : json::array({*it});
   if (values.empty()) return InvalidArgument("matrix." + key + ": must not be empty");
-  if (key != "batch_size" && key != "threads") return values;
+  if (key != "batch_size" && key != "threads" && key != "replicas") return values;
   for (size_t i = 0; i < values.size(); ++i) {
     const json& v = values[i];
-    int64_t max = key == "batch_size" ? kMaxBatchSize : kMaxThreads;
+    int64_t max = key == "batch_size" ? kMaxBatchSize
+                  : key == "threads"  ? kMaxThreads
+                                      : kMaxWorldSize;
     if (!v.is_number_integer() || v.get<int64_t>() <= 0 || v.get<int64_t>() > max) {
       return InvalidArgument("matrix." + key + "[" + std::to_string(i) +
                              "]: must be a positive integer up to " + std::to_string(max) +
@@ -272,6 +278,7 @@ Status Expand(const Sweep& sweep, size_t first, size_t count,
   const size_t end = std::min(sweep.combination_count, first + std::min(count, sweep.combination_count));
   for (size_t c = first; c < end; ++c) {
     json spec = {{"seed", sweep.seed}, {"timing", timing}};
+    if (!sweep.search.is_null()) spec["search"] = sweep.search;
     if (sweep.placement == Placement::kSpread) spec[kSpreadPlacementKey] = kSpreadPlacement;
     json bytes;
     for (size_t a = 0; a < axes.size(); ++a) {
@@ -538,6 +545,8 @@ StatusOr<Sweep> ParseSweepShape(const json& document) {
     // Checked here; the coordinator reads it from the stored sweep when it judges.
     RETURN_IF_ERROR(ParseRegressionPolicy(document["regression"]).status());
   }
+  // Checked with each combination (ParseJobConfig), as every job carries it.
+  if (document.contains("search")) sweep.search = document["search"];
   if (document.contains("description") && !document["description"].is_string()) {
     return InvalidArgument("description: must be a string");
   }
@@ -552,7 +561,10 @@ StatusOr<Sweep> ParseSweepShape(const json& document) {
   std::vector<MatrixAxis> axes;
   size_t count = 1;
   for (const auto& [key, fallback] : AxisDefaults()) {
-    ASSIGN_OR_RETURN(json values, Axis(*matrix, key, fallback));
+    // A search starts at batch_size, 1 when the matrix leaves it out (the job's default).
+    const bool optional_batch = key == "batch_size" && document.contains("search");
+    ASSIGN_OR_RETURN(json values,
+                     Axis(*matrix, key, optional_batch ? json::array({nullptr}) : fallback));
     if (key == "model") {
       // Each model once per combination of its argument axes (ParseModels).
       json expanded = json::array();
@@ -598,7 +610,8 @@ StatusOr<Sweep> ParseSweepText(const std::string& text) {
 
 double JobTimeoutSeconds(const Sweep& sweep) {
   if (sweep.timeout_s > 0) return sweep.timeout_s;
-  return kJobStartupAllowanceS + 2 * (sweep.timing.warmup_s + sweep.timing.max_time_s);
+  return kJobStartupAllowanceS + 2 * (sweep.timing.warmup_s + sweep.timing.max_time_s) +
+         (sweep.search.is_null() ? 0 : kMaxBatchSearchAllowanceS);
 }
 
 }  // namespace benchfleet

@@ -87,6 +87,7 @@ struct Sweep {
   Placement placement = Placement::kEach;
   TimingSpec timing;
   double timeout_s = 0;  // per job; 0 = derived from timing
+  json search;           // the sweep's "search", copied into every job; null: none
   int64_t seed = 0;
   // Per value of the model axis (axes[kModelAxis]): its model_args (null: the worker's
   // defaults). A model whose arguments have axes ({"seq_len": [128, 512]}) appears once

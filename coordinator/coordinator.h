@@ -234,8 +234,8 @@ class Coordinator {
   // Gangs spread over agents (coordinator/gangs.cc). The ranks of a job of a "spread"
   // sweep (1 for any other job), read from its spec text.
   static int64_t SpreadRanks(const std::string& spec_text);
-  // CPUs a gang on one agent needs (world_size x threads), read from its spec text; 0
-  // for any other job.
+  // CPUs a gang or the replicas on one agent need (JobLocalProcesses x threads), read
+  // from its spec text; 0 for any other job.
   static int64_t LocalGangCpus(const std::string& spec_text);
   int64_t AgentsAbleToRun(const JobRequirement& requirement);
   // `needed` idle agents besides `rank0` that can run `requirement`, by name; empty when

@@ -652,6 +652,93 @@ TEST_F(CoordinatorTest, AGangOnOneAgentGoesOnlyToAnAgentWithACpuPerThreadOfEvery
   EXPECT_TRUE(OffersTo("node-big/1").front()["spec"].contains("parallel"));
 }
 
+TEST_F(CoordinatorTest, ReplicasGoOnlyToAnAgentWithACpuPerThreadOfEveryCopy) {
+  Register("node-a");  // runs jobs on CPUs 0-1
+  json big = Capabilities(0, "node-big");
+  big["cpus"] = "0-3";
+  // The same rule as a gang's (JobLocalProcesses x threads), even in a spread sweep:
+  // the copies always share one agent.
+  Submit(json::parse(R"({"name": "r", "placement": "spread",
+      "matrix": {"model": "mlp", "batch_size": 8, "threads": 2, "replicas": 2}})"));
+  Submit(kCpuSweep);
+  coordinator_->Tick();
+  ASSERT_EQ(OffersTo("node-a/1").size(), 1u);
+  EXPECT_FALSE(OffersTo("node-a/1").front()["spec"].contains("replicas"));
+  const json waiting = Request({{"type", "status"}, {"sweep_id", 1}}).body["waiting"];
+  ASSERT_EQ(waiting.size(), 1u) << waiting.dump();
+  EXPECT_NE(waiting[0]["reason"].get<std::string>().find("needing 4 CPUs"), std::string::npos)
+      << waiting.dump();
+  FromAgent("node-big/1", {{"v", 1},
+                           {"type", "register"},
+                           {"agent", "node-big"},
+                           {"tags", json::array()},
+                           {"capabilities", big}});
+  coordinator_->Tick();
+  ASSERT_EQ(OffersTo("node-big/1").size(), 1u);
+  const json offer = OffersTo("node-big/1").front();
+  EXPECT_EQ(offer["spec"]["replicas"], 2);
+  // Its result: copy 0's, each copy in `ranks`, the sum in `replicas`.
+  json result = GoodResult(offer["spec"]);
+  result["throughput_per_s"] = 8000.0;
+  result["replicas"] = {{"count", 2},
+                        {"aggregate_throughput_per_s", 15000.0},
+                        {"overlap_s", 0.5},
+                        {"median_ms_min", 1.0},
+                        {"median_ms_max", 1.5}};
+  result["ranks"] = json::array();
+  for (int r = 0; r < 2; ++r) {
+    json copy = GoodResult(offer["spec"]);
+    copy.erase("samples_ms");
+    copy["stats"]["median_ms"] = r == 0 ? 1.0 : 1.5;
+    copy["distributed"] = {{"rank", r}};
+    copy["replica"] = {{"index", r}, {"count", 2}, {"throughput_per_s", r == 0 ? 8000.0 : 7000.0}};
+    result["ranks"].push_back(copy);
+  }
+  FromAgent("node-big/1", {{"v", 1},
+                           {"type", "result"},
+                           {"job_id", offer["job_id"]},
+                           {"attempt", offer["attempt"]},
+                           {"result", result}});
+  ASSERT_NE(LastTo("node-big/1", "ack"), nullptr);
+  EXPECT_EQ(LastTo("node-big/1", "ack")->message.body["outcome"], "stored");
+  EXPECT_EQ(Query("select rank, median_ms, throughput_per_s from result_ranks order by rank"),
+            json::parse("[[0, 1.0, 8000.0], [1, 1.5, 7000.0]]"));
+  EXPECT_EQ(Query("select replicas, threads, cores, aggregate_throughput_per_s, replica_median_ms, "
+                  "slowest_median_ms from replica_scaling where replicas = 2"),
+            json::parse("[[2, 2, 4, 15000.0, 1.25, 1.5]]"));
+}
+
+TEST_F(CoordinatorTest, ASearchIsFiledAtTheBatchItFound) {
+  Register("node-a");
+  Submit(json::parse(R"({"name": "fit", "search": {"max_batch": {"memory_mb": 2048}},
+      "matrix": {"model": "cnn"}})"));
+  coordinator_->Tick();
+  ASSERT_EQ(OffersTo("node-a/1").size(), 1u);
+  const json offer = OffersTo("node-a/1").front();
+  EXPECT_EQ(offer["spec"]["search"]["max_batch"]["memory_mb"], 2048);
+  json result = GoodResult(offer["spec"]);
+  result["batch_size"] = 1;  // the echo: where the search started
+  result["search"] = {
+      {"max_batch", 96},
+      {"memory_mb", 2048},
+      {"limit", "address_space"},
+      {"baseline_mb", 600.0},
+      {"limit_mb", 2648.0},
+      {"probes", {{{"batch_size", 1}, {"fits", true}}, {{"batch_size", 97}, {"fits", false}}}}};
+  FromAgent("node-a/1", {{"v", 1},
+                         {"type", "result"},
+                         {"job_id", offer["job_id"]},
+                         {"attempt", offer["attempt"]},
+                         {"result", result}});
+  ASSERT_NE(LastTo("node-a/1", "ack"), nullptr);
+  EXPECT_EQ(LastTo("node-a/1", "ack")->message.body["outcome"], "stored");
+  EXPECT_EQ(Query("select batch_size, max_batch, max_batch_memory_mb from result_summary"),
+            json::parse("[[96, 96, 2048]]"));
+  EXPECT_EQ(Query("select memory_mb, limit_kind, baseline_mb, max_batch, start_batch, probes from "
+                  "max_batch_fit"),
+            json::parse(R"([[2048, "address_space", 600.0, 96, 1, 2]])"));
+}
+
 json ResultFor(const json& offer) {
   return {{"v", 1}, {"type", "result"}, {"job_id", offer["job_id"]},
           {"attempt", offer["attempt"]}, {"result", GoodResult(offer["spec"])}};

@@ -23,13 +23,16 @@ int64_t Coordinator::SpreadRanks(const std::string& spec_text) {
 }
 
 int64_t Coordinator::LocalGangCpus(const std::string& spec_text) {
-  if (spec_text.find("\"parallel\"") == std::string::npos) return 0;  // most jobs: unparsed
-  const json spec = json::parse(spec_text, nullptr, false);
-  if (!spec.is_object() || spec.value(kSpreadPlacementKey, std::string()) == kSpreadPlacement ||
-      spec.contains("distributed")) {
-    return 0;
+  if (spec_text.find("\"parallel\"") == std::string::npos &&
+      spec_text.find("\"replicas\"") == std::string::npos) {
+    return 0;  // most jobs: unparsed
   }
-  const int64_t ranks = JobWorldSize(spec);
+  const json spec = json::parse(spec_text, nullptr, false);
+  if (!spec.is_object() || spec.contains("distributed")) return 0;
+  // A spread gang puts each rank on its own agent; replicas always share one.
+  if (spec.value(kSpreadPlacementKey, std::string()) == kSpreadPlacement && JobWorldSize(spec) > 1)
+    return 0;
+  const int64_t ranks = JobLocalProcesses(spec);  // a gang's ranks, or the replicas
   const json threads = spec.value("threads", json(1));
   if (ranks < 2 || !threads.is_number_integer()) return 0;
   return ranks * threads.get<int64_t>();

@@ -736,11 +736,16 @@ StatusOr<ResultOutcome> Store::StoreResult(int64_t job_id, int attempt, int64_t 
       .Bind(kResultReceivedAt, now);
   if (!ok) row.Bind(kResultError, result.error);
   if (job) {
+    // A search's figures are those of the batch it found (search.max_batch), not of the
+    // batch_size it started from.
+    const json& searched = ResultValue(result, "max_batch");
+    const int64_t batch_size =
+        searched.is_number_integer() ? searched.get<int64_t>() : job->batch_size;
     row.Bind(kResultDevice, job->device)
         .Bind(kResultModel, job->model)
         .Bind(kResultMode, job->mode)
         .Bind(kResultDtype, job->dtype)
-        .Bind(kResultBatchSize, job->batch_size)
+        .Bind(kResultBatchSize, batch_size)
         .Bind(kResultThreads, job->threads)
         .Bind(kResultInteropThreads, job->interop_threads)
         .Bind(kResultOnednn, static_cast<int64_t>(job->onednn ? 1 : 0))
@@ -770,12 +775,13 @@ StatusOr<ResultOutcome> Store::StoreResult(int64_t job_id, int attempt, int64_t 
   // ranks that got as far as ending).
   // A gang's result has its ranks: all of them when it succeeded (a lone rank's result,
   // say after a coordinator restart, cannot stand for the gang).
-  const int64_t world = job ? JobWorldSize(*job) : 1;
+  // Replicas report each copy as a gang reports each rank (they never have ranks too).
+  const int64_t world = job ? std::max(job->replicas, JobWorldSize(*job)) : 1;
   const bool gang = job && !job->distributed && world > 1;
   const int64_t ranks = static_cast<int64_t>(result.ranks.size());
   if ((ranks > 0 && (!gang || ranks > world)) || (gang && ok && ranks != world)) {
     *rejection = "result.ranks: " + std::to_string(result.ranks.size()) + " ranks for job " +
-                 std::to_string(job_id) + " of " + std::to_string(job ? JobWorldSize(*job) : 1);
+                 std::to_string(job_id) + " of " + std::to_string(world);
     return ResultOutcome::kRejected;
   }
   RETURN_IF_ERROR(row.Run());

@@ -24,6 +24,8 @@
 #include "worker/flops.h"
 #include "worker/energy.h"
 #include "worker/gpu_telemetry.h"
+#include "worker/max_batch.h"
+#include "worker/replicas.h"
 #include "worker/process_info.h"
 #include "worker/profile.h"
 #include "worker/sampler.h"
@@ -98,7 +100,7 @@ TimingOptions ToTimingOptions(const TimingSpec& t) {
 // threads it asked for did not get the CPUs it asked for, or could not use them.
 constexpr double kThreadsMismatchTolerance = 0.25;
 
-JobOutcome RunValidJob(const JobSpec& spec, json result) {
+JobOutcome RunValidJob(JobSpec spec, json result) {
   if (std::string error = CheckDevice(spec.device); !error.empty()) {
     return Fail(std::move(result), kExitRejected, error);
   }
@@ -108,6 +110,14 @@ JobOutcome RunValidJob(const JobSpec& spec, json result) {
   const bool quantized = spec.dtype == "int8";
   if (std::string error = ApplyBackendSettings(spec.onednn, quantized); !error.empty()) {
     return Fail(std::move(result), kExitRejected, error);
+  }
+  // search.max_batch: find the largest batch that fits, then time it as any job; the
+  // result still echoes the batch_size the job asked for (where the search started).
+  const std::int64_t asked_batch = spec.batch_size;
+  std::optional<MaxBatchResult> searched;
+  if (spec.max_batch) {
+    searched = SearchMaxBatch(spec);
+    spec.batch_size = searched->max_batch;
   }
   const bool gpu = IsCudaDevice(spec.device);
   const bool collective = IsCollectiveModel(spec.model);
@@ -129,6 +139,13 @@ JobOutcome RunValidJob(const JobSpec& spec, json result) {
     telemetry = GpuTelemetry::Open(CudaIndex(spec.device), &telemetry_note);
     if (telemetry) telemetry->Start();
   }
+  // Copies of one job start timing together (schemas/worker.md, Replicas).
+  if (spec.replica) {
+    MarkReplica(*spec.replica, "ready");
+    if (std::string why = WaitForReplicas(*spec.replica, "ready"); !why.empty()) {
+      return Fail(std::move(result), kExitInternal, why);
+    }
+  }
   EnergyMeter energy(kPowercapRoot, telemetry.get(), gpu ? telemetry_note : "");
   const Measurement m = MeasureWorkload(workload.iteration, ToTimingOptions(spec.timing),
                                         SystemClock(), workload.block_end, workload.agree,
@@ -137,6 +154,26 @@ JobOutcome RunValidJob(const JobSpec& spec, json result) {
   // process's age now, less timed_s, is its age at the first timed iteration.
   const std::optional<double> age_at_end = ProcessAgeSeconds();
   const json telemetry_summary = telemetry ? telemetry->Stop() : json(nullptr);
+  json replica = nullptr;
+  if (spec.replica) {
+    // steady_clock is CLOCK_MONOTONIC: one origin for every process of the host.
+    const double timed_to_s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+    MarkReplica(*spec.replica, "done");
+    // The load stays on until every copy has finished timing, so each one's figures
+    // are measured with all of them running.
+    if (std::string why = WaitForReplicas(*spec.replica, "done", workload.iteration);
+        !why.empty()) {
+      return Fail(std::move(result), kExitInternal, why);
+    }
+    const std::int64_t iterations = m.timed_iterations;
+    replica = {{"index", spec.replica->index},
+               {"count", spec.replica->count},
+               {"timed_from_s", timed_to_s - m.timed_s},
+               {"timed_to_s", timed_to_s},
+               {"iterations", iterations},
+               {"throughput_per_s", static_cast<double>(spec.batch_size * iterations) / m.timed_s}};
+  }
   // After timing, so neither is part of a sample: the profiled block, and one iteration
   // whose allocations are counted (a job of several ranks runs neither: its collective
   // calls would not pair with the other ranks').
@@ -158,7 +195,9 @@ JobOutcome RunValidJob(const JobSpec& spec, json result) {
   result["model"] = spec.model;
   result["mode"] = spec.mode;
   result["dtype"] = spec.dtype;
-  result["batch_size"] = spec.batch_size;
+  result["batch_size"] = asked_batch;
+  if (searched) result["search"] = searched->Json();
+  if (!replica.is_null()) result["replica"] = std::move(replica);
   result["threads"] = spec.threads;
   result["interop_threads"] = spec.interop_threads;
   result["stats"] = StatsJson(stats, m);

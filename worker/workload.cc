@@ -8,6 +8,7 @@
 #include <torch/utils.h>
 
 #include <memory>
+#include <new>
 #include <string>
 #include <utility>
 
@@ -20,16 +21,27 @@ namespace {
 
 using nlohmann::json;
 
-// Turns a LibTorch error into a message the job's author can act on.
-WorkloadError Explain(const std::string& stage, const JobSpec& spec, const c10::Error& e) {
-  std::string message = e.what_without_backtrace();
-  if (message.find("not enough memory") != std::string::npos ||
-      message.find("out of memory") != std::string::npos) {
-    return WorkloadError("out of memory while " + stage + " (batch_size " +
-                         std::to_string(spec.batch_size) +
-                         "); reduce batch_size or the model's size (model_args): " + message);
+// Throws a LibTorch error as a message the job's author can act on: OutOfMemory when
+// the memory ran out, else a WorkloadError.
+bool IsOutOfMemory(const c10::Error& e) {
+  // c10::OutOfMemoryError: the CUDA caching allocator's; the messages: the CPU
+  // allocator's ("can't allocate memory" when posix_memalign fails, as past RLIMIT_AS).
+  const std::string message = e.what_without_backtrace();
+  return dynamic_cast<const c10::OutOfMemoryError*>(&e) != nullptr ||
+         message.find("not enough memory") != std::string::npos ||
+         message.find("can't allocate memory") != std::string::npos ||
+         message.find("out of memory") != std::string::npos;
+}
+
+[[noreturn]] void ThrowExplained(const std::string& stage, const JobSpec& spec,
+                                 const c10::Error& e) {
+  const std::string message = e.what_without_backtrace();
+  if (IsOutOfMemory(e)) {
+    throw OutOfMemory("out of memory while " + stage + " (batch_size " +
+                      std::to_string(spec.batch_size) +
+                      "); reduce batch_size or the model's size (model_args): " + message);
   }
-  return WorkloadError("LibTorch failed while " + stage + ": " + message);
+  throw WorkloadError("LibTorch failed while " + stage + ": " + message);
 }
 
 // The last line of a TorchScript error is the failing operation's own message; the
@@ -51,11 +63,15 @@ torch::Tensor FirstForward(Model& model, const std::vector<torch::Tensor>& input
     return model.Forward(inputs);
   } catch (const WorkloadError&) {
     throw;
+  } catch (const std::bad_alloc&) {
+    throw;
   } catch (const std::exception& e) {
     if (spec.model != "torchscript") throw;
     // The TorchScript interpreter may rethrow an operator's c10::Error as another
     // exception type; both carry the operator's message last.
     const auto* c10_error = dynamic_cast<const c10::Error*>(&e);
+    if (c10_error != nullptr && IsOutOfMemory(*c10_error))
+      ThrowExplained("running the model", spec, *c10_error);
     const std::string message = c10_error ? c10_error->what_without_backtrace() : e.what();
     const json shapes = spec.torchscript.inputs;
     throw WorkloadError("model_args.inputs: the input shape " + shapes.dump() + " (batch_size " +
@@ -106,7 +122,7 @@ std::function<void()> TrainStep(const std::shared_ptr<Model>& model,
       loss.backward();
       optimizer->step();
     } catch (const c10::Error& e) {
-      throw Explain("training the model", spec, e);
+      ThrowExplained("training the model", spec, e);
     }
   };
 }
@@ -174,7 +190,7 @@ PreparedWorkload PrepareWorkload(const JobSpec& spec) {
           c10::InferenceMode guard;
           model->Forward(*inputs);
         } catch (const c10::Error& e) {
-          throw Explain("running the model", spec, e);
+          ThrowExplained("running the model", spec, e);
         }
       };
     }
@@ -185,7 +201,7 @@ PreparedWorkload PrepareWorkload(const JobSpec& spec) {
     }
     return workload;
   } catch (const c10::Error& e) {
-    throw Explain("building the model", spec, e);
+    ThrowExplained("building the model", spec, e);
   }
 }
 

@@ -18,6 +18,13 @@ class WorkloadError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// The job ran out of memory (host or device) at its batch size: what a search for the
+// largest batch that fits (max_batch.h) takes for "does not fit".
+class OutOfMemory : public WorkloadError {
+ public:
+  using WorkloadError::WorkloadError;
+};
+
 // The SGD step size of mode "train". It does not change what a step costs; a small
 // one keeps the weights finite over the thousands of steps a measurement takes.
 inline constexpr double kTrainLearningRate = 1e-3;
