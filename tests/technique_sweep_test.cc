@@ -1,0 +1,133 @@
+// The CPU-acceleration toolbox end to end: one sweep through a real coordinator, agent
+// and workers crosses the techniques on the mlp, the cnn and a TorchScript cnn —
+// pruning (magnitude and structured), checkpointing in train, the cnn's memory format,
+// the TorchScript jit modes, replicas and a profile of every job — with "invalid":
+// "skip" leaving out the combinations the job rules refuse. Every row must carry the
+// figures of the techniques it ran, and each comparison view must pair them.
+#include <gtest/gtest.h>
+
+#include <iostream>
+#include <thread>
+
+#include "tests/fleet.h"
+#include "tests/torchscript_fixture.h"
+
+namespace benchfleet::testing {
+namespace {
+
+using namespace std::chrono_literals;
+using nlohmann::json;
+
+class TechniqueSweepTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    fleet_ = std::make_unique<Fleet>();
+    ASSERT_TRUE(fleet_->StartCoordinator());
+    ASSERT_TRUE(fleet_->StartAgent("toolbox"));
+    ASSERT_TRUE(fleet_->WaitForAgents(1, 60s)) << fleet_->Logs();
+  }
+  void TearDown() override {
+    if (HasFailure()) std::cerr << fleet_->Logs();
+  }
+  json Rows(const std::string& sql) { return QueryRows(fleet_->db_path(), sql); }
+  std::unique_ptr<Fleet> fleet_;
+};
+
+TEST_F(TechniqueSweepTest, OneSweepCrossesEveryTechniqueAndEveryRowHasItsFigures) {
+  if (std::thread::hardware_concurrency() < 2) GTEST_SKIP() << "replicas 2 × threads 1 need 2 CPUs";
+  const std::string script = fleet_->dir("cnn.pt");
+  ASSERT_TRUE(WriteTorchScriptCnn(script, 4));
+  const json sweep = {
+      {"name", "toolbox"},
+      {"invalid", "skip"},
+      {"matrix",
+       {{"model", {"mlp", "cnn", "torchscript"}},
+        {"mode", {"inference", "train"}},
+        {"batch_size", 4},
+        {"threads", 1},
+        {"profile", true},
+        {"checkpointing", {false, true}},
+        {"prune", {nullptr, {{"kind", "structured"}, {"ratio", 0.5}}, {{"kind", "magnitude"}, {"sparsity", 0.5}}}},
+        {"replicas", {1, 2}}}},
+      // Replicas with the unpruned, uncheckpointed jobs only: enough to pair them.
+      {"exclude", {{{"replicas", 2}, {"checkpointing", true}},
+                   {{"replicas", 2}, {"prune", {{"kind", "structured"}, {"ratio", 0.5}}}},
+                   {{"replicas", 2}, {"prune", {{"kind", "magnitude"}, {"sparsity", 0.5}}}}}},
+      {"models",
+       {{"mlp", {{"layers", {64, 64, 10}}}},
+        {"cnn", {{"width", 8}, {"blocks", {1, 1, 1, 1}}, {"image_size", 32}, {"classes", 10},
+                 {"memory_format", {"contiguous", "channels_last"}}}},
+        {"torchscript", {{"path", script}, {"inputs", {{3, 16, 16}}}, {"jit", {"none", "freeze", "optimize"}}}}}},
+      {"timing", {{"warmup_s", 0.02}, {"min_time_s", 0.05}, {"max_time_s", 0.2}, {"target_iqr", 0.2}}}};
+  std::string error;
+  const int64_t id = fleet_->Submit(sweep, &error);
+  ASSERT_GT(id, 0) << error;
+  const json done = fleet_->WaitForSweep(id, 600s);
+  ASSERT_TRUE(done.is_object());
+  const int jobs = done["jobs"]["total"];
+  EXPECT_EQ(done["jobs"]["done"], jobs) << done.dump();
+
+  const json rows = Rows("select * from result_summary where sweep = 'toolbox'");
+  ASSERT_EQ(rows.size(), static_cast<size_t>(jobs));
+  std::map<std::string, int> seen;  // technique -> rows
+  for (const json& row : rows) {
+    SCOPED_TRACE(row.dump());
+    const json args = json::parse(row["model_args"].get<std::string>());
+    const json spec = json::parse(
+        Rows("select spec from jobs where job_id = " + row["job_id"].dump())[0]["spec"].get<std::string>());
+    // The figures every row has.
+    for (const char* column : {"median_ms", "throughput_per_s", "peak_rss_mb", "params"}) {
+      EXPECT_FALSE(row[column].is_null()) << column;
+    }
+    // Energy: measured, or null with the reason (this VM has no powercap).
+    EXPECT_TRUE(!row["energy_cpu_j"].is_null() || row["energy_note"].is_string());
+    // Every job was profiled: its operators are in op_profile.
+    EXPECT_GT(Rows("select count(*) as n from op_profile where job_id = " + row["job_id"].dump())[0]["n"].get<int>(), 0);
+    ++seen["profile"];
+    if (!row["prune_kind"].is_null()) {
+      ++seen["prune " + row["prune_kind"].get<std::string>()];
+      EXPECT_FALSE(row["params_unpruned"].is_null());
+      EXPECT_FALSE(row["rel_err"].is_null());
+      EXPECT_FALSE(row["top1_agreement"].is_null());
+      if (row["prune_kind"] == "structured") {
+        EXPECT_LT(row["params"].get<int64_t>(), row["params_unpruned"].get<int64_t>());
+      }
+    }
+    if (spec.value("checkpointing", json(false)) == true) {
+      ++seen["checkpointing"];
+      EXPECT_EQ(row["mode"], "train");
+      EXPECT_FALSE(row["step_peak_alloc_mb"].is_null());
+    }
+    if (spec.value("replicas", 1) == 2) {
+      ++seen["replicas"];
+      EXPECT_EQ(row["replicas"], 2);
+      EXPECT_GT(row["aggregate_throughput_per_s"].get<double>(), 0);
+      EXPECT_EQ(Rows("select count(*) as n from result_ranks where job_id = " + row["job_id"].dump())[0]["n"], 2);
+    }
+    if (row["model"] == "cnn") ++seen["cnn " + args.value("memory_format", "contiguous")];
+    if (row["model"] == "torchscript") {
+      const std::string jit = args.value("jit", "none");
+      ++seen["jit " + jit];
+      // A compiled module is checked against the module as saved.
+      if (jit != "none") {
+        EXPECT_FALSE(row["max_abs_err"].is_null());
+      }
+    }
+  }
+  for (const char* technique : {"profile", "prune structured", "prune magnitude", "checkpointing", "replicas",
+                                "cnn contiguous", "cnn channels_last", "jit none", "jit freeze", "jit optimize"}) {
+    EXPECT_GT(seen[technique], 0) << technique;
+  }
+  // Each comparison view pairs what it should.
+  EXPECT_GT(Rows("select count(*) as n from prune_comparison where sweep_id = " + std::to_string(id))[0]["n"].get<int>(), 0);
+  EXPECT_GT(Rows("select count(*) as n from checkpointing_comparison where sweep_id = " + std::to_string(id))[0]["n"].get<int>(), 0);
+  EXPECT_GT(Rows("select count(*) as n from technique_comparison where sweep_id = " + std::to_string(id))[0]["n"].get<int>(), 0);
+  EXPECT_GT(Rows("select count(*) as n from replica_scaling where replicas = 2 and sweep_id = " + std::to_string(id))[0]["n"].get<int>(), 0);
+  EXPECT_GT(Rows("select count(*) as n from op_comparison where sweep_id = " + std::to_string(id))[0]["n"].get<int>(), 0);
+  std::cout << "FIGURE technique sweep: " << jobs << " jobs";
+  for (const auto& [technique, n] : seen) std::cout << ", " << technique << " " << n;
+  std::cout << "\n";
+}
+
+}  // namespace
+}  // namespace benchfleet::testing
