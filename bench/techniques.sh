@@ -66,7 +66,8 @@ q "processes or threads (view replica_scaling)" \
   "select batch_size, replicas, threads, cores, round(aggregate_throughput_per_s, 1) as samples_per_s,
           round(replica_median_ms, 3) as replica_median_ms, round(slowest_median_ms, 3) as slowest_ms,
           round(overlap_s, 2) as overlap_s, noisy
-   from replica_scaling order by batch_size, replicas"
+   from replica_scaling where sweep_id = (select sweep_id from sweeps where name = 'processes-or-threads')
+   order by batch_size, replicas"
 [[ $quick == --quick ]] || q "the largest cnn batch within 2 GiB (view max_batch_fit)" \
   "select model, threads, memory_mb, baseline_mb, max_batch, round(median_ms, 1) as median_ms,
           round(throughput_per_s, 1) as samples_per_s, probes from max_batch_fit"
