@@ -201,6 +201,9 @@ SloSearch SearchMaxQps(const ServerScenario& spec, std::uint64_t seed, const Run
     } else {
       hi = qps;
       qps /= 2;
+      // Below this rate min_queries take longer than max_duration_s to arrive: no run
+      // there can be valid.
+      if (qps * spec.max_duration_s < static_cast<double>(spec.min_queries)) break;
     }
   }
   while (static_cast<int>(search.probes.size()) < kMaxSloProbes && lo > 0 && hi > 0 &&

@@ -77,7 +77,8 @@ struct SloSearch {
   std::vector<ServingRun> probes;  // in the order run
   nlohmann::json Json() const;
 };
-// Starts at spec.qps, doubles (or halves) until the rates bracket the SLO, then bisects
+// Starts at spec.qps, doubles (or halves, not below min_queries / max_duration_s, where
+// no run can be valid) until the rates bracket the SLO, then bisects
 // until the bracket is within kSloSearchTolerance of its top or kMaxSloProbes
 // (common/job_spec.h) ran.
 inline constexpr double kSloSearchTolerance = 0.05;

@@ -162,6 +162,19 @@ TEST(SearchMaxQps, LandsBetweenASustainableAndAnUnsustainableRate) {
             found.Json());
 }
 
+TEST(SearchMaxQps, StopsHalvingWhereNoRunCanBeValid) {
+  ServerScenario s = Server(1000, 1);
+  s.slo_p99_ms = 1;  // below one batch's 2.5 ms: never met
+  s.max_duration_s = 10;  // 100 queries need 10 qps or more
+  VirtualClock clock;
+  FakeModel model{&clock, {}};
+  const SloSearch found = SearchMaxQps(s, 5, [&model](std::int64_t n) { model(n); }, clock);
+  EXPECT_EQ(found.max_qps, 0);
+  // 1000, 500, ..., 15.6: seven rates, the next (7.8 qps) could not be valid.
+  ASSERT_EQ(found.probes.size(), 7u);
+  EXPECT_GE(found.probes.back().target_qps * s.max_duration_s, 100);
+}
+
 TEST(RunSingleStream, OneQueryAtATime) {
   ServerScenario s;
   s.min_duration_s = 1;
