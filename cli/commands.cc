@@ -405,7 +405,8 @@ int CalibrateCommand(const ClientOptions& client_options, const std::vector<std:
 const std::vector<std::string>& ResultViews() {
   static const std::vector<std::string> views = {"summary", "speedup", "batch",    "threads", "dtype",
                                                  "technique", "prune", "ops", "checkpointing", "parallel",
-                                                 "calibration", "cost", "cpu-gpu-cost", "fit", "replicas"};
+                                                 "calibration", "cost", "cpu-gpu-cost", "fit", "replicas",
+                                                 "serving"};
   return views;
 }
 
@@ -447,6 +448,10 @@ int ViewCommand(const ClientOptions& client_options, const std::string& view,
        "select sweep_id, host, model, mode, dtype, batch_size, cores, replicas, threads, "
        "aggregate_throughput_per_s, replica_median_ms, slowest_median_ms, overlap_s, noisy "
        "from replica_scaling"},
+      {"serving",
+       "select sweep_id, host, model, dtype, threads, scenario, max_batch, max_wait_ms, target_qps, "
+       "achieved_qps, p50_ms, p90_ms, p99_ms, queries, mean_batch, slo_p99_ms, max_qps_within_slo "
+       "from serving"},
       {"parallel",
        "select sweep_id, host_set, model, kind, world_size, batch_size, bytes, threads, "
        "pipeline_schedule as schedule, micro_batches, median_ms, samples_per_s, "

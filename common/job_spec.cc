@@ -701,6 +701,115 @@ bool ReadReplica(const json& value, std::int64_t replicas, ReplicaSpec* out, Job
   return true;
 }
 
+// scenario: "offline", "single_stream", or an object {"kind": K, ...} with K's keys
+// (ServerScenario). The server's max_batch defaults to the job's batch_size.
+bool ReadPositive(const json& value, const std::string& field, double max, double* out,
+                  JobSpecError* error) {
+  if (!value.is_number() || !std::isfinite(value.get<double>()) || value.get<double>() <= 0 ||
+      value.get<double>() > max) {
+    return Fail(error, field,
+                field + " must be a positive number up to " + json(max).dump() + ", got " +
+                    value.dump());
+  }
+  *out = value.get<double>();
+  return true;
+}
+
+bool ReadScenario(const json& value, JobSpec* spec, JobSpecError* error) {
+  const std::vector<std::string>& kinds = KnownScenarios();
+  const json kind = value.is_object() ? value.value("kind", json(nullptr)) : value;
+  if (!kind.is_string() || std::find(kinds.begin(), kinds.end(), kind.get<std::string>()) == kinds.end()) {
+    return Fail(error, value.is_object() ? "scenario.kind" : "scenario",
+                "scenario must be one of " + Join(kinds) +
+                    " or an object {\"kind\": \"server\", \"qps\": Q, ...}, got " + value.dump());
+  }
+  spec->scenario = kind.get<std::string>();
+  ServerScenario& s = spec->serving;
+  s.max_batch = spec->scenario == "server" ? spec->batch_size : 1;
+  if (!value.is_object()) {
+    if (spec->scenario == "server") {
+      return Fail(error, "scenario.qps",
+                  "scenario \"server\" needs an arrival rate: {\"kind\": \"server\", \"qps\": Q}");
+    }
+    return true;
+  }
+  const bool server = spec->scenario == "server";
+  const bool offline = spec->scenario == "offline";
+  const std::string known = server ? "kind, qps, max_batch, max_wait_ms, slo_p99_ms, "
+                                     "min_duration_s, min_queries, max_duration_s"
+                            : offline ? "kind"
+                                      : "kind, min_duration_s, min_queries, max_duration_s";
+  for (const auto& item : value.items()) {
+    const std::string& k = item.key();
+    const std::string field = "scenario." + k;
+    const json& v = item.value();
+    bool ok = true;
+    if (k == "kind") continue;
+    if (offline) {
+      return Fail(error, field, "unknown key " + Quoted(k) + " in scenario of kind \"offline\" "
+                  "(timing sets how long it runs); known keys: kind");
+    }
+    if (k == "min_duration_s") {
+      ok = ReadPositive(v, field, kMaxScenarioSeconds, &s.min_duration_s, error);
+    } else if (k == "max_duration_s") {
+      ok = ReadPositive(v, field, kMaxScenarioSeconds, &s.max_duration_s, error);
+    } else if (k == "min_queries") {
+      ok = ReadInt(v, field, 1, std::int64_t{1} << 30, &s.min_queries, error);
+    } else if (server && k == "qps") {
+      ok = ReadPositive(v, field, kMaxScenarioQps, &s.qps, error);
+    } else if (server && k == "max_batch") {
+      ok = ReadInt(v, field, 1, kMaxSearchBatch, &s.max_batch, error);
+    } else if (server && k == "max_wait_ms") {
+      if (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() < 0 ||
+          v.get<double>() > 1e6) {
+        return Fail(error, field, field + " must be a number of ms in [0, 1e6], got " + v.dump());
+      }
+      s.max_wait_ms = v.get<double>();
+    } else if (server && k == "slo_p99_ms") {
+      double slo = 0;
+      ok = ReadPositive(v, field, 1e6, &slo, error);
+      s.slo_p99_ms = slo;
+    } else {
+      return Fail(error, field,
+                  "unknown key " + Quoted(k) + " in scenario of kind " + Quoted(spec->scenario) +
+                      "; known keys: " + known);
+    }
+    if (!ok) return false;
+  }
+  if (server && s.qps == 0) {
+    return Fail(error, "scenario.qps", "scenario.qps: missing (the arrival rate, queries per second)");
+  }
+  if (s.min_duration_s > s.max_duration_s) {
+    return Fail(error, "scenario.min_duration_s",
+                "scenario.min_duration_s (" + json(s.min_duration_s).dump() +
+                    ") must not exceed scenario.max_duration_s (" + json(s.max_duration_s).dump() + ")");
+  }
+  return true;
+}
+
+// single_stream and server time queries of one inference process, one batch at a time.
+bool CheckScenario(const JobSpec& spec, JobSpecError* error) {
+  if (spec.scenario == "offline") return true;
+  const std::string why =
+      spec.mode != "inference"                                              ? "mode \"inference\""
+      : spec.parallel || spec.distributed || IsCollectiveModel(spec.model)  ? "a job of one process"
+      : spec.max_batch                                                      ? "no search"
+      : spec.replicas != 1                                                  ? "replicas 1"
+      : spec.profile                                                        ? "no profile"
+                                                                            : "";
+  if (!why.empty()) {
+    return Fail(error, "scenario",
+                "scenario " + Quoted(spec.scenario) + " serves queries from one inference model; it "
+                "needs " + why);
+  }
+  if (spec.scenario == "single_stream" && spec.batch_size != 1) {
+    return Fail(error, "batch_size",
+                "scenario \"single_stream\" runs one query at a time: batch_size must be 1, got " +
+                    std::to_string(spec.batch_size));
+  }
+  return true;
+}
+
 // A search and replicas are each a way to run one configuration; neither combines with
 // a job of several ranks, nor with each other.
 bool CheckSearchAndReplicas(const JobSpec& spec, JobSpecError* error) {
@@ -911,8 +1020,12 @@ std::optional<JobSpec> Parse(const json& job, bool require_identity, JobSpecErro
       !ReadReference(job.at("reference"), spec, &spec.reference, error)) {
     return std::nullopt;
   }
+  if (job.contains("scenario") && !job.at("scenario").is_null() &&
+      !ReadScenario(job.at("scenario"), &spec, error)) {
+    return std::nullopt;
+  }
   if (!CheckCombination(spec, require_identity, error) || !CheckPruneAndReference(spec, error) ||
-      !CheckTechniques(spec, error)) {
+      !CheckTechniques(spec, error) || !CheckScenario(spec, error)) {
     return std::nullopt;
   }
   return spec;
@@ -1021,6 +1134,11 @@ const std::vector<std::string>& KnownJitModes() {
 
 const std::vector<std::string>& KnownPruneKinds() {
   static const std::vector<std::string> kinds = {"magnitude", "structured"};
+  return kinds;
+}
+
+const std::vector<std::string>& KnownScenarios() {
+  static const std::vector<std::string> kinds = {"offline", "single_stream", "server"};
   return kinds;
 }
 

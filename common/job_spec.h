@@ -140,6 +140,27 @@ struct ReplicaSpec {
   std::string barrier;  // a directory all copies can write
 };
 
+// The job's `scenario` (schemas/worker.md, Scenarios), after MLPerf LoadGen: "offline"
+// (absent or null: the timed loop at batch_size), "single_stream" (one query at a time,
+// batch 1) or "server" (Poisson arrivals at qps, batched dynamically). The run limits
+// default to LoadGen's TestSettings (min_duration_ms 10000, min_query_count 100).
+inline constexpr double kMaxScenarioQps = 1e7;
+inline constexpr double kMaxScenarioSeconds = 86400;
+struct ServerScenario {
+  double qps = 0;                   // server: the arrival rate, queries per second
+  std::int64_t max_batch = 0;       // server: the batcher's largest batch (batch_size)
+  double max_wait_ms = 1;           // server: how long the oldest query may wait for more
+  std::optional<double> slo_p99_ms; // server: search the highest qps with p99 within it
+  double min_duration_s = 10;
+  std::int64_t min_queries = 100;
+  double max_duration_s = 60;       // a run still serving then stops, invalid
+};
+const std::vector<std::string>& KnownScenarios();
+// An SLO search runs at most this many server runs (worker/serving.h).
+inline constexpr int kMaxSloProbes = 16;
+// What a sweep's job timeout adds for a scenario besides its runs: the models built.
+inline constexpr double kScenarioBuildAllowanceS = 120;
+
 // A job after validation: every field present and within range. Only the args of
 // `model` are meaningful.
 struct JobSpec {
@@ -161,6 +182,8 @@ struct JobSpec {
   // agent (1: a job of one process); `replica` says which copy this worker is.
   std::int64_t replicas = 1;
   std::optional<ReplicaSpec> replica;
+  std::string scenario = "offline";  // one of KnownScenarios()
+  ServerScenario serving;            // single_stream and server: their figures and limits
   std::string mode;    // "inference" or "train"
   std::string dtype;   // "fp32", "bf16" or "int8"
   std::string device;  // "cpu", "cuda" or "cuda:N"

@@ -72,7 +72,9 @@ const std::vector<std::pair<std::string, json>>& AxisDefaults() {
       {"prune", json::array({nullptr})},
       {"reference", json::array({nullptr})},
       // Copies of each job on one agent (null: one, and the job says nothing).
-      {"replicas", json::array({nullptr})}};
+      {"replicas", json::array({nullptr})},
+      // How queries reach the model (null: offline, the timed loop at batch_size).
+      {"scenario", json::array({nullptr})}};
   return axes;
 }
 
@@ -80,7 +82,8 @@ const std::vector<std::pair<std::string, json>>& AxisDefaults() {
 // sweep that does not name them gives its jobs the spec, and the series, they had before.
 // A null batch_size is a search's (it starts at 1).
 const std::set<std::string> kAbsentWhenNull = {"parallel", "prune",    "reference", "profile",
-                                               "checkpointing", "replicas", "batch_size"};
+                                               "checkpointing", "replicas", "batch_size",
+                                               "scenario"};
 
 // A matrix axis: a non-empty array (or a single value, taken as a one-element array).
 // Only the sweep's own limits are checked here; what a worker accepts is checked per
@@ -608,10 +611,28 @@ StatusOr<Sweep> ParseSweepText(const std::string& text) {
   return ParseSweep(document);
 }
 
+// The longest a job's scenario may serve (every value checked by ParseJobConfig): a
+// server or single_stream run stops at max_duration_s, an SLO search after
+// kMaxSloProbes such runs, each preparing its model once per batch size besides.
+static double ScenarioAllowanceSeconds(const Sweep& sweep) {
+  double most = 0;
+  for (const MatrixAxis& axis : sweep.axes) {
+    if (axis.key != "scenario") continue;
+    for (const json& v : axis.values) {
+      if (v.is_null() || v == "offline") continue;
+      const double run = v.is_object() ? v.value("max_duration_s", ServerScenario{}.max_duration_s)
+                                       : ServerScenario{}.max_duration_s;
+      const bool search = v.is_object() && v.contains("slo_p99_ms");
+      most = std::max(most, (search ? kMaxSloProbes : 1) * run + kScenarioBuildAllowanceS);
+    }
+  }
+  return most;
+}
+
 double JobTimeoutSeconds(const Sweep& sweep) {
   if (sweep.timeout_s > 0) return sweep.timeout_s;
   return kJobStartupAllowanceS + 2 * (sweep.timing.warmup_s + sweep.timing.max_time_s) +
-         (sweep.search.is_null() ? 0 : kMaxBatchSearchAllowanceS);
+         (sweep.search.is_null() ? 0 : kMaxBatchSearchAllowanceS) + ScenarioAllowanceSeconds(sweep);
 }
 
 }  // namespace benchfleet

@@ -739,6 +739,35 @@ TEST_F(CoordinatorTest, ASearchIsFiledAtTheBatchItFound) {
             json::parse(R"([[2048, "address_space", 600.0, 96, 1, 2]])"));
 }
 
+TEST_F(CoordinatorTest, AServerScenarioIsARowOfTheServingView) {
+  Register("node-a");
+  Submit(json::parse(R"({"name": "serve", "matrix": {"model": "mlp", "batch_size": 8,
+      "scenario": {"kind": "server", "qps": 1000, "slo_p99_ms": 5}}})"));
+  coordinator_->Tick();
+  ASSERT_EQ(OffersTo("node-a/1").size(), 1u);
+  const json offer = OffersTo("node-a/1").front();
+  EXPECT_EQ(offer["spec"]["scenario"]["qps"], 1000);
+  json result = GoodResult(offer["spec"]);
+  result["scenario"] = "server";
+  result["serving"] = {{"target_qps", 4000.0},     {"achieved_qps", 3990.0},
+                       {"latency_p50_ms", 1.0},    {"latency_p90_ms", 2.0},
+                       {"latency_p99_ms", 4.5},    {"queries", 40000},
+                       {"batches", 10000},         {"mean_batch", 4.0},
+                       {"max_batch", 8},           {"max_wait_ms", 1.0},
+                       {"slo_p99_ms", 5.0},        {"max_qps_within_slo", 4000.0},
+                       {"probes", json::array()},  {"valid", true}};
+  FromAgent("node-a/1", {{"v", 1},
+                         {"type", "result"},
+                         {"job_id", offer["job_id"]},
+                         {"attempt", offer["attempt"]},
+                         {"result", result}});
+  ASSERT_NE(LastTo("node-a/1", "ack"), nullptr);
+  EXPECT_EQ(LastTo("node-a/1", "ack")->message.body["outcome"], "stored");
+  EXPECT_EQ(Query("select scenario, max_batch, target_qps, p99_ms, mean_batch, slo_p99_ms, "
+                  "max_qps_within_slo from serving"),
+            json::parse(R"([["server", 8, 4000.0, 4.5, 4.0, 5.0, 4000.0]])"));
+}
+
 json ResultFor(const json& offer) {
   return {{"v", 1}, {"type", "result"}, {"job_id", offer["job_id"]},
           {"attempt", offer["attempt"]}, {"result", GoodResult(offer["spec"])}};

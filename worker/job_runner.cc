@@ -26,6 +26,7 @@
 #include "worker/gpu_telemetry.h"
 #include "worker/max_batch.h"
 #include "worker/replicas.h"
+#include "worker/serving_job.h"
 #include "worker/process_info.h"
 #include "worker/profile.h"
 #include "worker/sampler.h"
@@ -187,6 +188,17 @@ JobOutcome RunValidJob(JobSpec spec, json result) {
   const bool one_process = !collective && !spec.parallel;
   const json step_peak_alloc_mb = one_process && !gpu ? json(PeakAllocatedMiB(workload.iteration)) : json(nullptr);
   const std::optional<double> flops = FlopsPerSample(spec);
+  // single_stream and server: the offline figures above are one batch's service time;
+  // the scenario's own run follows, and an invalid one is no result.
+  json serving = nullptr;
+  if (spec.scenario != "offline") {
+    ScenarioOutcome scenario = RunScenario(spec);
+    if (!scenario.error.empty()) {
+      result["serving"] = std::move(scenario.serving);
+      return Fail(std::move(result), kExitRejected, scenario.error);
+    }
+    serving = std::move(scenario.serving);
+  }
 
   result["ok"] = true;
   result["job_id"] = spec.job_id;
@@ -198,6 +210,10 @@ JobOutcome RunValidJob(JobSpec spec, json result) {
   result["batch_size"] = asked_batch;
   if (searched) result["search"] = searched->Json();
   if (!replica.is_null()) result["replica"] = std::move(replica);
+  if (!serving.is_null()) {
+    result["scenario"] = spec.scenario;
+    result["serving"] = std::move(serving);
+  }
   result["threads"] = spec.threads;
   result["interop_threads"] = spec.interop_threads;
   result["stats"] = StatsJson(stats, m);
