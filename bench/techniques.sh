@@ -2,10 +2,12 @@
 # The CPU techniques' figures on this host, through a local coordinator and one agent:
 # structured and magnitude pruning of the mlp (examples/cpu-prune.json), the cnn's
 # channels_last, a TorchScript cnn's jit modes, the transformer's top operators,
-# processes or threads (examples/processes-or-threads.json) and, unless --quick, the
-# largest cnn batch within 2 GiB (examples/cnn-max-batch.json, a few minutes).
+# processes or threads (examples/processes-or-threads.json), the largest cnn batch within
+# 2 GiB (examples/cnn-max-batch.json, a few minutes) and the mlp's highest server rate
+# within a 5 ms p99 (examples/cpu-serving.json, a few minutes). --quick leaves out the
+# last two; --serving runs the last alone.
 # Run on a quiet host; the results stay in the store it names.
-# usage: bench/techniques.sh [BUILD_DIR] [--quick]
+# usage: bench/techniques.sh [BUILD_DIR] [--quick|--serving]
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 build=$(realpath "${1:-$repo/build}")
@@ -42,12 +44,14 @@ echo "host: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'),
 echo "OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-unset} OPENBLAS_L2_SIZE=${OPENBLAS_L2_SIZE:-unset}"
 sweeps=("$repo/examples/cpu-prune.json" "$repo/bench/techniques/channels-last.json" "$run_dir/jit.json"
         "$repo/bench/techniques/transformer-profile.json" "$repo/examples/processes-or-threads.json")
-[[ $quick == --quick ]] || sweeps+=("$repo/examples/cnn-max-batch.json")
+[[ $quick == --quick ]] || sweeps+=("$repo/examples/cnn-max-batch.json" "$repo/examples/cpu-serving.json")
+[[ $quick == --serving ]] && sweeps=("$repo/examples/cpu-serving.json")
 for sweep in "${sweeps[@]}"; do
   "$cli" submit "$sweep" --wait >/dev/null
 done
 
 q() { echo; echo "== $1"; "$cli" query "$2"; }
+if [[ $quick != --serving ]]; then
 q "pruning the mlp (view prune_comparison)" \
   "select threads, prune_kind, round(baseline_median_ms, 3) as unpruned_ms, round(median_ms, 3) as median_ms,
           round(speedup, 2) as speedup, params, weight_sparsity, round(top1_agreement, 3) as top1_agreement
@@ -71,6 +75,12 @@ q "processes or threads (view replica_scaling)" \
 [[ $quick == --quick ]] || q "the largest cnn batch within 2 GiB (view max_batch_fit)" \
   "select model, threads, memory_mb, baseline_mb, max_batch, round(median_ms, 1) as median_ms,
           round(throughput_per_s, 1) as samples_per_s, probes from max_batch_fit"
+fi
+[[ $quick == --quick ]] || q "the mlp served: the highest rate within p99 5 ms (view serving)" \
+  "select threads, max_batch, max_wait_ms, slo_p99_ms, max_qps_within_slo, round(achieved_qps, 1) as achieved_qps,
+          round(p50_ms, 3) as p50_ms, round(p99_ms, 3) as p99_ms, queries, round(mean_batch, 2) as mean_batch,
+          round(offline_ms, 3) as offline_batch_ms
+   from serving order by threads"
 q "noise: results flagged noisy or disturbed" \
   "select count(*) as results, sum(noisy) as noisy, sum(json_extract(detail, '$.disturbed')) as disturbed
    from results where ok = 1"
