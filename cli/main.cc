@@ -65,7 +65,8 @@ int main(int argc, char** argv) {
                    "threads (thread scaling), dtype (int8/bf16 vs fp32), technique (memory_format, jit), "
                    "prune (pruned vs unpruned), ops (profiled operators vs their baseline: op_comparison), "
                    "checkpointing (checkpointing_comparison), parallel (jobs of several ranks: "
-                   "parallel_scaling), calibration (host peaks), cost (cost per 1M samples), cpu-gpu-cost")
+                   "parallel_scaling), calibration (host peaks), cost (cost per 1M samples), cpu-gpu-cost, "
+                   "fit (max_batch_fit), replicas (replica_scaling), serving (single_stream and server runs)")
       ->capture_default_str();
 
   std::vector<std::string> calibrate_agents;
