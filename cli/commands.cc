@@ -15,6 +15,7 @@
 #include "cli/client.h"
 #include "cli/compare.h"
 #include "common/clock.h"
+#include "common/job_spec.h"
 #include "common/result_fields.h"
 #include "common/sweep.h"
 
@@ -704,6 +705,100 @@ int CompareCommand(const ClientOptions& client_options, const CompareOptions& op
   auto client = Connect(client_options);
   if (!client.ok()) return Fail(client.status());
   return pivot ? PivotSweeps(**client, options, format) : CompareTwoSweeps(**client, options, format);
+}
+
+// The candidates of one model: its successful inference results, each with the
+// throughput and p99 that describe it (a server run: its highest rate within its SLO and
+// p99 from arrival; replicas: all copies together), its accuracy loss (1 - top-1
+// agreement, else the relative error; 0 for an fp32 model as built), its cost at its
+// host's current price (the formula of the view result_cost) and whether it predates its
+// host's last fingerprint change.
+constexpr const char* kRecommendSql = R"(
+SELECT s.job_id, s.host, s.device, s.dtype, coalesce(s.scenario, 'offline'), s.threads, s.batch_size,
+       coalesce(s.replicas, 1),
+       coalesce(s.max_qps_within_slo, s.achieved_qps, s.aggregate_throughput_per_s, s.throughput_per_s) AS tput,
+       coalesce(s.serving_p99_ms, s.replica_median_ms_max, s.p99_ms, s.median_ms),
+       CASE WHEN s.top1_agreement IS NOT NULL THEN 1 - s.top1_agreement
+            WHEN s.rel_err IS NOT NULL THEN s.rel_err
+            WHEN s.dtype = 'fp32' AND s.prune_kind IS NULL AND s.reference_model IS NULL THEN 0 END,
+       p.per_hour / (coalesce(s.max_qps_within_slo, s.achieved_qps, s.aggregate_throughput_per_s,
+                              s.throughput_per_s) * 3600.0) * 1e6,
+       p.currency, s.joules_per_sample, coalesce(s.noisy, 0),
+       r.fingerprint IS NOT h.fingerprint
+FROM result_summary s
+JOIN results r ON r.job_id = s.job_id
+JOIN hosts h ON h.name = s.host
+LEFT JOIN host_price p ON p.host = s.host
+WHERE s.model = ?model AND s.mode = 'inference'
+ORDER BY s.job_id)";
+
+int RecommendCommand(const ClientOptions& client_options, const std::string& model, const RecommendOptions& options,
+                     RowFormat format) {
+  if (std::find(KnownModels().begin(), KnownModels().end(), model) == KnownModels().end()) {
+    return Fail(InvalidArgument("--model: unknown model \"" + model + "\""));
+  }
+  std::string sql = kRecommendSql;
+  sql.replace(sql.find("?model"), 6, "'" + model + "'");  // a known model name: no quoting needed
+  auto client = Connect(client_options);
+  if (!client.ok()) return Fail(client.status());
+  auto reply = (*client)->Call(msg::kQuery, {{"sql", sql}});
+  if (!reply.ok()) return Fail(reply.status());
+  std::vector<Candidate> candidates;
+  auto number = [](const json& v) { return v.is_number() ? std::optional<double>(v.get<double>()) : std::nullopt; };
+  for (const json& row : reply->body["rows"]) {
+    if (!row[8].is_number() || !row[9].is_number()) continue;  // nothing to weigh
+    Candidate c;
+    c.job_id = row[0];
+    c.host = row[1];
+    c.device = row[2];
+    c.dtype = row[3];
+    c.scenario = row[4];
+    c.threads = row[5];
+    c.batch_size = row[6];
+    c.replicas = row[7];
+    c.throughput_per_s = row[8];
+    c.p99_ms = row[9];
+    c.accuracy_loss = number(row[10]);
+    c.cost_per_1m = number(row[11]);
+    c.currency = row[12].is_string() ? row[12].get<std::string>() : "";
+    c.joules_per_sample = number(row[13]);
+    c.noisy = row[14] == 1;
+    c.stale = row[15] == 1;
+    candidates.push_back(c);
+  }
+  if (candidates.empty()) return Fail(NotFound("no successful inference result of model " + model));
+  const std::vector<HostRecommendation> recommendations = Recommend(candidates, options);
+  if (format == RowFormat::kJson) {
+    json out = json::array();
+    for (const HostRecommendation& r : recommendations) out.push_back(ToJson(r));
+    std::cout << out.dump(2) << "\n";
+    return 0;
+  }
+  const std::vector<std::string> columns = {"job_id", "device",       "dtype",  "threads", "batch_size",
+                                            "replicas", "scenario",   "throughput_per_s", "p99_ms",
+                                            "accuracy_loss", "cost_per_1m_samples", "noisy", "stale"};
+  for (const HostRecommendation& r : recommendations) {
+    json rows = json::array();
+    for (const Candidate& c : r.pareto) {
+      const json j = CandidateJson(c);
+      json row = json::array();
+      for (const std::string& column : columns) row.push_back(j[column]);
+      rows.push_back(row);
+    }
+    std::cout << "host " << r.host << ": ";
+    if (r.best) {
+      std::cout << "best is job " << r.best->job_id << " (" << r.best->dtype << ", " << r.best->threads
+                << " threads, batch " << r.best->batch_size
+                << (r.best->replicas > 1 ? ", " + std::to_string(r.best->replicas) + " replicas" : "") << ", "
+                << r.best->scenario << ")\n";
+    } else {
+      std::cout << "no recommendation\n";
+    }
+    for (const std::string& warning : r.warnings) std::cout << "  warning: " << warning << "\n";
+    std::cout << "  Pareto-optimal (throughput, p99, accuracy loss, cost):\n";
+    std::cout << FormatRows(columns, rows, format) << "\n";
+  }
+  return 0;
 }
 
 int RegressionsCommand(const ClientOptions& client_options, const std::string& since, RowFormat format) {

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "cli/format.h"
+#include "cli/recommend.h"
 #include "common/curve.h"
 
 namespace benchfleet {
@@ -54,6 +55,11 @@ int RegressionsCommand(const ClientOptions& client, const std::string& since, Ro
 // `benchfleet host set-price HOST PRICE`: what an hour of the host costs from now on.
 int SetPriceCommand(const ClientOptions& client, const std::string& host, double per_hour,
                     const std::string& currency);
+
+// `benchfleet recommend --model M`: per host, the Pareto-optimal configurations of M's
+// inference results and the best under the constraints (cli/recommend.h).
+int RecommendCommand(const ClientOptions& client, const std::string& model, const RecommendOptions& options,
+                     RowFormat format);
 
 int BaselineResetCommand(const ClientOptions& client, const std::string& host, const std::string& model,
                          const std::string& note);

@@ -134,6 +134,17 @@ int main(int argc, char** argv) {
   host_set_price->add_option("price", price_per_hour, "price per hour")->required()->check(CLI::Range(0.0, kMaxPricePerHour));
   host_set_price->add_option("--currency", price_currency, "ISO 4217 code")->capture_default_str();
 
+  std::string recommend_model, recommend_by = "throughput";
+  std::optional<double> recommend_slo, recommend_drop;
+  auto* recommend_cmd = app.add_subcommand(
+      "recommend", "per host, the Pareto-optimal configurations of a model and the best under constraints");
+  recommend_cmd->add_option("--model", recommend_model, "the model")->required();
+  recommend_cmd->add_option("--slo-p99-ms", recommend_slo, "p99 latency at most this (ms)");
+  recommend_cmd->add_option("--max-accuracy-drop", recommend_drop,
+                            "accuracy loss at most this (1 - top-1 agreement, else relative error)");
+  recommend_cmd->add_option("--by", recommend_by, "throughput, latency, cost or energy")->capture_default_str();
+  recommend_cmd->add_option("--format", format_name, "table or json")->capture_default_str();
+
   ScheduleOptions schedule;
   auto* schedule_cmd = app.add_subcommand(
       "schedule", "run a sweep file by itself at the slots of a cron expression (docs/schedules.md)");
@@ -213,6 +224,18 @@ int main(int argc, char** argv) {
   if (*cancel_cmd) return CancelCommand(client, cancel_id);
   if (*prune_cmd) return PruneCommand(client, prune_age, prune_wait_s);
   if (*regressions_cmd) return RegressionsCommand(client, regressions_since, *format);
+  if (*recommend_cmd) {
+    RecommendOptions options;
+    const auto by = ParseRecommendBy(recommend_by);
+    if (!by) {
+      std::cerr << "benchfleet: --by must be throughput, latency, cost or energy, got \"" << recommend_by << "\"\n";
+      return 2;
+    }
+    options.by = *by;
+    options.slo_p99_ms = recommend_slo;
+    options.max_accuracy_drop = recommend_drop;
+    return RecommendCommand(client, recommend_model, options, *format);
+  }
   if (*compare_cmd) return CompareCommand(client, compare, *format);
   if (*report_cmd) return ReportCommand(client, report);
   if (*baseline_reset) return BaselineResetCommand(client, reset_host, reset_model, reset_note);

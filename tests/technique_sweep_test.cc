@@ -7,9 +7,11 @@
 #include <gtest/gtest.h>
 
 #include <iostream>
+#include <set>
 #include <thread>
 
 #include "tests/fleet.h"
+#include "tests/process.h"
 #include "tests/torchscript_fixture.h"
 
 namespace benchfleet::testing {
@@ -127,6 +129,49 @@ TEST_F(TechniqueSweepTest, OneSweepCrossesEveryTechniqueAndEveryRowHasItsFigures
   std::cout << "FIGURE technique sweep: " << jobs << " jobs";
   for (const auto& [technique, n] : seen) std::cout << ", " << technique << " " << n;
   std::cout << "\n";
+}
+
+// `benchfleet recommend` on a real sweep: fp32 and int8, two batch sizes and two thread
+// counts of the mlp on a priced host. It returns a best configuration and the Pareto
+// rows behind it, each a result of the sweep; an accuracy limit of 0 leaves only fp32.
+TEST_F(TechniqueSweepTest, RecommendOnARealSweepNamesAConfigurationAndTheRowsBehindIt) {
+  const json sweep = {{"name", "decide"},
+                      {"matrix", {{"model", "mlp"}, {"dtype", {"fp32", "int8"}}, {"batch_size", {1, 32}},
+                                  {"threads", {1, 2}}}},
+                      {"models", {{"mlp", {{"layers", {128, 128, 10}}}}}},
+                      {"timing", {{"warmup_s", 0.02}, {"min_time_s", 0.05}, {"max_time_s", 0.2}, {"target_iqr", 0.2}}}};
+  std::string error;
+  const int64_t id = fleet_->Submit(sweep, &error);
+  ASSERT_GT(id, 0) << error;
+  ASSERT_TRUE(fleet_->WaitForSweep(id, 300s).is_object());
+  auto cli = [&](std::vector<std::string> args, std::string* out) {
+    std::vector<std::string> argv = {kCliBin, "--coordinator", fleet_->clients_endpoint()};
+    argv.insert(argv.end(), args.begin(), args.end());
+    std::string err;
+    const int status = RunCommand(argv, out, &err);
+    EXPECT_EQ(status, 0) << err;
+    return status;
+  };
+  std::string out;
+  cli({"host", "set-price", "toolbox", "0.40"}, &out);
+  cli({"recommend", "--model", "mlp", "--by", "cost", "--format", "json"}, &out);
+  const json answer = json::parse(out);
+  ASSERT_EQ(answer.size(), 1u) << out;
+  EXPECT_EQ(answer[0]["host"], "toolbox");
+  ASSERT_TRUE(answer[0]["best"].is_object()) << out;
+  EXPECT_TRUE(answer[0]["best"]["cost_per_1m_samples"].is_number());
+  std::set<int64_t> jobs;
+  for (const json& row : Rows("select job_id from result_summary where sweep = 'decide'")) jobs.insert(row["job_id"].get<int64_t>());
+  EXPECT_EQ(jobs.size(), 8u);
+  EXPECT_TRUE(jobs.count(answer[0]["best"]["job_id"].get<int64_t>()));
+  ASSERT_FALSE(answer[0]["pareto"].empty());
+  for (const json& row : answer[0]["pareto"]) EXPECT_TRUE(jobs.count(row["job_id"].get<int64_t>())) << row.dump();
+  // No accuracy may be lost: the best is an fp32 configuration.
+  cli({"recommend", "--model", "mlp", "--max-accuracy-drop", "0", "--format", "json"}, &out);
+  const json exact = json::parse(out);
+  ASSERT_TRUE(exact[0]["best"].is_object()) << out;
+  EXPECT_EQ(exact[0]["best"]["dtype"], "fp32");
+  std::cout << "FIGURE recommend (mlp 128-128-10, cheapest): " << answer[0]["best"].dump() << "\n";
 }
 
 }  // namespace
