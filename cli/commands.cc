@@ -403,80 +403,105 @@ int CalibrateCommand(const ClientOptions& client_options, const std::vector<std:
   return 0;
 }
 
-const std::vector<std::string>& ResultViews() {
-  static const std::vector<std::string> views = {"summary", "speedup", "batch",    "threads", "dtype",
-                                                 "technique", "prune", "ops", "checkpointing", "parallel",
-                                                 "calibration", "cost", "cpu-gpu-cost", "fit", "replicas",
-                                                 "serving"};
-  return views;
-}
-
-int ViewCommand(const ClientOptions& client_options, const std::string& view,
-                std::optional<int64_t> sweep_id, RowFormat format) {
-  // Each view of docs/results.md with the columns worth a terminal's width.
-  static const std::map<std::string, std::string> kQueries = {
-      {"speedup",
+namespace {
+// Each view of docs/results.md that `results --view` shows: its name, what it is (the
+// --view help) and the columns worth a terminal's width. "summary" is result_summary,
+// shown by ResultsCommand.
+struct ResultView {
+  const char* name;
+  const char* what;
+  const char* sql;
+};
+const std::vector<ResultView>& ResultViewTable() {
+  static const std::vector<ResultView> views = {
+      {"summary", "result_summary", ""},
+      {"speedup", "CPU vs GPU: cpu_gpu_speedup",
        "select sweep_id, host, model, mode, dtype, batch_size, cpu_threads, gpu_device, "
        "cpu_median_ms, gpu_median_ms, speedup from cpu_gpu_speedup"},
-      {"batch",
+      {"batch", "batch-size scaling: batch_scaling",
        "select sweep_id, host, device, model, mode, dtype, threads, batch_size, median_ms, "
        "throughput_per_s, throughput_vs_smallest_batch, ms_per_sample from batch_scaling"},
-      {"threads",
+      {"threads", "thread scaling: thread_scaling",
        "select sweep_id, host, device, model, mode, dtype, batch_size, threads, median_ms, "
        "effective_threads, threads_mismatch, speedup, parallel_efficiency from thread_scaling"},
-      {"dtype",
+      {"dtype", "int8/bf16 vs fp32: dtype_comparison",
        "select sweep_id, host, device, model, mode, batch_size, threads, dtype, fp32_median_ms, "
        "median_ms, speedup, max_abs_err, mean_abs_err, rel_err, top1_agreement from dtype_comparison"},
-      {"technique",
+      {"technique", "memory_format, jit: technique_comparison",
        "select sweep_id, host, device, model, mode, dtype, batch_size, threads, technique, variant, "
        "baseline, baseline_median_ms, median_ms, speedup, max_abs_err, rel_err from technique_comparison"},
-      {"prune",
+      {"prune", "pruned vs unpruned: prune_comparison",
        "select sweep_id, host, device, model, mode, dtype, batch_size, threads, prune_kind, prune_amount, "
        "baseline_median_ms, median_ms, speedup, params_unpruned, params, weight_sparsity, max_abs_err, "
        "rel_err, top1_agreement from prune_comparison"},
-      {"ops",
+      {"ops", "profiled operators vs their baseline: op_comparison",
        "select sweep_id, host, model, mode, batch_size, device, dtype, threads, op, calls, "
        "self_us_per_iter, self_us_per_call, base_device, base_dtype, base_threads, "
        "base_self_us_per_iter, speedup, input_shapes from op_comparison"},
-      {"checkpointing",
+      {"checkpointing", "checkpointing_comparison",
        "select sweep_id, host, device, model, dtype, batch_size, threads, model_args, plain_median_ms, "
        "checkpointed_median_ms, time_ratio, plain_step_peak_alloc_mb, checkpointed_step_peak_alloc_mb, "
        "memory_ratio, plain_peak_rss_mb, checkpointed_peak_rss_mb from checkpointing_comparison"},
-      {"fit",
-       "select sweep_id, host, device, model, mode, dtype, threads, memory_mb, limit_kind, baseline_mb, "
-       "max_batch, start_batch, median_ms, throughput_per_s, peak_rss_mb, probes from max_batch_fit"},
-      {"replicas",
-       "select sweep_id, host, model, mode, dtype, batch_size, cores, replicas, threads, "
-       "aggregate_throughput_per_s, replica_median_ms, slowest_median_ms, overlap_s, noisy "
-       "from replica_scaling"},
-      {"serving",
-       "select sweep_id, host, model, dtype, threads, scenario, max_batch, max_wait_ms, target_qps, "
-       "achieved_qps, p50_ms, p90_ms, p99_ms, queries, mean_batch, slo_p99_ms, max_qps_within_slo "
-       "from serving"},
-      {"parallel",
+      {"parallel", "jobs of several ranks: parallel_scaling",
        "select sweep_id, host_set, model, kind, world_size, batch_size, bytes, threads, "
        "pipeline_schedule as schedule, micro_batches, median_ms, samples_per_s, "
        "scaling_efficiency, comm_share, overlap_share, busbw_gbps, bubble, bubble_theory, "
        "speedup_vs_unsplit from parallel_scaling"},
-      {"cost",
-       "select sweep_id, host, device, model, mode, dtype, batch_size, threads, throughput_per_s, "
-       "per_hour, currency, cost_per_1m_samples from result_cost"},
-      {"cpu-gpu-cost",
-       "select sweep_id, model, mode, dtype, batch_size, currency, cpu_host, cpu_threads, "
-       "cpu_cost_per_1m_samples, gpu_host, gpu_device, gpu_cost_per_1m_samples, cost_ratio from cpu_gpu_cost"},
-      {"calibration",
+      {"calibration", "host peaks: host_calibration",
        "select host, gemm_gflops_all, gemm_threads_all, gemm_gflops_1, stream_triad_gbps_all, "
        "stream_triad_gbps_1, theoretical_gflops_all, theoretical_gflops_1, gpus, measured_at "
        "from host_calibration"},
+      {"cost", "cost per 1M samples: result_cost",
+       "select sweep_id, host, device, model, mode, dtype, batch_size, threads, throughput_per_s, "
+       "per_hour, currency, cost_per_1m_samples from result_cost"},
+      {"cpu-gpu-cost", "cpu_gpu_cost",
+       "select sweep_id, model, mode, dtype, batch_size, currency, cpu_host, cpu_threads, "
+       "cpu_cost_per_1m_samples, gpu_host, gpu_device, gpu_cost_per_1m_samples, cost_ratio from cpu_gpu_cost"},
+      {"capacity", "what each result offers a decision: result_capacity",
+       "select sweep_id, host, device, model, mode, dtype, scenario, batch_size, threads, replicas, "
+       "capacity_per_s, latency_p99_ms, accuracy_loss, cost_per_1m_samples, currency, noisy, stale "
+       "from result_capacity"},
+      {"fit", "max_batch_fit",
+       "select sweep_id, host, device, model, mode, dtype, threads, memory_mb, limit_kind, baseline_mb, "
+       "max_batch, start_batch, median_ms, throughput_per_s, peak_rss_mb, probes from max_batch_fit"},
+      {"replicas", "replica_scaling",
+       "select sweep_id, host, model, mode, dtype, batch_size, cores, replicas, threads, "
+       "aggregate_throughput_per_s, replica_median_ms, slowest_median_ms, overlap_s, noisy "
+       "from replica_scaling"},
+      {"serving", "single_stream and server runs",
+       "select sweep_id, host, model, dtype, threads, scenario, max_batch, max_wait_ms, target_qps, "
+       "achieved_qps, p50_ms, p90_ms, p99_ms, queries, mean_batch, slo_p99_ms, max_qps_within_slo "
+       "from serving"},
   };
+  return views;
+}
+}  // namespace
+
+std::vector<std::string> ResultViews() {
+  std::vector<std::string> names;
+  for (const ResultView& v : ResultViewTable()) names.push_back(v.name);
+  return names;
+}
+
+std::string ResultViewsHelp() {
+  std::string help;
+  for (const ResultView& v : ResultViewTable()) {
+    help += (help.empty() ? "" : ", ") + std::string(v.name) + " (" + v.what + ")";
+  }
+  return help;
+}
+
+int ViewCommand(const ClientOptions& client_options, const std::string& view,
+                std::optional<int64_t> sweep_id, RowFormat format) {
   if (view == "summary") return ResultsCommand(client_options, sweep_id, format, false);
-  auto it = kQueries.find(view);
-  if (it == kQueries.end()) {
+  const auto& views = ResultViewTable();
+  auto it = std::find_if(views.begin(), views.end(), [&](const ResultView& v) { return view == v.name; });
+  if (it == views.end()) {
     std::string names;
-    for (const auto& v : ResultViews()) names += (names.empty() ? "" : ", ") + v;
+    for (const ResultView& v : views) names += (names.empty() ? "" : ", ") + std::string(v.name);
     return Fail(InvalidArgument("--view must be one of " + names + ", got \"" + view + "\""));
   }
-  std::string sql = it->second;
+  std::string sql = it->sql;
   if (sweep_id && view != "calibration") sql += " where sweep_id = " + std::to_string(*sweep_id);
   return QueryCommand(client_options, sql + " order by 1, 2, 3, 4, 5, 6, 7, 8", format);
 }
@@ -707,65 +732,17 @@ int CompareCommand(const ClientOptions& client_options, const CompareOptions& op
   return pivot ? PivotSweeps(**client, options, format) : CompareTwoSweeps(**client, options, format);
 }
 
-// The candidates of one model: its successful inference results, each with the
-// throughput and p99 that describe it (a server run: its highest rate within its SLO and
-// p99 from arrival; replicas: all copies together), its accuracy loss (1 - top-1
-// agreement, else the relative error; 0 for an fp32 model as built), its cost at its
-// host's current price (the formula of the view result_cost) and whether it predates its
-// host's last fingerprint change.
-constexpr const char* kRecommendSql = R"(
-SELECT s.job_id, s.host, s.device, s.dtype, coalesce(s.scenario, 'offline'), s.threads, s.batch_size,
-       coalesce(s.replicas, 1),
-       coalesce(s.max_qps_within_slo, s.achieved_qps, s.aggregate_throughput_per_s, s.throughput_per_s) AS tput,
-       coalesce(s.serving_p99_ms, s.replica_median_ms_max, s.p99_ms, s.median_ms),
-       CASE WHEN s.top1_agreement IS NOT NULL THEN 1 - s.top1_agreement
-            WHEN s.rel_err IS NOT NULL THEN s.rel_err
-            WHEN s.dtype = 'fp32' AND s.prune_kind IS NULL AND s.reference_model IS NULL THEN 0 END,
-       p.per_hour / (coalesce(s.max_qps_within_slo, s.achieved_qps, s.aggregate_throughput_per_s,
-                              s.throughput_per_s) * 3600.0) * 1e6,
-       p.currency, s.joules_per_sample, coalesce(s.noisy, 0),
-       r.fingerprint IS NOT h.fingerprint
-FROM result_summary s
-JOIN results r ON r.job_id = s.job_id
-JOIN hosts h ON h.name = s.host
-LEFT JOIN host_price p ON p.host = s.host
-WHERE s.model = ?model AND s.mode = 'inference'
-ORDER BY s.job_id)";
-
 int RecommendCommand(const ClientOptions& client_options, const std::string& model, const RecommendOptions& options,
                      RowFormat format) {
   if (std::find(KnownModels().begin(), KnownModels().end(), model) == KnownModels().end()) {
     return Fail(InvalidArgument("--model: unknown model \"" + model + "\""));
   }
-  std::string sql = kRecommendSql;
-  sql.replace(sql.find("?model"), 6, "'" + model + "'");  // a known model name: no quoting needed
   auto client = Connect(client_options);
   if (!client.ok()) return Fail(client.status());
-  auto reply = (*client)->Call(msg::kQuery, {{"sql", sql}});
+  // A known model name needs no quoting.
+  auto reply = (*client)->Call(msg::kQuery, {{"sql", CandidatesSql("model = '" + model + "'")}});
   if (!reply.ok()) return Fail(reply.status());
-  std::vector<Candidate> candidates;
-  auto number = [](const json& v) { return v.is_number() ? std::optional<double>(v.get<double>()) : std::nullopt; };
-  for (const json& row : reply->body["rows"]) {
-    if (!row[8].is_number() || !row[9].is_number()) continue;  // nothing to weigh
-    Candidate c;
-    c.job_id = row[0];
-    c.host = row[1];
-    c.device = row[2];
-    c.dtype = row[3];
-    c.scenario = row[4];
-    c.threads = row[5];
-    c.batch_size = row[6];
-    c.replicas = row[7];
-    c.throughput_per_s = row[8];
-    c.p99_ms = row[9];
-    c.accuracy_loss = number(row[10]);
-    c.cost_per_1m = number(row[11]);
-    c.currency = row[12].is_string() ? row[12].get<std::string>() : "";
-    c.joules_per_sample = number(row[13]);
-    c.noisy = row[14] == 1;
-    c.stale = row[15] == 1;
-    candidates.push_back(c);
-  }
+  const std::vector<Candidate> candidates = CandidatesFrom(reply->body);
   if (candidates.empty()) return Fail(NotFound("no successful inference result of model " + model));
   const std::vector<HostRecommendation> recommendations = Recommend(candidates, options);
   if (format == RowFormat::kJson) {

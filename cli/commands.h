@@ -92,8 +92,10 @@ struct ScheduleOptions {
 };
 int ScheduleCommand(const ClientOptions& client, const ScheduleOptions& options, RowFormat format);
 
-// The comparison views `results --view` can show (docs/results.md).
-const std::vector<std::string>& ResultViews();
+// The comparison views `results --view` can show (docs/results.md): their names, and
+// the --view help naming what each is.
+std::vector<std::string> ResultViews();
+std::string ResultViewsHelp();
 int ViewCommand(const ClientOptions& client, const std::string& view, std::optional<int64_t> sweep_id,
                 RowFormat format);
 

@@ -60,13 +60,7 @@ int main(int argc, char** argv) {
   results_cmd->add_flag("--all-columns", all_columns,
                         "every column of result_summary in the table");
   results_cmd
-      ->add_option("--view", view,
-                   "summary (result_summary), speedup (CPU vs GPU), batch (batch-size scaling), "
-                   "threads (thread scaling), dtype (int8/bf16 vs fp32), technique (memory_format, jit), "
-                   "prune (pruned vs unpruned), ops (profiled operators vs their baseline: op_comparison), "
-                   "checkpointing (checkpointing_comparison), parallel (jobs of several ranks: "
-                   "parallel_scaling), calibration (host peaks), cost (cost per 1M samples), cpu-gpu-cost, "
-                   "fit (max_batch_fit), replicas (replica_scaling), serving (single_stream and server runs)")
+      ->add_option("--view", view, ResultViewsHelp())
       ->capture_default_str();
 
   std::vector<std::string> calibrate_agents;

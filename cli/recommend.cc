@@ -61,6 +61,73 @@ std::optional<RecommendBy> ParseRecommendBy(const std::string& name) {
   return std::nullopt;
 }
 
+namespace {
+// The columns of result_capacity a candidate is made of.
+constexpr const char* kCandidateColumns =
+    "job_id, host, model, device, dtype, scenario, threads, batch_size, replicas, capacity_per_s, "
+    "latency_p99_ms, accuracy_loss, cost_per_1m_samples, currency, joules_per_sample, noisy, stale";
+}  // namespace
+
+std::string CandidatesSql(const std::string& where) {
+  return std::string("SELECT ") + kCandidateColumns + " FROM result_capacity WHERE mode = 'inference' AND (" + where +
+         ") ORDER BY job_id";
+}
+
+std::vector<Candidate> CandidatesFrom(const nlohmann::json& body) {
+  using nlohmann::json;
+  std::vector<Candidate> out;
+  if (!body.contains("columns") || !body["columns"].is_array() || !body.contains("rows") ||
+      !body["rows"].is_array()) {
+    return out;
+  }
+  std::map<std::string, size_t> index;
+  for (size_t i = 0; i < body["columns"].size(); ++i) {
+    if (body["columns"][i].is_string()) index[body["columns"][i].get<std::string>()] = i;
+  }
+  for (const json& row : body["rows"]) {
+    if (!row.is_array()) continue;
+    auto cell = [&](const char* column) -> const json& {
+      static const json null;
+      auto it = index.find(column);
+      return it == index.end() || it->second >= row.size() ? null : row[it->second];
+    };
+    auto number = [&](const char* column) {
+      const json& v = cell(column);
+      return v.is_number() ? std::optional<double>(v.get<double>()) : std::nullopt;
+    };
+    auto text = [&](const char* column) {
+      const json& v = cell(column);
+      return v.is_string() ? v.get<std::string>() : std::string();
+    };
+    auto integer = [&](const char* column, int64_t otherwise) {
+      const json& v = cell(column);
+      return v.is_number_integer() ? v.get<int64_t>() : otherwise;
+    };
+    const auto throughput = number("capacity_per_s"), p99 = number("latency_p99_ms");
+    if (!throughput || !p99) continue;  // nothing to weigh
+    Candidate c;
+    c.job_id = integer("job_id", 0);
+    c.host = text("host");
+    c.model = text("model");
+    c.device = text("device");
+    c.dtype = text("dtype");
+    c.scenario = text("scenario");
+    c.threads = integer("threads", 0);
+    c.batch_size = integer("batch_size", 0);
+    c.replicas = integer("replicas", 1);
+    c.throughput_per_s = *throughput;
+    c.p99_ms = *p99;
+    c.accuracy_loss = number("accuracy_loss");
+    c.cost_per_1m = number("cost_per_1m_samples");
+    c.currency = text("currency");
+    c.joules_per_sample = number("joules_per_sample");
+    c.noisy = integer("noisy", 0) != 0;
+    c.stale = integer("stale", 0) != 0;
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
 bool Dominates(const Candidate& a, const Candidate& b) {
   bool better = false;
   auto compare = [&](double x, double y, bool higher_is_better) {
@@ -128,6 +195,7 @@ std::vector<HostRecommendation> Recommend(const std::vector<Candidate>& candidat
 nlohmann::json CandidateJson(const Candidate& c) {
   auto optional = [](const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
   return nlohmann::json{{"job_id", c.job_id},
+                          {"model", c.model},
                           {"device", c.device},
                           {"dtype", c.dtype},
                           {"threads", c.threads},

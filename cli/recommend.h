@@ -15,7 +15,7 @@ namespace benchfleet {
 // One result a recommendation may rest on, as recommend's query reads it.
 struct Candidate {
   int64_t job_id = 0;
-  std::string host;
+  std::string host, model;
   std::string device, dtype, scenario;  // scenario: offline, single_stream or server
   int64_t threads = 0, batch_size = 0, replicas = 1;
   double throughput_per_s = 0;  // samples/s; a server run: its highest rate within its SLO
@@ -53,6 +53,16 @@ bool Dominates(const Candidate& a, const Candidate& b);
 // the constraints. A host none of whose candidates meets them has no `best` and says why.
 std::vector<HostRecommendation> Recommend(const std::vector<Candidate>& candidates,
                                           const RecommendOptions& options);
+
+// The query that reads candidates from the view result_capacity (the one place that
+// says which throughput, latency, accuracy loss and cost describe a result): every
+// successful inference result matching `where` (an SQL condition on the view's columns,
+// e.g. "model = 'mlp'"), oldest first.
+std::string CandidatesSql(const std::string& where);
+
+// The candidates of a reply to CandidatesSql ({"columns", "rows"}, read by column name);
+// a row without a throughput or a latency has nothing to weigh and is left out.
+std::vector<Candidate> CandidatesFrom(const nlohmann::json& body);
 
 // A candidate as JSON (its configuration, figures and flags), and a host's answer.
 nlohmann::json CandidateJson(const Candidate& candidate);

@@ -12,6 +12,7 @@
 
 #include "cli/client.h"
 #include "cli/format.h"
+#include "cli/recommend.h"
 #include "cli/report_page.h"
 #include "cli/svg_chart.h"
 
@@ -316,6 +317,58 @@ class Report {
                                                           {"bubble", "bubble"}}));
   }
 
+  // `benchfleet recommend` for each model of the range, by throughput and without
+  // constraints: per host its best configuration and the Pareto set it was chosen from,
+  // each row citing its job.
+  StatusOr<std::string> Recommendations() {
+    const char* title = "Recommendation";
+    auto body = query_(CandidatesSql("sweep_id IN " + in_));
+    if (!body.ok()) return body.status();
+    truncated_ |= body->value("truncated", false);
+    std::map<std::string, std::vector<Candidate>> by_model;
+    for (Candidate& c : CandidatesFrom(*body)) by_model[c.model].push_back(std::move(c));
+    if (by_model.empty()) return Empty(title, "no inference results in this range");
+    std::string out;
+    for (const auto& [model, candidates] : by_model) {
+      std::vector<json> rows;
+      std::string warnings;
+      for (const HostRecommendation& r : Recommend(candidates, RecommendOptions{})) {
+        for (const Candidate& c : r.pareto) {
+          json row = CandidateJson(c);
+          row["host"] = r.host;
+          row["choice"] = r.best && r.best->job_id == c.job_id ? "best" : "";
+          row["flags"] = Join({c.noisy ? "noisy" : "", c.stale ? "stale" : ""});
+          rows.push_back(std::move(row));
+        }
+        for (const std::string& w : r.warnings) {
+          warnings += "<p class=\"warning\">" + EscapeXml(r.host + ": " + w) + "</p>\n";
+        }
+      }
+      out += Section(std::string(title) + ": " + model,
+                     "Per host, the configurations of " + model +
+                         " no other beats on throughput, p99 latency, accuracy loss and cost at once "
+                         "(the Pareto set), the one with the most throughput marked best; "
+                         "benchfleet recommend --model " + model +
+                         " applies an SLO, an accuracy limit or another criterion.",
+                     warnings + Table(rows, {{"host", "host"},
+                                             {"choice", "choice"},
+                                             {"job_id", "job"},
+                                             {"device", "device"},
+                                             {"dtype", "dtype"},
+                                             {"threads", "threads"},
+                                             {"batch_size", "batch"},
+                                             {"replicas", "replicas"},
+                                             {"scenario", "scenario"},
+                                             {"throughput_per_s", "samples/s"},
+                                             {"p99_ms", "p99 ms"},
+                                             {"accuracy_loss", "accuracy loss"},
+                                             {"cost_per_1m_samples", "cost per 1M"},
+                                             {"currency", "currency"},
+                                             {"flags", "flags"}}));
+    }
+    return out;
+  }
+
   StatusOr<std::string> History(const std::string& since_clause) {
     const char* title = "History of each series";
     auto rows = Rows(
@@ -473,7 +526,7 @@ StatusOr<std::string> BuildReport(const ReportQuery& query, const ReportOptions&
   Report report(query, in);
   std::string sections;
   for (auto section : {&Report::Throughput, &Report::Speedup, &Report::Threads, &Report::Dtypes,
-                       &Report::Parallel}) {
+                       &Report::Parallel, &Report::Recommendations}) {
     auto text = (report.*section)();
     if (!text.ok()) return text.status();
     sections += *text;

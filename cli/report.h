@@ -2,7 +2,8 @@
 // scripts, no external references) of a sweep or of every sweep within an age:
 // throughput against batch size, CPU-vs-GPU speedup, thread scaling against the ideal,
 // int8/bf16 against fp32 with their accuracy loss, data- and model-parallel efficiency,
-// and each series' history with confirmed regressions marked (docs/results.md, Reports).
+// each series' history with confirmed regressions marked, and per model the
+// recommendation of `benchfleet recommend` (docs/results.md, Reports).
 #pragma once
 
 #include <functional>

@@ -32,7 +32,7 @@ class FakeStore {
     return [this](const std::string& sql) -> StatusOr<json> {
       queries.push_back(sql);
       for (const std::string from :
-           {"cpu_gpu_speedup", "parallel_scaling", "thread_scaling", "dtype_comparison",
+           {"result_capacity", "cpu_gpu_speedup", "parallel_scaling", "thread_scaling", "dtype_comparison",
             "result_summary", "WITH chosen", "FROM sweeps"}) {
         if (sql.find(from) == std::string::npos) continue;
         json body = {{"columns", json::array()}, {"rows", json::array()}};
@@ -162,6 +162,59 @@ TEST(Report, SpeedupParallelAndRegressionsAreDrawnAndPeerTextEscaped) {
       EXPECT_NE(sql.find("IN (7)"), std::string::npos) << sql;
     }
   }
+}
+
+// The section between `<h2>TITLE` and the next </section>; empty when absent.
+std::string SectionText(const std::string& html, const std::string& title) {
+  const size_t start = html.find("<h2>" + title);
+  if (start == std::string::npos) return "";
+  return html.substr(start, html.find("</section>", start) - start);
+}
+
+TEST(Report, RecommendationPerModelMarksTheBestAndDropsDominatedRows) {
+  FakeStore store;
+  store.Add("FROM sweeps", {{"sweep_id", 3}, {"name", "night"}, {"labels", "{}"}, {"state", "done"}});
+  auto candidate = [](int job, const std::string& host, const std::string& dtype, int threads, double throughput,
+                      double p99, json loss) {
+    return json{{"job_id", job}, {"host", host}, {"model", "mlp"}, {"device", "cpu"}, {"dtype", dtype},
+                {"scenario", "offline"}, {"threads", threads}, {"batch_size", 64}, {"replicas", 1},
+                {"capacity_per_s", throughput}, {"latency_p99_ms", p99}, {"accuracy_loss", loss},
+                {"noisy", 0}, {"stale", 0}};
+  };
+  store.Add("result_capacity", candidate(1, "box<1>", "fp32", 2, 1000, 5, 0));
+  store.Add("result_capacity", candidate(2, "box<1>", "fp32", 1, 500, 8, 0));  // dominated by job 1
+  json int8 = candidate(3, "box<1>", "int8", 2, 3000, 3, 0.02);
+  int8["stale"] = 1;
+  store.Add("result_capacity", int8);
+  ReportOptions options;
+  options.sweep = 3;
+  auto html = BuildReport(store.Query(), options);
+  ASSERT_TRUE(html.ok()) << html.status().message();
+
+  const std::string section = SectionText(*html, "Recommendation: mlp");
+  ASSERT_FALSE(section.empty()) << *html;
+  EXPECT_EQ(Count(section, "<tr>"), 3u) << "a heading and the two Pareto rows: " << section;
+  EXPECT_EQ(Count(section, "<td>best</td>"), 1u) << section;
+  EXPECT_NE(section.find("<td>best</td><td class=\"num\">3</td>"), std::string::npos)
+      << "the int8 run has the most throughput: " << section;
+  EXPECT_NE(section.find("stale"), std::string::npos) << "its row is flagged and warned about";
+  EXPECT_NE(section.find("<p class=\"warning\">box&lt;1&gt;: job 3"), std::string::npos) << section;
+  EXPECT_EQ(section.find("box<1>"), std::string::npos) << "a host name is text, never markup";
+  for (const std::string& sql : store.queries) {
+    if (sql.find("result_capacity") != std::string::npos) {
+      EXPECT_NE(sql.find("IN (3)"), std::string::npos) << sql;
+    }
+  }
+}
+
+TEST(Report, NoInferenceResultsSaySoInTheRecommendationSection) {
+  FakeStore store;
+  store.Add("FROM sweeps", {{"sweep_id", 4}, {"name", "empty"}, {"labels", "{}"}, {"state", "done"}});
+  ReportOptions options;
+  options.sweep = 4;
+  auto html = BuildReport(store.Query(), options);
+  ASSERT_TRUE(html.ok()) << html.status().message();
+  EXPECT_NE(html->find("no inference results in this range"), std::string::npos);
 }
 
 }  // namespace

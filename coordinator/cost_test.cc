@@ -86,6 +86,45 @@ TEST_F(CostTest, TwoHostsAtDifferentPricesGiveEachResultItsCostAndTheCheaperDevi
             json::parse(R"([["gpu-box", "gpu-box", "USD"]])"));
 }
 
+// A server run is worth what it serves within its SLO: result_capacity says so once,
+// and result_cost prices that, not the offline batches inside the run.
+TEST_F(CostTest, AServerRunIsPricedByItsRateWithinTheSloAndCapacityCarriesTheDecisionColumns) {
+  RegisterPriced("box", 0, {{"per_hour", 1.80}, {"currency", "USD"}});
+  RegisterPriced("free", 0, nullptr);
+  Submit(json::parse(R"({"name": "serve", "matrix": {"model": "mlp", "batch_size": 8,
+                         "scenario": {"kind": "server", "qps": 400, "slo_p99_ms": 5}}})"));
+  for (const std::string peer : {"box/1", "free/1"}) {
+    coordinator_->Tick();
+    const Sent* offer = LastTo(peer, "job");
+    ASSERT_NE(offer, nullptr) << peer;
+    json result = GoodResult(offer->message.body["spec"]);
+    result["throughput_per_s"] = 9000.0;  // the service rate of one full batch
+    result["scenario"] = "server";
+    result["serving"] = {{"target_qps", 2400.0}, {"achieved_qps", 2390.0}, {"latency_p50_ms", 1.2},
+                         {"latency_p90_ms", 2.9}, {"latency_p99_ms", 4.6}, {"queries", 12000},
+                         {"batches", 3000},       {"slo_p99_ms", 5.0},      {"max_qps_within_slo", 2400.0}};
+    FromAgent(peer, {{"v", 1}, {"type", "result"}, {"job_id", offer->message.body["job_id"]},
+                     {"attempt", offer->message.body["attempt"]}, {"result", result}});
+  }
+  coordinator_->Tick();
+  json cost = Query("SELECT throughput_per_s, capacity_per_s, cost_per_1m_samples FROM result_cost");
+  ASSERT_EQ(cost.size(), 1u) << "the host without a price has no cost: " << cost.dump();
+  EXPECT_EQ(cost[0][0], 9000.0);
+  EXPECT_EQ(cost[0][1], 2400.0);
+  EXPECT_NEAR(cost[0][2].get<double>(), 1.80 / (2400.0 * 3600) * 1e6, 1e-12);
+
+  json capacity = Query("SELECT host, scenario, capacity_per_s, latency_p99_ms, accuracy_loss, stale, "
+                        "cost_per_1m_samples FROM result_capacity ORDER BY host");
+  ASSERT_EQ(capacity.size(), 2u) << capacity.dump();
+  EXPECT_EQ(capacity[0][0], "box");
+  EXPECT_EQ(capacity[0][1], "server");
+  EXPECT_EQ(capacity[0][3], 4.6) << "p99 from arrival, not one batch's";
+  EXPECT_EQ(capacity[0][4], 0) << "an fp32 model as built loses nothing";
+  EXPECT_EQ(capacity[0][5], 0);
+  EXPECT_EQ(capacity[1][0], "free");
+  EXPECT_TRUE(capacity[1][6].is_null());
+}
+
 TEST_F(CostTest, BadPricesAreRefusedNamingTheFieldAndUnknownHostsAreNotFound) {
   Message unknown = Request({{"type", "set_price"}, {"host", "nobody"}, {"per_hour", 1.0}});
   EXPECT_EQ(unknown.type, "error");

@@ -6,7 +6,9 @@
 // figures of the techniques it ran, and each comparison view must pair them.
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <iostream>
+#include <iterator>
 #include <set>
 #include <thread>
 
@@ -171,6 +173,19 @@ TEST_F(TechniqueSweepTest, RecommendOnARealSweepNamesAConfigurationAndTheRowsBeh
   const json exact = json::parse(out);
   ASSERT_TRUE(exact[0]["best"].is_object()) << out;
   EXPECT_EQ(exact[0]["best"]["dtype"], "fp32");
+  // The report carries the same decision: by throughput, the best row marked.
+  cli({"recommend", "--model", "mlp", "--format", "json"}, &out);
+  const json fastest = json::parse(out);
+  const std::string page = fleet_->dir("report.html");
+  cli({"report", "--sweep", std::to_string(id), "--out", page}, &out);
+  std::ifstream file(page);
+  const std::string html((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  const size_t section = html.find("<h2>Recommendation: mlp");
+  ASSERT_NE(section, std::string::npos);
+  EXPECT_NE(html.find("<td>best</td><td class=\"num\">" + std::to_string(fastest[0]["best"]["job_id"].get<int64_t>()) +
+                          "</td>",
+                      section),
+            std::string::npos);
   std::cout << "FIGURE recommend (mlp 128-128-10, cheapest): " << answer[0]["best"].dump() << "\n";
 }
 
