@@ -136,6 +136,59 @@ TEST_F(TechniqueSweepTest, OneSweepCrossesEveryTechniqueAndEveryRowHasItsFigures
 // `benchfleet recommend` on a real sweep: fp32 and int8, two batch sizes and two thread
 // counts of the mlp on a priced host. It returns a best configuration and the Pareto
 // rows behind it, each a result of the sweep; an accuracy limit of 0 leaves only fp32.
+// The serving scenarios through the real fleet: coordinator, agent, worker. A server run
+// with an SLO lands in the serving view with its rate and p99 from arrival, and
+// recommend weighs it by that rate and that latency.
+TEST_F(TechniqueSweepTest, ServingScenariosRunThroughTheFleetAndRecommendWeighsThemByTheirSlo) {
+  const json sweep = {
+      {"name", "serve"},
+      {"matrix",
+       {{"model", "mlp"},
+        {"batch_size", 1},  // single_stream's; the server batches up to its max_batch
+        {"threads", 1},
+        {"scenario",
+         {json{{"kind", "single_stream"}, {"min_duration_s", 0.1}, {"min_queries", 50}},
+          json{{"kind", "server"}, {"qps", 200}, {"max_batch", 8}, {"max_wait_ms", 1}, {"slo_p99_ms", 50},
+               {"min_duration_s", 0.1}, {"min_queries", 30}, {"max_duration_s", 5}}}}}},
+      {"models", {{"mlp", {{"layers", {64, 128, 10}}}}}},
+      {"timing", {{"warmup_s", 0.02}, {"min_time_s", 0.05}, {"max_time_s", 0.2}, {"target_iqr", 0.2}}}};
+  std::string error;
+  const int64_t id = fleet_->Submit(sweep, &error);
+  ASSERT_GT(id, 0) << error;
+  ASSERT_TRUE(fleet_->WaitForSweep(id, 300s).is_object());
+  const json rows = Rows("select scenario, achieved_qps, p99_ms, slo_p99_ms, max_qps_within_slo, queries "
+                         "from serving where sweep_id = " + std::to_string(id) + " order by scenario");
+  ASSERT_EQ(rows.size(), 2u) << rows.dump() << fleet_->Logs();
+  const json& server = rows[0];
+  const json& single = rows[1];
+  EXPECT_EQ(server["scenario"], "server");
+  EXPECT_EQ(server["slo_p99_ms"], 50.0);
+  ASSERT_TRUE(server["max_qps_within_slo"].is_number()) << server.dump();
+  EXPECT_GE(server["max_qps_within_slo"].get<double>(), 200.0) << "200 qps is far below this mlp's capacity";
+  EXPECT_LE(server["p99_ms"].get<double>(), 50.0);
+  EXPECT_EQ(single["scenario"], "single_stream");
+  EXPECT_GE(single["queries"].get<int64_t>(), 50);
+  // result_capacity weighs the server run by its rate within the SLO and its p99 from
+  // arrival.
+  const json capacity = Rows("select capacity_per_s, latency_p99_ms from result_capacity where scenario = 'server' "
+                             "and sweep_id = " + std::to_string(id));
+  ASSERT_EQ(capacity.size(), 1u);
+  EXPECT_EQ(capacity[0]["capacity_per_s"], server["max_qps_within_slo"]);
+  EXPECT_EQ(capacity[0]["latency_p99_ms"], server["p99_ms"]);
+
+  std::string out, err;
+  ASSERT_EQ(RunCommand({kCliBin, "--coordinator", fleet_->clients_endpoint(), "recommend", "--model", "mlp",
+                        "--slo-p99-ms", "50", "--format", "json"},
+                       &out, &err),
+            0)
+      << err;
+  const json answer = json::parse(out);
+  ASSERT_EQ(answer.size(), 1u) << out;
+  ASSERT_TRUE(answer[0]["best"].is_object()) << out;
+  EXPECT_LE(answer[0]["best"]["p99_ms"].get<double>(), 50.0);
+  std::cout << "FIGURE serving through the fleet: " << rows.dump() << "\n";
+}
+
 TEST_F(TechniqueSweepTest, RecommendOnARealSweepNamesAConfigurationAndTheRowsBehindIt) {
   const json sweep = {{"name", "decide"},
                       {"matrix", {{"model", "mlp"}, {"dtype", {"fp32", "int8"}}, {"batch_size", {1, 32}},

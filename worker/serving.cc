@@ -60,7 +60,9 @@ void Account(const std::vector<double>& latencies_s, const ServerScenario& limit
   run->valid = run->invalid_reason.empty();
 }
 
-bool MeetsSlo(const ServingRun& run, double slo_ms) { return run.valid && run.p99_ms <= slo_ms; }
+bool MeetsSlo(const ServingRun& run, double slo_ms) {
+  return run.valid && run.kept_up && run.p99_ms <= slo_ms;
+}
 
 }  // namespace
 
@@ -98,6 +100,8 @@ json ServingRun::Json() const {
           {"batches", batches},
           {"duration_s", duration_s},
           {"achieved_qps", achieved_qps},
+          {"offered_qps", target_qps == 0 ? json(nullptr) : json(offered_qps)},
+          {"kept_up", kept_up},
           {"latency_p50_ms", p50_ms},
           {"latency_p90_ms", p90_ms},
           {"latency_p99_ms", p99_ms},
@@ -152,6 +156,11 @@ ServingRun RunServer(const ServerScenario& spec, double qps, std::uint64_t seed,
   }
   run.duration_s = latencies.empty() ? 0 : last_done - arrivals.front();
   Account(latencies, spec, &run);
+  const double arrival_span = arrivals.back() - arrivals.front();
+  if (arrival_span > 0) {
+    run.offered_qps = static_cast<double>(run.queries) / arrival_span;
+    run.kept_up = run.achieved_qps >= (1 - kSloSearchTolerance) * run.offered_qps;
+  }
   return run;
 }
 

@@ -39,6 +39,10 @@ std::vector<double> PoissonArrivals(double qps, std::uint64_t seed, double min_d
 // p-th percentile (p in [0, 100]) of `values`, linear between the closest ranks.
 double Percentile(std::vector<double> values, double p);
 
+// How close the SLO search brackets the highest rate (a share of it), and how far a
+// server run's achieved rate may fall below the rate its arrivals offered.
+inline constexpr double kSloSearchTolerance = 0.05;
+
 // One run of a scenario.
 struct ServingRun {
   double target_qps = 0;        // server: the arrival rate asked for; 0 for single_stream
@@ -47,6 +51,13 @@ struct ServingRun {
   std::int64_t batches = 0;
   double duration_s = 0;        // first arrival to last completion
   double achieved_qps = 0;      // completed / duration_s
+  // server: queries / (last arrival - first arrival), the rate the seeded arrivals
+  // actually offered (0 for single_stream or one query)
+  double offered_qps = 0;
+  // server: achieved_qps within kSloSearchTolerance of offered_qps. A run that fell
+  // behind its arrivals was past the model's capacity: its backlog, and so its p99, grow
+  // with the run's length, and a short run's p99 says nothing about the rate.
+  bool kept_up = true;
   double p50_ms = 0, p90_ms = 0, p99_ms = 0, mean_ms = 0, max_ms = 0;  // from arrival
   double mean_batch = 0;
   bool valid = false;
@@ -70,8 +81,8 @@ ServingRun RunSingleStream(const ServerScenario& limits, const RunBatch& run_bat
                            ServingClock& clock);
 
 // The SLO search of a server scenario with slo_p99_ms: server runs at rates between
-// one whose p99 meets the SLO and one whose does not, bisected; an invalid run does
-// not meet it.
+// one whose p99 meets the SLO and one whose does not, bisected; an invalid run, or one
+// that did not keep up with its arrivals, does not meet it.
 struct SloSearch {
   double max_qps = 0;  // the highest rate run whose p99 stayed within the SLO; 0: none
   std::vector<ServingRun> probes;  // in the order run
@@ -81,7 +92,6 @@ struct SloSearch {
 // no run can be valid) until the rates bracket the SLO, then bisects
 // until the bracket is within kSloSearchTolerance of its top or kMaxSloProbes
 // (common/job_spec.h) ran.
-inline constexpr double kSloSearchTolerance = 0.05;
 SloSearch SearchMaxQps(const ServerScenario& spec, std::uint64_t seed, const RunBatch& run_batch,
                        ServingClock& clock);
 

@@ -162,6 +162,31 @@ TEST(SearchMaxQps, LandsBetweenASustainableAndAnUnsustainableRate) {
             found.Json());
 }
 
+// A run too short for its backlog to show: past capacity, its p99 still fits a loose
+// SLO. It did not keep up with its arrivals, so the search does not take that rate.
+TEST(SearchMaxQps, ARateTheModelFellBehindIsNotWithinTheSloHoweverShortTheRun) {
+  ServerScenario s = Server(200, 0.05);
+  s.slo_p99_ms = 50;
+  const ServingRun past = Serve(s, 1.5 * kCapacityQps, 5);
+  ASSERT_TRUE(past.valid) << past.invalid_reason;
+  EXPECT_LE(past.p99_ms, 50) << "short enough that p99 alone would pass";
+  EXPECT_FALSE(past.kept_up);
+  EXPECT_LT(past.achieved_qps, 0.8 * past.offered_qps);
+  EXPECT_EQ(past.Json()["kept_up"], false);
+  const ServingRun under = Serve(s, 0.5 * kCapacityQps, 5);
+  EXPECT_TRUE(under.kept_up) << under.achieved_qps << " of " << under.offered_qps;
+
+  VirtualClock clock;
+  FakeModel model{&clock, {}};
+  const SloSearch found = SearchMaxQps(s, 5, [&model](std::int64_t n) { model(n); }, clock);
+  ASSERT_GT(found.max_qps, 0);
+  EXPECT_LT(found.max_qps, kCapacityQps);
+  for (const ServingRun& probe : found.probes) {
+    if (probe.target_qps <= found.max_qps) continue;
+    EXPECT_TRUE(!probe.kept_up || probe.p99_ms > 50 || !probe.valid) << probe.Json().dump();
+  }
+}
+
 TEST(SearchMaxQps, StopsHalvingWhereNoRunCanBeValid) {
   ServerScenario s = Server(1000, 1);
   s.slo_p99_ms = 1;  // below one batch's 2.5 ms: never met
