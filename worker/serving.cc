@@ -198,7 +198,10 @@ SloSearch SearchMaxQps(const ServerScenario& spec, std::uint64_t seed, const Run
   const double slo = *spec.slo_p99_ms;
   auto probe = [&](double qps) {
     search.probes.push_back(RunServer(spec, qps, seed, run_batch, clock));
-    return MeetsSlo(search.probes.back(), slo);
+    const bool met = MeetsSlo(search.probes.back(), slo);
+    // Rates that meet the SLO only rise: the newest one met is the highest.
+    if (met) search.best = static_cast<int>(search.probes.size()) - 1;
+    return met;
   };
   double lo = 0, hi = 0;  // lo meets the SLO, hi does not; 0: not found yet
   double qps = spec.qps;

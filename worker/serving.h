@@ -86,6 +86,8 @@ ServingRun RunSingleStream(const ServerScenario& limits, const RunBatch& run_bat
 struct SloSearch {
   double max_qps = 0;  // the highest rate run whose p99 stayed within the SLO; 0: none
   std::vector<ServingRun> probes;  // in the order run
+  // The probe run at max_qps (the result's own figures); -1 when none met the SLO.
+  int best = -1;
   nlohmann::json Json() const;
 };
 // Starts at spec.qps, doubles (or halves, not below min_queries / max_duration_s, where

@@ -1,5 +1,6 @@
 #include "worker/serving_job.h"
 
+#include <algorithm>
 #include <vector>
 
 #include "worker/serving.h"
@@ -35,10 +36,7 @@ ScenarioOutcome RunScenario(const JobSpec& spec) {
     const SloSearch found = SearchMaxQps(s, spec.seed, run_batch, SystemServingClock());
     search = found.Json();
     // The result's figures are those of the highest rate within the SLO.
-    run = found.probes.front();
-    for (const ServingRun& p : found.probes) {
-      if (p.valid && p.p99_ms <= *s.slo_p99_ms && p.target_qps == found.max_qps) run = p;
-    }
+    run = found.probes[static_cast<std::size_t>(std::max(found.best, 0))];
     if (found.max_qps == 0) {
       out.error = "scenario.slo_p99_ms: no server run kept p99 within " +
                   json(*s.slo_p99_ms).dump() + " ms (" + std::to_string(found.probes.size()) +

@@ -181,6 +181,8 @@ TEST(SearchMaxQps, ARateTheModelFellBehindIsNotWithinTheSloHoweverShortTheRun) {
   const SloSearch found = SearchMaxQps(s, 5, [&model](std::int64_t n) { model(n); }, clock);
   ASSERT_GT(found.max_qps, 0);
   EXPECT_LT(found.max_qps, kCapacityQps);
+  ASSERT_GE(found.best, 0);
+  EXPECT_EQ(found.probes[static_cast<std::size_t>(found.best)].target_qps, found.max_qps);
   for (const ServingRun& probe : found.probes) {
     if (probe.target_qps <= found.max_qps) continue;
     EXPECT_TRUE(!probe.kept_up || probe.p99_ms > 50 || !probe.valid) << probe.Json().dump();
