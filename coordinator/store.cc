@@ -131,6 +131,7 @@ StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path) {
   RETURN_IF_ERROR(store->Migrate());
   RETURN_IF_ERROR(store->ApplyFieldTables());
   store->UseIncrementalVacuum();
+  ASSIGN_OR_RETURN(store->checkpointer_, WalCheckpointer::Start(path, store->db_->handle()));
   return store;
 }
 

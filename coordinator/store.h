@@ -17,6 +17,7 @@
 #include "common/status.h"
 #include "common/sweep.h"
 #include "common/worker_result.h"
+#include "coordinator/checkpointer.h"
 #include "coordinator/fingerprint.h"
 #include "coordinator/matching.h"
 #include "coordinator/sqlite.h"
@@ -337,6 +338,9 @@ class Store {
   // result. Forgotten with a group that is not kept: it may have registered the host.
   StatusOr<std::string> FingerprintOfHost(int64_t host_id);
   std::unordered_map<int64_t, std::string> host_fingerprints_;
+  // Copies the log back into the database off this thread (coordinator/checkpointer.h).
+  // Last, so that it stops before the connection it hooks closes.
+  std::unique_ptr<WalCheckpointer> checkpointer_;
 };
 
 }  // namespace benchfleet
