@@ -44,7 +44,7 @@ bool Better(const Candidate& a, const Candidate& b, RecommendBy by) {
 
 std::string Describe(const Candidate& c) {
   std::ostringstream out;
-  out << "job " << c.job_id << " (" << c.device << " " << c.dtype << ", " << c.threads << " threads, batch "
+  out << "job " << c.job_id << " (" << c.device << " " << c.dtype << ", " << c.threads << (c.threads == 1 ? " thread, batch " : " threads, batch ")
       << c.batch_size;
   if (c.replicas > 1) out << ", " << c.replicas << " replicas";
   out << ", " << c.scenario << ")";

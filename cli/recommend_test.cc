@@ -92,7 +92,7 @@ TEST(RecommendTest, ByCostOrEnergyAndTheWarningsOfWhatTheBestRestsOn) {
   rows[1].stale = true;
   r = Recommend(rows, options);
   ASSERT_EQ(r[0].warnings.size(), 2u);
-  EXPECT_NE(r[0].warnings[0].find("job 2 (cpu fp32, 1 threads, batch 64, offline) is noisy"), std::string::npos);
+  EXPECT_NE(r[0].warnings[0].find("job 2 (cpu fp32, 1 thread, batch 64, offline) is noisy"), std::string::npos);
   EXPECT_NE(r[0].warnings[1].find("is stale"), std::string::npos);
   // No energy counter: the figure cannot decide, and the answer says so.
   options.by = RecommendBy::kEnergy;
