@@ -16,7 +16,7 @@ StatusOr<std::unique_ptr<WalCheckpointer>> WalCheckpointer::Start(const std::str
 
 WalCheckpointer::~WalCheckpointer() {
   // The writer's next commit (the store closing) must not reach a destroyed object;
-  // the automatic checkpoint comes back with SQLite's default.
+  // SQLite's automatic checkpoint takes over again, at the same kCheckpointPages.
   sqlite3_wal_hook(writer_, nullptr, nullptr);
   sqlite3_wal_autocheckpoint(writer_, kCheckpointPages);
   {

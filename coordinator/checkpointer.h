@@ -27,7 +27,8 @@
 
 namespace benchfleet {
 
-// Log pages (4 KB) past which a checkpoint is due: SQLite's own default.
+// Log pages (4 KB) past which a checkpoint is due. SQLite's default is 1,000; at a
+// fleet's write rate, 4,000 measured best (docs/performance.md, "Checkpoints off the loop").
 inline constexpr int kCheckpointPages = 4000;
 // Log pages past which the writer checkpoints itself (about 80 MB).
 inline constexpr int kCheckpointPagesHardLimit = 20000;

@@ -196,14 +196,16 @@ class Coordinator {
   void Refuse(Side side, const std::string& routing_id, const Status& status,
               const json& request_id = nullptr);
   // Sends now, or at the end of the round when one is open.
-  Status Send(Side side, const std::string& routing_id, const Message& message);
+  // By value: a reply held for the round's commit is moved in, not copied (a status
+  // reply to a thousand-agent fleet is a large tree).
+  Status Send(Side side, const std::string& routing_id, Message message);
   Status SendNow(Side side, const std::string& routing_id, const Message& message);
   void RollBackRound(const Status& why);
   Status SendEncoded(Side side, const std::string& routing_id, const std::string& type,
                      const std::string& encoded);
   // Counts and logs a send that failed; returns `sent`.
   Status Delivered(Side side, const std::string& type, Status sent);
-  void ReplyToAgent(const std::string& routing_id, const Message& message);
+  void ReplyToAgent(const std::string& routing_id, Message message);
 
   // Queues a calibration for `agent` unless its machine has a fresh one or one pending;
   // `why` is logged.

@@ -227,9 +227,9 @@ class Store {
 
   StatusOr<int> CancelSweep(int64_t sweep_id);
 
-  // Each running job, keyed by its job_id (as text): {sweep_id, model, mode, dtype,
-  // batch_size, threads, device, started_at}, what `status` shows beside its agent.
-  StatusOr<json> RunningJobConfigs();
+  // Each running job by its job_id: {sweep_id, kind, started_at, model, mode, dtype,
+  // batch_size, threads, device}, what `status` shows beside its agent.
+  StatusOr<std::unordered_map<int64_t, json>> RunningJobConfigs();
 
   // Regression detection (coordinator/regression_store.cc, docs/regressions.md).
   // The sweep file's "regression" object, or null (read apart from the sweep, whose

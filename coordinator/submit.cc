@@ -152,7 +152,7 @@ void Coordinator::AnswerIntake(const SweepIntake& intake, const Message& reply) 
   for (const auto& [routing_id, request_id] : intake.clients) {
     Message answer = reply;
     answer.body["request_id"] = request_id;
-    (void)Send(Side::kClients, routing_id, answer);
+    (void)Send(Side::kClients, routing_id, std::move(answer));
   }
 }
 
