@@ -236,7 +236,7 @@ size_t NestingDepth(const std::string& text) {
   return deepest;
 }
 
-StatusOr<Message> Decode(const std::string& frame) {
+StatusOr<Message> Decode(const std::string& frame, json* request_id) {
   if (frame.empty()) return InvalidArgument("empty frame");
   if (NestingDepth(frame) > kMaxJsonDepth) {
     return InvalidArgument("JSON nested deeper than " + std::to_string(kMaxJsonDepth) + " levels");
@@ -248,6 +248,10 @@ StatusOr<Message> Decode(const std::string& frame) {
   json body = json::parse(frame, nullptr, /*allow_exceptions=*/false);
   if (body.is_discarded()) return InvalidArgument("frame is not valid JSON");
   if (!body.is_object()) return InvalidArgument("message must be a JSON object");
+  if (request_id != nullptr) {
+    auto it = body.find("request_id");
+    *request_id = it == body.end() ? json() : *it;
+  }
   auto v = body.find("v");
   if (v == body.end() || !v->is_number_integer()) {
     return InvalidArgument("field \"v\" (protocol version) missing or not an integer");

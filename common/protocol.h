@@ -79,8 +79,10 @@ inline constexpr size_t kMaxJsonDepth = 64;
 // Deepest nesting of arrays/objects in a JSON text (strings skipped).
 size_t NestingDepth(const std::string& text);
 
-// Parses and validates one frame. Errors name the offending field.
-StatusOr<Message> Decode(const std::string& frame);
+// Parses and validates one frame. Errors name the offending field. When the frame
+// parsed as a JSON object but was refused (a field missing or of the wrong type), its
+// `request_id`, if any, goes to `*request_id`, so that a client's error echoes it.
+StatusOr<Message> Decode(const std::string& frame, json* request_id = nullptr);
 
 // Error reply, with the request_id echoed when the request had one.
 Message MakeError(const Status& status, const json& request_id = nullptr);

@@ -426,8 +426,9 @@ void Coordinator::HandleClient(const Frames& frames) {
     }
     return;
   }
-  auto decoded = Decode(frames[1]);
-  if (!decoded.ok()) return Refuse(Side::kClients, frames[0], decoded.status());
+  json request_id;  // echoed even when the request itself is refused
+  auto decoded = Decode(frames[1], &request_id);
+  if (!decoded.ok()) return Refuse(Side::kClients, frames[0], decoded.status(), request_id);
   // The last resort: whatever one message does wrong must not end the daemon.
   try {
     HandleClientMessage(frames[0], *decoded);

@@ -435,6 +435,28 @@ TEST_F(CoordinatorTest, AHeartbeatMustNameItsJobProperly) {
   EXPECT_NE(error->message.body["message"].get<std::string>().find("heartbeat.running"), std::string::npos);
 }
 
+TEST_F(CoordinatorTest, ARequestRefusedAsMalformedStillGetsItsRequestIdBack) {
+  // Fields of the wrong type or missing: Decode refuses them before any handler runs.
+  const std::vector<json> requests = {
+      {{"v", 1}, {"type", "status"}, {"request_id", "wrong-type"}, {"sweep_id", "seven"}},
+      {{"v", 1}, {"type", "query"}, {"request_id", json{{"n", 7}}}},
+      {{"v", 1}, {"type", "submit"}, {"request_id", 42}, {"sweep", "not an object"}},
+  };
+  for (const json& request : requests) {
+    coordinator_->HandleClient({"client", request.dump()});
+    const Sent* reply = AnswerTo(request["request_id"]);
+    ASSERT_NE(reply, nullptr) << request.dump();
+    EXPECT_EQ(reply->message.type, "error") << request.dump();
+    EXPECT_EQ(reply->message.body["code"], "invalid_argument") << request.dump();
+  }
+  // No object, nothing to echo: still an error, without a request_id.
+  const size_t before = sent_.size();
+  coordinator_->HandleClient({"client", "[1, 2]"});
+  ASSERT_EQ(sent_.size(), before + 1);
+  EXPECT_EQ(sent_.back().message.type, "error");
+  EXPECT_FALSE(sent_.back().message.body.contains("request_id"));
+}
+
 TEST_F(CoordinatorTest, ResultsLimitAndMultipleStatementsAreRefused) {
   for (int limit : {0, -1, 20000}) {
     Message reply = Request({{"type", "results"}, {"limit", limit}});
