@@ -79,9 +79,10 @@ inline constexpr size_t kMaxJsonDepth = 64;
 // Deepest nesting of arrays/objects in a JSON text (strings skipped).
 size_t NestingDepth(const std::string& text);
 
-// Parses and validates one frame. Errors name the offending field. When the frame
-// parsed as a JSON object but was refused (a field missing or of the wrong type), its
-// `request_id`, if any, goes to `*request_id`, so that a client's error echoes it.
+// Parses and validates one frame. Errors name the offending field. Once the frame has
+// parsed as a JSON object, its `request_id` (null without one) goes to `*request_id`,
+// so that the error refusing a client's request for a missing or wrong-typed field
+// still echoes it.
 StatusOr<Message> Decode(const std::string& frame, json* request_id = nullptr);
 
 // Error reply, with the request_id echoed when the request had one.
