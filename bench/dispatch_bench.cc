@@ -50,6 +50,8 @@ int main(int argc, char** argv) {
   std::filesystem::create_directories(dir);
 
   std::vector<json> offers;
+  json last_status;
+  bool refused = false;
   benchfleet::CoordinatorOptions options;
   options.db_path = dir + "/results.db";
   options.heartbeat_ms = 3600 * 1000;
@@ -57,6 +59,11 @@ int main(int argc, char** argv) {
   auto started = coordinator.StartInProcess(
       [&](benchfleet::Side, const std::string& peer, const benchfleet::Message& message) {
         if (message.type == "job") offers.push_back({{"peer", peer}, {"body", message.body}});
+        if (message.type == "status_reply") last_status = message.body;
+        if (message.type == "error") {
+          std::cerr << "coordinator: " << message.body.dump() << "\n";
+          refused = true;
+        }
         return benchfleet::Status::Ok();
       });
   if (!started.ok()) {
@@ -79,6 +86,28 @@ int main(int argc, char** argv) {
   json batches = json::array();
   for (int b = 1; b <= handouts; ++b) batches.push_back(b);
   submit({{"name", "matched"}, {"placement", "any"}, {"matrix", {{"model", "mlp"}, {"batch_size", batches}}}});
+  // A sweep of more than 1,000 jobs is checked and stored a slice per round (Tick), so
+  // the rounds go on until every job of every sweep is stored: until then the queue
+  // is shorter than asked, and the matched jobs are not all there to hand out.
+  const int64_t expected = static_cast<int64_t>(queued) + handouts;
+  for (;;) {
+    coordinator.BeginRound();
+    coordinator.Tick();
+    coordinator.EndRound();
+    last_status = nullptr;
+    coordinator.HandleClient({"bench", json({{"v", 1}, {"type", "status"}, {"request_id", 2}}).dump()});
+    if (!last_status.is_object()) {
+      std::cerr << "no status reply from the coordinator\n";
+      return 1;
+    }
+    int64_t stored = 0, storing = 0;
+    for (const json& sweep : last_status["sweeps"]) {
+      stored += sweep["jobs"]["total"].get<int64_t>() - sweep["jobs"]["storing"].get<int64_t>();
+      storing += sweep["jobs"]["storing"].get<int64_t>();
+    }
+    if (stored == expected && storing == 0) break;
+    if (refused) return 1;  // a sweep was refused: the coordinator's error is printed above
+  }
   double enqueue_s = std::chrono::duration<double>(Clock::now() - t0).count();
   for (int a = 0; a < agents; ++a) {
     const std::string name = "cpu-" + std::to_string(a);
@@ -136,5 +165,9 @@ int main(int argc, char** argv) {
   printf("throughput: %.0f jobs/s\n", handed / run_s);
   printf("peak RSS: %.1f MiB\n", usage.ru_maxrss / 1024.0);
   std::filesystem::remove_all(dir);
-  return handed == handouts ? 0 : 1;
+  if (handed < handouts) {
+    std::cerr << "only " << handed << " of " << handouts << " jobs were handed out\n";
+    return 1;
+  }
+  return 0;
 }
