@@ -764,10 +764,7 @@ int RecommendCommand(const ClientOptions& client_options, const std::string& mod
     }
     std::cout << "host " << r.host << ": ";
     if (r.best) {
-      std::cout << "best is job " << r.best->job_id << " (" << r.best->dtype << ", " << r.best->threads
-                << (r.best->threads == 1 ? " thread, batch " : " threads, batch ") << r.best->batch_size
-                << (r.best->replicas > 1 ? ", " + std::to_string(r.best->replicas) + " replicas" : "") << ", "
-                << r.best->scenario << ")\n";
+      std::cout << "best is " << Describe(*r.best) << "\n";
     } else {
       std::cout << "no recommendation\n";
     }

@@ -42,16 +42,16 @@ bool Better(const Candidate& a, const Candidate& b, RecommendBy by) {
   return a.job_id < b.job_id;
 }
 
+}  // namespace
+
 std::string Describe(const Candidate& c) {
   std::ostringstream out;
-  out << "job " << c.job_id << " (" << c.device << " " << c.dtype << ", " << c.threads << (c.threads == 1 ? " thread, batch " : " threads, batch ")
-      << c.batch_size;
+  out << "job " << c.job_id << " (" << c.device << " " << c.dtype << ", " << c.threads
+      << (c.threads == 1 ? " thread" : " threads") << ", batch " << c.batch_size;
   if (c.replicas > 1) out << ", " << c.replicas << " replicas";
   out << ", " << c.scenario << ")";
   return out.str();
 }
-
-}  // namespace
 
 std::optional<RecommendBy> ParseRecommendBy(const std::string& name) {
   if (name == "throughput") return RecommendBy::kThroughput;

@@ -28,6 +28,9 @@ struct Candidate {
   bool stale = false;  // measured before its host's last fingerprint change
 };
 
+// "job 3 (cpu fp32, 1 thread, batch 32, offline)": how output and warnings name one.
+std::string Describe(const Candidate& c);
+
 enum class RecommendBy { kThroughput, kLatency, kCost, kEnergy };
 std::optional<RecommendBy> ParseRecommendBy(const std::string& name);
 
