@@ -5,8 +5,7 @@
 # usage: deploy/fuzz.sh [RUNS]     (default 1000000 executions; CI runs a shorter one)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# ccache hashes paths relative to the checkout, so every clone shares one cache.
-export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$(pwd)}
+source deploy/ccache-env.sh
 runs=${1:-1000000}
 build_dir=${BENCHFLEET_FUZZ_BUILD_DIR:-build-fuzz}
 CC=clang CXX=clang++ cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo \

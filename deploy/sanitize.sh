@@ -4,8 +4,7 @@
 # them. The LibTorch worker is not sanitized: the tests use the one from ./build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# ccache hashes paths relative to the checkout, so every clone shares one cache.
-export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$(pwd)}
+source deploy/ccache-env.sh
 worker=$(pwd)/${BENCHFLEET_BUILD_DIR:-build}/worker/benchfleet-worker
 [[ -x $worker ]] || { echo "sanitize: build the worker first (deploy/build.sh)" >&2; exit 1; }
 build_dir=${BENCHFLEET_SANITIZE_BUILD_DIR:-build-asan}
