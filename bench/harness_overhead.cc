@@ -37,6 +37,7 @@
 #include <vector>
 
 #include "common/job_spec.h"
+#include "common/median.h"
 #include "worker/clock.h"
 #include "worker/model.h"
 #include "worker/sampler.h"
@@ -48,15 +49,10 @@ namespace {
 
 using benchfleet::worker::kBlockTargetMargin;
 using benchfleet::worker::kMinBlockSeconds;
+using benchfleet::Median;
 
 double Now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-double Median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  const std::size_t n = values.size();
-  return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
 }
 
 }  // namespace

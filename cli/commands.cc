@@ -16,6 +16,7 @@
 #include "cli/compare.h"
 #include "common/clock.h"
 #include "common/job_spec.h"
+#include "common/median.h"
 #include "common/result_fields.h"
 #include "common/sweep.h"
 
@@ -693,14 +694,14 @@ int PivotSweeps(CoordinatorClient& client, const CompareOptions& options, RowFor
     const auto& by_col = cells[key];
     auto median_at = [&](const std::string& v) -> json {
       auto it = by_col.find(v);
-      return it == by_col.end() || it->second.first.empty() ? json(nullptr) : json(MedianOf(it->second.first));
+      return it == by_col.end() || it->second.first.empty() ? json(nullptr) : json(Median(it->second.first));
     };
     const json base = median_at(baseline);
     for (const std::string& v : col_values) {
       const json median = median_at(v);
       row.push_back(median);
       auto it = by_col.find(v);
-      row.push_back(it == by_col.end() || it->second.second.empty() ? json(nullptr) : json(MedianOf(it->second.second)));
+      row.push_back(it == by_col.end() || it->second.second.empty() ? json(nullptr) : json(Median(it->second.second)));
       if (v != baseline) {
         row.push_back(median.is_number() && base.is_number() && base.get<double>() > 0
                           ? json(median.get<double>() / base.get<double>())

@@ -4,14 +4,9 @@
 #include <cmath>
 #include <numeric>
 
-namespace benchfleet {
+#include "common/median.h"
 
-double MedianOf(std::vector<double> values) {
-  if (values.empty()) return 0;
-  std::sort(values.begin(), values.end());
-  const size_t n = values.size();
-  return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
-}
+namespace benchfleet {
 
 MannWhitney MannWhitneyU(const std::vector<double>& a, const std::vector<double>& b) {
   MannWhitney out;
@@ -59,8 +54,8 @@ const char* ChangeName(Change change) {
 SampleComparison CompareSamples(const std::vector<double>& a, const std::vector<double>& b, double ratio,
                                 double alpha) {
   SampleComparison out;
-  out.median_a = MedianOf(a);
-  out.median_b = MedianOf(b);
+  out.median_a = Median(a);
+  out.median_b = Median(b);
   out.ratio = out.median_a > 0 ? out.median_b / out.median_a : 0;
   out.test = MannWhitneyU(a, b);
   if (out.test.p < alpha && out.ratio > ratio) out.change = Change::kSlower;

@@ -38,6 +38,4 @@ struct SampleComparison {
 SampleComparison CompareSamples(const std::vector<double>& a, const std::vector<double>& b,
                                 double ratio = kCompareRatio, double alpha = kCompareAlpha);
 
-double MedianOf(std::vector<double> values);
-
 }  // namespace benchfleet

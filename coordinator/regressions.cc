@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "common/log.h"
+#include "common/median.h"
 #include "coordinator/coordinator.h"
 
 namespace benchfleet {
@@ -13,12 +14,6 @@ namespace {
 
 // MAD scaled by this estimates the standard deviation of normal data.
 constexpr double kMadToSigma = 1.4826;
-
-double Median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  const size_t n = values.size();
-  return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
-}
 
 struct Verdict {
   bool beyond = false;
