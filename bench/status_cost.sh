@@ -1,17 +1,19 @@
 #!/usr/bin/env bash
 # What one `status` reply costs the coordinator with a whole fleet busy
 # (docs/performance.md, Status replies at fleet scale).
-#  1. bench_fleet_load plays N agents that hold each job for a minute, with a sweep of
-#     100,000 jobs queued behind them (its spec holds a 100,000-value axis).
+#  1. bench_fleet_load plays N agents that hold each job for a minute, with JOBS jobs
+#     queued behind them (100,000 unless told: one sweep whose spec holds a 100,000-value
+#     axis; 1,000,000 is ten such sweeps).
 #  2. Once every agent holds a job: the coordinator's CPU over 5 s of that background
 #     (heartbeats, the simulator's own status every 250 ms), then over K status
 #     requests sent one after another by the CLI.
 #  3. Prints (CPU over the requests - background for as long) / K.
 # /proc/PID/stat counts in 10 ms ticks: K = 150 resolves about 0.1 ms per reply.
-# usage: bench/status_cost.sh BUILD_DIR [K] [AGENTS] [COORDINATOR]
+# usage: bench/status_cost.sh BUILD_DIR [K] [AGENTS] [COORDINATOR] [JOBS]
 set -euo pipefail
 build=$(realpath "$1"); k=${2:-150}; agents=${3:-1000}
 coordinator=${4:-$build/coordinator/benchfleet-coordinator}
+jobs=${5:-100000}
 work=$(mktemp -d -t benchfleet-status.XXXXXX)
 load= pid=
 cleanup() {
@@ -21,7 +23,7 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
-TMPDIR=$work "$build/bench/bench_fleet_load" --agents "$agents" --jobs 100000 --job-delay-ms 60000 \
+TMPDIR=$work "$build/bench/bench_fleet_load" --agents "$agents" --jobs "$jobs" --job-delay-ms 60000 \
   --timeout-s 120 --coordinator "$coordinator" >/dev/null 2>"$work/load.err" &
 load=$!
 ready=
@@ -45,7 +47,7 @@ storing = sum(w['jobs']['storing'] for w in s['sweeps'])
 sys.exit(0 if busy >= $agents and s['sweeps'] and storing == 0 else 1)" 2>/dev/null
 }
 ok=
-for _ in $(seq 240); do
+for _ in $(seq 1200); do
   if settled; then ok=1; break; fi
   sleep 0.5
 done

@@ -124,11 +124,15 @@ StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path) {
   // keeps a round's pages from spilling to the log before its commit.
   RETURN_IF_ERROR(
       db->Exec("PRAGMA auto_vacuum=INCREMENTAL; PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; "
-               "PRAGMA foreign_keys=ON; PRAGMA cache_size=-16384; PRAGMA temp_store=MEMORY;"));
+               "PRAGMA cache_size=-16384; PRAGMA temp_store=MEMORY;"));
   // Migration 005 packs the old per-sample rows with it.
   RETURN_IF_ERROR(RegisterSampleFunctions(db->handle()));
   std::unique_ptr<Store> store(new Store(std::move(db), path));
+  // Foreign keys are enforced once the schema is current: a migration that rebuilds a
+  // table others refer to (023) drops the old one first, which enforcement would refuse
+  // (SQLite's procedure for changing a table's layout asks for it off).
   RETURN_IF_ERROR(store->Migrate());
+  RETURN_IF_ERROR(store->db_->Exec("PRAGMA foreign_keys=ON"));
   RETURN_IF_ERROR(store->ApplyFieldTables());
   store->UseIncrementalVacuum();
   ASSIGN_OR_RETURN(store->checkpointer_, WalCheckpointer::Start(path, store->db_->handle()));

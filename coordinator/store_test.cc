@@ -8,6 +8,7 @@
 #include "common/result_fields.h"
 #include "coordinator/fingerprint.h"
 #include "coordinator/reader.h"
+#include "coordinator/sample_blob.h"
 #include "coordinator/sqlite.h"
 
 namespace benchfleet {
@@ -174,6 +175,62 @@ TEST(SeriesKeyTest, TheMigrationComputesTheKeyTheCoordinatorDoes) {
   std::string steps;
   while (*plan->Step()) steps += plan->Text(3) + "\n";
   EXPECT_NE(steps.find("USING INDEX results_by_series_key (series_key=? AND job_id<?)"), std::string::npos) << steps;
+  db->reset();
+  std::filesystem::remove_all(dir);
+}
+
+// A store from before migration 023 keeps every sweep, its labels and what refers to it
+// once `spec` is moved last; `labels` is stored, not computed from the spec on each read.
+TEST(SweepSpecLastTest, TheRebuildKeepsSweepsAndWhatRefersToThem) {
+  const auto dir = std::filesystem::temp_directory_path() / ("bf-spec-last-" + std::to_string(getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::string path = (dir / "results.db").string();
+  {
+    auto db = Database::Open(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
+    ASSERT_TRUE(db.ok());
+    ASSERT_TRUE(RegisterSampleFunctions((*db)->handle()).ok());
+    for (const Migration& m : Migrations()) {
+      if (m.version >= 23) break;
+      ASSERT_TRUE((*db)->Exec(m.sql).ok()) << m.name;
+    }
+    ASSERT_TRUE((*db)
+                    ->Exec("PRAGMA user_version = 22;"
+                           "INSERT INTO hosts(host_id, name, machine_id, first_seen, last_seen) "
+                           "VALUES (1, 'a', 'm', 't', 't');"
+                           "INSERT INTO sweeps(sweep_id, name, spec, state, created_at, jobs_planned) VALUES "
+                           "(5, 'night', '{\"name\":\"night\",\"labels\":{\"commit\":\"abc\"}}', 'done', 't', 1),"
+                           "(6, 'plain', '{\"name\":\"plain\"}', 'running', 't', 2);"
+                           "INSERT INTO jobs(job_id, sweep_id, spec, timeout_s, state, created_at) "
+                           "VALUES (1, 5, '{}', 60, 'done', 't');"
+                           "INSERT INTO results(job_id, attempt, host_id, ok, detail, received_at, sweep_id) "
+                           "VALUES (1, 1, 1, 1, '{}', 't', 5);")
+                    .ok());
+  }
+  auto store = Store::Open(path);
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  store->reset();
+  auto db = Database::Open(path, SQLITE_OPEN_READWRITE);
+  ASSERT_TRUE(db.ok());
+  auto column = [&](const std::string& sql) {
+    auto stmt = (*db)->Prepare(sql);
+    EXPECT_TRUE(stmt.ok()) << sql;
+    std::vector<std::string> values;
+    while (stmt.ok() && *stmt->Step()) values.push_back(stmt->IsNull(0) ? "NULL" : stmt->Text(0));
+    return values;
+  };
+  // Columns read often come before the spec: a column after it costs a walk of its
+  // overflow pages. A column added by ALTER TABLE would land after it again.
+  const auto columns = column("SELECT name FROM pragma_table_xinfo('sweeps')");
+  ASSERT_FALSE(columns.empty());
+  EXPECT_EQ(columns.back(), "spec");
+  EXPECT_EQ(column("SELECT name || ' ' || state || ' ' || jobs_planned || ' ' || labels FROM sweeps ORDER BY sweep_id"),
+            (std::vector<std::string>{"night done 1 {\"commit\":\"abc\"}", "plain running 2 {}"}));
+  EXPECT_EQ(column("SELECT label || '=' || value FROM sweep_labels"), (std::vector<std::string>{"commit=abc"}));
+  EXPECT_EQ(column("SELECT sweep FROM result_summary"), (std::vector<std::string>{"night"}));
+  EXPECT_TRUE(column("PRAGMA foreign_key_check").empty());
+  EXPECT_EQ(column("SELECT count(*) FROM sqlite_master WHERE name IN ('sweeps_by_submission', 'sweeps_by_schedule_slot')"),
+            (std::vector<std::string>{"2"}));
   db->reset();
   std::filesystem::remove_all(dir);
 }
