@@ -17,6 +17,7 @@
 #include <ctime>
 #include <iterator>
 #include <sstream>
+#include <tuple>
 #include <utility>
 
 #include "worker/cpu_info.h"
@@ -114,6 +115,40 @@ std::string RefusalReason(const GemmPeak& all, const GemmPeak& one, int threads_
            std::to_string(one.best_gflops) + " GFLOP/s); calibrate again on a quiet host";
   }
   return "";
+}
+
+// The theoretical peak of one dtype on one CPU and on all, and whether a measurement
+// contradicts it.
+struct TheoreticalPeak {
+  std::optional<double> one, all;
+  std::string contradiction;  // empty unless a measured GEMM beat it
+};
+
+// cores x clock x FLOP/cycle, as an upper bound: a GEMM of the dtype measured faster
+// on the same CPUs says the FLOP/cycle (its table row or flags) is wrong for this core,
+// and the peak is then unknown rather than below what the host did.
+TheoreticalPeak Theoretical(std::optional<int> cores_all, std::optional<double> mhz,
+                            std::optional<int> flops_per_cycle, bool have_one_cpu,
+                            const GemmPeak& measured_one, const GemmPeak& measured_all,
+                            const std::string& dtype, const std::string& source) {
+  TheoreticalPeak peak;
+  peak.all = TheoreticalGflops(cores_all, mhz, flops_per_cycle);
+  peak.one = TheoreticalGflops(have_one_cpu ? std::optional<int>(1) : std::nullopt, mhz,
+                               flops_per_cycle);
+  for (const auto& [bound, measured, where] :
+       {std::make_tuple(peak.one, &measured_one, "one CPU"),
+        std::make_tuple(peak.all, &measured_all, "all CPUs")}) {
+    if (!bound || !measured->error.empty() || measured->best_gflops <= *bound) continue;
+    peak.contradiction = dtype + " theoretical peak unknown: " + std::to_string(*flops_per_cycle) +
+                         " FLOP/cycle (" + source + ") at " +
+                         std::to_string(static_cast<int>(std::lround(*mhz))) + " MHz give " +
+                         std::to_string(*bound) + " GFLOP/s on " + where + ", below the " +
+                         std::to_string(measured->best_gflops) +
+                         " GFLOP/s measured there: that entry is wrong for this core";
+    break;
+  }
+  if (!peak.contradiction.empty()) peak.one = peak.all = std::nullopt;
+  return peak;
 }
 
 json TriadFigure(const TriadResult& triad, const std::string& label, json& errors) {
@@ -359,10 +394,9 @@ json RunCalibration(const CalibrationOptions& options, const GemmMeasure& gemm) 
   const std::optional<double> measured_mhz =
       options.measure_clock ? options.measure_clock() : std::nullopt;
   const std::optional<ClockReading> clock = ChooseClock(facts.cpufreq_max_text, measured_mhz);
+  // Each at a size of its own: one that keeps one CPU busy, not necessarily all of them.
   const GemmPeak gemm_one = gemm(GemmDtype::kFp32, options.gemm_n, 1);
-  // The same N as on all CPUs where that one was chosen smaller.
-  const GemmPeak bf16_one =
-      gemm(GemmDtype::kBf16, bf16_all.error.empty() ? bf16_all.n : options.gemm_n, 1);
+  const GemmPeak bf16_one = gemm(GemmDtype::kBf16, options.gemm_n, 1);
   pin(all, "the all-CPU triad");
   const TriadResult triad_all = RunStreamTriad({array_bytes, all, kTriadDefaultTimedPasses});
   const TriadResult triad_one = RunStreamTriad({array_bytes, one, kTriadDefaultTimedPasses});
@@ -373,10 +407,21 @@ json RunCalibration(const CalibrationOptions& options, const GemmMeasure& gemm) 
   const std::optional<double> mhz = clock ? std::optional<double>(clock->mhz) : std::nullopt;
   const std::optional<int> flops_per_cycle =
       facts.simd ? std::optional<int>(facts.simd->flops_per_cycle_fp32) : std::nullopt;
+  const std::optional<int> bf16_flops_per_cycle =
+      facts.simd ? std::optional<int>(facts.simd->flops_per_cycle_bf16) : std::nullopt;
+  const TheoreticalPeak fp32_peak =
+      Theoretical(facts.cores_all, mhz, flops_per_cycle, !all.empty(), gemm_one, gemm_all, "fp32",
+                  facts.simd ? facts.simd->source : "");
+  const TheoreticalPeak bf16_peak =
+      Theoretical(facts.cores_all, mhz, bf16_flops_per_cycle, !all.empty(), bf16_one, bf16_all,
+                  "bf16", facts.simd ? facts.simd->bf16_source : "");
+  for (const TheoreticalPeak* peak : {&fp32_peak, &bf16_peak}) {
+    if (!peak->contradiction.empty()) errors.push_back(peak->contradiction);
+  }
   json cpu = {
       {"model_name", facts.model_name},
       {"cpus", all},
-      {"gemm_n", options.gemm_n},
+      {"gemm_n", gemm_all.error.empty() ? gemm_all.n : options.gemm_n},
       {"gemm_gflops_all", GemmFigure(gemm_all, "all CPUs", errors)},
       {"gemm_threads_all", threads_all},
       {"gemm_gflops_1", GemmFigure(gemm_one, "one CPU", errors)},
@@ -394,11 +439,13 @@ json RunCalibration(const CalibrationOptions& options, const GemmMeasure& gemm) 
       {"llc_mb", facts.llc_bytes ? json(static_cast<double>(*facts.llc_bytes) / kBytesPerMiB)
                                  : json(nullptr)},
       {"cores_all", facts.cores_all ? json(*facts.cores_all) : json(nullptr)},
-      {"theoretical_gflops_all",
-       OptionalJson(TheoreticalGflops(facts.cores_all, mhz, flops_per_cycle))},
-      {"theoretical_gflops_1",
-       OptionalJson(TheoreticalGflops(all.empty() ? std::nullopt : std::optional<int>(1), mhz,
-                                      flops_per_cycle))},
+      {"theoretical_gflops_all", OptionalJson(fp32_peak.all)},
+      {"theoretical_gflops_1", OptionalJson(fp32_peak.one)},
+      {"theoretical_bf16_gflops_all", OptionalJson(bf16_peak.all)},
+      {"theoretical_bf16_gflops_1", OptionalJson(bf16_peak.one)},
+      {"theoretical_contradicted",
+       {{"fp32", fp32_peak.contradiction.empty() ? json(nullptr) : json(fp32_peak.contradiction)},
+        {"bf16", bf16_peak.contradiction.empty() ? json(nullptr) : json(bf16_peak.contradiction)}}},
       {"clock_mhz", OptionalJson(mhz)},
       {"clock_source", clock ? json(clock->source) : json(nullptr)},
       {"clock_measured_mhz", OptionalJson(measured_mhz)},
@@ -411,6 +458,8 @@ json RunCalibration(const CalibrationOptions& options, const GemmMeasure& gemm) 
       {"microarchitecture", facts.simd ? json(facts.simd->microarchitecture) : json(nullptr)},
       {"flops_per_cycle_source", facts.simd ? json(facts.simd->source) : json(nullptr)},
       {"flops_per_cycle_fp32", flops_per_cycle ? json(*flops_per_cycle) : json(nullptr)},
+      {"flops_per_cycle_bf16", bf16_flops_per_cycle ? json(*bf16_flops_per_cycle) : json(nullptr)},
+      {"flops_per_cycle_bf16_source", facts.simd ? json(facts.simd->bf16_source) : json(nullptr)},
       {"isa", facts.simd ? json(facts.simd->isa) : json(nullptr)},
       {"flags_isa", facts.flags_isa.empty() ? json(nullptr) : json(facts.flags_isa)}};
   const double seconds =

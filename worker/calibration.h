@@ -76,8 +76,8 @@ enum class GemmDtype { kFp32, kBf16 };
 
 // Measures an N x N GEMM of `dtype` with `threads` threads for every pool
 // (intra-op and BLAS) on the CPUs the process is currently pinned to. A
-// measure may choose a smaller N (GemmPeak::n) where a product of N would
-// take too long (bf16 without a native kernel).
+// measure chooses its own N from `n` (GemmPeak::n): one at which those CPUs
+// are all busy, and a product does not take too long (MeasureTorchGemm).
 using GemmMeasure = std::function<GemmPeak(GemmDtype dtype, std::int64_t n, int threads)>;
 
 struct CalibrationOptions {

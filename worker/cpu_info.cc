@@ -155,7 +155,40 @@ std::vector<CpuInfoProcessor> ParseCpuInfo(const std::string& text) {
   return processors;
 }
 
-std::optional<SimdPeak> Fp32PeakPerCycle(const CpuInfoProcessor& cpu) {
+namespace {
+
+// Flags only parts newer than most of the table have, and what they say of the core:
+// AMX and AVX512-FP16 came with Sapphire Rapids (Golden Cove server cores, two 512-bit
+// FMA units). Checked before the model number, which a hypervisor may not pass on as
+// it is.
+std::optional<SimdPeak> PeakFromNewerFlags(const CpuInfoProcessor& cpu) {
+  const auto has = [&](const char* flag) { return cpu.flags.count(flag) > 0; };
+  if (cpu.vendor_id != "GenuineIntel" || !has("avx512f")) return std::nullopt;
+  for (const char* flag : {"amx_tile", "amx_bf16", "avx512_fp16"}) {
+    if (has(flag)) {
+      return SimdPeak{"avx512f", 64, "Sapphire Rapids class",
+                      std::string("flags: ") + flag +
+                          " (Sapphire Rapids or later: two 512-bit FMA units), avx512f",
+                      0, ""};
+    }
+  }
+  return std::nullopt;
+}
+
+void AddBf16Peak(const CpuInfoProcessor& cpu, SimdPeak& peak) {
+  if (cpu.flags.count("amx_bf16") > 0) {
+    peak.flops_per_cycle_bf16 = 2048;
+    peak.bf16_source = "flags: amx_bf16 (TDPBF16PS: 1024 multiply-adds a cycle)";
+  } else if (cpu.flags.count("avx512_bf16") > 0) {
+    peak.flops_per_cycle_bf16 = 2 * peak.flops_per_cycle_fp32;
+    peak.bf16_source = "flags: avx512_bf16 (VDPBF16PS: two products per fp32 lane), 2 x fp32";
+  } else {
+    peak.flops_per_cycle_bf16 = peak.flops_per_cycle_fp32;
+    peak.bf16_source = "no native bf16 in the flags: at most the fp32 rate";
+  }
+}
+
+std::optional<SimdPeak> PeakFromTable(const CpuInfoProcessor& cpu) {
   if (!cpu.family || !cpu.model) return std::nullopt;
   const auto has = [&](const char* flag) { return cpu.flags.count(flag) > 0; };
   for (const MicroArchitecture& arch : kMicroArchitectures) {
@@ -166,14 +199,30 @@ std::optional<SimdPeak> Fp32PeakPerCycle(const CpuInfoProcessor& cpu) {
     const std::string key = cpu.vendor_id + " family " + Hex(*cpu.family) + " model " +
                             Hex(*cpu.model) + " = " + arch.name;
     if (arch.flops_avx512 > 0 && has("avx512f")) {
-      return SimdPeak{"avx512f", arch.flops_avx512, arch.name, "table: " + key + ", avx512f"};
+      return SimdPeak{"avx512f", arch.flops_avx512, arch.name, "table: " + key + ", avx512f", 0, ""};
     }
     if (has("avx2") && has("fma")) {
-      return SimdPeak{"avx2+fma", arch.flops_avx2, arch.name, "table: " + key + ", avx2+fma"};
+      return SimdPeak{"avx2+fma", arch.flops_avx2, arch.name, "table: " + key + ", avx2+fma", 0, ""};
     }
     return std::nullopt;
   }
   return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<SimdPeak> Fp32PeakPerCycle(const CpuInfoProcessor& cpu) {
+  std::optional<SimdPeak> peak = PeakFromTable(cpu);
+  if (std::optional<SimdPeak> newer = PeakFromNewerFlags(cpu);
+      newer && (!peak || newer->flops_per_cycle_fp32 > peak->flops_per_cycle_fp32)) {
+    if (peak) {
+      newer->source += "; they outrank the " + peak->source.substr(std::string("table: ").size()) +
+                       " of the model number (" + std::to_string(peak->flops_per_cycle_fp32) + ")";
+    }
+    peak = std::move(newer);
+  }
+  if (peak) AddBf16Peak(cpu, *peak);
+  return peak;
 }
 
 std::optional<double> ParseCpufreqKhzAsMhz(const std::string& text) {

@@ -30,19 +30,31 @@ struct CpuInfoProcessor {
 // are skipped. Unparsable numbers leave the field empty.
 std::vector<CpuInfoProcessor> ParseCpuInfo(const std::string& text);
 
-// fp32 FLOP per cycle per core, from the micro-architecture.
+// fp32 (and bf16) FLOP per cycle per core, from the micro-architecture.
 struct SimdPeak {
   std::string isa;                // widest vector ISA both the core and the flags offer:
                                   // "avx512f" or "avx2+fma"
   int flops_per_cycle_fp32 = 0;   // per core
   std::string microarchitecture;  // "Zen 3", "Skylake-SP", ...
-  std::string source;             // which table row, keyed by what: for the reader
+  std::string source;             // which table row or flags, keyed by what: for the reader
+  // bf16 GEMM FLOP per cycle per core: AMX's tile multiply (amx_bf16: TDPBF16PS, 1024
+  // multiply-adds a cycle, 2048), AVX-512 BF16's dot products (avx512_bf16:
+  // VDPBF16PS, two products per fp32 lane, 2 x fp32's), else fp32's (bf16 is then
+  // converted to fp32 and can go no faster).
+  int flops_per_cycle_bf16 = 0;
+  std::string bf16_source;
 };
 
 // Looks the core up in a small table keyed by vendor, family and model
 // (kMicroArchitectures in cpu_info.cc) and takes its FLOP/cycle for the
 // widest ISA the flags advertise, so that a guest without AVX-512 in its
-// flags is not credited with it. The table knows the FMA units, which flags
+// flags is not credited with it. Flags that only newer parts have outrank the
+// model number, which a hypervisor may present from another part (a KVM guest
+// of a Sapphire Rapids class host showed model 0xa7, Rocket Lake, with
+// amx_tile and avx512_fp16 in its flags): an Intel core with AMX or
+// AVX512-FP16 is taken as a Sapphire Rapids class Xeon, two 512-bit FMA units
+// (64), whatever its model says, and one such core not in the table is known
+// by them. The table knows the FMA units, which flags
 // cannot tell: Zen 4 runs AVX-512 as two halves on its 256-bit pipes (32),
 // Zen 5 server/desktop, Skylake-SP and later Xeons have two 512-bit FMA
 // pipes (64), Haswell through Comet Lake and Zen 2/3 two 256-bit ones (32),

@@ -136,6 +136,39 @@ TEST(CpuInfoTest, GuestWithoutAvx512FlagsIsNotCreditedWithIt) {
   EXPECT_FALSE(Fp32PeakPerCycle(Core("GenuineIntel", 6, 0x55, {"sse2", "avx"})));
 }
 
+TEST(CpuInfoTest, FlagsOnlyNewerPartsHaveOutrankTheModelNumber) {
+  std::set<std::string> amx = kAvx512;
+  amx.insert({"avx512_fp16", "amx_tile", "amx_bf16", "avx512_bf16"});
+  // A KVM guest of a Sapphire Rapids class host presenting model 0xa7 (Rocket Lake).
+  auto peak = Fp32PeakPerCycle(Core("GenuineIntel", 6, 0xa7, amx));
+  ASSERT_TRUE(peak);
+  EXPECT_EQ(peak->flops_per_cycle_fp32, 64);
+  EXPECT_EQ(peak->microarchitecture, "Sapphire Rapids class");
+  EXPECT_NE(peak->source.find("flags: amx_tile"), std::string::npos) << peak->source;
+  EXPECT_NE(peak->source.find("Rocket Lake"), std::string::npos) << peak->source;
+  // A model the table does not know is known by such flags.
+  peak = Fp32PeakPerCycle(Core("GenuineIntel", 6, 0xd0, amx));
+  ASSERT_TRUE(peak);
+  EXPECT_EQ(peak->flops_per_cycle_fp32, 64);
+  // Without them, the model number stands.
+  peak = Fp32PeakPerCycle(Core("GenuineIntel", 6, 0xa7, kAvx512));
+  ASSERT_TRUE(peak);
+  EXPECT_EQ(peak->flops_per_cycle_fp32, 32);
+  EXPECT_EQ(peak->microarchitecture, "Rocket Lake");
+}
+
+TEST(CpuInfoTest, Bf16PerCycleFollowsTheNativeInstructions) {
+  std::set<std::string> amx = kAvx512;
+  amx.insert({"amx_tile", "amx_bf16", "avx512_bf16"});
+  EXPECT_EQ(Fp32PeakPerCycle(Core("GenuineIntel", 6, 0x8f, amx))->flops_per_cycle_bf16, 2048);
+  std::set<std::string> zen4 = kAvx512;
+  zen4.insert("avx512_bf16");
+  // Zen 4: VDPBF16PS, two products per fp32 lane on its 256-bit pipes.
+  EXPECT_EQ(Fp32PeakPerCycle(Core("AuthenticAMD", 0x19, 0x11, zen4))->flops_per_cycle_bf16, 64);
+  // No native bf16: no faster than fp32.
+  EXPECT_EQ(Fp32PeakPerCycle(Core("AuthenticAMD", 0x19, 0x01, kAvx2))->flops_per_cycle_bf16, 32);
+}
+
 TEST(CpuInfoTest, UnknownCoreIsUnknownNotAGuess) {
   EXPECT_FALSE(Fp32PeakPerCycle(Core("GenuineIntel", 6, 0x97, kAvx2)));       // Alder Lake: hybrid
   EXPECT_FALSE(Fp32PeakPerCycle(Core("AuthenticAMD", 0x1b, 0x00, kAvx512)));  // a future family
