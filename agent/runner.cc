@@ -170,7 +170,8 @@ std::vector<int> WorkerRunner::CpusFor(int threads, int rank) const {
                           options_.cpus.begin() + static_cast<std::ptrdiff_t>(first + threads));
 }
 
-std::vector<std::string> WorkerRunner::WorkerEnvironment(int threads) const {
+std::vector<std::string> WorkerRunner::WorkerEnvironment(int threads,
+                                                         const std::string& omp_wait_policy) const {
   std::vector<std::string> env;
   for (char** e = environ; *e != nullptr; ++e) {
     std::string entry = *e;
@@ -181,13 +182,17 @@ std::vector<std::string> WorkerRunner::WorkerEnvironment(int threads) const {
     if (!managed) env.push_back(entry);
   }
   const std::string n = std::to_string(threads);
-  // OpenBLAS keeps its own pool and ignores torch::set_num_threads; OpenMP's default
-  // busy-waiting threads fight that pool for the same cores. Passive waiting lets the
-  // two pools share cores instead of spinning against each other.
+  // A pthread build of OpenBLAS keeps its own pool and ignores torch::set_num_threads;
+  // its variable sizes it (an OpenMP build shares OpenMP's pool and reads it too).
   env.push_back("OMP_NUM_THREADS=" + n);
   env.push_back("OPENBLAS_NUM_THREADS=" + n);
   env.push_back("MKL_NUM_THREADS=" + n);
-  env.push_back("OMP_WAIT_POLICY=PASSIVE");
+  // The wait policy is the job's: unset unless it asks for one, so that by default the
+  // job runs under the OpenMP runtime's own behaviour, as a user's PyTorch does
+  // (schemas/worker.md, OpenMP wait policy).
+  if (const std::optional<std::string> value = OmpWaitPolicyVariable(omp_wait_policy)) {
+    env.push_back("OMP_WAIT_POLICY=" + *value);
+  }
   return env;
 }
 
@@ -276,7 +281,7 @@ Status WorkerRunner::StartProcess(const nlohmann::json& worker_job, int threads,
 
   // A calibration prints its JSON on stdout.
   const bool calibration = IsCalibration(job_);
-  std::vector<std::string> env = WorkerEnvironment(threads);
+  std::vector<std::string> env = WorkerEnvironment(threads, JobOmpWaitPolicy(worker_job));
   std::vector<char*> envp;
   for (auto& e : env) envp.push_back(e.data());
   envp.push_back(nullptr);

@@ -55,9 +55,10 @@ class WorkerRunner {
   // Kills a running worker (agent shutdown); no result is produced.
   void Kill();
 
-  // The environment and CPU set a job with `threads` threads is started with; rank r
-  // of a local gang takes the r-th slice of `threads` CPUs.
-  std::vector<std::string> WorkerEnvironment(int threads) const;
+  // The environment and CPU set a job with `threads` threads and the OpenMP wait
+  // policy `omp_wait_policy` (KnownOmpWaitPolicies) is started with; rank r of a local
+  // gang takes the r-th slice of `threads` CPUs.
+  std::vector<std::string> WorkerEnvironment(int threads, const std::string& omp_wait_policy) const;
   std::vector<int> CpusFor(int threads, int rank = 0) const;
 
  private:

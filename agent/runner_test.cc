@@ -58,7 +58,7 @@ class RunnerTest : public ::testing::Test {
                  {{"warmup_s", 0.02},
                   {"min_time_s", max_time_s},
                   {"max_time_s", max_time_s},
-                  {"target_iqr", 0.05}}}};
+                  {"target_ci", 0.01}}}};
     return job;
   }
 
@@ -153,7 +153,7 @@ TEST_F(RunnerTest, ALocalGangRunsEachRankOnItsOwnCpusAndReportsEveryRank) {
                                  {"batch_size", 1}, {"threads", 1}, {"seed", 0},
                                  {"parallel", {{"kind", "collective"}, {"world_size", 2}}},
                                  {"timing", {{"warmup_s", 0.02}, {"min_time_s", 0.1},
-                                             {"max_time_s", 0.3}, {"target_iqr", 0.05}}}});
+                                             {"max_time_s", 0.3}, {"target_ci", 0.01}}}});
   EXPECT_EQ(LocalRanks(job), 2);
   ASSERT_TRUE(runner.Start(job).ok());
   const std::vector<pid_t> pids = runner.pids();
@@ -184,7 +184,7 @@ TEST_F(RunnerTest, ARankKilledStopsItsGangAtOnceWithTheReasonAndNoProcessLeft) {
                                     {"batch_size", 1}, {"threads", 1}, {"seed", 0},
                                     {"parallel", {{"kind", "collective"}, {"world_size", 2}}},
                                     {"timing", {{"warmup_s", 30}, {"min_time_s", 30},
-                                                {"max_time_s", 60}, {"target_iqr", 0.05}}}}))
+                                                {"max_time_s", 60}, {"target_ci", 0.01}}}}))
                   .ok());
   const std::vector<pid_t> pids = runner.pids();
   ASSERT_EQ(pids.size(), 2u);
@@ -302,15 +302,25 @@ TEST(RunnerEnvironmentTest, ThreadsAndAffinityAreFixedBeforeExec) {
   EXPECT_EQ(runner.CpusFor(2, 1), (std::vector<int>{2, 3}));
   EXPECT_EQ(runner.CpusFor(1, 3), (std::vector<int>{3}));
   setenv("OMP_NUM_THREADS", "99", 1);
-  auto env = runner.WorkerEnvironment(2);
+  setenv("OMP_WAIT_POLICY", "ACTIVE", 1);  // the agent's own: never the job's
+  auto env = runner.WorkerEnvironment(2, "default");
+  const auto passive = runner.WorkerEnvironment(1, "passive");
+  const auto active = runner.WorkerEnvironment(1, "active");
   unsetenv("OMP_NUM_THREADS");
-  auto has = [&](const std::string& entry) {
-    return std::find(env.begin(), env.end(), entry) != env.end();
+  unsetenv("OMP_WAIT_POLICY");
+  auto has = [](const std::vector<std::string>& in, const std::string& entry) {
+    return std::find(in.begin(), in.end(), entry) != in.end();
   };
-  EXPECT_TRUE(has("OMP_NUM_THREADS=2"));
-  EXPECT_TRUE(has("OPENBLAS_NUM_THREADS=2"));
-  EXPECT_TRUE(has("OMP_WAIT_POLICY=PASSIVE"));
-  EXPECT_FALSE(has("OMP_NUM_THREADS=99"));
+  EXPECT_TRUE(has(env, "OMP_NUM_THREADS=2"));
+  EXPECT_TRUE(has(env, "OPENBLAS_NUM_THREADS=2"));
+  EXPECT_FALSE(has(env, "OMP_NUM_THREADS=99"));
+  // By default the runtime's own wait policy: the variable is not set at all.
+  EXPECT_TRUE(std::none_of(env.begin(), env.end(), [](const std::string& e) {
+    return e.rfind("OMP_WAIT_POLICY=", 0) == 0;
+  }));
+  EXPECT_TRUE(has(passive, "OMP_WAIT_POLICY=PASSIVE"));
+  EXPECT_TRUE(has(active, "OMP_WAIT_POLICY=ACTIVE"));
+  EXPECT_FALSE(has(passive, "OMP_WAIT_POLICY=ACTIVE"));
 }
 
 }  // namespace

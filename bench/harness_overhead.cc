@@ -1,7 +1,7 @@
 // bench_harness_overhead: what the worker's harness adds to a forward pass's
 // median (bench/harness_overhead.sh). It reads the worker's job file and sets
 // the process up with the worker's own code — ApplyThreadSettings,
-// ApplyBackendSettings, the OMP_WAIT_POLICY start-up hook, the seed and the
+// ApplyBackendSettings, the OpenMP wait policy it is started under, the seed and the
 // model build — then alternates, in this one process, two ways of timing the
 // same forward pass:
 //  * plain: the model's Forward called in a bare loop under one InferenceMode
@@ -158,12 +158,12 @@ int main(int argc, char** argv) {
   };
   // The worker's sampler for exactly time_s (its minimum and maximum), with the
   // job's IQR target; the shortest warm-up it allows, as both sides are warm.
-  const benchfleet::worker::TimingOptions timing{1e-9, time_s, time_s, spec->timing.target_iqr};
+  const benchfleet::worker::TimingOptions timing{1e-9, time_s, time_s, spec->timing.target_ci};
   auto run_worker = [&]() {
     const benchfleet::worker::Measurement m = benchfleet::worker::MeasureWorkload(
         workload.iteration, timing, benchfleet::worker::SystemClock(), workload.block_end);
     return std::make_pair(
-        benchfleet::worker::Summarize(m.samples_ms, spec->timing.target_iqr).median_ms,
+        benchfleet::worker::Summarize(m.samples_ms, spec->timing.target_ci).median_ms,
         m.iters_per_sample);
   };
 

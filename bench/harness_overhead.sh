@@ -10,7 +10,7 @@
 # (PAIRS pairs of TIME_S seconds a side, the order swapped every pair), so that
 # drift (clocks, neighbours, the VM's speed) hits both alike; then the real
 # worker binary runs the same job once, for its start-up figures. Both run as
-# the agent runs a worker: OMP_WAIT_POLICY=PASSIVE, OMP/OPENBLAS/MKL threads =
+# the agent runs a worker: the OpenMP runtime's default wait policy, OMP/OPENBLAS/MKL threads =
 # the job's threads, pinned to the first `threads` allowed CPUs.
 #
 # Per configuration the table gives the median over every pair of
@@ -48,7 +48,7 @@ configs = [(model, args, batch, threads)
 allowed = sorted(os.sched_getaffinity(0))
 
 def env_for(threads):
-    env = dict(os.environ, OMP_WAIT_POLICY="PASSIVE")
+    env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
     for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         env[name] = str(threads)
     return env
@@ -59,7 +59,7 @@ def job_file(i, model, args, batch, threads):
         json.dump({"job_id": 0, "model": model, "model_args": args, "mode": "inference",
                    "dtype": "fp32", "device": "cpu", "batch_size": batch, "threads": threads,
                    "seed": 0, "timing": {"warmup_s": 0.5, "min_time_s": 1, "max_time_s": 2,
-                                         "target_iqr": 0.05}}, f)
+                                         "target_ci": 0.01}}, f)
     return path
 
 def run_bench(job, threads):

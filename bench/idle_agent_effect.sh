@@ -35,7 +35,7 @@ echo "idle agent: $(( (end - start) / 1000 )) us on a CPU in 60 s = $(echo "scal
 cat >"$work/job.json" <<JOB
 {"job_id": 0, "model": "mlp", "model_args": {"layers": [1024, 1024, 10]}, "mode": "inference",
  "dtype": "fp32", "device": "cpu", "batch_size": 1, "threads": 1,
- "timing": {"warmup_s": 0.5, "min_time_s": 3, "max_time_s": 3, "target_iqr": 0.01}}
+ "timing": {"warmup_s": 0.5, "min_time_s": 3, "max_time_s": 3, "target_ci": 0.01}}
 JOB
 median() { python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['stats']['median_ms'])" "$1"; }
 : >"$work/pairs"

@@ -17,12 +17,12 @@ echo "load: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 cat >"$dir/job.json" <<JOB
 {"job_id": 1, "model": "matmul", "model_args": {"m": 2048, "k": 2048, "n": 2048},
  "mode": "inference", "dtype": "fp32", "device": "cpu", "batch_size": 1, "threads": $threads,
- "timing": {"warmup_s": 0.5, "min_time_s": 2, "max_time_s": 10, "target_iqr": 0.05}}
+ "timing": {"warmup_s": 0.5, "min_time_s": 2, "max_time_s": 10, "target_ci": 0.01}}
 JOB
 # The agent pins a job with N threads to the first N allowed CPUs; do the same.
 cpus=$(python3 -c "import os; print(','.join(map(str, sorted(os.sched_getaffinity(0))[:$threads])))")
 status=0
-OMP_WAIT_POLICY=PASSIVE OMP_NUM_THREADS=$threads OPENBLAS_NUM_THREADS=$threads \
+OMP_NUM_THREADS=$threads OPENBLAS_NUM_THREADS=$threads \
   taskset -c "$cpus" "$worker" --job "$dir/job.json" --out "$dir/result.json" || status=$?
 
 python3 - "$dir/calibration.json" "$dir/result.json" "$threads" "$status" <<'PY'

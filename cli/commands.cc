@@ -571,7 +571,8 @@ std::string SweepList(const std::vector<int64_t>& sweeps) {
 int CompareTwoSweeps(CoordinatorClient& client, const CompareOptions& options, RowFormat format) {
   const int64_t a = options.sweeps[0], b = options.sweeps[1];
   auto results = client.Call(msg::kQuery, {{"sql", std::string("SELECT sweep_id, job_id, ") + kConfigColumns +
-                                                       ", median_ms FROM result_summary WHERE sweep_id IN (" +
+                                                       ", median_ms, median_ci_low_ms, median_ci_high_ms "
+                                                       "FROM result_summary WHERE sweep_id IN (" +
                                                        SweepList(options.sweeps) + ") ORDER BY job_id"}});
   if (!results.ok()) return Fail(results.status());
   // The first result of each configuration in each sweep (a rerun confirming a
@@ -607,8 +608,11 @@ int CompareTwoSweeps(CoordinatorClient& client, const CompareOptions& options, R
     std::string value;
     while (std::getline(list, value, ',')) by_job[row[0].get<int64_t>()].push_back(std::stod(value));
   }
+  // Each side's median with its 95% confidence interval as the worker measured it.
+  constexpr int kMedian = 2 + kConfigColumnCount, kLow = kMedian + 1, kHigh = kMedian + 2;
   std::vector<std::string> columns = {"host", "device", "model", "model_args", "mode", "dtype", "batch_size",
-                                      "threads", "a_median_ms", "b_median_ms", "ratio", "p", "change",
+                                      "threads", "a_median_ms", "a_ci_low_ms", "a_ci_high_ms", "b_median_ms",
+                                      "b_ci_low_ms", "b_ci_high_ms", "ratio", "p", "change",
                                       "a_samples", "b_samples"};
   json rows = json::array();
   for (const std::string& key : order) {
@@ -619,15 +623,26 @@ int CompareTwoSweeps(CoordinatorClient& client, const CompareOptions& options, R
     const std::vector<double>& sb = by_job[in_b[1].get<int64_t>()];
     if (sa.empty() || sb.empty()) {
       // Samples pruned: the medians alone cannot say whether the change is real.
-      const double ma = in_a[10].get<double>(), mb = in_b[10].get<double>();
-      for (const json& v : {json(ma), json(mb), json(ma > 0 ? mb / ma : 0.0), json(nullptr), json("no samples"),
+      const double ma = in_a[kMedian].get<double>(), mb = in_b[kMedian].get<double>();
+      for (const json& v : {json(ma), in_a[kLow], in_a[kHigh], json(mb), in_b[kLow], in_b[kHigh],
+                            json(ma > 0 ? mb / ma : 0.0), json(nullptr), json("no samples"),
                             json(sa.size()), json(sb.size())}) {
         row.push_back(v);
       }
     } else {
-      const SampleComparison c = CompareSamples(sa, sb, options.ratio);
-      for (const json& v : {json(c.median_a), json(c.median_b), json(c.ratio), json(c.test.p),
-                            json(ChangeName(c.change)), json(sa.size()), json(sb.size())}) {
+      SampleComparison c = CompareSamples(sa, sb, options.ratio);
+      // Samples taken one after another lean on each other, which the rank test takes
+      // for more evidence than it is: a change must also part the two medians' intervals
+      // (each already widened for that dependence).
+      const bool intervals = in_a[kLow].is_number() && in_a[kHigh].is_number() &&
+                             in_b[kLow].is_number() && in_b[kHigh].is_number();
+      if (intervals && in_b[kLow].get<double>() <= in_a[kHigh].get<double>() &&
+          in_a[kLow].get<double>() <= in_b[kHigh].get<double>()) {
+        c.change = Change::kUnchanged;
+      }
+      for (const json& v : {json(c.median_a), in_a[kLow], in_a[kHigh], json(c.median_b), in_b[kLow],
+                            in_b[kHigh], json(c.ratio), json(c.test.p), json(ChangeName(c.change)),
+                            json(sa.size()), json(sb.size())}) {
         row.push_back(v);
       }
     }
@@ -637,8 +652,9 @@ int CompareTwoSweeps(CoordinatorClient& client, const CompareOptions& options, R
   return 0;
 }
 
-// One or two sweeps' medians pivoted: `rows` by `cols`, with noise and the ratio to the
-// baseline column.
+// One or two sweeps' medians pivoted: `rows` by `cols`, with each cell's precision (its
+// median's 95% interval, half-width / median; the widest where a cell has several
+// results) and the ratio to the baseline column.
 int PivotSweeps(CoordinatorClient& client, const CompareOptions& options, RowFormat format) {
   static const std::vector<std::string> kRowKeys = {"model", "batch_size", "mode", "dtype",
                                                     "threads", "device", "host", "model_args"};
@@ -655,8 +671,9 @@ int PivotSweeps(CoordinatorClient& client, const CompareOptions& options, RowFor
   std::string keys;
   for (const std::string& r : options.rows) keys += (r == "model_args" ? "coalesce(model_args, '')" : r) + ", ";
   const std::string col = options.cols == "sweep" ? "sweep_id" : options.cols;
-  auto results = client.Call(msg::kQuery, {{"sql", "SELECT " + keys + col + ", median_ms, iqr_ms FROM result_summary "
-                                                   "WHERE sweep_id IN (" + SweepList(options.sweeps) + ")"}});
+  auto results = client.Call(msg::kQuery, {{"sql", "SELECT " + keys + col + ", median_ms, median_ci_relative "
+                                                   "FROM result_summary WHERE sweep_id IN (" +
+                                                   SweepList(options.sweeps) + ")"}});
   if (!results.ok()) return Fail(results.status());
   const size_t nkeys = options.rows.size();
   std::map<std::string, std::map<std::string, std::pair<std::vector<double>, std::vector<double>>>> cells;
@@ -672,7 +689,7 @@ int PivotSweeps(CoordinatorClient& client, const CompareOptions& options, RowFor
     if (row[nkeys + 1].is_number()) {
       const double median = row[nkeys + 1].get<double>();
       cell.first.push_back(median);
-      if (row[nkeys + 2].is_number() && median > 0) cell.second.push_back(row[nkeys + 2].get<double>() / median);
+      if (row[nkeys + 2].is_number()) cell.second.push_back(row[nkeys + 2].get<double>());
     }
   }
   if (row_order.empty()) return Fail(NotFound("no results in sweep(s) " + SweepList(options.sweeps)));
@@ -685,7 +702,7 @@ int PivotSweeps(CoordinatorClient& client, const CompareOptions& options, RowFor
   std::vector<std::string> columns = options.rows;
   for (const std::string& v : col_values) {
     columns.push_back(options.cols + " " + v + " ms");
-    columns.push_back(options.cols + " " + v + " noise");
+    columns.push_back(options.cols + " " + v + " ci +-");
     if (v != baseline) columns.push_back(options.cols + " " + v + " / " + baseline);
   }
   json rows = json::array();
@@ -701,7 +718,9 @@ int PivotSweeps(CoordinatorClient& client, const CompareOptions& options, RowFor
       const json median = median_at(v);
       row.push_back(median);
       auto it = by_col.find(v);
-      row.push_back(it == by_col.end() || it->second.second.empty() ? json(nullptr) : json(Median(it->second.second)));
+      row.push_back(it == by_col.end() || it->second.second.empty()
+                        ? json(nullptr)
+                        : json(*std::max_element(it->second.second.begin(), it->second.second.end())));
       if (v != baseline) {
         row.push_back(median.is_number() && base.is_number() && base.get<double>() > 0
                           ? json(median.get<double>() / base.get<double>())
@@ -752,9 +771,12 @@ int RecommendCommand(const ClientOptions& client_options, const std::string& mod
     std::cout << out.dump(2) << "\n";
     return 0;
   }
-  const std::vector<std::string> columns = {"job_id", "device",       "dtype",  "threads", "batch_size",
-                                            "replicas", "scenario",   "throughput_per_s", "p99_ms",
-                                            "accuracy_loss", "cost_per_1m_samples", "noisy", "stale"};
+  const std::vector<std::string> columns = {"job_id",           "device",           "dtype",
+                                            "threads",          "batch_size",       "replicas",
+                                            "scenario",         "throughput_per_s", "p99_ms",
+                                            "median_ms",        "median_ci_low_ms", "median_ci_high_ms",
+                                            "accuracy_loss",    "cost_per_1m_samples", "noisy",
+                                            "stale"};
   for (const HostRecommendation& r : recommendations) {
     json rows = json::array();
     for (const Candidate& c : r.pareto) {
@@ -778,16 +800,16 @@ int RecommendCommand(const ClientOptions& client_options, const std::string& mod
 
 int RegressionsCommand(const ClientOptions& client_options, const std::string& since, RowFormat format) {
   std::string sql =
-      "SELECT decided_at, host, model, mode, dtype, batch_size, threads, device, direction, change_pct, "
-      "median_ms, rerun_median_ms, baseline_median_ms, baseline_n, baseline_from, baseline_to, reruns, "
-      "job_id, sweep_id FROM confirmed_regressions";
+      "SELECT first_seen_at, first_seen_sweep_id, decided_at, host, model, mode, dtype, batch_size, threads, "
+      "device, direction, change_pct, median_ms, median_ci_low_ms, median_ci_high_ms, rerun_median_ms, "
+      "baseline_median_ms, baseline_n, baseline_from, baseline_to, reruns, job_id FROM confirmed_regressions";
   if (!since.empty()) {
     auto seconds = ParseAge(since);
     if (!seconds.ok()) return Fail(seconds.status());
     sql += " WHERE decided_at >= strftime('%Y-%m-%dT%H:%M:%fZ', 'now', '-" +
            std::to_string(static_cast<int64_t>(*seconds)) + " seconds')";
   }
-  sql += " ORDER BY decided_at DESC";
+  sql += " ORDER BY first_seen_at DESC";
   auto client = Connect(client_options);
   if (!client.ok()) return Fail(client.status());
   auto reply = (*client)->Call(msg::kQuery, {{"sql", sql}});

@@ -65,7 +65,8 @@ namespace {
 // The columns of result_capacity a candidate is made of.
 constexpr const char* kCandidateColumns =
     "job_id, host, model, device, dtype, scenario, threads, batch_size, replicas, capacity_per_s, "
-    "latency_p99_ms, accuracy_loss, cost_per_1m_samples, currency, joules_per_sample, noisy, stale";
+    "latency_p99_ms, median_ms, median_ci_low_ms, median_ci_high_ms, accuracy_loss, "
+    "cost_per_1m_samples, currency, joules_per_sample, noisy, stale";
 }  // namespace
 
 std::string CandidatesSql(const std::string& where) {
@@ -117,6 +118,9 @@ std::vector<Candidate> CandidatesFrom(const nlohmann::json& body) {
     c.replicas = integer("replicas", 1);
     c.throughput_per_s = *throughput;
     c.p99_ms = *p99;
+    c.median_ms = number("median_ms");
+    c.median_ci_low_ms = number("median_ci_low_ms");
+    c.median_ci_high_ms = number("median_ci_high_ms");
     c.accuracy_loss = number("accuracy_loss");
     c.cost_per_1m = number("cost_per_1m_samples");
     c.currency = text("currency");
@@ -182,7 +186,10 @@ std::vector<HostRecommendation> Recommend(const std::vector<Candidate>& candidat
       if (options.by == RecommendBy::kEnergy && !r.best->joules_per_sample) {
         r.warnings.push_back("no energy counter on this host: energy could not decide");
       }
-      if (r.best->noisy) r.warnings.push_back(Describe(*r.best) + " is noisy: its spread stayed above the target");
+      if (r.best->noisy) {
+        r.warnings.push_back(Describe(*r.best) +
+                             " is noisy: its median's 95% interval stayed wider than the sweep's target_ci");
+      }
       if (r.best->stale) {
         r.warnings.push_back(Describe(*r.best) + " is stale: measured before the host's last fingerprint change");
       }
@@ -204,6 +211,9 @@ nlohmann::json CandidateJson(const Candidate& c) {
                           {"scenario", c.scenario},
                           {"throughput_per_s", c.throughput_per_s},
                           {"p99_ms", c.p99_ms},
+                          {"median_ms", optional(c.median_ms)},
+                          {"median_ci_low_ms", optional(c.median_ci_low_ms)},
+                          {"median_ci_high_ms", optional(c.median_ci_high_ms)},
                           {"accuracy_loss", optional(c.accuracy_loss)},
                           {"cost_per_1m_samples", optional(c.cost_per_1m)},
                           {"currency", c.currency.empty() ? nlohmann::json(nullptr) : nlohmann::json(c.currency)},

@@ -20,6 +20,8 @@ struct Candidate {
   int64_t threads = 0, batch_size = 0, replicas = 1;
   double throughput_per_s = 0;  // samples/s; a server run: its highest rate within its SLO
   double p99_ms = 0;            // a server run: from arrival; otherwise one batch's p99
+  // One batch's median and its 95% confidence interval (null where there was none).
+  std::optional<double> median_ms, median_ci_low_ms, median_ci_high_ms;
   std::optional<double> accuracy_loss;  // 1 - top1_agreement, else rel_err; 0 for fp32
   std::optional<double> cost_per_1m;    // null: the host has no price
   std::optional<double> joules_per_sample;

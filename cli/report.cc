@@ -384,8 +384,8 @@ class Report {
         ") SELECT r.series, h.name AS host, r.device, r.model, r.model_args, r.mode, r.dtype, "
         "r.batch_size, "
         "r.threads, "
-        "r.received_at, r.median_ms, r.job_id, r.sweep_id, g.direction, round(g.change * 100, 1) "
-        "AS change_pct "
+        "r.received_at, r.median_ms, r.median_ci_low_ms, r.median_ci_high_ms, r.job_id, "
+        "r.sweep_id, g.direction, round(g.change * 100, 1) AS change_pct "
         "FROM results r JOIN chosen c ON c.series = r.series JOIN jobs j ON j.job_id = r.job_id "
         "JOIN hosts h ON h.host_id = r.host_id "
         "LEFT JOIN regressions g ON g.job_id = r.job_id AND g.state = 'confirmed' "
@@ -414,16 +414,25 @@ class Report {
       marked += mark != PointMark::kNone;
       r["confirmed"] = direction.empty() ? "" : direction + " " + Str(r, "change_pct") + "%";
       medians.push_back(Real(r, "median_ms"));
-      chart.series[index[series]].points.push_back(
-          {ParseUtc(Str(r, "received_at")), Real(r, "median_ms"), mark,
-           Str(r, "received_at") + " job " + Str(r, "job_id") + ": " + FormatCell(r["median_ms"]) +
-               " ms"});
+      const bool interval = r["median_ci_low_ms"].is_number() && r["median_ci_high_ms"].is_number();
+      r["interval"] = interval ? FormatCell(r["median_ci_low_ms"]) + " - " + FormatCell(r["median_ci_high_ms"])
+                               : "";
+      ChartPoint point{ParseUtc(Str(r, "received_at")), Real(r, "median_ms"), mark,
+                       Str(r, "received_at") + " job " + Str(r, "job_id") + ": " +
+                           FormatCell(r["median_ms"]) + " ms" +
+                           (interval ? " (95% interval " + Str(r, "interval") + " ms)" : "")};
+      if (interval) {
+        point.y_low = Real(r, "median_ci_low_ms");
+        point.y_high = Real(r, "median_ci_high_ms");
+      }
+      chart.series[index[series]].points.push_back(std::move(point));
     }
     chart.y.scale = ScaleFor(medians);
     const std::string shared = DropShared(&chart.series);
     return Section(title,
                    "Median time per iteration of each series (one configuration on one host "
-                   "fingerprint) over time: " +
+                   "fingerprint) over time, each with its 95% confidence interval as an error "
+                   "bar: " +
                        std::to_string(chart.series.size()) +
                        " series, those with confirmed regressions first, then the longest; " +
                        std::to_string(marked) + " confirmed regression(s)/improvement(s) ringed." +
@@ -439,6 +448,7 @@ class Report {
                                                           {"sweep_id", "sweep"},
                                                           {"job_id", "job"},
                                                           {"median_ms", "median ms"},
+                                                          {"interval", "95% interval ms"},
                                                           {"confirmed", "confirmed change"}}));
   }
 

@@ -257,6 +257,9 @@ std::string RenderLineChart(const LineChart& chart) {
       xhi = std::max(xhi, p.x);
       ylo = std::min(ylo, p.y);
       yhi = std::max(yhi, p.y);
+      // The error bar must fit in the frame too.
+      if (p.y_low && Usable(chart.y, *p.y_low)) ylo = std::min(ylo, *p.y_low);
+      if (p.y_high && Usable(chart.y, *p.y_high)) yhi = std::max(yhi, *p.y_high);
       regressions |= p.mark == PointMark::kRegression;
       improvements |= p.mark == PointMark::kImprovement;
     }
@@ -352,6 +355,14 @@ std::string RenderLineChart(const LineChart& chart) {
     }
     for (const ChartPoint& p : points) {
       const double cx = mx(p.x), cy = my(p.y);
+      if (p.y_low && p.y_high && Usable(chart.y, *p.y_low) && Usable(chart.y, *p.y_high)) {
+        const double top = my(*p.y_high), bottom = my(*p.y_low);
+        constexpr double kCap = 3;
+        out += "<path class=\"error-bar\" d=\"M" + Num(cx) + "," + Num(bottom) + "V" + Num(top) +
+               "M" + Num(cx - kCap) + "," + Num(top) + "H" + Num(cx + kCap) + "M" +
+               Num(cx - kCap) + "," + Num(bottom) + "H" + Num(cx + kCap) + "\" stroke=\"" +
+               Colour(i) + "\" stroke-width=\"1.2\" fill=\"none\"/>\n";
+      }
       if (p.mark != PointMark::kNone) {
         out += Ring(cx, cy,
                     p.mark == PointMark::kRegression ? kRegressionColour : kImprovementColour) +

@@ -2,7 +2,8 @@
 // bar charts with titled axes, ticks and a legend, as inline SVG text (no scripts, no
 // fonts, no external references). Every data point is one element of class "point" (a
 // <circle> in a line chart, a <rect> in a bar chart), so a reader or a test can count
-// them. All text is escaped: names come from peers.
+// them; a point with an interval has one element of class "error-bar" too. All text is
+// escaped: names come from peers.
 #pragma once
 
 #include <optional>
@@ -38,6 +39,9 @@ struct ChartPoint {
   double y = 0;
   PointMark mark = PointMark::kNone;
   std::string tip;  // shown on hover (<title>); may be empty
+  // An interval around y (a median's 95% confidence interval), drawn as an error bar
+  // (a vertical line with caps, class "error-bar"); absent: none.
+  std::optional<double> y_low, y_high;
 };
 
 struct ChartSeries {

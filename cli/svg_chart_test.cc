@@ -40,6 +40,18 @@ TEST(LineChart, HasTitledAxesALegendAndOnePointPerValue) {
   EXPECT_EQ(Count(svg, "<polyline"), 2u);
 }
 
+TEST(LineChart, AnIntervalIsAnErrorBarWithinTheFrame) {
+  ChartPoint with{1, 10};
+  with.y_low = 9.5;
+  with.y_high = 40;  // above every point: the frame must grow to hold it
+  LineChart chart{"history", {"x"}, {"median (ms)"}, {{"s", {with, {2, 11}, {3, 12}}}}};
+  const std::string svg = RenderLineChart(chart);
+  EXPECT_EQ(Count(svg, "class=\"error-bar\""), 1u);
+  EXPECT_EQ(Count(svg, "class=\"point\""), 3u);
+  // The y axis reaches 40: a tick at or above it.
+  EXPECT_NE(svg.find(">40</text>"), std::string::npos) << svg;
+}
+
 TEST(LineChart, LeavesOutValuesALogAxisCannotShowAndMarksRegressions) {
   LineChart chart{"history",
                   {"received (UTC)", AxisScale::kTime},

@@ -992,6 +992,17 @@ std::optional<JobSpec> Parse(const json& job, bool require_identity, JobSpecErro
     }
     *flag = job.at(key).get<bool>();
   }
+  if (job.contains("omp_wait_policy") && !job.at("omp_wait_policy").is_null()) {
+    const json& policy = job.at("omp_wait_policy");
+    const std::vector<std::string>& known = KnownOmpWaitPolicies();
+    if (!policy.is_string() ||
+        std::find(known.begin(), known.end(), policy.get<std::string>()) == known.end()) {
+      Fail(error, "omp_wait_policy",
+           "omp_wait_policy must be one of " + Join(known) + ", got " + policy.dump());
+      return std::nullopt;
+    }
+    spec.omp_wait_policy = policy.get<std::string>();
+  }
   if (job.contains("seed")) {
     std::int64_t seed = 0;
     if (!ReadInt(job.at("seed"), "seed", 0, kNoLimit, &seed, error)) return std::nullopt;
@@ -1033,20 +1044,29 @@ std::optional<JobSpec> Parse(const json& job, bool require_identity, JobSpecErro
 
 }  // namespace
 
-bool ParseTiming(const json& t, TimingSpec* timing, JobSpecError* error) {
+bool ParseTiming(const json& t, TimingSpec* out, JobSpecError* error) {
   if (!t.is_object()) return Fail(error, "timing", "timing must be an object, got " + t.dump());
+  // Read into a copy: a refused timing leaves *out as it was.
+  TimingSpec copy = *out;
+  TimingSpec* timing = &copy;
   for (const auto& item : t.items()) {
     const std::string& k = item.key();
-    if (k != "warmup_s" && k != "min_time_s" && k != "max_time_s" && k != "target_iqr") {
+    if (k != "warmup_s" && k != "min_time_s" && k != "max_time_s" && k != "target_ci" &&
+        k != "target_iqr") {
       return Fail(error, "timing." + k,
                   "unknown key " + Quoted(k) +
-                      " in timing; known keys: warmup_s, min_time_s, max_time_s, target_iqr");
+                      " in timing; known keys: warmup_s, min_time_s, max_time_s, target_ci");
     }
   }
+  // target_iqr, the spread sampling once stopped on, is still read (and range-checked) so
+  // that sweep files and schedules written before target_ci keep working; it no longer
+  // changes anything.
+  double target_iqr = 0.05;
   if (!ReadSeconds(t, "warmup_s", &timing->warmup_s, error) ||
       !ReadSeconds(t, "min_time_s", &timing->min_time_s, error) ||
       !ReadSeconds(t, "max_time_s", &timing->max_time_s, error) ||
-      !ReadSeconds(t, "target_iqr", &timing->target_iqr, error)) {
+      !ReadSeconds(t, "target_ci", &timing->target_ci, error) ||
+      !ReadSeconds(t, "target_iqr", &target_iqr, error)) {
     return false;
   }
   if (timing->min_time_s > timing->max_time_s) {
@@ -1055,11 +1075,15 @@ bool ParseTiming(const json& t, TimingSpec* timing, JobSpecError* error) {
                     ") must not exceed timing.max_time_s (" + json(timing->max_time_s).dump() +
                     ")");
   }
-  if (timing->target_iqr >= 1) {
-    return Fail(error, "timing.target_iqr",
-                "timing.target_iqr must be in (0, 1), a fraction of the median, got " +
-                    json(timing->target_iqr).dump());
+  for (const auto& [key, value] : {std::pair<const char*, double>("target_ci", timing->target_ci),
+                                   std::pair<const char*, double>("target_iqr", target_iqr)}) {
+    if (value >= 1) {
+      return Fail(error, std::string("timing.") + key,
+                  std::string("timing.") + key + " must be in (0, 1), a fraction of the median, got " +
+                      json(value).dump());
+    }
   }
+  *out = copy;
   return true;
 }
 
@@ -1150,6 +1174,23 @@ const std::vector<std::string>& KnownModes() {
 const std::vector<std::string>& KnownDtypes() {
   static const std::vector<std::string> dtypes = {"fp32", "bf16", "int8"};
   return dtypes;
+}
+
+const std::vector<std::string>& KnownOmpWaitPolicies() {
+  static const std::vector<std::string> policies = {"default", "passive", "active"};
+  return policies;
+}
+
+std::optional<std::string> OmpWaitPolicyVariable(const std::string& policy) {
+  if (policy == "passive") return "PASSIVE";
+  if (policy == "active") return "ACTIVE";
+  return std::nullopt;
+}
+
+std::string JobOmpWaitPolicy(const json& job) {
+  if (!job.is_object()) return "default";
+  const auto it = job.find("omp_wait_policy");
+  return it != job.end() && it->is_string() ? it->get<std::string>() : "default";
 }
 
 bool IsCudaDevice(const std::string& device) {

@@ -17,7 +17,9 @@ struct TimingSpec {
   double warmup_s = 0.2;     // run untimed iterations for at least this long
   double min_time_s = 0.5;   // sample at least this long ...
   double max_time_s = 5.0;   // ... and never longer than this
-  double target_iqr = 0.05;  // stop sampling once IQR / median is below this
+  // Stop sampling once the median's 95% confidence interval lies within this fraction
+  // of it on either side (half-width / median), min_time_s having passed.
+  double target_ci = 0.01;
 };
 
 // A thread count above this is a typo, not an experiment.
@@ -191,6 +193,9 @@ struct JobSpec {
   std::int64_t threads = 0;
   std::int64_t interop_threads = 1;
   bool onednn = true;  // let ATen use oneDNN (mkldnn) kernels
+  // How idle OpenMP threads wait (KnownOmpWaitPolicies): "default" leaves the runtime's
+  // own behaviour (libgomp spins a while, then sleeps), as a user's PyTorch runs.
+  std::string omp_wait_policy = "default";
   // After timing, record one block of iterations with LibTorch's profiler: the
   // operators that took the most self time (schemas/worker.md, op_profile).
   bool profile = false;
@@ -220,7 +225,8 @@ std::optional<JobSpec> ParseJobSpec(const nlohmann::json& job, JobSpecError* err
 // every combination of a sweep must satisfy.
 std::optional<JobSpec> ParseJobConfig(const nlohmann::json& job, JobSpecError* error);
 
-// Validates a `timing` object on top of the defaults in *timing.
+// Validates a `timing` object on top of the defaults in *timing; a refused one leaves
+// *timing as it was.
 bool ParseTiming(const nlohmann::json& timing, TimingSpec* out, JobSpecError* error);
 
 // The accepted values, in the order error messages list them.
@@ -232,6 +238,16 @@ const std::vector<std::string>& KnownModels();
 std::optional<int> ModelArgDepth(const std::string& model, const std::string& arg);
 const std::vector<std::string>& KnownModes();
 const std::vector<std::string>& KnownDtypes();
+// "default", "passive", "active".
+const std::vector<std::string>& KnownOmpWaitPolicies();
+
+// The OMP_WAIT_POLICY a job's worker starts with for `policy` (one of
+// KnownOmpWaitPolicies): "PASSIVE", "ACTIVE", or nullopt for "default" (the variable
+// unset). The OpenMP runtime reads it once, before main, so it is set at exec.
+std::optional<std::string> OmpWaitPolicyVariable(const std::string& policy);
+// The policy a job's JSON as stored names (validated by ParseJobConfig beforehand);
+// "default" when it names none.
+std::string JobOmpWaitPolicy(const nlohmann::json& job);
 
 // The ranks a job runs on: distributed.world_size, else parallel's world size (a
 // pipeline's stages); 1 for a job of one process.

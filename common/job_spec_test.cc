@@ -336,6 +336,65 @@ TEST(JobSpecTest, InteropThreadsAndOnednnAreAxes) {
   EXPECT_FALSE(sweep->Combinations()[0].Spec().contains("model_args"));  // the worker's defaults
 }
 
+TEST(JobSpecTest, TheOpenMpWaitPolicyIsAChoiceAndAnAxisLeftOutWhenNotSwept) {
+  JobSpecError error;
+  json job = {{"model", "mlp"}, {"mode", "inference"}, {"dtype", "fp32"}, {"device", "cpu"},
+              {"batch_size", 2}, {"threads", 1}};
+  auto parsed = ParseJobConfig(job, &error);
+  ASSERT_TRUE(parsed) << error.message;
+  EXPECT_EQ(parsed->omp_wait_policy, "default");
+  for (const char* policy : {"default", "passive", "active"}) {
+    job["omp_wait_policy"] = policy;
+    parsed = ParseJobConfig(job, &error);
+    ASSERT_TRUE(parsed) << error.message;
+    EXPECT_EQ(parsed->omp_wait_policy, policy);
+  }
+  EXPECT_EQ(OmpWaitPolicyVariable("passive"), "PASSIVE");
+  EXPECT_EQ(OmpWaitPolicyVariable("active"), "ACTIVE");
+  EXPECT_FALSE(OmpWaitPolicyVariable("default"));
+  job["omp_wait_policy"] = "PASSIVE";
+  EXPECT_FALSE(ParseJobConfig(job, &error));
+  EXPECT_EQ(error.field, "omp_wait_policy");
+  EXPECT_EQ(error.message, "omp_wait_policy must be one of default, passive, active, got \"PASSIVE\"");
+  job["omp_wait_policy"] = nullptr;  // the default
+  EXPECT_TRUE(ParseJobConfig(job, &error));
+  EXPECT_EQ(JobOmpWaitPolicy(job), "default");
+  job["omp_wait_policy"] = "active";
+  EXPECT_EQ(JobOmpWaitPolicy(job), "active");
+
+  const auto sweep = ParseSweepText(
+      R"({"name":"x","matrix":{"model":"mlp","batch_size":1,"omp_wait_policy":["default","passive"]}})");
+  ASSERT_TRUE(sweep.ok()) << sweep.status().ToString();
+  ASSERT_EQ(sweep->combination_count, 2u);
+  EXPECT_EQ(sweep->Combinations()[1].Spec()["omp_wait_policy"], "passive");
+  const auto plain = ParseSweepText(R"({"name":"x","matrix":{"model":"mlp","batch_size":1}})");
+  ASSERT_TRUE(plain.ok());
+  EXPECT_FALSE(plain->Combinations()[0].Spec().contains("omp_wait_policy"));
+  EXPECT_FALSE(ParseSweepText(
+                   R"({"name":"x","matrix":{"model":"mlp","batch_size":1,"omp_wait_policy":["spin"]}})")
+                   .ok());
+}
+
+TEST(JobSpecTest, TimingStopsOnTheMediansPrecisionAndStillReadsTheOldSpreadTarget) {
+  TimingSpec timing;
+  JobSpecError error;
+  EXPECT_DOUBLE_EQ(timing.target_ci, 0.01);
+  ASSERT_TRUE(ParseTiming(json{{"target_ci", 0.02}}, &timing, &error)) << error.message;
+  EXPECT_DOUBLE_EQ(timing.target_ci, 0.02);
+  // A sweep file or schedule written before target_ci keeps working.
+  EXPECT_TRUE(ParseTiming(json{{"target_iqr", 0.05}}, &timing, &error)) << error.message;
+  EXPECT_FALSE(ParseTiming(json{{"target_ci", 1.0}}, &timing, &error));
+  EXPECT_EQ(error.field, "timing.target_ci");
+  EXPECT_FALSE(ParseTiming(json{{"target_iqr", 2.0}}, &timing, &error));
+  EXPECT_EQ(error.field, "timing.target_iqr");
+  // A sweep's jobs carry target_ci.
+  const auto sweep = ParseSweepText(R"({"name":"x","matrix":{"model":"mlp","batch_size":1},
+                                        "timing":{"target_iqr":0.05}})");
+  ASSERT_TRUE(sweep.ok()) << sweep.status().ToString();
+  EXPECT_EQ(sweep->Combinations()[0].Spec()["timing"]["target_ci"], 0.01);
+  EXPECT_FALSE(sweep->Combinations()[0].Spec()["timing"].contains("target_iqr"));
+}
+
 TEST(JobSpecTest, MemoryFormatAndJitAreChoicesOfTheirModels) {
   JobSpecError error;
   json cnn = {{"model", "cnn"}, {"mode", "train"}, {"dtype", "fp32"}, {"device", "cpu"},

@@ -61,6 +61,9 @@ const std::vector<std::pair<std::string, json>>& AxisDefaults() {
       {"threads", json::array({1})},
       {"interop_threads", json::array({1})},
       {"onednn", json::array({true})},
+      // How idle OpenMP threads wait (null: the runtime's default, and the job says
+      // nothing).
+      {"omp_wait_policy", json::array({nullptr})},
       // Techniques a job may add (schemas/worker.md); null: the job leaves the key out, so
       // a job without them keeps the spec, and the series, it had before they existed.
       {"profile", json::array({nullptr})},
@@ -81,9 +84,9 @@ const std::vector<std::pair<std::string, json>>& AxisDefaults() {
 // Axes whose null value leaves the key out of the job (its default: none, or off), so a
 // sweep that does not name them gives its jobs the spec, and the series, they had before.
 // A null batch_size is a search's (it starts at 1).
-const std::set<std::string> kAbsentWhenNull = {"parallel", "prune",    "reference", "profile",
-                                               "checkpointing", "replicas", "batch_size",
-                                               "scenario"};
+const std::set<std::string> kAbsentWhenNull = {"parallel",      "prune",    "reference",
+                                               "profile",       "checkpointing", "replicas",
+                                               "batch_size",    "scenario", "omp_wait_policy"};
 
 // A matrix axis: a non-empty array (or a single value, taken as a one-element array).
 // Only the sweep's own limits are checked here; what a worker accepts is checked per
@@ -269,7 +272,7 @@ Status Expand(const Sweep& sweep, size_t first, size_t count,
   const json timing = {{"warmup_s", sweep.timing.warmup_s},
                        {"min_time_s", sweep.timing.min_time_s},
                        {"max_time_s", sweep.timing.max_time_s},
-                       {"target_iqr", sweep.timing.target_iqr}};
+                       {"target_ci", sweep.timing.target_ci}};
   const std::vector<MatrixAxis>& axes = sweep.axes;
   // Combination `first` in mixed radix: its index on each axis.
   std::vector<size_t> index(axes.size(), 0);

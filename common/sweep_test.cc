@@ -9,7 +9,7 @@ const char* kIssueSweep = R"({"name": "cpu-mlp",
   "select": {"device": "cpu"},
   "matrix": {"model": ["mlp"], "batch_size": [1, 16, 64], "threads": [1, 2],
              "dtype": ["fp32"], "mode": ["inference"]},
-  "timing": {"warmup_s": 0.2, "min_time_s": 0.5, "max_time_s": 5, "target_iqr": 0.05}})";
+  "timing": {"warmup_s": 0.2, "min_time_s": 0.5, "max_time_s": 5, "target_ci": 0.01}})";
 
 TEST(SweepTest, ExpandsEveryCombination) {
   auto sweep = ParseSweepText(kIssueSweep);

@@ -118,6 +118,13 @@ TEST_F(RealSweepTest, CompareTestsEachConfigurationOnItsRawSamples) {
     EXPECT_NEAR(cell.at("ratio").get<double>(),
                 cell.at("b_median_ms").get<double>() / cell.at("a_median_ms").get<double>(), 1e-9);
     EXPECT_GT(cell.at("a_samples").get<int>(), 0);
+    // Each median with its interval around it (the medians here are the stored float32
+    // samples', the interval the worker's: a relative 1e-6 apart at most).
+    for (const char* side : {"a", "b"}) {
+      const double median = cell.at(std::string(side) + "_median_ms").get<double>();
+      EXPECT_LE(cell.at(std::string(side) + "_ci_low_ms").get<double>(), median * (1 + 1e-6)) << cell.dump();
+      EXPECT_GE(cell.at(std::string(side) + "_ci_high_ms").get<double>(), median * (1 - 1e-6)) << cell.dump();
+    }
     EXPECT_TRUE(cell.at("model_args").is_object()) << "model_args nests as JSON";
     changed += change != "unchanged";
   }
@@ -132,7 +139,7 @@ TEST_F(RealSweepTest, CompareTestsEachConfigurationOnItsRawSamples) {
     ASSERT_TRUE(row.contains("threads 2 / 1")) << row.dump();
     EXPECT_NEAR(row["threads 2 / 1"].get<double>(),
                 row["threads 2 ms"].get<double>() / row["threads 1 ms"].get<double>(), 1e-9);
-    EXPECT_GE(row["threads 1 noise"].get<double>(), 0);
+    EXPECT_GE(row["threads 1 ci +-"].get<double>(), 0);
   }
 }
 

@@ -17,7 +17,7 @@ namespace {
 using namespace std::chrono_literals;
 using nlohmann::json;
 
-const json kTiming = {{"warmup_s", 0.02}, {"min_time_s", 0.05}, {"max_time_s", 0.3}, {"target_iqr", 0.2}};
+const json kTiming = {{"warmup_s", 0.02}, {"min_time_s", 0.05}, {"max_time_s", 0.3}, {"target_ci", 0.2}};
 const json kSmallModels = {
     {"matmul", {{"m", 128}, {"k", 128}, {"n", 128}}},
     {"mlp", {{"layers", {64, 64, 10}}}},
@@ -218,7 +218,7 @@ TEST_F(EngineSweepTest, TwoThreadsBeatOneForGemm) {
   json sweep = {{"name", "gemm-threads"},
                 {"matrix", {{"model", {"matmul"}}, {"batch_size", {1}}, {"threads", {1, 2}}}},
                 {"models", {{"matmul", {{"m", 768}, {"k", 768}, {"n", 768}}}}},
-                {"timing", {{"warmup_s", 0.2}, {"min_time_s", 1}, {"max_time_s", 3}, {"target_iqr", 0.05}}}};
+                {"timing", {{"warmup_s", 0.2}, {"min_time_s", 1}, {"max_time_s", 3}, {"target_ci", 0.01}}}};
   json scaling;
   for (int run = 0; run < 3; ++run) {
     json done = RunSweep(sweep);
@@ -243,7 +243,7 @@ TEST_F(EngineSweepTest, TwoThreadsBeatOneForGemm) {
 TEST_F(EngineSweepTest, MatmulAfterAShortWarmupReportsNearPeakOrIsFlagged) {
   json sweep = {{"name", "gemm-steady"},
                 {"matrix", {{"model", {"matmul"}}, {"batch_size", {1}}, {"threads", {1}}}},
-                {"timing", {{"warmup_s", 0.1}, {"min_time_s", 0.5}, {"max_time_s", 2}, {"target_iqr", 0.05}}}};
+                {"timing", {{"warmup_s", 0.1}, {"min_time_s", 0.5}, {"max_time_s", 2}, {"target_ci", 0.01}}}};
   json done = RunSweep(sweep);
   ASSERT_EQ(done["jobs"]["done"], 1);
   const json row = QueryRows(fleet_->db_path(),

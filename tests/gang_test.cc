@@ -21,7 +21,7 @@ namespace {
 using namespace std::chrono_literals;
 using nlohmann::json;
 
-const json kTiming = {{"warmup_s", 0.05}, {"min_time_s", 0.2}, {"max_time_s", 0.5}, {"target_iqr", 0.1}};
+const json kTiming = {{"warmup_s", 0.05}, {"min_time_s", 0.2}, {"max_time_s", 0.5}, {"target_ci", 0.1}};
 
 // The pids of benchfleet-worker processes whose command line names `needle`.
 std::vector<pid_t> WorkersNaming(const std::string& needle) {

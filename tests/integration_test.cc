@@ -25,7 +25,7 @@ json SixJobSweep() {
     "placement": "any",
     "matrix": {"model": ["mlp"], "batch_size": [1, 16, 64], "threads": [1, 2]},
     "models": {"mlp": {"layers": [256, 256, 10]}},
-    "timing": {"warmup_s": 0.05, "min_time_s": 0.3, "max_time_s": 2, "target_iqr": 0.1}})");
+    "timing": {"warmup_s": 0.05, "min_time_s": 0.3, "max_time_s": 2, "target_ci": 0.1}})");
 }
 
 class IntegrationTest : public ::testing::Test {

@@ -77,7 +77,7 @@ cat >"$dir/sweep.json" <<JSON
  "matrix": {"model": "mlp", "mode": "train", "batch_size": 32,
             "parallel": {"kind": "data", "world_size": 2}},
  "models": {"mlp": {"layers": [256, 512, 10]}},
- "timing": {"warmup_s": 0.05, "min_time_s": 0.2, "max_time_s": 0.5, "target_iqr": 0.1}}
+ "timing": {"warmup_s": 0.05, "min_time_s": 0.2, "max_time_s": 0.5, "target_ci": 0.1}}
 JSON
 client submit "$dir/sweep.json" --wait >"$dir/submit.log" 2>&1 || fail "the sweep did not finish: $(cat "$dir/submit.log")"
 

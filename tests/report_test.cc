@@ -180,6 +180,14 @@ TEST_F(ReportTest, RendersInHeadlessChromium) {
     EXPECT_GE(Points(charts.at(name)), 1u) << name;
   }
   EXPECT_GE(Points(charts.at("history")), 16u) << "8 series, 2 nights each";
+  // Every median with its 95% interval, drawn as an error bar in the rendered page.
+  size_t error_bars = 0;
+  for (size_t at = charts.at("history").find("class=\"error-bar\""); at != std::string::npos;
+       at = charts.at("history").find("class=\"error-bar\"", at + 1)) {
+    ++error_bars;
+  }
+  EXPECT_GT(error_bars, 0u);
+  EXPECT_LE(error_bars, Points(charts.at("history")));
   // Sections without data say so instead of drawing an empty chart.
   EXPECT_NE(dom.find("no configuration ran on both cpu and cuda in this range"), std::string::npos);
   EXPECT_NE(dom.find("no data- or model-parallel results (world size &gt; 1) in this range"),

@@ -62,7 +62,7 @@ TEST_F(TechniqueSweepTest, OneSweepCrossesEveryTechniqueAndEveryRowHasItsFigures
         {"cnn", {{"width", 8}, {"blocks", {1, 1, 1, 1}}, {"image_size", 32}, {"classes", 10},
                  {"memory_format", {"contiguous", "channels_last"}}}},
         {"torchscript", {{"path", script}, {"inputs", {{3, 16, 16}}}, {"jit", {"none", "freeze", "optimize"}}}}}},
-      {"timing", {{"warmup_s", 0.02}, {"min_time_s", 0.05}, {"max_time_s", 0.2}, {"target_iqr", 0.2}}}};
+      {"timing", {{"warmup_s", 0.02}, {"min_time_s", 0.05}, {"max_time_s", 0.2}, {"target_ci", 0.2}}}};
   std::string error;
   const int64_t id = fleet_->Submit(sweep, &error);
   ASSERT_GT(id, 0) << error;
@@ -151,7 +151,7 @@ TEST_F(TechniqueSweepTest, ServingScenariosRunThroughTheFleetAndRecommendWeighsT
           json{{"kind", "server"}, {"qps", 200}, {"max_batch", 8}, {"max_wait_ms", 1}, {"slo_p99_ms", 50},
                {"min_duration_s", 0.1}, {"min_queries", 30}, {"max_duration_s", 5}}}}}},
       {"models", {{"mlp", {{"layers", {64, 128, 10}}}}}},
-      {"timing", {{"warmup_s", 0.02}, {"min_time_s", 0.05}, {"max_time_s", 0.2}, {"target_iqr", 0.2}}}};
+      {"timing", {{"warmup_s", 0.02}, {"min_time_s", 0.05}, {"max_time_s", 0.2}, {"target_ci", 0.2}}}};
   std::string error;
   const int64_t id = fleet_->Submit(sweep, &error);
   ASSERT_GT(id, 0) << error;
@@ -194,7 +194,7 @@ TEST_F(TechniqueSweepTest, RecommendOnARealSweepNamesAConfigurationAndTheRowsBeh
                       {"matrix", {{"model", "mlp"}, {"dtype", {"fp32", "int8"}}, {"batch_size", {1, 32}},
                                   {"threads", {1, 2}}}},
                       {"models", {{"mlp", {{"layers", {128, 128, 10}}}}}},
-                      {"timing", {{"warmup_s", 0.02}, {"min_time_s", 0.05}, {"max_time_s", 0.2}, {"target_iqr", 0.2}}}};
+                      {"timing", {{"warmup_s", 0.02}, {"min_time_s", 0.05}, {"max_time_s", 0.2}, {"target_ci", 0.2}}}};
   std::string error;
   const int64_t id = fleet_->Submit(sweep, &error);
   ASSERT_GT(id, 0) << error;

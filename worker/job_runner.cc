@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <iostream>
@@ -24,10 +25,12 @@
 #include "worker/flops.h"
 #include "worker/energy.h"
 #include "worker/gpu_telemetry.h"
+#include "worker/omp_wait_policy.h"
 #include "worker/max_batch.h"
 #include "worker/replicas.h"
 #include "worker/serving_job.h"
 #include "worker/process_info.h"
+#include "worker/host_load.h"
 #include "worker/profile.h"
 #include "worker/sampler.h"
 #include "worker/stats.h"
@@ -64,6 +67,10 @@ JobOutcome Fail(json result, ExitCode code, const std::string& error) {
   return {std::move(result), code};
 }
 
+json OptionalNumber(const std::optional<double>& value) {
+  return value ? json(*value) : json(nullptr);
+}
+
 json StatsJson(const SampleStats& s, const Measurement& m) {
   json discarded_median = nullptr;
   if (!m.discarded_samples_ms.empty()) {
@@ -82,7 +89,14 @@ json StatsJson(const SampleStats& s, const Measurement& m) {
           {"q1_ms", s.q1_ms},
           {"q3_ms", s.q3_ms},
           {"iqr_ms", s.iqr_ms},
-          // A result that never settled is not one to compare against.
+          {"median_ci_low_ms", OptionalNumber(s.median_ci_low_ms)},
+          {"median_ci_high_ms", OptionalNumber(s.median_ci_high_ms)},
+          {"p99_ci_low_ms", OptionalNumber(s.p99_ci_low_ms)},
+          {"p99_ci_high_ms", OptionalNumber(s.p99_ci_high_ms)},
+          {"median_ci_relative", OptionalNumber(s.median_ci_relative)},
+          {"effective_n", s.effective_n},
+          // Imprecise (the interval still wider than target_ci), or never settled: not a
+          // result to compare against.
           {"noisy", s.noisy || m.unsteady},
           {"unsteady", m.unsteady},
           {"discarded_samples", m.discarded_samples_ms.size()},
@@ -94,16 +108,59 @@ json StatsJson(const SampleStats& s, const Measurement& m) {
 
 // The measurement budget in the sampler's terms.
 TimingOptions ToTimingOptions(const TimingSpec& t) {
-  return {t.warmup_s, t.min_time_s, t.max_time_s, t.target_iqr};
+  return {t.warmup_s, t.min_time_s, t.max_time_s, t.target_ci};
 }
 
 // A job whose effective parallelism is further than this (relative) from the
 // threads it asked for did not get the CPUs it asked for, or could not use them.
 constexpr double kThreadsMismatchTolerance = 0.25;
 
+// Why effective_threads is off `spec.threads` (beyond kThreadsMismatchTolerance), as far
+// as the process can tell, most specific cause first.
+std::string ThreadsMismatchReason(const Measurement& m, const JobSpec& spec, std::size_t cpus) {
+  const auto threads = static_cast<double>(spec.threads);
+  const std::string effective = json(std::round(m.effective_threads * 100) / 100).dump();
+  const std::string asked = std::to_string(spec.threads) + " thread" + (spec.threads == 1 ? "" : "s");
+  if (cpus > 0 && cpus < static_cast<std::size_t>(spec.threads)) {
+    return "effective " + effective + " of " + asked + ": the process may run on " +
+           std::to_string(cpus) + " CPUs only (its affinity)";
+  }
+  if (m.effective_threads > threads) {
+    return "effective " + effective + " of " + asked +
+           ": threads beyond the intra-op pool used CPU time too (a BLAS pool of its own "
+           "beside OpenMP's, inter-op threads)";
+  }
+  if (m.host_load && m.host_load->disturbed) {
+    return "effective " + effective + " of " + asked + ": the rest of the host kept " +
+           json(std::round(m.host_load->busy_cpus * 100) / 100).dump() +
+           " CPUs busy meanwhile, or the hypervisor took " +
+           json(std::round(m.host_load->steal_fraction * 1000) / 10).dump() + "% of the time";
+  }
+  if (spec.omp_wait_policy == "passive") {
+    return "effective " + effective + " of " + asked +
+           ": under omp_wait_policy passive idle OpenMP threads sleep as soon as a parallel "
+           "region ends, so the serial parts between regions and each wake-up run on one "
+           "thread";
+  }
+  return "effective " + effective + " of " + asked +
+         ": the workload keeps fewer threads busy than it has (serial parts between its "
+         "parallel regions)";
+}
+
 JobOutcome RunValidJob(JobSpec spec, json result) {
   if (std::string error = CheckDevice(spec.device); !error.empty()) {
     return Fail(std::move(result), kExitRejected, error);
+  }
+  // The OpenMP runtime read its wait policy before main: a job measured under another
+  // one than it asks for would be filed as what it is not.
+  if (!OmpWaitPolicyMatches(spec.omp_wait_policy)) {
+    return Fail(std::move(result), kExitRejected,
+                "omp_wait_policy \"" + spec.omp_wait_policy +
+                    "\": this process started under OMP_WAIT_POLICY " +
+                    (std::getenv("OMP_WAIT_POLICY") ? std::string("=") + std::getenv("OMP_WAIT_POLICY")
+                                                    : std::string("unset")) +
+                    ", and the OpenMP runtime reads it only at start-up; run the job through "
+                    "benchfleet-worker --job, which starts itself again under the job's policy");
   }
   if (std::string error = ApplyThreadSettings(spec.threads, spec.interop_threads); !error.empty()) {
     return Fail(std::move(result), kExitRejected, error);
@@ -178,7 +235,7 @@ JobOutcome RunValidJob(JobSpec spec, json result) {
   // After timing, so neither is part of a sample: the profiled block, and one iteration
   // whose allocations are counted (a job of several ranks runs neither: its collective
   // calls would not pair with the other ranks').
-  const SampleStats stats = Summarize(m.samples_ms, spec.timing.target_iqr);
+  const SampleStats stats = Summarize(m.samples_ms, spec.timing.target_ci);
   json op_profile = nullptr;
   int64_t profile_iterations = 0;
   if (spec.profile) {
@@ -230,10 +287,18 @@ JobOutcome RunValidJob(JobSpec spec, json result) {
   result["disturbed"] = m.host_load ? json(m.host_load->disturbed) : json(nullptr);
   // On a GPU the CPU threads mostly wait for kernels, and a collective's work is done
   // by Gloo's threads: their count says nothing.
-  result["threads_mismatch"] =
-      gpu || collective || spec.parallel ? json(nullptr)
-          : json(std::abs(m.effective_threads / static_cast<double>(spec.threads) - 1) >
-                 kThreadsMismatchTolerance);
+  const bool threads_say_nothing = gpu || collective || spec.parallel;
+  const bool mismatch = std::abs(m.effective_threads / static_cast<double>(spec.threads) - 1) >
+                        kThreadsMismatchTolerance;
+  result["threads_mismatch"] = threads_say_nothing ? json(nullptr) : json(mismatch);
+  // Idle OpenMP threads that spin burn CPU time without working, so a job whose
+  // parallel regions leave gaps still shows about `threads` effective threads.
+  const bool spin = spec.threads > 1 && spec.omp_wait_policy != "passive";
+  result["effective_threads_includes_spin"] = threads_say_nothing ? json(nullptr) : json(spin);
+  result["threads_mismatch_reason"] =
+      threads_say_nothing || !mismatch
+          ? json(nullptr)
+          : json(ThreadsMismatchReason(m, spec, AllowedCpus().size()));
   result["rss_before_model_mb"] = rss_before ? json(*rss_before) : json(nullptr);
   result["param_bytes"] = workload.param_bytes;
   result["model_build_s"] = model_build_s;
@@ -295,18 +360,26 @@ bool WriteFileAtomically(const std::string& path, const std::string& text, std::
   return true;
 }
 
-JobOutcome RunJobFromPath(const std::string& job_path) {
+json ReadJobFile(const std::string& job_path, std::string* error) {
   std::ifstream in(job_path);
   if (!in) {
-    return Fail(json::object(), kExitRejected,
-                "cannot read job file " + job_path + ": " + std::strerror(errno));
+    *error = "cannot read job file " + job_path + ": " + std::strerror(errno);
+    return nullptr;
   }
   std::stringstream text;
   text << in.rdbuf();
   json job = json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
   if (job.is_discarded()) {
-    return Fail(json::object(), kExitRejected, "job file " + job_path + " is not valid JSON");
+    *error = "job file " + job_path + " is not valid JSON";
+    return nullptr;
   }
+  return job;
+}
+
+JobOutcome RunJobFromPath(const std::string& job_path) {
+  std::string error;
+  const json job = ReadJobFile(job_path, &error);
+  if (!error.empty()) return Fail(json::object(), kExitRejected, error);
   return RunJob(job);
 }
 
@@ -344,6 +417,16 @@ ExitCode RunJobFile(const std::string& job_path, const std::string& result_path)
     return kExitInternal;
   }
   return outcome.exit_code;
+}
+
+std::optional<std::string> JobFileWaitPolicy(const std::string& job_path) {
+  std::string error;
+  const json job = ReadJobFile(job_path, &error);
+  if (!error.empty() || !job.is_object()) return "default";
+  const std::string policy = JobOmpWaitPolicy(job);
+  const std::vector<std::string>& known = KnownOmpWaitPolicies();
+  if (std::find(known.begin(), known.end(), policy) == known.end()) return std::nullopt;
+  return policy;
 }
 
 ExitCode PrintProbe() {

@@ -2,6 +2,7 @@
 #define BENCHFLEET_WORKER_JOB_RUNNER_H_
 
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
 namespace benchfleet::worker {
@@ -28,6 +29,11 @@ JobOutcome RunJob(const nlohmann::json& job);
 // malformed job file still produces an "ok": false result. Returns the exit
 // code for the process.
 ExitCode RunJobFile(const std::string& job_path, const std::string& result_path);
+
+// The OpenMP wait policy the job file at `job_path` asks for ("default" when it names
+// none, or cannot be read: RunJobFile then reports why); nullopt for a value that is
+// no policy, which RunJobFile refuses.
+std::optional<std::string> JobFileWaitPolicy(const std::string& job_path);
 
 // Prints the probe JSON (one line) to stdout. Returns the exit code.
 ExitCode PrintProbe();

@@ -2,9 +2,11 @@
 #include <CLI/CLI.hpp>
 #include <cstdint>
 #include <iostream>
+#include <optional>
 #include <string>
 
 #include "worker/job_runner.h"
+#include "worker/omp_wait_policy.h"
 #include "worker/torch_calibration.h"
 
 int main(int argc, char** argv) {
@@ -45,6 +47,13 @@ int main(int argc, char** argv) {
   if (job_path.empty()) {
     std::cerr << "benchfleet-worker: give --job FILE --out FILE, or --probe (see --help)\n";
     return worker::kExitInternal;
+  }
+  // The job's OpenMP wait policy must be in the environment before any library
+  // initialises; the agent puts it there, a run by hand may not have.
+  if (const std::optional<std::string> policy = worker::JobFileWaitPolicy(job_path)) {
+    if (const std::optional<std::string> why = worker::ReexecUnderWaitPolicy(*policy, argv)) {
+      std::cerr << "benchfleet-worker: " << *why << "\n";  // the job is then refused
+    }
   }
   return worker::RunJobFile(job_path, result_path);
 }

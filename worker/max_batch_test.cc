@@ -17,6 +17,7 @@
 
 #include "worker/job_runner.h"
 #include "worker/torch_runtime.h"
+#include "worker/worker_process.h"
 
 namespace benchfleet::worker {
 namespace {
@@ -73,23 +74,7 @@ json SearchJob(std::int64_t memory_mb, const std::string& mode = "inference") {
 // Runs `job` in a fresh benchfleet-worker, as the agent does: the address space a
 // search counts from must not hold what earlier tests in this process freed (the
 // allocator keeps it mapped, and it would count as room).
-JobOutcome RunWorker(const json& job) {
-  const std::string base = std::filesystem::temp_directory_path() /
-                           ("bf-max-batch-" + std::to_string(getpid()) + "-" +
-                            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-  std::ofstream(base + ".job.json") << job.dump();
-  const std::string command = std::string(BENCHFLEET_WORKER_BIN) + " --job " + base +
-                              ".job.json --out " + base + ".out.json > " + base + ".log 2>&1";
-  const int status = std::system(command.c_str());
-  JobOutcome outcome;
-  outcome.exit_code =
-      static_cast<ExitCode>(WIFEXITED(status) ? WEXITSTATUS(status) : kExitInternal);
-  std::ifstream in(base + ".out.json");
-  outcome.result = json::parse(in, nullptr, false);
-  for (const char* suffix : {".job.json", ".out.json", ".log"})
-    std::remove((base + suffix).c_str());
-  return outcome;
-}
+JobOutcome RunWorker(const json& job) { return RunWorkerProcess(job); }
 
 TEST(MaxBatchSearchTest, FindsTheLargestMlpBatchWithinTheAddressSpaceLimit) {
   const std::int64_t memory_mb = 32;

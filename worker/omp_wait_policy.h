@@ -1,27 +1,36 @@
 #ifndef BENCHFLEET_WORKER_OMP_WAIT_POLICY_H_
 #define BENCHFLEET_WORKER_OMP_WAIT_POLICY_H_
 
+// The OpenMP wait policy a job runs under (its `omp_wait_policy`: default, passive,
+// active; schemas/worker.md). libgomp reads OMP_WAIT_POLICY once, in its constructor,
+// before main: the agent sets the variable when it execs the worker, and a worker run
+// by hand with another one re-executes itself once with the job's.
+//
+// Why "default" is the default: it is what a user's PyTorch runs with. Under it
+// libgomp's idle threads spin for a while (GOMP_SPINCOUNT, 300,000 iterations, about
+// a third of a millisecond) before they sleep, so that the next parallel region starts
+// without waking them; oneDNN's int8 and bf16 kernels, which start many short regions
+// per forward pass, depend on that (MLP 1024-1024-10 int8 at batch 8 on 2 threads:
+// 0.26 ms spinning, 0.99-1.31 ms passive, bench/README.md).
+
 #include <optional>
 #include <string>
 
 namespace benchfleet::worker {
 
-// The wait policy a process linking this file starts with when its
-// environment does not name one.
-inline constexpr const char* kDefaultOmpWaitPolicy = "PASSIVE";
+// The policy this process's OpenMP runtime started with, by the job's names:
+// "default" (OMP_WAIT_POLICY unset), "passive" or "active"; any other value of the
+// variable is reported as it is, lower-cased.
+std::string OmpWaitPolicyInEffect();
 
-// OMP_WAIT_POLICY as the OpenMP runtime of this process read it at start-up;
-// nullopt when unset (only if the start-up re-exec could not run).
-//
-// Linking this file into an executable makes the process, before any shared
-// library initialises, re-execute itself with OMP_WAIT_POLICY=PASSIVE added
-// when the variable is unset. Why: libgomp reads the variable once, in its
-// constructor, and by default its idle threads spin; on a small host they
-// then steal the cores OpenBLAS's own thread pool is computing on (measured:
-// MLP 1024-1024-10 batch 64 at 2 threads 3.95 ms spinning vs 1.12 ms
-// passive). Setting the variable from main() is too late, and re-executing
-// from main() would pay LibTorch's static initialisation twice.
-std::optional<std::string> OmpWaitPolicy();
+// Whether a process running under OmpWaitPolicyInEffect() runs a job that asks for
+// `policy` as asked.
+bool OmpWaitPolicyMatches(const std::string& policy);
+
+// Re-executes this program (/proc/self/exe, `argv`) with OMP_WAIT_POLICY as `policy`
+// asks, once: a process that is itself such a re-execution never does it again.
+// Returns only when it did not re-execute: nullopt when none was needed, else why not.
+std::optional<std::string> ReexecUnderWaitPolicy(const std::string& policy, char** argv);
 
 }  // namespace benchfleet::worker
 

@@ -42,7 +42,7 @@ RankGroup JoinRanks(const DistributedSpec& d) {
 
 double MedianMsAlone(const std::function<void()>& iteration, const TimingSpec& timing) {
   const Measurement m = MeasureWorkload(
-      iteration, TimingOptions{timing.warmup_s, timing.min_time_s, timing.max_time_s, timing.target_iqr},
+      iteration, TimingOptions{timing.warmup_s, timing.min_time_s, timing.max_time_s, timing.target_ci},
       SystemClock());
   std::vector<double> sorted = m.samples_ms;
   std::sort(sorted.begin(), sorted.end());

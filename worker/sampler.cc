@@ -94,7 +94,8 @@ Measurement MeasureWorkload(const std::function<void()>& iteration, const Timing
     }
     sorted = m.samples_ms;
     std::sort(sorted.begin(), sorted.end());
-    return RelativeIqr(sorted) < options.target_iqr;
+    const std::optional<double> precision = MedianIntervalRelative(m.samples_ms, sorted);
+    return precision && *precision <= options.target_ci;
   };
   for (;;) {
     const double before = clock.WallSeconds();

@@ -32,7 +32,9 @@ struct TimingOptions {
   double warmup_s = 0;    // run untimed iterations for at least this long
   double min_time_s = 0;  // sample at least this long ...
   double max_time_s = 0;  // ... and never longer than this
-  double target_iqr = 0;  // stop early once IQR / median falls below this
+  // stop early once the median's confidence interval is within this fraction
+  // of it (half-width / median, quantile_interval.h)
+  double target_ci = 0;
 };
 
 struct Measurement {
@@ -77,7 +79,8 @@ using Agree = std::function<double(double)>;
 //     each check, a change of regime (FindRegimeChange) drops the samples
 //     before it; sampling stops when the samples kept span >= min_time_s,
 //     n >= max(kMinSamples, kSamplesToSeeRegimeChange), no change is found
-//     and IQR/median < target_iqr, or when elapsed >= max_time_s, where a
+//     and the median's 95% confidence interval has a half-width of at most
+//     target_ci x median (MedianIntervalRelative), or when elapsed >= max_time_s, where a
 //     change still found drops the earlier part and sets `unsteady`.
 //     max_time_s is a hard cap: a workload slower than
 //     max_time_s / kSamplesToSeeRegimeChange ends with fewer samples and is

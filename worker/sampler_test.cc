@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 
 #include "worker/stats.h"
@@ -141,7 +142,7 @@ TEST(MeasureWorkloadTest, WarmupRunsAtLeastOnceAndIsExcludedFromSamples) {
 
 TEST(MeasureWorkloadTest, NoisyWorkloadRunsUntilMaxTime) {
   FakeClock clock;
-  // Alternating 2 ms and 3 ms: IQR / median stays far above the target.
+  // Alternating 2 ms and 3 ms: the median's interval spans both, far wider than the target.
   FakeWorkload work{&clock, [](long i) { return i % 2 ? 0.003 : 0.002; }};
   const Measurement m = MeasureWorkload(work.AsIteration(), Options(0.01, 0.1, 0.5, 0.05), clock);
   EXPECT_GE(m.timed_s, 0.5);
@@ -276,8 +277,9 @@ TEST(MeasureWorkloadTest, EndlessTrendIsUnsteadyAndKeepsOnlyTheLastRegime) {
 }
 
 TEST(MeasureWorkloadTest, FlatNoisyWorkloadIsNotUnsteady) {
-  // 10% pseudo-random noise, never quiet enough to stop early: the whole
-  // series up to max_time is checked for changes, and none may be found.
+  // 10% pseudo-random noise, never precise enough to stop early (a 0.5% interval
+  // needs ~2,400 samples, 1 s holds 500): the whole series up to max_time is checked
+  // for changes, and none may be found.
   for (std::uint64_t seed = 1; seed <= 10; ++seed) {
     FakeClock clock;
     std::uint64_t state = seed;
@@ -289,11 +291,57 @@ TEST(MeasureWorkloadTest, FlatNoisyWorkloadIsNotUnsteady) {
                         }
                         return 0.002 * (1 + 0.1 * (sum - 6));
                       }};
-    const Measurement m = MeasureWorkload(work.AsIteration(), Options(0.01, 0.1, 1, 0.01), clock);
+    const Measurement m = MeasureWorkload(work.AsIteration(), Options(0.01, 0.1, 1, 0.005), clock);
     EXPECT_FALSE(m.unsteady) << "seed " << seed;
     EXPECT_TRUE(m.discarded_samples_ms.empty()) << "seed " << seed;
     EXPECT_GE(m.samples_ms.size(), 400u) << "seed " << seed;
   }
+}
+
+// Sample-to-sample noise of 10% around 2 ms: pseudo-random, independent (phi 0) or
+// each sample leaning on the last (AR(1) with coefficient phi), as timing blocks that
+// share a clock speed or a neighbour's load do.
+std::function<double(long)> NoisyTwoMs(std::uint64_t seed, double phi) {
+  auto state = std::make_shared<std::uint64_t>(seed);
+  auto previous = std::make_shared<double>(0);
+  return [state, previous, phi](long) {
+    double sum = 0;  // Irwin-Hall: approximately standard normal
+    for (int j = 0; j < 12; ++j) {
+      *state = *state * 6364136223846793005u + 1442695040888963407u;
+      sum += static_cast<double>(*state >> 11) / 9007199254740992.0;
+    }
+    *previous = phi * *previous + std::sqrt(1 - phi * phi) * (sum - 6);
+    return 0.002 * (1 + 0.1 * *previous);
+  };
+}
+
+TEST(MeasureWorkloadTest, StopsOnceTheMedianIsPreciseHoweverWideTheSpread) {
+  // IQR / median ~13%, but a 2% interval of the median needs only ~150 samples:
+  // sampling stops long before max_time_s, and the result is not noisy.
+  FakeClock clock;
+  FakeWorkload work{&clock, NoisyTwoMs(3, 0)};
+  const Measurement m = MeasureWorkload(work.AsIteration(), Options(0.01, 0.1, 5, 0.02), clock);
+  EXPECT_LT(m.timed_s, 1.0);
+  const SampleStats stats = Summarize(m.samples_ms, 0.02);
+  EXPECT_GT(stats.iqr_ms / stats.median_ms, 0.1);
+  ASSERT_TRUE(stats.median_ci_relative);
+  EXPECT_LE(*stats.median_ci_relative, 0.02);
+  EXPECT_FALSE(stats.noisy);
+  EXPECT_FALSE(m.unsteady);
+}
+
+TEST(MeasureWorkloadTest, DependentSamplesAreSampledLongerForTheSamePrecision) {
+  FakeClock independent_clock;
+  FakeWorkload independent{&independent_clock, NoisyTwoMs(5, 0)};
+  const Measurement a =
+      MeasureWorkload(independent.AsIteration(), Options(0.01, 0.1, 20, 0.02), independent_clock);
+  FakeClock dependent_clock;
+  FakeWorkload dependent{&dependent_clock, NoisyTwoMs(5, 0.8)};
+  const Measurement b =
+      MeasureWorkload(dependent.AsIteration(), Options(0.01, 0.1, 20, 0.02), dependent_clock);
+  EXPECT_GT(b.samples_ms.size(), 2 * a.samples_ms.size());
+  EXPECT_GT(Summarize(b.samples_ms, 0.02).variance_factor, 2.0);
+  EXPECT_FALSE(Summarize(b.samples_ms, 0.02).noisy);
 }
 
 TEST(MeasureWorkloadTest, HostLoadCoversTheSamplingRegion) {

@@ -5,6 +5,8 @@
 #include <limits>
 #include <numeric>
 
+#include "worker/quantile_interval.h"
+
 namespace benchfleet::worker {
 
 double Quantile(const std::vector<double>& sorted, double q) {
@@ -22,11 +24,33 @@ double RelativeIqr(const std::vector<double>& sorted) {
   return iqr > 0 ? std::numeric_limits<double>::infinity() : 0.0;
 }
 
-SampleStats Summarize(std::vector<double> samples_ms, double target_iqr) {
-  SampleStats stats;
-  stats.n = samples_ms.size();
-  if (samples_ms.empty()) return stats;
+namespace {
 
+// Half-width of `interval` over `centre`; infinity around a zero centre.
+double RelativeHalfWidth(const QuantileInterval& interval, double centre) {
+  const double half = (interval.high - interval.low) / 2;
+  if (centre > 0) return half / centre;
+  return half > 0 ? std::numeric_limits<double>::infinity() : 0.0;
+}
+
+}  // namespace
+
+std::optional<double> MedianIntervalRelative(const std::vector<double>& in_order,
+                                             const std::vector<double>& sorted) {
+  if (sorted.empty()) return std::nullopt;
+  const double median = Quantile(sorted, 0.5);
+  const auto interval =
+      QuantileConfidenceInterval(sorted, 0.5, SerialVarianceFactor(in_order, median));
+  if (!interval) return std::nullopt;
+  return RelativeHalfWidth(*interval, median);
+}
+
+SampleStats Summarize(const std::vector<double>& in_order, double target_ci) {
+  SampleStats stats;
+  stats.n = in_order.size();
+  if (in_order.empty()) return stats;
+
+  std::vector<double> samples_ms = in_order;
   std::sort(samples_ms.begin(), samples_ms.end());
   const double n = static_cast<double>(samples_ms.size());
   stats.mean_ms = std::accumulate(samples_ms.begin(), samples_ms.end(), 0.0) / n;
@@ -43,7 +67,21 @@ SampleStats Summarize(std::vector<double> samples_ms, double target_iqr) {
   stats.q1_ms = Quantile(samples_ms, 0.25);
   stats.q3_ms = Quantile(samples_ms, 0.75);
   stats.iqr_ms = stats.q3_ms - stats.q1_ms;
-  stats.noisy = stats.n < kMinSamples || RelativeIqr(samples_ms) >= target_iqr;
+  stats.variance_factor = SerialVarianceFactor(in_order, stats.median_ms);
+  stats.effective_n = n / stats.variance_factor;
+  if (const auto ci = QuantileConfidenceInterval(samples_ms, 0.5, stats.variance_factor)) {
+    stats.median_ci_low_ms = ci->low;
+    stats.median_ci_high_ms = ci->high;
+    stats.median_ci_relative = RelativeHalfWidth(*ci, stats.median_ms);
+  }
+  constexpr double kP99 = 0.99;
+  if (const auto ci = QuantileConfidenceInterval(
+          samples_ms, kP99, SerialVarianceFactor(in_order, stats.p99_ms))) {
+    stats.p99_ci_low_ms = ci->low;
+    stats.p99_ci_high_ms = ci->high;
+  }
+  stats.noisy = stats.n < kMinSamples || !stats.median_ci_relative ||
+                *stats.median_ci_relative > target_ci;
   return stats;
 }
 

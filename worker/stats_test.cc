@@ -51,14 +51,36 @@ TEST(SummarizeTest, ComputesEveryField) {
   EXPECT_TRUE(s.noisy);
 }
 
-TEST(SummarizeTest, NoisyFlagComparesIqrOverMedianWithTarget) {
-  // IQR / median = 0.5 / 10 = 0.05 for 10 samples 9.5 x3, 10 x4, 10.5 x3... built directly:
-  std::vector<double> samples(kMinSamples, 10.0);
-  samples[0] = samples[1] = samples[2] = 9.0;
-  samples[7] = samples[8] = samples[9] = 11.0;
-  const double relative = RelativeIqr({9, 9, 9, 10, 10, 10, 10, 11, 11, 11});
-  EXPECT_FALSE(Summarize(samples, relative + 1e-9).noisy);
-  EXPECT_TRUE(Summarize(samples, relative).noisy);
+TEST(SummarizeTest, TheMediansIntervalComesWithIt) {
+  // 1..10 in the order above: ranks 2 and 9 (Binomial(10, 0.5)); the indicators of
+  // "below the median" alternate, a negative dependence that may not narrow it.
+  const SampleStats s = Summarize({10, 1, 9, 2, 8, 3, 7, 4, 6, 5}, 0.05);
+  ASSERT_TRUE(s.median_ci_low_ms && s.median_ci_high_ms && s.median_ci_relative);
+  EXPECT_DOUBLE_EQ(*s.median_ci_low_ms, 2);
+  EXPECT_DOUBLE_EQ(*s.median_ci_high_ms, 9);
+  EXPECT_DOUBLE_EQ(*s.median_ci_relative, 3.5 / 5.5);
+  EXPECT_DOUBLE_EQ(s.variance_factor, 1);
+  EXPECT_DOUBLE_EQ(s.effective_n, 10);
+  // Ten samples say nothing of p99.
+  EXPECT_FALSE(s.p99_ci_low_ms);
+  EXPECT_FALSE(s.p99_ci_high_ms);
+}
+
+TEST(SummarizeTest, NoisyMeansTheMedianIsNotKnownToTargetCi) {
+  // 1000 samples spread evenly over [9, 11): IQR / median 10%, yet the median's
+  // interval is a few tenths of a percent wide.
+  std::vector<double> samples;
+  for (int i = 0; i < 1000; ++i) samples.push_back(9 + 2.0 * ((i * 617) % 1000) / 1000);
+  const SampleStats s = Summarize(samples, 0.01);
+  EXPECT_NEAR(s.iqr_ms / s.median_ms, 0.1, 0.002);
+  ASSERT_TRUE(s.median_ci_relative);
+  EXPECT_LT(*s.median_ci_relative, 0.01);
+  EXPECT_FALSE(s.noisy);
+  EXPECT_TRUE(Summarize(samples, *s.median_ci_relative * 0.99).noisy);
+  EXPECT_FALSE(Summarize(samples, *s.median_ci_relative).noisy);
+  ASSERT_TRUE(s.p99_ci_low_ms && s.p99_ci_high_ms);
+  EXPECT_LE(*s.p99_ci_low_ms, s.p99_ms);
+  EXPECT_GE(*s.p99_ci_high_ms, s.p99_ms);
 }
 
 TEST(SummarizeTest, TooFewSamplesAreNoisyEvenWithoutSpread) {

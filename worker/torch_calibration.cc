@@ -37,22 +37,33 @@ torch::Tensor RandomMatrix(std::int64_t n, torch::ScalarType type) {
   return torch::randn({n, n}).to(type);
 }
 
-// The largest N <= n, halving from n, whose product is expected to take at
-// most kGemmMaxProductSeconds, from one timed product at kGemmMinReducedN.
-std::int64_t ReducedGemmN(std::int64_t n, torch::ScalarType type) {
-  const std::int64_t small = std::min(n, kGemmMinReducedN);
-  const torch::Tensor a = RandomMatrix(small, type);
-  const torch::Tensor b = RandomMatrix(small, type);
-  torch::Tensor c = torch::empty({small, small}, torch::TensorOptions().dtype(type));
-  torch::mm_out(c, a, b);  // untimed: first-call set-up
+// One product's seconds at N, after an untimed one (first-call set-up: buffers,
+// oneDNN's primitive for the shape).
+double ProductSeconds(std::int64_t n, torch::ScalarType type) {
+  const torch::Tensor a = RandomMatrix(n, type);
+  const torch::Tensor b = RandomMatrix(n, type);
+  torch::Tensor c = torch::empty({n, n}, torch::TensorOptions().dtype(type));
+  torch::mm_out(c, a, b);
   const double start = Now();
   torch::mm_out(c, a, b);
-  const double seconds_per_flop = (Now() - start) / GemmFlop(small);
-  std::int64_t chosen = n;
-  while (chosen > small && GemmFlop(chosen) * seconds_per_flop > kGemmMaxProductSeconds) {
-    chosen = std::max(small, chosen / 2);
+  return Now() - start;
+}
+
+// The size to measure at: from `first` (fp32: gemm_n; bf16: kGemmMinReducedN), doubled
+// while the next product, 8 times this one, is expected within kGemmMaxProductSeconds,
+// each size timed for itself (a guess from one small product overstates what a larger
+// one costs wherever a call has overheads of its own, and a bf16 GEMM of N = 512 does
+// not keep two AMX cores busy), and halved back when the larger one took too long.
+std::int64_t ChooseGemmN(std::int64_t first, torch::ScalarType type) {
+  std::int64_t n = first;
+  double seconds = ProductSeconds(n, type);
+  while (n * 2 <= kGemmMaxN && 8 * seconds <= kGemmMaxProductSeconds) {
+    const double larger = ProductSeconds(n * 2, type);
+    if (larger > kGemmMaxProductSeconds) break;
+    n *= 2;
+    seconds = larger;
   }
-  return chosen;
+  return n;
 }
 
 }  // namespace
@@ -72,15 +83,16 @@ GemmPeak MeasureTorchGemm(GemmDtype dtype, std::int64_t n, int threads) {
   try {
     c10::InferenceMode guard;
     torch::manual_seed(0);
-    if (dtype != GemmDtype::kFp32) n = ReducedGemmN(n, type);
+    n = ChooseGemmN(dtype == GemmDtype::kFp32 ? n : std::min(n, kGemmMinReducedN), type);
+    torch::manual_seed(0);
     const torch::Tensor a = RandomMatrix(n, type);
     const torch::Tensor b = RandomMatrix(n, type);
     torch::Tensor c = torch::empty({n, n}, torch::TensorOptions().dtype(type));
     const TimingOptions timing{kGemmWarmupSeconds, kGemmMinSeconds, kGemmMaxSeconds,
-                               kGemmTargetIqr};
+                               kGemmTargetCi};
     peak = RepeatUntilAgreement([&] {
       const Measurement m = MeasureWorkload([&] { torch::mm_out(c, a, b); }, timing, SystemClock());
-      const SampleStats stats = Summarize(m.samples_ms, kGemmTargetIqr);
+      const SampleStats stats = Summarize(m.samples_ms, kGemmTargetCi);
       GemmMeasurement measurement;
       measurement.unsteady = m.unsteady;
       measurement.median_seconds = stats.median_ms / 1e3;
@@ -109,11 +121,11 @@ ExitCode PrintCalibration(std::int64_t gemm_n) {
     options.gpu_tool_path = PathNextToExecutable(kGpuCalibrateProgram);
     json calibration = RunCalibration(options, MeasureTorchGemm);
     const json probe = ProbeInfo();
-    const std::optional<std::string> policy = OmpWaitPolicy();
     calibration["runtime"] = {{"torch_version", probe.at("torch_version")},
                               {"blas", probe.at("blas")},
                               {"blas_config", probe.at("blas_config")},
-                              {"omp_wait_policy", policy ? json(*policy) : json(nullptr)},
+                              {"blas_threading", probe.at("blas_threading")},
+                              {"omp_wait_policy", OmpWaitPolicyInEffect()},
                               {"env", PerformanceEnvironment(environ)}};
     // Report only: a BLAS whose kernels use a narrower vector ISA than the
     // CPU offers caps every GEMM figure, and with it every fraction of peak.

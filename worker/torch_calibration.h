@@ -16,20 +16,23 @@ namespace benchfleet::worker {
 inline constexpr double kGemmWarmupSeconds = 0.5;
 inline constexpr double kGemmMinSeconds = 0.5;
 inline constexpr double kGemmMaxSeconds = 5;
-inline constexpr double kGemmTargetIqr = 0.02;
+// Sampling stops once the median product time is known to within 1%.
+inline constexpr double kGemmTargetCi = 0.01;
 
-// A dtype without a native kernel on this CPU (bf16 before AVX-512 BF16 /
-// AMX) can run 100x slower than fp32; its N is halved, down to
-// kGemmMinReducedN, until one product is expected to take at most this
-// long, judged from a timed product at kGemmMinReducedN.
+// Each GEMM is measured at the largest N whose one product takes at most this long
+// (13 samples must fit in kGemmMaxSeconds), doubling from gemm_n for fp32 and from
+// kGemmMinReducedN for bf16 (which without a native kernel, before AVX-512 BF16 or
+// AMX, runs 100x slower than fp32), up to kGemmMaxN (three 8192^2 fp32 matrices are
+// 768 MiB): a size at which every CPU it runs on is busy. A product that is slow at the
+// first N is measured there.
 inline constexpr double kGemmMaxProductSeconds = 0.25;
 inline constexpr std::int64_t kGemmMinReducedN = 256;
+inline constexpr std::int64_t kGemmMaxN = 8192;
 
 // torch::mm_out of two N x N randn matrices of `dtype` (seed 0, drawn in
 // fp32 and converted) with `threads` set for every pool through
 // ApplyThreadSettings; measurements repeated by RepeatUntilAgreement.
-// GFLOP/s = 2 N^3 / median seconds / 1e9. fp32 always uses `n`; bf16 may
-// use a smaller N (above).
+// GFLOP/s = 2 N^3 / median seconds / 1e9, at the N chosen above (GemmPeak::n).
 GemmPeak MeasureTorchGemm(GemmDtype dtype, std::int64_t n, int threads);
 
 // Runs RunCalibration with MeasureTorchGemm and the GPU tool next to this

@@ -5,6 +5,7 @@
 #include <ATen/Parallel.h>
 #include <c10/util/Exception.h>
 #include <dlfcn.h>
+#include <unistd.h>
 #include <torch/cuda.h>
 #include <torch/version.h>
 
@@ -15,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "worker/calibration.h"
 #include "worker/omp_wait_policy.h"
 #include "worker/process_info.h"
 
@@ -28,6 +30,7 @@ using nlohmann::json;
 using OpenblasGetConfig = char* (*)();
 using OpenblasGetThreads = int (*)();
 using OpenblasSetThreads = void (*)(int);
+using OpenblasGetParallel = int (*)();
 
 template <typename Fn>
 Fn FindSymbol(const char* name) {
@@ -43,8 +46,18 @@ json OpenblasThreads() {
   return get != nullptr ? json(get()) : json(nullptr);
 }
 
-json OptionalString(const std::optional<std::string>& value) {
-  return value ? json(*value) : json(nullptr);
+// How OpenBLAS runs its threads (openblas_get_parallel): "sequential", "pthreads" (a
+// pool of its own beside OpenMP's) or "openmp" (OpenMP's pool, shared with ATen and
+// oneDNN); null for another BLAS.
+json OpenblasThreading() {
+  auto get = FindSymbol<OpenblasGetParallel>("openblas_get_parallel");
+  if (get == nullptr) return nullptr;
+  switch (get()) {
+    case 0: return "sequential";
+    case 1: return "pthreads";
+    case 2: return "openmp";
+    default: return nullptr;
+  }
 }
 
 // GPU names and memory via the CUDA driver API, loaded at run time so this
@@ -167,7 +180,9 @@ json RuntimeInfo(bool quantized) {
           {"openblas_threads", OpenblasThreads()},
           {"intraop_threads", at::get_num_threads()},
           {"interop_threads", at::get_num_interop_threads()},
-          {"omp_wait_policy", OptionalString(OmpWaitPolicy())},
+          {"blas_threading", OpenblasThreading()},
+          {"omp_wait_policy", OmpWaitPolicyInEffect()},
+          {"env", PerformanceEnvironment(environ)},
           {"affinity", AllowedCpus()}};
 }
 
@@ -182,6 +197,7 @@ json ProbeInfo() {
   return {{"torch_version", TORCH_VERSION},
           {"blas", BlasName()},
           {"blas_config", get_config != nullptr ? json(get_config()) : json(nullptr)},
+          {"blas_threading", OpenblasThreading()},
           {"onednn", at::hasMKLDNN()},
           {"openmp", static_cast<bool>(AT_PARALLEL_OPENMP)},
           {"parallel_info", at::get_parallel_info()},

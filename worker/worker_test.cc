@@ -21,6 +21,7 @@
 #include "worker/pipeline.h"
 #include "worker/process_info.h"
 #include "worker/torch_runtime.h"
+#include "worker/worker_process.h"
 
 namespace benchfleet::worker {
 namespace {
@@ -32,7 +33,7 @@ json SmallJob() {
     "job_id": 12, "attempt": 3, "model": "mlp", "model_args": {"layers": [64, 128, 10]},
     "mode": "inference", "dtype": "fp32", "device": "cpu", "batch_size": 8, "threads": 1,
     "seed": 0, "timing": {"warmup_s": 0.05, "min_time_s": 0.2, "max_time_s": 1,
-                          "target_iqr": 0.05}})");
+                          "target_ci": 0.01}})");
 }
 
 TEST(WorkerTest, SmallMlpJobProducesSaneResult) {
@@ -143,12 +144,14 @@ TEST(WorkerTest, BadInputIsRejectedNamingTheField) {
       {"unknown dtype", [](json& j) { j["dtype"] = "fp16"; }, "dtype"},
       {"unknown mode", [](json& j) { j["mode"] = "training"; }, "mode"},
       {"unknown device", [](json& j) { j["device"] = "tpu"; }, "device"},
+      {"unknown wait policy", [](json& j) { j["omp_wait_policy"] = "spin"; }, "omp_wait_policy"},
       {"zero threads", [](json& j) { j["threads"] = 0; }, "threads"},
       {"threads as string", [](json& j) { j["threads"] = "2"; }, "threads"},
       {"negative seed", [](json& j) { j["seed"] = -1; }, "seed"},
       {"min above max", [](json& j) { j["timing"]["min_time_s"] = 2; }, "min_time_s"},
       {"zero warmup", [](json& j) { j["timing"]["warmup_s"] = 0; }, "warmup_s"},
-      {"iqr target too big", [](json& j) { j["timing"]["target_iqr"] = 1.5; }, "target_iqr"},
+      {"ci target too big", [](json& j) { j["timing"]["target_ci"] = 1.5; }, "target_ci"},
+      {"old iqr target too big", [](json& j) { j["timing"]["target_iqr"] = 1.5; }, "target_iqr"},
       {"unknown timing key", [](json& j) { j["timing"]["min_time"] = 1; }, "min_time"},
       {"missing job_id", [](json& j) { j.erase("job_id"); }, "job_id"},
   };
@@ -325,6 +328,64 @@ TEST(WorkerTest, RequestedThreadsAreTheThreadsThatWork) {
   if (!two.result.at("runtime").at("openblas_threads").is_null()) {
     EXPECT_EQ(two.result.at("runtime").at("openblas_threads"), 2);
   }
+}
+
+// A job runs under the OpenMP wait policy it names. The runtime reads the policy once,
+// before main: a process started under another one refuses the job (in-process here),
+// and the worker binary starts itself again under the job's, as a worker run by hand
+// must.
+TEST(WorkerTest, AJobRunsUnderTheWaitPolicyItNames) {
+  if (std::getenv("OMP_WAIT_POLICY") != nullptr) {
+    GTEST_SKIP() << "this test process runs under OMP_WAIT_POLICY=" << std::getenv("OMP_WAIT_POLICY");
+  }
+  json job = SmallJob();
+  const JobOutcome plain = RunJob(job);
+  ASSERT_EQ(plain.exit_code, kExitOk) << plain.result.dump();
+  EXPECT_EQ(plain.result.at("runtime").at("omp_wait_policy"), "default");
+  EXPECT_FALSE(plain.result.at("runtime").at("env").contains("OMP_WAIT_POLICY"));
+
+  job["omp_wait_policy"] = "passive";
+  const JobOutcome refused = RunJob(job);
+  EXPECT_EQ(refused.exit_code, kExitRejected);
+  const std::string error = refused.result.value("error", "");
+  EXPECT_NE(error.find("omp_wait_policy \"passive\""), std::string::npos) << error;
+  EXPECT_NE(error.find("OMP_WAIT_POLICY unset"), std::string::npos) << error;
+
+  for (const char* policy : {"passive", "active"}) {
+    job["omp_wait_policy"] = policy;
+    const JobOutcome run = RunWorkerProcess(job);
+    ASSERT_EQ(run.exit_code, kExitOk) << run.result.dump();
+    const json& runtime = run.result.at("runtime");
+    EXPECT_EQ(runtime.at("omp_wait_policy"), policy);
+    EXPECT_EQ(runtime.at("env").at("OMP_WAIT_POLICY"), std::string(policy) == "passive" ? "PASSIVE" : "ACTIVE");
+  }
+  // Started under another policy than the job's default: again at once, without it.
+  job["omp_wait_policy"] = "default";
+  const JobOutcome back = RunWorkerProcess(job, "OMP_WAIT_POLICY=PASSIVE");
+  ASSERT_EQ(back.exit_code, kExitOk) << back.result.dump();
+  EXPECT_EQ(back.result.at("runtime").at("omp_wait_policy"), "default");
+  EXPECT_FALSE(back.result.at("runtime").at("env").contains("OMP_WAIT_POLICY"));
+}
+
+// effective_threads says when spinning threads count in it, and a mismatch says why.
+TEST(WorkerTest, AThreadsMismatchSaysWhy) {
+  json job = SmallJob();
+  job["threads"] = 2;
+  const std::vector<int> cpus = AllowedCpus();
+  ASSERT_FALSE(cpus.empty());
+  // Two threads on one CPU: at most one CPU's worth of time.
+  const JobOutcome run = RunWorkerProcess(job, "taskset -c " + std::to_string(cpus.front()));
+  ASSERT_EQ(run.exit_code, kExitOk) << run.result.dump();
+  const json& r = run.result;
+  EXPECT_EQ(r.at("threads_mismatch"), true) << r.dump();
+  EXPECT_NE(r.at("threads_mismatch_reason").get<std::string>().find("1 CPUs only (its affinity)"),
+            std::string::npos)
+      << r.at("threads_mismatch_reason");
+  EXPECT_EQ(r.at("effective_threads_includes_spin"), true);  // default policy, 2 threads
+  const JobOutcome one = RunJob(SmallJob());
+  ASSERT_EQ(one.exit_code, kExitOk);
+  EXPECT_EQ(one.result.at("effective_threads_includes_spin"), false);  // one thread never waits
+  EXPECT_TRUE(one.result.at("threads_mismatch_reason").is_null());
 }
 
 }  // namespace

@@ -30,7 +30,7 @@ json ThreeSecondJobs() {
           {"placement", "any"},
           {"matrix", {{"model", {"mlp"}}, {"batch_size", batches}, {"threads", {1}}}},
           {"models", {{"mlp", {{"layers", {128, 128, 10}}}}}},
-          {"timing", {{"warmup_s", 0.05}, {"min_time_s", 3}, {"max_time_s", 3.5}, {"target_iqr", 0.5}}}};
+          {"timing", {{"warmup_s", 0.05}, {"min_time_s", 3}, {"max_time_s", 3.5}, {"target_ci", 0.5}}}};
 }
 
 TEST(AgentRestartFaultTest, SpooledResultIsDeliveredAfterKillAndRestart) {

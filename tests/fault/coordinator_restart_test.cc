@@ -34,7 +34,7 @@ TEST(CoordinatorRestartFaultTest, TwentyKillsLoseAndDuplicateNothing) {
                 {"placement", "any"},
                 {"matrix", {{"model", {"mlp"}}, {"batch_size", batches}}},
                 {"models", {{"mlp", {{"layers", {64, 64, 10}}}}}},
-                {"timing", {{"warmup_s", 0.02}, {"min_time_s", 0.5}, {"max_time_s", 1}, {"target_iqr", 0.5}}}};
+                {"timing", {{"warmup_s", 0.02}, {"min_time_s", 0.5}, {"max_time_s", 1}, {"target_ci", 0.5}}}};
   int64_t sweep_id = fleet.Submit(sweep);
   ASSERT_GT(sweep_id, 0);
 

@@ -35,7 +35,7 @@ json Jobs(int count, double seconds) {
           {"matrix", {{"model", {"mlp"}}, {"batch_size", batches}, {"threads", {1}}}},
           {"models", {{"mlp", {{"layers", {64, 64, 10}}}}}},
           {"timing", {{"warmup_s", 0.02}, {"min_time_s", seconds}, {"max_time_s", seconds + 0.2},
-                      {"target_iqr", 0.9}}}};
+                      {"target_ci", 0.9}}}};
 }
 
 // A query that runs until the coordinator's 10 s limit stops it, while two agents run

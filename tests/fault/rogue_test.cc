@@ -77,7 +77,7 @@ TEST(RogueFaultTest, HostilePeersDoNotStopAGoodAgentsHundredJobs) {
   json sweep = {{"name", "rogues"},
                 {"matrix", {{"model", {"mlp"}}, {"batch_size", batches}}},
                 {"models", {{"mlp", {{"layers", {32, 32, 4}}}}}},
-                {"timing", {{"warmup_s", 0.01}, {"min_time_s", 0.05}, {"max_time_s", 0.2}, {"target_iqr", 0.5}}}};
+                {"timing", {{"warmup_s", 0.01}, {"min_time_s", 0.05}, {"max_time_s", 0.2}, {"target_ci", 0.5}}}};
   int64_t sweep_id = fleet.Submit(sweep);
   ASSERT_GT(sweep_id, 0);
   json done = fleet.WaitForSweep(sweep_id, 900s);

@@ -25,7 +25,7 @@ json ShortJobs(int count) {
           {"placement", "any"},
           {"matrix", {{"model", {"mlp"}}, {"batch_size", batches}}},
           {"models", {{"mlp", {{"layers", {64, 64, 10}}}}}},
-          {"timing", {{"warmup_s", 0.02}, {"min_time_s", 0.3}, {"max_time_s", 1}, {"target_iqr", 0.5}}}};
+          {"timing", {{"warmup_s", 0.02}, {"min_time_s", 0.3}, {"max_time_s", 1}, {"target_ci", 0.5}}}};
 }
 
 bool LogHas(Fleet& fleet, const std::string& words) {
