@@ -19,9 +19,12 @@ StatusOr<std::vector<BaselinePoint>> Store::SeriesBaseline(const std::string& se
                                                            int window, const std::string& host,
                                                            const std::string& model) {
   ASSIGN_OR_RETURN(auto stmt, db_->Prepare(
-      "SELECT r.job_id, r.median_ms, r.received_at FROM results r JOIN jobs j ON j.job_id = r.job_id "
-      "WHERE r.series_key = ?6 AND r.series = ?1 AND r.job_id < ?2 AND r.ok = 1 AND coalesce(r.noisy, 0) = 0 "
-      "AND r.median_ms IS NOT NULL AND j.confirms_job_id IS NULL "
+      "WITH step AS (SELECT coalesce(max(g.job_id), 0) AS job_id FROM regressions g "
+      "  WHERE g.series = ?1 AND g.state = 'confirmed' AND g.job_id < ?2) "
+      "SELECT r.job_id, r.median_ms, r.received_at FROM results r JOIN jobs j ON j.job_id = r.job_id, step "
+      "WHERE r.series_key = ?6 AND r.series = ?1 AND r.job_id < ?2 AND r.ok = 1 AND coalesce(r.unsteady, 0) = 0 "
+      "AND r.median_ms IS NOT NULL AND r.job_id >= step.job_id "
+      "AND (j.confirms_job_id IS NULL OR j.confirms_job_id = step.job_id) "
       "AND r.received_at > coalesce((SELECT max(b.at) FROM baseline_resets b "
       "  WHERE (b.host IS NULL OR b.host = ?4) AND (b.model IS NULL OR b.model = ?5)), '') "
       "ORDER BY r.job_id DESC LIMIT ?3"));
@@ -79,6 +82,9 @@ StatusOr<std::vector<int64_t>> Store::AddRegressionCandidate(const RegressionCan
                                          {"baseline_to", c.baseline_to},
                                          {"change", c.change},
                                          {"z", c.z ? json(*c.z) : json(nullptr)},
+                                         {"median_ci_low_ms", c.median_ci_low_ms ? json(*c.median_ci_low_ms) : json(nullptr)},
+                                         {"median_ci_high_ms", c.median_ci_high_ms ? json(*c.median_ci_high_ms) : json(nullptr)},
+                                         {"sweep_id", sweep_id},
                                          {"reruns", json(ids).dump()},
                                          {"detected_at", now}}));
   RETURN_IF_ERROR(tx.Commit());
@@ -106,6 +112,13 @@ StatusOr<std::optional<RegressionCandidate>> Store::CandidateOf(int64_t job_id) 
   c.change = stmt.Real(9);
   if (!stmt.IsNull(10)) c.z = stmt.Real(10);
   return std::optional<RegressionCandidate>(std::move(c));
+}
+
+StatusOr<bool> Store::SeriesHasOpenCandidate(const std::string& series) {
+  ASSIGN_OR_RETURN(auto stmt, db_->Prepare("SELECT 1 FROM regressions WHERE series = ?1 AND state = 'candidate' "
+                                           "LIMIT 1"));
+  stmt.Bind(1, series);
+  return stmt.Step();
 }
 
 StatusOr<std::vector<Rerun>> Store::RerunsOf(int64_t job_id) {

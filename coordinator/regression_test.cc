@@ -34,6 +34,11 @@ class RegressionTest : public CoordinatorTest {
       result["stats"]["min_ms"] = ms * 0.99;
       result["stats"]["max_ms"] = ms * 1.01;
       result["samples_ms"] = {ms, ms};
+      result["stats"]["noisy"] = noisy_;
+      if (interval_ > 0) {
+        result["stats"]["median_ci_low_ms"] = ms * (1 - interval_);
+        result["stats"]["median_ci_high_ms"] = ms * (1 + interval_);
+      }
       FromAgent(peer, {{"v", 1}, {"type", "result"}, {"job_id", body["job_id"]},
                        {"attempt", body["attempt"]}, {"result", result}});
       answered_.insert(body["job_id"].get<int64_t>());
@@ -54,6 +59,14 @@ class RegressionTest : public CoordinatorTest {
     EXPECT_FALSE(jobs.empty());
     return jobs.empty() ? 0 : jobs.front();
   }
+  // Every result answered from now on carries a median interval of +-`relative` and
+  // this noisy flag (the worker's precision), until set again.
+  void AnswerWithInterval(double relative, bool noisy) {
+    interval_ = relative;
+    noisy_ = noisy;
+  }
+  double interval_ = 0;
+  bool noisy_ = false;
   json Regression(int64_t job_id) {
     json rows = Query("SELECT state, direction, change, baseline_n, json_array_length(reruns), z "
                       "FROM regressions WHERE job_id = " + std::to_string(job_id));
@@ -136,6 +149,87 @@ TEST_F(RegressionTest, ABaselineResetMarksAKnownStepSoItIsNotFlagged) {
   // afresh instead of being flagged.
   for (int night = 0; night < 3; ++night) Night(12.0, [] { return 12.0; });
   EXPECT_EQ(Query("SELECT count(*) FROM regressions")[0][0], 0);
+}
+
+// A persistent step is one change point: confirmed on the night it is first seen, and the
+// nights after it are judged against the new level, so it is not confirmed again each
+// morning (on 11 nights after a 12% step, the same slowdown was confirmed anew every
+// night while the old level filled the window).
+TEST_F(RegressionTest, APersistentStepIsReportedOnce) {
+  Register("node-a");
+  std::mt19937 random(11);
+  std::normal_distribution<double> noise(0.0, 0.02);
+  auto at = [&](double level) { return [&random, &noise, level] { return level * (1 + noise(random)); }; };
+  for (int night = 0; night < 30; ++night) Night(at(10.0)(), at(10.0));
+  const int64_t step = Night(11.2, at(11.2));
+  ASSERT_FALSE(Regression(step).is_null());
+  EXPECT_EQ(Regression(step)[0], "confirmed");
+  for (int night = 0; night < 11; ++night) Night(at(11.2)(), at(11.2));
+  const json reported = Query("SELECT job_id, first_seen_sweep_id, first_seen_at, direction "
+                              "FROM confirmed_regressions");
+  ASSERT_EQ(reported.size(), 1u) << reported.dump();
+  EXPECT_EQ(reported[0][0], step);
+  EXPECT_EQ(reported[0][1], Query("SELECT sweep_id FROM jobs WHERE job_id = " + std::to_string(step))[0][0]);
+  EXPECT_TRUE(reported[0][2].is_string());
+  // The nights after the step raised no candidate at all: their baseline is the new level.
+  EXPECT_EQ(Query("SELECT count(*) FROM regressions WHERE job_id > " + std::to_string(step) +
+                  " AND job_id NOT IN (SELECT job_id FROM jobs WHERE confirms_job_id = " +
+                  std::to_string(step) + ")")[0][0], 0);
+  // A second, later step (back to 10 ms: an improvement) is its own change point.
+  const int64_t back = Night(10.0, at(10.0));
+  EXPECT_EQ(Regression(back)[0], "confirmed");
+  EXPECT_EQ(Regression(back)[1], "faster");
+  EXPECT_EQ(Query("SELECT count(*) FROM confirmed_regressions")[0][0], 2);
+}
+
+// A noisy result (its median not known to target_ci) is judged and enters the baseline;
+// its interval widens the noise it is judged against, so a change inside its own
+// imprecision is no candidate.
+TEST_F(RegressionTest, NoisyResultsAreJudgedWithTheirInterval) {
+  Register("node-a");
+  AnswerWithInterval(0.01, /*noisy=*/true);
+  for (int night = 0; night < 12; ++night) Night(10.0 + 0.02 * (night % 3), [] { return 10.02; });
+  EXPECT_EQ(Query("SELECT count(*) FROM regressions")[0][0], 0);
+  // A 20% slowdown of a noisy but steady result: judged, confirmed.
+  const int64_t slow = Night(12.0, [] { return 12.0; });
+  ASSERT_FALSE(Regression(slow).is_null()) << "a noisy result is judged";
+  EXPECT_EQ(Regression(slow)[0], "confirmed");
+  EXPECT_EQ(Regression(slow)[3], 12) << "the noisy results were its baseline";
+  // Back at 12 ms the series is quiet again; a 6% change whose own interval is +-10%
+  // is within its imprecision: beyond min_change, but not beyond z.
+  for (int night = 0; night < 12; ++night) Night(12.0 + 0.02 * (night % 3), [] { return 12.02; });
+  AnswerWithInterval(0.10, /*noisy=*/true);
+  const int64_t vague = Night(12.75, [] { return 12.75; });
+  EXPECT_TRUE(Regression(vague).is_null()) << Regression(vague).dump();
+  // The same change measured to +-0.5% is a candidate.
+  AnswerWithInterval(0.005, /*noisy=*/false);
+  const int64_t precise = Night(12.75, [] { return 12.75; });
+  ASSERT_FALSE(Regression(precise).is_null());
+  EXPECT_EQ(Regression(precise)[0], "confirmed");
+  const json kept = Query("SELECT median_ci_low_ms, median_ci_high_ms FROM regressions WHERE job_id = " +
+                          std::to_string(precise));
+  EXPECT_NEAR(kept[0][0].get<double>(), 12.75 * 0.995, 1e-9);
+  EXPECT_NEAR(kept[0][1].get<double>(), 12.75 * 1.005, 1e-9);
+}
+
+// An unsteady result (its statistics may mix two regimes) is neither judged nor kept in
+// a baseline.
+TEST_F(RegressionTest, UnsteadyResultsAreNotJudged) {
+  Register("node-a");
+  for (int night = 0; night < 12; ++night) Night(10.0, [] { return 10.0; });
+  Submit(kNightly);
+  coordinator_->Tick();
+  const Sent* offer = LastTo("node-a/1", "job");
+  ASSERT_NE(offer, nullptr);
+  const json body = offer->message.body;
+  json result = GoodResult(body["spec"]);
+  result["stats"]["median_ms"] = 20.0;
+  result["stats"]["unsteady"] = true;
+  result["stats"]["noisy"] = true;
+  FromAgent("node-a/1", {{"v", 1}, {"type", "result"}, {"job_id", body["job_id"]},
+                         {"attempt", body["attempt"]}, {"result", result}});
+  coordinator_->Tick();
+  EXPECT_TRUE(Regression(body["job_id"].get<int64_t>()).is_null());
 }
 
 }  // namespace

@@ -1,7 +1,9 @@
 // Regression detection (docs/regressions.md): each new result is judged against the last
 // good results of its series; a candidate (beyond both the robust z-score and the
 // relative-change test) is run again on the same host, and only reruns that reproduce it
-// confirm it. An unconfirmed candidate is recorded as noise and never reported.
+// confirm it. An unconfirmed candidate is recorded as noise and never reported. A
+// confirmed change starts the series' baseline anew (Store::SeriesBaseline), so a step
+// is reported once, on the night it was first seen.
 #include <algorithm>
 #include <cmath>
 
@@ -14,6 +16,8 @@ namespace {
 
 // MAD scaled by this estimates the standard deviation of normal data.
 constexpr double kMadToSigma = 1.4826;
+// A 95% confidence interval's half-width is this many standard deviations.
+constexpr double kInterval95Sigmas = 1.959963984540054;
 
 struct Verdict {
   bool beyond = false;
@@ -21,17 +25,32 @@ struct Verdict {
   std::optional<double> z;  // none below the policy's minimum for the z test
 };
 
-// Whether `value` is beyond a baseline of `n` results with this median and MAD.
-Verdict Judge(double value, double median, double mad, int64_t n, const RegressionPolicy& policy) {
+// Whether `r`'s median is beyond a baseline of `n` results with this median and MAD. The
+// noise a change is measured against is the series' own night-to-night spread (its MAD)
+// and the result's own imprecision (its median's interval) together: a result whose
+// median is known to +-3% cannot show a 2% step, however quiet the series.
+Verdict Judge(const JudgedResult& r, double median, double mad, int64_t n,
+              const RegressionPolicy& policy) {
   Verdict v;
+  const double value = *r.median_ms;
   v.change = value / median - 1;
   const bool relative = std::abs(v.change) > policy.min_change;
   if (n < policy.min_for_z) {
-    v.beyond = relative;
+    // Too few results for a spread of their own: the change must at least lie outside
+    // the result's interval.
+    const bool outside = !r.median_ci_low_ms || !r.median_ci_high_ms ||
+                         median < *r.median_ci_low_ms || median > *r.median_ci_high_ms;
+    v.beyond = relative && outside;
     return v;
   }
-  // A baseline without spread: any change beyond the relative test is beyond it.
-  v.z = mad > 0 ? std::abs(value - median) / (kMadToSigma * mad) : (value == median ? 0 : 1e9);
+  const double series_sigma = kMadToSigma * mad;
+  const double result_sigma = r.median_ci_low_ms && r.median_ci_high_ms
+                                  ? (*r.median_ci_high_ms - *r.median_ci_low_ms) / 2 / kInterval95Sigmas
+                                  : 0;
+  const double sigma = std::sqrt(series_sigma * series_sigma + result_sigma * result_sigma);
+  // A baseline without spread and a result without an interval: any change beyond the
+  // relative test is beyond it.
+  v.z = sigma > 0 ? std::abs(value - median) / sigma : (value == median ? 0 : 1e9);
   v.beyond = relative && *v.z > policy.z;
   return v;
 }
@@ -54,8 +73,18 @@ RegressionPolicy Coordinator::PolicyOf(int64_t sweep_id) {
 
 void Coordinator::JudgeResult(const JudgedResult& r) {
   if (r.confirms_job_id) return DecideIfRerunsDone(*r.confirms_job_id, PolicyOf(r.sweep_id));
-  if (!r.ok || r.noisy || r.series.empty() || !r.median_ms) return;
+  // Every successful, steady result is judged, a noisy (imprecise) one too: its
+  // interval widens the noise it is judged against instead of shutting it out.
+  if (!r.ok || r.unsteady || r.series.empty() || !r.median_ms) return;
   const RegressionPolicy policy = PolicyOf(r.sweep_id);
+  // A candidate of this series still waits for its reruns: they decide this step, and
+  // a second candidate would report it twice.
+  auto open = store_->SeriesHasOpenCandidate(r.series);
+  if (!open.ok()) {
+    ++counters_.store_errors;
+    return;
+  }
+  if (*open) return;
   auto baseline = store_->SeriesBaseline(r.series, r.job_id, policy.window, r.host, r.model);
   if (!baseline.ok()) {
     ++counters_.store_errors;
@@ -69,7 +98,7 @@ void Coordinator::JudgeResult(const JudgedResult& r) {
   for (double v : values) deviations.push_back(std::abs(v - median));
   const double mad = Median(deviations);
   const int64_t n = static_cast<int64_t>(values.size());
-  const Verdict verdict = Judge(*r.median_ms, median, mad, n, policy);
+  const Verdict verdict = Judge(r, median, mad, n, policy);
   if (!verdict.beyond) return;
   RegressionCandidate c;
   c.job_id = r.job_id;
@@ -84,6 +113,8 @@ void Coordinator::JudgeResult(const JudgedResult& r) {
   c.baseline_to = baseline->front().received_at;
   c.change = verdict.change;
   c.z = verdict.z;
+  c.median_ci_low_ms = r.median_ci_low_ms;
+  c.median_ci_high_ms = r.median_ci_high_ms;
   auto reruns = store_->AddRegressionCandidate(c, r.host, policy.reruns);
   if (!reruns.ok()) {
     ++counters_.store_errors;

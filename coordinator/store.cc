@@ -846,8 +846,12 @@ StatusOr<ResultOutcome> Store::StoreResult(int64_t job_id, int attempt, int64_t 
     r.model = job->model;
     r.series = std::move(series);
     if (const json& median = ResultValue(result, "median_ms"); median.is_number()) r.median_ms = median.get<double>();
+    for (const auto& [name, out] : {std::make_pair("median_ci_low_ms", &r.median_ci_low_ms),
+                                     std::make_pair("median_ci_high_ms", &r.median_ci_high_ms)}) {
+      if (const json& value = ResultValue(result, name); value.is_number()) *out = value.get<double>();
+    }
     r.ok = ok;
-    r.noisy = ResultValue(result, "noisy") == true;
+    r.unsteady = ResultValue(result, "unsteady") == true;
     r.confirms_job_id = confirms_job_id;
     r.sweep_id = sweep_id;
     *judged = std::move(r);

@@ -97,8 +97,10 @@ struct JudgedResult {
   std::string model;
   std::string series;                    // empty: none (a host without fingerprint)
   std::optional<double> median_ms;
+  // The median's 95% confidence interval (stats.median_ci_*_ms), when it had one.
+  std::optional<double> median_ci_low_ms, median_ci_high_ms;
   bool ok = false;
-  bool noisy = false;
+  bool unsteady = false;  // its statistics may mix two regimes: never judged
   std::optional<int64_t> confirms_job_id;  // a rerun confirming that job's candidate
   int64_t sweep_id = 0;
 };
@@ -120,6 +122,8 @@ struct RegressionCandidate {
   std::string baseline_from, baseline_to;
   double change = 0;
   std::optional<double> z;
+  // The judged result's median interval, which widens the noise z is measured in.
+  std::optional<double> median_ci_low_ms, median_ci_high_ms;
 };
 struct Rerun {
   int64_t job_id = 0;
@@ -236,8 +240,9 @@ class Store {
   // matrix may hold 100,000 values).
   StatusOr<json> SweepRegressionPolicy(int64_t sweep_id);
   // The last `window` good results of the series before job `before_job_id` (ok, not
-  // flagged noisy, not a confirming rerun, after the latest baseline reset covering
-  // `host` and `model`), newest first.
+  // unsteady, after the latest baseline reset covering `host` and `model`, and from the
+  // series' latest confirmed change on: that candidate and its reruns start the new
+  // level; no other confirming rerun), newest first.
   StatusOr<std::vector<BaselinePoint>> SeriesBaseline(const std::string& series, int64_t before_job_id,
                                                       int window, const std::string& host,
                                                       const std::string& model);
@@ -246,6 +251,8 @@ class Store {
   StatusOr<std::vector<int64_t>> AddRegressionCandidate(const RegressionCandidate& candidate,
                                                         const std::string& host, int reruns);
   StatusOr<std::optional<RegressionCandidate>> CandidateOf(int64_t job_id);
+  // Whether the series has a candidate whose reruns are still undecided.
+  StatusOr<bool> SeriesHasOpenCandidate(const std::string& series);
   StatusOr<std::vector<Rerun>> RerunsOf(int64_t job_id);
   Status DecideRegression(int64_t job_id, bool confirmed, std::optional<double> rerun_median_ms,
                           const std::string& reason);
