@@ -156,6 +156,13 @@ void Store::UseIncrementalVacuum() {
     LOG_WARN("left " << path_ << " without incremental vacuum for now: "
                      << (vacuumed.ok() ? back : vacuumed).message());
   }
+  // Back in WAL mode the log and its index are opened by the next read. That read is
+  // the writer's, here, before any other connection exists: otherwise the first reads
+  // of the checkpointer thread and of a user's client race to build the index, and the
+  // loser gets SQLITE_BUSY at once unless it has a busy handler (a plain sqlite3 shell
+  // does not).
+  Status indexed = db_->Exec("SELECT count(*) FROM sqlite_master");
+  if (!indexed.ok()) LOG_WARN("cannot read " << path_ << " after the vacuum: " << indexed.message());
 }
 
 int Store::SchemaVersion() {
