@@ -1,6 +1,7 @@
 #include "common/worker_result.h"
 
 #include <set>
+#include <utility>
 
 #include "common/job_spec.h"
 #include "common/result_fields.h"
@@ -15,6 +16,11 @@ constexpr size_t kMaxSamples = 1000000;
 // The store keeps samples as float32 (docs/results.md, Raw samples): a larger one would
 // be stored as infinity. No real iteration comes near (1e30 ms is 3e19 years).
 constexpr double kMaxSampleMs = 1e30;
+
+// Each dtype with a GEMM peak on a GPU, and the figure of the GPU's calibration that
+// holds it (docs/calibration.md, GPUs).
+constexpr std::pair<const char*, const char*> kGpuPeakFields[] = {
+    {"fp32", "sgemm_gflops"}, {"tf32", "tf32_gflops"}, {"bf16", "bf16_gflops"}};
 
 Status ReadText(const json& object, const char* key, std::optional<std::string>* out) {
   auto it = object.find(key);
@@ -51,14 +57,18 @@ Status ParseCalibration(const json& result, WorkerResult* out) {
       const json& gpu = (*gpus)[i];
       const std::string where = "result.calibration.gpus[" + std::to_string(i) + "]";
       if (!gpu.is_object()) return InvalidArgument(where + ": must be an object");
-      auto peak = gpu.find("sgemm_gflops");
-      if (peak == gpu.end() || peak->is_null()) {
-        out->gpu_sgemm_gflops.push_back(std::nullopt);
-      } else if (peak->is_number() && peak->get<double>() >= 0) {
-        out->gpu_sgemm_gflops.push_back(peak->get<double>());
-      } else {
-        return InvalidArgument(where + ".sgemm_gflops: must be a number >= 0 or null");
+      for (const auto& dtype_and_field : kGpuPeakFields) {
+        const std::string field = dtype_and_field.second;
+        auto peak = gpu.find(field);
+        if (peak != gpu.end() && !peak->is_null() &&
+            !(peak->is_number() && peak->get<double>() >= 0)) {
+          return InvalidArgument(where + "." + field + ": must be a number >= 0 or null");
+        }
       }
+      auto peak = gpu.find("sgemm_gflops");
+      out->gpu_sgemm_gflops.push_back(peak == gpu.end() || peak->is_null()
+                                          ? std::nullopt
+                                          : std::optional<double>(peak->get<double>()));
     }
   }
   out->calibration = *it;
@@ -85,6 +95,13 @@ Status ParseRanks(const json& ranks, WorkerResult* out) {
 }
 
 }  // namespace
+
+const char* GpuPeakField(const std::string& dtype) {
+  for (const auto& [name, field] : kGpuPeakFields) {
+    if (dtype == name) return field;
+  }
+  return nullptr;
+}
 
 StatusOr<WorkerResult> ParseWorkerResult(const json& result) {
   if (!result.is_object()) return InvalidArgument("result: must be an object");

@@ -31,7 +31,8 @@ struct WorkerResult {
   std::vector<nlohmann::json> values;
   std::vector<double> samples_ms;
   // A calibration's output: one value per CalibrationFields() entry, and the GPUs'
-  // peaks (sgemm_gflops per device index; null where not measured).
+  // fp32 peaks (sgemm_gflops per device index; null where not measured). Each GPU's
+  // GpuPeakField() figures are checked to be numbers >= 0 or absent.
   std::vector<nlohmann::json> calibration_values;
   std::vector<std::optional<double>> gpu_sgemm_gflops;
   nlohmann::json calibration;  // the whole calibration object, kept as detail
@@ -49,6 +50,12 @@ struct WorkerResult {
   std::vector<OpProfileRow> op_profile;
   nlohmann::json detail;       // the result minus samples_ms, kept as detail
 };
+
+// The GEMM peak of a GPU's calibration (benchfleet-gpu-calibrate's gpus[i],
+// docs/calibration.md) that a result of `dtype` on that GPU is read against:
+// "sgemm_gflops" for fp32, "tf32_gflops" for tf32, "bf16_gflops" for bf16; nullptr for
+// a dtype without a GEMM peak (int8).
+const char* GpuPeakField(const std::string& dtype);
 
 // Parses `result` (the "result" field of a result message). Errors name the field:
 // "result.ok: must be a boolean, got 1". A successful benchmark result must carry every

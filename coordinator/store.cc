@@ -902,7 +902,14 @@ Status Store::CommitGroup() {
 
 StatusOr<json> Store::PeakFor(int64_t host_id, const std::string& device,
                               const std::string& dtype, int64_t threads) {
-  if (dtype != "fp32" && dtype != "bf16") return json(nullptr);  // no int8 GEMM peak
+  const int64_t gpus_needed = GpusNeeded(device);
+  const char* gpu_peak = nullptr;
+  if (gpus_needed > 0) {
+    gpu_peak = GpuPeakField(dtype);
+    if (gpu_peak == nullptr) return json(nullptr);  // no int8 GEMM peak
+  } else if (dtype != "fp32" && dtype != "bf16") {
+    return json(nullptr);  // no int8 GEMM peak; tf32 is CUDA's alone
+  }
   const bool bf16 = dtype == "bf16";
   ASSIGN_OR_RETURN(
       auto latest,
@@ -915,13 +922,13 @@ StatusOr<json> Store::PeakFor(int64_t host_id, const std::string& device,
   latest.Bind(1, host_id);
   ASSIGN_OR_RETURN(bool row, latest.Step());
   if (!row) return json(nullptr);
-  if (int64_t needed = GpusNeeded(device); needed > 0) {
-    if (bf16) return json(nullptr);  // GPUs are calibrated in fp32 only
-    // Stored from a checked calibration: an array of objects with sgemm_gflops.
+  if (gpu_peak != nullptr) {
+    // Stored from a checked calibration: an array of objects whose GEMM peaks are
+    // numbers >= 0 or absent (a calibration older than the figure lacks it).
     json gpus = json::parse(latest.Text(3), nullptr, false);
-    const size_t index = static_cast<size_t>(needed - 1);
+    const size_t index = static_cast<size_t>(gpus_needed - 1);
     if (!gpus.is_array() || index >= gpus.size() || !gpus[index].is_object()) return json(nullptr);
-    json peak = gpus[index].value("sgemm_gflops", json(nullptr));
+    json peak = gpus[index].value(gpu_peak, json(nullptr));
     return peak.is_number() ? peak : json(nullptr);
   }
   if (latest.IsNull(0)) return json(nullptr);
