@@ -4,6 +4,8 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <map>
+#include <tuple>
 
 #include "common/result_fields.h"
 #include "coordinator/fingerprint.h"
@@ -666,6 +668,62 @@ TEST_F(StoreTest, ComparisonViewsPairIdenticalConfigurations) {
   auto batch = Query("select count(*) from batch_scaling", 10);
   ASSERT_TRUE(batch.ok());
   EXPECT_EQ(batch->rows[0][0], 3);
+}
+
+// cpu_gpu_speedup pairs a GPU result with the CPU result of the whole same configuration
+// but device and threads, each side at its fastest thread count among results that are
+// not noisy: not a noisy result, however fast, nor a technique variant run on the CPU
+// alone.
+TEST_F(StoreTest, CpuGpuSpeedupPairsEachSidesBestSteadyResultOfTheSameConfiguration) {
+  auto sweep = MakeSweep(R"({"name":"cg","placement":"any","matrix":{"model":"mlp","mode":"train",
+      "batch_size":8,"device":["cpu","cuda:0"],"threads":[1,2],"checkpointing":[null,true]},
+      "exclude":[{"device":"cuda:0","checkpointing":true}]})");
+  ASSERT_TRUE(store_->CreateSweep(sweep, {}).ok());
+  auto queued = QueuedFor("node-a");
+  ASSERT_EQ(queued.size(), 6u);
+  struct Run {
+    double median_ms;
+    bool noisy;
+  };
+  // (device, threads, checkpointing) -> what it measured.
+  const std::map<std::tuple<std::string, int, bool>, Run> runs = {
+      {{"cpu", 1, false}, {4.0, false}},
+      {{"cpu", 2, false}, {1.0, true}},   // fastest plain CPU run, but noisy
+      {{"cpu", 1, true}, {0.1, false}},   // a technique the GPU did not run
+      {{"cpu", 2, true}, {0.2, false}},
+      {{"cuda:0", 1, false}, {0.4, true}},  // fastest GPU run, but noisy
+      {{"cuda:0", 2, false}, {0.5, false}}};
+  for (const QueuedJob& job : queued) {
+    const json spec = json::parse(job.spec);
+    const Run& run = runs.at({spec["device"], spec["threads"], spec.value("checkpointing", false)});
+    ASSERT_TRUE(store_->MarkRunning(job.job_id, host_).ok());
+    json result = GoodResult(8);
+    result["device"] = spec["device"];
+    result["mode"] = "train";
+    result["threads"] = spec["threads"];
+    result["stats"]["median_ms"] = run.median_ms;
+    result["stats"]["noisy"] = run.noisy;
+    auto stored = Deliver(job.job_id, 1, result);
+    ASSERT_TRUE(stored.ok()) << stored.status().ToString();
+    ASSERT_EQ(*stored, ResultOutcome::kStored);
+  }
+  auto rows = Query("select cpu_threads, gpu_device, gpu_threads, cpu_median_ms, gpu_median_ms, speedup, "
+                    "cpu_throughput_per_s, gpu_throughput_per_s from cpu_gpu_speedup", 10);
+  ASSERT_TRUE(rows.ok()) << rows.status().ToString();
+  ASSERT_EQ(rows->rows.size(), 1u);
+  const auto& row = rows->rows[0];
+  EXPECT_EQ(row[0], 1);
+  EXPECT_EQ(row[1], "cuda:0");
+  EXPECT_EQ(row[2], 2);
+  EXPECT_DOUBLE_EQ(row[3].get<double>(), 4.0);
+  EXPECT_DOUBLE_EQ(row[4].get<double>(), 0.5);
+  EXPECT_DOUBLE_EQ(row[5].get<double>(), 8.0);
+  EXPECT_DOUBLE_EQ(row[6].get<double>(), 8 * 1000 / 2.0);  // GoodResult's throughput
+  // Every column the view had before it paired strictly is still there for its readers.
+  EXPECT_TRUE(Query("select sweep_id, host, model, model_args, mode, dtype, batch_size, cpu_threads, "
+                    "gpu_device, cpu_median_ms, gpu_median_ms, speedup, cpu_throughput_per_s, "
+                    "gpu_throughput_per_s, cpu_job_id, gpu_job_id from cpu_gpu_speedup", 10)
+                  .ok());
 }
 
 TEST_F(StoreTest, PruneComparisonSetsEachPrunedResultAgainstTheUnprunedOne) {
