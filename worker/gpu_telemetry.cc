@@ -44,9 +44,10 @@ struct GpuTelemetry::Nvml {
   nvml::GetUtilization utilization = nullptr;
   nvml::GetMemory memory = nullptr;
   nvml::GetClock clock = nullptr;
+  // Optional: null where NVML lacks them (the counters are then null).
   nvml::GetTemperature temperature = nullptr;
   nvml::GetPower power = nullptr;
-  nvml::GetTotalEnergy energy = nullptr;  // Volta and later; null where NVML lacks it
+  nvml::GetTotalEnergy energy = nullptr;  // Volta and later
 
   ~Nvml() {
     if (initialised) shutdown();
@@ -60,6 +61,15 @@ template <typename Fn>
 Fn Find(void* library, const char* name) {
   return reinterpret_cast<Fn>(dlsym(library, name));
 }
+
+template <typename Fn>
+Fn Find(const NvmlLookup& lookup, const char* name) {
+  return reinterpret_cast<Fn>(lookup(name));
+}
+
+// power_source values (schemas/worker.md, gpu_telemetry).
+constexpr const char* kPowerFromEnergyCounter = "energy_counter";
+constexpr const char* kPowerFromPowerUsage = "power_usage_mean";
 
 // The PCI bus id of CUDA device `cuda_index` from the CUDA driver, or "" when the
 // driver API is not available.
@@ -102,26 +112,46 @@ nlohmann::json GpuTelemetry::Series::Max() const {
 
 std::unique_ptr<GpuTelemetry> GpuTelemetry::Open(int cuda_index, std::string* why_not,
                                                  const char* library) {
-  auto n = std::make_unique<Nvml>();
-  n->library = dlopen(library, RTLD_NOW | RTLD_LOCAL);
-  if (n->library == nullptr) {
+  void* handle = dlopen(library, RTLD_NOW | RTLD_LOCAL);
+  if (handle == nullptr) {
     *why_not = std::string("NVML (") + library + ") is not installed on this host";
     return nullptr;
   }
-  auto init = Find<nvml::Init>(n->library, "nvmlInit_v2");
-  auto by_index = Find<nvml::GetHandleByIndex>(n->library, "nvmlDeviceGetHandleByIndex_v2");
-  auto by_bus = Find<nvml::GetHandleByPciBusId>(n->library, "nvmlDeviceGetHandleByPciBusId_v2");
-  n->shutdown = Find<nvml::Shutdown>(n->library, "nvmlShutdown");
-  n->utilization = Find<nvml::GetUtilization>(n->library, "nvmlDeviceGetUtilizationRates");
-  n->memory = Find<nvml::GetMemory>(n->library, "nvmlDeviceGetMemoryInfo");
-  n->clock = Find<nvml::GetClock>(n->library, "nvmlDeviceGetClockInfo");
-  n->temperature = Find<nvml::GetTemperature>(n->library, "nvmlDeviceGetTemperature");
-  n->power = Find<nvml::GetPower>(n->library, "nvmlDeviceGetPowerUsage");
-  n->energy = Find<nvml::GetTotalEnergy>(n->library, "nvmlDeviceGetTotalEnergyConsumption");
-  if (init == nullptr || by_index == nullptr || n->shutdown == nullptr ||
-      n->utilization == nullptr || n->memory == nullptr || n->clock == nullptr ||
-      n->temperature == nullptr || n->power == nullptr) {
-    *why_not = std::string(library) + " lacks the NVML functions used (driver too old?)";
+  auto telemetry = OpenWith([handle](const char* name) { return dlsym(handle, name); },
+                            cuda_index, why_not);
+  if (telemetry == nullptr) {
+    dlclose(handle);
+    *why_not = std::string(library) + ": " + *why_not;
+    return nullptr;
+  }
+  telemetry->nvml_->library = handle;  // closed after nvmlShutdown, with the object
+  return telemetry;
+}
+
+std::unique_ptr<GpuTelemetry> GpuTelemetry::OpenWith(const NvmlLookup& lookup, int cuda_index,
+                                                     std::string* why_not, Clock& clock) {
+  auto n = std::make_unique<Nvml>();
+  auto init = Find<nvml::Init>(lookup, "nvmlInit_v2");
+  auto by_index = Find<nvml::GetHandleByIndex>(lookup, "nvmlDeviceGetHandleByIndex_v2");
+  auto by_bus = Find<nvml::GetHandleByPciBusId>(lookup, "nvmlDeviceGetHandleByPciBusId_v2");
+  n->shutdown = Find<nvml::Shutdown>(lookup, "nvmlShutdown");
+  n->utilization = Find<nvml::GetUtilization>(lookup, "nvmlDeviceGetUtilizationRates");
+  n->memory = Find<nvml::GetMemory>(lookup, "nvmlDeviceGetMemoryInfo");
+  n->clock = Find<nvml::GetClock>(lookup, "nvmlDeviceGetClockInfo");
+  n->temperature = Find<nvml::GetTemperature>(lookup, "nvmlDeviceGetTemperature");
+  n->power = Find<nvml::GetPower>(lookup, "nvmlDeviceGetPowerUsage");
+  n->energy = Find<nvml::GetTotalEnergy>(lookup, "nvmlDeviceGetTotalEnergyConsumption");
+  std::string missing;
+  for (const auto& [name, found] : {std::pair<const char*, bool>{"nvmlInit_v2", init != nullptr},
+                                    {"nvmlDeviceGetHandleByIndex_v2", by_index != nullptr},
+                                    {"nvmlShutdown", n->shutdown != nullptr},
+                                    {"nvmlDeviceGetUtilizationRates", n->utilization != nullptr},
+                                    {"nvmlDeviceGetMemoryInfo", n->memory != nullptr},
+                                    {"nvmlDeviceGetClockInfo", n->clock != nullptr}}) {
+    if (!found) missing += (missing.empty() ? "" : ", ") + std::string(name);
+  }
+  if (!missing.empty()) {
+    *why_not = "NVML lacks " + missing + " (driver too old?)";
     return nullptr;
   }
   if (const nvml::Return r = init(); r != nvml::kSuccess) {
@@ -129,20 +159,20 @@ std::unique_ptr<GpuTelemetry> GpuTelemetry::Open(int cuda_index, std::string* wh
     return nullptr;
   }
   n->initialised = true;
-  const std::string bus_id = CudaPciBusId(cuda_index);
-  const nvml::Return r = !bus_id.empty() && by_bus != nullptr
-                             ? by_bus(bus_id.c_str(), &n->device)
-                             : by_index(static_cast<unsigned>(cuda_index), &n->device);
+  const std::string bus_id = by_bus != nullptr ? CudaPciBusId(cuda_index) : std::string();
+  const nvml::Return r = !bus_id.empty() ? by_bus(bus_id.c_str(), &n->device)
+                                         : by_index(static_cast<unsigned>(cuda_index), &n->device);
   if (r != nvml::kSuccess) {
     *why_not = "NVML does not know CUDA device " + std::to_string(cuda_index) +
                (bus_id.empty() ? "" : " (PCI " + bus_id + ")") + ": NVML error " +
                std::to_string(r);
     return nullptr;
   }
-  return std::unique_ptr<GpuTelemetry>(new GpuTelemetry(std::move(n)));
+  return std::unique_ptr<GpuTelemetry>(new GpuTelemetry(std::move(n), clock));
 }
 
-GpuTelemetry::GpuTelemetry(std::unique_ptr<Nvml> nvml) : nvml_(std::move(nvml)) {}
+GpuTelemetry::GpuTelemetry(std::unique_ptr<Nvml> nvml, Clock& clock)
+    : nvml_(std::move(nvml)), clock_(clock) {}
 
 GpuTelemetry::~GpuTelemetry() {
   if (thread_.joinable()) Stop();
@@ -158,9 +188,9 @@ void GpuTelemetry::SampleOnce() {
   const bool util_ok = n.utilization(n.device, &util) == nvml::kSuccess;
   const bool memory_ok = n.memory(n.device, &memory) == nvml::kSuccess;
   const bool clock_ok = n.clock(n.device, nvml::kClockSm, &clock) == nvml::kSuccess;
-  const bool temp_ok =
-      n.temperature(n.device, nvml::kTemperatureGpu, &temperature) == nvml::kSuccess;
-  const bool power_ok = n.power(n.device, &power) == nvml::kSuccess;
+  const bool temp_ok = n.temperature != nullptr &&
+                       n.temperature(n.device, nvml::kTemperatureGpu, &temperature) == nvml::kSuccess;
+  const bool power_ok = n.power != nullptr && n.power(n.device, &power) == nvml::kSuccess;
   std::lock_guard<std::mutex> lock(mutex_);
   ++samples_;
   if (util_ok) util_.Add(util.gpu);
@@ -196,6 +226,9 @@ void GpuTelemetry::Run(std::chrono::milliseconds period) {
 }
 
 void GpuTelemetry::Start(std::chrono::milliseconds period) {
+  std::string no_counter;
+  start_joules_ = EnergyJoules(&no_counter);
+  start_seconds_ = clock_.WallSeconds();
   SampleOnce();
   thread_ = std::thread([this, period] { Run(period); });
 }
@@ -208,14 +241,26 @@ nlohmann::json GpuTelemetry::Stop() {
   wake_.notify_all();
   if (thread_.joinable()) thread_.join();
   SampleOnce();
+  nlohmann::json power_w = nullptr, power_source = nullptr;
+  std::string no_counter;
+  const double joules = start_joules_ ? EnergyJoules(&no_counter).value_or(-1) - *start_joules_ : -1;
+  const double seconds = clock_.WallSeconds() - start_seconds_;
   std::lock_guard<std::mutex> lock(mutex_);
+  if (joules >= 0 && seconds > 0) {  // the counter read at both ends, and never went back
+    power_w = joules / seconds;
+    power_source = kPowerFromEnergyCounter;
+  } else if (power_w_.count > 0) {
+    power_w = power_w_.Mean();
+    power_source = kPowerFromPowerUsage;
+  }
   return {{"samples", samples_},
           {"util_pct_mean", util_.Mean()},
           {"util_pct_max", util_.Max()},
           {"mem_used_mb_max", mem_mb_.Max()},
           {"sm_clock_mhz_mean", clock_mhz_.Mean()},
           {"temp_c_max", temp_c_.Max()},
-          {"power_w_mean", power_w_.Mean()}};
+          {"power_w_mean", power_w},
+          {"power_source", power_source}};
 }
 
 }  // namespace benchfleet::worker
