@@ -7,6 +7,8 @@
 #include <memory>
 #include <mutex>
 
+#include "worker/memory_compat.h"
+
 namespace benchfleet::worker {
 namespace {
 
@@ -15,8 +17,10 @@ namespace {
 // allocated before it was installed is not reported, so the count starts at zero.
 class PeakTracker : public c10::MemoryReportingInfoBase {
  public:
-  void reportMemoryUsage(void* /*ptr*/, int64_t alloc_size, int64_t /*total_allocated*/,
-                         int64_t /*total_reserved*/, c10::Device device) override {
+  void reportMemoryUsage(void* /*ptr*/, int64_t alloc_size,
+                         memory_compat::ReportedTotal /*total_allocated*/,
+                         memory_compat::ReportedTotal /*total_reserved*/,
+                         c10::Device device) override {
     if (device.type() != c10::DeviceType::CPU) return;
     std::lock_guard<std::mutex> lock(mutex_);
     live_ += alloc_size;
