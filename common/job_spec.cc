@@ -869,6 +869,11 @@ bool CheckCombination(const JobSpec& spec, bool one_rank, JobSpecError* error) {
                 "distributed is for the collectives (allreduce, broadcast, allgather) and parallel "
                 "jobs; model " + spec.model + " runs in one process here");
   }
+  if (spec.dtype == "tf32" && !IsCudaDevice(spec.device)) {
+    return Fail(error, "dtype",
+                "dtype \"tf32\" is fp32 with TF32 tensor-core math in cuBLAS and cuDNN, a CUDA "
+                "mode; on device " + Quoted(spec.device) + " use \"fp32\"");
+  }
   if (spec.dtype != "int8") return true;
   if (spec.mode != "inference") {
     return Fail(error, "dtype",
@@ -1172,7 +1177,7 @@ const std::vector<std::string>& KnownModes() {
 }
 
 const std::vector<std::string>& KnownDtypes() {
-  static const std::vector<std::string> dtypes = {"fp32", "bf16", "int8"};
+  static const std::vector<std::string> dtypes = {"fp32", "tf32", "bf16", "int8"};
   return dtypes;
 }
 

@@ -187,7 +187,9 @@ struct JobSpec {
   std::string scenario = "offline";  // one of KnownScenarios()
   ServerScenario serving;            // single_stream and server: their figures and limits
   std::string mode;    // "inference" or "train"
-  std::string dtype;   // "fp32", "bf16" or "int8"
+  // "fp32" (true fp32 on every device), "tf32" (fp32 tensors, TF32 tensor-core math in
+  // cuBLAS and cuDNN; CUDA only), "bf16" or "int8"
+  std::string dtype;
   std::string device;  // "cpu", "cuda" or "cuda:N"
   std::int64_t batch_size = 0;
   std::int64_t threads = 0;

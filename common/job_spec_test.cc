@@ -263,6 +263,27 @@ TEST(JobSpecTest, ConfigNeedsNoJobId) {
   EXPECT_EQ(error.field, "job_id");
 }
 
+// "tf32" is a CUDA math mode: valid for a model on a GPU, refused on the CPU naming
+// "fp32" (which is true fp32 everywhere).
+TEST(JobSpecTest, Tf32IsAGpuDtype) {
+  const json gpu = json::parse(R"({"job_id": 1, "model": "cnn", "mode": "train", "dtype": "tf32",
+      "device": "cuda", "batch_size": 8, "threads": 1})");
+  JobSpecError error;
+  auto spec = ParseJobSpec(gpu, &error);
+  ASSERT_TRUE(spec) << error.message;
+  EXPECT_EQ(spec->dtype, "tf32");
+  json cpu = gpu;
+  cpu["device"] = "cpu";
+  EXPECT_FALSE(ParseJobSpec(cpu, &error));
+  EXPECT_EQ(error.field, "dtype");
+  EXPECT_NE(error.message.find("use \"fp32\""), std::string::npos) << error.message;
+  json collective = {{"job_id", 1}, {"model", "allreduce"}, {"mode", "inference"},
+                     {"dtype", "tf32"}, {"device", "cuda"}, {"batch_size", 1}, {"threads", 1},
+                     {"distributed", {{"rank", 0}, {"world_size", 2}, {"store", "h:1"}, {"address", "a"}}}};
+  EXPECT_FALSE(ParseJobSpec(collective, &error));
+  EXPECT_EQ(error.field, "dtype");
+}
+
 // Every model x mode x dtype, each as a one-combination sweep: valid, or refused
 // with the worker's own message and the matrix field it came from.
 TEST(JobSpecTest, EveryCombinationThroughTheSweepValidator) {

@@ -24,6 +24,7 @@
 #include "worker/pipeline.h"
 #include "worker/flops.h"
 #include "worker/energy.h"
+#include "worker/device_memory.h"
 #include "worker/gpu_telemetry.h"
 #include "worker/omp_wait_policy.h"
 #include "worker/max_batch.h"
@@ -107,8 +108,9 @@ json StatsJson(const SampleStats& s, const Measurement& m) {
 }
 
 // The measurement budget in the sampler's terms.
-TimingOptions ToTimingOptions(const TimingSpec& t) {
-  return {t.warmup_s, t.min_time_s, t.max_time_s, t.target_ci};
+TimingOptions ToTimingOptions(const TimingSpec& t, bool gpu) {
+  return {t.warmup_s, t.min_time_s, t.max_time_s, t.target_ci,
+          gpu ? kMinGpuBlockSeconds : kMinBlockSeconds};
 }
 
 // A job whose effective parallelism is further than this (relative) from the
@@ -169,6 +171,7 @@ JobOutcome RunValidJob(JobSpec spec, json result) {
   if (std::string error = ApplyBackendSettings(spec.onednn, quantized); !error.empty()) {
     return Fail(std::move(result), kExitRejected, error);
   }
+  ApplyCudaMath(/*allow_tf32=*/false);  // PrepareWorkload allows it for dtype "tf32"
   // search.max_batch: find the largest batch that fits, then time it as any job; the
   // result still echoes the batch_size the job asked for (where the search started).
   const std::int64_t asked_batch = spec.batch_size;
@@ -205,9 +208,23 @@ JobOutcome RunValidJob(JobSpec spec, json result) {
     }
   }
   EnergyMeter energy(kPowercapRoot, telemetry.get(), gpu ? telemetry_note : "");
-  const Measurement m = MeasureWorkload(workload.iteration, ToTimingOptions(spec.timing),
-                                        SystemClock(), workload.block_end, workload.agree,
-                                        [&energy](bool start) { start ? energy.RegionStart() : energy.RegionEnd(); });
+  // A GPU job's memory is the caching allocator's peak over the timed region: reset when
+  // the warm-up is over, read when timing ends. An in-process pipeline spans several
+  // GPUs, whose figures are not one job's peak.
+  const bool device_memory = gpu && !spec.parallel;
+  std::string device_memory_note = device_memory ? "" : "an in-process pipeline spans several GPUs";
+  bool device_peaks_reset = false;
+  const Measurement m = MeasureWorkload(
+      workload.iteration, ToTimingOptions(spec.timing, gpu), SystemClock(), workload.block_end,
+      workload.agree, [&](bool start) {
+        start ? energy.RegionStart() : energy.RegionEnd();
+        if (start && device_memory) {
+          device_peaks_reset = ResetDeviceMemoryPeaks(CudaIndex(spec.device), &device_memory_note);
+        }
+      });
+  const std::optional<DeviceMemory> device_peaks =
+      device_peaks_reset ? ReadDeviceMemory(CudaIndex(spec.device), &device_memory_note)
+                         : std::nullopt;
   // The sampling region ends at the last clock read of MeasureWorkload, so the
   // process's age now, less timed_s, is its age at the first timed iteration.
   const std::optional<double> age_at_end = ProcessAgeSeconds();
@@ -243,7 +260,14 @@ JobOutcome RunValidJob(JobSpec spec, json result) {
     op_profile = ProfileOperators(workload.iteration, workload.block_end, profile_iterations);
   }
   const bool one_process = !collective && !spec.parallel;
-  const json step_peak_alloc_mb = one_process && !gpu ? json(PeakAllocatedMiB(workload.iteration)) : json(nullptr);
+  json step_peak_alloc_mb = nullptr;
+  if (one_process && !gpu) {
+    step_peak_alloc_mb = PeakAllocatedMiB(workload.iteration);
+  } else if (one_process && device_peaks) {
+    const std::optional<double> step = StepPeakDeviceMiB(CudaIndex(spec.device), workload.iteration,
+                                                         workload.block_end, &device_memory_note);
+    if (step) step_peak_alloc_mb = *step;
+  }
   const std::optional<double> flops = FlopsPerSample(spec);
   // single_stream and server: the offline figures above are one batch's service time;
   // the scenario's own run follows, and an invalid one is no result.
@@ -311,15 +335,15 @@ JobOutcome RunValidJob(JobSpec spec, json result) {
     result["op_profile"] = op_profile;
   }
   if (gpu) {
-    result["gpu_peak_mem_mb"] = nullptr;
-    result["gpu_peak_mem_note"] =
-        "the CUDA caching allocator's statistics live in libc10_cuda, which the worker does "
-        "not link; gpu_telemetry.mem_used_mb_max is the device-wide peak NVML saw";
+    result["gpu_peak_mem_mb"] = device_peaks ? json(device_peaks->peak_allocated_mb) : json(nullptr);
+    result["gpu_peak_reserved_mb"] =
+        device_peaks ? json(device_peaks->peak_reserved_mb) : json(nullptr);
+    if (!device_peaks) result["gpu_peak_mem_note"] = device_memory_note;
   }
   result["gpu_telemetry"] = telemetry_summary;
   result["energy"] = energy.Report(static_cast<double>(m.timed_iterations * spec.batch_size), m.timed_s);
   if (!telemetry) result["gpu_telemetry_note"] = telemetry_note;
-  result["runtime"] = RuntimeInfo(quantized);
+  result["runtime"] = RuntimeInfo(quantized, gpu);
   if (spec.distributed) {
     const DistributedSpec& d = *spec.distributed;
     result["distributed"] = {{"rank", d.rank},

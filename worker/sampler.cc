@@ -18,12 +18,12 @@ void RunBlock(const std::function<void()>& iteration, std::int64_t count,
   if (block_end) block_end();
 }
 
-// Iterations needed for a block of kMinBlockSeconds * kBlockTargetMargin when
+// Iterations needed for a block of min_block_s * kBlockTargetMargin when
 // `block_iters` iterations took `block_s`.
-std::int64_t ItersForTargetBlock(std::int64_t block_iters, double block_s) {
+std::int64_t ItersForTargetBlock(std::int64_t block_iters, double block_s, double min_block_s) {
   if (block_s <= 0) return std::min(block_iters * 2, kMaxItersPerSample);
   const double wanted =
-      std::ceil(static_cast<double>(block_iters) * kMinBlockSeconds * kBlockTargetMargin / block_s);
+      std::ceil(static_cast<double>(block_iters) * min_block_s * kBlockTargetMargin / block_s);
   return static_cast<std::int64_t>(
       std::clamp(wanted, 1.0, static_cast<double>(kMaxItersPerSample)));
 }
@@ -58,7 +58,7 @@ Measurement MeasureWorkload(const std::function<void()>& iteration, const Timing
   // iteration can be slow for reasons of its own (a cold cache, a page
   // fault, a preemption), so the guess it gives is checked against a block
   // of k before any sample counts.
-  std::int64_t k = agreed_iters(ItersForTargetBlock(1, last_iteration_s));
+  std::int64_t k = agreed_iters(ItersForTargetBlock(1, last_iteration_s, options.min_block_s));
   const double region_wall_start = clock.WallSeconds();
   const double region_cpu_start = clock.ProcessCpuSeconds();
   const std::optional<HostCpuTimes> host_start = clock.HostCpu();
@@ -103,10 +103,10 @@ Measurement MeasureWorkload(const std::function<void()>& iteration, const Timing
     const double after = clock.WallSeconds();
     m.timed_iterations += k;
     const double block_s = after - before;
-    if (agreed(block_s < kMinBlockSeconds && k < kMaxItersPerSample)) {
+    if (agreed(block_s < options.min_block_s && k < kMaxItersPerSample)) {
       // Too short to be a sample: everything so far ran at a slower pace.
       discard(m.samples_ms.size());
-      k = agreed_iters(std::min(std::max(k * 2, ItersForTargetBlock(k, block_s)), kMaxItersPerSample));
+      k = agreed_iters(std::min(std::max(k * 2, ItersForTargetBlock(k, block_s, options.min_block_s)), kMaxItersPerSample));
     } else {
       m.samples_ms.push_back(block_s * 1e3 / static_cast<double>(k));
       block_start_s.push_back(before);

@@ -14,8 +14,13 @@ namespace benchfleet::worker {
 // A timed block runs several iterations when one is shorter than this, so
 // that reading the clock (tens of nanoseconds) stays negligible per sample.
 inline constexpr double kMinBlockSeconds = 1e-3;
+// The same on a GPU, where each block starts on an idle device and ends in a
+// device-wide synchronise: the first launch's latency and the synchronise's
+// return (about 5-20 us together) would bias a 1 ms block by 1-2%, a 10 ms
+// block by at most 0.2%.
+inline constexpr double kMinGpuBlockSeconds = 10e-3;
 
-// The calibrated block aims this much above kMinBlockSeconds so that ordinary
+// The calibrated block aims this much above the minimum block so that ordinary
 // jitter rarely pushes a block under it.
 inline constexpr double kBlockTargetMargin = 1.2;
 
@@ -35,13 +40,16 @@ struct TimingOptions {
   // stop early once the median's confidence interval is within this fraction
   // of it (half-width / median, quantile_interval.h)
   double target_ci = 0;
+  // every sample is a block of at least this long (kMinBlockSeconds, or
+  // kMinGpuBlockSeconds for a GPU workload)
+  double min_block_s = kMinBlockSeconds;
 };
 
 struct Measurement {
   // Per-iteration time of each block of the final, steady regime, in order.
   std::vector<double> samples_ms;
   // Samples dropped because a later regime replaced theirs (a step or trend
-  // in the series, or blocks that became shorter than kMinBlockSeconds), in
+  // in the series, or blocks that became shorter than the minimum block), in
   // the order taken.
   std::vector<double> discarded_samples_ms;
   // True when sampling hit max_time_s while samples_ms still changed regime,
@@ -71,10 +79,10 @@ using Agree = std::function<double(double)>;
 // Measures `iteration` (one unit of work, e.g. one forward pass):
 //  1. warm-up: runs it until options.warmup_s has passed, at least once;
 //  2. block size: picks k iterations per sample so a block lasts at least
-//     kMinBlockSeconds, from the last warm-up iteration, and confirms it by
+//     options.min_block_s, from the last warm-up iteration, and confirms it by
 //     timing a block of k: a shorter block grows k and is not a sample. A
 //     sampled block that is shorter (the workload sped up) grows k and drops
-//     the samples before it, so every sample is a block of >= kMinBlockSeconds;
+//     the samples before it, so every sample is a block of >= min_block_s;
 //  3. sampling: times blocks of k, each sample being block time / k. At
 //     each check, a change of regime (FindRegimeChange) drops the samples
 //     before it; sampling stops when the samples kept span >= min_time_s,

@@ -213,6 +213,24 @@ TEST(MeasureWorkloadTest, SlowWarmupIterationDoesNotDecideTheBlockSize) {
   EXPECT_FALSE(m.unsteady);
 }
 
+// A GPU workload asks for longer blocks (kMinGpuBlockSeconds): a 1 ms iteration is
+// then timed ten or more to a block, each block (with its synchronise) over 10 ms.
+TEST(MeasureWorkloadTest, AGpuWorkloadsBlocksLastAtLeastItsMinimum) {
+  FakeClock clock;
+  FakeWorkload work{&clock, [](long) { return 1e-3; }};
+  TimingOptions options = Options(0.01, 0.2, 5, 0.05);
+  options.min_block_s = kMinGpuBlockSeconds;
+  const Measurement m = MeasureWorkload(work.AsIteration(), options, clock);
+  EXPECT_GE(static_cast<double>(m.iters_per_sample) * 1e-3, kMinGpuBlockSeconds);
+  ASSERT_GE(m.samples_ms.size(), kMinSamples);
+  for (double s : m.samples_ms) EXPECT_NEAR(s, 1.0, 1e-9);
+  // The CPU default keeps 1 ms blocks: one iteration each.
+  FakeClock cpu_clock;
+  FakeWorkload cpu_work{&cpu_clock, [](long) { return 1e-3; }};
+  const Measurement cpu = MeasureWorkload(cpu_work.AsIteration(), Options(0.01, 0.2, 5, 0.05), cpu_clock);
+  EXPECT_LT(cpu.iters_per_sample, m.iters_per_sample);
+}
+
 TEST(MeasureWorkloadTest, SpeedUpDuringSamplingGrowsTheBlockAndDropsTheSlowSamples) {
   FakeClock clock;
   // 2 ms per call (one per block) for the first 20 calls, then 0.2 ms: a

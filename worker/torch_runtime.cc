@@ -3,6 +3,7 @@
 #include <ATen/Config.h>
 #include <ATen/Context.h>
 #include <ATen/Parallel.h>
+#include <ATen/detail/CUDAHooksInterface.h>
 #include <c10/util/Exception.h>
 #include <dlfcn.h>
 #include <unistd.h>
@@ -111,6 +112,31 @@ bool Supports(at::QEngine engine) {
   return std::find(engines.begin(), engines.end(), engine) != engines.end();
 }
 
+// "13.0" from CUDART_VERSION 13000 (major * 1000 + minor * 10); null without CUDA.
+json CudaRuntimeVersion() {
+  if (!at::hasCUDA()) return nullptr;
+  try {
+    const long v = at::detail::getCUDAHooks().versionCUDART();
+    return std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10);
+  } catch (const c10::Error&) {
+    return nullptr;
+  }
+}
+
+// "9.10.2" from cuDNN's major * 10000 + minor * 100 + patch (cuDNN 9; 8 used
+// major * 1000 + minor * 100 + patch); null without cuDNN.
+json CudnnVersion() {
+  if (!at::hasCUDA() || !at::detail::getCUDAHooks().hasCuDNN()) return nullptr;
+  try {
+    const long v = at::detail::getCUDAHooks().versionCuDNN();
+    const long major_unit = v >= 90000 ? 10000 : 1000;
+    return std::to_string(v / major_unit) + "." + std::to_string(v % major_unit / 100) + "." +
+           std::to_string(v % 100);
+  } catch (const c10::Error&) {
+    return nullptr;
+  }
+}
+
 }  // namespace
 
 std::string CheckDevice(const std::string& device) {
@@ -166,14 +192,26 @@ std::string ApplyThreadSettings(std::int64_t threads, std::int64_t interop_threa
   return "";
 }
 
+void ApplyCudaMath(bool allow_tf32) {
+  at::globalContext().setAllowTF32CuBLAS(allow_tf32);
+  at::globalContext().setAllowTF32CuDNN(allow_tf32);
+  at::globalContext().setBenchmarkCuDNN(true);
+}
+
+json CudaMathInfo() {
+  return {{"allow_tf32_cublas", at::globalContext().allowTF32CuBLAS()},
+          {"allow_tf32_cudnn", at::globalContext().allowTF32CuDNN()},
+          {"cudnn_benchmark", at::globalContext().benchmarkCuDNN()}};
+}
+
 bool CudaAvailable() { return torch::cuda::is_available(); }
 
 std::int64_t CudaDeviceCount() {
   return CudaAvailable() ? static_cast<std::int64_t>(torch::cuda::device_count()) : 0;
 }
 
-json RuntimeInfo(bool quantized) {
-  return {{"torch_version", TORCH_VERSION},
+json RuntimeInfo(bool quantized, bool gpu) {
+  json info = {{"torch_version", TORCH_VERSION},
           {"onednn", at::hasMKLDNN() && at::globalContext().userEnabledMkldnn()},
           {"qengine", quantized ? json(EngineName(at::globalContext().qEngine())) : json(nullptr)},
           {"blas", BlasName()},
@@ -184,6 +222,8 @@ json RuntimeInfo(bool quantized) {
           {"omp_wait_policy", OmpWaitPolicyInEffect()},
           {"env", PerformanceEnvironment(environ)},
           {"affinity", AllowedCpus()}};
+  if (gpu) info.update(CudaMathInfo());
+  return info;
 }
 
 json ProbeInfo() {
@@ -203,6 +243,8 @@ json ProbeInfo() {
           {"parallel_info", at::get_parallel_info()},
           {"cuda_available", cuda},
           {"cuda_device_count", cuda ? static_cast<int>(torch::cuda::device_count()) : 0},
+          {"cuda_version", CudaRuntimeVersion()},
+          {"cudnn_version", CudnnVersion()},
           {"gpus", cuda ? ListGpus() : json::array()},
           {"quantized_engines", engines}};
 }

@@ -15,6 +15,7 @@
 #include "worker/model.h"
 #include "worker/prune.h"
 #include "worker/reference.h"
+#include "worker/torch_runtime.h"
 
 namespace benchfleet::worker {
 namespace {
@@ -131,6 +132,8 @@ std::function<void()> TrainStep(const std::shared_ptr<Model>& model,
 
 PreparedWorkload PrepareWorkload(const JobSpec& spec) {
   try {
+    // The outputs everything is compared with are true fp32, on a GPU too.
+    ApplyCudaMath(/*allow_tf32=*/false);
     torch::manual_seed(spec.seed);
     BuiltModel built =
         spec.model == "torchscript" ? LoadTorchScriptModel(spec) : BuildZooModel(spec);
@@ -154,6 +157,9 @@ PreparedWorkload PrepareWorkload(const JobSpec& spec) {
       techniques["reference"] = std::move(ref.report);
     }
     techniques["params"] = CountParameters(*model);
+    // From here the model runs in its dtype; "tf32" keeps fp32 tensors and lets cuBLAS
+    // and cuDNN use TF32 tensor-core math (its accuracy below is against true fp32).
+    if (spec.dtype == "tf32") ApplyCudaMath(/*allow_tf32=*/true);
     if (spec.dtype == "bf16") {
       model->To(device, torch::kBFloat16);
       for (torch::Tensor& input : *inputs) input = input.to(torch::kBFloat16);
