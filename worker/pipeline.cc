@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -416,6 +417,11 @@ PreparedWorkload PrepareInProcessPipeline(const JobSpec& spec) {
     }
   };
   auto split = std::make_shared<Split>();
+  // A timed block, the pipeline's or the baseline's, ends when every stage's GPU is done
+  // with it (kernels run asynchronously): one device-wide synchronise per GPU per block.
+  const std::function<void()> block_end = [stages = p.stages]() {
+    for (std::int64_t s = 0; s < stages; ++s) torch::cuda::synchronize(s);
+  };
   json check;
   double baseline_median_ms = 0;
   try {
@@ -481,9 +487,12 @@ PreparedWorkload PrepareInProcessPipeline(const JobSpec& spec) {
       optimizer = std::make_shared<torch::optim::SGD>(alone->net->parameters(),
                                                       torch::optim::SGDOptions(kTrainLearningRate));
     }
-    const auto device_index = first.index();
+    // Timed as the pipeline is: blocks of iterations of the same minimum length (a GPU
+    // job's, as the job runner times the pipelined run), each ended by the same wait for
+    // every stage's GPU. A wait after every iteration would charge the baseline a
+    // launch-queue drain per step that the pipeline pays once per block.
     baseline_median_ms = MedianMsAlone(
-        [alone, input, target, optimizer, train, device_index] {
+        [alone, input, target, optimizer, train] {
           if (train) {
             optimizer->zero_grad();
             (alone->net->forward(input) - target).pow(2).mean().backward();
@@ -492,9 +501,8 @@ PreparedWorkload PrepareInProcessPipeline(const JobSpec& spec) {
             c10::InferenceMode guard;
             alone->net->forward(input);
           }
-          torch::cuda::synchronize(device_index);  // kernels are asynchronous
         },
-        spec.timing);
+        spec.timing, block_end, kMinGpuBlockSeconds);
   } catch (const WorkloadError&) {
     throw;
   } catch (const std::exception& e) {
@@ -509,10 +517,7 @@ PreparedWorkload PrepareInProcessPipeline(const JobSpec& spec) {
       throw WorkloadError("the in-process pipeline failed: " + ErrorMessage(e));
     }
   };
-  // A timed block ends when every stage's GPU is done with it.
-  workload.block_end = [stages = p.stages]() {
-    for (std::int64_t s = 0; s < stages; ++s) torch::cuda::synchronize(s);
-  };
+  workload.block_end = block_end;
   workload.report = [spec, baseline_median_ms, check](const Measurement&, double median_ms) {
     const ParallelSpec& pp = *spec.parallel;
     json devices = json::array();

@@ -40,10 +40,11 @@ RankGroup JoinRanks(const DistributedSpec& d) {
   }
 }
 
-double MedianMsAlone(const std::function<void()>& iteration, const TimingSpec& timing) {
-  const Measurement m = MeasureWorkload(
-      iteration, TimingOptions{timing.warmup_s, timing.min_time_s, timing.max_time_s, timing.target_ci},
-      SystemClock());
+double MedianMsAlone(const std::function<void()>& iteration, const TimingSpec& timing,
+                     const std::function<void()>& block_end, double min_block_s) {
+  TimingOptions options{timing.warmup_s, timing.min_time_s, timing.max_time_s, timing.target_ci};
+  options.min_block_s = min_block_s;
+  const Measurement m = MeasureWorkload(iteration, options, SystemClock(), block_end);
   std::vector<double> sorted = m.samples_ms;
   std::sort(sorted.begin(), sorted.end());
   return Quantile(sorted, 0.5);

@@ -23,8 +23,13 @@ RankGroup JoinRanks(const DistributedSpec& rank);
 Agree RankZeroDecides(const c10d_compat::ProcessGroupPtr& group);
 
 // The one-rank baseline of a job of several ranks: `iteration` timed on this rank alone
-// with the job's timing; its median, ms.
-double MedianMsAlone(const std::function<void()>& iteration, const TimingSpec& timing);
+// with the job's timing; its median, ms. `block_end` and `min_block_s` shape the blocks
+// as in MeasureWorkload (TimingOptions::min_block_s): a baseline on a GPU passes the
+// very block_end and minimum block the job's own run is timed with, so both wait for
+// their kernels once per block of the same minimum length, not once per iteration.
+double MedianMsAlone(const std::function<void()>& iteration, const TimingSpec& timing,
+                     const std::function<void()>& block_end = nullptr,
+                     double min_block_s = kMinBlockSeconds);
 
 // A LibTorch error's message without its backtrace.
 std::string ErrorMessage(const std::exception& e);
