@@ -84,7 +84,9 @@ std::int64_t ModuleWeightBytes(torch::nn::Module& root);
 std::int64_t TensorBytes(const torch::Tensor& t);
 
 // The built-in models of schemas/worker.md (zoo.cc): weights and inputs are drawn
-// from the current torch seed. Throws c10::Error when LibTorch fails.
+// from the current torch seed (on the CPU). The cnn comes back already on spec.device,
+// where its BatchNorm statistics were calibrated; the others on the CPU; callers move
+// the model with Model::To either way. Throws c10::Error when LibTorch fails.
 BuiltModel BuildZooModel(const JobSpec& spec);
 
 // A built-in model that is a stack of layers (mlp, transformer) as the units a

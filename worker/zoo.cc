@@ -267,11 +267,15 @@ BuiltModel Wrap(Holder module, torch::Tensor input, bool classifier, bool checkp
 // Random weights leave BatchNorm's running statistics at mean 0, variance 1, so in
 // eval mode activations would drift in scale from block to block, unlike a trained
 // network. One training-mode pass over the input batch sets them to what the
-// layers really produce.
-void CalibrateBatchNorm(Cnn& net, const torch::Tensor& input) {
+// layers really produce. The pass runs where the job runs: `net` is moved to `device`
+// first, so a GPU job's model_build_s holds a GPU pass, not a ResNet pass on the CPU
+// at the full batch (which every probe of a GPU max-batch search would repeat). The
+// statistics are the same up to float rounding on either device.
+void CalibrateBatchNorm(Cnn& net, const torch::Tensor& input, const torch::Device& device) {
   torch::NoGradGuard no_grad;
+  net->to(device);
   net->train();
-  net->forward(input);
+  net->forward(input.to(device));
   net->eval();
 }
 
@@ -318,7 +322,7 @@ BuiltModel BuildZooModel(const JobSpec& spec) {
     const CnnArgs& c = spec.cnn;
     Cnn net(c);
     torch::Tensor input = torch::randn({batch, c.channels, c.image_size, c.image_size});
-    CalibrateBatchNorm(net, input);
+    CalibrateBatchNorm(net, input, torch::Device(spec.device));
     net->SetCheckpointing(spec.checkpointing);
     return Wrap(net, std::move(input), true);
   }
