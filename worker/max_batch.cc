@@ -13,6 +13,7 @@
 #include <new>
 #include <sstream>
 
+#include "worker/cuda_allocator_compat.h"
 #include "worker/workload.h"
 
 namespace benchfleet::worker {
@@ -64,6 +65,34 @@ BatchProbe ProbeBatch(const JobSpec& spec, std::int64_t batch) {
   } catch (const std::bad_alloc&) {
     return {batch, false, "std::bad_alloc: an allocation past the limit failed"};
   }
+}
+
+// The CUDA caching allocator of one GPU capped at `bytes` of its `total_bytes` for this
+// scope, then uncapped and its cache emptied: the timed run starts from a clean cache.
+// The cap counts what the allocator holds, cached blocks too: empty the cache first.
+class DeviceMemoryLimit {
+ public:
+  DeviceMemoryLimit(int device, double bytes, double total_bytes) : device_(device) {
+    cuda_allocator_compat::SetMemoryFraction(std::clamp(bytes / total_bytes, 0.0, 1.0), device_);
+  }
+  ~DeviceMemoryLimit() {
+    try {
+      cuda_allocator_compat::SetMemoryFraction(1.0, device_);
+      cuda_allocator_compat::EmptyCache();
+    } catch (...) {  // a destructor must not throw; a broken device fails the next call
+    }
+  }
+  DeviceMemoryLimit(const DeviceMemoryLimit&) = delete;
+  DeviceMemoryLimit& operator=(const DeviceMemoryLimit&) = delete;
+
+ private:
+  int device_;
+};
+
+// The GPU index of a "cuda" or "cuda:N" device.
+int CudaDeviceIndex(const std::string& device) {
+  const std::size_t colon = device.find(':');
+  return colon == std::string::npos ? 0 : std::stoi(device.substr(colon + 1));
 }
 
 // What the worker reserves once and keeps, whatever the batch: the thread pools' stacks
@@ -158,9 +187,29 @@ MaxBatchResult SearchMaxBatch(const JobSpec& spec) {
   out.memory_mb = spec.max_batch->memory_mb;
   const auto probe = [&spec](std::int64_t batch) { return ProbeBatch(spec, batch); };
   if (IsCudaDevice(spec.device)) {
-    // The device's memory is the limit: the caching allocator frees what it caches and
-    // retries before it throws, so an OutOfMemoryError means the batch does not fit.
+    // memory_mb MiB of the GPU above what the warm worker's allocator holds: the caching
+    // allocator capped (setMemoryFraction) frees what it caches and retries before it
+    // throws, so an OutOfMemoryError means the batch does not fit within the cap.
+    if (!cuda_allocator_compat::kCanLimit) {
+      throw WorkloadError(
+          "search.max_batch.memory_mb: this worker was built against a LibTorch without CUDA "
+          "(no libc10_cuda), so it cannot cap the CUDA caching allocator at memory_mb; build "
+          "it against a CUDA LibTorch, or search on device \"cpu\"");
+    }
     out.limit = "device";
+    const int device = CudaDeviceIndex(spec.device);
+    // Batch 1 unlimited: the CUDA context, the BLAS handles and their workspaces (which
+    // the allocator keeps) exist before the baseline is read, and the job runs at all.
+    const BatchProbe one = ProbeBatch(spec, 1);
+    if (!one.fits) {
+      throw WorkloadError("search.max_batch: batch 1 does not fit in " + spec.device + "'s memory: " +
+                          one.reason);
+    }
+    cuda_allocator_compat::EmptyCache();
+    const double total_bytes = static_cast<double>(cuda_allocator_compat::DeviceTotalBytes(device));
+    out.baseline_mb = static_cast<double>(cuda_allocator_compat::ReservedBytes(device)) / kBytesPerMiB;
+    out.limit_mb = std::min(*out.baseline_mb + static_cast<double>(out.memory_mb), total_bytes / kBytesPerMiB);
+    const DeviceMemoryLimit limit(device, *out.limit_mb * kBytesPerMiB, total_bytes);
     out.probes = SearchLargestBatch(spec.batch_size, kMaxSearchBatch, probe);
   } else {
     out.limit = "address_space";
@@ -179,11 +228,10 @@ MaxBatchResult SearchMaxBatch(const JobSpec& spec) {
   out.max_batch = LargestFitting(out.probes);
   out.search_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
   if (out.max_batch == 0) {
-    throw WorkloadError("search.max_batch: not even batch_size 1 fits within " +
-                        (out.limit == "device"
-                             ? std::string("the device's memory")
-                             : "memory_mb " + std::to_string(out.memory_mb) + " MiB") +
-                        ": " + out.probes.back().reason);
+    throw WorkloadError("search.max_batch: not even batch_size 1 fits within memory_mb " +
+                        std::to_string(out.memory_mb) + " MiB" +
+                        (out.limit == "device" ? " of " + spec.device : std::string()) + ": " +
+                        out.probes.back().reason);
   }
   return out;
 }

@@ -7,7 +7,10 @@
 //    (RLIMIT_AS, set on this process only while the probes run), so an allocation past
 //    the limit fails inside the process (std::bad_alloc, or LibTorch's "can't allocate
 //    memory") and the probe is recorded as not fitting; the host never sees more.
-//  * GPU: within the device's memory, the CUDA allocator's OutOfMemoryError.
+//  * GPU: within memory_mb MiB of the device above what the warm worker's CUDA caching
+//    allocator holds, the allocator capped with setMemoryFraction while the probes run,
+//    so an allocation past the cap ends in its OutOfMemoryError. A worker built without
+//    LibTorch's CUDA allocator (cuda_allocator_compat.h) refuses the search.
 #ifndef BENCHFLEET_WORKER_MAX_BATCH_H_
 #define BENCHFLEET_WORKER_MAX_BATCH_H_
 
@@ -42,9 +45,12 @@ struct MaxBatchResult {
   std::int64_t max_batch = 0;
   std::int64_t memory_mb = 0;
   std::vector<BatchProbe> probes;
-  std::string limit;                  // "address_space" (CPU) or "device" (GPU)
-  std::optional<double> baseline_mb;  // CPU: the warm worker's address space, MiB
-  std::optional<double> limit_mb;     // CPU: the RLIMIT_AS set, baseline_mb + memory_mb
+  std::string limit;  // "address_space" (CPU) or "device" (GPU)
+  // CPU: the warm worker's address space; GPU: what its caching allocator holds, MiB.
+  std::optional<double> baseline_mb;
+  // CPU: the RLIMIT_AS set; GPU: the allocator's cap; baseline_mb + memory_mb (on a GPU
+  // at most the device's memory), MiB.
+  std::optional<double> limit_mb;
   double search_s = 0;
   // The result's `search` object (schemas/worker.md).
   nlohmann::json Json() const;

@@ -1,5 +1,5 @@
 // search.max_batch: the search's order of probes, and real searches of a small mlp
-// within an address-space limit (CPU) or the device's memory (GPU).
+// within an address-space limit (CPU) or a cap on the CUDA caching allocator (GPU).
 #include "worker/max_batch.h"
 
 #include <gtest/gtest.h>
@@ -139,19 +139,40 @@ TEST(MaxBatchSearchTest, WeightsLargerThanTheBudgetFitNothing) {
       << outcome.result.dump();
 }
 
-TEST(MaxBatchSearchTest, OnAGpuTheDeviceMemoryIsTheLimit) {
+TEST(MaxBatchSearchTest, OnAGpuMemoryMbCapsTheCachingAllocator) {
   if (!CudaAvailable()) {
     GTEST_SKIP() << "this LibTorch build or host has no CUDA device: the GPU search (the CUDA "
-                    "allocator's OutOfMemoryError) cannot run here";
+                    "caching allocator capped at memory_mb) cannot run here";
   }
-  json job = SearchJob(1);  // memory_mb does not apply on a GPU
+  // 4.2 MB of weights, 1 MiB allowed above the warm allocator's own: nothing fits.
+  json tiny = SearchJob(1);
+  tiny["device"] = "cuda";
+  const JobOutcome refused = RunJob(tiny);
+  EXPECT_EQ(refused.exit_code, kExitRejected);
+  EXPECT_NE(refused.result.value("error", "")
+                .find("search.max_batch: not even batch_size 1 fits within memory_mb 1 MiB of cuda"),
+            std::string::npos)
+      << refused.result.dump();
+
+  const std::int64_t memory_mb = 256;
+  json job = SearchJob(memory_mb);
   job["device"] = "cuda";
   const JobOutcome outcome = RunJob(job);
   ASSERT_EQ(outcome.exit_code, kExitOk) << outcome.result.dump();
   const json& search = outcome.result.at("search");
   EXPECT_EQ(search.at("limit"), "device");
-  EXPECT_TRUE(search.at("baseline_mb").is_null());
-  EXPECT_GE(search.at("max_batch").get<std::int64_t>(), 1);
+  const double baseline_mb = search.at("baseline_mb").get<double>();
+  EXPECT_GE(baseline_mb, 0);
+  EXPECT_NEAR(search.at("limit_mb").get<double>(), baseline_mb + memory_mb, 1e-6);
+  // The inputs and hidden activations of what fit stay within the cap, and the largest
+  // batch is a boundary inside it: max_batch + 1 was tried and did not fit.
+  const std::int64_t max_batch = search.at("max_batch").get<std::int64_t>();
+  EXPECT_LT(static_cast<double>(max_batch) * (512 + 2048) * 4.0, memory_mb * 1024.0 * 1024.0);
+  bool boundary = false;
+  for (const json& p : search.at("probes")) {
+    if (p.at("batch_size") == max_batch + 1) boundary = !p.at("fits").get<bool>();
+  }
+  EXPECT_TRUE(boundary) << search.dump();
 }
 
 }  // namespace
