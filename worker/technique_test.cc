@@ -1,6 +1,7 @@
 // profile and checkpointing on real zoo models: checkpointed gradients equal plain ones,
-// both techniques run as sweep axes through the job runner, and a profile's operators
-// pass the coordinator's parser.
+// both techniques run as sweep axes through the job runner, a profile's operators pass
+// the coordinator's parser and a profile on a GPU is refused; and where the cnn's
+// BatchNorm statistics are calibrated.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -15,6 +16,7 @@
 #include "worker/job_runner.h"
 #include "worker/model.h"
 #include "worker/profile.h"
+#include "worker/torch_runtime.h"
 
 namespace benchfleet::worker {
 namespace {
@@ -183,6 +185,71 @@ TEST(ProfileTest, AProfiledJobReportsItsTopOperatorsOutsideTheSamples) {
   const JobOutcome plain = RunJob(TrainJob("mlp", false));
   ASSERT_EQ(plain.exit_code, kExitOk) << plain.result.dump();
   EXPECT_FALSE(plain.result.contains("op_profile"));
+}
+
+TEST(ProfileTest, OnACudaDeviceItIsRefusedNamingTheFieldOnTheCpuAccepted) {
+  const std::string refusal = "profile: on cuda the profiler here records CPU activity only; "
+                              "kernel time per operator is not measured";
+  EXPECT_EQ(CheckProfile(true, "cuda").rfind(refusal, 0), 0u) << CheckProfile(true, "cuda");
+  EXPECT_EQ(CheckProfile(true, "cuda:1").rfind("profile: on cuda:1 ", 0), 0u);
+  EXPECT_EQ(CheckProfile(true, "cpu"), "");
+  EXPECT_EQ(CheckProfile(false, "cuda"), "");  // a job that does not ask is not checked
+}
+
+TEST(ProfileTest, AProfiledJobOnAGpuIsRefusedBeforeItIsTimed) {
+  if (!CudaAvailable()) {
+    GTEST_SKIP() << "this LibTorch build or host has no CUDA device: a cuda job is refused for "
+                    "that before profile is looked at (CheckProfile is checked on the CPU above)";
+  }
+  json job = TrainJob("mlp", false);
+  job["device"] = "cuda";
+  job["profile"] = true;
+  const JobOutcome outcome = RunJob(job);
+  EXPECT_EQ(outcome.exit_code, kExitRejected);
+  EXPECT_EQ(outcome.result.value("error", "").rfind("profile: on cuda ", 0), 0u) << outcome.result.dump();
+  EXPECT_FALSE(outcome.result.contains("samples_ms"));
+}
+
+// The running means of every BatchNorm of a cnn built for `device`, on the CPU.
+std::vector<torch::Tensor> CnnRunningMeans(const std::string& device, torch::Device* weights_on) {
+  json job = TrainJob("cnn", false);
+  job["mode"] = "inference";
+  job["device"] = device;
+  JobSpecError error;
+  const std::optional<JobSpec> spec = ParseJobSpec(job, &error);
+  EXPECT_TRUE(spec) << error.message;
+  torch::manual_seed(spec->seed);
+  BuiltModel built = BuildZooModel(*spec);
+  *weights_on = built.model->Parameters().front().device();
+  EXPECT_EQ(built.inputs.front().device(), torch::Device(torch::kCPU));  // inputs stay on the CPU
+  std::vector<torch::Tensor> means;
+  for (const auto& buffer : built.model->Root()->named_buffers()) {
+    if (buffer.key().find("running_mean") != std::string::npos) means.push_back(buffer.value().cpu());
+  }
+  return means;
+}
+
+TEST(CnnCalibrationTest, BatchNormStatisticsComeFromAPassOnTheJobsDevice) {
+  torch::Device on_cpu(torch::kCPU);
+  const std::vector<torch::Tensor> cpu = CnnRunningMeans("cpu", &on_cpu);
+  EXPECT_EQ(on_cpu, torch::Device(torch::kCPU));
+  ASSERT_GT(cpu.size(), 4u);
+  // Calibrated: not BatchNorm's initial zeros.
+  for (const torch::Tensor& mean : cpu) EXPECT_GT(mean.abs().max().item<double>(), 0);
+  if (!CudaAvailable()) {
+    GTEST_SKIP() << "this LibTorch build or host has no CUDA device: only the CPU's calibration "
+                    "was checked; on a GPU the pass runs there, after the move";
+  }
+  torch::Device on_gpu(torch::kCPU);
+  const std::vector<torch::Tensor> gpu = CnnRunningMeans("cuda", &on_gpu);
+  EXPECT_TRUE(on_gpu.is_cuda());
+  ASSERT_EQ(gpu.size(), cpu.size());
+  // The same pass on the same numbers: equal up to the devices' rounding (cuDNN's
+  // convolutions may use TF32, 10 bits of mantissa), relative to each layer's scale.
+  for (size_t i = 0; i < cpu.size(); ++i) {
+    const double scale = cpu[i].abs().max().item<double>();
+    EXPECT_LT((gpu[i] - cpu[i]).abs().max().item<double>(), 1e-2 * scale) << "layer " << i;
+  }
 }
 
 }  // namespace
