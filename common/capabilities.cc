@@ -71,6 +71,11 @@ StatusOr<Capabilities> ParseCapabilities(const json& capabilities) {
     }
     std::optional<int64_t> ignored;
     RETURN_IF_ERROR(Count(torch, "cuda_device_count", torch_at, &ignored));
+    // The CUDA and cuDNN LibTorch runs with: the fingerprint's `cuda` reads cuda_version.
+    for (const char* key : {"cuda_version", "cudnn_version"}) {
+      std::string ignored_text;
+      RETURN_IF_ERROR(Text(torch, key, torch_at, &ignored_text));
+    }
   }
   RETURN_IF_ERROR(Text(&capabilities, "cpus", where, &out.cpus));
   auto gpus = capabilities.find("gpus");

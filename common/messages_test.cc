@@ -45,6 +45,8 @@ TEST(MessagesTest, NestedFieldsOfTheWrongTypeAreErrorsNamingThem) {
            {"/capabilities/gpus", json::object(), "capabilities.gpus"},
            {"/capabilities/gpus/0/name", 5, "capabilities.gpus[0].name"},
            {"/capabilities/torch/cuda_available", "yes", "capabilities.torch.cuda_available"},
+           {"/capabilities/torch/cuda_version", 13.0, "capabilities.torch.cuda_version"},
+           {"/capabilities/torch/cudnn_version", json::array(), "capabilities.torch.cudnn_version"},
            {"/tags/0", 3, "register.tags[0]"},
            {"/agent", "no spaces allowed", "register.agent"}}) {
     json body = Register();
