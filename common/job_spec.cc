@@ -908,6 +908,14 @@ bool CheckTechniques(const JobSpec& spec, JobSpecError* error) {
                 "profile records the operators of one process's model: a job of several ranks "
                 "(collectives, parallel) is not profiled");
   }
+  // The operator profiler here records CPU activity: on a GPU that is each operator's
+  // launch, not its kernel, so the time per operator a GPU job is read for is unmeasured.
+  if (spec.profile && IsCudaDevice(spec.device)) {
+    return Fail(error, "profile",
+                "profile: on " + spec.device +
+                    " the profiler here records CPU activity only; kernel time per operator "
+                    "is not measured (run the job without profile, or on device \"cpu\")");
+  }
   if (!spec.checkpointing) return true;
   if (spec.mode != "train") {
     return Fail(error, "checkpointing",

@@ -284,6 +284,23 @@ TEST(JobSpecTest, Tf32IsAGpuDtype) {
   EXPECT_EQ(error.field, "dtype");
 }
 
+// profile on a GPU would time operator launches, not kernels: refused at validation, so
+// a sweep never sends such a job; on the CPU accepted.
+TEST(JobSpecTest, ProfileIsRefusedOnAGpu) {
+  json job = json::parse(R"({"job_id": 1, "model": "mlp", "mode": "inference", "dtype": "fp32",
+      "device": "cuda:1", "batch_size": 8, "threads": 1, "profile": true})");
+  JobSpecError error;
+  EXPECT_FALSE(ParseJobSpec(job, &error));
+  EXPECT_EQ(error.field, "profile");
+  EXPECT_EQ(error.message.rfind("profile: on cuda:1 the profiler here records CPU activity only", 0), 0u)
+      << error.message;
+  job["device"] = "cpu";
+  EXPECT_TRUE(ParseJobSpec(job, &error)) << error.message;
+  job["device"] = "cuda";
+  job["profile"] = false;
+  EXPECT_TRUE(ParseJobSpec(job, &error)) << error.message;
+}
+
 // Every model x mode x dtype, each as a one-combination sweep: valid, or refused
 // with the worker's own message and the matrix field it came from.
 TEST(JobSpecTest, EveryCombinationThroughTheSweepValidator) {

@@ -5,7 +5,6 @@
 #include <map>
 #include <utility>
 
-#include "common/job_spec.h"
 #include "common/op_profile.h"
 #include "worker/profiler_compat.h"
 
@@ -90,13 +89,6 @@ json TopOperators(const std::vector<ProfiledCall>& calls, size_t rows) {
                    {"input_shapes", json::parse(shapes->first)}});
   }
   return out;
-}
-
-std::string CheckProfile(bool profile, const std::string& device) {
-  if (!profile || !IsCudaDevice(device)) return "";
-  return "profile: on " + device +
-         " the profiler here records CPU activity only; kernel time per operator is not "
-         "measured (run the job without profile, or on device \"cpu\")";
 }
 
 int64_t ProfileIterations(int64_t iters_per_sample, double median_ms) {

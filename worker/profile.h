@@ -12,12 +12,6 @@
 
 namespace benchfleet::worker {
 
-// Why a job's `profile` cannot run where the job runs, or "" when it can. On a cuda
-// device the profiler here records CPU activity only (the host side of each operator:
-// its launch, not its kernel), so the kernel time per operator a GPU job would be
-// read for is not measured; such a job is refused before anything is timed.
-std::string CheckProfile(bool profile, const std::string& device);
-
 // The profiled block: the timed block (stats.iters_per_sample iterations), or longer,
 // to last at least kMinProfileSeconds at the median (one iteration of a few ms is at the
 // mercy of a single preemption), but at most kMaxProfileIterations: the profiler's own

@@ -20,6 +20,7 @@
 #include "worker/job_runner.h"
 #include "worker/pipeline.h"
 #include "worker/process_info.h"
+#include "worker/sampler.h"
 #include "worker/torch_runtime.h"
 #include "worker/worker_process.h"
 
@@ -179,11 +180,50 @@ TEST(WorkerTest, UnknownModelListsKnownModels) {
 }
 
 TEST(WorkerTest, CudaDeviceIsRefusedWithoutCuda) {
+  if (CudaAvailable()) {
+    GTEST_SKIP() << "this LibTorch and host have a CUDA device, so a cuda job is not refused "
+                    "(the GPU tests run it)";
+  }
   json job = SmallJob();
   job["device"] = "cuda:0";
   const JobOutcome outcome = RunJob(job);
   EXPECT_EQ(outcome.exit_code, kExitRejected);
   EXPECT_NE(outcome.result.at("error").get<std::string>().find("cuda"), std::string::npos);
+}
+
+// On a GPU: "fp32" runs with TF32 off and "tf32" with it on (its accuracy against true
+// fp32), cuDNN autotuning on, blocks of at least kMinGpuBlockSeconds, and the caching
+// allocator's peaks reported (a train step holds more than the weights it updates).
+TEST(WorkerTest, AGpuJobReportsItsMathBlocksAndTheAllocatorsPeaks) {
+  if (!CudaAvailable()) {
+    GTEST_SKIP() << "this LibTorch build or host has no CUDA device: the GPU job's math, "
+                    "blocks and memory are checked on a GPU host (deploy/gpu-check.sh)";
+  }
+  for (const std::string dtype : {"fp32", "tf32"}) {
+    SCOPED_TRACE(dtype);
+    json job = SmallJob();
+    job["device"] = "cuda";
+    job["dtype"] = dtype;
+    job["mode"] = "train";
+    job["model_args"] = {{"layers", {256, 1024, 10}}};
+    const JobOutcome outcome = RunJob(job);
+    const json& r = outcome.result;
+    ASSERT_EQ(outcome.exit_code, kExitOk) << r.dump();
+    const json& runtime = r.at("runtime");
+    EXPECT_EQ(runtime.at("allow_tf32_cublas").get<bool>(), dtype == "tf32");
+    EXPECT_EQ(runtime.at("allow_tf32_cudnn").get<bool>(), dtype == "tf32");
+    EXPECT_TRUE(runtime.at("cudnn_benchmark").get<bool>());
+    const json& stats = r.at("stats");
+    EXPECT_GE(stats.at("median_ms").get<double>() * static_cast<double>(stats.at("iters_per_sample").get<std::int64_t>()),
+              0.9 * kMinGpuBlockSeconds * 1e3);
+    ASSERT_TRUE(r.at("gpu_peak_mem_mb").is_number()) << r.dump();
+    EXPECT_GE(r.at("gpu_peak_reserved_mb").get<double>(), r.at("gpu_peak_mem_mb").get<double>());
+    const double weights_mb = static_cast<double>(r.at("param_bytes").get<std::int64_t>()) / (1 << 20);
+    EXPECT_GE(r.at("gpu_peak_mem_mb").get<double>(), weights_mb);
+    ASSERT_TRUE(r.at("step_peak_alloc_mb").is_number()) << r.dump();
+    EXPECT_GT(r.at("step_peak_alloc_mb").get<double>(), 0);
+    EXPECT_EQ(r.at("accuracy").is_null(), dtype == "fp32") << r.dump();
+  }
 }
 
 // A pipeline across the GPUs of one worker: on a host with two, checked against the
