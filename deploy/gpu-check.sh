@@ -1,0 +1,160 @@
+#!/usr/bin/env bash
+# The GPU half's check on a GPU host, in one run (docs/gpu.md): builds the worker-only
+# tree against that host's LibTorch, then runs --probe, benchfleet-gpu-calibrate, a short
+# sweep of GPU jobs each with a CPU twin, the same jobs timed by torch.utils.benchmark
+# (bench/gpu_reference.py), and the worker's GPU tests. Everything goes into OUT_DIR; a
+# failing step is logged and the run goes on, so one run collects every error. The table
+# of results is printed last (OUT_DIR/table.md).
+#
+#   deploy/gpu-check.sh OUT_DIR
+#
+# Needs worker-deps/ (deploy/worker-only-deps.sh, run where Debian's packages are) and
+# python3 with torch. BENCHFLEET_TORCH_PREFIX overrides where LibTorch's cmake files are
+# (default: python3's torch.utils.cmake_prefix_path); on a host without a GPU the GPU
+# jobs are refused with their reasons and the rest still runs (the dry run; a 2-core
+# host needs BENCHFLEET_GPU_BUILD_TIMEOUT_S=1200 for the build).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+out=$(realpath -m "${1:?usage: deploy/gpu-check.sh OUT_DIR}")
+mkdir -p "$out/jobs" "$out/results"
+build=${BENCHFLEET_GPU_BUILD_DIR:-build-gpu}
+deps=$(realpath -m "${BENCHFLEET_WORKER_DEPS:-worker-deps}")
+python=${PYTHON:-python3}
+export out deps python
+: >"$out/steps.txt"
+start=$SECONDS
+
+# step NAME TIMEOUT_S COMMAND...: runs COMMAND (a program or a function of this script)
+# with its output in OUT/NAME.log, killed after TIMEOUT_S.
+step() {
+  local name=$1 limit=$2 t0=$SECONDS rc
+  shift 2
+  echo "== $name ($(date -u +%H:%M:%S))"
+  if declare -F "$1" >/dev/null; then
+    timeout --kill-after=10 "$limit" bash -c "$(declare -f "$1"); \"\$@\"" _ "$@" >"$out/$name.log" 2>&1
+  else
+    timeout --kill-after=10 "$limit" "$@" >"$out/$name.log" 2>&1
+  fi
+  rc=$?
+  echo "$name rc=$rc $((SECONDS - t0))s" | tee -a "$out/steps.txt"
+  return $rc
+}
+
+host_facts() {
+  date -u +%Y-%m-%dT%H:%M:%SZ
+  uname -a
+  nproc
+  grep -m1 "model name" /proc/cpuinfo
+  env | grep -E '^(OPENBLAS_|OMP_|CUDA_|NVIDIA_)' || true
+  nvidia-smi || echo "no nvidia-smi"
+  nvidia-smi -q -d CLOCK,POWER,TEMPERATURE 2>/dev/null | head -80
+  command -v nvcc && nvcc --version
+  cmake --version | head -1
+  command -v ninja && ninja --version
+  "$python" -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda,
+"cudnn", torch.backends.cudnn.version(), "nccl", torch.cuda.nccl.version() if torch.cuda.is_available() else None,
+"gpus", torch.cuda.device_count(), [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())])'
+  cat "$deps/PACKAGES" 2>/dev/null || echo "no $deps/PACKAGES"
+}
+step host 60 host_facts
+
+torch_prefix=${BENCHFLEET_TORCH_PREFIX:-$("$python" -c 'import torch; print(torch.utils.cmake_prefix_path)' 2>/dev/null)}
+generator=()
+command -v ninja >/dev/null && generator=(-G Ninja)
+cuda_compiler=()
+nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
+[[ -x $nvcc ]] && cuda_compiler=(-DCMAKE_CUDA_COMPILER="$nvcc")
+step configure 300 cmake -S . -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release \
+  -DBENCHFLEET_WORKER_ONLY=ON "${cuda_compiler[@]}" \
+  -DCMAKE_PREFIX_PATH="$torch_prefix;$deps/usr" \
+  -Dnlohmann_json_DIR="$deps/usr/share/cmake/nlohmann_json" \
+  -DCLI11_DIR="$deps/usr/share/cmake/CLI11" \
+  -DGTest_DIR="$deps/usr/lib/x86_64-linux-gnu/cmake/GTest"
+targets=(benchfleet-worker)
+grep -q "benchfleet-gpu-calibrate" <(cmake --build "$build" --target help 2>/dev/null) && targets+=(benchfleet-gpu-calibrate)
+grep -q "worker_test" <(cmake --build "$build" --target help 2>/dev/null) && targets+=(worker_test worker_stats_test)
+step build "${BENCHFLEET_GPU_BUILD_TIMEOUT_S:-420}" cmake --build "$build" -j "$(nproc)" --target "${targets[@]}"
+worker=$build/worker/benchfleet-worker
+export worker
+
+step probe 120 "$worker" --probe
+cp "$out/probe.log" "$out/probe.json" 2>/dev/null
+if [[ -x $build/worker/benchfleet-gpu-calibrate ]]; then
+  step gpu_calibrate 180 "$build/worker/benchfleet-gpu-calibrate"
+else
+  echo "gpu_calibrate not built (no CUDA Toolkit found at configure)" | tee -a "$out/steps.txt"
+fi
+
+# The sweep: each GPU job (gpu-*) and its CPU twin (cpu-*: the same model on every CPU
+# of the host, in fp32 for tf32). Short timing: 0.5 s to 3 s per job.
+"$python" - "$out/jobs" "$(nproc)" <<'EOF'
+import json, sys
+jobs_dir, cpus = sys.argv[1], int(sys.argv[2])
+timing = {"warmup_s": 0.5, "min_time_s": 1.0, "max_time_s": 3.0}
+cases = {
+    "matmul-fp32": {"model": "matmul", "model_args": {"m": 4096, "k": 4096, "n": 4096}, "dtype": "fp32", "batch_size": 1},
+    "matmul-tf32": {"model": "matmul", "model_args": {"m": 4096, "k": 4096, "n": 4096}, "dtype": "tf32", "batch_size": 1},
+    "matmul-bf16": {"model": "matmul", "model_args": {"m": 4096, "k": 4096, "n": 4096}, "dtype": "bf16", "batch_size": 1},
+    "mlp-train-fp32": {"model": "mlp", "model_args": {"layers": [1024, 4096, 4096, 10]}, "mode": "train", "dtype": "fp32", "batch_size": 256},
+    "cnn-fp32": {"model": "cnn", "dtype": "fp32", "batch_size": 32},
+    "cnn-bf16-cl": {"model": "cnn", "model_args": {"memory_format": "channels_last"}, "dtype": "bf16", "batch_size": 32},
+    "transformer-bf16": {"model": "transformer", "dtype": "bf16", "batch_size": 8},
+    "cnn-train-fp32": {"model": "cnn", "mode": "train", "dtype": "fp32", "batch_size": 32},
+    "cnn-train-ckpt-fp32": {"model": "cnn", "mode": "train", "dtype": "fp32", "batch_size": 32, "checkpointing": True},
+}
+refused = {  # each must be refused with its reason
+    "profile-fp32": {"model": "mlp", "dtype": "fp32", "batch_size": 64, "profile": True},
+    "mlp-int8": {"model": "mlp", "dtype": "int8", "batch_size": 64},
+}
+for i, (name, case) in enumerate(list(cases.items()) + list(refused.items())):
+    for device in ("cuda", "cpu"):
+        if device == "cpu" and name in refused:
+            continue
+        job = {"job_id": i + 1, "mode": "inference", "threads": 1, "timing": timing}
+        job.update(case)
+        job["device"] = device
+        if device == "cpu":
+            job["threads"] = cpus
+            if job["dtype"] == "tf32":
+                job["dtype"] = "fp32"
+        prefix = "gpu" if device == "cuda" else "cpu"
+        with open("%s/%s-%s.json" % (jobs_dir, prefix, name), "w") as f:
+            json.dump(job, f)
+EOF
+
+run_jobs() {
+  local job name rc
+  for job in "$out"/jobs/*.json; do
+    name=$(basename "$job" .json)
+    timeout --kill-after=10 120 "$worker" --job "$job" --out "$out/results/$name.json" \
+      >"$out/results/$name.log" 2>&1
+    rc=$?
+    echo "$name exit=$rc"
+  done
+}
+step sweep 400 run_jobs
+
+# torch.utils.benchmark on the same jobs that ran (bench/gpu_reference.py).
+reference_jobs() {
+  local job name failed=0
+  for job in "$out"/jobs/*.json; do
+    name=$(basename "$job" .json)
+    if [[ -f $out/results/$name.json ]] && grep -q '"ok": *true' "$out/results/$name.json"; then
+      timeout --kill-after=10 60 "$python" bench/gpu_reference.py "$job" || failed=1
+    fi
+  done
+  return $failed
+}
+step reference 400 reference_jobs
+cp "$out/reference.log" "$out/reference.jsonl" 2>/dev/null
+
+if [[ -x $build/worker/worker_test ]]; then
+  step gpu_tests 300 "$build/worker/worker_test" \
+    --gtest_filter='*Cuda*:*Gpu*:*GPU*:*InProcessPipeline*:*MaxBatch*'
+else
+  echo "gpu_tests not built (no GoogleTest in $deps)" | tee -a "$out/steps.txt"
+fi
+
+"$python" bench/gpu_check_table.py "$out" >"$out/table.md" 2>>"$out/steps.txt"
+echo "total $((SECONDS - start))s" | tee -a "$out/steps.txt"
+cat "$out/steps.txt" "$out/table.md"
