@@ -44,10 +44,13 @@ inline json Capabilities(int gpus, const std::string& machine_id) {
           {"cpus", "0-1"}};
 }
 
+// A worker's result for `spec`. at() and value(), never a const operator[]: a spec may
+// lack batch_size (a max-batch search starts at 1), and a const [] of a missing key is
+// undefined behaviour (it read freed memory and crashed now and then).
 inline json GoodResult(const json& spec) {
   return {{"ok", true},
-          {"model", spec["model"]},
-          {"batch_size", spec["batch_size"]},
+          {"model", spec.at("model")},
+          {"batch_size", spec.value("batch_size", json(1))},
           {"stats",
            {{"n", 10}, {"median_ms", 1.0}, {"mean_ms", 1.0}, {"min_ms", 0.9}, {"max_ms", 1.2}, {"noisy", false}}},
           {"samples_ms", {1.0, 1.0}}};
