@@ -4,8 +4,15 @@
 // accuracy columns. Bad jobs fail with a reason and the agent keeps serving.
 #include <gtest/gtest.h>
 
+#include <time.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
 #include <iostream>
 #include <thread>
+#include <vector>
 
 #include "tests/fleet.h"
 #include "tests/torchscript_fixture.h"
@@ -210,9 +217,35 @@ TEST_F(EngineSweepTest, BadJobsFailWithTheirReasonAndTheAgentKeepsServing) {
   EXPECT_TRUE(fleet_->agent("engine").running());
 }
 
+// How many CPUs this process gets now: two threads spin for `seconds` and their CPU
+// time is divided by the wall time (2.0 on an idle 2-CPU host; less where the hypervisor
+// or another process takes a CPU away).
+double CpusGivenToTwoSpinningThreads(double seconds) {
+  std::atomic<bool> stop{false};
+  std::vector<double> cpu_s(2, 0);
+  std::vector<std::thread> threads;
+  const auto start = std::chrono::steady_clock::now();
+  for (int t = 0; t < 2; ++t) {
+    threads.emplace_back([&stop, &cpu_s, t] {
+      volatile std::uint64_t x = 0;
+      while (!stop.load(std::memory_order_relaxed)) x = x + 1;
+      timespec ts{};
+      clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+      cpu_s[static_cast<std::size_t>(t)] = static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+    });
+  }
+  std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+  stop = true;
+  for (std::thread& t : threads) t.join();
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return (cpu_s[0] + cpu_s[1]) / wall;
+}
+
 // The thread sweep must tell the truth on this 2-core machine: for a GEMM-bound model two
 // threads beat one (OpenMP and OpenBLAS coordinated), and one thread uses one core. A
-// timing comparison, so a noisy run may repeat the sweep, at most three times.
+// timing comparison, so a noisy run may repeat the sweep, at most three times; where
+// every run lost and the host then gave two spinning threads less than 1.7 CPUs, the
+// host had no second CPU to give and the claim cannot be tested: skipped, saying so.
 TEST_F(EngineSweepTest, TwoThreadsBeatOneForGemm) {
   if (std::thread::hardware_concurrency() < 2) GTEST_SKIP() << "needs 2 CPUs";
   json sweep = {{"name", "gemm-threads"},
@@ -220,6 +253,7 @@ TEST_F(EngineSweepTest, TwoThreadsBeatOneForGemm) {
                 {"models", {{"matmul", {{"m", 768}, {"k", 768}, {"n", 768}}}}},
                 {"timing", {{"warmup_s", 0.2}, {"min_time_s", 1}, {"max_time_s", 3}, {"target_ci", 0.01}}}};
   json scaling;
+  double most_cpus_given = 0;  // after each losing run
   for (int run = 0; run < 3; ++run) {
     json done = RunSweep(sweep);
     ASSERT_EQ(done["jobs"]["done"], 2);
@@ -228,8 +262,15 @@ TEST_F(EngineSweepTest, TwoThreadsBeatOneForGemm) {
                         "where sweep_id = " + done["sweep_id"].dump() + " order by threads");
     ASSERT_EQ(scaling.size(), 2u);
     if (scaling[1]["speedup"].get<double>() > 1.2) break;
+    most_cpus_given = std::max(most_cpus_given, CpusGivenToTwoSpinningThreads(0.5));
   }
   std::cout << "FIGURE matmul 768^3 thread scaling: " << scaling.dump() << "\n";
+  if (scaling[1]["speedup"].get<double>() <= 1.2 && most_cpus_given < 1.7) {
+    GTEST_SKIP() << "three runs found no gain from a second thread, and after each the host "
+                    "gave two spinning threads at most "
+                 << most_cpus_given << " CPUs: there was no second CPU to use ("
+                 << scaling.dump() << ")";
+  }
   EXPECT_GT(scaling[1]["speedup"].get<double>(), 1.2);
   EXPECT_NEAR(scaling[0]["effective_threads"].get<double>(), 1.0, 0.25);
   EXPECT_GT(scaling[1]["effective_threads"].get<double>(), 1.5);
