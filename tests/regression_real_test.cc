@@ -121,7 +121,7 @@ class RealRegressionTest : public ::testing::Test {
     std::map<int64_t, json> out;
     for (const json& row : QueryRows(fleet_.db_path(),
                                      "SELECT r.batch_size, r.median_ms, r.job_id, r.noisy, r.host_busy_cpus, "
-                                     "r.effective_threads, r.n FROM result_summary r "
+                                     "r.effective_threads, r.n, r.unsteady FROM result_summary r "
                                      "JOIN jobs j ON j.job_id = r.job_id WHERE r.sweep_id = " +
                                          std::to_string(sweep_id) + " AND j.confirms_job_id IS NULL")) {
       out[row["batch_size"].get<int64_t>()] = row;
@@ -157,16 +157,23 @@ TEST_F(RealRegressionTest, ASlowdownOnTheJobsCpuIsCaughtWhereverTheMedianMovedAn
     const double change = row["median_ms"].get<double>() / baseline_median[batch] - 1;
     std::cout << "FIGURE batch " << batch << ": " << baseline_median[batch] << " -> " << row["median_ms"]
               << " ms (" << change * 100 << "%), noisy " << row["noisy"] << ", n " << row["n"]
-              << ", the rest of the host kept " << row["host_busy_cpus"] << " CPUs busy\n";
+              << ", unsteady " << row["unsteady"] << ", the rest of the host kept " << row["host_busy_cpus"]
+              << " CPUs busy\n";
     if (change <= kMinChange) continue;
-    ++moved;
     const json verdict = QueryRows(fleet_.db_path(), "SELECT state, direction, reason FROM regressions WHERE job_id = " +
                                                          row["job_id"].dump());
+    // An unsteady result (the busy loop's bursts can leave fewer samples of the last
+    // regime than a change needs to show) is not judged, by design (docs/regressions.md).
+    if (row["unsteady"] == 1) {
+      EXPECT_TRUE(verdict.empty()) << "batch " << batch << " is unsteady yet judged: " << verdict.dump();
+      continue;
+    }
+    ++moved;
     ASSERT_EQ(verdict.size(), 1u) << "batch " << batch << " moved " << change * 100 << "% and was not judged";
     EXPECT_EQ(verdict[0]["state"], "confirmed") << "batch " << batch << ": " << verdict.dump();
     EXPECT_EQ(verdict[0]["direction"], "slower") << verdict.dump();
   }
-  EXPECT_GT(moved, 0) << "the busy loop moved no median: nothing was tested";
+  EXPECT_GT(moved, 0) << "the busy loop moved no steady median: nothing was tested";
 
   // Another slow night: the step is not reported again.
   Night();
