@@ -20,9 +20,11 @@
 #include <sstream>
 
 #include "common/cpu_list.h"
+#include "common/files.h"
 #include "common/job_spec.h"
 #include "common/limits.h"
 #include "common/log.h"
+#include "common/subprocess.h"
 
 namespace fs = std::filesystem;
 
@@ -82,14 +84,7 @@ StatusOr<int> FreePort(const std::string& host) {
 
 namespace {
 
-std::string DescribeExit(int wait_status) {
-  if (WIFEXITED(wait_status)) return "exited with code " + std::to_string(WEXITSTATUS(wait_status));
-  if (WIFSIGNALED(wait_status)) {
-    int sig = WTERMSIG(wait_status);
-    return "killed by signal " + std::to_string(sig) + " (" + strsignal(sig) + ")";
-  }
-  return "ended with wait status " + std::to_string(wait_status);
-}
+std::string DescribeExit(int wait_status) { return ProcessExit{wait_status, {}}.Describe(); }
 
 }  // namespace
 
@@ -281,62 +276,29 @@ Status WorkerRunner::StartProcess(const nlohmann::json& worker_job, int threads,
 
   // A calibration prints its JSON on stdout.
   const bool calibration = IsCalibration(job_);
-  std::vector<std::string> env = WorkerEnvironment(threads, JobOmpWaitPolicy(worker_job));
-  std::vector<char*> envp;
-  for (auto& e : env) envp.push_back(e.data());
-  envp.push_back(nullptr);
-  std::vector<std::string> args = {options_.worker_path, "--job", job_path, "--out", result_path};
-  if (calibration) args = {options_.worker_path, "--calibrate"};
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
+  ProcessOptions options;
+  options.argv = {options_.worker_path, "--job", job_path, "--out", result_path};
+  if (calibration) options.argv = {options_.worker_path, "--calibrate"};
+  options.environment = WorkerEnvironment(threads, JobOmpWaitPolicy(worker_job));
+  options.stdout_path = calibration ? result_path : log_path;
+  options.stderr_path = log_path;
+  // Its own process group, so a timeout kills its helpers too; and it must not outlive
+  // its agent (kill -9 of the agent): its result would have no one to deliver it, and
+  // it would disturb the next job on this machine.
+  options.own_process_group = true;
+  options.die_with_parent = true;
+  options.exec_failure_line = "benchfleet-agent: exec of the worker failed";
   const std::vector<int> cpus = CpusFor(threads, rank);
-  cpu_set_t cpu_set;
-  CPU_ZERO(&cpu_set);
-  for (int cpu : cpus) CPU_SET(cpu, &cpu_set);
-
-  int log_fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (log_fd < 0) return Unavailable("cannot create " + log_path + ": " + std::strerror(errno));
-  int out_fd = log_fd;
-  if (calibration) {
-    out_fd = open(result_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (out_fd < 0) {
-      close(log_fd);
-      return Unavailable("cannot create " + result_path + ": " + std::strerror(errno));
-    }
-  }
-
-  // Everything the child needs is prepared above: between fork and exec it only makes
-  // async-signal-safe system calls.
-  pid_t pid = fork();
-  if (pid < 0) {
-    close(log_fd);
-    if (out_fd != log_fd) close(out_fd);
-    return Unavailable(std::string("fork failed: ") + std::strerror(errno));
-  }
-  if (pid == 0) {
-    setpgid(0, 0);  // its own process group, so a timeout kills its helpers too
-    // A worker must not outlive its agent (kill -9 of the agent): its result would have
-    // no one to deliver it, and it would disturb the next job on this machine.
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    sched_setaffinity(0, sizeof cpu_set, &cpu_set);
-    int devnull = open("/dev/null", O_RDONLY);
-    if (devnull >= 0) dup2(devnull, STDIN_FILENO);
-    dup2(out_fd, STDOUT_FILENO);
-    dup2(log_fd, STDERR_FILENO);
-    execve(argv[0], argv.data(), envp.data());
-    const char message[] = "benchfleet-agent: exec of the worker failed\n";
-    (void)!write(STDERR_FILENO, message, sizeof message - 1);
-    _exit(127);
-  }
-  close(log_fd);
-  if (out_fd != log_fd) close(out_fd);
-  setpgid(pid, pid);  // also from the parent, to win the race with Kill()
+  options.cpus = cpus;
+  auto child = Subprocess::Start(options);
+  if (!child.ok()) return child.status();
+  const pid_t pid = child->pid();
   Process process;
   process.rank = rank;
   process.pid = pid;
+  process.child = std::move(child).value();
   process.dir = dir;
-  processes_.push_back(process);
+  processes_.push_back(std::move(process));
   LOG_INFO("job " << job_.job_id << " attempt " << job_.attempt
                   << (processes_.size() > 1 || LocalRanks(job_) > 1
                           ? (IsReplicated(job_) ? " replica " : " rank ") + std::to_string(rank)
@@ -352,23 +314,18 @@ std::optional<nlohmann::json> WorkerRunner::Poll() {
   int failed_now = -1;  // a rank found ended without success in this poll
   for (Process& p : processes_) {
     if (p.ended) continue;
-    int status = 0;
-    rusage usage{};
-    pid_t done = wait4(p.pid, &status, WNOHANG, &usage);
-    if (done == 0) {
+    std::optional<ProcessExit> exit = p.child.Poll();
+    if (!exit) {
       running = true;
       continue;
     }
     p.ended = true;
     p.wall_s = std::chrono::duration<double>(MonoNow() - started_).count();
-    if (done < 0) {
-      p.wait_status = -1;  // lost track of it: counted as failed below
-    } else {
-      p.wait_status = status;
-      p.max_rss_kb = static_cast<double>(usage.ru_maxrss);
-    }
-    kill(-p.pid, SIGKILL);  // reap anything the worker left behind in its group
-    const bool clean = done > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    p.wait_status = exit->wait_status;  // -1: lost track of it, counted as failed below
+    if (exit->wait_status >= 0) p.max_rss_kb = static_cast<double>(exit->usage.ru_maxrss);
+    p.child.Signal(SIGKILL);  // reap anything the worker left behind in its group
+    const int status = exit->wait_status;
+    const bool clean = status >= 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0;
     // Of the ranks found failed at once, the cause is the one a signal ended (a crash,
     // a kill): its peers then fail on their own when their calls to it break.
     if (!clean && (failed_now < 0 || (WIFSIGNALED(status) && !WIFSIGNALED(processes_[failed_now].wait_status)))) {
@@ -385,7 +342,7 @@ std::optional<nlohmann::json> WorkerRunner::Poll() {
     for (Process& other : processes_) {
       if (!other.ended) {
         other.stopped = true;
-        kill(-other.pid, SIGKILL);
+        other.child.Signal(SIGKILL);
         running = true;  // reaped by the next poll
       }
     }
@@ -397,7 +354,7 @@ std::optional<nlohmann::json> WorkerRunner::Poll() {
       LOG_WARN("job " << job_.job_id << " ran past its timeout of " << job_.timeout_s
                       << " s; killing the worker" << (processes_.size() > 1 ? "s" : ""));
       for (Process& p : processes_) {
-        if (!p.ended) kill(-p.pid, SIGKILL);
+        if (!p.ended) p.child.Signal(SIGKILL);
       }
     }
     return std::nullopt;
@@ -414,13 +371,9 @@ std::optional<nlohmann::json> WorkerRunner::Poll() {
 nlohmann::json WorkerRunner::Finish(const Process& process) {
   const int wait_status = process.wait_status;
   const std::string log_path = process.dir + "/worker.log";
-  nlohmann::json result;
-  std::ifstream in(process.dir + "/result.json");
-  if (in) {
-    std::stringstream text;
-    text << in.rdbuf();
-    result = nlohmann::json::parse(text.str(), nullptr, false);
-  }
+  // Missing or unreadable: not an object, so the worker is said to have left no result.
+  auto read = ReadJsonFile(process.dir + "/result.json");
+  nlohmann::json result = read.ok() ? std::move(read).value() : nlohmann::json();
   const std::string exit = wait_status < 0 ? "lost track of the worker process: it was reaped elsewhere"
                                            : DescribeExit(wait_status);
   const bool clean_exit = wait_status >= 0 && WIFEXITED(wait_status) && WEXITSTATUS(wait_status) == 0;
@@ -506,9 +459,8 @@ nlohmann::json WorkerRunner::FinishGang(std::vector<nlohmann::json> rank_results
 void WorkerRunner::KillAll() {
   for (Process& p : processes_) {
     if (p.ended) continue;
-    kill(-p.pid, SIGKILL);
-    int status = 0;
-    waitpid(p.pid, &status, 0);
+    p.child.Signal(SIGKILL);
+    (void)p.child.WaitForever();
   }
   processes_.clear();
 }

@@ -16,6 +16,7 @@
 
 #include "common/clock.h"
 #include "common/status.h"
+#include "common/subprocess.h"
 
 namespace benchfleet {
 
@@ -65,7 +66,8 @@ class WorkerRunner {
   // One worker process: a job's, or one rank's of a gang.
   struct Process {
     int rank = 0;
-    pid_t pid = -1;
+    pid_t pid = -1;  // kept for the logs once it is reaped
+    Subprocess child;
     std::string dir;  // job.json, result.json, worker.log
     bool ended = false;
     int wait_status = 0;

@@ -48,13 +48,13 @@ TEST_F(SpoolTest, CorruptFilesAreMovedAsideNotRetriedForever) {
     ASSERT_TRUE(spool.Put({1, 1, {{"ok", true}}}).ok());
   }
   std::ofstream(dir_ / "job-9-1.result.json") << "{truncated";
-  std::ofstream(dir_ / "job-8-1.result.json.tmp") << "{\"job_id\": 8";  // an interrupted Put
+  std::ofstream(dir_ / "job-8-1.result.json.tmp-4242") << "{\"job_id\": 8";  // an interrupted Put
   SpoolDirectory reopened(dir_.string());
   ASSERT_TRUE(reopened.Open().ok());
   ASSERT_EQ(reopened.List().size(), 1u);
   EXPECT_EQ(reopened.List()[0].job_id, 1);
   EXPECT_TRUE(std::filesystem::exists(dir_ / "job-9-1.result.json.bad"));
-  EXPECT_FALSE(std::filesystem::exists(dir_ / "job-8-1.result.json.tmp"));
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "job-8-1.result.json.tmp-4242"));
   SpoolDirectory again(dir_.string());
   ASSERT_TRUE(again.Open().ok());
   EXPECT_EQ(again.List().size(), 1u);

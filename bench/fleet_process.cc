@@ -1,16 +1,15 @@
 #include "bench/fleet_process.h"
 
-#include <signal.h>
 #include <sys/resource.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <sstream>
+
+#include "common/files.h"
 
 namespace benchfleet::fleet_load {
 namespace {
@@ -26,28 +25,17 @@ bool Fail(std::string* error, const std::string& why) {
 
 bool CoordinatorProcess::Start(const std::vector<std::string>& argv, const std::string& log,
                                const std::string& ready_file, std::string* error) {
-  std::vector<std::string> copy = argv;
-  std::vector<char*> args;
-  for (auto& a : copy) args.push_back(a.data());
-  args.push_back(nullptr);
-  FILE* out = std::fopen(log.c_str(), "a");
-  if (out == nullptr) return Fail(error, "cannot open " + log);
-  pid_ = fork();
-  if (pid_ == 0) {
-    dup2(fileno(out), STDOUT_FILENO);
-    dup2(fileno(out), STDERR_FILENO);
-    execv(args[0], args.data());
-    std::fprintf(stderr, "cannot execute %s: %s\n", args[0], std::strerror(errno));
-    _exit(127);
-  }
-  std::fclose(out);
-  if (pid_ < 0) return Fail(error, "fork failed");
+  ProcessOptions options;
+  options.argv = argv;
+  options.stdout_path = log;
+  options.stderr_path = log;
+  options.append = true;
+  auto started = Subprocess::Start(options);
+  if (!started.ok()) return Fail(error, started.status().ToString());
+  process_ = std::move(started).value();
   const auto deadline = Clock::now() + kCoordinatorStartTimeout;
   while (!std::filesystem::exists(ready_file)) {
-    if (waitpid(pid_, nullptr, WNOHANG) == pid_) {
-      pid_ = -1;
-      return Fail(error, "the coordinator exited at start; see " + log);
-    }
+    if (process_.Poll().has_value()) return Fail(error, "the coordinator exited at start; see " + log);
     if (Clock::now() > deadline)
       return Fail(error, "the coordinator wrote no ready file; see " + log);
     usleep(10000);  // polling a file: no descriptor to wait on
@@ -60,27 +48,13 @@ bool CoordinatorProcess::Start(const std::vector<std::string>& argv, const std::
 }
 
 int CoordinatorProcess::Stop() {
-  if (pid_ <= 0) return -1;
-  kill(pid_, SIGTERM);
-  int status = -1;
-  const auto deadline = Clock::now() + kCoordinatorStopGrace;
-  while (waitpid(pid_, &status, WNOHANG) != pid_) {
-    if (Clock::now() > deadline) {
-      kill(pid_, SIGKILL);
-      waitpid(pid_, &status, 0);
-      break;
-    }
-    usleep(10000);
-  }
-  pid_ = -1;
-  return status;
+  auto exit = process_.Stop(kCoordinatorStopGrace);
+  return exit ? exit->wait_status : -1;
 }
 
 std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
+  auto text = ReadWholeFile(path);
+  return text.ok() ? std::move(text).value() : std::string();
 }
 
 // utime + stime of `pid` in seconds (/proc/<pid>/stat fields 14 and 15), or -1.

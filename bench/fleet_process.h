@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "common/subprocess.h"
+
 namespace benchfleet::fleet_load {
 
 // How long the coordinator may take to write its ready file, and to exit on SIGTERM.
@@ -27,12 +29,12 @@ class CoordinatorProcess {
   // SIGTERM, SIGKILL after kCoordinatorStopGrace; the exit status or -1.
   int Stop();
 
-  pid_t pid() const { return pid_; }
+  pid_t pid() const { return process_.pid(); }
   std::string agents_endpoint() const { return ready_["agents"]; }
   std::string clients_endpoint() const { return ready_["clients"]; }
 
  private:
-  pid_t pid_ = -1;
+  Subprocess process_;
   nlohmann::json ready_;
 };
 

@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <iomanip>
 #include <iostream>
 #include <map>
@@ -15,6 +14,7 @@
 #include "cli/client.h"
 #include "cli/compare.h"
 #include "common/clock.h"
+#include "common/files.h"
 #include "common/job_spec.h"
 #include "common/median.h"
 #include "common/result_fields.h"
@@ -175,11 +175,9 @@ namespace {
 // The sweep file, with --label KEY=VALUE pairs put into its labels (over the file's own).
 StatusOr<Sweep> ReadSweepFile(const std::string& path, const std::string& outcome,
                               const std::vector<std::string>& labels = {}) {
-  std::ifstream in(path);
-  if (!in) return InvalidArgument("cannot read sweep file " + path);
-  std::stringstream text;
-  text << in.rdbuf();
-  auto sweep = ParseSweepText(text.str());
+  auto text = ReadWholeFile(path);
+  if (!text.ok()) return InvalidArgument("cannot read sweep file: " + text.status().message());
+  auto sweep = ParseSweepText(*text);
   if (sweep.ok() && !labels.empty()) {
     json document = sweep->source;
     if (!document.contains("labels")) document["labels"] = json::object();

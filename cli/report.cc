@@ -5,7 +5,6 @@
 #include <cstdio>
 #include <cstring>
 #include <ctime>
-#include <fstream>
 #include <iostream>
 #include <map>
 #include <set>
@@ -15,6 +14,7 @@
 #include "cli/recommend.h"
 #include "cli/report_page.h"
 #include "cli/svg_chart.h"
+#include "common/files.h"
 
 namespace benchfleet {
 namespace {
@@ -572,16 +572,9 @@ int ReportCommand(const ClientOptions& client_options, const ReportOptions& opti
   };
   auto html = BuildReport(query, options);
   if (!html.ok()) return fail(html.status());
-  const std::string temporary = options.out + ".tmp";
-  {
-    std::ofstream file(temporary, std::ios::binary | std::ios::trunc);
-    file << *html;
-    file.close();
-    if (!file) return fail(Internal("cannot write " + temporary));
-  }
-  if (std::rename(temporary.c_str(), options.out.c_str()) != 0) {
-    return fail(Internal("cannot rename " + temporary + " to " + options.out));
-  }
+  // Written whole or not at all: a report a browser has open is never seen half-written.
+  Status written = WriteFileAtomically(options.out, *html);
+  if (!written.ok()) return fail(written);
   std::cout << "wrote " << options.out << " (" << html->size() << " bytes)\n";
   return 0;
 }

@@ -1,5 +1,8 @@
 #include "common/status.h"
 
+#include <cstdio>
+#include <cstdlib>
+
 namespace benchfleet {
 
 const char* StatusCodeName(StatusCode code) {
@@ -20,6 +23,12 @@ const char* StatusCodeName(StatusCode code) {
       return "internal";
   }
   return "unknown";
+}
+
+void DieOnValueOfError(const Status& status) {
+  std::fprintf(stderr, "benchfleet: fatal: the value of a StatusOr holding an error was read (%s)\n",
+               status.ToString().c_str());
+  std::abort();
 }
 
 std::string Status::ToString() const {

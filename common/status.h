@@ -51,6 +51,10 @@ inline Status DeadlineExceeded(std::string m) {
 }
 inline Status Internal(std::string m) { return {StatusCode::kInternal, std::move(m)}; }
 
+// Reading the value of a StatusOr that holds an error is a bug in the caller, never a
+// peer's fault: it aborts loudly, naming the error, rather than reading nothing.
+[[noreturn]] void DieOnValueOfError(const Status& status);
+
 // Either a value or an error, never both.
 template <typename T>
 class StatusOr {
@@ -61,15 +65,24 @@ class StatusOr {
   }
   bool ok() const { return value_.has_value(); }
   const Status& status() const { return status_; }
-  T& value() & { return *value_; }
-  const T& value() const& { return *value_; }
-  T&& value() && { return std::move(*value_); }
-  T* operator->() { return &*value_; }
-  const T* operator->() const { return &*value_; }
-  T& operator*() & { return *value_; }
-  const T& operator*() const& { return *value_; }
+  T& value() & { return *Checked(); }
+  const T& value() const& { return *Checked(); }
+  T&& value() && { return std::move(*Checked()); }
+  T* operator->() { return &*Checked(); }
+  const T* operator->() const { return &*Checked(); }
+  T& operator*() & { return *Checked(); }
+  const T& operator*() const& { return *Checked(); }
 
  private:
+  std::optional<T>& Checked() {
+    if (!value_.has_value()) DieOnValueOfError(status_);
+    return value_;
+  }
+  const std::optional<T>& Checked() const {
+    if (!value_.has_value()) DieOnValueOfError(status_);
+    return value_;
+  }
+
   Status status_;
   std::optional<T> value_;
 };

@@ -10,6 +10,7 @@
 
 #include "common/clock.h"
 #include "common/cpu_list.h"
+#include "common/files.h"
 #include "common/log.h"
 #include "common/transport.h"
 #include "common/worker_result.h"
@@ -53,17 +54,6 @@ constexpr int kPruneStepMs = 20;
 constexpr int kMaxRefusalBackoffMs = 30000;
 // Malformed messages logged one by one before logging thins out to one in 1000.
 constexpr int64_t kMalformedLoggedInFull = 10;
-
-Status WriteFileAtomically(const std::string& path, const std::string& content) {
-  std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << content;
-    if (!out) return Unavailable("cannot write " + tmp);
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) return Unavailable("cannot rename " + tmp);
-  return Status::Ok();
-}
 
 json RequestId(const Message& message) {
   auto it = message.body.find("request_id");

@@ -1,74 +1,46 @@
 #include "tests/process.h"
 
-#include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <sstream>
 #include <thread>
 
-namespace benchfleet::testing {
+#include "common/files.h"
 
-ChildProcess::~ChildProcess() {
-  if (pid_ > 0) {
-    kill(pid_, SIGKILL);
-    waitpid(pid_, nullptr, 0);
-  }
-}
+namespace benchfleet::testing {
 
 bool ChildProcess::Start(const std::vector<std::string>& argv, const std::string& log_path) {
   log_ = log_path;
-  std::vector<char*> args;
-  std::vector<std::string> copy = argv;
-  for (auto& a : copy) args.push_back(a.data());
-  args.push_back(nullptr);
-  int fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  if (fd < 0) return false;
-  pid_t pid = fork();
-  if (pid < 0) return false;
-  if (pid == 0) {
-    dup2(fd, STDOUT_FILENO);
-    dup2(fd, STDERR_FILENO);
-    execv(args[0], args.data());
-    _exit(127);
-  }
-  close(fd);
-  pid_ = pid;
+  ProcessOptions options;
+  options.argv = argv;
+  options.stdout_path = log_path;
+  options.stderr_path = log_path;
+  options.append = true;
+  auto started = Subprocess::Start(options);
+  if (!started.ok()) return false;
+  process_ = std::move(started).value();
   return true;
 }
 
 bool ChildProcess::running() {
-  if (pid_ <= 0) return false;
-  return waitpid(pid_, nullptr, WNOHANG) == 0;
+  if (!process_.running()) return false;
+  return !process_.Poll().has_value();
 }
 
-void ChildProcess::Signal(int sig) {
-  if (pid_ > 0) kill(pid_, sig);
-}
+void ChildProcess::Signal(int sig) { process_.Signal(sig); }
 
 int ChildProcess::Wait(std::chrono::milliseconds timeout) {
-  if (pid_ <= 0) return -1;
-  int status = -1;
-  bool ended = WaitFor([&] { return waitpid(pid_, &status, WNOHANG) == pid_; }, timeout);
-  if (!ended) return -1;
-  pid_ = -1;
-  return status;
+  auto exit = process_.Wait(timeout);
+  return exit ? exit->wait_status : -1;
 }
 
 int ChildProcess::Stop(std::chrono::milliseconds grace) {
-  if (pid_ <= 0) return -1;
-  kill(pid_, SIGTERM);
-  int status = Wait(grace);
-  if (status == -1 && pid_ > 0) {
-    kill(pid_, SIGKILL);
-    waitpid(pid_, &status, 0);
-    pid_ = -1;
-  }
-  return status;
+  auto exit = process_.Stop(grace);
+  return exit ? exit->wait_status : -1;
 }
 
 bool WaitFor(const std::function<bool()>& condition, std::chrono::milliseconds timeout) {
@@ -81,37 +53,21 @@ bool WaitFor(const std::function<bool()>& condition, std::chrono::milliseconds t
 }
 
 int RunCommand(const std::vector<std::string>& argv, std::string* out, std::string* err) {
-  char out_template[] = "/tmp/bf-cmd-out-XXXXXX";
-  char err_template[] = "/tmp/bf-cmd-err-XXXXXX";
-  int out_fd = mkstemp(out_template);
-  int err_fd = mkstemp(err_template);
-  pid_t pid = fork();
-  if (pid == 0) {
-    dup2(out_fd, STDOUT_FILENO);
-    dup2(err_fd, STDERR_FILENO);
-    std::vector<char*> args;
-    std::vector<std::string> copy = argv;
-    for (auto& a : copy) args.push_back(a.data());
-    args.push_back(nullptr);
-    execv(args[0], args.data());
-    _exit(127);
+  ProcessOptions options;
+  options.argv = argv;
+  auto run = ::benchfleet::RunCommand(options, kCommandTimeout);
+  if (!run.ok()) {
+    if (err) *err = run.status().ToString();
+    return 127;  // as a shell reports a program it could not run
   }
-  int status = 0;
-  waitpid(pid, &status, 0);
-  close(out_fd);
-  close(err_fd);
-  if (out) *out = ReadFile(out_template);
-  if (err) *err = ReadFile(err_template);
-  unlink(out_template);
-  unlink(err_template);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  if (out) *out = std::move(run->out);
+  if (err) *err = std::move(run->err);
+  return run->timed_out ? -1 : run->exit.code();
 }
 
 std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
+  auto text = ReadWholeFile(path);
+  return text.ok() ? std::move(text).value() : std::string();
 }
 
 TempDir::TempDir(const std::string& prefix) {

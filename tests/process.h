@@ -9,21 +9,20 @@
 #include <string>
 #include <vector>
 
+#include "common/subprocess.h"
+
 namespace benchfleet::testing {
 
 class ChildProcess {
  public:
   ChildProcess() = default;
   ChildProcess(const ChildProcess&) = delete;
-  ChildProcess(ChildProcess&& other) noexcept : pid_(other.pid_), log_(std::move(other.log_)) {
-    other.pid_ = -1;
-  }
-  // Kills the process if it still runs.
-  ~ChildProcess();
+  ChildProcess(ChildProcess&& other) noexcept = default;
+  // The process is killed if it still runs (Subprocess's destructor).
 
   // Starts argv[0] with stdout and stderr appended to `log_path`.
   bool Start(const std::vector<std::string>& argv, const std::string& log_path);
-  pid_t pid() const { return pid_; }
+  pid_t pid() const { return process_.pid(); }
   bool running();
   void Signal(int sig);
   // Waits for the process to end; returns its wait status, or -1 past the deadline.
@@ -33,14 +32,19 @@ class ChildProcess {
   const std::string& log_path() const { return log_; }
 
  private:
-  pid_t pid_ = -1;
+  Subprocess process_;
   std::string log_;
 };
 
 // Polls `condition` every 20 ms until it holds or `timeout` passes.
 bool WaitFor(const std::function<bool()>& condition, std::chrono::milliseconds timeout);
 
-// Runs a command to completion, capturing stdout and stderr; returns the exit code.
+// A command run by RunCommand that has not ended by then is killed: no test waits on
+// a hung CLI forever.
+constexpr std::chrono::milliseconds kCommandTimeout{600000};
+
+// Runs a command to completion, capturing stdout and stderr; returns the exit code
+// (128 + the signal when one ended it, -1 when it was killed at kCommandTimeout).
 int RunCommand(const std::vector<std::string>& argv, std::string* out, std::string* err);
 
 std::string ReadFile(const std::string& path);
