@@ -8,12 +8,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <limits>
 
 #include "agent/host_probe.h"
 #include "agent/worker_probe.h"
 #include "common/cpu_list.h"
 #include "common/log.h"
-#include "common/messages.h"
+#include "common/agent_messages.h"
 #include "common/transport.h"
 
 namespace benchfleet {
@@ -172,66 +173,90 @@ Status AgentDaemon::Run(const std::atomic<bool>* stop) {
 }
 
 void AgentDaemon::Handle(const Message& message) {
-  const json& body = message.body;
+  // Parsed once, here; a message that does not parse is logged and dropped (the
+  // coordinator that sent it is newer or broken: nothing in it can be acted on).
+  auto malformed = [&](const Status& status) {
+    LOG_WARN("ignored a malformed \"" << message.type << "\" from the coordinator: " << status.message());
+  };
   if (message.type == msg::kRegistered) {
+    auto registered = RegisteredReply::FromJson(message.body);
+    if (!registered.ok()) return malformed(registered.status());
     if (!registered_) LOG_INFO("registered with " << options_.coordinator);
     registered_ = true;
     ever_registered_ = true;
-    heartbeat_ms_ = std::max(10, body["heartbeat_ms"].get<int>());
-    liveness_ = std::max(1, body["liveness"].get<int>());
+    heartbeat_ms_ = std::max(10, registered->heartbeat_ms);
+    liveness_ = registered->liveness;
     reconnect_backoff_ms_ = kHeartbeatIntervalMs;
     SendSpooled();
   } else if (message.type == msg::kHeartbeat) {
     // last_heard_ is enough.
   } else if (message.type == msg::kJob) {
-    StartJob(body);
+    auto offer = JobOffer::FromJson(message.body);
+    if (offer.ok()) return StartJob(*offer);
+    // An offer whose ids are readable ends in a failed result naming what was wrong
+    // (a malformed `gang`, say), so its attempt ends now rather than at its lease.
+    const json& body = message.body;
+    if (body["job_id"].get<int64_t>() >= 1 && body["attempt"].get<int64_t>() >= 1 &&
+        body["attempt"].get<int64_t>() <= std::numeric_limits<int>::max()) {
+      WorkerJob job;
+      job.job_id = body["job_id"].get<int64_t>();
+      job.attempt = static_cast<int>(body["attempt"].get<int64_t>());
+      job.spec = body["spec"];
+      Store(FailedResult(job, "cannot run the job offered: " + offer.status().message()), job.job_id,
+            job.attempt);
+      return;
+    }
+    malformed(offer.status());
   } else if (message.type == msg::kStop) {
-    StopJob(body);
+    auto stop = StopOrder::FromJson(message.body);
+    if (!stop.ok()) return malformed(stop.status());
+    StopJob(*stop);
   } else if (message.type == msg::kAck) {
+    auto ack = ResultAck::FromJson(message.body);
+    if (!ack.ok()) return malformed(ack.status());
     // Every outcome ends the result's life in the spool. "rejected": the coordinator
     // can never store it (it names the field at fault), so resending would only bring
     // the same answer after every reconnect.
     resend_interval_ms_ = kResultResendIntervalMs;  // the coordinator keeps up again
-    Status removed = spool_->Remove(body["job_id"], body["attempt"]);
+    Status removed = spool_->Remove(ack->job.job_id, ack->job.attempt);
     if (!removed.ok()) LOG_ERROR(removed.message());
-    if (body["outcome"] == "rejected") {
-      LOG_WARN("result of job " << body["job_id"] << " attempt " << body["attempt"]
+    if (ack->outcome == ResultAck::Outcome::kRejected) {
+      LOG_WARN("result of job " << ack->job.job_id << " attempt " << ack->job.attempt
                                 << " rejected by the coordinator and dropped from the spool: "
-                                << body.value("reason", std::string("(no reason given)")));
+                                << (ack->reason.empty() ? "(no reason given)" : ack->reason));
     } else {
-      LOG_DEBUG("ack job " << body["job_id"] << ": " << body["outcome"]);
+      LOG_DEBUG("ack job " << ack->job.job_id << ": " << ResultAck::OutcomeName(ack->outcome));
     }
   } else if (message.type == msg::kError) {
-    const std::string code = body["code"];
-    if (code == "not_found") {
+    auto error = ErrorReport::FromJson(message.body);
+    if (!error.ok()) return malformed(error.status());
+    if (error->code == StatusCodeName(StatusCode::kNotFound)) {
       registered_ = false;  // the coordinator restarted or took us for dead
       next_register_ = MonoNow();
     } else {
-      LOG_WARN("coordinator says " << code << ": " << body["message"].get<std::string>());
+      LOG_WARN("coordinator says " << error->code << ": " << error->message);
     }
   } else {
     LOG_WARN("ignored unexpected message \"" << message.type << "\" from the coordinator");
   }
 }
 
-void AgentDaemon::StartJob(const json& body) {
+void AgentDaemon::StartJob(const JobOffer& offer) {
   WorkerJob job;
-  job.job_id = body["job_id"];
-  job.attempt = body["attempt"];
-  job.timeout_s = body["timeout_s"];
-  job.spec = body["spec"];
+  job.job_id = offer.job.job_id;
+  job.attempt = offer.job.attempt;
+  job.timeout_s = offer.timeout_s;
+  job.spec = offer.spec;
   if (runner_->busy()) {
-    Send(MakeMessage(msg::kError, {{"code", "failed_precondition"},
-                                   {"message", "agent is busy with job " +
-                                                   std::to_string(runner_->job().job_id)},
-                                   {"job_id", job.job_id},
-                                   {"attempt", job.attempt}}));
+    Send(ToMessage(ErrorReport{StatusCodeName(StatusCode::kFailedPrecondition),
+                               "agent is busy with job " + std::to_string(runner_->job().job_id),
+                               offer.job, nullptr}));
     return;
   }
   if (!(job.timeout_s > 0)) job.timeout_s = kJobStartupAllowanceS;
   std::string rendezvous_store;
-  if (body.contains("gang")) {
-    Status joined = JoinGang(body["gang"], &job, &rendezvous_store);
+  if (offer.gang) {
+    Status joined = JoinGang(*offer.gang, &job, &rendezvous_store);
     if (!joined.ok()) {
       Store(FailedResult(job, "cannot join the gang: " + joined.message()), job.job_id, job.attempt);
       return;
@@ -244,13 +269,16 @@ void AgentDaemon::StartJob(const json& body) {
     return;
   }
   if (!rendezvous_store.empty()) {
-    Send(MakeMessage(msg::kRendezvous,
-                     {{"job_id", job.job_id}, {"attempt", job.attempt}, {"store", rendezvous_store}}));
+    RendezvousReport rendezvous;
+    rendezvous.job = offer.job;
+    const size_t colon = rendezvous_store.rfind(':');
+    rendezvous.store_host = rendezvous_store.substr(0, colon);
+    rendezvous.store_port = std::stol(rendezvous_store.substr(colon + 1));
+    Send(ToMessage(rendezvous));
   }
 }
 
-Status AgentDaemon::JoinGang(const json& gang, WorkerJob* job, std::string* rendezvous_store) {
-  ASSIGN_OR_RETURN(GangRole role, ParseGangRole(gang));
+Status AgentDaemon::JoinGang(const GangRole& role, WorkerJob* job, std::string* rendezvous_store) {
   std::string store = role.store;
   if (role.rank == 0) {
     ASSIGN_OR_RETURN(int port, FreePort(options_.advertise_address));
@@ -268,12 +296,12 @@ Status AgentDaemon::JoinGang(const json& gang, WorkerJob* job, std::string* rend
   return Status::Ok();
 }
 
-void AgentDaemon::StopJob(const json& body) {
-  const int64_t job_id = body["job_id"];
-  const int64_t attempt = body["attempt"];
-  if (!runner_->busy() || runner_->job().job_id != job_id || runner_->job().attempt != attempt) return;
-  LOG_WARN("job " << job_id << " attempt " << attempt << " stopped by the coordinator: "
-                  << body.value("reason", std::string()));
+void AgentDaemon::StopJob(const StopOrder& stop) {
+  if (!runner_->busy() || runner_->job().job_id != stop.job.job_id || runner_->job().attempt != stop.job.attempt) {
+    return;
+  }
+  LOG_WARN("job " << stop.job.job_id << " attempt " << stop.job.attempt
+                  << " stopped by the coordinator: " << stop.reason);
   runner_->Kill();  // its outcome is decided elsewhere: no result
 }
 
@@ -285,27 +313,18 @@ void AgentDaemon::Store(const json& result, int64_t job_id, int attempt) {
     LOG_ERROR("cannot spool result of job " << job_id << ": " << spooled.message());
   }
   if (registered_) {
-    Send(MakeMessage(msg::kResult, {{"job_id", job_id}, {"attempt", attempt}, {"result", result}}));
+    Send(ResultReport::Make({job_id, attempt}, result));
     // It was just sent: the spool's resend timer, perhaps already due, must not send it
     // again in this same tick before the coordinator could answer.
     next_resend_ = std::max(next_resend_, MonoNow() + Millis(resend_interval_ms_));
   }
 }
 
-json AgentDaemon::SpooledIds() {
-  json ids = json::array();
-  for (const SpooledResult& entry : spool_->List()) {
-    ids.push_back({{"job_id", entry.job_id}, {"attempt", entry.attempt}});
-  }
-  return ids;
-}
 
 // Resends come from the spool's memory: no file is read or parsed on this path.
 void AgentDaemon::SendSpooled() {
   for (const SpooledResult& entry : spool_->List()) {
-    Send(MakeMessage(
-        msg::kResult,
-        {{"job_id", entry.job_id}, {"attempt", entry.attempt}, {"result", entry.result}}));
+    Send(ResultReport::Make({entry.job_id, entry.attempt}, entry.result));
   }
   next_resend_ = MonoNow() + Millis(resend_interval_ms_);
   if (spool_->size() > 0) {
@@ -317,29 +336,26 @@ void AgentDaemon::Timers() {
   MonoTime now = MonoNow();
   if (!registered_) {
     if (now >= next_register_) {
-      json registration = {
-          {"agent", options_.name},
-          {"tags", options_.tags},
-          {"capabilities", capabilities_},
-          // Only until the first registration went through: a re-registration (after a
-          // coordinator restart) is not an agent start.
-          {"calibrate", options_.calibrate_at_start && !ever_registered_},
-          // Results waiting in the spool: the coordinator keeps those jobs for us
-          // until they arrive, instead of handing them out again.
-          {"spooled", SpooledIds()}};
+      RegisterRequest registration;
+      registration.agent = options_.name;
+      registration.tags = options_.tags;
+      registration.capabilities.raw = capabilities_;
+      // Only until the first registration went through: a re-registration (after a
+      // coordinator restart) is not an agent start.
+      registration.calibrate = options_.calibrate_at_start && !ever_registered_;
+      // Results waiting in the spool: the coordinator keeps those jobs for us until
+      // they arrive, instead of handing them out again.
+      for (const SpooledResult& entry : spool_->List()) registration.spooled.push_back({entry.job_id, entry.attempt});
       // Sent with every registration; the coordinator records it when it changed.
-      if (options_.price) {
-        registration["price"] = {{"per_hour", options_.price->per_hour}, {"currency", options_.price->currency}};
-      }
-      Send(MakeMessage(msg::kRegister, std::move(registration)));
+      registration.price = options_.price;
+      Send(ToMessage(registration));
       next_register_ = now + Millis(kRegisterRetryMs);
     }
   } else {
     if (now >= next_heartbeat_) {
-      json running = nullptr;
-      if (runner_->busy())
-        running = {{"job_id", runner_->job().job_id}, {"attempt", runner_->job().attempt}};
-      Send(MakeMessage(msg::kHeartbeat, {{"running", running}}));
+      benchfleet::Heartbeat heartbeat;
+      if (runner_->busy()) heartbeat.running = JobAttempt{runner_->job().job_id, runner_->job().attempt};
+      Send(ToMessage(heartbeat));
       next_heartbeat_ = now + Millis(heartbeat_ms_);
     }
     if (now >= next_resend_) SendSpooled();

@@ -14,8 +14,7 @@
 #include "agent/spool.h"
 #include "common/clock.h"
 #include "common/curve.h"
-#include "common/messages.h"
-#include "common/limits.h"
+#include "common/agent_messages.h"
 #include "common/limits.h"
 #include "common/protocol.h"
 
@@ -58,13 +57,12 @@ class AgentDaemon {
   Status Connect();
   void Send(const Message& message);
   void Handle(const Message& message);
-  void StartJob(const json& body);
+  void StartJob(const JobOffer& offer);
   // A job offer's `gang` (one rank of a gang spread over agents): the worker's
   // distributed object. Rank 0 starts the store on a free port and reports it.
-  Status JoinGang(const json& gang, WorkerJob* job, std::string* rendezvous_store);
-  void StopJob(const json& body);
+  Status JoinGang(const GangRole& role, WorkerJob* job, std::string* rendezvous_store);
+  void StopJob(const StopOrder& stop);
   void SendSpooled();
-  json SpooledIds();
   void Store(const json& result, int64_t job_id, int attempt);
   void Timers();
 

@@ -6,6 +6,14 @@
 
 namespace benchfleet {
 
+const MonotonicClock& SystemMonotonicClock() {
+  struct System final : MonotonicClock {
+    MonoTime Now() const override { return MonoClock::now(); }
+  };
+  static const System clock;
+  return clock;
+}
+
 std::string UtcIso8601(int64_t unix_micros) {
   // Floor division, so a time before 1970 still has its milliseconds in 0..999.
   int64_t seconds = unix_micros / 1000000;

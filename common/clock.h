@@ -14,6 +14,32 @@ using Millis = std::chrono::milliseconds;
 
 inline MonoTime MonoNow() { return MonoClock::now(); }
 
+// "Now" as a dependency. The coordinator reads the time its leases, liveness windows,
+// heartbeats and back-offs run on through one of these, so a test can move time on
+// (a lease running out, an agent falling silent) without waiting for it. Budgets of
+// real work (a loop round's slice, a query's time limit) read MonoNow(): they measure
+// work done, not time passing in the protocol.
+class MonotonicClock {
+ public:
+  virtual ~MonotonicClock() = default;
+  virtual MonoTime Now() const = 0;
+};
+
+// The system's steady clock; lives for the whole program.
+const MonotonicClock& SystemMonotonicClock();
+
+// A clock that stands still until it is moved: for tests. Starts at the system clock's
+// now, so times it gives compare sensibly with times taken before.
+class ManualMonotonicClock final : public MonotonicClock {
+ public:
+  ManualMonotonicClock() : now_(MonoClock::now()) {}
+  MonoTime Now() const override { return now_; }
+  void Advance(Millis by) { now_ += by; }
+
+ private:
+  MonoTime now_;
+};
+
 inline int64_t MillisUntil(MonoTime deadline, MonoTime now = MonoNow()) {
   auto left = std::chrono::duration_cast<Millis>(deadline - now).count();
   return left < 0 ? 0 : left;

@@ -26,7 +26,7 @@ json Register() {
 }
 
 TEST(MessagesTest, RegisterParsesCapabilitiesIntoTypedFields) {
-  auto parsed = ParseRegister(Decoded(Register()));
+  auto parsed = RegisterRequest::FromJson(Decoded(Register()).body);
   ASSERT_TRUE(parsed.ok()) << parsed.status().message();
   EXPECT_EQ(parsed->capabilities.machine_id, "m1");
   ASSERT_EQ(parsed->capabilities.gpus.size(), 1u);
@@ -51,7 +51,7 @@ TEST(MessagesTest, NestedFieldsOfTheWrongTypeAreErrorsNamingThem) {
            {"/agent", "no spaces allowed", "register.agent"}}) {
     json body = Register();
     body[json::json_pointer(c.pointer)] = c.value;
-    auto parsed = ParseRegister(Decoded(body));
+    auto parsed = RegisterRequest::FromJson(Decoded(body).body);
     ASSERT_FALSE(parsed.ok()) << c.pointer;
     EXPECT_NE(parsed.status().message().find(c.names), std::string::npos)
         << c.pointer << ": " << parsed.status().message();
@@ -59,12 +59,12 @@ TEST(MessagesTest, NestedFieldsOfTheWrongTypeAreErrorsNamingThem) {
 }
 
 TEST(MessagesTest, HeartbeatRunningIsNullOrAJobAttempt) {
-  EXPECT_TRUE(ParseHeartbeat(Decoded({{"v", 1}, {"type", "heartbeat"}, {"running", nullptr}})).ok());
-  auto running = ParseHeartbeat(
-      Decoded({{"v", 1}, {"type", "heartbeat"}, {"running", {{"job_id", 3}, {"attempt", 1}}}}));
+  EXPECT_TRUE(Heartbeat::FromJson(Decoded({{"v", 1}, {"type", "heartbeat"}, {"running", nullptr}}).body).ok());
+  auto running = Heartbeat::FromJson(
+      Decoded({{"v", 1}, {"type", "heartbeat"}, {"running", {{"job_id", 3}, {"attempt", 1}}}}).body);
   ASSERT_TRUE(running.ok());
   EXPECT_EQ(running->running->job_id, 3);
-  auto five = ParseHeartbeat(Decoded({{"v", 1}, {"type", "heartbeat"}, {"running", 5}}));
+  auto five = Heartbeat::FromJson(Decoded({{"v", 1}, {"type", "heartbeat"}, {"running", 5}}).body);
   ASSERT_FALSE(five.ok());
   EXPECT_NE(five.status().message().find("heartbeat.running"), std::string::npos);
 }
@@ -83,11 +83,11 @@ TEST(MessagesTest, ResultsLimitMustBeWithinTheDocumentedRange) {
 TEST(MessagesTest, AnAgentErrorNamingAJobMustNameItFully) {
   json refusal = {{"v", 1}, {"type", "error"}, {"code", "failed_precondition"}, {"message", "busy"},
                   {"job_id", 4}, {"attempt", 1}};
-  auto parsed = ParseErrorReport(Decoded(refusal));
+  auto parsed = ErrorReport::FromJson(Decoded(refusal).body);
   ASSERT_TRUE(parsed.ok());
   EXPECT_EQ(parsed->job->job_id, 4);
   refusal.erase("attempt");
-  EXPECT_FALSE(ParseErrorReport(Decoded(refusal)).ok());
+  EXPECT_FALSE(ErrorReport::FromJson(Decoded(refusal).body).ok());
 }
 
 }  // namespace

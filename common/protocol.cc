@@ -291,4 +291,9 @@ Message MakeError(const Status& status, const json& request_id) {
   return MakeMessage(msg::kError, std::move(fields));
 }
 
+std::string ShownValue(const json& value) {
+  std::string text = value.dump(-1, ' ', false, json::error_handler_t::replace);
+  return text.size() > 40 ? text.substr(0, 40) + "..." : text;
+}
+
 }  // namespace benchfleet

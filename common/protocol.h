@@ -85,6 +85,9 @@ size_t NestingDepth(const std::string& text);
 // still echoes it.
 StatusOr<Message> Decode(const std::string& frame, json* request_id = nullptr);
 
+// A peer's value as an error quotes it: compact JSON, cut at 40 characters ("...").
+std::string ShownValue(const json& value);
+
 // Error reply, with the request_id echoed when the request had one.
 Message MakeError(const Status& status, const json& request_id = nullptr);
 

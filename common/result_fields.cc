@@ -3,6 +3,8 @@
 #include <cmath>
 #include <set>
 
+#include "common/protocol.h"
+
 namespace benchfleet {
 
 // The text of schemas/result_fields.json, compiled in (result_fields_text.cc, generated).
@@ -58,10 +60,6 @@ bool HasType(const json& value, FieldType type) {
   return false;
 }
 
-std::string Shown(const json& value) {
-  std::string text = value.dump(-1, ' ', false, json::error_handler_t::replace);
-  return text.size() > 40 ? text.substr(0, 40) + "..." : text;
-}
 
 }  // namespace
 
@@ -120,16 +118,16 @@ Status CheckField(const ResultField& field, const json& value, const std::string
                                          "a string", "an object",  "an array"};
   if (!HasType(value, field.type)) {
     return InvalidArgument(name + ": must be " + kArticle[static_cast<int>(field.type)] +
-                           ", got " + Shown(value));
+                           ", got " + ShownValue(value));
   }
   if (value.is_number()) {
     double x = value.get<double>();
     if (!std::isfinite(x) || (field.min && x < *field.min) || (field.max && x > *field.max)) {
       std::string range = field.min && field.max
-                              ? " in [" + Shown(*field.min) + ", " + Shown(*field.max) + "]"
-                              : field.min ? " >= " + Shown(*field.min)
-                                          : field.max ? " <= " + Shown(*field.max) : "";
-      return InvalidArgument(name + ": must be a finite number" + range + ", got " + Shown(value));
+                              ? " in [" + ShownValue(*field.min) + ", " + ShownValue(*field.max) + "]"
+                              : field.min ? " >= " + ShownValue(*field.min)
+                                          : field.max ? " <= " + ShownValue(*field.max) : "";
+      return InvalidArgument(name + ": must be a finite number" + range + ", got " + ShownValue(value));
     }
   }
   return Status::Ok();
@@ -158,7 +156,7 @@ Status CheckFields(const std::vector<ResultField>& fields, const json& object,
       }
       if (!it->is_object()) {
         return InvalidArgument(where + "." + field.path.substr(0, dot) + ": must be an object, got " +
-                               Shown(*it));
+                               ShownValue(*it));
       }
       at = &*it;
       start = dot + 1;

@@ -79,7 +79,24 @@ json CoordinatorCounters::ToJson() const {
           {"agent_messages_parked", agent_messages_parked}};
 }
 
-Coordinator::Coordinator(CoordinatorOptions options) : options_(std::move(options)) {}
+ResultAck::Outcome AckOutcome(ResultOutcome outcome) {
+  switch (outcome) {
+    case ResultOutcome::kStored:
+      return ResultAck::Outcome::kStored;
+    case ResultOutcome::kDuplicate:
+      return ResultAck::Outcome::kDuplicate;
+    case ResultOutcome::kStale:
+    case ResultOutcome::kStaleAgain:
+      return ResultAck::Outcome::kStale;
+    case ResultOutcome::kRejected:
+      return ResultAck::Outcome::kRejected;
+  }
+  return ResultAck::Outcome::kRejected;
+}
+
+Coordinator::Coordinator(CoordinatorOptions options)
+    : options_(std::move(options)),
+      clock_(options_.clock != nullptr ? *options_.clock : SystemMonotonicClock()) {}
 
 Coordinator::~Coordinator() {
   reads_.reset();  // joins the query thread before the context goes
@@ -135,7 +152,7 @@ Status Coordinator::Start() {
     json ready = {{"agents", agents_bound}, {"clients", clients_bound}, {"pid", getpid()}};
     RETURN_IF_ERROR(WriteFileAtomically(options_.ready_file, ready.dump()));
   }
-  next_heartbeat_ = last_heartbeat_slice_ = MonoNow();
+  next_heartbeat_ = last_heartbeat_slice_ = Now();
   return Status::Ok();
 }
 
@@ -147,7 +164,7 @@ Status Coordinator::StartInProcess(Outbox outbox) {
   reads_ = std::make_unique<QueryRunner>(context_, options_.db_path);
   RETURN_IF_ERROR(reads_->Start());
   RecoverLeases();
-  next_heartbeat_ = last_heartbeat_slice_ = MonoNow();
+  next_heartbeat_ = last_heartbeat_slice_ = Now();
   return Status::Ok();
 }
 
@@ -164,7 +181,7 @@ Status Coordinator::Run(const std::atomic<bool>* stop, std::atomic<bool>* reload
                                  prune_ || !parked_agent_messages_.empty() || !intakes_.empty()
                                      ? 0
                                      : kCoordinatorTickMs);
-    const MonoTime polled_at = MonoNow();
+    const MonoTime polled_at = Now();
     // Clients first: a user's submit or status is answered ahead of the agents' flood.
     // Each request is a round of its own: its reply waits for no one else's work, and
     // several large submits never pile up in one transaction (a round that wrote
@@ -173,14 +190,14 @@ Status Coordinator::Run(const std::atomic<bool>* stop, std::atomic<bool>* reload
     // before the next one: their messages must not pile up unread (each one queued in
     // ZeroMQ holds its receive buffer, ~8 KB).
     for (int i = 0; readable[1] && i < kMaxMessagesPerRound; ++i) {
-      if (MonoNow() - polled_at > Millis(kMaxAgentRoundMs)) break;
+      if (Now() - polled_at > Millis(kMaxAgentRoundMs)) break;
       auto frames = ReceiveFrames(*clients_socket_);
       if (!frames.ok() || !frames->has_value()) break;
       BeginRound();
       HandleClient(**frames);
       EndRound();
     }
-    const auto clients_took = std::chrono::duration_cast<Millis>(MonoNow() - polled_at);
+    const auto clients_took = std::chrono::duration_cast<Millis>(Now() - polled_at);
     if (readable[2]) DeliverReadReplies(Millis(0));
     // The agents' messages and the timer work: one round, one commit.
     BeginRound();
@@ -190,11 +207,11 @@ Status Coordinator::Run(const std::atomic<bool>* stop, std::atomic<bool>* reload
     // Not longer than kMaxAgentRoundMs, even after a long client request: offers and
     // acks wait for the round's end, and a long round let leases and the agents'
     // patience run out (fault_overload_test under ASan).
-    const MonoTime round_ends = MonoNow() + Millis(kMaxAgentRoundMs);
+    const MonoTime round_ends = Now() + Millis(kMaxAgentRoundMs);
     const bool read_agents = readable[0] || clients_took > Millis(kMaxAgentRoundMs) ||
                              !parked_agent_messages_.empty();
     for (int i = 0; read_agents && i < kMaxMessagesPerRound; ++i) {
-      const MonoTime before_receive = MonoNow();
+      const MonoTime before_receive = Now();
       if (before_receive > round_ends) break;
       auto frames = NextAgentMessage();
       if (!frames.ok()) break;
@@ -220,7 +237,7 @@ Status Coordinator::Run(const std::atomic<bool>* stop, std::atomic<bool>* reload
 
 void Coordinator::Tick() {
   try {
-    MonoTime now = MonoNow();
+    MonoTime now = Now();
     // Without sockets (in process) everything sent has been handled.
     if (!agents_socket_) observed_until_ = now;
     // Liveness and leases are judged on observed time only: a heartbeat or result
@@ -325,7 +342,7 @@ void Coordinator::EndRound() {
     } else if (lease != nullptr) {
       // The lease runs from when the agent can have the job, not from when the round
       // made the offer: a long round must not expire it before it is even sent.
-      const MonoTime now = MonoNow();
+      const MonoTime now = Now();
       lease->hard_deadline += now - lease->renewed_at;
       lease->renewed_at = now;
     }
@@ -620,7 +637,7 @@ Message Coordinator::StatusReply(const json& request_id, const SweepRequest& req
   // agents, so running jobs are copied, not moved.
   json agents = json::array();
   agents.get_ref<json::array_t&>().reserve(registry_.size());
-  MonoTime now = MonoNow();
+  MonoTime now = Now();
   for (Agent* agent : registry_.All()) {
     json entry = json::object();
     entry["agent"] = agent->description.name;
@@ -727,7 +744,7 @@ void Coordinator::HandleAgentMessage(const std::string& routing_id, const Messag
     }
     return;
   }
-  agent->last_seen = MonoNow();
+  agent->last_seen = Now();
   if (type == msg::kHeartbeat) {
     Heartbeat(*agent, message);
   } else if (type == msg::kResult) {
@@ -742,7 +759,7 @@ void Coordinator::HandleAgentMessage(const std::string& routing_id, const Messag
 }
 
 void Coordinator::Register(const std::string& routing_id, const Message& message) {
-  auto request = ParseRegister(message);
+  auto request = RegisterRequest::FromJson(message.body);
   if (!request.ok()) return Refuse(Side::kAgents, routing_id, request.status());
   const std::string& name = request->agent;
   if (Agent* other = registry_.FindByName(name); other && other->routing_id != routing_id) {
@@ -775,7 +792,7 @@ void Coordinator::Register(const std::string& routing_id, const Message& message
   if (auto cpus = ParseCpuList(request->capabilities.cpus); cpus.ok()) {
     agent.job_cpus = static_cast<int64_t>(cpus->size());
   }
-  agent.last_seen = MonoNow();
+  agent.last_seen = Now();
   bool known = registry_.FindByRoutingId(routing_id) != nullptr;
   registry_.Upsert(std::move(agent));
   HoldSpooledJobs(name, request->spooled);
@@ -791,9 +808,7 @@ void Coordinator::Register(const std::string& routing_id, const Message& message
       }
     }
   }
-  ReplyToAgent(routing_id, MakeMessage(msg::kRegistered, {{"agent", name},
-                                                          {"heartbeat_ms", options_.heartbeat_ms},
-                                                          {"liveness", options_.liveness}}));
+  ReplyToAgent(routing_id, ToMessage(RegisteredReply{name, options_.heartbeat_ms, options_.liveness}));
 }
 
 void Coordinator::HoldSpooledJobs(const std::string& agent, const std::vector<JobAttempt>& spooled) {
@@ -801,7 +816,7 @@ void Coordinator::HoldSpooledJobs(const std::string& agent, const std::vector<Jo
   // "registered"). A lease per result keeps a requeued job from being handed out again
   // meanwhile, so valid work is not thrown away; if the result does not come, the lease
   // expires like any other.
-  MonoTime now = MonoNow();
+  MonoTime now = Now();
   for (const JobAttempt& item : spooled) {
     if (registry_.FindLease(item.job_id) != nullptr) continue;
     Lease lease;
@@ -815,12 +830,12 @@ void Coordinator::HoldSpooledJobs(const std::string& agent, const std::vector<Jo
 }
 
 void Coordinator::Heartbeat(Agent& agent, const Message& message) {
-  auto heartbeat = ParseHeartbeat(message);
+  auto heartbeat = benchfleet::Heartbeat::FromJson(message.body);
   if (!heartbeat.ok()) return Refuse(Side::kAgents, agent.routing_id, heartbeat.status());
   if (!heartbeat->running) return;
   Lease* lease = registry_.FindLease(heartbeat->running->job_id);
   if (lease && lease->HeldBy(agent.description.name, heartbeat->running->attempt)) {
-    lease->renewed_at = MonoNow();
+    lease->renewed_at = Now();
   }
 }
 
@@ -829,17 +844,10 @@ void Coordinator::RejectResult(Agent& agent, const JobAttempt& job, const std::s
   ++counters_.rejected_results;
   LOG_WARN("result of job " << job.job_id << " attempt " << job.attempt << " from "
                             << agent.description.name << " rejected: " << reason);
-  ReplyToAgent(agent.routing_id,
-               MakeMessage(msg::kError, {{"code", StatusCodeName(StatusCode::kInvalidArgument)},
-                                         {"message", reason},
-                                         {"job_id", job.job_id},
-                                         {"attempt", job.attempt}}));
+  ReplyToAgent(agent.routing_id, ToMessage(ErrorReport{StatusCodeName(StatusCode::kInvalidArgument), reason, job, nullptr}));
   // The ack lets the agent drop the result from its spool: it can never be stored, so
   // it must not come back after every reconnect.
-  ReplyToAgent(agent.routing_id, MakeMessage(msg::kAck, {{"job_id", job.job_id},
-                                                         {"attempt", job.attempt},
-                                                         {"outcome", "rejected"},
-                                                         {"reason", reason}}));
+  ReplyToAgent(agent.routing_id, ToMessage(ResultAck{job, ResultAck::Outcome::kRejected, reason}));
   // The attempt produced nothing usable: it is lost like a silent agent's.
   if (Lease* lease = registry_.FindLease(job.job_id);
       lease && lease->HeldBy(agent.description.name, job.attempt)) {
@@ -850,7 +858,7 @@ void Coordinator::RejectResult(Agent& agent, const JobAttempt& job, const std::s
 }
 
 void Coordinator::AcceptResult(Agent& agent, const Message& message) {
-  auto report = ParseResultReport(message);
+  auto report = ResultReport::FromJson(message.body);
   if (!report.ok()) return Refuse(Side::kAgents, agent.routing_id, report.status());
   const JobAttempt job = report->job;
   auto result = ParseWorkerResult(*report->result);
@@ -903,15 +911,12 @@ void Coordinator::AcceptResult(Agent& agent, const Message& message) {
   if (Lease* lease = registry_.FindLease(job.job_id); lease && lease->attempt == job.attempt) {
     registry_.RemoveLease(job.job_id);
   }
-  ReplyToAgent(agent.routing_id,
-               MakeMessage(msg::kAck, {{"job_id", job.job_id},
-                                       {"attempt", job.attempt},
-                                       {"outcome", ResultOutcomeName(*outcome)}}));
+  ReplyToAgent(agent.routing_id, ToMessage(ResultAck{job, AckOutcome(*outcome), ""}));
   Dispatch();
 }
 
 void Coordinator::AgentError(Agent& agent, const Message& message) {
-  auto report = ParseErrorReport(message);
+  auto report = ErrorReport::FromJson(message.body);
   if (!report.ok()) return Refuse(Side::kAgents, agent.routing_id, report.status());
   LOG_WARN("agent " << agent.description.name << " reports " << report->code << ": "
                     << report->message.substr(0, 500));
@@ -929,7 +934,7 @@ void Coordinator::AgentError(Agent& agent, const Message& message) {
   UndoHandOut(refused);
   agent.refusal_backoff_ms =
       std::min(kMaxRefusalBackoffMs, std::max(options_.heartbeat_ms, agent.refusal_backoff_ms * 2));
-  agent.offers_paused_until = MonoNow() + Millis(agent.refusal_backoff_ms);
+  agent.offers_paused_until = Now() + Millis(agent.refusal_backoff_ms);
 }
 
 // ---- calibrations ----
@@ -985,7 +990,7 @@ void Coordinator::RecoverLeases() {
     LOG_ERROR("cannot read running jobs: " << running.status().message());
     return;
   }
-  MonoTime now = MonoNow();
+  MonoTime now = Now();
   for (const RunningJob& job : *running) {
     // The agent gets one liveness window to come back and name the job in a heartbeat
     // (or deliver its result); otherwise the attempt is lost and the job requeued.
@@ -1083,7 +1088,7 @@ void Coordinator::Dispatch() {
                    [](const auto& entry) { return entry.second.may_have_queued; })) {
     return;
   }
-  MonoTime now = MonoNow();
+  MonoTime now = Now();
   // Only the offer candidates (AgentRegistry), not the whole fleet. By routing id: an
   // offer that cannot be sent removes its agent from the registry.
   for (const std::string& routing_id : registry_.OfferCandidates()) {
@@ -1143,18 +1148,18 @@ Coordinator::Offer Coordinator::OfferNextJob(Agent& agent) {
   if (!best) return Offer::kNothingToOffer;
   const QueuedJob& job = *best;
   if (const int64_t ranks = SpreadRanks(job.spec); ranks > 1) return OfferGang(agent, job, ranks);
-  return HandOut(agent, job, {}, nullptr);
+  return HandOut(agent, job, {});
 }
 
 Coordinator::Offer Coordinator::HandOut(Agent& agent, const QueuedJob& job,
-                                        std::vector<std::string> ranks, const json* gang) {
+                                        std::vector<std::string> ranks, std::optional<GangRole> gang) {
   auto attempt = store_->MarkRunning(job.job_id, agent.host_id);
   if (!attempt.ok()) {
     ++counters_.store_errors;
     LOG_ERROR("cannot hand out job " << job.job_id << ": " << attempt.status().message());
     return Offer::kNotNow;
   }
-  MonoTime now = MonoNow();
+  MonoTime now = Now();
   Lease lease;
   lease.job_id = job.job_id;
   lease.attempt = *attempt;
@@ -1165,13 +1170,13 @@ Coordinator::Offer Coordinator::HandOut(Agent& agent, const QueuedJob& job,
       now + std::chrono::duration_cast<Millis>(std::chrono::duration<double>(job.timeout_s)) +
       LivenessWindow();
   registry_.AddLease(lease);
-  Message offer = MakeMessage(msg::kJob, {{"job_id", job.job_id},
-                                          {"attempt", *attempt},
-                                          {"timeout_s", job.timeout_s},
-                                          {"spec", json::parse(job.spec, nullptr, false)}});
-  if (gang != nullptr) offer.body["gang"] = *gang;
+  JobOffer offer;
+  offer.job = {job.job_id, *attempt};
+  offer.spec = json::parse(job.spec, nullptr, false);
+  offer.timeout_s = job.timeout_s;
+  offer.gang = gang;
   LOG_DEBUG("job " << job.job_id << " attempt " << *attempt << " -> " << agent.description.name);
-  return SendOffer(agent, std::move(offer), lease);
+  return SendOffer(agent, ToMessage(offer), lease);
 }
 
 Coordinator::Offer Coordinator::SendOffer(Agent& agent, Message offer, const Lease& lease) {
@@ -1220,7 +1225,7 @@ void Coordinator::ParkAgentMessages() {
 }
 
 void Coordinator::SendHeartbeats(bool drop_unreachable) {
-  MonoTime now = MonoNow();
+  MonoTime now = Now();
   if (now < next_heartbeat_) return;
   // Each agent hears from us once per interval, but the fleet is walked a slice at a
   // time, not in one burst: a thousand heartbeats sent together queue ahead of every
@@ -1238,7 +1243,7 @@ void Coordinator::SendHeartbeats(bool drop_unreachable) {
   if (peers.empty()) return;
   heartbeat_cursor_ = peers.back();
   // One message for every agent, encoded once.
-  const Message heartbeat = MakeMessage(msg::kHeartbeat);
+  const Message heartbeat = ToMessage(benchfleet::Heartbeat{std::nullopt, /*from_agent=*/false});
   const std::string encoded = Encode(heartbeat);
   for (const std::string& peer : peers) {
     Status sent = outbox_ ? Delivered(Side::kAgents, heartbeat.type, outbox_(Side::kAgents, peer, heartbeat))

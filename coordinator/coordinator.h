@@ -55,6 +55,11 @@ struct CoordinatorOptions {
   // Wall-clock time in Unix seconds, what schedules fire by (docs/schedules.md); unset:
   // the system clock. Tests set it to move time on.
   std::function<int64_t()> wall_clock_s;
+  // The monotonic time leases, liveness, heartbeats and back-offs run on; unset: the
+  // system's. Tests driving the coordinator in process (StartInProcess, Tick) pass a
+  // ManualMonotonicClock and move it on; Run() needs a clock that moves by itself.
+  // Not owned; must outlive the coordinator.
+  const MonotonicClock* clock = nullptr;
 };
 
 // The coordinator's counters, as `status_reply.counters` (schemas/protocol.md).
@@ -86,6 +91,9 @@ using Outbox = std::function<Status(Side side, const std::string& routing_id, co
 // The `submitted` reply (schemas/protocol.md) for a stored sweep: a submit's, a
 // resend's, a calibration's.
 Message Submitted(const json& request_id, const StoredSweep& stored, const CombinationTally& tally = {});
+
+// What an agent is told of its result (`ack.outcome`): a stale result's resend is stale.
+ResultAck::Outcome AckOutcome(ResultOutcome outcome);
 
 class Coordinator {
  public:
@@ -230,7 +238,8 @@ class Coordinator {
   Offer OfferNextJob(Agent& agent);
   // Marks `job` running under a new lease of `agent` (and of `ranks`, the agents of a
   // spread gang's other ranks) and offers it, with `gang` when given.
-  Offer HandOut(Agent& agent, const QueuedJob& job, std::vector<std::string> ranks, const json* gang);
+  Offer HandOut(Agent& agent, const QueuedJob& job, std::vector<std::string> ranks,
+                std::optional<GangRole> gang = std::nullopt);
   // Sends an offer now, or at the round's commit; an undelivered one is taken back.
   Offer SendOffer(Agent& agent, Message offer, const Lease& lease);
   // Gangs spread over agents (coordinator/gangs.cc). The ranks of a job of a "spread"
@@ -265,11 +274,13 @@ class Coordinator {
   // Reads the agents' waiting messages into parked_agent_messages_ (up to
   // kMaxParkedBytes), without handling them: called while a long request runs.
   void ParkAgentMessages();
+  MonoTime Now() const { return clock_.Now(); }
   Millis LivenessWindow() const {
     return Millis(int64_t{options_.heartbeat_ms} * options_.liveness);
   }
 
   CoordinatorOptions options_;
+  const MonotonicClock& clock_;
   std::unique_ptr<Store> store_;
   zmq::context_t context_;
   std::unique_ptr<zmq::socket_t> agents_socket_;
@@ -350,17 +361,17 @@ class Coordinator {
   MonoTime next_heartbeat_;       // the next slice of the fleet's heartbeats
   MonoTime last_heartbeat_slice_;
   std::string heartbeat_cursor_;  // the routing id the last slice ended with
-  MonoTime last_expiry_ = MonoNow();
+  MonoTime last_expiry_ = Now();
   // Every agent message sent before this has been handled (the inbound queue was
   // empty and nothing was parked).
-  MonoTime observed_until_ = MonoNow();
+  MonoTime observed_until_ = Now();
   // Agent messages read, not yet handled, while a long client request ran (a large
   // submit): in ZeroMQ's queue each would hold its ~8 KB receive buffer, here only
   // its bytes. Handled first, in order, by the next agents' rounds.
   std::deque<Frames> parked_agent_messages_;
   size_t parked_bytes_ = 0;
-  MonoTime next_dispatch_refresh_ = MonoNow();
-  MonoTime next_calibration_check_ = MonoNow();
+  MonoTime next_dispatch_refresh_ = Now();
+  MonoTime next_calibration_check_ = Now();
 };
 
 }  // namespace benchfleet

@@ -15,6 +15,7 @@
 #include <sstream>
 
 #include "common/clock.h"
+#include "common/files.h"
 #include "coordinator/coordinator.h"
 
 namespace benchfleet {
@@ -23,10 +24,8 @@ namespace testing_fixture {
 inline const std::filesystem::path kSchemas = BENCHFLEET_SCHEMAS_DIR;
 
 inline std::string ReadFile(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
+  auto text = ReadWholeFile(path.string());
+  return text.ok() ? std::move(text).value() : std::string();
 }
 
 struct Sent {
@@ -70,7 +69,8 @@ class CoordinatorTest : public ::testing::Test {
     coordinator_.reset();
     CoordinatorOptions options;
     options.db_path = db_path.string();
-    options.heartbeat_ms = 60000;  // nothing expires while a test runs
+    options.heartbeat_ms = heartbeat_ms_;  // by default, nothing expires while a test runs
+    if (manual_time_) options.clock = &clock_;
     // The wall clock schedules fire by: the test's once it sets wall_s_.
     options.wall_clock_s = [this] { return wall_s_ > 0 ? wall_s_ : UnixMicrosNow() / 1000000; };
     coordinator_ = std::make_unique<Coordinator>(options);
@@ -185,6 +185,11 @@ class CoordinatorTest : public ::testing::Test {
   std::set<std::string> gone_;
   int requests_ = 0;
   int64_t wall_s_ = 0;  // Unix seconds; 0: the system clock
+  // Monotonic time: the system's, or, once a test sets manual_time_ and starts again
+  // (StartWithStoreAt), clock_, which stands still until the test moves it.
+  bool manual_time_ = false;
+  ManualMonotonicClock clock_;
+  int heartbeat_ms_ = 60000;
 };
 
 }  // namespace testing_fixture

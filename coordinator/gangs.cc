@@ -51,7 +51,7 @@ std::vector<Agent*> Coordinator::GangPartners(Agent& rank0, const JobRequirement
   // Idle as Dispatch means it, and able to run the job. Agents of one machine may share
   // a gang: its ranks are one job.
   std::vector<Agent*> partners;
-  const MonoTime now = MonoNow();
+  const MonoTime now = Now();
   for (Agent* agent : registry_.All()) {
     if (agent == &rank0 || registry_.HasLease(agent->description.name) ||
         now < agent->offers_paused_until || !AgentCanRunRequirement(*agent, requirement)) {
@@ -86,12 +86,11 @@ Coordinator::Offer Coordinator::OfferGang(Agent& rank0, const QueuedJob& job, in
   }
   LOG_INFO("job " << job.job_id << ": a gang of " << world_size << " ranks on " << names);
   // Rank 0 first: the others need its store's address, which its agent reports.
-  const json gang = {{"rank", 0}, {"world_size", world_size}};
-  return HandOut(rank0, job, std::move(ranks), &gang);
+  return HandOut(rank0, job, std::move(ranks), GangRole{0, world_size, ""});
 }
 
 void Coordinator::Rendezvous(Agent& agent, const Message& message) {
-  auto report = ParseRendezvous(message);
+  auto report = RendezvousReport::FromJson(message.body);
   if (!report.ok()) return Refuse(Side::kAgents, agent.routing_id, report.status());
   Lease* found = registry_.FindLease(report->job.job_id);
   if (found == nullptr || found->attempt != report->job.attempt || found->ranks.empty() ||
@@ -110,7 +109,7 @@ void Coordinator::Rendezvous(Agent& agent, const Message& message) {
     LoseAttempt(lease, "its spec could not be read to offer its ranks");
     return;
   }
-  const std::string store = report->store_host + ":" + std::to_string(report->store_port);
+  const std::string store = report->store();
   LOG_INFO("job " << lease.job_id << " attempt " << lease.attempt << ": rank 0 on " << lease.agent
                   << " waits at " << store);
   const int64_t world_size = static_cast<int64_t>(lease.ranks.size()) + 1;
@@ -121,13 +120,12 @@ void Coordinator::Rendezvous(Agent& agent, const Message& message) {
       LoseAttempt(lease, "agent " + lease.ranks[i] + " of rank " + std::to_string(i + 1) + " is gone");
       return;
     }
-    Message offer = MakeMessage(
-        msg::kJob, {{"job_id", lease.job_id},
-                    {"attempt", lease.attempt},
-                    {"timeout_s", spec->second},
-                    {"spec", json::parse(spec->first, nullptr, false)},
-                    {"gang", {{"rank", i + 1}, {"world_size", world_size}, {"store", store}}}});
-    if (SendOffer(*rank_agent, std::move(offer), lease) == Offer::kNotNow) return;
+    JobOffer offer;
+    offer.job = {lease.job_id, lease.attempt};
+    offer.spec = json::parse(spec->first, nullptr, false);
+    offer.timeout_s = spec->second;
+    offer.gang = GangRole{static_cast<int64_t>(i + 1), world_size, store};
+    if (SendOffer(*rank_agent, ToMessage(offer), lease) == Offer::kNotNow) return;
   }
 }
 
@@ -138,9 +136,7 @@ void Coordinator::StopGang(const Lease& lease, const std::string& reason) {
     Agent* holder = registry_.FindByName(name);
     if (holder == nullptr) continue;  // gone: its workers died with it
     (void)Send(Side::kAgents, holder->routing_id,
-               MakeMessage(msg::kStop, {{"job_id", lease.job_id},
-                                        {"attempt", lease.attempt},
-                                        {"reason", reason.substr(0, 1000)}}));
+               ToMessage(StopOrder{{lease.job_id, lease.attempt}, reason.substr(0, 1000)}));
   }
 }
 
@@ -228,14 +224,10 @@ bool Coordinator::AcceptGangRank(Agent& agent, const JobAttempt& job, const Work
     if (holder == nullptr) continue;
     holder->refusal_backoff_ms = 0;
     if (std::find(acked.begin(), acked.end(), name) != acked.end()) {
-      ReplyToAgent(holder->routing_id, MakeMessage(msg::kAck, {{"job_id", job.job_id},
-                                                              {"attempt", job.attempt},
-                                                              {"outcome", ResultOutcomeName(*outcome)}}));
+      ReplyToAgent(holder->routing_id, ToMessage(ResultAck{job, AckOutcome(*outcome), ""}));
     } else {
       (void)Send(Side::kAgents, holder->routing_id,
-                 MakeMessage(msg::kStop, {{"job_id", job.job_id},
-                                          {"attempt", job.attempt},
-                                          {"reason", combined.error.substr(0, 1000)}}));
+                 ToMessage(StopOrder{job, combined.error.substr(0, 1000)}));
     }
   }
   Dispatch();

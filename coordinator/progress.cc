@@ -24,14 +24,14 @@ void Coordinator::ResultArrived(int64_t sweep_id) {
                                              [](const auto& a, const auto& b) { return a.second.back() < b.second.back(); }));
   }
   std::deque<MonoTime>& at = sweep_results_at_[sweep_id];
-  at.push_back(MonoNow());
+  at.push_back(Now());
   if (at.size() > kEtaResults) at.pop_front();
 }
 
 json Coordinator::EtaSeconds(int64_t sweep_id, int64_t remaining) const {
   const auto it = sweep_results_at_.find(sweep_id);
   if (remaining <= 0 || it == sweep_results_at_.end()) return nullptr;
-  const MonoTime now = MonoNow();
+  const MonoTime now = Now();
   // The results within the window, oldest first.
   auto first = it->second.begin();
   while (first != it->second.end() && now - *first > kEtaWindow) ++first;
