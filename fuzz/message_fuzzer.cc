@@ -7,7 +7,8 @@
 //
 // Structure-aware: the custom mutator parses the input as JSON and, most of the time,
 // replaces one value at a random depth with a value of another JSON type (the type-swap
-// of common/type_swap.h), starting from the golden messages in the corpus.
+// of common/type_swap.h), starting from the seeds deploy/fuzz.sh gives it: every golden
+// message (schemas/golden/), the example sweeps (examples/) and fuzz/corpus/.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
