@@ -126,13 +126,21 @@ StatusOr<std::unique_ptr<CurveKeyPair>> Coordinator::SecurityPolicy() const {
   return std::make_unique<CurveKeyPair>(pair);
 }
 
-Status Coordinator::Start() {
-  ASSIGN_OR_RETURN(auto curve, SecurityPolicy());
+Status Coordinator::OpenStoreAndComponents() {
   ASSIGN_OR_RETURN(store_, Store::Open(options_.db_path));
+  judge_ = std::make_unique<RegressionJudge>(*store_, counters_.store_errors, [this] {
+    Status reloaded = ReloadRequirements();
+    if (!reloaded.ok()) LOG_ERROR("cannot read requirements: " << reloaded.message());
+  });
   RETURN_IF_ERROR(ReloadRequirements());
   RETURN_IF_ERROR(ResumeIntakes());
   reads_ = std::make_unique<QueryRunner>(context_, options_.db_path);
-  RETURN_IF_ERROR(reads_->Start());
+  return reads_->Start();
+}
+
+Status Coordinator::Start() {
+  ASSIGN_OR_RETURN(auto curve, SecurityPolicy());
+  RETURN_IF_ERROR(OpenStoreAndComponents());
   if (curve) {
     // The ZAP handler must be bound before the first handshake can arrive.
     ASSIGN_OR_RETURN(zap_, ZapHandler::Start(context_, options_.allow_list_path));
@@ -158,11 +166,7 @@ Status Coordinator::Start() {
 
 Status Coordinator::StartInProcess(Outbox outbox) {
   outbox_ = std::move(outbox);
-  ASSIGN_OR_RETURN(store_, Store::Open(options_.db_path));
-  RETURN_IF_ERROR(ReloadRequirements());
-  RETURN_IF_ERROR(ResumeIntakes());
-  reads_ = std::make_unique<QueryRunner>(context_, options_.db_path);
-  RETURN_IF_ERROR(reads_->Start());
+  RETURN_IF_ERROR(OpenStoreAndComponents());
   RecoverLeases();
   next_heartbeat_ = last_heartbeat_slice_ = Now();
   return Status::Ok();
@@ -894,7 +898,7 @@ void Coordinator::AcceptResult(Agent& agent, const Message& message) {
       }
       if (judged) {
         ResultArrived(judged->sweep_id);
-        JudgeResult(*judged);
+        judge_->Judge(*judged);
       }
       break;
     case ResultOutcome::kDuplicate:

@@ -22,6 +22,7 @@
 #include "coordinator/pruner.h"
 #include "coordinator/query_runner.h"
 #include "coordinator/registry.h"
+#include "coordinator/regression_judge.h"
 #include "coordinator/store.h"
 #include "coordinator/zap.h"
 
@@ -130,6 +131,8 @@ class Coordinator {
   const CoordinatorCounters& counters() const { return counters_; }
 
  private:
+  // The store, the components over it and the query thread (Start, StartInProcess).
+  Status OpenStoreAndComponents();
   void HandleAgentMessage(const std::string& routing_id, const Message& message);
   void HandleClientMessage(const std::string& routing_id, const Message& message);
   // Returns the reply, or nullopt when the request went to the query thread.
@@ -145,13 +148,6 @@ class Coordinator {
   };
   std::optional<Message> Submit(const std::string& routing_id, const json& request_id,
                                 const SubmitRequest& request, const ScheduledFiring* firing = nullptr);
-  // Regression detection (coordinator/regressions.cc): a stored result judged against
-  // its series; a rerun's result decides its candidate once every rerun is in.
-  void JudgeResult(const JudgedResult& result);
-  void DecideIfRerunsDone(int64_t candidate_job_id, const RegressionPolicy& policy);
-  // A sweep's regression policy (its sweep file's "regression"), remembered per sweep.
-  RegressionPolicy PolicyOf(int64_t sweep_id);
-  std::map<int64_t, RegressionPolicy> regression_policies_;
   // When each running sweep's last results came in (at most kEtaResults of them, within
   // kEtaWindow): its rate, for the ETA `status` gives (coordinator/progress.cc).
   std::unordered_map<int64_t, std::deque<MonoTime>> sweep_results_at_;
@@ -282,6 +278,7 @@ class Coordinator {
   CoordinatorOptions options_;
   const MonotonicClock& clock_;
   std::unique_ptr<Store> store_;
+  std::unique_ptr<RegressionJudge> judge_;  // made once the store is open
   zmq::context_t context_;
   std::unique_ptr<zmq::socket_t> agents_socket_;
   std::unique_ptr<zmq::socket_t> clients_socket_;

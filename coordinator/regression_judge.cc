@@ -1,15 +1,10 @@
-// Regression detection (docs/regressions.md): each new result is judged against the last
-// good results of its series; a candidate (beyond both the robust z-score and the
-// relative-change test) is run again on the same host, and only reruns that reproduce it
-// confirm it. An unconfirmed candidate is recorded as noise and never reported. A
-// confirmed change starts the series' baseline anew (Store::SeriesBaseline), so a step
-// is reported once, on the night it was first seen.
+#include "coordinator/regression_judge.h"
+
 #include <algorithm>
 #include <cmath>
 
 #include "common/log.h"
 #include "common/median.h"
-#include "coordinator/coordinator.h"
 
 namespace benchfleet {
 namespace {
@@ -29,7 +24,7 @@ struct Verdict {
 // noise a change is measured against is the series' own night-to-night spread (its MAD)
 // and the result's own imprecision (its median's interval) together: a result whose
 // median is known to +-3% cannot show a 2% step, however quiet the series.
-Verdict Judge(const JudgedResult& r, double median, double mad, int64_t n,
+Verdict Weigh(const JudgedResult& r, double median, double mad, int64_t n,
               const RegressionPolicy& policy) {
   Verdict v;
   const double value = *r.median_ms;
@@ -60,18 +55,18 @@ constexpr size_t kPoliciesRemembered = 1000;
 
 }  // namespace
 
-RegressionPolicy Coordinator::PolicyOf(int64_t sweep_id) {
-  if (auto it = regression_policies_.find(sweep_id); it != regression_policies_.end()) return it->second;
+RegressionPolicy RegressionJudge::PolicyOf(int64_t sweep_id) {
+  if (auto it = policies_.find(sweep_id); it != policies_.end()) return it->second;
   RegressionPolicy policy;
-  if (auto stored = store_->SweepRegressionPolicy(sweep_id); stored.ok() && stored->is_object()) {
+  if (auto stored = store_.SweepRegressionPolicy(sweep_id); stored.ok() && stored->is_object()) {
     if (auto parsed = ParseRegressionPolicy(*stored); parsed.ok()) policy = *parsed;
   }
-  if (regression_policies_.size() >= kPoliciesRemembered) regression_policies_.clear();
-  regression_policies_[sweep_id] = policy;
+  if (policies_.size() >= kPoliciesRemembered) policies_.clear();
+  policies_[sweep_id] = policy;
   return policy;
 }
 
-void Coordinator::JudgeResult(const JudgedResult& r) {
+void RegressionJudge::Judge(const JudgedResult& r) {
   if (r.confirms_job_id) return DecideIfRerunsDone(*r.confirms_job_id, PolicyOf(r.sweep_id));
   // Every successful, steady result is judged, a noisy (imprecise) one too: its
   // interval widens the noise it is judged against instead of shutting it out.
@@ -79,15 +74,15 @@ void Coordinator::JudgeResult(const JudgedResult& r) {
   const RegressionPolicy policy = PolicyOf(r.sweep_id);
   // A candidate of this series still waits for its reruns: they decide this step, and
   // a second candidate would report it twice.
-  auto open = store_->SeriesHasOpenCandidate(r.series);
+  auto open = store_.SeriesHasOpenCandidate(r.series);
   if (!open.ok()) {
-    ++counters_.store_errors;
+    ++store_errors_;
     return;
   }
   if (*open) return;
-  auto baseline = store_->SeriesBaseline(r.series, r.job_id, policy.window, r.host, r.model);
+  auto baseline = store_.SeriesBaseline(r.series, r.job_id, policy.window, r.host, r.model);
   if (!baseline.ok()) {
-    ++counters_.store_errors;
+    ++store_errors_;
     return;
   }
   if (baseline->size() < 2) return;  // a new series: nothing to judge against yet
@@ -98,7 +93,7 @@ void Coordinator::JudgeResult(const JudgedResult& r) {
   for (double v : values) deviations.push_back(std::abs(v - median));
   const double mad = Median(deviations);
   const int64_t n = static_cast<int64_t>(values.size());
-  const Verdict verdict = Judge(r, median, mad, n, policy);
+  const Verdict verdict = Weigh(r, median, mad, n, policy);
   if (!verdict.beyond) return;
   RegressionCandidate c;
   c.job_id = r.job_id;
@@ -115,9 +110,9 @@ void Coordinator::JudgeResult(const JudgedResult& r) {
   c.z = verdict.z;
   c.median_ci_low_ms = r.median_ci_low_ms;
   c.median_ci_high_ms = r.median_ci_high_ms;
-  auto reruns = store_->AddRegressionCandidate(c, r.host, policy.reruns);
+  auto reruns = store_.AddRegressionCandidate(c, r.host, policy.reruns);
   if (!reruns.ok()) {
-    ++counters_.store_errors;
+    ++store_errors_;
     LOG_ERROR("job " << r.job_id << ": cannot queue the reruns of a regression candidate: "
                      << reruns.status().message());
     return;
@@ -125,15 +120,14 @@ void Coordinator::JudgeResult(const JudgedResult& r) {
   LOG_INFO("job " << r.job_id << " on " << r.host << ": " << (c.slower ? "slower" : "faster") << " by "
                   << std::lround(std::abs(c.change) * 1000) / 10.0 << "% than its series' median of " << n
                   << "; " << reruns->size() << " reruns queued to confirm it");
-  Status reloaded = ReloadRequirements();
-  if (!reloaded.ok()) LOG_ERROR("cannot read requirements: " << reloaded.message());
+  reruns_queued_();
 }
 
-void Coordinator::DecideIfRerunsDone(int64_t candidate_job_id, const RegressionPolicy& policy) {
-  auto candidate = store_->CandidateOf(candidate_job_id);
-  auto reruns = store_->RerunsOf(candidate_job_id);
+void RegressionJudge::DecideIfRerunsDone(int64_t candidate_job_id, const RegressionPolicy& policy) {
+  auto candidate = store_.CandidateOf(candidate_job_id);
+  auto reruns = store_.RerunsOf(candidate_job_id);
   if (!candidate.ok() || !reruns.ok()) {
-    ++counters_.store_errors;
+    ++store_errors_;
     return;
   }
   if (!*candidate) return;  // decided already
@@ -144,7 +138,7 @@ void Coordinator::DecideIfRerunsDone(int64_t candidate_job_id, const RegressionP
   }
   const RegressionCandidate& c = **candidate;
   if (medians.empty()) {
-    (void)store_->DecideRegression(candidate_job_id, false, std::nullopt, "no rerun succeeded");
+    (void)store_.DecideRegression(candidate_job_id, false, std::nullopt, "no rerun succeeded");
     return;
   }
   // The z-score picked the candidate out of the noise; the reruns say whether the change
@@ -162,8 +156,8 @@ void Coordinator::DecideIfRerunsDone(int64_t candidate_job_id, const RegressionP
       std::string(confirmed ? "reproduced" : "not reproduced") + " by " + std::to_string(reproduced) + " of " +
       std::to_string(reruns->size()) + " reruns: their median " + std::to_string(rerun_median) +
       " ms against the baseline's " + std::to_string(c.baseline_median_ms) + " ms";
-  if (!store_->DecideRegression(candidate_job_id, confirmed, rerun_median, reason).ok()) {
-    ++counters_.store_errors;
+  if (!store_.DecideRegression(candidate_job_id, confirmed, rerun_median, reason).ok()) {
+    ++store_errors_;
     return;
   }
   LOG_INFO("job " << candidate_job_id << ": regression candidate " << (confirmed ? "confirmed" : "was noise")
