@@ -132,6 +132,12 @@ Status Coordinator::OpenStoreAndComponents() {
     Status reloaded = ReloadRequirements();
     if (!reloaded.ok()) LOG_ERROR("cannot read requirements: " << reloaded.message());
   });
+  schedules_ = std::make_unique<ScheduleRunner>(
+      *store_, counters_.store_errors,
+      [this] { return options_.wall_clock_s ? options_.wall_clock_s() : UnixMicrosNow() / 1000000; },
+      [this](const std::string& routing_id, const json& request_id, const SubmitRequest& request,
+             const ScheduledFiring* firing) { return Submit(routing_id, request_id, request, firing); },
+      [this](const std::string& routing_id, ReadRequest request) { return PostRead(routing_id, std::move(request)); });
   RETURN_IF_ERROR(ReloadRequirements());
   RETURN_IF_ERROR(ResumeIntakes());
   reads_ = std::make_unique<QueryRunner>(context_, options_.db_path);
@@ -263,7 +269,7 @@ void Coordinator::Tick() {
       if (reload_requirements_) reload_requirements_ = !ReloadRequirements().ok();
       MarkQueued();
     }
-    FireDueSchedules();
+    schedules_->FireDueSchedules();
     AdvanceIntake();
     Dispatch();
     if (!in_round_) AdvancePrune();  // in a round, Run() advances it after the commit
@@ -521,7 +527,7 @@ std::optional<Message> Coordinator::ClientReply(const std::string& routing_id,
   if (type == msg::kSchedule) {
     auto request = ParseSchedule(message);
     if (!request.ok()) return refuse(request.status());
-    return ScheduleReply(routing_id, request_id, *request);
+    return schedules_->Reply(routing_id, request_id, *request);
   }
   return refuse(InvalidArgument("\"" + type + "\" is not a client request"));
 }

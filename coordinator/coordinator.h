@@ -23,6 +23,7 @@
 #include "coordinator/query_runner.h"
 #include "coordinator/registry.h"
 #include "coordinator/regression_judge.h"
+#include "coordinator/schedule_runner.h"
 #include "coordinator/store.h"
 #include "coordinator/zap.h"
 
@@ -141,11 +142,6 @@ class Coordinator {
   // by AdvanceIntake (coordinator/submit.cc).
   // A schedule's firing submits through the same path, with `firing` set and no
   // client (an empty routing id): what became of it is recorded, not answered.
-  struct ScheduledFiring {
-    int64_t schedule_id = 0;
-    std::string slot;  // UTC ISO 8601
-    FiringOutcome outcome = FiringOutcome::kStarted;  // or kRunNow
-  };
   std::optional<Message> Submit(const std::string& routing_id, const json& request_id,
                                 const SubmitRequest& request, const ScheduledFiring* firing = nullptr);
   // When each running sweep's last results came in (at most kEtaResults of them, within
@@ -155,18 +151,6 @@ class Coordinator {
   // Seconds until the sweep's `remaining` jobs are done at its recent rate; null when
   // too few results came recently to say.
   json EtaSeconds(int64_t sweep_id, int64_t remaining) const;
-  // Schedules (coordinator/schedules.cc).
-  std::optional<Message> ScheduleReply(const std::string& routing_id, const json& request_id,
-                                       const ScheduleRequest& request);
-  int64_t WallSeconds() const;
-  // Once a second of wall-clock time, run by Tick: each live schedule's slots since it
-  // last looked, fired, skipped or recorded missed.
-  void FireDueSchedules();
-  void FireDue(const StoredSchedule& schedule, int64_t now_s);
-  void ScheduledSweepStored(const ScheduledFiring& firing, int64_t sweep_id);
-  void ScheduledSweepRefused(const ScheduledFiring& firing, const std::string& reason);
-  int64_t next_schedule_check_s_ = 0;
-  std::set<int64_t> schedules_reported_broken_;  // logged once each
   StatusOr<PinnedAgents> PinAgents(const Sweep& sweep);
   // One slice of the large submits: check combinations of the oldest not yet answered
   // (then accept it and answer), or store jobs of the oldest answered, in turns when
@@ -278,7 +262,9 @@ class Coordinator {
   CoordinatorOptions options_;
   const MonotonicClock& clock_;
   std::unique_ptr<Store> store_;
-  std::unique_ptr<RegressionJudge> judge_;  // made once the store is open
+  // Made once the store is open.
+  std::unique_ptr<RegressionJudge> judge_;
+  std::unique_ptr<ScheduleRunner> schedules_;
   zmq::context_t context_;
   std::unique_ptr<zmq::socket_t> agents_socket_;
   std::unique_ptr<zmq::socket_t> clients_socket_;

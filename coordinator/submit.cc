@@ -43,7 +43,7 @@ std::optional<Message> Coordinator::Submit(const std::string& routing_id, const 
                                            const SubmitRequest& request, const ScheduledFiring* firing) {
   // A refused sweep: its client is told why, a schedule's firing records it.
   auto refuse = [&](const Status& status) {
-    if (firing) ScheduledSweepRefused(*firing, status.message());
+    if (firing) RecordFiringRefused(*store_, counters_.store_errors, *firing, status.message());
     return MakeError(status, request_id);
   };
   auto sweep = ParseSweepShape(request.sweep);
@@ -113,7 +113,7 @@ std::optional<Message> Coordinator::Submit(const std::string& routing_id, const 
                            << " already stored");
   } else {
     LOG_INFO("sweep " << stored->sweep_id << " \"" << sweep->name << "\": " << stored->jobs << " jobs");
-    if (firing) ScheduledSweepStored(*firing, stored->sweep_id);
+    if (firing) RecordFiringStored(*store_, counters_.store_errors, *firing, stored->sweep_id);
     Status reloaded = ReloadRequirements();
     if (!reloaded.ok()) LOG_ERROR("cannot read requirements: " << reloaded.message());
     Dispatch();
@@ -187,7 +187,7 @@ bool Coordinator::CheckOrAccept(SweepIntake& intake) {
     Status checked = intake.sweep.CheckCombinations(intake.checked, slice);
     if (checked.ok() && intake.checked + slice == count) checked = intake.sweep.CheckJobsLeft();
     if (!checked.ok()) {
-      if (intake.firing) ScheduledSweepRefused(*intake.firing, checked.message());
+      if (intake.firing) RecordFiringRefused(*store_, counters_.store_errors, *intake.firing, checked.message());
       AnswerIntake(intake, MakeError(checked));
       return false;
     }
@@ -196,7 +196,7 @@ bool Coordinator::CheckOrAccept(SweepIntake& intake) {
   }
   auto pinned = PinAgents(intake.sweep);
   if (!pinned.ok()) {
-    if (intake.firing) ScheduledSweepRefused(*intake.firing, pinned.status().message());
+    if (intake.firing) RecordFiringRefused(*store_, counters_.store_errors, *intake.firing, pinned.status().message());
     AnswerIntake(intake, MakeError(pinned.status()));
     return false;
   }
@@ -210,7 +210,7 @@ bool Coordinator::CheckOrAccept(SweepIntake& intake) {
   }
   intake.sweep_id = accepted->sweep_id;
   intake.pinned = std::move(*pinned);
-  if (intake.firing && !accepted->existing) ScheduledSweepStored(*intake.firing, intake.sweep_id);
+  if (intake.firing && !accepted->existing) RecordFiringStored(*store_, counters_.store_errors, *intake.firing, intake.sweep_id);
   LOG_INFO("sweep " << intake.sweep_id << " \"" << intake.sweep.name << "\": " << accepted->jobs
                     << " jobs, stored a slice per round");
   // Sent after this round's commit, like every reply: the sweep is durable then.

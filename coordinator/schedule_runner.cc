@@ -1,14 +1,9 @@
-// Schedules: the coordinator submits a sweep file by itself at each slot of a cron
-// expression in an IANA time zone (docs/schedules.md). Each slot is decided once: fired
-// (one sweep, tagged with its schedule and slot), skipped (the schedule's last sweep
-// still runs), or missed (the coordinator was down). Every decision and the schedule's
-// `handled_until` are written in the loop round's one transaction, so a crash either
-// keeps a firing whole or leaves the slot to be decided again after the restart.
+#include "coordinator/schedule_runner.h"
+
 #include <algorithm>
 
 #include "common/clock.h"
 #include "common/log.h"
-#include "coordinator/coordinator.h"
 #include "schedule/cron.h"
 
 namespace benchfleet {
@@ -52,14 +47,10 @@ Message SchedulesReply(const json& request_id, const std::vector<json>& schedule
 
 }  // namespace
 
-int64_t Coordinator::WallSeconds() const {
-  return options_.wall_clock_s ? options_.wall_clock_s() : UnixMicrosNow() / 1000000;
-}
-
-std::optional<Message> Coordinator::ScheduleReply(const std::string& routing_id, const json& request_id,
-                                                  const ScheduleRequest& request) {
+std::optional<Message> ScheduleRunner::Reply(const std::string& routing_id, const json& request_id,
+                                             const ScheduleRequest& request) {
   using Action = ScheduleRequest::Action;
-  const int64_t now_s = WallSeconds();
+  const int64_t now_s = wall_seconds_();
   switch (request.action) {
     case Action::kAdd: {
       auto cron = schedule::CronSchedule::Parse(request.cron, request.tz);
@@ -79,33 +70,33 @@ std::optional<Message> Coordinator::ScheduleReply(const std::string& routing_id,
       schedule.created_at = IsoSeconds(now_s);
       // Its first slot is the first after now: nothing is made up for the past.
       schedule.handled_until = IsoSeconds(now_s);
-      auto added = store_->AddSchedule(std::move(schedule));
+      auto added = store_.AddSchedule(std::move(schedule));
       if (!added.ok()) return MakeError(added.status(), request_id);
       LOG_INFO("schedule \"" << added->name << "\" added: " << added->cron << " (" << added->tz << ")");
       return SchedulesReply(request_id, {ScheduleJson(*added, now_s)});
     }
     case Action::kList: {
-      auto schedules = store_->LiveSchedules();
+      auto schedules = store_.LiveSchedules();
       if (!schedules.ok()) return MakeError(schedules.status(), request_id);
       std::vector<json> out;
       for (const StoredSchedule& s : *schedules) out.push_back(ScheduleJson(s, now_s));
       return SchedulesReply(request_id, out);
     }
     case Action::kRemove: {
-      auto removed = store_->RemoveSchedule(request.name);
+      auto removed = store_.RemoveSchedule(request.name);
       if (!removed.ok()) return MakeError(removed.status(), request_id);
       LOG_INFO("schedule \"" << removed->name << "\" removed");
       return SchedulesReply(request_id, {ScheduleJson(*removed, now_s)});
     }
     case Action::kRunNow: {
-      auto found = store_->FindSchedule(request.name);
+      auto found = store_.FindSchedule(request.name);
       if (!found.ok()) return MakeError(found.status(), request_id);
       const std::string slot = UtcNowIso8601();
       const std::string submission_id =
           !request.submission_id.empty() ? request.submission_id
                                          : "schedule-" + std::to_string(found->schedule_id) + "-now-" + slot;
       ScheduledFiring firing{found->schedule_id, slot, FiringOutcome::kRunNow};
-      return Submit(routing_id, request_id, {found->sweep, submission_id}, &firing);
+      return submit_(routing_id, request_id, {found->sweep, submission_id}, &firing);
     }
     case Action::kHistory: {
       // The name was checked (letters, digits, '-', '_', '.'): safe inside quotes.
@@ -113,30 +104,30 @@ std::optional<Message> Coordinator::ScheduleReply(const std::string& routing_id,
           "SELECT schedule, slot, outcome, reason, sweep_id, sweep_state, decided_at FROM schedule_history";
       if (!request.name.empty()) sql += " WHERE schedule = '" + request.name + "'";
       sql += " ORDER BY slot DESC";
-      return PostRead(routing_id, {routing_id, request_id, sql, std::nullopt, request.limit});
+      return read_(routing_id, {routing_id, request_id, sql, std::nullopt, request.limit});
     }
   }
   return MakeError(InvalidArgument("schedule.action: unknown"), request_id);
 }
 
-void Coordinator::FireDueSchedules() {
-  const int64_t now_s = WallSeconds();
-  if (now_s < next_schedule_check_s_) return;
-  next_schedule_check_s_ = now_s + 1;
-  auto schedules = store_->LiveSchedules();
+void ScheduleRunner::FireDueSchedules() {
+  const int64_t now_s = wall_seconds_();
+  if (now_s < next_check_s_) return;
+  next_check_s_ = now_s + 1;
+  auto schedules = store_.LiveSchedules();
   if (!schedules.ok()) {
-    ++counters_.store_errors;
+    ++store_errors_;
     LOG_ERROR("cannot read the schedules: " << schedules.status().message());
     return;
   }
   for (const StoredSchedule& schedule : *schedules) FireDue(schedule, now_s);
 }
 
-void Coordinator::FireDue(const StoredSchedule& s, int64_t now_s) {
+void ScheduleRunner::FireDue(const StoredSchedule& s, int64_t now_s) {
   auto cron = schedule::CronSchedule::Parse(s.cron, s.tz);
   if (!cron.ok()) {
     // It parsed when it was added: only a change of the rules or the zone data since.
-    if (schedules_reported_broken_.insert(s.schedule_id).second) {
+    if (reported_broken_.insert(s.schedule_id).second) {
       LOG_ERROR("schedule \"" << s.name << "\" no longer parses and does not fire: " << cron.status().message());
     }
     return;
@@ -145,8 +136,8 @@ void Coordinator::FireDue(const StoredSchedule& s, int64_t now_s) {
   if (first > now_s) return;  // nothing due
   const int64_t latest = cron->PreviousSlot(now_s).value_or(first);
   auto record = [&](int64_t slot_s, FiringOutcome outcome, const std::string& reason) {
-    auto recorded = store_->RecordFiring(s.schedule_id, IsoSeconds(slot_s), outcome, reason);
-    if (!recorded.ok()) ++counters_.store_errors;
+    auto recorded = store_.RecordFiring(s.schedule_id, IsoSeconds(slot_s), outcome, reason);
+    if (!recorded.ok()) ++store_errors_;
   };
   // After downtime only the latest slot may run; the ones before it are missed.
   int missed = 0;
@@ -161,7 +152,7 @@ void Coordinator::FireDue(const StoredSchedule& s, int64_t now_s) {
   }
   const std::string slot = IsoSeconds(latest);
   auto handled = [&] {
-    if (!store_->SetHandledUntil(s.schedule_id, slot).ok()) ++counters_.store_errors;
+    if (!store_.SetHandledUntil(s.schedule_id, slot).ok()) ++store_errors_;
   };
   const double deadline_s =
       s.start_deadline_s.value_or(static_cast<double>(cron->NextSlot(latest) - latest));
@@ -173,9 +164,9 @@ void Coordinator::FireDue(const StoredSchedule& s, int64_t now_s) {
     return;
   }
   if (!s.overlap_queue) {
-    auto running = store_->RunningSweepOfSchedule(s.schedule_id);
+    auto running = store_.RunningSweepOfSchedule(s.schedule_id);
     if (!running.ok()) {
-      ++counters_.store_errors;
+      ++store_errors_;
       return;  // decided again a second later
     }
     if (*running) {
@@ -191,23 +182,24 @@ void Coordinator::FireDue(const StoredSchedule& s, int64_t now_s) {
   ScheduledFiring firing{s.schedule_id, slot, FiringOutcome::kStarted};
   // One sweep per slot, even if this round's decision is taken again: the submission
   // id is the slot's.
-  (void)Submit("", nullptr, {s.sweep, "schedule-" + std::to_string(s.schedule_id) + "@" + slot}, &firing);
+  (void)submit_("", nullptr, {s.sweep, "schedule-" + std::to_string(s.schedule_id) + "@" + slot}, &firing);
 }
 
-void Coordinator::ScheduledSweepStored(const ScheduledFiring& firing, int64_t sweep_id) {
-  const bool ok = store_->TagScheduledSweep(sweep_id, firing.schedule_id, firing.slot).ok() &&
-                  store_->RecordFiring(firing.schedule_id, firing.slot, firing.outcome, "").ok() &&
+void RecordFiringStored(Store& store, int64_t& store_errors, const ScheduledFiring& firing, int64_t sweep_id) {
+  const bool ok = store.TagScheduledSweep(sweep_id, firing.schedule_id, firing.slot).ok() &&
+                  store.RecordFiring(firing.schedule_id, firing.slot, firing.outcome, "").ok() &&
                   (firing.outcome != FiringOutcome::kStarted ||
-                   store_->SetHandledUntil(firing.schedule_id, firing.slot).ok());
-  if (!ok) ++counters_.store_errors;
+                   store.SetHandledUntil(firing.schedule_id, firing.slot).ok());
+  if (!ok) ++store_errors;
 }
 
-void Coordinator::ScheduledSweepRefused(const ScheduledFiring& firing, const std::string& reason) {
+void RecordFiringRefused(Store& store, int64_t& store_errors, const ScheduledFiring& firing,
+                         const std::string& reason) {
   LOG_WARN("schedule " << firing.schedule_id << ": slot " << firing.slot << " refused: " << reason);
-  const bool ok = store_->RecordFiring(firing.schedule_id, firing.slot, FiringOutcome::kFailed, reason).ok() &&
+  const bool ok = store.RecordFiring(firing.schedule_id, firing.slot, FiringOutcome::kFailed, reason).ok() &&
                   (firing.outcome != FiringOutcome::kStarted ||
-                   store_->SetHandledUntil(firing.schedule_id, firing.slot).ok());
-  if (!ok) ++counters_.store_errors;
+                   store.SetHandledUntil(firing.schedule_id, firing.slot).ok());
+  if (!ok) ++store_errors;
 }
 
 }  // namespace benchfleet
