@@ -38,12 +38,12 @@
 
 #include "common/job_spec.h"
 #include "common/median.h"
-#include "worker/clock.h"
-#include "worker/model.h"
-#include "worker/sampler.h"
-#include "worker/stats.h"
-#include "worker/torch_runtime.h"
-#include "worker/workload.h"
+#include "worker/host/torch_runtime.h"
+#include "worker/measure/clock.h"
+#include "worker/measure/sampler.h"
+#include "worker/measure/stats.h"
+#include "worker/models/model.h"
+#include "worker/models/workload.h"
 
 namespace {
 

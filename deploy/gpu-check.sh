@@ -73,7 +73,7 @@ step configure 300 cmake -S . -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=R
   -DBENCHFLEET_GLOO_INCLUDE_DIR="$deps/gloo/usr/include"
 targets=(benchfleet-worker)
 grep -q "benchfleet-gpu-calibrate" <(cmake --build "$build" --target help 2>/dev/null) && targets+=(benchfleet-gpu-calibrate)
-grep -q "worker_test" <(cmake --build "$build" --target help 2>/dev/null) && targets+=(worker_test worker_stats_test)
+grep -q "worker_test" <(cmake --build "$build" --target help 2>/dev/null) && targets+=(worker_test worker_measure_test)
 step build "${BENCHFLEET_GPU_BUILD_TIMEOUT_S:-420}" cmake --build "$build" -j "$(nproc)" --target "${targets[@]}"
 worker=$build/worker/benchfleet-worker
 export worker

@@ -5,8 +5,8 @@
 # own packages (dpkg -x, nothing installed), so the folder can travel to a GPU host that
 # has no package manager. Point CMake at DIR/usr (deploy/gpu-check.sh does). Gloo's
 # headers (libgloo-dev) go apart, into DIR/gloo: the worker's c10d code includes them, and
-# a LibTorch that does not ship its own (BENCHFLEET_GLOO_INCLUDE_DIR, worker/CMakeLists.txt)
-# builds against these; one that does keeps its own.
+# a LibTorch that does not ship its own (BENCHFLEET_GLOO_INCLUDE_DIR,
+# worker/parallel/CMakeLists.txt) builds against these; one that does keeps its own.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dir=${1:-worker-deps}

@@ -16,7 +16,7 @@
 
 #include "tests/fleet.h"
 #include "tests/torchscript_fixture.h"
-#include "worker/steady_state.h"
+#include "worker/measure/steady_state.h"
 
 namespace benchfleet::testing {
 namespace {

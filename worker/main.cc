@@ -5,8 +5,8 @@
 #include <optional>
 #include <string>
 
+#include "worker/host/omp_wait_policy.h"
 #include "worker/job_runner.h"
-#include "worker/omp_wait_policy.h"
 #include "worker/torch_calibration.h"
 
 int main(int argc, char** argv) {

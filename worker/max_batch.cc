@@ -14,7 +14,7 @@
 #include <sstream>
 
 #include "worker/cuda_allocator_compat.h"
-#include "worker/workload.h"
+#include "worker/models/workload.h"
 
 namespace benchfleet::worker {
 namespace {

@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "worker/host/torch_runtime.h"
 #include "worker/job_runner.h"
-#include "worker/torch_runtime.h"
 #include "worker/worker_process.h"
 
 namespace benchfleet::worker {

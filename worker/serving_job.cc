@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <vector>
 
-#include "worker/serving.h"
-#include "worker/workload.h"
+#include "worker/measure/serving.h"
+#include "worker/models/workload.h"
 
 namespace benchfleet::worker {
 

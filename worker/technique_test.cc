@@ -13,10 +13,10 @@
 #include "common/op_profile.h"
 #include "common/sweep.h"
 #include "common/worker_result.h"
+#include "worker/host/torch_runtime.h"
 #include "worker/job_runner.h"
-#include "worker/model.h"
-#include "worker/profile.h"
-#include "worker/torch_runtime.h"
+#include "worker/measure/profile.h"
+#include "worker/models/model.h"
 
 namespace benchfleet::worker {
 namespace {

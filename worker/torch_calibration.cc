@@ -12,12 +12,12 @@
 #include <iostream>
 #include <string>
 
-#include "worker/clock.h"
-#include "worker/omp_wait_policy.h"
-#include "worker/process_info.h"
-#include "worker/sampler.h"
-#include "worker/stats.h"
-#include "worker/torch_runtime.h"
+#include "worker/host/omp_wait_policy.h"
+#include "worker/host/process_info.h"
+#include "worker/host/torch_runtime.h"
+#include "worker/measure/clock.h"
+#include "worker/measure/sampler.h"
+#include "worker/measure/stats.h"
 
 namespace benchfleet::worker {
 namespace {

@@ -3,7 +3,7 @@
 
 #include <cstdint>
 
-#include "worker/calibration.h"
+#include "worker/host/calibration.h"
 #include "worker/job_runner.h"
 
 namespace benchfleet::worker {

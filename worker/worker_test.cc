@@ -16,12 +16,12 @@
 #include <utility>
 #include <vector>
 
-#include "worker/data_parallel.h"
+#include "worker/host/process_info.h"
+#include "worker/host/torch_runtime.h"
 #include "worker/job_runner.h"
-#include "worker/pipeline.h"
-#include "worker/process_info.h"
-#include "worker/sampler.h"
-#include "worker/torch_runtime.h"
+#include "worker/measure/sampler.h"
+#include "worker/parallel/data_parallel.h"
+#include "worker/parallel/pipeline.h"
 #include "worker/worker_process.h"
 
 namespace benchfleet::worker {
