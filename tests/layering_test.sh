@@ -3,7 +3,14 @@
 #   common              includes no daemon folder (coordinator, agent, worker, cli), nor schedule;
 #   schedule            (cron and time zones) includes only common;
 #   coordinator, agent, cli  never include worker/ or each other;
-#   worker              includes only common (and LibTorch).
+#   worker              includes only common (and LibTorch);
+# and inside worker/ (worker/CMakeLists.txt), its folders point one way too:
+#   worker/host, worker/measure   include no other part of the worker;
+#   worker/models                 includes worker/host and worker/measure;
+#   worker/parallel               includes worker/host, worker/measure and worker/models;
+#   worker/ itself (main, the job runner) includes them all. A unit test (foo_test.cc) in
+#   a folder may also run its code through the job runner (worker/job_runner.h), as the
+#   worker's process does.
 # Code that only one daemon uses belongs in that daemon's folder, not in common/.
 #
 #   layering_test.sh SOURCE_DIR   scan SOURCE_DIR; exit 1 naming every include that breaks the rule
@@ -20,6 +27,35 @@ declare -A FORBIDDEN=(
   [worker]="coordinator agent cli"
 )
 
+# worker/'s folder -> the other worker folders it may include
+declare -A WORKER_ALLOWED=(
+  [host]=""
+  [measure]=""
+  [models]="host measure"
+  [parallel]="host measure models"
+)
+
+# Prints each include of the worker's own headers in worker/FOLDER/ that breaks
+# WORKER_ALLOWED, one line each.
+worker_folder_violations() {
+  local root=$1 folder=$2 hit file target allowed
+  allowed=${WORKER_ALLOWED[$folder]}
+  while IFS= read -r hit; do
+    [[ -n "$hit" ]] || continue
+    file=${hit%%:*}
+    target=$(sed -E 's|^[^:]*:[0-9]+:.*[<"]worker/([^">]*)[">].*|\1|' <<<"$hit")
+    if [[ "$target" == */* ]]; then
+      target=${target%%/*}
+      [[ "$target" == "$folder" || " $allowed " == *" $target "* ]] && continue
+    else
+      [[ "$file" == *_test.cc ]] && continue  # the job runner, driving a unit test
+    fi
+    echo "layering: $hit  (worker/$folder/ may include of the worker: ${allowed:-nothing else})"
+  done < <(cd "$root" && grep -rnE '^[[:space:]]*#[[:space:]]*include[[:space:]]*["<]worker/' \
+             "worker/$folder" --include='*.h' --include='*.hpp' --include='*.cc' \
+             --include='*.cpp' --include='*.cu' --include='*.cuh' --include='*.in' || true)
+}
+
 check_tree() {
   local root=$1 violations=0 folder pattern hits
   for folder in "${!FORBIDDEN[@]}"; do
@@ -35,6 +71,14 @@ check_tree() {
       done <<<"$hits"
     fi
   done
+  for folder in "${!WORKER_ALLOWED[@]}"; do
+    [[ -d "$root/worker/$folder" ]] || continue
+    hits=$(worker_folder_violations "$root" "$folder")
+    if [[ -n "$hits" ]]; then
+      echo "$hits" >&2
+      violations=$((violations + $(wc -l <<<"$hits")))
+    fi
+  done
   if ((violations > 0)); then
     echo "layering: $violations include(s) break the rule (see DESIGN.md, Layout)" >&2
     return 1
@@ -46,21 +90,30 @@ self_test() {
   local tree output status=0
   tree=$(mktemp -d)
   trap 'rm -rf "$tree"' RETURN
-  mkdir -p "$tree"/{common,agent,coordinator,cli,worker}
+  mkdir -p "$tree"/{common,agent,coordinator,cli,worker/{host,measure,models,parallel}}
   printf '#include "common/status.h"\n#include "agent/spool.h"\n' >"$tree/common/bad.h"
   printf '#include "common/log.h"\n' >"$tree/agent/good.cc"
   printf '#include <nlohmann/json.hpp>\n  #  include <worker/engine.h>\n' >"$tree/cli/bad.cc"
   printf '#include "coordinator/store.h"\n' >"$tree/coordinator/good.cc"
   printf '#include "coordinator/store.h"\n' >"$tree/agent/bad.cc"
+  printf '#include "worker/models/model.h"\n' >"$tree/worker/measure/bad.cc"
+  printf '#include "worker/measure/clock.h"\n#include <worker/job_runner.h>\n' >"$tree/worker/host/bad.h"
+  printf '#include "worker/serving_job.h"\n' >"$tree/worker/parallel/bad.cc"
+  printf '#include "worker/measure/sampler.h"\n#include "worker/host/torch_runtime.h"\n#include "worker/models/model.h"\n' \
+    >"$tree/worker/models/good.cc"
+  printf '#include "worker/job_runner.h"\n#include "worker/models/model.h"\n' >"$tree/worker/models/good_test.cc"
+  printf '#include "worker/parallel/ranks.h"\n#include "common/job_spec.h"\n' >"$tree/worker/good.cc"
   output=$(check_tree "$tree" 2>&1) || status=$?
   local expect
-  for expect in "common/bad.h:2:" "cli/bad.cc:2:" "agent/bad.cc:1:" "3 include(s) break"; do
+  for expect in "common/bad.h:2:" "cli/bad.cc:2:" "agent/bad.cc:1:" "worker/measure/bad.cc:1:" \
+                "worker/host/bad.h:1:" "worker/host/bad.h:2:" "worker/parallel/bad.cc:1:" \
+                "7 include(s) break"; do
     if [[ "$output" != *"$expect"* ]]; then
       echo "self-test: expected \"$expect\" in:"$'\n'"$output" >&2
       return 1
     fi
   done
-  if [[ "$output" == *good.cc* ]] || ((status == 0)); then
+  if [[ "$output" == *good* ]] || ((status == 0)); then
     echo "self-test: wrong verdict (exit $status):"$'\n'"$output" >&2
     return 1
   fi
