@@ -6,8 +6,8 @@ reference each GPU (and CPU) figure of deploy/gpu-check.sh is held against.
     {"job": FILE, "median_ms": ..., "iqr_ms": ..., "runs": ..., "torch": VERSION}
     or {"job": FILE, "error": WHY}
 
-The models mirror worker/zoo.cc (matmul, mlp, cnn = ResNet BasicBlocks, transformer =
-post-norm BERT encoder layers) and the step mirrors worker/workload.cc (inference under
+The models mirror worker/models/zoo.cc (matmul, mlp, cnn = ResNet BasicBlocks, transformer =
+post-norm BERT encoder layers) and the step mirrors worker/models/workload.cc (inference under
 torch.inference_mode; train: SGD lr 1e-3 on the MSE to a fixed random target). The math
 settings are the worker's: TF32 in cuBLAS and cuDNN only for dtype "tf32", cuDNN
 autotuning on. Timer.blocked_autorange synchronises CUDA around each block, as the worker
@@ -24,7 +24,7 @@ import torch.utils.benchmark as benchmark
 import torch.utils.checkpoint as checkpoint
 
 MIN_RUN_TIME_S = 2.0  # blocked_autorange keeps measuring blocks for at least this long
-TRAIN_LR = 1e-3       # worker/workload.h kTrainLearningRate
+TRAIN_LR = 1e-3       # worker/models/workload.h kTrainLearningRate
 
 DEFAULT_ARGS = {
     "matmul": {"m": 2048, "k": 2048, "n": 2048},
