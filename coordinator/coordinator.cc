@@ -128,6 +128,9 @@ StatusOr<std::unique_ptr<CurveKeyPair>> Coordinator::SecurityPolicy() const {
 
 Status Coordinator::OpenStoreAndComponents() {
   ASSIGN_OR_RETURN(store_, Store::Open(options_.db_path));
+  round_ = std::make_unique<Round>(*store_, outlet_);
+  round_->set_offer_keeper(this);
+  round_->Join(this);
   judge_ = std::make_unique<RegressionJudge>(*store_, counters_.store_errors, [this] {
     Status reloaded = ReloadRequirements();
     if (!reloaded.ok()) LOG_ERROR("cannot read requirements: " << reloaded.message());
@@ -158,6 +161,7 @@ Status Coordinator::Start() {
                    BindRouter(context_, options_.clients_endpoint, &clients_bound, curve.get()));
   agents_socket_ = std::make_unique<zmq::socket_t>(std::move(agents));
   clients_socket_ = std::make_unique<zmq::socket_t>(std::move(clients));
+  outlet_.UseSockets(agents_socket_.get(), clients_socket_.get());
   RecoverLeases();
   LOG_INFO("serving agents on " << agents_bound << ", clients on " << clients_bound << ", store "
                                 << options_.db_path << " (schema v" << store_->SchemaVersion()
@@ -171,7 +175,7 @@ Status Coordinator::Start() {
 }
 
 Status Coordinator::StartInProcess(Outbox outbox) {
-  outbox_ = std::move(outbox);
+  outlet_.UseOutbox(std::move(outbox));
   RETURN_IF_ERROR(OpenStoreAndComponents());
   RecoverLeases();
   next_heartbeat_ = last_heartbeat_slice_ = Now();
@@ -272,7 +276,7 @@ void Coordinator::Tick() {
     schedules_->FireDueSchedules();
     AdvanceIntake();
     Dispatch();
-    if (!in_round_) AdvancePrune();  // in a round, Run() advances it after the commit
+    if (!round_->open()) AdvancePrune();  // in a round, Run() advances it after the commit
     SendHeartbeats();
   } catch (const std::exception& e) {
     ++counters_.handler_exceptions;
@@ -286,82 +290,28 @@ int Coordinator::DeliverReadReplies(Millis wait) {
   while (auto reply = reads_->TakeReply()) {
     auto decoded = Decode(reply->second);
     if (!decoded.ok()) continue;  // our own encoding; cannot happen
-    (void)SendNow(Side::kClients, reply->first, *decoded);  // a read: nothing to commit
+    (void)round_->SendNow(Side::kClients, reply->first, *decoded);  // a read: nothing to commit
     ++sent;
   }
   return sent;
 }
 
-void Coordinator::BeginRound() {
-  if (in_round_) return;
-  in_round_ = true;
+void Coordinator::BeginRound() { round_->Begin(); }
+
+void Coordinator::EndRound() { (void)round_->End(); }
+
+void Coordinator::RoundBegins() {
   MarkIntake();
-  store_->OpenGroup();
   registry_.BeginJournal();
   counters_at_round_start_ = counters_;
 }
 
-void Coordinator::EndRound() {
-  if (!in_round_) return;
-  in_round_ = false;
-  const Status committed = store_->CommitGroup();
-  if (committed.ok()) {
-    registry_.EndJournal();
-  } else {
-    RollBackRound(committed);
-  }
-  std::vector<Outgoing> outgoing = std::move(outgoing_);
-  outgoing_.clear();
+void Coordinator::RoundCommitted() {
+  registry_.EndJournal();
   registered_in_round_.clear();
-  const int64_t committed_at_us = UnixMicrosNow();
-  for (Outgoing& out : outgoing) {
-    if (!committed.ok() && out.message.type != msg::kError) {
-      // Nothing this round wrote was kept. Agents are told nothing (their results stay
-      // spooled and come again; offers were taken back); clients learn why.
-      if (out.side == Side::kClients) {
-        (void)SendNow(Side::kClients, out.routing_id,
-                      MakeError(Unavailable("the coordinator's store is unavailable and kept "
-                                            "nothing of this request (" + committed.message() + ")"),
-                                RequestId(out.message)));
-      }
-      continue;
-    }
-    Lease* lease = nullptr;
-    if (out.hand_out) {
-      // An offer whose lease ended during the round (its agent was dropped, the attempt
-      // lost and requeued) is not sent: the job would run for nothing.
-      lease = registry_.FindLease(out.hand_out->job_id);
-      if (lease == nullptr || lease->attempt != out.hand_out->attempt ||
-          lease->agent != out.hand_out->agent) {
-        continue;
-      }
-      if (out.encoded.empty()) {
-        out.message.body["committed_at_us"] = committed_at_us;
-      } else {
-        // Encoded in the round, before its commit time was known: an encoded object
-        // ends with '}', and the field goes in before it.
-        out.encoded.pop_back();
-        out.encoded += ",\"committed_at_us\":" + std::to_string(committed_at_us) + "}";
-      }
-    }
-    Status sent = out.encoded.empty()
-                      ? SendNow(out.side, out.routing_id, out.message)
-                      : SendEncoded(out.side, out.routing_id, out.message.type, out.encoded);
-    if (!sent.ok() && out.hand_out) {
-      OfferUndelivered(*out.hand_out, out.routing_id, sent);
-    } else if (lease != nullptr) {
-      // The lease runs from when the agent can have the job, not from when the round
-      // made the offer: a long round must not expire it before it is even sent.
-      const MonoTime now = Now();
-      lease->hard_deadline += now - lease->renewed_at;
-      lease->renewed_at = now;
-    }
-  }
 }
 
-void Coordinator::RollBackRound(const Status& why) {
-  LOG_ERROR("could not commit a round of work, so all of it is undone (agents send their "
-            "results again): " << why.message());
+void Coordinator::RoundFailed() {
   // Parked messages stay parked: the round's undo does not give them back to ZeroMQ.
   const int64_t parked = counters_.agent_messages_parked;
   counters_ = counters_at_round_start_;
@@ -371,6 +321,7 @@ void Coordinator::RollBackRound(const Status& why) {
   RollBackIntake();
   // Their host rows were not kept: they register again when told they are unknown.
   for (const std::string& routing_id : registered_in_round_) registry_.Remove(routing_id);
+  registered_in_round_.clear();
   // Requirement ids given out this round may be given again to other requirements.
   for (Agent* agent : registry_.All()) agent->can_run.clear();
   requirements_.clear();
@@ -382,38 +333,23 @@ void Coordinator::RollBackRound(const Status& why) {
   MarkQueued();
 }
 
+bool Coordinator::StillLeased(const Lease& hand_out) {
+  const Lease* lease = registry_.FindLease(hand_out.job_id);
+  return lease != nullptr && lease->attempt == hand_out.attempt && lease->agent == hand_out.agent;
+}
+
+void Coordinator::OfferSent(const Lease& hand_out) {
+  // The lease runs from when the agent can have the job, not from when the round made
+  // the offer: a long round must not expire it before it is even sent.
+  Lease* lease = registry_.FindLease(hand_out.job_id);
+  if (lease == nullptr) return;
+  const MonoTime now = Now();
+  lease->hard_deadline += now - lease->renewed_at;
+  lease->renewed_at = now;
+}
+
 Status Coordinator::Send(Side side, const std::string& routing_id, Message message) {
-  if (in_round_) {
-    Hold(side, routing_id, std::move(message), std::nullopt);
-    return Status::Ok();
-  }
-  return SendNow(side, routing_id, message);
-}
-
-void Coordinator::Hold(Side side, const std::string& routing_id, Message message,
-                       std::optional<Lease> hand_out) {
-  std::string encoded = outbox_ ? std::string() : Encode(message);
-  outgoing_.push_back({side, routing_id, std::move(message), std::move(hand_out), std::move(encoded)});
-}
-
-Status Coordinator::SendNow(Side side, const std::string& routing_id, const Message& message) {
-  if (outbox_) return Delivered(side, message.type, outbox_(side, routing_id, message));
-  return SendEncoded(side, routing_id, message.type, Encode(message));
-}
-
-Status Coordinator::SendEncoded(Side side, const std::string& routing_id, const std::string& type,
-                                const std::string& encoded) {
-  zmq::socket_t* socket = side == Side::kAgents ? agents_socket_.get() : clients_socket_.get();
-  return Delivered(side, type, SendFrames(*socket, {routing_id, encoded}));
-}
-
-Status Coordinator::Delivered(Side side, const std::string& type, Status sent) {
-  if (!sent.ok()) {
-    ++counters_.send_failures;
-    LOG_WARN("message " << type << " to " << (side == Side::kAgents ? "agent" : "client")
-                        << " peer lost: " << sent.message());
-  }
-  return sent;
+  return round_->Send(side, routing_id, std::move(message));
 }
 
 void Coordinator::ReplyToAgent(const std::string& routing_id, Message message) {
@@ -807,7 +743,7 @@ void Coordinator::Register(const std::string& routing_id, const Message& message
   registry_.Upsert(std::move(agent));
   HoldSpooledJobs(name, request->spooled);
   if (!known) {
-    if (in_round_) registered_in_round_.push_back(routing_id);
+    if (round_->open()) registered_in_round_.push_back(routing_id);
     LOG_INFO("agent " << name << " registered");
     // A fresh agent process asks for a calibration of its host; it runs as a job, so it
     // waits for other jobs on the same machine instead of disturbing them. Agents of
@@ -1190,18 +1126,9 @@ Coordinator::Offer Coordinator::HandOut(Agent& agent, const QueuedJob& job,
 }
 
 Coordinator::Offer Coordinator::SendOffer(Agent& agent, Message offer, const Lease& lease) {
-  if (in_round_) {
-    // Sent once the hand-out is committed (EndRound).
-    Hold(Side::kAgents, agent.routing_id, std::move(offer), lease);
-    return Offer::kOffered;
-  }
-  offer.body["committed_at_us"] = UnixMicrosNow();  // outside a round each write commits at once
-  Status sent = SendNow(Side::kAgents, agent.routing_id, offer);
-  if (!sent.ok()) {
-    OfferUndelivered(lease, agent.routing_id, sent);
-    return Offer::kNotNow;
-  }
-  return Offer::kOffered;
+  // Sent once the hand-out is committed (the round's end); an undelivered one is taken
+  // back (OfferUndelivered).
+  return round_->SendOffer(agent.routing_id, std::move(offer), lease) ? Offer::kOffered : Offer::kNotNow;
 }
 
 void Coordinator::OfferUndelivered(const Lease& lease, const std::string& routing_id,
@@ -1256,8 +1183,8 @@ void Coordinator::SendHeartbeats(bool drop_unreachable) {
   const Message heartbeat = ToMessage(benchfleet::Heartbeat{std::nullopt, /*from_agent=*/false});
   const std::string encoded = Encode(heartbeat);
   for (const std::string& peer : peers) {
-    Status sent = outbox_ ? Delivered(Side::kAgents, heartbeat.type, outbox_(Side::kAgents, peer, heartbeat))
-                          : SendEncoded(Side::kAgents, peer, heartbeat.type, encoded);
+    Status sent = outlet_.takes_encoded() ? outlet_.SendEncoded(Side::kAgents, peer, heartbeat.type, encoded)
+                                          : outlet_.Send(Side::kAgents, peer, heartbeat);
     if (drop_unreachable && sent.code() == StatusCode::kNotFound) {
       DropAgent(peer, "is unreachable (" + sent.message() + ")");
     }

@@ -23,6 +23,7 @@
 #include "coordinator/query_runner.h"
 #include "coordinator/registry.h"
 #include "coordinator/regression_judge.h"
+#include "coordinator/round.h"
 #include "coordinator/schedule_runner.h"
 #include "coordinator/store.h"
 #include "coordinator/zap.h"
@@ -85,11 +86,6 @@ struct CoordinatorCounters {
   json ToJson() const;
 };
 
-// Which socket a message goes out on.
-enum class Side { kAgents, kClients };
-// Where outgoing messages go when the coordinator runs in process (tests, fuzzing).
-using Outbox = std::function<Status(Side side, const std::string& routing_id, const Message&)>;
-
 // The `submitted` reply (schemas/protocol.md) for a stored sweep: a submit's, a
 // resend's, a calibration's.
 Message Submitted(const json& request_id, const StoredSweep& stored, const CombinationTally& tally = {});
@@ -97,7 +93,7 @@ Message Submitted(const json& request_id, const StoredSweep& stored, const Combi
 // What an agent is told of its result (`ack.outcome`): a stale result's resend is stale.
 ResultAck::Outcome AckOutcome(ResultOutcome outcome);
 
-class Coordinator {
+class Coordinator : private RoundParticipant, private OfferKeeper {
  public:
   explicit Coordinator(CoordinatorOptions options);
   ~Coordinator();
@@ -121,12 +117,7 @@ class Coordinator {
   // Sends the replies of finished reads (query, results); waits up to `wait` for the
   // first. Returns how many were sent.
   int DeliverReadReplies(Millis wait);
-  // Group commit. Between BeginRound and EndRound every store write joins one
-  // transaction, and every message that reports or depends on those writes (acks, job
-  // offers, replies) waits; EndRound commits once, then sends them. When the commit
-  // fails, the round's writes are undone in memory too (leases, counters, new agents)
-  // and clients are told the store is unavailable; agents send their results again.
-  // Heartbeats and read replies never wait. Run() makes each loop round one of these.
+  // Group commit (coordinator/round.h): Run() makes each loop round one of these.
   void BeginRound();
   void EndRound();
   const CoordinatorCounters& counters() const { return counters_; }
@@ -187,12 +178,6 @@ class Coordinator {
   // By value: a reply held for the round's commit is moved in, not copied (a status
   // reply to a thousand-agent fleet is a large tree).
   Status Send(Side side, const std::string& routing_id, Message message);
-  Status SendNow(Side side, const std::string& routing_id, const Message& message);
-  void RollBackRound(const Status& why);
-  Status SendEncoded(Side side, const std::string& routing_id, const std::string& type,
-                     const std::string& encoded);
-  // Counts and logs a send that failed; returns `sent`.
-  Status Delivered(Side side, const std::string& type, Status sent);
   void ReplyToAgent(const std::string& routing_id, Message message);
 
   // Queues a calibration for `agent` unless its machine has a fresh one or one pending;
@@ -207,8 +192,6 @@ class Coordinator {
   void LoseAttempt(const Lease& lease, const std::string& reason);
   // Takes back a hand-out that did not reach its agent or that it refused.
   void UndoHandOut(const Lease& lease);
-  // An offer whose send failed: taken back, and its agent dropped if it is gone.
-  void OfferUndelivered(const Lease& lease, const std::string& routing_id, const Status& sent);
   void Dispatch();
   enum class Offer {
     kOffered,         // a job went to the agent
@@ -270,9 +253,10 @@ class Coordinator {
   std::unique_ptr<zmq::socket_t> clients_socket_;
   std::unique_ptr<ZapHandler> zap_;
   std::unique_ptr<QueryRunner> reads_;
-  Outbox outbox_;  // set in process; otherwise messages go to the sockets
   AgentRegistry registry_;
   CoordinatorCounters counters_;
+  Outlet outlet_{counters_.send_failures};  // the sockets, or the outbox in process
+  std::unique_ptr<Round> round_;           // made once the store is open
   // Requirements by id, each with whether it may have queued jobs (cleared when the
   // store finds none, set again by a submit or a requeue).
   struct RequirementState {
@@ -322,21 +306,14 @@ class Coordinator {
     size_t next_combination = 0;
   };
   std::vector<IntakeMark> intakes_at_round_start_;
-  // The open round (BeginRound): what waits for its commit, and what to undo if the
-  // commit fails.
-  struct Outgoing {
-    Side side;
-    std::string routing_id;
-    Message message;
-    std::optional<Lease> hand_out;  // a job offer: taken back if it cannot be sent
-    // The message encoded while the round ran (empty with a test outbox), so that after
-    // the commit only the sends remain: dispatch latency is counted from the commit.
-    std::string encoded;
-  };
-  void Hold(Side side, const std::string& routing_id, Message message,
-            std::optional<Lease> hand_out);
-  bool in_round_ = false;
-  std::vector<Outgoing> outgoing_;
+  // A round's marks and undo (RoundParticipant), and its offers (OfferKeeper).
+  void RoundBegins() override;
+  void RoundCommitted() override;
+  void RoundFailed() override;
+  bool StillLeased(const Lease& hand_out) override;
+  void OfferSent(const Lease& hand_out) override;
+  // An offer whose send failed: taken back, and its agent dropped if it is gone.
+  void OfferUndelivered(const Lease& lease, const std::string& routing_id, const Status& sent) override;
   CoordinatorCounters counters_at_round_start_;
   std::vector<std::string> registered_in_round_;  // routing ids of agents new this round
   // Agents that left the registry lately (silent, unreachable), newest last.

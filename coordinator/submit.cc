@@ -161,7 +161,7 @@ void Coordinator::AdvanceIntake() {
   intakes_.erase(std::remove_if(intakes_.begin(), intakes_.end(),
                                 [](const SweepIntake& intake) { return intake.finished; }),
                  intakes_.end());
-  if (in_round_) MarkIntake();  // as they stand before this round's slice
+  if (round_->open()) MarkIntake();  // as they stand before this round's slice
   auto unanswered = std::find_if(intakes_.begin(), intakes_.end(),
                                  [](const SweepIntake& intake) { return intake.sweep_id == 0; });
   auto storing = std::find_if(intakes_.begin(), intakes_.end(),
