@@ -158,7 +158,7 @@ struct ServerScenario {
   double max_duration_s = 60;       // a run still serving then stops, invalid
 };
 const std::vector<std::string>& KnownScenarios();
-// An SLO search runs at most this many server runs (worker/serving.h).
+// An SLO search runs at most this many server runs (worker/measure/serving.h).
 inline constexpr int kMaxSloProbes = 16;
 // What a sweep's job timeout adds for a scenario besides its runs: the models built.
 inline constexpr double kScenarioBuildAllowanceS = 120;
