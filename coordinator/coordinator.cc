@@ -52,8 +52,6 @@ constexpr int kPruneStepMs = 20;
 // A busy agent that refused an offer gets no other for this long, doubling per refusal
 // up to the maximum; a result resets it.
 constexpr int kMaxRefusalBackoffMs = 30000;
-// Malformed messages logged one by one before logging thins out to one in 1000.
-constexpr int64_t kMalformedLoggedInFull = 10;
 
 json RequestId(const Message& message) {
   auto it = message.body.find("request_id");
@@ -61,23 +59,6 @@ json RequestId(const Message& message) {
 }
 
 }  // namespace
-
-json CoordinatorCounters::ToJson() const {
-  return {{"malformed_messages", malformed_messages},
-          {"unknown_peers", unknown_peers},
-          {"results_stored", results_stored},
-          {"duplicate_results", duplicate_results},
-          {"stale_results", stale_results},
-          {"rejected_results", rejected_results},
-          {"failed_jobs", failed_jobs},
-          {"requeued_jobs", requeued_jobs},
-          {"undelivered_offers", undelivered_offers},
-          {"refused_offers", refused_offers},
-          {"send_failures", send_failures},
-          {"store_errors", store_errors},
-          {"handler_exceptions", handler_exceptions},
-          {"agent_messages_parked", agent_messages_parked}};
-}
 
 ResultAck::Outcome AckOutcome(ResultOutcome outcome) {
   switch (outcome) {
@@ -129,10 +110,18 @@ StatusOr<std::unique_ptr<CurveKeyPair>> Coordinator::SecurityPolicy() const {
 Status Coordinator::OpenStoreAndComponents() {
   ASSIGN_OR_RETURN(store_, Store::Open(options_.db_path));
   round_ = std::make_unique<Round>(*store_, outlet_);
-  round_->set_offer_keeper(this);
+  ctx_ = std::make_unique<CoordinatorContext>(
+      CoordinatorContext{options_, clock_, *store_, *round_, registry_, counters_});
+  dispatcher_ = std::make_unique<Dispatcher>(
+      *ctx_, [this](const std::string& routing_id, const std::string& reason) { DropAgent(routing_id, reason); },
+      [this](int64_t job_id) { gang_results_.erase(job_id); });
+  round_->set_offer_keeper(dispatcher_.get());
+  // On a failed round, undone in reverse: the registry's journal first, then the
+  // requirements read again.
+  round_->Join(dispatcher_.get());
   round_->Join(this);
   judge_ = std::make_unique<RegressionJudge>(*store_, counters_.store_errors, [this] {
-    Status reloaded = ReloadRequirements();
+    Status reloaded = dispatcher_->ReloadRequirements();
     if (!reloaded.ok()) LOG_ERROR("cannot read requirements: " << reloaded.message());
   });
   schedules_ = std::make_unique<ScheduleRunner>(
@@ -141,7 +130,7 @@ Status Coordinator::OpenStoreAndComponents() {
       [this](const std::string& routing_id, const json& request_id, const SubmitRequest& request,
              const ScheduledFiring* firing) { return Submit(routing_id, request_id, request, firing); },
       [this](const std::string& routing_id, ReadRequest request) { return PostRead(routing_id, std::move(request)); });
-  RETURN_IF_ERROR(ReloadRequirements());
+  RETURN_IF_ERROR(dispatcher_->ReloadRequirements());
   RETURN_IF_ERROR(ResumeIntakes());
   reads_ = std::make_unique<QueryRunner>(context_, options_.db_path);
   return reads_->Start();
@@ -162,7 +151,7 @@ Status Coordinator::Start() {
   agents_socket_ = std::make_unique<zmq::socket_t>(std::move(agents));
   clients_socket_ = std::make_unique<zmq::socket_t>(std::move(clients));
   outlet_.UseSockets(agents_socket_.get(), clients_socket_.get());
-  RecoverLeases();
+  dispatcher_->RecoverLeases();
   LOG_INFO("serving agents on " << agents_bound << ", clients on " << clients_bound << ", store "
                                 << options_.db_path << " (schema v" << store_->SchemaVersion()
                                 << ")" << (curve ? ", CURVE on" : ", CURVE off"));
@@ -177,7 +166,7 @@ Status Coordinator::Start() {
 Status Coordinator::StartInProcess(Outbox outbox) {
   outlet_.UseOutbox(std::move(outbox));
   RETURN_IF_ERROR(OpenStoreAndComponents());
-  RecoverLeases();
+  dispatcher_->RecoverLeases();
   next_heartbeat_ = last_heartbeat_slice_ = Now();
   return Status::Ok();
 }
@@ -268,14 +257,10 @@ void Coordinator::Tick() {
     }
     // A safety net under the offer candidates: every so often every agent and every
     // requirement is looked at again, whatever path freed a job without saying so.
-    if (now >= next_dispatch_refresh_) {
-      next_dispatch_refresh_ = now + Millis(kDispatchRefreshMs);
-      if (reload_requirements_) reload_requirements_ = !ReloadRequirements().ok();
-      MarkQueued();
-    }
+    dispatcher_->Refresh();
     schedules_->FireDueSchedules();
     AdvanceIntake();
-    Dispatch();
+    dispatcher_->Dispatch();
     if (!round_->open()) AdvancePrune();  // in a round, Run() advances it after the commit
     SendHeartbeats();
   } catch (const std::exception& e) {
@@ -322,31 +307,9 @@ void Coordinator::RoundFailed() {
   // Their host rows were not kept: they register again when told they are unknown.
   for (const std::string& routing_id : registered_in_round_) registry_.Remove(routing_id);
   registered_in_round_.clear();
-  // Requirement ids given out this round may be given again to other requirements.
-  for (Agent* agent : registry_.All()) agent->can_run.clear();
-  requirements_.clear();
-  Status reloaded = ReloadRequirements();
-  if (!reloaded.ok()) {
-    LOG_ERROR("cannot read requirements: " << reloaded.message());
-    reload_requirements_ = true;
-  }
-  MarkQueued();
 }
 
-bool Coordinator::StillLeased(const Lease& hand_out) {
-  const Lease* lease = registry_.FindLease(hand_out.job_id);
-  return lease != nullptr && lease->attempt == hand_out.attempt && lease->agent == hand_out.agent;
-}
 
-void Coordinator::OfferSent(const Lease& hand_out) {
-  // The lease runs from when the agent can have the job, not from when the round made
-  // the offer: a long round must not expire it before it is even sent.
-  Lease* lease = registry_.FindLease(hand_out.job_id);
-  if (lease == nullptr) return;
-  const MonoTime now = Now();
-  lease->hard_deadline += now - lease->renewed_at;
-  lease->renewed_at = now;
-}
 
 Status Coordinator::Send(Side side, const std::string& routing_id, Message message) {
   return round_->Send(side, routing_id, std::move(message));
@@ -358,15 +321,7 @@ void Coordinator::ReplyToAgent(const std::string& routing_id, Message message) {
 
 void Coordinator::Refuse(Side side, const std::string& routing_id, const Status& status,
                          const json& request_id) {
-  ++counters_.malformed_messages;
-  // Logged sparingly: a flood of garbage must not become a flood of log lines.
-  if (counters_.malformed_messages <= kMalformedLoggedInFull ||
-      counters_.malformed_messages % 1000 == 0) {
-    LOG_WARN("refused a message from " << (side == Side::kAgents ? "an agent" : "a client")
-                                       << " peer (" << counters_.malformed_messages
-                                       << " so far): " << status.message());
-  }
-  (void)Send(side, routing_id, MakeError(status, request_id));
+  ctx_->Refuse(side, routing_id, status, request_id);
 }
 
 // ---- clients ----
@@ -511,60 +466,6 @@ std::optional<Message> Coordinator::PostRead(const std::string& routing_id, Read
   return MakeError(Unavailable("too many queries are waiting; try again shortly"), request_id);
 }
 
-json Coordinator::Waiting(std::optional<int64_t> sweep_id) {
-  json waiting = json::array();
-  auto counts = store_->QueuedPerRequirement(sweep_id);
-  if (!counts.ok()) return waiting;
-  for (const auto& [requirement_id, jobs] : *counts) {
-    auto it = requirements_.find(requirement_id);
-    if (it == requirements_.end()) continue;
-    const JobRequirement& requirement = it->second.requirement;
-    int64_t matching = 0;
-    for (Agent* agent : registry_.All()) matching += AgentCanRunRequirement(*agent, requirement) ? 1 : 0;
-    const std::string what = std::to_string(jobs) + (jobs == 1 ? " job waits" : " jobs wait");
-    std::string reason =
-        matching == 0
-            ? what + " for an agent matching " + DescribeRequirement(requirement) + "; none is registered"
-            : what + " for one of " + std::to_string(matching) + " agents matching " +
-                  DescribeRequirement(requirement) + " to be free";
-    // A gang spread over agents needs that many at once: wider than the agents that
-    // match, it cannot run (and counts no matching agents, so submit --wait stops).
-    if (auto oldest = store_->OldestQueued(requirement_id, 1); oldest.ok() && !oldest->empty()) {
-      const int64_t ranks = SpreadRanks(oldest->front().spec);
-      const int64_t cpus = LocalGangCpus(oldest->front().spec);
-      int64_t largest = 0;
-      for (Agent* agent : registry_.All()) {
-        if (AgentCanRunRequirement(*agent, requirement)) largest = std::max(largest, agent->job_cpus);
-      }
-      if (cpus > 0 && matching > 0 && largest > 0 && cpus > largest) {
-        reason = what + "; the oldest is a gang on one agent needing " + std::to_string(cpus) +
-                 " CPUs (a CPU per thread of each rank) and the largest of the " +
-                 std::to_string(matching) + " agents matching " + DescribeRequirement(requirement) +
-                 " runs jobs on " + std::to_string(largest);
-        matching = 0;
-      }
-      if (ranks > 1 && ranks > matching) {
-        reason = what + "; the oldest is a gang of " + std::to_string(ranks) +
-                 " ranks spread over agents and only " + std::to_string(matching) +
-                 " agents match " + DescribeRequirement(requirement);
-        matching = 0;
-      } else if (ranks > 1) {
-        reason = what + "; the oldest is a gang of " + std::to_string(ranks) + " ranks: it starts when " +
-                 std::to_string(ranks) + " of the " + std::to_string(matching) + " agents matching " +
-                 DescribeRequirement(requirement) + " are free at once";
-      }
-    }
-    waiting.push_back({{"jobs", jobs},
-                       {"requirement",
-                        {{"kind", requirement.kind},
-                         {"pinned_host", requirement.pinned_host.empty() ? json() : json(requirement.pinned_host)},
-                         {"select", requirement.select},
-                         {"device", requirement.device}}},
-                       {"matching_agents", matching},
-                       {"reason", reason}});
-  }
-  return waiting;
-}
 
 Message Coordinator::StatusReply(const json& request_id, const SweepRequest& request) {
   auto sweeps = store_->SweepStatus(request.sweep_id, kStatusSweeps);
@@ -610,7 +511,7 @@ Message Coordinator::StatusReply(const json& request_id, const SweepRequest& req
                                          {"sweeps", std::move(*sweeps)},
                                          {"agents", std::move(agents)},
                                          {"counters", counters_.ToJson()},
-                                         {"waiting", Waiting(request.sweep_id)},
+                                         {"waiting", dispatcher_->Waiting(request.sweep_id)},
                                          {"departed", std::move(departed)}});
 }
 
@@ -649,9 +550,9 @@ Message Coordinator::Calibrate(const json& request_id, const CalibrateRequest& r
     return MakeError(Unavailable("cannot store the calibration: " + sweep_id.status().message()),
                      request_id);
   }
-  Status reloaded = ReloadRequirements();
+  Status reloaded = dispatcher_->ReloadRequirements();
   if (!reloaded.ok()) LOG_ERROR("cannot read requirements: " << reloaded.message());
-  Dispatch();
+  dispatcher_->Dispatch();
   const auto jobs = static_cast<int64_t>(names.size());
   return Submitted(request_id, StoredSweep{*sweep_id, jobs, std::move(names), false});
 }
@@ -696,7 +597,9 @@ void Coordinator::HandleAgentMessage(const std::string& routing_id, const Messag
   } else if (type == msg::kResult) {
     AcceptResult(*agent, message);
   } else if (type == msg::kRendezvous) {
-    Rendezvous(*agent, message);
+    auto report = RendezvousReport::FromJson(message.body);
+    if (!report.ok()) return Refuse(Side::kAgents, routing_id, report.status());
+    dispatcher_->Rendezvous(*agent, *report);
   } else if (type == msg::kError) {
     AgentError(*agent, message);
   } else {
@@ -741,7 +644,7 @@ void Coordinator::Register(const std::string& routing_id, const Message& message
   agent.last_seen = Now();
   bool known = registry_.FindByRoutingId(routing_id) != nullptr;
   registry_.Upsert(std::move(agent));
-  HoldSpooledJobs(name, request->spooled);
+  dispatcher_->HoldSpooledJobs(name, request->spooled);
   if (!known) {
     if (round_->open()) registered_in_round_.push_back(routing_id);
     LOG_INFO("agent " << name << " registered");
@@ -757,32 +660,11 @@ void Coordinator::Register(const std::string& routing_id, const Message& message
   ReplyToAgent(routing_id, ToMessage(RegisteredReply{name, options_.heartbeat_ms, options_.liveness}));
 }
 
-void Coordinator::HoldSpooledJobs(const std::string& agent, const std::vector<JobAttempt>& spooled) {
-  // The agent is about to deliver these results (it sends its spool right after
-  // "registered"). A lease per result keeps a requeued job from being handed out again
-  // meanwhile, so valid work is not thrown away; if the result does not come, the lease
-  // expires like any other.
-  MonoTime now = Now();
-  for (const JobAttempt& item : spooled) {
-    if (registry_.FindLease(item.job_id) != nullptr) continue;
-    Lease lease;
-    lease.job_id = item.job_id;
-    lease.attempt = item.attempt;
-    lease.agent = agent;
-    lease.renewed_at = now;
-    lease.hard_deadline = now + LivenessWindow();
-    registry_.AddLease(lease);
-  }
-}
 
 void Coordinator::Heartbeat(Agent& agent, const Message& message) {
   auto heartbeat = benchfleet::Heartbeat::FromJson(message.body);
   if (!heartbeat.ok()) return Refuse(Side::kAgents, agent.routing_id, heartbeat.status());
-  if (!heartbeat->running) return;
-  Lease* lease = registry_.FindLease(heartbeat->running->job_id);
-  if (lease && lease->HeldBy(agent.description.name, heartbeat->running->attempt)) {
-    lease->renewed_at = Now();
-  }
+  if (heartbeat->running) dispatcher_->RenewLease(agent, *heartbeat->running);
 }
 
 void Coordinator::RejectResult(Agent& agent, const JobAttempt& job, const std::string& reason) {
@@ -799,7 +681,7 @@ void Coordinator::RejectResult(Agent& agent, const JobAttempt& job, const std::s
       lease && lease->HeldBy(agent.description.name, job.attempt)) {
     Lease lost = *lease;
     registry_.RemoveLease(job.job_id);
-    LoseAttempt(lost, "its result was rejected: " + reason);
+    dispatcher_->LoseAttempt(lost, "its result was rejected: " + reason);
   }
 }
 
@@ -858,7 +740,7 @@ void Coordinator::AcceptResult(Agent& agent, const Message& message) {
     registry_.RemoveLease(job.job_id);
   }
   ReplyToAgent(agent.routing_id, ToMessage(ResultAck{job, AckOutcome(*outcome), ""}));
-  Dispatch();
+  dispatcher_->Dispatch();
 }
 
 void Coordinator::AgentError(Agent& agent, const Message& message) {
@@ -866,21 +748,8 @@ void Coordinator::AgentError(Agent& agent, const Message& message) {
   if (!report.ok()) return Refuse(Side::kAgents, agent.routing_id, report.status());
   LOG_WARN("agent " << agent.description.name << " reports " << report->code << ": "
                     << report->message.substr(0, 500));
-  if (!report->job) return;
-  // A refused offer (the agent was busy) names the job. The job never started there, so
-  // the hand-out is taken back without costing an attempt, and the agent gets no offer
-  // for a while.
-  Lease* lease = registry_.FindLease(report->job->job_id);
-  if (!lease || !lease->HeldBy(agent.description.name, report->job->attempt)) {
-    return;
-  }
-  Lease refused = *lease;
-  registry_.RemoveLease(refused.job_id);
-  ++counters_.refused_offers;
-  UndoHandOut(refused);
-  agent.refusal_backoff_ms =
-      std::min(kMaxRefusalBackoffMs, std::max(options_.heartbeat_ms, agent.refusal_backoff_ms * 2));
-  agent.offers_paused_until = Now() + Millis(agent.refusal_backoff_ms);
+  // A refused offer (the agent was busy) names the job.
+  if (report->job) dispatcher_->OfferRefused(agent, *report->job);
 }
 
 // ---- calibrations ----
@@ -913,7 +782,7 @@ void Coordinator::CalibrateMachineOf(const Agent& agent, const std::string& why,
   }
   LOG_INFO(why << ": calibration of machine " << agent.machine_id << " queued on "
                << agent.description.name);
-  if (Status reloaded = ReloadRequirements(); !reloaded.ok()) {
+  if (Status reloaded = dispatcher_->ReloadRequirements(); !reloaded.ok()) {
     LOG_ERROR("cannot read requirements: " << reloaded.message());
   }
 }
@@ -930,59 +799,8 @@ void Coordinator::RecalibrateStaleMachines() {
 
 // ---- leases and dispatch ----
 
-void Coordinator::RecoverLeases() {
-  auto running = store_->RunningJobs();
-  if (!running.ok()) {
-    LOG_ERROR("cannot read running jobs: " << running.status().message());
-    return;
-  }
-  MonoTime now = Now();
-  for (const RunningJob& job : *running) {
-    // The agent gets one liveness window to come back and name the job in a heartbeat
-    // (or deliver its result); otherwise the attempt is lost and the job requeued.
-    Lease lease;
-    lease.job_id = job.job_id;
-    lease.attempt = job.attempt;
-    lease.agent = job.host;
-    lease.renewed_at = now;
-    lease.hard_deadline =
-        now + std::chrono::duration_cast<Millis>(std::chrono::duration<double>(job.timeout_s)) +
-        LivenessWindow();
-    registry_.AddLease(lease);
-  }
-  if (!running->empty()) LOG_INFO("recovered " << running->size() << " leases of running jobs");
-}
 
-void Coordinator::LoseAttempt(const Lease& lease, const std::string& reason) {
-  StopGang(lease, reason);
-  auto requeued = store_->RequeueOrFail(lease.job_id, lease.attempt, options_.max_attempts, reason);
-  if (!requeued.ok()) {
-    ++counters_.store_errors;
-    LOG_ERROR("cannot requeue job " << lease.job_id << ": " << requeued.status().message());
-    registry_.AddLease(lease);  // try again on the next round
-    return;
-  }
-  if (*requeued) {
-    ++counters_.requeued_jobs;
-    MarkQueued();
-    LOG_WARN("job " << lease.job_id << " attempt " << lease.attempt << " lost (" << reason
-                    << "); requeued");
-  } else {
-    LOG_WARN("job " << lease.job_id << " attempt " << lease.attempt << " lost (" << reason << ")");
-  }
-}
 
-void Coordinator::UndoHandOut(const Lease& lease) {
-  StopGang(lease, "the job was taken back before it ran");
-  auto undone = store_->UndoHandOut(lease.job_id, lease.attempt);
-  if (!undone.ok()) {
-    ++counters_.store_errors;
-    LOG_ERROR("cannot take back job " << lease.job_id << ": " << undone.status().message());
-    registry_.AddLease(lease);  // it expires and is requeued the usual way
-    return;
-  }
-  MarkQueued();
-}
 
 void Coordinator::DropAgent(const std::string& routing_id, const std::string& reason) {
   Agent* agent = registry_.FindByRoutingId(routing_id);
@@ -993,7 +811,7 @@ void Coordinator::DropAgent(const std::string& routing_id, const std::string& re
   departed_.push_back({{"agent", name}, {"at", UtcNowIso8601()}, {"reason", reason}});
   while (departed_.size() > kDepartedShown) departed_.pop_front();
   for (const Lease& lease : registry_.TakeLeasesOf(name)) {
-    LoseAttempt(lease, "agent " + name + " " + reason);
+    dispatcher_->LoseAttempt(lease, "agent " + name + " " + reason);
   }
 }
 
@@ -1002,145 +820,17 @@ void Coordinator::ExpireSilentAgentsAndLeases(MonoTime now) {
     DropAgent(routing_id, "went silent for " + std::to_string(LivenessWindow().count()) + " ms");
   }
   for (const Lease& lease : registry_.TakeExpiredLeases(now, LivenessWindow())) {
-    LoseAttempt(lease, "lease of agent " + lease.agent + " expired");
+    dispatcher_->LoseAttempt(lease, "lease of agent " + lease.agent + " expired");
   }
 }
 
-Status Coordinator::ReloadRequirements() {
-  ASSIGN_OR_RETURN(auto all, store_->Requirements());
-  for (JobRequirement& requirement : all) {
-    auto& state = requirements_[requirement.requirement_id];
-    state.requirement = std::move(requirement);
-    state.may_have_queued = true;
-  }
-  registry_.MayAllTakeOffers();
-  return Status::Ok();
-}
 
-void Coordinator::MarkQueued() {
-  for (auto& [id, state] : requirements_) state.may_have_queued = true;
-  registry_.MayAllTakeOffers();
-}
 
-bool Coordinator::AgentCanRunRequirement(Agent& agent, const JobRequirement& requirement) {
-  auto [it, inserted] = agent.can_run.emplace(requirement.requirement_id, false);
-  if (inserted) it->second = AgentCanRun(requirement, agent.description);
-  return it->second;
-}
 
-void Coordinator::Dispatch() {
-  // Nothing queued that anyone could take: an idle fleet costs no dispatch work.
-  if (std::none_of(requirements_.begin(), requirements_.end(),
-                   [](const auto& entry) { return entry.second.may_have_queued; })) {
-    return;
-  }
-  MonoTime now = Now();
-  // Only the offer candidates (AgentRegistry), not the whole fleet. By routing id: an
-  // offer that cannot be sent removes its agent from the registry.
-  for (const std::string& routing_id : registry_.OfferCandidates()) {
-    Agent* agent = registry_.FindByRoutingId(routing_id);
-    if (agent == nullptr) continue;
-    if (registry_.HasLease(agent->description.name) ||
-        (!options_.share_machines && registry_.MachineBusy(*agent))) {
-      registry_.NoOfferFor(routing_id);  // again a candidate when the lease ends
-      continue;
-    }
-    if (now < agent->offers_paused_until) continue;  // stays a candidate
-    if (OfferNextJob(*agent) == Offer::kNothingToOffer) {
-      registry_.NoOfferFor(routing_id);  // again a candidate when jobs are queued
-    }
-  }
-}
 
-Coordinator::Offer Coordinator::OfferNextJob(Agent& agent) {
-  // The oldest queued job among the requirements this agent can run, calibrations
-  // first. Each requirement costs one index probe, however many queued jobs match
-  // nothing registered.
-  std::optional<QueuedJob> best;
-  for (auto& [id, state] : requirements_) {
-    if (!state.may_have_queued) continue;
-    if (!AgentCanRunRequirement(agent, state.requirement)) continue;
-    if (best && best->kind == "calibration" && state.requirement.kind != "calibration") continue;
-    auto queued = store_->OldestQueued(id, kOldestQueuedScan);
-    if (!queued.ok()) {
-      ++counters_.store_errors;
-      LOG_ERROR("cannot read the queue: " << queued.status().message());
-      return Offer::kNotNow;
-    }
-    if (queued->empty()) {
-      state.may_have_queued = false;
-      continue;
-    }
-    for (QueuedJob& job : *queued) {
-      if (registry_.FindLease(job.job_id) != nullptr) continue;  // its result is on the way
-      // A gang wider than the agents that could ever run it now does not hold up the
-      // jobs behind it (it waits, and says why in status).
-      if (const int64_t ranks = SpreadRanks(job.spec);
-          ranks > 1 && ranks > AgentsAbleToRun(state.requirement)) {
-        continue;
-      }
-      // A gang on one agent needs a CPU per thread of every rank: an agent with fewer
-      // leaves it to a larger one and takes the next job instead.
-      if (const int64_t cpus = LocalGangCpus(job.spec); agent.job_cpus > 0 && cpus > agent.job_cpus) {
-        continue;
-      }
-      const bool calibration = job.kind == "calibration";
-      const bool better = !best || (calibration && best->kind != "calibration") ||
-                          (calibration == (best->kind == "calibration") && job.job_id < best->job_id);
-      if (better) best = std::move(job);
-      break;
-    }
-  }
-  if (!best) return Offer::kNothingToOffer;
-  const QueuedJob& job = *best;
-  if (const int64_t ranks = SpreadRanks(job.spec); ranks > 1) return OfferGang(agent, job, ranks);
-  return HandOut(agent, job, {});
-}
 
-Coordinator::Offer Coordinator::HandOut(Agent& agent, const QueuedJob& job,
-                                        std::vector<std::string> ranks, std::optional<GangRole> gang) {
-  auto attempt = store_->MarkRunning(job.job_id, agent.host_id);
-  if (!attempt.ok()) {
-    ++counters_.store_errors;
-    LOG_ERROR("cannot hand out job " << job.job_id << ": " << attempt.status().message());
-    return Offer::kNotNow;
-  }
-  MonoTime now = Now();
-  Lease lease;
-  lease.job_id = job.job_id;
-  lease.attempt = *attempt;
-  lease.agent = agent.description.name;
-  lease.ranks = std::move(ranks);
-  lease.renewed_at = now;
-  lease.hard_deadline =
-      now + std::chrono::duration_cast<Millis>(std::chrono::duration<double>(job.timeout_s)) +
-      LivenessWindow();
-  registry_.AddLease(lease);
-  JobOffer offer;
-  offer.job = {job.job_id, *attempt};
-  offer.spec = json::parse(job.spec, nullptr, false);
-  offer.timeout_s = job.timeout_s;
-  offer.gang = gang;
-  LOG_DEBUG("job " << job.job_id << " attempt " << *attempt << " -> " << agent.description.name);
-  return SendOffer(agent, ToMessage(offer), lease);
-}
 
-Coordinator::Offer Coordinator::SendOffer(Agent& agent, Message offer, const Lease& lease) {
-  // Sent once the hand-out is committed (the round's end); an undelivered one is taken
-  // back (OfferUndelivered).
-  return round_->SendOffer(agent.routing_id, std::move(offer), lease) ? Offer::kOffered : Offer::kNotNow;
-}
 
-void Coordinator::OfferUndelivered(const Lease& lease, const std::string& routing_id,
-                                   const Status& sent) {
-  // The job never reached the agent: not an attempt. The peer is gone (the ROUTER
-  // knows no connection to it), so it leaves the registry now, not after its
-  // liveness window, and the job goes to another agent.
-  ++counters_.undelivered_offers;
-  registry_.RemoveLease(lease.job_id);
-  UndoHandOut(lease);
-  if (sent.code() == StatusCode::kNotFound) DropAgent(routing_id, "is unreachable (" + sent.message() + ")");
-}
 
 StatusOr<std::optional<Frames>> Coordinator::NextAgentMessage() {
   if (parked_agent_messages_.empty()) return ReceiveFrames(*agents_socket_);

@@ -19,6 +19,8 @@
 #include "common/protocol.h"
 #include "common/transport.h"
 #include "common/worker_result.h"
+#include "coordinator/context.h"
+#include "coordinator/dispatcher.h"
 #include "coordinator/pruner.h"
 #include "coordinator/query_runner.h"
 #include "coordinator/registry.h"
@@ -30,62 +32,6 @@
 
 namespace benchfleet {
 
-struct CoordinatorOptions {
-  std::string db_path = "results.db";
-  std::string agents_endpoint = "tcp://127.0.0.1:5556";
-  std::string clients_endpoint = "tcp://127.0.0.1:5555";
-  int heartbeat_ms = kHeartbeatIntervalMs;
-  int liveness = kHeartbeatLiveness;
-  // Hand-outs of one job before it fails for good (a job that kills its agent every
-  // time must not go round the fleet forever). A hand-out that never reached the agent
-  // (the send failed, the agent refused it) is not counted.
-  int max_attempts = 3;
-  // Allow two agents on one machine to run jobs at the same time (their timings will
-  // disturb each other); off by default.
-  bool share_machines = false;
-  // When set, a JSON file {"agents": ..., "clients": ..., "pid": ...} written once both
-  // sockets are bound (with wildcard ports resolved), for scripts and tests.
-  std::string ready_file;
-  // CURVE: the coordinator's key pair (benchfleet keygen) and the allow-list of agent
-  // and client public keys. Required when an endpoint is beyond loopback, unless
-  // `insecure` is set explicitly.
-  std::string curve_key_path;
-  std::string allow_list_path;
-  bool insecure = false;
-  // A machine's calibration is shared by its agents and taken again once it is older
-  // than this (checked when an agent starts and every minute).
-  double calibration_max_age_h = 24;
-  // Wall-clock time in Unix seconds, what schedules fire by (docs/schedules.md); unset:
-  // the system clock. Tests set it to move time on.
-  std::function<int64_t()> wall_clock_s;
-  // The monotonic time leases, liveness, heartbeats and back-offs run on; unset: the
-  // system's. Tests driving the coordinator in process (StartInProcess, Tick) pass a
-  // ManualMonotonicClock and move it on; Run() needs a clock that moves by itself.
-  // Not owned; must outlive the coordinator.
-  const MonotonicClock* clock = nullptr;
-};
-
-// The coordinator's counters, as `status_reply.counters` (schemas/protocol.md).
-struct CoordinatorCounters {
-  int64_t malformed_messages = 0;  // refused at the edge: bad frames, JSON, fields
-  int64_t unknown_peers = 0;       // messages from agents that had not registered
-  int64_t results_stored = 0;
-  int64_t duplicate_results = 0;
-  int64_t stale_results = 0;
-  int64_t rejected_results = 0;    // results that could never be stored (ack "rejected")
-  int64_t failed_jobs = 0;
-  int64_t requeued_jobs = 0;       // attempts lost (agent silent, lease expired, result rejected)
-  int64_t undelivered_offers = 0;  // job offers whose send failed: not an attempt
-  int64_t refused_offers = 0;      // job offers a busy agent refused: not an attempt
-  int64_t send_failures = 0;
-  int64_t store_errors = 0;
-  int64_t handler_exceptions = 0;  // caught by the last-resort guard; should stay 0
-  // Agent messages read and set aside while a long client request ran (a large
-  // submit), then handled in order; not undone with a failed round.
-  int64_t agent_messages_parked = 0;
-  json ToJson() const;
-};
-
 // The `submitted` reply (schemas/protocol.md) for a stored sweep: a submit's, a
 // resend's, a calibration's.
 Message Submitted(const json& request_id, const StoredSweep& stored, const CombinationTally& tally = {});
@@ -93,7 +39,7 @@ Message Submitted(const json& request_id, const StoredSweep& stored, const Combi
 // What an agent is told of its result (`ack.outcome`): a stale result's resend is stale.
 ResultAck::Outcome AckOutcome(ResultOutcome outcome);
 
-class Coordinator : private RoundParticipant, private OfferKeeper {
+class Coordinator : private RoundParticipant {
  public:
   explicit Coordinator(CoordinatorOptions options);
   ~Coordinator();
@@ -168,7 +114,6 @@ class Coordinator : private RoundParticipant, private OfferKeeper {
   std::optional<Message> PostRead(const std::string& routing_id, ReadRequest request);
   void Register(const std::string& routing_id, const Message& message);
   void Heartbeat(Agent& agent, const Message& message);
-  void HoldSpooledJobs(const std::string& agent, const std::vector<JobAttempt>& spooled);
   void AcceptResult(Agent& agent, const Message& message);
   void RejectResult(Agent& agent, const JobAttempt& job, const std::string& reason);
   void AgentError(Agent& agent, const Message& message);
@@ -184,51 +129,13 @@ class Coordinator : private RoundParticipant, private OfferKeeper {
   // `why` is logged.
   void CalibrateMachineOf(const Agent& agent, const std::string& why, bool only_if_stale);
   void RecalibrateStaleMachines();
-  void RecoverLeases();
   // Drops agents silent, and leases unrenewed, for a liveness window before `now`.
   void ExpireSilentAgentsAndLeases(MonoTime now);
   // Removes an agent that is gone (silent, unreachable) and loses its leases' attempts.
   void DropAgent(const std::string& routing_id, const std::string& reason);
-  void LoseAttempt(const Lease& lease, const std::string& reason);
-  // Takes back a hand-out that did not reach its agent or that it refused.
-  void UndoHandOut(const Lease& lease);
-  void Dispatch();
-  enum class Offer {
-    kOffered,         // a job went to the agent
-    kNothingToOffer,  // nothing queued that the agent can run
-    kNotNow,          // the store or the send failed; try again later
-  };
-  Offer OfferNextJob(Agent& agent);
-  // Marks `job` running under a new lease of `agent` (and of `ranks`, the agents of a
-  // spread gang's other ranks) and offers it, with `gang` when given.
-  Offer HandOut(Agent& agent, const QueuedJob& job, std::vector<std::string> ranks,
-                std::optional<GangRole> gang = std::nullopt);
-  // Sends an offer now, or at the round's commit; an undelivered one is taken back.
-  Offer SendOffer(Agent& agent, Message offer, const Lease& lease);
-  // Gangs spread over agents (coordinator/gangs.cc). The ranks of a job of a "spread"
-  // sweep (1 for any other job), read from its spec text.
-  static int64_t SpreadRanks(const std::string& spec_text);
-  // CPUs a gang or the replicas on one agent need (JobLocalProcesses x threads), read
-  // from its spec text; 0 for any other job.
-  static int64_t LocalGangCpus(const std::string& spec_text);
-  int64_t AgentsAbleToRun(const JobRequirement& requirement);
-  // `needed` idle agents besides `rank0` that can run `requirement`, by name; empty when
-  // there are not that many.
-  std::vector<Agent*> GangPartners(Agent& rank0, const JobRequirement& requirement, int64_t needed);
-  // Hands `job` to `rank0` and world_size - 1 partners at once, or to nobody.
-  Offer OfferGang(Agent& rank0, const QueuedJob& job, int64_t world_size);
-  // Rank 0's agent names its store: the other ranks get their offers.
-  void Rendezvous(Agent& agent, const Message& message);
-  // Tells every agent of a spread gang to stop the job's attempt (and forgets the ranks'
-  // results gathered so far).
-  void StopGang(const Lease& lease, const std::string& reason);
   // A rank's result of a spread gang: gathered, and once all are in (or one failed) put
   // together into the job's result and stored. False when `job` is no such gang's.
   bool AcceptGangRank(Agent& agent, const JobAttempt& job, const WorkerResult& result);
-  bool AgentCanRunRequirement(Agent& agent, const JobRequirement& requirement);
-  Status ReloadRequirements();
-  void MarkQueued();  // some requirement may have queued jobs again
-  json Waiting(std::optional<int64_t> sweep_id);
   // To every agent, once per heartbeat interval. An agent that cannot be reached is
   // dropped, unless `drop_unreachable` is false (in the middle of a store transaction).
   void SendHeartbeats(bool drop_unreachable = true);
@@ -248,6 +155,7 @@ class Coordinator : private RoundParticipant, private OfferKeeper {
   // Made once the store is open.
   std::unique_ptr<RegressionJudge> judge_;
   std::unique_ptr<ScheduleRunner> schedules_;
+  std::unique_ptr<Dispatcher> dispatcher_;
   zmq::context_t context_;
   std::unique_ptr<zmq::socket_t> agents_socket_;
   std::unique_ptr<zmq::socket_t> clients_socket_;
@@ -257,14 +165,7 @@ class Coordinator : private RoundParticipant, private OfferKeeper {
   CoordinatorCounters counters_;
   Outlet outlet_{counters_.send_failures};  // the sockets, or the outbox in process
   std::unique_ptr<Round> round_;           // made once the store is open
-  // Requirements by id, each with whether it may have queued jobs (cleared when the
-  // store finds none, set again by a submit or a requeue).
-  struct RequirementState {
-    JobRequirement requirement;
-    bool may_have_queued = true;
-  };
-  std::map<int64_t, RequirementState> requirements_;
-  bool reload_requirements_ = false;
+  std::unique_ptr<CoordinatorContext> ctx_;  // what the components share
   // The results of the ranks of spread gangs heard from so far, by job id. In memory:
   // the agents keep theirs spooled until the job's result is stored, and resend them.
   struct GangResults {
@@ -306,14 +207,10 @@ class Coordinator : private RoundParticipant, private OfferKeeper {
     size_t next_combination = 0;
   };
   std::vector<IntakeMark> intakes_at_round_start_;
-  // A round's marks and undo (RoundParticipant), and its offers (OfferKeeper).
+  // A round's marks and undo (RoundParticipant).
   void RoundBegins() override;
   void RoundCommitted() override;
   void RoundFailed() override;
-  bool StillLeased(const Lease& hand_out) override;
-  void OfferSent(const Lease& hand_out) override;
-  // An offer whose send failed: taken back, and its agent dropped if it is gone.
-  void OfferUndelivered(const Lease& lease, const std::string& routing_id, const Status& sent) override;
   CoordinatorCounters counters_at_round_start_;
   std::vector<std::string> registered_in_round_;  // routing ids of agents new this round
   // Agents that left the registry lately (silent, unreachable), newest last.
@@ -330,7 +227,6 @@ class Coordinator : private RoundParticipant, private OfferKeeper {
   // its bytes. Handled first, in order, by the next agents' rounds.
   std::deque<Frames> parked_agent_messages_;
   size_t parked_bytes_ = 0;
-  MonoTime next_dispatch_refresh_ = Now();
   MonoTime next_calibration_check_ = Now();
 };
 

@@ -114,9 +114,9 @@ std::optional<Message> Coordinator::Submit(const std::string& routing_id, const 
   } else {
     LOG_INFO("sweep " << stored->sweep_id << " \"" << sweep->name << "\": " << stored->jobs << " jobs");
     if (firing) RecordFiringStored(*store_, counters_.store_errors, *firing, stored->sweep_id);
-    Status reloaded = ReloadRequirements();
+    Status reloaded = dispatcher_->ReloadRequirements();
     if (!reloaded.ok()) LOG_ERROR("cannot read requirements: " << reloaded.message());
-    Dispatch();
+    dispatcher_->Dispatch();
   }
   return Submitted(request_id, *stored, sweep->checked);
 }
@@ -245,7 +245,7 @@ void Coordinator::StoreSlice(SweepIntake& intake) {
     LOG_INFO("sweep " << intake.sweep_id << ": every job stored");
     intake.finished = true;
   }
-  Status reloaded = ReloadRequirements();
+  Status reloaded = dispatcher_->ReloadRequirements();
   if (!reloaded.ok()) LOG_ERROR("cannot read requirements: " << reloaded.message());
 }
 
