@@ -63,7 +63,7 @@ std::string SeriesOf(const std::string& fingerprint, const json& job_spec) {
 }
 
 int64_t SeriesKeyOf(const std::string& series) {
-  constexpr size_t kHexDigits = 15;  // 60 bits: what migration 016 computes in SQL
+  constexpr size_t kHexDigits = 15;  // 60 bits: as schemas/legacy_upgrade.sql computes it
   if (series.size() < kHexDigits) return -1;
   int64_t key = 0;
   for (size_t i = 0; i < kHexDigits; ++i) {

@@ -26,7 +26,7 @@ HostFingerprint FingerprintOf(const Capabilities& capabilities);
 // and the job's spec as canonical JSON (keys sorted).
 std::string SeriesOf(const std::string& fingerprint, const nlohmann::json& job_spec);
 
-// The integer a series is indexed by (results.series_key, migration 016): the first 60
+// The integer a series is indexed by (results.series_key, the baseline): the first 60
 // bits of its SHA-256, so an index entry is a quarter the size of the hex text. Two
 // series may share a key; lookups compare the series too. -1 for a malformed series.
 int64_t SeriesKeyOf(const std::string& series);

@@ -1,5 +1,5 @@
-// The store's side of host prices (schemas/migrations/020_cost.sql): the history of what
-// an hour of each host costs, the newest row being its price.
+// The store's side of host prices (host_prices, schemas/migrations/001_baseline.sql): the
+// history of what an hour of each host costs, the newest row being its price.
 #include "common/clock.h"
 #include "coordinator/store.h"
 

@@ -1,5 +1,5 @@
 // The store's side of regression detection: a result's series and baseline window, the
-// candidates and their confirming reruns (schemas/migrations/013_regressions.sql).
+// candidates and their confirming reruns (schemas/migrations/001_baseline.sql).
 #include "common/clock.h"
 #include "coordinator/fingerprint.h"
 #include "coordinator/store.h"

@@ -2,7 +2,7 @@
 // little-endian byte order, in the order taken (docs/results.md, Raw samples). About
 // 4 bytes a sample instead of ~25 for a row of (job_id, idx, ms); float32 keeps ~7
 // significant digits, far finer than a timing's own noise. The `samples` view
-// (schemas/migrations/005_compact_samples.sql) unpacks them in plain SQL.
+// (schemas/views.sql) unpacks them in plain SQL.
 #pragma once
 
 #include <sqlite3.h>
@@ -19,8 +19,9 @@ std::string PackSamples(const std::vector<double>& samples_ms);
 StatusOr<std::vector<double>> UnpackSamples(const std::string& blob);
 
 // Registers benchfleet_pack_samples(idx, ms), an aggregate that packs the rows of one
-// result into its BLOB, placing each sample at its idx. Migration 005 uses it to move
-// the old one-row-per-sample table; the store's own writes use PackSamples.
+// result into its BLOB, placing each sample at its idx. Converting a store from before
+// the baseline uses it to move the old one-row-per-sample table
+// (schemas/legacy_upgrade.sql); the store's own writes use PackSamples.
 Status RegisterSampleFunctions(sqlite3* db);
 
 }  // namespace benchfleet

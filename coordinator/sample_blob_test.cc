@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <limits>
 
+#include "coordinator/legacy_store_fixture.h"
 #include "coordinator/sqlite.h"
 #include "coordinator/store.h"
 
@@ -127,15 +128,11 @@ TEST_F(SamplesViewTest, PlainSqlUnpacksEveryFloat32ExactlyAsCxxDoes) {
 }
 
 TEST_F(SamplesViewTest, AnOlderStoresSampleRowsMoveIntoOneBlobPerResult) {
-  // A store as schema version 4 left it: one row per sample, rows out of order.
+  // A store as old version 4 left it (coordinator/legacy_store_fixture.h): one row per
+  // sample, rows out of order.
   {
-    auto db = Database::Open(path_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
-    ASSERT_TRUE(db.ok());
-    for (const Migration& m : Migrations()) {
-      if (m.version > 4) break;
-      ASSERT_TRUE((*db)->Exec(m.sql).ok()) << m.name;
-    }
-    ASSERT_TRUE((*db)->Exec("PRAGMA user_version = 4").ok());
+    auto db = CreateLegacyStore(path_, 4);
+    ASSERT_TRUE(db.ok()) << db.status().ToString();
     ASSERT_TRUE((*db)
                     ->Exec("INSERT INTO hosts(host_id, name, machine_id, first_seen, last_seen) "
                            "VALUES (1, 'a', 'm', 't', 't');"

@@ -1,5 +1,5 @@
 // The store's schedules: their rows, what became of each slot, and the tag that makes a
-// firing's sweep one per slot (schemas/migrations/012_schedules.sql).
+// firing's sweep one per slot (schemas/migrations/001_baseline.sql).
 #include "common/clock.h"
 #include "coordinator/store.h"
 

@@ -11,6 +11,7 @@
 #include "common/log.h"
 #include "common/result_fields.h"
 #include "coordinator/sample_blob.h"
+#include "coordinator/schema.h"
 
 namespace benchfleet {
 namespace {
@@ -18,17 +19,6 @@ namespace {
 // A writer waits this long for a lock held by another process (a user's sqlite3 shell
 // in a write transaction) before the operation fails and is retried later.
 constexpr int kBusyTimeoutMs = 500;
-
-// The columns a result_summary row starts with (job and host identity, and the job's
-// configuration as the coordinator stored it) before the declared result fields.
-constexpr const char* kSummaryIdentity =
-    "s.name AS sweep, r.sweep_id AS sweep_id, r.job_id AS job_id, h.name AS host, "
-    "r.device, r.model, r.mode, r.dtype, r.batch_size, r.threads, r.interop_threads, r.onednn, "
-    "r.model_args";
-
-// A fraction of the calibrated peak above this says the calibration is suspect (taken
-// under load, or for another dtype), not that the job beat the hardware.
-constexpr double kSuspectFractionOfPeak = 1.05;
 
 // The results row: one statement for every result, its text built once (per result it
 // cost as much as a tenth of storing one under load). Every column is named; one a
@@ -125,12 +115,13 @@ StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path) {
   RETURN_IF_ERROR(
       db->Exec("PRAGMA auto_vacuum=INCREMENTAL; PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; "
                "PRAGMA cache_size=-16384; PRAGMA temp_store=MEMORY;"));
-  // Migration 005 packs the old per-sample rows with it.
+  // Converting a store from before the baseline packs its old per-sample rows with it
+  // (schemas/legacy_upgrade.sql).
   RETURN_IF_ERROR(RegisterSampleFunctions(db->handle()));
   std::unique_ptr<Store> store(new Store(std::move(db), path));
-  // Foreign keys are enforced once the schema is current: a migration that rebuilds a
-  // table others refer to (023) drops the old one first, which enforcement would refuse
-  // (SQLite's procedure for changing a table's layout asks for it off).
+  // Foreign keys are enforced once the schema is current: a conversion or a migration
+  // that rebuilds a table others refer to drops the old one first, which enforcement
+  // would refuse (SQLite's procedure for changing a table's layout asks for it off).
   RETURN_IF_ERROR(store->Migrate());
   RETURN_IF_ERROR(store->db_->Exec("PRAGMA foreign_keys=ON"));
   RETURN_IF_ERROR(store->ApplyFieldTables());
@@ -144,10 +135,10 @@ void Store::UseIncrementalVacuum() {
     auto mode = db_->Prepare("PRAGMA auto_vacuum");  // finished before the VACUUM
     if (!mode.ok() || !mode->Step().ok() || mode->Int(0) == 2) return;
   }
-  // A store made before auto_vacuum was set (its old per-sample table, dropped by
-  // migration 005, left most of it free): one full VACUUM, outside WAL mode where the
-  // switch can happen, while no other connection of ours is open. A user's reader
-  // holding the file makes it wait for another start; prunes then vacuum in full.
+  // A store made before auto_vacuum was set (its old per-sample table, packed into
+  // result_samples and dropped, left most of it free): one full VACUUM, outside WAL mode
+  // where the switch can happen, while no other connection of ours is open. A user's
+  // reader holding the file makes it wait for another start; prunes then vacuum in full.
   LOG_INFO("vacuuming " << path_ << " once, so that pruned space goes back in steps");
   Status left_wal = db_->Exec("PRAGMA journal_mode=DELETE");
   Status vacuumed = left_wal.ok() ? db_->Exec("PRAGMA auto_vacuum=INCREMENTAL; VACUUM") : left_wal;
@@ -171,67 +162,13 @@ int Store::SchemaVersion() {
   return static_cast<int>(stmt->Int(0));
 }
 
-Status Store::Migrate() {
-  int current = SchemaVersion();
-  if (current < 0) return Unavailable("cannot read the schema version of " + path_);
-  int latest = Migrations().empty() ? 0 : Migrations().back().version;
-  if (current > latest) {
-    return FailedPrecondition(path_ + " has schema version " + std::to_string(current) +
-                              ", newer than this coordinator knows (" + std::to_string(latest) +
-                              "); use a newer benchfleet-coordinator");
-  }
-  for (const Migration& m : Migrations()) {
-    if (m.version <= current) continue;
-    Transaction tx(*db_);
-    RETURN_IF_ERROR(tx.Begin());
-    Status applied = db_->Exec(m.sql);
-    if (!applied.ok()) return Internal("migration " + m.name + " failed: " + applied.message());
-    RETURN_IF_ERROR(db_->Exec("PRAGMA user_version = " + std::to_string(m.version)));
-    RETURN_IF_ERROR(tx.Commit());
-    LOG_INFO("applied migration " << m.name);
-  }
-  return Status::Ok();
-}
+Status Store::Migrate() { return MigrateSchema(*db_, path_); }
 
 Status Store::ApplyFieldTables() {
   Transaction tx(*db_);
   RETURN_IF_ERROR(tx.Begin());
-  for (const auto& [table, fields] :
-       {std::make_pair(std::string("results"), &ResultFields()),
-        std::make_pair(std::string("calibrations"), &CalibrationFields()),
-        std::make_pair(std::string("result_ranks"), &RankFields())}) {
-    std::set<std::string> present;
-    ASSIGN_OR_RETURN(auto info, db_->Prepare("SELECT name FROM pragma_table_info(?1)"));
-    info.Bind(1, table);
-    while (true) {
-      ASSIGN_OR_RETURN(bool row, info.Step());
-      if (!row) break;
-      present.insert(info.Text(0));
-    }
-    for (const ResultField& field : *fields) {
-      if (field.column.empty() || present.count(field.column)) continue;
-      RETURN_IF_ERROR(db_->Exec("ALTER TABLE " + table + " ADD COLUMN " + field.column + " " +
-                                SqlType(field.type)));
-      LOG_INFO("added column " << table << "." << field.column << " (declared in result_fields.json)");
-    }
-  }
-  // result_summary shows every declared result column, so it is made from the table.
-  std::string columns = kSummaryIdentity;
-  for (const ResultField& field : ResultFields()) {
-    if (!field.column.empty()) columns += ", r." + field.column;
-  }
-  columns += ", r.peak_gflops, r.fraction_of_peak, r.fraction_of_peak > " +
-             std::to_string(kSuspectFractionOfPeak) + " AS calibration_suspect";
-  columns += ", r.attempt, r.received_at AS finished_at";
-  RETURN_IF_ERROR(db_->Exec(
-      "DROP VIEW IF EXISTS result_summary; CREATE VIEW result_summary AS SELECT " + columns +
-      " FROM results r JOIN jobs j ON j.job_id = r.job_id "
-      "JOIN sweeps s ON s.sweep_id = r.sweep_id JOIN hosts h ON h.host_id = r.host_id "
-      // The unary + keeps any index on the job's kind out of users' plans: nearly every
-      // job is a benchmark, and without ANALYZE statistics SQLite would otherwise walk
-      // every benchmark job to answer one night's results (it did through jobs_by_kind,
-      // since replaced by 010_calibration_jobs_index.sql).
-      "WHERE r.ok = 1 AND +j.kind = 'benchmark'"));
+  RETURN_IF_ERROR(AddDeclaredColumns(*db_, /*log=*/true));
+  RETURN_IF_ERROR(RecreateViews(*db_));
   return tx.Commit();
 }
 
@@ -1117,8 +1054,8 @@ StatusOr<std::unordered_map<int64_t, json>> Store::RunningJobConfigs() {
 }
 
 StatusOr<json> Store::SweepStatus(std::optional<int64_t> sweep_id, int limit) {
-  // From the counts the triggers keep (migration 007), not by counting jobs: a few rows
-  // per sweep however many jobs it has.
+  // From the counts the triggers keep (job_counts, schemas/migrations/001_baseline.sql),
+  // not by counting jobs: a few rows per sweep however many jobs it has.
   std::string sql =
       "SELECT s.sweep_id, s.name, s.state, s.created_at, s.finished_at, "
       "COALESCE(SUM(c.n), 0), COALESCE(SUM(c.n) FILTER (WHERE c.state = 'queued'), 0), "

@@ -32,7 +32,8 @@ struct Migration {
   std::string sql;
 };
 
-// The numbered migrations in schemas/migrations, compiled into the binary.
+// The numbered migrations in schemas/migrations (version 1 the baseline), compiled into
+// the binary; coordinator/schema.h applies them.
 const std::vector<Migration>& Migrations();
 
 struct QueuedJob {
@@ -72,7 +73,7 @@ struct UnstoredSweep {
   size_t next_combination = 0;
 };
 
-// A schedule as stored (schemas/migrations/012_schedules.sql, docs/schedules.md).
+// A schedule as stored (schemas/migrations/001_baseline.sql, docs/schedules.md).
 struct StoredSchedule {
   int64_t schedule_id = 0;
   std::string name;
@@ -139,8 +140,9 @@ const char* ResultOutcomeName(ResultOutcome outcome);
 class Store {
  public:
   // Opens (creating if needed) the database at `path`, sets WAL and full fsync, applies
-  // the migrations not yet applied, adds the columns of result fields declared since
-  // (schemas/result_fields.json) and recreates result_summary over them.
+  // the migrations not yet applied (converting a store from before the baseline first),
+  // adds the columns of result fields declared since (schemas/result_fields.json) and
+  // makes every view of schemas/views.sql again over them (schemas/README.md).
   static StatusOr<std::unique_ptr<Store>> Open(const std::string& path);
 
   int SchemaVersion();
@@ -258,7 +260,7 @@ class Store {
                           const std::string& reason);
   StatusOr<json> AddBaselineReset(const std::string& host, const std::string& model, const std::string& note);
 
-  // Host prices (migration 020, docs/results.md Cost). An agent's price is recorded when
+  // Host prices (host_prices, docs/results.md Cost). An agent's price is recorded when
   // it differs from the last one that agent sent, so a re-registration does not undo a
   // price set since with SetHostPrice.
   Status RecordAgentPrice(int64_t host_id, const HostPrice& price);
@@ -322,7 +324,7 @@ class Store {
   Status Migrate();
   // Switches an older store to auto_vacuum=INCREMENTAL (best effort, logged).
   void UseIncrementalVacuum();
-  // Adds a column for every declared field the table lacks; recreates result_summary.
+  // Adds a column for every declared field a table lacks; makes every view again.
   Status ApplyFieldTables();
   using Columns = std::vector<std::pair<std::string, json>>;
   Status FinishSweepIfComplete(int64_t sweep_id);
