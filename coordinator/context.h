@@ -78,6 +78,7 @@ struct CoordinatorContext {
   const MonotonicClock& clock;
   Store& store;
   Round& round;
+  Outlet& outlet;  // for what never waits for a round (heartbeats); else round.Send
   AgentRegistry& registry;
   CoordinatorCounters& counters;
 

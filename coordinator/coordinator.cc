@@ -111,14 +111,16 @@ Status Coordinator::OpenStoreAndComponents() {
   ASSIGN_OR_RETURN(store_, Store::Open(options_.db_path));
   round_ = std::make_unique<Round>(*store_, outlet_);
   ctx_ = std::make_unique<CoordinatorContext>(
-      CoordinatorContext{options_, clock_, *store_, *round_, registry_, counters_});
+      CoordinatorContext{options_, clock_, *store_, *round_, outlet_, registry_, counters_});
   dispatcher_ = std::make_unique<Dispatcher>(
-      *ctx_, [this](const std::string& routing_id, const std::string& reason) { DropAgent(routing_id, reason); },
+      *ctx_, [this](const std::string& routing_id, const std::string& reason) { sessions_->DropAgent(routing_id, reason); },
       [this](int64_t job_id) { gang_results_.erase(job_id); });
+  sessions_ = std::make_unique<AgentSessions>(*ctx_, *dispatcher_);
   round_->set_offer_keeper(dispatcher_.get());
-  // On a failed round, undone in reverse: the registry's journal first, then the
-  // requirements read again.
+  // On a failed round, undone in reverse: the counters and intakes, then the registry's
+  // journal and the agents new in the round, then the requirements read again.
   round_->Join(dispatcher_.get());
+  round_->Join(sessions_.get());
   round_->Join(this);
   judge_ = std::make_unique<RegressionJudge>(*store_, counters_.store_errors, [this] {
     Status reloaded = dispatcher_->ReloadRequirements();
@@ -159,7 +161,6 @@ Status Coordinator::Start() {
     json ready = {{"agents", agents_bound}, {"clients", clients_bound}, {"pid", getpid()}};
     RETURN_IF_ERROR(WriteFileAtomically(options_.ready_file, ready.dump()));
   }
-  next_heartbeat_ = last_heartbeat_slice_ = Now();
   return Status::Ok();
 }
 
@@ -167,7 +168,6 @@ Status Coordinator::StartInProcess(Outbox outbox) {
   outlet_.UseOutbox(std::move(outbox));
   RETURN_IF_ERROR(OpenStoreAndComponents());
   dispatcher_->RecoverLeases();
-  next_heartbeat_ = last_heartbeat_slice_ = Now();
   return Status::Ok();
 }
 
@@ -225,7 +225,7 @@ Status Coordinator::Run(const std::atomic<bool>* stop, std::atomic<bool>* reload
       HandleAgent(**frames);
       // Our heartbeats leave on time however long the round: an agent that hears
       // nothing from a coordinator busy storing results would take it for dead.
-      SendHeartbeats();
+      sessions_->SendHeartbeats();
     }
     // Every agent message sent before observed_until_ has been read (as far as ZeroMQ
     // delivered it): liveness is judged up to there, never beyond.
@@ -248,13 +248,10 @@ void Coordinator::Tick() {
     // (a slow store operation, a flood of messages) never makes a live agent look
     // silent. A coordinator that cannot keep up expires nobody until it catches up.
     if (observed_until_ - last_expiry_ >= Millis(kExpiryCheckMs)) {
-      ExpireSilentAgentsAndLeases(observed_until_);
+      sessions_->ExpireSilentAgentsAndLeases(observed_until_);
       last_expiry_ = observed_until_;
     }
-    if (now >= next_calibration_check_) {
-      next_calibration_check_ = now + std::chrono::minutes(1);
-      RecalibrateStaleMachines();
-    }
+    sessions_->RecalibrateStaleMachines();
     // A safety net under the offer candidates: every so often every agent and every
     // requirement is looked at again, whatever path freed a job without saying so.
     dispatcher_->Refresh();
@@ -262,7 +259,7 @@ void Coordinator::Tick() {
     AdvanceIntake();
     dispatcher_->Dispatch();
     if (!round_->open()) AdvancePrune();  // in a round, Run() advances it after the commit
-    SendHeartbeats();
+    sessions_->SendHeartbeats();
   } catch (const std::exception& e) {
     ++counters_.handler_exceptions;
     LOG_ERROR("timer work failed and was skipped this round: " << e.what());
@@ -287,13 +284,7 @@ void Coordinator::EndRound() { (void)round_->End(); }
 
 void Coordinator::RoundBegins() {
   MarkIntake();
-  registry_.BeginJournal();
   counters_at_round_start_ = counters_;
-}
-
-void Coordinator::RoundCommitted() {
-  registry_.EndJournal();
-  registered_in_round_.clear();
 }
 
 void Coordinator::RoundFailed() {
@@ -302,11 +293,7 @@ void Coordinator::RoundFailed() {
   counters_ = counters_at_round_start_;
   counters_.agent_messages_parked = parked;
   ++counters_.store_errors;
-  registry_.RollBackJournal();
   RollBackIntake();
-  // Their host rows were not kept: they register again when told they are unknown.
-  for (const std::string& routing_id : registered_in_round_) registry_.Remove(routing_id);
-  registered_in_round_.clear();
 }
 
 
@@ -503,8 +490,7 @@ Message Coordinator::StatusReply(const json& request_id, const SweepRequest& req
     entry["last_seen_ms_ago"] = std::chrono::duration_cast<Millis>(now - agent->last_seen).count();
     agents.push_back(std::move(entry));
   }
-  json departed = json::array();
-  for (const json& entry : departed_) departed.push_back(entry);
+  json departed = sessions_->Departed();
   // Moved in: an initializer list copies what it is given as an lvalue, and a deep
   // copy of a thousand agents' entries cost as much as building them.
   return MakeMessage(msg::kStatusReply, {{"request_id", request_id},
@@ -580,20 +566,11 @@ void Coordinator::HandleAgent(const Frames& frames) {
 
 void Coordinator::HandleAgentMessage(const std::string& routing_id, const Message& message) {
   const std::string& type = message.type;
-  if (type == msg::kRegister) return Register(routing_id, message);
-  Agent* agent = registry_.FindByRoutingId(routing_id);
-  if (agent == nullptr) {
-    // After a coordinator restart, or after we declared the agent dead: it registers again.
-    ++counters_.unknown_peers;
-    // Rate-limited like malformed messages: a stranger may repeat this endlessly.
-    if (counters_.unknown_peers <= 100 || counters_.unknown_peers % 100 == 0) {
-      ReplyToAgent(routing_id, MakeError(NotFound("unknown agent; register first")));
-    }
-    return;
-  }
-  agent->last_seen = Now();
+  if (type == msg::kRegister) return sessions_->Register(routing_id, message);
+  Agent* agent = sessions_->Seen(routing_id);
+  if (agent == nullptr) return;
   if (type == msg::kHeartbeat) {
-    Heartbeat(*agent, message);
+    sessions_->Heartbeat(*agent, message);
   } else if (type == msg::kResult) {
     AcceptResult(*agent, message);
   } else if (type == msg::kRendezvous) {
@@ -601,71 +578,14 @@ void Coordinator::HandleAgentMessage(const std::string& routing_id, const Messag
     if (!report.ok()) return Refuse(Side::kAgents, routing_id, report.status());
     dispatcher_->Rendezvous(*agent, *report);
   } else if (type == msg::kError) {
-    AgentError(*agent, message);
+    sessions_->AgentError(*agent, message);
   } else {
     Refuse(Side::kAgents, routing_id, InvalidArgument("\"" + type + "\" is not an agent message"));
   }
 }
 
-void Coordinator::Register(const std::string& routing_id, const Message& message) {
-  auto request = RegisterRequest::FromJson(message.body);
-  if (!request.ok()) return Refuse(Side::kAgents, routing_id, request.status());
-  const std::string& name = request->agent;
-  if (Agent* other = registry_.FindByName(name); other && other->routing_id != routing_id) {
-    ReplyToAgent(routing_id, MakeError(FailedPrecondition("agent name \"" + name +
-                                                          "\" is in use by a live agent")));
-    return;
-  }
-  Agent agent;
-  agent.routing_id = routing_id;
-  agent.description = {name, request->tags, request->capabilities};
-  // Agents on one machine (same machine_id) run one job at a time unless
-  // --share-machines; an agent that does not say is a machine of its own.
-  agent.machine_id = request->capabilities.machine_id.empty() ? name : request->capabilities.machine_id;
-  auto host_id = store_->UpsertHost(name, agent.machine_id, request->tags, request->capabilities.raw,
-                                    FingerprintOf(request->capabilities));
-  if (!host_id.ok()) {
-    ++counters_.store_errors;
-    LOG_ERROR("cannot store host " << name << ": " << host_id.status().message());
-    ReplyToAgent(routing_id, MakeError(Unavailable("coordinator store unavailable: " +
-                                                   host_id.status().message())));
-    return;
-  }
-  agent.host_id = *host_id;
-  if (request->price) {
-    if (Status priced = store_->RecordAgentPrice(*host_id, *request->price); !priced.ok()) {
-      ++counters_.store_errors;  // the agent still registers; its price waits for the next time
-      LOG_ERROR("cannot store the price of host " << name << ": " << priced.message());
-    }
-  }
-  if (auto cpus = ParseCpuList(request->capabilities.cpus); cpus.ok()) {
-    agent.job_cpus = static_cast<int64_t>(cpus->size());
-  }
-  agent.last_seen = Now();
-  bool known = registry_.FindByRoutingId(routing_id) != nullptr;
-  registry_.Upsert(std::move(agent));
-  dispatcher_->HoldSpooledJobs(name, request->spooled);
-  if (!known) {
-    if (round_->open()) registered_in_round_.push_back(routing_id);
-    LOG_INFO("agent " << name << " registered");
-    // A fresh agent process asks for a calibration of its host; it runs as a job, so it
-    // waits for other jobs on the same machine instead of disturbing them. Agents of
-    // one machine share one calibration.
-    if (request->calibrate) {
-      if (Agent* registered = registry_.FindByRoutingId(routing_id)) {
-        CalibrateMachineOf(*registered, "agent " + name + " started", /*only_if_stale=*/false);
-      }
-    }
-  }
-  ReplyToAgent(routing_id, ToMessage(RegisteredReply{name, options_.heartbeat_ms, options_.liveness}));
-}
 
 
-void Coordinator::Heartbeat(Agent& agent, const Message& message) {
-  auto heartbeat = benchfleet::Heartbeat::FromJson(message.body);
-  if (!heartbeat.ok()) return Refuse(Side::kAgents, agent.routing_id, heartbeat.status());
-  if (heartbeat->running) dispatcher_->RenewLease(agent, *heartbeat->running);
-}
 
 void Coordinator::RejectResult(Agent& agent, const JobAttempt& job, const std::string& reason) {
   ++counters_.malformed_messages;
@@ -743,86 +663,17 @@ void Coordinator::AcceptResult(Agent& agent, const Message& message) {
   dispatcher_->Dispatch();
 }
 
-void Coordinator::AgentError(Agent& agent, const Message& message) {
-  auto report = ErrorReport::FromJson(message.body);
-  if (!report.ok()) return Refuse(Side::kAgents, agent.routing_id, report.status());
-  LOG_WARN("agent " << agent.description.name << " reports " << report->code << ": "
-                    << report->message.substr(0, 500));
-  // A refused offer (the agent was busy) names the job.
-  if (report->job) dispatcher_->OfferRefused(agent, *report->job);
-}
 
 // ---- calibrations ----
 
-void Coordinator::CalibrateMachineOf(const Agent& agent, const std::string& why,
-                                     bool only_if_stale) {
-  auto pending = store_->CalibrationPending(agent.machine_id);
-  auto age = store_->CalibrationAge(agent.machine_id);
-  if (!pending.ok() || !age.ok()) {
-    ++counters_.store_errors;
-    LOG_ERROR("cannot read the calibrations of machine " << agent.machine_id);
-    return;
-  }
-  const double max_age_s = options_.calibration_max_age_h * 3600;
-  if (*pending) return;  // one is on its way for this machine
-  if (*age && **age < max_age_s) {
-    if (!only_if_stale) {
-      LOG_INFO(why << ": machine " << agent.machine_id << " was calibrated "
-                   << static_cast<int64_t>(**age / 60) << " min ago; its calibration is shared");
-    }
-    return;
-  }
-  if (only_if_stale && !*age) return;  // never calibrated: only on request
-  auto calibration = store_->CreateCalibration({agent.description.name}, kCalibrationTimeoutS);
-  if (!calibration.ok()) {
-    ++counters_.store_errors;
-    LOG_ERROR("cannot queue the calibration of " << agent.description.name << ": "
-                                                 << calibration.status().message());
-    return;
-  }
-  LOG_INFO(why << ": calibration of machine " << agent.machine_id << " queued on "
-               << agent.description.name);
-  if (Status reloaded = dispatcher_->ReloadRequirements(); !reloaded.ok()) {
-    LOG_ERROR("cannot read requirements: " << reloaded.message());
-  }
-}
 
-void Coordinator::RecalibrateStaleMachines() {
-  std::set<std::string> machines;
-  for (Agent* agent : registry_.All()) {
-    if (!machines.insert(agent->machine_id).second) continue;
-    CalibrateMachineOf(*agent, "calibration older than " +
-                                   std::to_string(options_.calibration_max_age_h) + " h",
-                       /*only_if_stale=*/true);
-  }
-}
 
 // ---- leases and dispatch ----
 
 
 
 
-void Coordinator::DropAgent(const std::string& routing_id, const std::string& reason) {
-  Agent* agent = registry_.FindByRoutingId(routing_id);
-  if (agent == nullptr) return;
-  const std::string name = agent->description.name;
-  registry_.Remove(routing_id);
-  LOG_WARN("agent " << name << " " << reason << "; taken for gone");
-  departed_.push_back({{"agent", name}, {"at", UtcNowIso8601()}, {"reason", reason}});
-  while (departed_.size() > kDepartedShown) departed_.pop_front();
-  for (const Lease& lease : registry_.TakeLeasesOf(name)) {
-    dispatcher_->LoseAttempt(lease, "agent " + name + " " + reason);
-  }
-}
 
-void Coordinator::ExpireSilentAgentsAndLeases(MonoTime now) {
-  for (const std::string& routing_id : registry_.SilentAgents(now, LivenessWindow())) {
-    DropAgent(routing_id, "went silent for " + std::to_string(LivenessWindow().count()) + " ms");
-  }
-  for (const Lease& lease : registry_.TakeExpiredLeases(now, LivenessWindow())) {
-    dispatcher_->LoseAttempt(lease, "lease of agent " + lease.agent + " expired");
-  }
-}
 
 
 
@@ -851,34 +702,5 @@ void Coordinator::ParkAgentMessages() {
   }
 }
 
-void Coordinator::SendHeartbeats(bool drop_unreachable) {
-  MonoTime now = Now();
-  if (now < next_heartbeat_) return;
-  // Each agent hears from us once per interval, but the fleet is walked a slice at a
-  // time, not in one burst: a thousand heartbeats sent together queue ahead of every
-  // offer sent after them, on our socket and on the agents' side (at 1,000 agents the
-  // burst was most of the p99 of job committed -> received). A slice covers the time
-  // since the last one, so a late slice catches up.
-  const auto interval = Millis(std::max(1, options_.heartbeat_ms));
-  next_heartbeat_ = now + std::max(Millis(1), interval / kHeartbeatSlices);
-  const auto elapsed = std::min<MonoClock::duration>(now - last_heartbeat_slice_, interval);
-  last_heartbeat_slice_ = now;
-  const auto count = static_cast<size_t>(std::ceil(static_cast<double>(registry_.size()) *
-                                                   std::chrono::duration<double>(elapsed).count() /
-                                                   std::chrono::duration<double>(interval).count()));
-  const std::vector<std::string> peers = registry_.RoutingIdsAfter(heartbeat_cursor_, count);
-  if (peers.empty()) return;
-  heartbeat_cursor_ = peers.back();
-  // One message for every agent, encoded once.
-  const Message heartbeat = ToMessage(benchfleet::Heartbeat{std::nullopt, /*from_agent=*/false});
-  const std::string encoded = Encode(heartbeat);
-  for (const std::string& peer : peers) {
-    Status sent = outlet_.takes_encoded() ? outlet_.SendEncoded(Side::kAgents, peer, heartbeat.type, encoded)
-                                          : outlet_.Send(Side::kAgents, peer, heartbeat);
-    if (drop_unreachable && sent.code() == StatusCode::kNotFound) {
-      DropAgent(peer, "is unreachable (" + sent.message() + ")");
-    }
-  }
-}
 
 }  // namespace benchfleet

@@ -19,6 +19,7 @@
 #include "common/protocol.h"
 #include "common/transport.h"
 #include "common/worker_result.h"
+#include "coordinator/agent_sessions.h"
 #include "coordinator/context.h"
 #include "coordinator/dispatcher.h"
 #include "coordinator/pruner.h"
@@ -112,11 +113,8 @@ class Coordinator : private RoundParticipant {
                                     const PruneRequest& request);
   void AdvancePrune();
   std::optional<Message> PostRead(const std::string& routing_id, ReadRequest request);
-  void Register(const std::string& routing_id, const Message& message);
-  void Heartbeat(Agent& agent, const Message& message);
   void AcceptResult(Agent& agent, const Message& message);
   void RejectResult(Agent& agent, const JobAttempt& job, const std::string& reason);
-  void AgentError(Agent& agent, const Message& message);
   void Refuse(Side side, const std::string& routing_id, const Status& status,
               const json& request_id = nullptr);
   // Sends now, or at the end of the round when one is open.
@@ -125,20 +123,9 @@ class Coordinator : private RoundParticipant {
   Status Send(Side side, const std::string& routing_id, Message message);
   void ReplyToAgent(const std::string& routing_id, Message message);
 
-  // Queues a calibration for `agent` unless its machine has a fresh one or one pending;
-  // `why` is logged.
-  void CalibrateMachineOf(const Agent& agent, const std::string& why, bool only_if_stale);
-  void RecalibrateStaleMachines();
-  // Drops agents silent, and leases unrenewed, for a liveness window before `now`.
-  void ExpireSilentAgentsAndLeases(MonoTime now);
-  // Removes an agent that is gone (silent, unreachable) and loses its leases' attempts.
-  void DropAgent(const std::string& routing_id, const std::string& reason);
   // A rank's result of a spread gang: gathered, and once all are in (or one failed) put
   // together into the job's result and stored. False when `job` is no such gang's.
   bool AcceptGangRank(Agent& agent, const JobAttempt& job, const WorkerResult& result);
-  // To every agent, once per heartbeat interval. An agent that cannot be reached is
-  // dropped, unless `drop_unreachable` is false (in the middle of a store transaction).
-  void SendHeartbeats(bool drop_unreachable = true);
   // The next agent message to handle: a parked one first, else one from the socket.
   StatusOr<std::optional<Frames>> NextAgentMessage();
   // Reads the agents' waiting messages into parked_agent_messages_ (up to
@@ -156,6 +143,7 @@ class Coordinator : private RoundParticipant {
   std::unique_ptr<RegressionJudge> judge_;
   std::unique_ptr<ScheduleRunner> schedules_;
   std::unique_ptr<Dispatcher> dispatcher_;
+  std::unique_ptr<AgentSessions> sessions_;
   zmq::context_t context_;
   std::unique_ptr<zmq::socket_t> agents_socket_;
   std::unique_ptr<zmq::socket_t> clients_socket_;
@@ -209,15 +197,8 @@ class Coordinator : private RoundParticipant {
   std::vector<IntakeMark> intakes_at_round_start_;
   // A round's marks and undo (RoundParticipant).
   void RoundBegins() override;
-  void RoundCommitted() override;
   void RoundFailed() override;
   CoordinatorCounters counters_at_round_start_;
-  std::vector<std::string> registered_in_round_;  // routing ids of agents new this round
-  // Agents that left the registry lately (silent, unreachable), newest last.
-  std::deque<json> departed_;
-  MonoTime next_heartbeat_;       // the next slice of the fleet's heartbeats
-  MonoTime last_heartbeat_slice_;
-  std::string heartbeat_cursor_;  // the routing id the last slice ended with
   MonoTime last_expiry_ = Now();
   // Every agent message sent before this has been handled (the inbound queue was
   // empty and nothing was parked).
@@ -227,7 +208,6 @@ class Coordinator : private RoundParticipant {
   // its bytes. Handled first, in order, by the next agents' rounds.
   std::deque<Frames> parked_agent_messages_;
   size_t parked_bytes_ = 0;
-  MonoTime next_calibration_check_ = Now();
 };
 
 }  // namespace benchfleet

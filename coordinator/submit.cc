@@ -98,7 +98,7 @@ std::optional<Message> Coordinator::Submit(const std::string& routing_id, const 
   // read meanwhile and parked for the next rounds; agents gone meanwhile are dropped by
   // the next regular heartbeat, not in the middle of the sweep's transaction.
   auto stored = store_->CreateSweep(*sweep, *pinned, request.submission_id, [this] {
-    SendHeartbeats(/*drop_unreachable=*/false);
+    sessions_->SendHeartbeats(/*drop_unreachable=*/false);
     ParkAgentMessages();
   });
   if (!stored.ok()) {
