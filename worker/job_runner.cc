@@ -17,27 +17,28 @@
 #include <sstream>
 #include <vector>
 
+#include "common/files.h"
 #include "common/job_spec.h"
-#include "worker/measure/clock.h"
-#include "worker/parallel/collective.h"
-#include "worker/parallel/data_parallel.h"
-#include "worker/parallel/pipeline.h"
-#include "worker/measure/flops.h"
-#include "worker/measure/energy.h"
-#include "worker/measure/device_memory.h"
-#include "worker/measure/gpu_telemetry.h"
 #include "worker/host/omp_wait_policy.h"
-#include "worker/max_batch.h"
-#include "worker/parallel/replicas.h"
-#include "worker/serving_job.h"
 #include "worker/host/process_info.h"
+#include "worker/host/torch_runtime.h"
+#include "worker/max_batch.h"
+#include "worker/measure/clock.h"
+#include "worker/measure/device_memory.h"
+#include "worker/measure/energy.h"
+#include "worker/measure/flops.h"
+#include "worker/measure/gpu_telemetry.h"
 #include "worker/measure/host_load.h"
 #include "worker/measure/profile.h"
 #include "worker/measure/sampler.h"
 #include "worker/measure/stats.h"
 #include "worker/measure/step_memory.h"
-#include "worker/host/torch_runtime.h"
 #include "worker/models/workload.h"
+#include "worker/parallel/collective.h"
+#include "worker/parallel/data_parallel.h"
+#include "worker/parallel/pipeline.h"
+#include "worker/parallel/replicas.h"
+#include "worker/serving_job.h"
 
 namespace benchfleet::worker {
 namespace {
@@ -358,53 +359,17 @@ JobOutcome RunValidJob(JobSpec spec, json result) {
   return {std::move(result), kExitOk};
 }
 
-// Writes `text` to `path` so that readers see either nothing or all of it.
-bool WriteFileAtomically(const std::string& path, const std::string& text, std::string* error) {
-  const std::string temp = path + ".tmp." + std::to_string(getpid());
-  const int fd = open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    *error = "cannot create " + temp + ": " + std::strerror(errno);
-    return false;
-  }
-  std::size_t written = 0;
-  while (written < text.size()) {
-    const ssize_t n = write(fd, text.data() + written, text.size() - written);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    written += static_cast<std::size_t>(n);
-  }
-  const bool ok = written == text.size() && fsync(fd) == 0;
-  const int saved_errno = errno;
-  close(fd);
-  if (!ok || rename(temp.c_str(), path.c_str()) != 0) {
-    *error = "cannot write " + path + ": " + std::strerror(ok ? errno : saved_errno);
-    unlink(temp.c_str());
-    return false;
-  }
-  return true;
-}
-
-json ReadJobFile(const std::string& job_path, std::string* error) {
-  std::ifstream in(job_path);
-  if (!in) {
-    *error = "cannot read job file " + job_path + ": " + std::strerror(errno);
-    return nullptr;
-  }
-  std::stringstream text;
-  text << in.rdbuf();
-  json job = json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
-  if (job.is_discarded()) {
-    *error = "job file " + job_path + " is not valid JSON";
-    return nullptr;
-  }
-  return job;
+// The job file: its JSON, or why it cannot be had ("cannot read job file ...").
+StatusOr<json> ReadJobFile(const std::string& job_path) {
+  auto text = ReadWholeFile(job_path);
+  if (!text.ok()) return InvalidArgument("cannot read job file: " + text.status().message());
+  return ParseJson(*text, "job file " + job_path);
 }
 
 JobOutcome RunJobFromPath(const std::string& job_path) {
-  std::string error;
-  const json job = ReadJobFile(job_path, &error);
-  if (!error.empty()) return Fail(json::object(), kExitRejected, error);
-  return RunJob(job);
+  auto job = ReadJobFile(job_path);
+  if (!job.ok()) return Fail(json::object(), kExitRejected, job.status().message());
+  return RunJob(*job);
 }
 
 }  // namespace
@@ -433,21 +398,20 @@ ExitCode RunJobFile(const std::string& job_path, const std::string& result_path)
   } catch (const std::exception& e) {
     outcome = Fail(json::object(), kExitInternal, std::string("internal error: ") + e.what());
   }
-  std::string error;
-  if (!WriteFileAtomically(
-          result_path, outcome.result.dump(-1, ' ', false, json::error_handler_t::replace) + "\n",
-          &error)) {
-    std::cerr << "benchfleet-worker: " << error << "\n";
+  // Whole or not at all, and durable before the worker exits: the agent reads it then.
+  const Status written =
+      WriteFileAtomically(result_path, outcome.result.dump(-1, ' ', false, json::error_handler_t::replace) + "\n");
+  if (!written.ok()) {
+    std::cerr << "benchfleet-worker: " << written.message() << "\n";
     return kExitInternal;
   }
   return outcome.exit_code;
 }
 
 std::optional<std::string> JobFileWaitPolicy(const std::string& job_path) {
-  std::string error;
-  const json job = ReadJobFile(job_path, &error);
-  if (!error.empty() || !job.is_object()) return "default";
-  const std::string policy = JobOmpWaitPolicy(job);
+  auto job = ReadJobFile(job_path);
+  if (!job.ok() || !job->is_object()) return "default";
+  const std::string policy = JobOmpWaitPolicy(*job);
   const std::vector<std::string>& known = KnownOmpWaitPolicies();
   if (std::find(known.begin(), known.end(), policy) == known.end()) return std::nullopt;
   return policy;

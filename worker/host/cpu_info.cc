@@ -9,6 +9,8 @@
 #include <sstream>
 #include <utility>
 
+#include "common/files.h"
+
 namespace benchfleet::worker {
 namespace {
 
@@ -367,12 +369,9 @@ std::vector<CacheIndex> ReadCacheIndexes(const std::string& cpu_root,
 }
 
 std::optional<std::string> ReadTextFile(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return std::nullopt;
-  std::stringstream text;
-  text << in.rdbuf();
-  if (in.bad()) return std::nullopt;
-  return text.str();
+  auto text = ReadWholeFile(path);
+  if (!text.ok()) return std::nullopt;
+  return std::move(text).value();
 }
 
 }  // namespace benchfleet::worker

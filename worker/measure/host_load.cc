@@ -7,6 +7,8 @@
 #include <sstream>
 #include <vector>
 
+#include "common/files.h"
+
 namespace benchfleet::worker {
 
 std::optional<HostCpuTimes> ParseProcStat(const std::string& text, double ticks_per_second) {
@@ -34,11 +36,9 @@ std::optional<HostCpuTimes> ParseProcStat(const std::string& text, double ticks_
 }
 
 std::optional<HostCpuTimes> ReadHostCpuTimes() {
-  std::ifstream in("/proc/stat");
-  if (!in) return std::nullopt;
-  std::stringstream text;
-  text << in.rdbuf();
-  return ParseProcStat(text.str(), static_cast<double>(sysconf(_SC_CLK_TCK)));
+  auto text = ReadWholeFile("/proc/stat");
+  if (!text.ok()) return std::nullopt;
+  return ParseProcStat(*text, static_cast<double>(sysconf(_SC_CLK_TCK)));
 }
 
 std::optional<HostLoad> ComputeHostLoad(const HostCpuTimes& before, const HostCpuTimes& after,
