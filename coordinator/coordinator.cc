@@ -19,8 +19,6 @@
 namespace benchfleet {
 namespace {
 
-// Most recent sweeps shown by a status request without a sweep id.
-constexpr int kStatusSweeps = 20;
 // Agents that left the registry, remembered for status.
 constexpr size_t kDepartedShown = 20;
 // Queued jobs read per requirement when looking for one to hand out: jobs held for a
@@ -46,9 +44,6 @@ constexpr size_t kMaxParkedBytes = size_t{64} << 20;
 constexpr int kExpiryCheckMs = 50;
 // Every agent and requirement is looked at for dispatch at least this often.
 constexpr int kDispatchRefreshMs = 1000;
-// While a prune runs, each loop round gives it about this long (short transactions), then
-// serves agents and clients again.
-constexpr int kPruneStepMs = 20;
 // A busy agent that refused an offer gets no other for this long, doubling per refusal
 // up to the maximum; a result resets it.
 constexpr int kMaxRefusalBackoffMs = 30000;
@@ -131,10 +126,14 @@ Status Coordinator::OpenStoreAndComponents() {
       [this] { return options_.wall_clock_s ? options_.wall_clock_s() : UnixMicrosNow() / 1000000; },
       [this](const std::string& routing_id, const json& request_id, const SubmitRequest& request,
              const ScheduledFiring* firing) { return Submit(routing_id, request_id, request, firing); },
-      [this](const std::string& routing_id, ReadRequest request) { return PostRead(routing_id, std::move(request)); });
+      [this](const std::string&, ReadRequest request) { return clients_->PostRead(std::move(request)); });
   RETURN_IF_ERROR(dispatcher_->ReloadRequirements());
   RETURN_IF_ERROR(ResumeIntakes());
   reads_ = std::make_unique<QueryRunner>(context_, options_.db_path);
+  clients_ = std::make_unique<ClientApi>(
+      *ctx_, ClientApi::Parts{*dispatcher_, *sessions_, *schedules_, progress_, *reads_,
+                              [this](const std::string& routing_id, const json& request_id,
+                                     const SubmitRequest& request) { return Submit(routing_id, request_id, request); }});
   return reads_->Start();
 }
 
@@ -181,7 +180,7 @@ Status Coordinator::Run(const std::atomic<bool>* stop, std::atomic<bool>* reload
     // query thread; the loop only picks up the reads' replies.
     // Parked agent messages are work already read: no waiting for more.
     auto readable = PollReadable({agents_socket_.get(), clients_socket_.get(), &reads_->reply_socket()},
-                                 prune_ || !parked_agent_messages_.empty() || !intakes_.empty()
+                                 clients_->pruning() || !parked_agent_messages_.empty() || !intakes_.empty()
                                      ? 0
                                      : kCoordinatorTickMs);
     const MonoTime polled_at = Now();
@@ -232,7 +231,7 @@ Status Coordinator::Run(const std::atomic<bool>* stop, std::atomic<bool>* reload
     Tick();
     EndRound();
     // The prune's short transactions of its own, outside the round's.
-    AdvancePrune();
+    clients_->AdvancePrune();
   }
   LOG_INFO("stopping");
   return Status::Ok();
@@ -258,7 +257,7 @@ void Coordinator::Tick() {
     schedules_->FireDueSchedules();
     AdvanceIntake();
     dispatcher_->Dispatch();
-    if (!round_->open()) AdvancePrune();  // in a round, Run() advances it after the commit
+    if (!round_->open()) clients_->AdvancePrune();  // in a round, Run() advances it after the commit
     sessions_->SendHeartbeats();
   } catch (const std::exception& e) {
     ++counters_.handler_exceptions;
@@ -338,210 +337,17 @@ void Coordinator::HandleClient(const Frames& frames) {
 }
 
 void Coordinator::HandleClientMessage(const std::string& routing_id, const Message& message) {
-  std::optional<Message> reply = ClientReply(routing_id, message);
+  std::optional<Message> reply = clients_->Reply(routing_id, message);
   if (reply) (void)Send(Side::kClients, routing_id, std::move(*reply));
 }
 
-std::optional<Message> Coordinator::ClientReply(const std::string& routing_id,
-                                                const Message& message) {
-  const json request_id = RequestId(message);
-  const std::string& type = message.type;
-  auto refuse = [&](const Status& status) -> std::optional<Message> {
-    Refuse(Side::kClients, routing_id, status, request_id);
-    return std::nullopt;
-  };
-  if (type == msg::kSubmit) {
-    auto request = ParseSubmit(message);
-    if (!request.ok()) return refuse(request.status());
-    return Submit(routing_id, request_id, *request);
-  }
-  if (type == msg::kStatus || type == msg::kCancel) {
-    auto request = ParseSweepRequest(message);
-    if (!request.ok()) return refuse(request.status());
-    return type == msg::kStatus ? StatusReply(request_id, *request) : Cancel(request_id, *request);
-  }
-  if (type == msg::kResults) {
-    auto request = ParseResults(message);
-    if (!request.ok()) return refuse(request.status());
-    return PostRead(routing_id, {routing_id, request_id, std::nullopt, request->sweep_id, request->limit});
-  }
-  if (type == msg::kQuery) {
-    auto request = ParseQuery(message);
-    if (!request.ok()) return refuse(request.status());
-    return PostRead(routing_id, {routing_id, request_id, request->sql, std::nullopt, kMaxReplyRows});
-  }
-  if (type == msg::kCalibrate) {
-    auto request = ParseCalibrate(message);
-    if (!request.ok()) return refuse(request.status());
-    return Calibrate(request_id, *request);
-  }
-  if (type == msg::kPrune) {
-    auto request = ParsePrune(message);
-    if (!request.ok()) return refuse(request.status());
-    return StartPrune(routing_id, request_id, *request);
-  }
-  if (type == msg::kBaselineReset) {
-    auto request = ParseBaselineReset(message);
-    if (!request.ok()) return refuse(request.status());
-    auto reset = store_->AddBaselineReset(request->host, request->model, request->note);
-    if (!reset.ok()) return MakeError(reset.status(), request_id);
-    LOG_INFO("baseline reset " << reset->dump());
-    return MakeMessage(msg::kRows, {{"request_id", request_id},
-                                    {"columns", {"reset_id", "host", "model", "at"}},
-                                    {"rows", {{(*reset)["reset_id"], (*reset)["host"], (*reset)["model"], (*reset)["at"]}}},
-                                    {"truncated", false}});
-  }
-  if (type == msg::kSetPrice) {
-    auto request = ParseSetPrice(message);
-    if (!request.ok()) return refuse(request.status());
-    auto price = store_->SetHostPrice(request->host, request->price);
-    if (!price.ok()) return MakeError(price.status(), request_id);
-    LOG_INFO("price set " << price->dump());
-    return MakeMessage(msg::kRows, {{"request_id", request_id},
-                                    {"columns", {"host", "per_hour", "currency", "set_at"}},
-                                    {"rows", {{(*price)["host"], (*price)["per_hour"], (*price)["currency"], (*price)["set_at"]}}},
-                                    {"truncated", false}});
-  }
-  if (type == msg::kSchedule) {
-    auto request = ParseSchedule(message);
-    if (!request.ok()) return refuse(request.status());
-    return schedules_->Reply(routing_id, request_id, *request);
-  }
-  return refuse(InvalidArgument("\"" + type + "\" is not a client request"));
-}
-
-std::optional<Message> Coordinator::StartPrune(const std::string& routing_id,
-                                               const json& request_id, const PruneRequest& request) {
-  if (prune_) {
-    return MakeError(Unavailable("a prune is already running; try again once it has answered"),
-                     request_id);
-  }
-  auto pruner = SamplePruner::Start(*store_, request.samples_older_than_s);
-  if (!pruner.ok()) return MakeError(pruner.status(), request_id);
-  LOG_INFO("pruning raw samples older than " << request.samples_older_than_s << " s");
-  prune_ = PendingPrune{routing_id, request_id, std::move(*pruner)};
-  return std::nullopt;  // answered by AdvancePrune when done
-}
-
-void Coordinator::AdvancePrune() {
-  if (!prune_) return;
-  auto done = prune_->pruner.Step(*store_, Millis(kPruneStepMs));
-  if (!done.ok()) {
-    ++counters_.store_errors;
-    LOG_ERROR("prune stopped: " << done.status().message());
-    (void)Send(Side::kClients, prune_->routing_id, MakeError(done.status(), prune_->request_id));
-    prune_.reset();
-    return;
-  }
-  if (!*done) return;
-  const SamplePruner::Progress& progress = prune_->pruner.progress();
-  LOG_INFO("pruned the raw samples of " << progress.results_pruned << " results: "
-                                        << progress.bytes_before << " -> " << progress.bytes_after
-                                        << " bytes");
-  (void)Send(Side::kClients, prune_->routing_id,
-             MakeMessage(msg::kPruned, {{"request_id", prune_->request_id},
-                                        {"results_pruned", progress.results_pruned},
-                                        {"bytes_before", progress.bytes_before},
-                                        {"bytes_after", progress.bytes_after}}));
-  prune_.reset();
-}
-
-std::optional<Message> Coordinator::PostRead(const std::string& routing_id, ReadRequest request) {
-  (void)routing_id;
-  json request_id = request.request_id;
-  if (reads_->Post(std::move(request))) return std::nullopt;  // answered by the query thread
-  return MakeError(Unavailable("too many queries are waiting; try again shortly"), request_id);
-}
 
 
-Message Coordinator::StatusReply(const json& request_id, const SweepRequest& request) {
-  auto sweeps = store_->SweepStatus(request.sweep_id, kStatusSweeps);
-  if (!sweeps.ok()) return MakeError(sweeps.status(), request_id);
-  for (json& sweep : *sweeps) {
-    const json& jobs = sweep["jobs"];
-    const int64_t remaining = jobs["total"].get<int64_t>() - jobs["done"].get<int64_t>() -
-                              jobs["failed"].get<int64_t>() - jobs["cancelled"].get<int64_t>();
-    sweep["eta_s"] = sweep["state"] == "running" ? EtaSeconds(sweep["sweep_id"], remaining) : json(nullptr);
-  }
-  // Which job runs where: one read of the running jobs, not one per agent.
-  auto running = store_->RunningJobConfigs();
-  if (!running.ok()) ++counters_.store_errors;
-  // A thousand agents' entries are most of a status reply's cost: members are set
-  // one by one (not from initializer lists). A gang's job shows beside each of its
-  // agents, so running jobs are copied, not moved.
-  json agents = json::array();
-  agents.get_ref<json::array_t&>().reserve(registry_.size());
-  MonoTime now = Now();
-  for (Agent* agent : registry_.All()) {
-    json entry = json::object();
-    entry["agent"] = agent->description.name;
-    entry["state"] = "idle";
-    entry["job_id"] = nullptr;
-    entry["job"] = nullptr;
-    if (auto leased = registry_.LeasedJobOf(agent->description.name)) {
-      entry["state"] = "busy";
-      entry["job_id"] = *leased;
-      if (running.ok()) {
-        if (auto it = running->find(*leased); it != running->end()) entry["job"] = it->second;
-      }
-    }
-    entry["machine_id"] = agent->machine_id;
-    entry["tags"] = agent->description.tags;
-    entry["last_seen_ms_ago"] = std::chrono::duration_cast<Millis>(now - agent->last_seen).count();
-    agents.push_back(std::move(entry));
-  }
-  json departed = sessions_->Departed();
-  // Moved in: an initializer list copies what it is given as an lvalue, and a deep
-  // copy of a thousand agents' entries cost as much as building them.
-  return MakeMessage(msg::kStatusReply, {{"request_id", request_id},
-                                         {"sweeps", std::move(*sweeps)},
-                                         {"agents", std::move(agents)},
-                                         {"counters", counters_.ToJson()},
-                                         {"waiting", dispatcher_->Waiting(request.sweep_id)},
-                                         {"departed", std::move(departed)}});
-}
 
-Message Coordinator::Cancel(const json& request_id, const SweepRequest& request) {
-  if (!request.sweep_id) {
-    return MakeError(InvalidArgument("cancel.sweep_id: missing"), request_id);
-  }
-  int64_t sweep_id = *request.sweep_id;
-  auto cancelled = store_->CancelSweep(sweep_id);
-  if (!cancelled.ok()) return MakeError(cancelled.status(), request_id);
-  LOG_INFO("sweep " << sweep_id << " cancelled: " << *cancelled << " queued jobs dropped");
-  return MakeMessage(
-      msg::kCancelled,
-      {{"request_id", request_id}, {"sweep_id", sweep_id}, {"jobs_cancelled", *cancelled}});
-}
 
-Message Coordinator::Calibrate(const json& request_id, const CalibrateRequest& request) {
-  std::vector<std::string> names;
-  for (Agent* agent : registry_.All()) {
-    const std::string& name = agent->description.name;
-    if (request.agents.empty() ||
-        std::find(request.agents.begin(), request.agents.end(), name) != request.agents.end()) {
-      names.push_back(name);
-    }
-  }
-  for (const std::string& name : request.agents) {
-    if (std::find(names.begin(), names.end(), name) == names.end()) {
-      return MakeError(NotFound("no registered agent named \"" + name + "\""), request_id);
-    }
-  }
-  if (names.empty()) return MakeError(FailedPrecondition("no agent is registered"), request_id);
-  std::sort(names.begin(), names.end());
-  auto sweep_id = store_->CreateCalibration(names, kCalibrationTimeoutS);
-  if (!sweep_id.ok()) {
-    ++counters_.store_errors;
-    return MakeError(Unavailable("cannot store the calibration: " + sweep_id.status().message()),
-                     request_id);
-  }
-  Status reloaded = dispatcher_->ReloadRequirements();
-  if (!reloaded.ok()) LOG_ERROR("cannot read requirements: " << reloaded.message());
-  dispatcher_->Dispatch();
-  const auto jobs = static_cast<int64_t>(names.size());
-  return Submitted(request_id, StoredSweep{*sweep_id, jobs, std::move(names), false});
-}
+
+
+
 
 // ---- agents ----
 
@@ -641,7 +447,7 @@ void Coordinator::AcceptResult(Agent& agent, const Message& message) {
         LOG_WARN("job " << job.job_id << " failed on " << agent.description.name << ": " << result->error);
       }
       if (judged) {
-        ResultArrived(judged->sweep_id);
+        progress_.ResultArrived(judged->sweep_id);
         judge_->Judge(*judged);
       }
       break;

@@ -20,6 +20,7 @@
 #include "common/transport.h"
 #include "common/worker_result.h"
 #include "coordinator/agent_sessions.h"
+#include "coordinator/client_api.h"
 #include "coordinator/context.h"
 #include "coordinator/dispatcher.h"
 #include "coordinator/pruner.h"
@@ -32,10 +33,6 @@
 #include "coordinator/zap.h"
 
 namespace benchfleet {
-
-// The `submitted` reply (schemas/protocol.md) for a stored sweep: a submit's, a
-// resend's, a calibration's.
-Message Submitted(const json& request_id, const StoredSweep& stored, const CombinationTally& tally = {});
 
 // What an agent is told of its result (`ack.outcome`): a stale result's resend is stale.
 ResultAck::Outcome AckOutcome(ResultOutcome outcome);
@@ -74,21 +71,12 @@ class Coordinator : private RoundParticipant {
   Status OpenStoreAndComponents();
   void HandleAgentMessage(const std::string& routing_id, const Message& message);
   void HandleClientMessage(const std::string& routing_id, const Message& message);
-  // Returns the reply, or nullopt when the request went to the query thread.
-  std::optional<Message> ClientReply(const std::string& routing_id, const Message& message);
   // The reply, or nullopt for a large sweep: it is answered once checked and accepted,
   // by AdvanceIntake (coordinator/submit.cc).
   // A schedule's firing submits through the same path, with `firing` set and no
   // client (an empty routing id): what became of it is recorded, not answered.
   std::optional<Message> Submit(const std::string& routing_id, const json& request_id,
                                 const SubmitRequest& request, const ScheduledFiring* firing = nullptr);
-  // When each running sweep's last results came in (at most kEtaResults of them, within
-  // kEtaWindow): its rate, for the ETA `status` gives (coordinator/progress.cc).
-  std::unordered_map<int64_t, std::deque<MonoTime>> sweep_results_at_;
-  void ResultArrived(int64_t sweep_id);
-  // Seconds until the sweep's `remaining` jobs are done at its recent rate; null when
-  // too few results came recently to say.
-  json EtaSeconds(int64_t sweep_id, int64_t remaining) const;
   StatusOr<PinnedAgents> PinAgents(const Sweep& sweep);
   // One slice of the large submits: check combinations of the oldest not yet answered
   // (then accept it and answer), or store jobs of the oldest answered, in turns when
@@ -105,14 +93,6 @@ class Coordinator : private RoundParticipant {
   // commit fails.
   void MarkIntake();
   void RollBackIntake();
-  Message StatusReply(const json& request_id, const SweepRequest& request);
-  Message Cancel(const json& request_id, const SweepRequest& request);
-  Message Calibrate(const json& request_id, const CalibrateRequest& request);
-  // Starts `benchfleet prune`; its reply comes from AdvancePrune, run by Tick, once done.
-  std::optional<Message> StartPrune(const std::string& routing_id, const json& request_id,
-                                    const PruneRequest& request);
-  void AdvancePrune();
-  std::optional<Message> PostRead(const std::string& routing_id, ReadRequest request);
   void AcceptResult(Agent& agent, const Message& message);
   void RejectResult(Agent& agent, const JobAttempt& job, const std::string& reason);
   void Refuse(Side side, const std::string& routing_id, const Status& status,
@@ -144,6 +124,8 @@ class Coordinator : private RoundParticipant {
   std::unique_ptr<ScheduleRunner> schedules_;
   std::unique_ptr<Dispatcher> dispatcher_;
   std::unique_ptr<AgentSessions> sessions_;
+  std::unique_ptr<ClientApi> clients_;
+  SweepProgress progress_{clock_};
   zmq::context_t context_;
   std::unique_ptr<zmq::socket_t> agents_socket_;
   std::unique_ptr<zmq::socket_t> clients_socket_;
@@ -165,13 +147,6 @@ class Coordinator : private RoundParticipant {
     std::map<int64_t, Rank> ranks;
   };
   std::map<int64_t, GangResults> gang_results_;  // a reload failed: tried again at the next refresh
-  // The prune under way, if any, and whom to answer.
-  struct PendingPrune {
-    std::string routing_id;
-    json request_id;
-    SamplePruner pruner;
-  };
-  std::optional<PendingPrune> prune_;
   // Large submits, oldest first, taken a slice per round: the combinations checked,
   // then the sweep's row stored and the clients answered, then its jobs stored in order.
   struct SweepIntake {

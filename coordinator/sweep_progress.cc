@@ -1,10 +1,8 @@
-// What `status` says of progress: which job runs on which agent, and when each running
-// sweep should be done (docs/scheduling.md, Progress).
+#include "coordinator/sweep_progress.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-
-#include "coordinator/coordinator.h"
 
 namespace benchfleet {
 namespace {
@@ -18,20 +16,20 @@ constexpr size_t kEtaSweeps = 256;
 
 }  // namespace
 
-void Coordinator::ResultArrived(int64_t sweep_id) {
-  if (sweep_results_at_.size() >= kEtaSweeps && !sweep_results_at_.count(sweep_id)) {
-    sweep_results_at_.erase(std::min_element(sweep_results_at_.begin(), sweep_results_at_.end(),
+void SweepProgress::ResultArrived(int64_t sweep_id) {
+  if (results_at_.size() >= kEtaSweeps && !results_at_.count(sweep_id)) {
+    results_at_.erase(std::min_element(results_at_.begin(), results_at_.end(),
                                              [](const auto& a, const auto& b) { return a.second.back() < b.second.back(); }));
   }
-  std::deque<MonoTime>& at = sweep_results_at_[sweep_id];
-  at.push_back(Now());
+  std::deque<MonoTime>& at = results_at_[sweep_id];
+  at.push_back(clock_.Now());
   if (at.size() > kEtaResults) at.pop_front();
 }
 
-json Coordinator::EtaSeconds(int64_t sweep_id, int64_t remaining) const {
-  const auto it = sweep_results_at_.find(sweep_id);
-  if (remaining <= 0 || it == sweep_results_at_.end()) return nullptr;
-  const MonoTime now = Now();
+json SweepProgress::EtaSeconds(int64_t sweep_id, int64_t remaining) const {
+  const auto it = results_at_.find(sweep_id);
+  if (remaining <= 0 || it == results_at_.end()) return nullptr;
+  const MonoTime now = clock_.Now();
   // The results within the window, oldest first.
   auto first = it->second.begin();
   while (first != it->second.end() && now - *first > kEtaWindow) ++first;
