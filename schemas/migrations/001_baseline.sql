@@ -93,7 +93,7 @@ CREATE TABLE schedule_firings (
 -- column stored after `spec` costs a walk of every overflow page (docs/performance.md,
 -- Status replies at fleet scale). A column added to sweeps goes in by rebuilding the
 -- table, not by ALTER TABLE ADD COLUMN, which would put it after `spec`
--- (coordinator/store_test.cc checks that `spec` is last).
+-- (coordinator/schema_test.cc checks that `spec` is last).
 CREATE TABLE sweeps (
   sweep_id         INTEGER PRIMARY KEY,
   name             TEXT NOT NULL,
