@@ -111,11 +111,20 @@ Status Coordinator::OpenStoreAndComponents() {
       *ctx_, [this](const std::string& routing_id, const std::string& reason) { sessions_->DropAgent(routing_id, reason); },
       [this](int64_t job_id) { gang_results_.erase(job_id); });
   sessions_ = std::make_unique<AgentSessions>(*ctx_, *dispatcher_);
+  intake_ = std::make_unique<SweepIntake>(*ctx_, *dispatcher_, [this] {
+    // A small sweep's rows go in within its request: our heartbeats keep going, and the
+    // agents' messages are read meanwhile and parked for the next rounds; agents gone
+    // meanwhile are dropped by the next regular heartbeat, not in the middle of the
+    // sweep's transaction.
+    sessions_->SendHeartbeats(/*drop_unreachable=*/false);
+    ParkAgentMessages();
+  });
   round_->set_offer_keeper(dispatcher_.get());
-  // On a failed round, undone in reverse: the counters and intakes, then the registry's
+  // On a failed round, undone in reverse: the counters, the intakes, then the registry's
   // journal and the agents new in the round, then the requirements read again.
   round_->Join(dispatcher_.get());
   round_->Join(sessions_.get());
+  round_->Join(intake_.get());
   round_->Join(this);
   judge_ = std::make_unique<RegressionJudge>(*store_, counters_.store_errors, [this] {
     Status reloaded = dispatcher_->ReloadRequirements();
@@ -125,15 +134,15 @@ Status Coordinator::OpenStoreAndComponents() {
       *store_, counters_.store_errors,
       [this] { return options_.wall_clock_s ? options_.wall_clock_s() : UnixMicrosNow() / 1000000; },
       [this](const std::string& routing_id, const json& request_id, const SubmitRequest& request,
-             const ScheduledFiring* firing) { return Submit(routing_id, request_id, request, firing); },
+             const ScheduledFiring* firing) { return intake_->Submit(routing_id, request_id, request, firing); },
       [this](const std::string&, ReadRequest request) { return clients_->PostRead(std::move(request)); });
   RETURN_IF_ERROR(dispatcher_->ReloadRequirements());
-  RETURN_IF_ERROR(ResumeIntakes());
+  RETURN_IF_ERROR(intake_->ResumeIntakes());
   reads_ = std::make_unique<QueryRunner>(context_, options_.db_path);
   clients_ = std::make_unique<ClientApi>(
       *ctx_, ClientApi::Parts{*dispatcher_, *sessions_, *schedules_, progress_, *reads_,
                               [this](const std::string& routing_id, const json& request_id,
-                                     const SubmitRequest& request) { return Submit(routing_id, request_id, request); }});
+                                     const SubmitRequest& request) { return intake_->Submit(routing_id, request_id, request); }});
   return reads_->Start();
 }
 
@@ -180,7 +189,7 @@ Status Coordinator::Run(const std::atomic<bool>* stop, std::atomic<bool>* reload
     // query thread; the loop only picks up the reads' replies.
     // Parked agent messages are work already read: no waiting for more.
     auto readable = PollReadable({agents_socket_.get(), clients_socket_.get(), &reads_->reply_socket()},
-                                 clients_->pruning() || !parked_agent_messages_.empty() || !intakes_.empty()
+                                 clients_->pruning() || !parked_agent_messages_.empty() || intake_->busy()
                                      ? 0
                                      : kCoordinatorTickMs);
     const MonoTime polled_at = Now();
@@ -255,7 +264,7 @@ void Coordinator::Tick() {
     // requirement is looked at again, whatever path freed a job without saying so.
     dispatcher_->Refresh();
     schedules_->FireDueSchedules();
-    AdvanceIntake();
+    intake_->AdvanceIntake();
     dispatcher_->Dispatch();
     if (!round_->open()) clients_->AdvancePrune();  // in a round, Run() advances it after the commit
     sessions_->SendHeartbeats();
@@ -281,10 +290,7 @@ void Coordinator::BeginRound() { round_->Begin(); }
 
 void Coordinator::EndRound() { (void)round_->End(); }
 
-void Coordinator::RoundBegins() {
-  MarkIntake();
-  counters_at_round_start_ = counters_;
-}
+void Coordinator::RoundBegins() { counters_at_round_start_ = counters_; }
 
 void Coordinator::RoundFailed() {
   // Parked messages stay parked: the round's undo does not give them back to ZeroMQ.
@@ -292,7 +298,6 @@ void Coordinator::RoundFailed() {
   counters_ = counters_at_round_start_;
   counters_.agent_messages_parked = parked;
   ++counters_.store_errors;
-  RollBackIntake();
 }
 
 

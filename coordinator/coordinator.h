@@ -21,6 +21,7 @@
 #include "common/worker_result.h"
 #include "coordinator/agent_sessions.h"
 #include "coordinator/client_api.h"
+#include "coordinator/sweep_intake.h"
 #include "coordinator/context.h"
 #include "coordinator/dispatcher.h"
 #include "coordinator/pruner.h"
@@ -71,28 +72,6 @@ class Coordinator : private RoundParticipant {
   Status OpenStoreAndComponents();
   void HandleAgentMessage(const std::string& routing_id, const Message& message);
   void HandleClientMessage(const std::string& routing_id, const Message& message);
-  // The reply, or nullopt for a large sweep: it is answered once checked and accepted,
-  // by AdvanceIntake (coordinator/submit.cc).
-  // A schedule's firing submits through the same path, with `firing` set and no
-  // client (an empty routing id): what became of it is recorded, not answered.
-  std::optional<Message> Submit(const std::string& routing_id, const json& request_id,
-                                const SubmitRequest& request, const ScheduledFiring* firing = nullptr);
-  StatusOr<PinnedAgents> PinAgents(const Sweep& sweep);
-  // One slice of the large submits: check combinations of the oldest not yet answered
-  // (then accept it and answer), or store jobs of the oldest answered, in turns when
-  // there are both. Run by Tick, so its writes join the round's commit.
-  void AdvanceIntake();
-  struct SweepIntake;
-  // Returns false when the intake ended (refused: its clients were told why).
-  bool CheckOrAccept(SweepIntake& intake);
-  void StoreSlice(SweepIntake& intake);
-  void AnswerIntake(const SweepIntake& intake, const Message& reply);
-  // At start: sweeps accepted whose jobs are not all stored go on where they stopped.
-  Status ResumeIntakes();
-  // The intakes' positions at the start of a round, and back to them when the round's
-  // commit fails.
-  void MarkIntake();
-  void RollBackIntake();
   void AcceptResult(Agent& agent, const Message& message);
   void RejectResult(Agent& agent, const JobAttempt& job, const std::string& reason);
   void Refuse(Side side, const std::string& routing_id, const Status& status,
@@ -124,6 +103,7 @@ class Coordinator : private RoundParticipant {
   std::unique_ptr<ScheduleRunner> schedules_;
   std::unique_ptr<Dispatcher> dispatcher_;
   std::unique_ptr<AgentSessions> sessions_;
+  std::unique_ptr<SweepIntake> intake_;
   std::unique_ptr<ClientApi> clients_;
   SweepProgress progress_{clock_};
   zmq::context_t context_;
@@ -147,29 +127,6 @@ class Coordinator : private RoundParticipant {
     std::map<int64_t, Rank> ranks;
   };
   std::map<int64_t, GangResults> gang_results_;  // a reload failed: tried again at the next refresh
-  // Large submits, oldest first, taken a slice per round: the combinations checked,
-  // then the sweep's row stored and the clients answered, then its jobs stored in order.
-  struct SweepIntake {
-    uint64_t serial = 0;
-    Sweep sweep;
-    std::string submission_id;
-    std::vector<std::pair<std::string, json>> clients;  // routing id, request id
-    size_t checked = 0;           // combinations checked so far
-    int64_t sweep_id = 0;         // once accepted
-    PinnedAgents pinned;          // once accepted
-    size_t next_combination = 0;  // the first whose jobs are not stored
-    bool finished = false;        // every job stored, or the sweep cancelled
-    std::optional<ScheduledFiring> firing;  // a schedule's, recorded once accepted or refused
-  };
-  std::deque<SweepIntake> intakes_;
-  uint64_t intake_serial_ = 0;
-  bool intake_checks_turn_ = true;  // when some intakes wait for checks and some to store
-  struct IntakeMark {
-    uint64_t serial = 0;
-    int64_t sweep_id = 0;
-    size_t next_combination = 0;
-  };
-  std::vector<IntakeMark> intakes_at_round_start_;
   // A round's marks and undo (RoundParticipant).
   void RoundBegins() override;
   void RoundFailed() override;

@@ -1,10 +1,9 @@
-// Submits: a sweep checked and stored, small ones within their request, large ones a
-// slice per round (SweepIntake), so that a 100,000-job submit never holds up anyone
-// else's request, or the agents, for more than a slice.
+#include "coordinator/sweep_intake.h"
+
 #include <algorithm>
 
 #include "common/log.h"
-#include "coordinator/coordinator.h"
+#include "coordinator/client_api.h"
 
 namespace benchfleet {
 namespace {
@@ -39,11 +38,11 @@ Message Submitted(const json& request_id, const StoredSweep& stored, const Combi
                                    {"first", counted ? tally.invalid_listed : json::array()}}}});
 }
 
-std::optional<Message> Coordinator::Submit(const std::string& routing_id, const json& request_id,
+std::optional<Message> SweepIntake::Submit(const std::string& routing_id, const json& request_id,
                                            const SubmitRequest& request, const ScheduledFiring* firing) {
   // A refused sweep: its client is told why, a schedule's firing records it.
   auto refuse = [&](const Status& status) {
-    if (firing) RecordFiringRefused(*store_, counters_.store_errors, *firing, status.message());
+    if (firing) RecordFiringRefused(ctx_.store, ctx_.counters.store_errors, *firing, status.message());
     return MakeError(status, request_id);
   };
   auto sweep = ParseSweepShape(request.sweep);
@@ -51,7 +50,7 @@ std::optional<Message> Coordinator::Submit(const std::string& routing_id, const 
   // A resend of a submission still being checked is answered with the first (a
   // schedule's firing looked at again meanwhile has no one to answer).
   if (!request.submission_id.empty()) {
-    for (SweepIntake& intake : intakes_) {
+    for (Intake& intake : intakes_) {
       if (intake.sweep_id == 0 && intake.submission_id == request.submission_id) {
         if (!routing_id.empty()) intake.clients.emplace_back(routing_id, request_id);
         return std::nullopt;
@@ -60,11 +59,11 @@ std::optional<Message> Coordinator::Submit(const std::string& routing_id, const 
   }
   const int64_t jobs_at_most =
       static_cast<int64_t>(sweep->combination_count) *
-      (sweep->placement == Placement::kEach ? std::max<int64_t>(1, static_cast<int64_t>(registry_.size())) : 1);
+      (sweep->placement == Placement::kEach ? std::max<int64_t>(1, static_cast<int64_t>(ctx_.registry.size())) : 1);
   if (jobs_at_most > kInlineSubmitJobs) {
-    auto existing = store_->FindSubmission(request.submission_id);
+    auto existing = ctx_.store.FindSubmission(request.submission_id);
     if (!existing.ok()) {
-      ++counters_.store_errors;
+      ++ctx_.counters.store_errors;
       return MakeError(Unavailable("the coordinator could not read its store (" +
                                    existing.status().message() + "); nothing was enqueued"),
                        request_id);
@@ -79,7 +78,7 @@ std::optional<Message> Coordinator::Submit(const std::string& routing_id, const 
     }
     LOG_INFO("sweep \"" << sweep->name << "\": " << sweep->combination_count
                         << " combinations to check, then store a slice per round");
-    SweepIntake intake;
+    Intake intake;
     intake.serial = ++intake_serial_;
     intake.sweep = std::move(*sweep);
     intake.submission_id = request.submission_id;
@@ -97,12 +96,11 @@ std::optional<Message> Coordinator::Submit(const std::string& routing_id, const 
   // Our heartbeats keep going while the sweep goes in, and the agents' messages are
   // read meanwhile and parked for the next rounds; agents gone meanwhile are dropped by
   // the next regular heartbeat, not in the middle of the sweep's transaction.
-  auto stored = store_->CreateSweep(*sweep, *pinned, request.submission_id, [this] {
-    sessions_->SendHeartbeats(/*drop_unreachable=*/false);
-    ParkAgentMessages();
+  auto stored = ctx_.store.CreateSweep(*sweep, *pinned, request.submission_id, [this] {
+    while_storing_();
   });
   if (!stored.ok()) {
-    ++counters_.store_errors;
+    ++ctx_.counters.store_errors;
     LOG_ERROR("cannot store sweep \"" << sweep->name << "\": " << stored.status().message());
     return MakeError(Unavailable("the coordinator could not store the sweep (" +
                                  stored.status().message() + "); nothing was enqueued"),
@@ -113,10 +111,10 @@ std::optional<Message> Coordinator::Submit(const std::string& routing_id, const 
                            << " already stored");
   } else {
     LOG_INFO("sweep " << stored->sweep_id << " \"" << sweep->name << "\": " << stored->jobs << " jobs");
-    if (firing) RecordFiringStored(*store_, counters_.store_errors, *firing, stored->sweep_id);
-    Status reloaded = dispatcher_->ReloadRequirements();
+    if (firing) RecordFiringStored(ctx_.store, ctx_.counters.store_errors, *firing, stored->sweep_id);
+    Status reloaded = dispatcher_.ReloadRequirements();
     if (!reloaded.ok()) LOG_ERROR("cannot read requirements: " << reloaded.message());
-    dispatcher_->Dispatch();
+    dispatcher_.Dispatch();
   }
   return Submitted(request_id, *stored, sweep->checked);
 }
@@ -124,7 +122,7 @@ std::optional<Message> Coordinator::Submit(const std::string& routing_id, const 
 // Placement "each": every combination on every matching agent that can run its device
 // (a cuda:1 combination only where the worker sees two GPUs). Which agents depends only
 // on the device, so it is worked out once per device of the matrix.
-StatusOr<PinnedAgents> Coordinator::PinAgents(const Sweep& sweep) {
+StatusOr<PinnedAgents> SweepIntake::PinAgents(const Sweep& sweep) {
   PinnedAgents pinned;
   if (sweep.placement != Placement::kEach) return pinned;
   for (const std::string& device : sweep.Devices()) {
@@ -135,7 +133,7 @@ StatusOr<PinnedAgents> Coordinator::PinAgents(const Sweep& sweep) {
     requirement.select = sweep.select;
     requirement.device = device;
     std::vector<std::string> hosts;
-    for (Agent* agent : registry_.All()) {
+    for (Agent* agent : ctx_.registry.All()) {
       if (AgentCanRun(requirement, agent->description)) hosts.push_back(agent->description.name);
     }
     if (hosts.empty()) {
@@ -148,31 +146,31 @@ StatusOr<PinnedAgents> Coordinator::PinAgents(const Sweep& sweep) {
   return pinned;
 }
 
-void Coordinator::AnswerIntake(const SweepIntake& intake, const Message& reply) {
+void SweepIntake::AnswerIntake(const Intake& intake, const Message& reply) {
   for (const auto& [routing_id, request_id] : intake.clients) {
     Message answer = reply;
     answer.body["request_id"] = request_id;
-    (void)Send(Side::kClients, routing_id, std::move(answer));
+    ctx_.Reply(Side::kClients, routing_id, std::move(answer));
   }
 }
 
-void Coordinator::AdvanceIntake() {
+void SweepIntake::AdvanceIntake() {
   // Those whose last slice was committed (a failed commit would have taken it back).
   intakes_.erase(std::remove_if(intakes_.begin(), intakes_.end(),
-                                [](const SweepIntake& intake) { return intake.finished; }),
+                                [](const Intake& intake) { return intake.finished; }),
                  intakes_.end());
-  if (round_->open()) MarkIntake();  // as they stand before this round's slice
+  if (ctx_.round.open()) RoundBegins();  // as they stand before this round's slice
   auto unanswered = std::find_if(intakes_.begin(), intakes_.end(),
-                                 [](const SweepIntake& intake) { return intake.sweep_id == 0; });
+                                 [](const Intake& intake) { return intake.sweep_id == 0; });
   auto storing = std::find_if(intakes_.begin(), intakes_.end(),
-                              [](const SweepIntake& intake) { return intake.sweep_id != 0; });
+                              [](const Intake& intake) { return intake.sweep_id != 0; });
   if (unanswered == intakes_.end() && storing == intakes_.end()) return;
   // Answers and stores in turns: neither the tenth of ten large submits waits for the
   // nine before it to be stored, nor do the agents wait for it to be checked.
   const bool check = storing == intakes_.end() || (unanswered != intakes_.end() && intake_checks_turn_);
   intake_checks_turn_ = !check;
   if (!check) return StoreSlice(*storing);
-  SweepIntake& intake = *unanswered;
+  Intake& intake = *unanswered;
   if (!CheckOrAccept(intake)) {
     intakes_.erase(unanswered);  // nothing of it was written
     return;
@@ -180,14 +178,14 @@ void Coordinator::AdvanceIntake() {
   if (intake.sweep_id != 0) StoreSlice(intake);  // the first slice goes with the answer
 }
 
-bool Coordinator::CheckOrAccept(SweepIntake& intake) {
+bool SweepIntake::CheckOrAccept(Intake& intake) {
   const size_t count = intake.sweep.combination_count;
   if (intake.checked < count) {
     const size_t slice = std::min(kIntakeCheckCombinations, count - intake.checked);
     Status checked = intake.sweep.CheckCombinations(intake.checked, slice);
     if (checked.ok() && intake.checked + slice == count) checked = intake.sweep.CheckJobsLeft();
     if (!checked.ok()) {
-      if (intake.firing) RecordFiringRefused(*store_, counters_.store_errors, *intake.firing, checked.message());
+      if (intake.firing) RecordFiringRefused(ctx_.store, ctx_.counters.store_errors, *intake.firing, checked.message());
       AnswerIntake(intake, MakeError(checked));
       return false;
     }
@@ -196,13 +194,13 @@ bool Coordinator::CheckOrAccept(SweepIntake& intake) {
   }
   auto pinned = PinAgents(intake.sweep);
   if (!pinned.ok()) {
-    if (intake.firing) RecordFiringRefused(*store_, counters_.store_errors, *intake.firing, pinned.status().message());
+    if (intake.firing) RecordFiringRefused(ctx_.store, ctx_.counters.store_errors, *intake.firing, pinned.status().message());
     AnswerIntake(intake, MakeError(pinned.status()));
     return false;
   }
-  auto accepted = store_->AcceptSweep(intake.sweep, *pinned, intake.submission_id);
+  auto accepted = ctx_.store.AcceptSweep(intake.sweep, *pinned, intake.submission_id);
   if (!accepted.ok()) {
-    ++counters_.store_errors;
+    ++ctx_.counters.store_errors;
     LOG_ERROR("cannot store sweep \"" << intake.sweep.name << "\": " << accepted.status().message());
     AnswerIntake(intake, MakeError(Unavailable("the coordinator could not store the sweep (" +
                                                accepted.status().message() + "); nothing was enqueued")));
@@ -210,7 +208,7 @@ bool Coordinator::CheckOrAccept(SweepIntake& intake) {
   }
   intake.sweep_id = accepted->sweep_id;
   intake.pinned = std::move(*pinned);
-  if (intake.firing && !accepted->existing) RecordFiringStored(*store_, counters_.store_errors, *intake.firing, intake.sweep_id);
+  if (intake.firing && !accepted->existing) RecordFiringStored(ctx_.store, ctx_.counters.store_errors, *intake.firing, intake.sweep_id);
   LOG_INFO("sweep " << intake.sweep_id << " \"" << intake.sweep.name << "\": " << accepted->jobs
                     << " jobs, stored a slice per round");
   // Sent after this round's commit, like every reply: the sweep is durable then.
@@ -219,16 +217,16 @@ bool Coordinator::CheckOrAccept(SweepIntake& intake) {
   return true;
 }
 
-void Coordinator::StoreSlice(SweepIntake& intake) {
+void SweepIntake::StoreSlice(Intake& intake) {
   const size_t count = intake.sweep.combination_count;
   // Jobs per combination: one, or one per agent of its device.
   size_t per_combination = 1;
   for (const auto& [device, hosts] : intake.pinned) per_combination = std::max(per_combination, hosts.size());
   const size_t slice = std::max<size_t>(1, kIntakeStoreJobs / per_combination);
-  auto stored = store_->StoreJobs(intake.sweep_id, intake.sweep, intake.pinned,
+  auto stored = ctx_.store.StoreJobs(intake.sweep_id, intake.sweep, intake.pinned,
                                   intake.next_combination, slice);
   if (!stored.ok()) {
-    ++counters_.store_errors;
+    ++ctx_.counters.store_errors;
     LOG_ERROR("sweep " << intake.sweep_id << ": cannot store its jobs from combination "
                        << intake.next_combination << " (tried again next round): "
                        << stored.status().message());
@@ -245,12 +243,12 @@ void Coordinator::StoreSlice(SweepIntake& intake) {
     LOG_INFO("sweep " << intake.sweep_id << ": every job stored");
     intake.finished = true;
   }
-  Status reloaded = dispatcher_->ReloadRequirements();
+  Status reloaded = dispatcher_.ReloadRequirements();
   if (!reloaded.ok()) LOG_ERROR("cannot read requirements: " << reloaded.message());
 }
 
-Status Coordinator::ResumeIntakes() {
-  ASSIGN_OR_RETURN(std::vector<UnstoredSweep> unstored, store_->UnstoredSweeps());
+Status SweepIntake::ResumeIntakes() {
+  ASSIGN_OR_RETURN(std::vector<UnstoredSweep> unstored, ctx_.store.UnstoredSweeps());
   for (UnstoredSweep& left : unstored) {
     auto sweep = ParseSweepShape(left.spec);
     if (!sweep.ok()) {
@@ -260,7 +258,7 @@ Status Coordinator::ResumeIntakes() {
                          << left.next_combination << " on are not stored");
       continue;
     }
-    SweepIntake intake;
+    Intake intake;
     intake.serial = ++intake_serial_;
     intake.sweep = std::move(*sweep);
     intake.checked = intake.sweep.combination_count;
@@ -274,17 +272,17 @@ Status Coordinator::ResumeIntakes() {
   return Status::Ok();
 }
 
-void Coordinator::MarkIntake() {
+void SweepIntake::RoundBegins() {
   intakes_at_round_start_.clear();
-  for (const SweepIntake& intake : intakes_) {
+  for (const Intake& intake : intakes_) {
     intakes_at_round_start_.push_back({intake.serial, intake.sweep_id, intake.next_combination});
   }
 }
 
-void Coordinator::RollBackIntake() {
+void SweepIntake::RoundFailed() {
   for (const IntakeMark& mark : intakes_at_round_start_) {
     auto it = std::find_if(intakes_.begin(), intakes_.end(),
-                           [&](const SweepIntake& intake) { return intake.serial == mark.serial; });
+                           [&](const Intake& intake) { return intake.serial == mark.serial; });
     if (it == intakes_.end()) continue;
     if (mark.sweep_id == 0 && it->sweep_id != 0) {
       // Accepted in this round: its clients are told nothing was kept, and may send again.

@@ -1,0 +1,90 @@
+// SweepIntake: sweeps taken in (docs/scheduling.md). A sweep is checked and stored; a
+// small one within its request, a large one a slice per round, so that a 100,000-job
+// submit never holds up anyone else's request, or the agents, for more than a slice.
+// Schedules' firings come in the same way, with no client: what became of them is
+// recorded. A resend with the same submission id is answered with the first sweep.
+//
+// It joins every round: the intakes' positions are marked when a round begins and go
+// back to them when its commit fails.
+#pragma once
+
+#include <deque>
+#include <functional>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/messages.h"
+#include "common/sweep.h"
+#include "coordinator/agent_sessions.h"
+#include "coordinator/context.h"
+#include "coordinator/dispatcher.h"
+#include "coordinator/schedule_runner.h"
+
+namespace benchfleet {
+
+class SweepIntake : public RoundParticipant {
+ public:
+  // `while_storing` runs while a small sweep's rows are written in one transaction
+  // (heartbeats kept going, agents' messages parked): the loop's.
+  SweepIntake(const CoordinatorContext& context, Dispatcher& dispatcher, std::function<void()> while_storing)
+      : ctx_(context), dispatcher_(dispatcher), while_storing_(std::move(while_storing)) {}
+
+  // The reply, or nullopt for a large sweep: it is answered once checked and accepted,
+  // by AdvanceIntake. A schedule's firing submits through the same path, with `firing`
+  // set and no client (an empty routing id): what became of it is recorded, not
+  // answered.
+  std::optional<Message> Submit(const std::string& routing_id, const json& request_id,
+                                const SubmitRequest& request, const ScheduledFiring* firing = nullptr);
+  // One slice of the large submits: check combinations of the oldest not yet answered
+  // (then accept it and answer), or store jobs of the oldest answered, in turns when
+  // there are both. Run by the loop's timer work, so its writes join the round's commit.
+  void AdvanceIntake();
+  // At start: sweeps accepted whose jobs are not all stored go on where they stopped.
+  Status ResumeIntakes();
+  // Whether large submits wait to be checked or stored (the loop then does not sleep).
+  bool busy() const { return !intakes_.empty(); }
+
+  // The intakes' positions at the start of a round, and back to them when the round's
+  // commit fails.
+  void RoundBegins() override;
+  void RoundFailed() override;
+
+ private:
+  struct Intake;
+  StatusOr<PinnedAgents> PinAgents(const Sweep& sweep);
+  // Returns false when the intake ended (refused: its clients were told why).
+  bool CheckOrAccept(Intake& intake);
+  void StoreSlice(Intake& intake);
+  void AnswerIntake(const Intake& intake, const Message& reply);
+
+  const CoordinatorContext& ctx_;
+  Dispatcher& dispatcher_;
+  std::function<void()> while_storing_;
+  // Large submits, oldest first, taken a slice per round: the combinations checked,
+  // then the sweep's row stored and the clients answered, then its jobs stored in order.
+  struct Intake {
+    uint64_t serial = 0;
+    Sweep sweep;
+    std::string submission_id;
+    std::vector<std::pair<std::string, json>> clients;  // routing id, request id
+    size_t checked = 0;           // combinations checked so far
+    int64_t sweep_id = 0;         // once accepted
+    PinnedAgents pinned;          // once accepted
+    size_t next_combination = 0;  // the first whose jobs are not stored
+    bool finished = false;        // every job stored, or the sweep cancelled
+    std::optional<ScheduledFiring> firing;  // a schedule's, recorded once accepted or refused
+  };
+  std::deque<Intake> intakes_;
+  uint64_t intake_serial_ = 0;
+  bool intake_checks_turn_ = true;  // when some intakes wait for checks and some to store
+  struct IntakeMark {
+    uint64_t serial = 0;
+    int64_t sweep_id = 0;
+    size_t next_combination = 0;
+  };
+  std::vector<IntakeMark> intakes_at_round_start_;
+};
+
+}  // namespace benchfleet
