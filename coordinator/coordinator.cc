@@ -55,20 +55,6 @@ json RequestId(const Message& message) {
 
 }  // namespace
 
-ResultAck::Outcome AckOutcome(ResultOutcome outcome) {
-  switch (outcome) {
-    case ResultOutcome::kStored:
-      return ResultAck::Outcome::kStored;
-    case ResultOutcome::kDuplicate:
-      return ResultAck::Outcome::kDuplicate;
-    case ResultOutcome::kStale:
-    case ResultOutcome::kStaleAgain:
-      return ResultAck::Outcome::kStale;
-    case ResultOutcome::kRejected:
-      return ResultAck::Outcome::kRejected;
-  }
-  return ResultAck::Outcome::kRejected;
-}
 
 Coordinator::Coordinator(CoordinatorOptions options)
     : options_(std::move(options)),
@@ -109,8 +95,13 @@ Status Coordinator::OpenStoreAndComponents() {
       CoordinatorContext{options_, clock_, *store_, *round_, outlet_, registry_, counters_});
   dispatcher_ = std::make_unique<Dispatcher>(
       *ctx_, [this](const std::string& routing_id, const std::string& reason) { sessions_->DropAgent(routing_id, reason); },
-      [this](int64_t job_id) { gang_results_.erase(job_id); });
+      [this](int64_t job_id) { results_->ForgetGang(job_id); });
   sessions_ = std::make_unique<AgentSessions>(*ctx_, *dispatcher_);
+  judge_ = std::make_unique<RegressionJudge>(*store_, counters_.store_errors, [this] {
+    Status reloaded = dispatcher_->ReloadRequirements();
+    if (!reloaded.ok()) LOG_ERROR("cannot read requirements: " << reloaded.message());
+  });
+  results_ = std::make_unique<ResultAcceptor>(*ctx_, *dispatcher_, *judge_, progress_);
   intake_ = std::make_unique<SweepIntake>(*ctx_, *dispatcher_, [this] {
     // A small sweep's rows go in within its request: our heartbeats keep going, and the
     // agents' messages are read meanwhile and parked for the next rounds; agents gone
@@ -126,10 +117,6 @@ Status Coordinator::OpenStoreAndComponents() {
   round_->Join(sessions_.get());
   round_->Join(intake_.get());
   round_->Join(this);
-  judge_ = std::make_unique<RegressionJudge>(*store_, counters_.store_errors, [this] {
-    Status reloaded = dispatcher_->ReloadRequirements();
-    if (!reloaded.ok()) LOG_ERROR("cannot read requirements: " << reloaded.message());
-  });
   schedules_ = std::make_unique<ScheduleRunner>(
       *store_, counters_.store_errors,
       [this] { return options_.wall_clock_s ? options_.wall_clock_s() : UnixMicrosNow() / 1000000; },
@@ -383,7 +370,7 @@ void Coordinator::HandleAgentMessage(const std::string& routing_id, const Messag
   if (type == msg::kHeartbeat) {
     sessions_->Heartbeat(*agent, message);
   } else if (type == msg::kResult) {
-    AcceptResult(*agent, message);
+    results_->Accept(*agent, message);
   } else if (type == msg::kRendezvous) {
     auto report = RendezvousReport::FromJson(message.body);
     if (!report.ok()) return Refuse(Side::kAgents, routing_id, report.status());
@@ -398,81 +385,7 @@ void Coordinator::HandleAgentMessage(const std::string& routing_id, const Messag
 
 
 
-void Coordinator::RejectResult(Agent& agent, const JobAttempt& job, const std::string& reason) {
-  ++counters_.malformed_messages;
-  ++counters_.rejected_results;
-  LOG_WARN("result of job " << job.job_id << " attempt " << job.attempt << " from "
-                            << agent.description.name << " rejected: " << reason);
-  ReplyToAgent(agent.routing_id, ToMessage(ErrorReport{StatusCodeName(StatusCode::kInvalidArgument), reason, job, nullptr}));
-  // The ack lets the agent drop the result from its spool: it can never be stored, so
-  // it must not come back after every reconnect.
-  ReplyToAgent(agent.routing_id, ToMessage(ResultAck{job, ResultAck::Outcome::kRejected, reason}));
-  // The attempt produced nothing usable: it is lost like a silent agent's.
-  if (Lease* lease = registry_.FindLease(job.job_id);
-      lease && lease->HeldBy(agent.description.name, job.attempt)) {
-    Lease lost = *lease;
-    registry_.RemoveLease(job.job_id);
-    dispatcher_->LoseAttempt(lost, "its result was rejected: " + reason);
-  }
-}
 
-void Coordinator::AcceptResult(Agent& agent, const Message& message) {
-  auto report = ResultReport::FromJson(message.body);
-  if (!report.ok()) return Refuse(Side::kAgents, agent.routing_id, report.status());
-  const JobAttempt job = report->job;
-  auto result = ParseWorkerResult(*report->result);
-  if (!result.ok()) return RejectResult(agent, job, result.status().message());
-  if (result->job_id && *result->job_id != job.job_id) {
-    return RejectResult(agent, job, "result.job_id: " + std::to_string(*result->job_id) +
-                                        " differs from the message's job_id " + std::to_string(job.job_id));
-  }
-  if (result->attempt && *result->attempt != job.attempt) {
-    return RejectResult(agent, job, "result.attempt: " + std::to_string(*result->attempt) +
-                                        " differs from the message's attempt " + std::to_string(job.attempt));
-  }
-  if (AcceptGangRank(agent, job, *result)) return;
-  std::string rejection;
-  std::optional<JudgedResult> judged;
-  auto outcome = store_->StoreResult(job.job_id, job.attempt, agent.host_id,
-                                     agent.description.name, *result, &rejection, &judged);
-  if (!outcome.ok()) {
-    // No ack: the agent keeps the result spooled and sends it again.
-    ++counters_.store_errors;
-    LOG_ERROR("cannot store result of job " << job.job_id << " attempt " << job.attempt << ": "
-                                            << outcome.status().message());
-    return;
-  }
-  switch (*outcome) {
-    case ResultOutcome::kRejected:
-      return RejectResult(agent, job, rejection);
-    case ResultOutcome::kStored:
-      ++counters_.results_stored;
-      if (!result->ok) {
-        ++counters_.failed_jobs;
-        LOG_WARN("job " << job.job_id << " failed on " << agent.description.name << ": " << result->error);
-      }
-      if (judged) {
-        progress_.ResultArrived(judged->sweep_id);
-        judge_->Judge(*judged);
-      }
-      break;
-    case ResultOutcome::kDuplicate:
-    case ResultOutcome::kStaleAgain:
-      ++counters_.duplicate_results;
-      break;
-    case ResultOutcome::kStale:
-      ++counters_.stale_results;
-      LOG_WARN("stale result for job " << job.job_id << " attempt " << job.attempt << " from "
-                                       << agent.description.name << " recorded, not counted");
-      break;
-  }
-  agent.refusal_backoff_ms = 0;
-  if (Lease* lease = registry_.FindLease(job.job_id); lease && lease->attempt == job.attempt) {
-    registry_.RemoveLease(job.job_id);
-  }
-  ReplyToAgent(agent.routing_id, ToMessage(ResultAck{job, AckOutcome(*outcome), ""}));
-  dispatcher_->Dispatch();
-}
 
 
 // ---- calibrations ----

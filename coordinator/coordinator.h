@@ -24,6 +24,7 @@
 #include "coordinator/sweep_intake.h"
 #include "coordinator/context.h"
 #include "coordinator/dispatcher.h"
+#include "coordinator/result_acceptor.h"
 #include "coordinator/pruner.h"
 #include "coordinator/query_runner.h"
 #include "coordinator/registry.h"
@@ -35,8 +36,6 @@
 
 namespace benchfleet {
 
-// What an agent is told of its result (`ack.outcome`): a stale result's resend is stale.
-ResultAck::Outcome AckOutcome(ResultOutcome outcome);
 
 class Coordinator : private RoundParticipant {
  public:
@@ -72,8 +71,6 @@ class Coordinator : private RoundParticipant {
   Status OpenStoreAndComponents();
   void HandleAgentMessage(const std::string& routing_id, const Message& message);
   void HandleClientMessage(const std::string& routing_id, const Message& message);
-  void AcceptResult(Agent& agent, const Message& message);
-  void RejectResult(Agent& agent, const JobAttempt& job, const std::string& reason);
   void Refuse(Side side, const std::string& routing_id, const Status& status,
               const json& request_id = nullptr);
   // Sends now, or at the end of the round when one is open.
@@ -82,9 +79,6 @@ class Coordinator : private RoundParticipant {
   Status Send(Side side, const std::string& routing_id, Message message);
   void ReplyToAgent(const std::string& routing_id, Message message);
 
-  // A rank's result of a spread gang: gathered, and once all are in (or one failed) put
-  // together into the job's result and stored. False when `job` is no such gang's.
-  bool AcceptGangRank(Agent& agent, const JobAttempt& job, const WorkerResult& result);
   // The next agent message to handle: a parked one first, else one from the socket.
   StatusOr<std::optional<Frames>> NextAgentMessage();
   // Reads the agents' waiting messages into parked_agent_messages_ (up to
@@ -104,6 +98,7 @@ class Coordinator : private RoundParticipant {
   std::unique_ptr<Dispatcher> dispatcher_;
   std::unique_ptr<AgentSessions> sessions_;
   std::unique_ptr<SweepIntake> intake_;
+  std::unique_ptr<ResultAcceptor> results_;
   std::unique_ptr<ClientApi> clients_;
   SweepProgress progress_{clock_};
   zmq::context_t context_;
@@ -116,17 +111,6 @@ class Coordinator : private RoundParticipant {
   Outlet outlet_{counters_.send_failures};  // the sockets, or the outbox in process
   std::unique_ptr<Round> round_;           // made once the store is open
   std::unique_ptr<CoordinatorContext> ctx_;  // what the components share
-  // The results of the ranks of spread gangs heard from so far, by job id. In memory:
-  // the agents keep theirs spooled until the job's result is stored, and resend them.
-  struct GangResults {
-    int attempt = 0;
-    struct Rank {
-      WorkerResult::Rank entry;
-      WorkerResult result;
-    };
-    std::map<int64_t, Rank> ranks;
-  };
-  std::map<int64_t, GangResults> gang_results_;  // a reload failed: tried again at the next refresh
   // A round's marks and undo (RoundParticipant).
   void RoundBegins() override;
   void RoundFailed() override;

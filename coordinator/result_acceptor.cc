@@ -1,0 +1,195 @@
+#include "coordinator/result_acceptor.h"
+
+#include <algorithm>
+
+#include "common/log.h"
+#include "common/result_fields.h"
+
+namespace benchfleet {
+
+ResultAck::Outcome AckOutcome(ResultOutcome outcome) {
+  switch (outcome) {
+    case ResultOutcome::kStored:
+      return ResultAck::Outcome::kStored;
+    case ResultOutcome::kDuplicate:
+      return ResultAck::Outcome::kDuplicate;
+    case ResultOutcome::kStale:
+    case ResultOutcome::kStaleAgain:
+      return ResultAck::Outcome::kStale;
+    case ResultOutcome::kRejected:
+      return ResultAck::Outcome::kRejected;
+  }
+  return ResultAck::Outcome::kRejected;
+}
+
+void ResultAcceptor::Reject(Agent& agent, const JobAttempt& job, const std::string& reason) {
+  ++ctx_.counters.malformed_messages;
+  ++ctx_.counters.rejected_results;
+  LOG_WARN("result of job " << job.job_id << " attempt " << job.attempt << " from "
+                            << agent.description.name << " rejected: " << reason);
+  ctx_.Reply(Side::kAgents, agent.routing_id, ToMessage(ErrorReport{StatusCodeName(StatusCode::kInvalidArgument), reason, job, nullptr}));
+  // The ack lets the agent drop the result from its spool: it can never be stored, so
+  // it must not come back after every reconnect.
+  ctx_.Reply(Side::kAgents, agent.routing_id, ToMessage(ResultAck{job, ResultAck::Outcome::kRejected, reason}));
+  // The attempt produced nothing usable: it is lost like a silent agent's.
+  if (Lease* lease = ctx_.registry.FindLease(job.job_id);
+      lease && lease->HeldBy(agent.description.name, job.attempt)) {
+    Lease lost = *lease;
+    ctx_.registry.RemoveLease(job.job_id);
+    dispatcher_.LoseAttempt(lost, "its result was rejected: " + reason);
+  }
+}
+
+void ResultAcceptor::Accept(Agent& agent, const Message& message) {
+  auto report = ResultReport::FromJson(message.body);
+  if (!report.ok()) return ctx_.Refuse(Side::kAgents, agent.routing_id, report.status());
+  const JobAttempt job = report->job;
+  auto result = ParseWorkerResult(*report->result);
+  if (!result.ok()) return Reject(agent, job, result.status().message());
+  if (result->job_id && *result->job_id != job.job_id) {
+    return Reject(agent, job, "result.job_id: " + std::to_string(*result->job_id) +
+                                        " differs from the message's job_id " + std::to_string(job.job_id));
+  }
+  if (result->attempt && *result->attempt != job.attempt) {
+    return Reject(agent, job, "result.attempt: " + std::to_string(*result->attempt) +
+                                        " differs from the message's attempt " + std::to_string(job.attempt));
+  }
+  if (AcceptGangRank(agent, job, *result)) return;
+  std::string rejection;
+  std::optional<JudgedResult> judged;
+  auto outcome = ctx_.store.StoreResult(job.job_id, job.attempt, agent.host_id,
+                                     agent.description.name, *result, &rejection, &judged);
+  if (!outcome.ok()) {
+    // No ack: the agent keeps the result spooled and sends it again.
+    ++ctx_.counters.store_errors;
+    LOG_ERROR("cannot store result of job " << job.job_id << " attempt " << job.attempt << ": "
+                                            << outcome.status().message());
+    return;
+  }
+  switch (*outcome) {
+    case ResultOutcome::kRejected:
+      return Reject(agent, job, rejection);
+    case ResultOutcome::kStored:
+      ++ctx_.counters.results_stored;
+      if (!result->ok) {
+        ++ctx_.counters.failed_jobs;
+        LOG_WARN("job " << job.job_id << " failed on " << agent.description.name << ": " << result->error);
+      }
+      if (judged) {
+        progress_.ResultArrived(judged->sweep_id);
+        judge_.Judge(*judged);
+      }
+      break;
+    case ResultOutcome::kDuplicate:
+    case ResultOutcome::kStaleAgain:
+      ++ctx_.counters.duplicate_results;
+      break;
+    case ResultOutcome::kStale:
+      ++ctx_.counters.stale_results;
+      LOG_WARN("stale result for job " << job.job_id << " attempt " << job.attempt << " from "
+                                       << agent.description.name << " recorded, not counted");
+      break;
+  }
+  agent.refusal_backoff_ms = 0;
+  if (Lease* lease = ctx_.registry.FindLease(job.job_id); lease && lease->attempt == job.attempt) {
+    ctx_.registry.RemoveLease(job.job_id);
+  }
+  ctx_.Reply(Side::kAgents, agent.routing_id, ToMessage(ResultAck{job, AckOutcome(*outcome), ""}));
+  dispatcher_.Dispatch();
+}
+
+bool ResultAcceptor::AcceptGangRank(Agent& agent, const JobAttempt& job, const WorkerResult& result) {
+  Lease* found = ctx_.registry.FindLease(job.job_id);
+  if (found == nullptr || found->ranks.empty() || found->attempt != job.attempt) return false;
+  const std::vector<std::string> holders = AgentRegistry::Holders(*found);
+  const auto at = std::find(holders.begin(), holders.end(), agent.description.name);
+  if (at == holders.end()) return false;
+  const Lease lease = *found;
+  // The rank is the one this agent was given, whatever the result says.
+  const int64_t rank = at - holders.begin();
+  const int64_t world_size = static_cast<int64_t>(holders.size());
+  // A rank's failure written by its agent (a crash, a timeout) may not echo its rank.
+  json detail = result.detail;
+  if (FindPath(detail, "distributed.rank") == nullptr) {
+    if (!detail.contains("distributed")) detail["distributed"] = json::object();
+    detail["distributed"]["rank"] = rank;
+  }
+  auto entry = ParseRankEntry(detail, "result");
+  if (!entry.ok()) {
+    Reject(agent, job, entry.status().message());
+    return true;
+  }
+  if (entry->rank != rank) {
+    Reject(agent, job, "result.distributed.rank: " + std::to_string(entry->rank) +
+                                 " is not the rank " + std::to_string(rank) + " this agent was given");
+    return true;
+  }
+  entry->host_id = agent.host_id;
+  GangResults& gang = gang_results_[job.job_id];
+  if (gang.attempt != job.attempt) gang = GangResults{job.attempt, {}};
+  gang.ranks[rank] = GangResults::Rank{std::move(*entry), result};
+  LOG_INFO("job " << job.job_id << " rank " << rank << " of " << world_size << " on "
+                  << agent.description.name << ": " << (result.ok ? "done" : result.error));
+  const bool failed = !result.ok;
+  if (!failed && static_cast<int64_t>(gang.ranks.size()) < world_size) return true;  // acked once all are in
+
+  // The job's one result: rank 0's, with every rank's; or the failure of the rank that
+  // failed, with the ranks heard from so far.
+  WorkerResult combined;
+  if (failed) {
+    combined.ok = false;
+    combined.error = "rank " + std::to_string(rank) + " of " + std::to_string(world_size) +
+                     " on agent " + agent.description.name + ": " + result.error +
+                     "; the gang was stopped";
+    combined.values.assign(ResultFields().size(), json());
+    combined.detail = {{"ok", false}, {"error", combined.error}};
+  } else {
+    combined = gang.ranks.at(0).result;
+  }
+  combined.ranks.clear();
+  for (auto& [r, item] : gang.ranks) combined.ranks.push_back(item.entry);
+  Agent* rank0 = ctx_.registry.FindByName(lease.agent);
+  const int64_t host_id = failed ? agent.host_id : (rank0 ? rank0->host_id : agent.host_id);
+  std::string rejection;
+  auto outcome = ctx_.store.StoreResult(job.job_id, job.attempt, host_id, lease.agent, combined, &rejection);
+  if (!outcome.ok()) {
+    ++ctx_.counters.store_errors;  // no ack: the ranks' agents send their results again
+    LOG_ERROR("cannot store the result of gang job " << job.job_id << ": " << outcome.status().message());
+    return true;
+  }
+  if (*outcome == ResultOutcome::kRejected) {
+    gang_results_.erase(job.job_id);
+    ctx_.registry.RemoveLease(job.job_id);
+    dispatcher_.StopGang(lease, rejection);
+    Reject(agent, job, rejection);
+    dispatcher_.LoseAttempt(lease, "its result was rejected: " + rejection);
+    return true;
+  }
+  if (*outcome == ResultOutcome::kStored) {
+    ++ctx_.counters.results_stored;
+    if (failed) {
+      ++ctx_.counters.failed_jobs;
+      LOG_WARN("job " << job.job_id << " failed: " << combined.error);
+    }
+  }
+  // Every rank heard from is acknowledged; the others are stopped.
+  std::vector<std::string> acked;
+  for (const auto& [r, item] : gang.ranks) acked.push_back(holders[static_cast<size_t>(r)]);
+  gang_results_.erase(job.job_id);
+  ctx_.registry.RemoveLease(job.job_id);
+  for (const std::string& name : holders) {
+    Agent* holder = ctx_.registry.FindByName(name);
+    if (holder == nullptr) continue;
+    holder->refusal_backoff_ms = 0;
+    if (std::find(acked.begin(), acked.end(), name) != acked.end()) {
+      ctx_.Reply(Side::kAgents, holder->routing_id, ToMessage(ResultAck{job, AckOutcome(*outcome), ""}));
+    } else {
+      ctx_.Reply(Side::kAgents, holder->routing_id,
+                 ToMessage(StopOrder{job, combined.error.substr(0, 1000)}));
+    }
+  }
+  dispatcher_.Dispatch();
+  return true;
+}
+
+}  // namespace benchfleet
