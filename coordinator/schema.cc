@@ -102,8 +102,9 @@ StatusOr<std::vector<Column>> ColumnsOf(Database& db, const std::string& table) 
 // INTEGER PRIMARY KEY (schedule_firings). Its rowids are copied too, so rows keep their
 // order and identity.
 StatusOr<bool> HasHiddenRowid(Database& db, const std::string& table) {
-  if (!Rows(db, "SELECT rowid FROM " + Quoted(table) + " LIMIT 0").ok())
-    return false;  // WITHOUT ROWID
+  if (!Rows(db, "SELECT rowid FROM " + Quoted(table) + " LIMIT 0").ok()) {
+    return false;  // WITHOUT ROWID: its key is in its columns
+  }
   ASSIGN_OR_RETURN(TextRows keys, Rows(db, "SELECT upper(type) FROM pragma_table_info(" +
                                                QuotedText(table) + ") WHERE pk > 0"));
   return !(keys.size() == 1 && keys[0][0] == "INTEGER");
