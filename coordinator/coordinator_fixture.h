@@ -55,6 +55,25 @@ inline json GoodResult(const json& spec) {
           {"samples_ms", {1.0, 1.0}}};
 }
 
+// Expects `actual` to have the keys of `golden`, at every depth: a reply against its
+// golden example, so that protocol.md, the examples and the code agree.
+inline void ExpectSameKeys(const json& golden, const json& actual, const std::string& where) {
+  if (golden.is_object()) {
+    ASSERT_TRUE(actual.is_object()) << where;
+    std::set<std::string> want, got;
+    for (const auto& [key, value] : golden.items()) want.insert(key);
+    for (const auto& [key, value] : actual.items()) got.insert(key);
+    EXPECT_EQ(want, got) << where;
+    for (const auto& [key, value] : golden.items()) {
+      if (actual.contains(key) && !actual[key].is_null() && !value.is_null()) {
+        ExpectSameKeys(value, actual[key], where + "." + key);
+      }
+    }
+  } else if (golden.is_array() && !golden.empty() && actual.is_array() && !actual.empty()) {
+    ExpectSameKeys(golden[0], actual[0], where + "[0]");
+  }
+}
+
 class CoordinatorTest : public ::testing::Test {
  protected:
   void SetUp() override {
