@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The layering rule of DESIGN.md, checked on the source tree: links point one way.
+# The layering rule, checked on the source tree: links point one way. docs/architecture.md
+# tells the life of a job across these folders, naming the component at each hop.
 #   common              includes no daemon folder (coordinator, agent, worker, cli), nor schedule;
 #   schedule            (cron and time zones) includes only common;
 #   coordinator, agent, cli  never include worker/ or each other;
