@@ -19,11 +19,6 @@
 namespace benchfleet {
 namespace {
 
-// Agents that left the registry, remembered for status.
-constexpr size_t kDepartedShown = 20;
-// Queued jobs read per requirement when looking for one to hand out: jobs held for a
-// spooled result on its way are skipped, so a few more than one are read.
-constexpr int kOldestQueuedScan = 8;
 // Messages handled per socket before the loop looks at timers again, so a flood on one
 // socket cannot starve heartbeats and the other socket. A round of agents' messages
 // also ends after kMaxAgentRoundMs: the larger the round, the fewer commits (syncs) per
@@ -34,19 +29,12 @@ constexpr int kOldestQueuedScan = 8;
 // 5,800-6,000 jobs/s (100: 6,300; 25: 5,600-5,700, 0.58 ms).
 constexpr int kMaxMessagesPerRound = 32;
 constexpr int kMaxAgentRoundMs = 40;
-// The coordinator's heartbeats go out in this many slices of the fleet per interval.
-constexpr int kHeartbeatSlices = 10;
 // At most this many bytes of agent messages are parked while a long client request
 // runs; past it they wait in ZeroMQ (which then stops reading their connections).
 constexpr size_t kMaxParkedBytes = size_t{64} << 20;
 // Silent agents and expired leases are looked for this often (a walk over all of
 // them), not after every message.
 constexpr int kExpiryCheckMs = 50;
-// Every agent and requirement is looked at for dispatch at least this often.
-constexpr int kDispatchRefreshMs = 1000;
-// A busy agent that refused an offer gets no other for this long, doubling per refusal
-// up to the maximum; a result resets it.
-constexpr int kMaxRefusalBackoffMs = 30000;
 
 json RequestId(const Message& message) {
   auto it = message.body.find("request_id");
