@@ -281,10 +281,6 @@ Status Coordinator::Send(Side side, const std::string& routing_id, Message messa
   return round_->Send(side, routing_id, std::move(message));
 }
 
-void Coordinator::ReplyToAgent(const std::string& routing_id, Message message) {
-  (void)Send(Side::kAgents, routing_id, std::move(message));
-}
-
 void Coordinator::Refuse(Side side, const std::string& routing_id, const Status& status,
                          const json& request_id) {
   ctx_->Refuse(side, routing_id, status, request_id);

@@ -77,7 +77,6 @@ class Coordinator : private RoundParticipant {
   // By value: a reply held for the round's commit is moved in, not copied (a status
   // reply to a thousand-agent fleet is a large tree).
   Status Send(Side side, const std::string& routing_id, Message message);
-  void ReplyToAgent(const std::string& routing_id, Message message);
 
   // The next agent message to handle: a parked one first, else one from the socket.
   StatusOr<std::optional<Frames>> NextAgentMessage();

@@ -90,7 +90,7 @@ struct StoredSchedule {
 enum class FiringOutcome { kStarted, kRunNow, kMissed, kSkipped, kFailed };
 const char* FiringOutcomeName(FiringOutcome outcome);
 
-// A stored result as regression detection sees it (coordinator/regressions.cc).
+// A stored result as regression detection sees it (coordinator/regression_judge.h).
 struct JudgedResult {
   int64_t job_id = 0;
   int64_t host_id = 0;
