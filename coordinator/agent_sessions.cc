@@ -68,7 +68,7 @@ void AgentSessions::Register(const std::string& routing_id, const Message& messa
   // Agents on one machine (same machine_id) run one job at a time unless
   // --share-machines; an agent that does not say is a machine of its own.
   agent.machine_id = request->capabilities.machine_id.empty() ? name : request->capabilities.machine_id;
-  auto host_id = ctx_.store.UpsertHost(name, agent.machine_id, request->tags, request->capabilities.raw,
+  auto host_id = ctx_.store.hosts().UpsertHost(name, agent.machine_id, request->tags, request->capabilities.raw,
                                     FingerprintOf(request->capabilities));
   if (!host_id.ok()) {
     ++ctx_.counters.store_errors;
@@ -79,7 +79,7 @@ void AgentSessions::Register(const std::string& routing_id, const Message& messa
   }
   agent.host_id = *host_id;
   if (request->price) {
-    if (Status priced = ctx_.store.RecordAgentPrice(*host_id, *request->price); !priced.ok()) {
+    if (Status priced = ctx_.store.hosts().RecordAgentPrice(*host_id, *request->price); !priced.ok()) {
       ++ctx_.counters.store_errors;  // the agent still registers; its price waits for the next time
       LOG_ERROR("cannot store the price of host " << name << ": " << priced.message());
     }
@@ -123,8 +123,8 @@ void AgentSessions::AgentError(Agent& agent, const Message& message) {
 
 void AgentSessions::CalibrateMachineOf(const Agent& agent, const std::string& why,
                                      bool only_if_stale) {
-  auto pending = ctx_.store.CalibrationPending(agent.machine_id);
-  auto age = ctx_.store.CalibrationAge(agent.machine_id);
+  auto pending = ctx_.store.hosts().CalibrationPending(agent.machine_id);
+  auto age = ctx_.store.hosts().CalibrationAge(agent.machine_id);
   if (!pending.ok() || !age.ok()) {
     ++ctx_.counters.store_errors;
     LOG_ERROR("cannot read the calibrations of machine " << agent.machine_id);
@@ -140,7 +140,7 @@ void AgentSessions::CalibrateMachineOf(const Agent& agent, const std::string& wh
     return;
   }
   if (only_if_stale && !*age) return;  // never calibrated: only on request
-  auto calibration = ctx_.store.CreateCalibration({agent.description.name}, kCalibrationTimeoutS);
+  auto calibration = ctx_.store.jobs().CreateCalibration({agent.description.name}, kCalibrationTimeoutS);
   if (!calibration.ok()) {
     ++ctx_.counters.store_errors;
     LOG_ERROR("cannot queue the calibration of " << agent.description.name << ": "

@@ -56,7 +56,7 @@ std::optional<Message> ClientApi::Reply(const std::string& routing_id, const Mes
   if (type == msg::kBaselineReset) {
     auto request = ParseBaselineReset(message);
     if (!request.ok()) return refuse(request.status());
-    auto reset = ctx_.store.AddBaselineReset(request->host, request->model, request->note);
+    auto reset = ctx_.store.regressions().AddBaselineReset(request->host, request->model, request->note);
     if (!reset.ok()) return MakeError(reset.status(), request_id);
     LOG_INFO("baseline reset " << reset->dump());
     return MakeMessage(msg::kRows, {{"request_id", request_id},
@@ -67,7 +67,7 @@ std::optional<Message> ClientApi::Reply(const std::string& routing_id, const Mes
   if (type == msg::kSetPrice) {
     auto request = ParseSetPrice(message);
     if (!request.ok()) return refuse(request.status());
-    auto price = ctx_.store.SetHostPrice(request->host, request->price);
+    auto price = ctx_.store.hosts().SetHostPrice(request->host, request->price);
     if (!price.ok()) return MakeError(price.status(), request_id);
     LOG_INFO("price set " << price->dump());
     return MakeMessage(msg::kRows, {{"request_id", request_id},
@@ -89,7 +89,7 @@ std::optional<Message> ClientApi::StartPrune(const std::string& routing_id,
     return MakeError(Unavailable("a prune is already running; try again once it has answered"),
                      request_id);
   }
-  auto pruner = SamplePruner::Start(ctx_.store, request.samples_older_than_s);
+  auto pruner = SamplePruner::Start(ctx_.store.retention(), request.samples_older_than_s);
   if (!pruner.ok()) return MakeError(pruner.status(), request_id);
   LOG_INFO("pruning raw samples older than " << request.samples_older_than_s << " s");
   prune_ = PendingPrune{routing_id, request_id, std::move(*pruner)};
@@ -98,7 +98,7 @@ std::optional<Message> ClientApi::StartPrune(const std::string& routing_id,
 
 void ClientApi::AdvancePrune() {
   if (!prune_) return;
-  auto done = prune_->pruner.Step(ctx_.store, Millis(kPruneStepMs));
+  auto done = prune_->pruner.Step(ctx_.store.retention(), Millis(kPruneStepMs));
   if (!done.ok()) {
     ++ctx_.counters.store_errors;
     LOG_ERROR("prune stopped: " << done.status().message());
@@ -126,7 +126,7 @@ std::optional<Message> ClientApi::PostRead(ReadRequest request) {
 }
 
 Message ClientApi::StatusReply(const json& request_id, const SweepRequest& request) {
-  auto sweeps = ctx_.store.SweepStatus(request.sweep_id, kStatusSweeps);
+  auto sweeps = ctx_.store.jobs().SweepStatus(request.sweep_id, kStatusSweeps);
   if (!sweeps.ok()) return MakeError(sweeps.status(), request_id);
   for (json& sweep : *sweeps) {
     const json& jobs = sweep["jobs"];
@@ -135,7 +135,7 @@ Message ClientApi::StatusReply(const json& request_id, const SweepRequest& reque
     sweep["eta_s"] = sweep["state"] == "running" ? parts_.progress.EtaSeconds(sweep["sweep_id"], remaining) : json(nullptr);
   }
   // Which job runs where: one read of the running jobs, not one per agent.
-  auto running = ctx_.store.RunningJobConfigs();
+  auto running = ctx_.store.jobs().RunningJobConfigs();
   if (!running.ok()) ++ctx_.counters.store_errors;
   // A thousand agents' entries are most of a status reply's cost: members are set
   // one by one (not from initializer lists). A gang's job shows beside each of its
@@ -177,7 +177,7 @@ Message ClientApi::Cancel(const json& request_id, const SweepRequest& request) {
     return MakeError(InvalidArgument("cancel.sweep_id: missing"), request_id);
   }
   int64_t sweep_id = *request.sweep_id;
-  auto cancelled = ctx_.store.CancelSweep(sweep_id);
+  auto cancelled = ctx_.store.jobs().CancelSweep(sweep_id);
   if (!cancelled.ok()) return MakeError(cancelled.status(), request_id);
   LOG_INFO("sweep " << sweep_id << " cancelled: " << *cancelled << " queued jobs dropped");
   return MakeMessage(
@@ -201,7 +201,7 @@ Message ClientApi::Calibrate(const json& request_id, const CalibrateRequest& req
   }
   if (names.empty()) return MakeError(FailedPrecondition("no agent is registered"), request_id);
   std::sort(names.begin(), names.end());
-  auto sweep_id = ctx_.store.CreateCalibration(names, kCalibrationTimeoutS);
+  auto sweep_id = ctx_.store.jobs().CreateCalibration(names, kCalibrationTimeoutS);
   if (!sweep_id.ok()) {
     ++ctx_.counters.store_errors;
     return MakeError(Unavailable("cannot store the calibration: " + sweep_id.status().message()),

@@ -85,7 +85,7 @@ Status Coordinator::OpenStoreAndComponents() {
       *ctx_, [this](const std::string& routing_id, const std::string& reason) { sessions_->DropAgent(routing_id, reason); },
       [this](int64_t job_id) { results_->ForgetGang(job_id); });
   sessions_ = std::make_unique<AgentSessions>(*ctx_, *dispatcher_);
-  judge_ = std::make_unique<RegressionJudge>(*store_, counters_.store_errors, [this] {
+  judge_ = std::make_unique<RegressionJudge>(store_->regressions(), counters_.store_errors, [this] {
     Status reloaded = dispatcher_->ReloadRequirements();
     if (!reloaded.ok()) LOG_ERROR("cannot read requirements: " << reloaded.message());
   });
@@ -106,7 +106,7 @@ Status Coordinator::OpenStoreAndComponents() {
   round_->Join(intake_.get());
   round_->Join(this);
   schedules_ = std::make_unique<ScheduleRunner>(
-      *store_, counters_.store_errors,
+      store_->schedules(), counters_.store_errors,
       [this] { return options_.wall_clock_s ? options_.wall_clock_s() : UnixMicrosNow() / 1000000; },
       [this](const std::string& routing_id, const json& request_id, const SubmitRequest& request,
              const ScheduledFiring* firing) { return intake_->Submit(routing_id, request_id, request, firing); },

@@ -79,7 +79,7 @@ void Dispatcher::HoldSpooledJobs(const std::string& agent, const std::vector<Job
 }
 
 void Dispatcher::RecoverLeases() {
-  auto running = ctx_.store.RunningJobs();
+  auto running = ctx_.store.jobs().RunningJobs();
   if (!running.ok()) {
     LOG_ERROR("cannot read running jobs: " << running.status().message());
     return;
@@ -103,7 +103,7 @@ void Dispatcher::RecoverLeases() {
 
 void Dispatcher::LoseAttempt(const Lease& lease, const std::string& reason) {
   StopGang(lease, reason);
-  auto requeued = ctx_.store.RequeueOrFail(lease.job_id, lease.attempt, ctx_.options.max_attempts, reason);
+  auto requeued = ctx_.store.jobs().RequeueOrFail(lease.job_id, lease.attempt, ctx_.options.max_attempts, reason);
   if (!requeued.ok()) {
     ++ctx_.counters.store_errors;
     LOG_ERROR("cannot requeue job " << lease.job_id << ": " << requeued.status().message());
@@ -122,7 +122,7 @@ void Dispatcher::LoseAttempt(const Lease& lease, const std::string& reason) {
 
 void Dispatcher::UndoHandOut(const Lease& lease) {
   StopGang(lease, "the job was taken back before it ran");
-  auto undone = ctx_.store.UndoHandOut(lease.job_id, lease.attempt);
+  auto undone = ctx_.store.jobs().UndoHandOut(lease.job_id, lease.attempt);
   if (!undone.ok()) {
     ++ctx_.counters.store_errors;
     LOG_ERROR("cannot take back job " << lease.job_id << ": " << undone.status().message());
@@ -133,7 +133,7 @@ void Dispatcher::UndoHandOut(const Lease& lease) {
 }
 
 Status Dispatcher::ReloadRequirements() {
-  ASSIGN_OR_RETURN(auto all, ctx_.store.Requirements());
+  ASSIGN_OR_RETURN(auto all, ctx_.store.jobs().Requirements());
   for (JobRequirement& requirement : all) {
     auto& state = requirements_[requirement.requirement_id];
     state.requirement = std::move(requirement);
@@ -187,7 +187,7 @@ Dispatcher::Offer Dispatcher::OfferNextJob(Agent& agent) {
     if (!state.may_have_queued) continue;
     if (!CanRun(agent, state.requirement)) continue;
     if (best && best->kind == "calibration" && state.requirement.kind != "calibration") continue;
-    auto queued = ctx_.store.OldestQueued(id, kOldestQueuedScan);
+    auto queued = ctx_.store.jobs().OldestQueued(id, kOldestQueuedScan);
     if (!queued.ok()) {
       ++ctx_.counters.store_errors;
       LOG_ERROR("cannot read the queue: " << queued.status().message());
@@ -225,7 +225,7 @@ Dispatcher::Offer Dispatcher::OfferNextJob(Agent& agent) {
 
 Dispatcher::Offer Dispatcher::HandOut(Agent& agent, const QueuedJob& job,
                                         std::vector<std::string> ranks, std::optional<GangRole> gang) {
-  auto attempt = ctx_.store.MarkRunning(job.job_id, agent.host_id);
+  auto attempt = ctx_.store.jobs().MarkRunning(job.job_id, agent.host_id);
   if (!attempt.ok()) {
     ++ctx_.counters.store_errors;
     LOG_ERROR("cannot hand out job " << job.job_id << ": " << attempt.status().message());
@@ -285,7 +285,7 @@ void Dispatcher::OfferSent(const Lease& hand_out) {
 
 json Dispatcher::Waiting(std::optional<int64_t> sweep_id) {
   json waiting = json::array();
-  auto counts = ctx_.store.QueuedPerRequirement(sweep_id);
+  auto counts = ctx_.store.jobs().QueuedPerRequirement(sweep_id);
   if (!counts.ok()) return waiting;
   for (const auto& [requirement_id, jobs] : *counts) {
     auto it = requirements_.find(requirement_id);
@@ -301,7 +301,7 @@ json Dispatcher::Waiting(std::optional<int64_t> sweep_id) {
                   DescribeRequirement(requirement) + " to be free";
     // A gang spread over agents needs that many at once: wider than the agents that
     // match, it cannot run (and counts no matching agents, so submit --wait stops).
-    if (auto oldest = ctx_.store.OldestQueued(requirement_id, 1); oldest.ok() && !oldest->empty()) {
+    if (auto oldest = ctx_.store.jobs().OldestQueued(requirement_id, 1); oldest.ok() && !oldest->empty()) {
       const int64_t ranks = SpreadRanks(oldest->front().spec);
       const int64_t cpus = LocalGangCpus(oldest->front().spec);
       int64_t largest = 0;
@@ -424,7 +424,7 @@ void Dispatcher::Rendezvous(Agent& agent, const RendezvousReport& rendezvous) {
     return;
   }
   const Lease lease = *found;
-  auto spec = ctx_.store.JobSpecText(lease.job_id);
+  auto spec = ctx_.store.jobs().JobSpecText(lease.job_id);
   if (!spec.ok()) {
     ++ctx_.counters.store_errors;
     LOG_ERROR("cannot read job " << lease.job_id << ": " << spec.status().message());

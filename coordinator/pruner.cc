@@ -4,7 +4,7 @@
 
 namespace benchfleet {
 
-StatusOr<SamplePruner> SamplePruner::Start(Store& store, double older_than_s) {
+StatusOr<SamplePruner> SamplePruner::Start(RetentionStore& store, double older_than_s) {
   if (!(older_than_s >= 0)) return InvalidArgument("prune: the age must be >= 0 seconds");
   SamplePruner pruner;
   ASSIGN_OR_RETURN(pruner.cutoff_, store.ReceivedAtCutoff(older_than_s));
@@ -19,7 +19,7 @@ int64_t SamplePruner::Adapt(int64_t size, Millis took, Millis budget, int64_t ma
   return size;
 }
 
-StatusOr<bool> SamplePruner::Step(Store& store, Millis budget) {
+StatusOr<bool> SamplePruner::Step(RetentionStore& store, Millis budget) {
   const MonoTime deadline = MonoNow() + budget;
   do {
     const MonoTime started = MonoNow();

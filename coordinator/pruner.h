@@ -9,7 +9,7 @@
 
 #include "common/clock.h"
 #include "common/status.h"
-#include "coordinator/store.h"
+#include "coordinator/retention_store.h"
 
 namespace benchfleet {
 
@@ -22,10 +22,10 @@ class SamplePruner {
   };
 
   // Prunes the samples of results received more than `older_than_s` seconds ago.
-  static StatusOr<SamplePruner> Start(Store& store, double older_than_s);
+  static StatusOr<SamplePruner> Start(RetentionStore& store, double older_than_s);
   // Works for about `budget`, one transaction at a time, each sized to take about half
   // the budget on this disk. Returns true once done; progress() is then final.
-  StatusOr<bool> Step(Store& store, Millis budget);
+  StatusOr<bool> Step(RetentionStore& store, Millis budget);
   const Progress& progress() const { return progress_; }
 
  private:

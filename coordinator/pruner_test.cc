@@ -9,6 +9,7 @@
 
 #include "coordinator/sample_blob.h"
 #include "coordinator/sqlite.h"
+#include "coordinator/store.h"
 
 namespace benchfleet {
 namespace {
@@ -59,12 +60,12 @@ class PrunerTest : public ::testing::Test {
   }
 
   SamplePruner::Progress Prune(Store& store, double older_than_s, int* steps) {
-    auto pruner = SamplePruner::Start(store, older_than_s);
+    auto pruner = SamplePruner::Start(store.retention(), older_than_s);
     EXPECT_TRUE(pruner.ok()) << pruner.status().ToString();
     *steps = 0;
     while (true) {
       ++*steps;
-      auto done = pruner->Step(store, Millis(20));  // as the coordinator's loop does
+      auto done = pruner->Step(store.retention(), Millis(20));  // as the coordinator's loop does
       EXPECT_TRUE(done.ok()) << done.status().ToString();
       if (!done.ok() || *done) break;
     }

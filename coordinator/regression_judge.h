@@ -3,7 +3,7 @@
 // robust z-score and the relative-change test) is run again on the same host, and only
 // reruns that reproduce it confirm it. An unconfirmed candidate is recorded as noise and
 // never reported. A confirmed change starts the series' baseline anew
-// (Store::SeriesBaseline), so a step is reported once, on the night it was first seen.
+// (RegressionStore::SeriesBaseline), so a step is reported once, on the night it was first seen.
 //
 // Its writes (candidates, reruns, decisions) join the coordinator's open round; it keeps
 // nothing in memory that a failed round would have to undo (the policy cache holds only
@@ -14,7 +14,7 @@
 #include <functional>
 #include <map>
 
-#include "coordinator/store.h"
+#include "coordinator/regression_store.h"
 
 namespace benchfleet {
 
@@ -22,7 +22,7 @@ class RegressionJudge {
  public:
   // `store_errors` is counted for each store call that fails; `reruns_queued` is called
   // when reruns were queued, so that the dispatcher looks for them.
-  RegressionJudge(Store& store, int64_t& store_errors, std::function<void()> reruns_queued)
+  RegressionJudge(RegressionStore& store, int64_t& store_errors, std::function<void()> reruns_queued)
       : store_(store), store_errors_(store_errors), reruns_queued_(std::move(reruns_queued)) {}
 
   // A stored result: judged against its series, or, a rerun's, deciding its candidate
@@ -34,7 +34,7 @@ class RegressionJudge {
   // A sweep's regression policy (its sweep file's "regression"), remembered per sweep.
   RegressionPolicy PolicyOf(int64_t sweep_id);
 
-  Store& store_;
+  RegressionStore& store_;
   int64_t& store_errors_;
   std::function<void()> reruns_queued_;
   std::map<int64_t, RegressionPolicy> policies_;

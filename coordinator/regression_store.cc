@@ -1,12 +1,13 @@
 // The store's side of regression detection: a result's series and baseline window, the
 // candidates and their confirming reruns (schemas/migrations/001_baseline.sql).
+#include "coordinator/regression_store.h"
+
 #include "common/clock.h"
 #include "coordinator/fingerprint.h"
-#include "coordinator/store.h"
 
 namespace benchfleet {
 
-StatusOr<json> Store::SweepRegressionPolicy(int64_t sweep_id) {
+StatusOr<json> RegressionStore::SweepRegressionPolicy(int64_t sweep_id) {
   ASSIGN_OR_RETURN(auto stmt, db_->Prepare("SELECT json_extract(spec, '$.regression') FROM sweeps "
                                            "WHERE sweep_id = ?1"));
   stmt.Bind(1, sweep_id);
@@ -15,7 +16,7 @@ StatusOr<json> Store::SweepRegressionPolicy(int64_t sweep_id) {
   return json::parse(stmt.Text(0), nullptr, false);
 }
 
-StatusOr<std::vector<BaselinePoint>> Store::SeriesBaseline(const std::string& series, int64_t before_job_id,
+StatusOr<std::vector<BaselinePoint>> RegressionStore::SeriesBaseline(const std::string& series, int64_t before_job_id,
                                                            int window, const std::string& host,
                                                            const std::string& model) {
   ASSIGN_OR_RETURN(auto stmt, db_->Prepare(
@@ -39,38 +40,15 @@ StatusOr<std::vector<BaselinePoint>> Store::SeriesBaseline(const std::string& se
   return out;
 }
 
-StatusOr<std::vector<int64_t>> Store::AddRegressionCandidate(const RegressionCandidate& c, const std::string& host,
+StatusOr<std::vector<int64_t>> RegressionStore::AddRegressionCandidate(const RegressionCandidate& c, const std::string& host,
                                                              int reruns) {
   Transaction tx(*db_);
   RETURN_IF_ERROR(tx.Begin());
-  // The reruns go where the job went, on the same device.
-  ASSIGN_OR_RETURN(auto job, db_->Prepare("SELECT j.sweep_id, j.spec, j.timeout_s, q.device FROM jobs j "
-                                          "JOIN requirements q ON q.requirement_id = j.requirement_id "
-                                          "WHERE j.job_id = ?1"));
-  job.Bind(1, c.job_id);
-  ASSIGN_OR_RETURN(bool found, job.Step());
-  if (!found) return NotFound("no job " + std::to_string(c.job_id));
-  const int64_t sweep_id = job.Int(0);
-  const std::string spec = job.Text(1);
-  const double timeout_s = job.Real(2);
-  ASSIGN_OR_RETURN(int64_t requirement, RequirementId("benchmark", host, json::object(), job.Text(3)));
+  ASSIGN_OR_RETURN(QueuedReruns queued, jobs_->QueueReruns(c.job_id, host, reruns));
+  const int64_t sweep_id = queued.sweep_id;
+  const std::vector<int64_t>& ids = queued.job_ids;
   const std::string now = UtcNowIso8601();
-  std::vector<int64_t> ids;
-  for (int i = 0; i < reruns; ++i) {
-    RETURN_IF_ERROR(Insert("jobs", {{"sweep_id", sweep_id},
-                                    {"pinned_host", host},
-                                    {"spec", spec},
-                                    {"timeout_s", timeout_s},
-                                    {"created_at", now},
-                                    {"requirement_id", requirement},
-                                    {"confirms_job_id", c.job_id}}));
-    ids.push_back(db_->LastInsertRowid());
-  }
-  // Its sweep runs on until the reruns are done.
-  ASSIGN_OR_RETURN(auto reopen, db_->Prepare("UPDATE sweeps SET state = 'running', finished_at = NULL "
-                                             "WHERE sweep_id = ?1 AND state = 'done'"));
-  RETURN_IF_ERROR(reopen.Bind(1, sweep_id).Run());
-  RETURN_IF_ERROR(Insert("regressions", {{"job_id", c.job_id},
+  RETURN_IF_ERROR(InsertRow(*db_, "regressions", {{"job_id", c.job_id},
                                          {"series", c.series},
                                          {"host_id", c.host_id},
                                          {"direction", c.slower ? "slower" : "faster"},
@@ -91,7 +69,7 @@ StatusOr<std::vector<int64_t>> Store::AddRegressionCandidate(const RegressionCan
   return ids;
 }
 
-StatusOr<std::optional<RegressionCandidate>> Store::CandidateOf(int64_t job_id) {
+StatusOr<std::optional<RegressionCandidate>> RegressionStore::CandidateOf(int64_t job_id) {
   ASSIGN_OR_RETURN(auto stmt, db_->Prepare(
       "SELECT series, host_id, direction, median_ms, baseline_median_ms, baseline_mad_ms, baseline_n, "
       "baseline_from, baseline_to, change, z FROM regressions WHERE job_id = ?1 AND state = 'candidate'"));
@@ -114,14 +92,14 @@ StatusOr<std::optional<RegressionCandidate>> Store::CandidateOf(int64_t job_id) 
   return std::optional<RegressionCandidate>(std::move(c));
 }
 
-StatusOr<bool> Store::SeriesHasOpenCandidate(const std::string& series) {
+StatusOr<bool> RegressionStore::SeriesHasOpenCandidate(const std::string& series) {
   ASSIGN_OR_RETURN(auto stmt, db_->Prepare("SELECT 1 FROM regressions WHERE series = ?1 AND state = 'candidate' "
                                            "LIMIT 1"));
   stmt.Bind(1, series);
   return stmt.Step();
 }
 
-StatusOr<std::vector<Rerun>> Store::RerunsOf(int64_t job_id) {
+StatusOr<std::vector<Rerun>> RegressionStore::RerunsOf(int64_t job_id) {
   ASSIGN_OR_RETURN(auto stmt, db_->Prepare(
       "SELECT j.job_id, j.state, CASE WHEN r.ok = 1 THEN r.median_ms END FROM jobs j "
       "LEFT JOIN results r ON r.job_id = j.job_id WHERE j.confirms_job_id = ?1 ORDER BY j.job_id"));
@@ -139,7 +117,7 @@ StatusOr<std::vector<Rerun>> Store::RerunsOf(int64_t job_id) {
   return out;
 }
 
-Status Store::DecideRegression(int64_t job_id, bool confirmed, std::optional<double> rerun_median_ms,
+Status RegressionStore::DecideRegression(int64_t job_id, bool confirmed, std::optional<double> rerun_median_ms,
                                const std::string& reason) {
   Transaction tx(*db_);  // every write joins the loop round's group commit
   RETURN_IF_ERROR(tx.Begin());
@@ -155,11 +133,11 @@ Status Store::DecideRegression(int64_t job_id, bool confirmed, std::optional<dou
   return tx.Commit();
 }
 
-StatusOr<json> Store::AddBaselineReset(const std::string& host, const std::string& model, const std::string& note) {
+StatusOr<json> RegressionStore::AddBaselineReset(const std::string& host, const std::string& model, const std::string& note) {
   const std::string now = UtcNowIso8601();
   Transaction tx(*db_);  // every write joins the loop round's group commit
   RETURN_IF_ERROR(tx.Begin());
-  RETURN_IF_ERROR(Insert("baseline_resets", {{"host", host.empty() ? json(nullptr) : json(host)},
+  RETURN_IF_ERROR(InsertRow(*db_, "baseline_resets", {{"host", host.empty() ? json(nullptr) : json(host)},
                                              {"model", model.empty() ? json(nullptr) : json(model)},
                                              {"at", now},
                                              {"note", note.empty() ? json(nullptr) : json(note)}}));

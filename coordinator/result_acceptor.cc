@@ -57,7 +57,7 @@ void ResultAcceptor::Accept(Agent& agent, const Message& message) {
   if (AcceptGangRank(agent, job, *result)) return;
   std::string rejection;
   std::optional<JudgedResult> judged;
-  auto outcome = ctx_.store.StoreResult(job.job_id, job.attempt, agent.host_id,
+  auto outcome = ctx_.store.results().Write(job.job_id, job.attempt, agent.host_id,
                                      agent.description.name, *result, &rejection, &judged);
   if (!outcome.ok()) {
     // No ack: the agent keeps the result spooled and sends it again.
@@ -151,7 +151,7 @@ bool ResultAcceptor::AcceptGangRank(Agent& agent, const JobAttempt& job, const W
   Agent* rank0 = ctx_.registry.FindByName(lease.agent);
   const int64_t host_id = failed ? agent.host_id : (rank0 ? rank0->host_id : agent.host_id);
   std::string rejection;
-  auto outcome = ctx_.store.StoreResult(job.job_id, job.attempt, host_id, lease.agent, combined, &rejection);
+  auto outcome = ctx_.store.results().Write(job.job_id, job.attempt, host_id, lease.agent, combined, &rejection);
   if (!outcome.ok()) {
     ++ctx_.counters.store_errors;  // no ack: the ranks' agents send their results again
     LOG_ERROR("cannot store the result of gang job " << job.job_id << ": " << outcome.status().message());

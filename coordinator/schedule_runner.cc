@@ -185,7 +185,7 @@ void ScheduleRunner::FireDue(const StoredSchedule& s, int64_t now_s) {
   (void)submit_("", nullptr, {s.sweep, "schedule-" + std::to_string(s.schedule_id) + "@" + slot}, &firing);
 }
 
-void RecordFiringStored(Store& store, int64_t& store_errors, const ScheduledFiring& firing, int64_t sweep_id) {
+void RecordFiringStored(ScheduleStore& store, int64_t& store_errors, const ScheduledFiring& firing, int64_t sweep_id) {
   const bool ok = store.TagScheduledSweep(sweep_id, firing.schedule_id, firing.slot).ok() &&
                   store.RecordFiring(firing.schedule_id, firing.slot, firing.outcome, "").ok() &&
                   (firing.outcome != FiringOutcome::kStarted ||
@@ -193,7 +193,7 @@ void RecordFiringStored(Store& store, int64_t& store_errors, const ScheduledFiri
   if (!ok) ++store_errors;
 }
 
-void RecordFiringRefused(Store& store, int64_t& store_errors, const ScheduledFiring& firing,
+void RecordFiringRefused(ScheduleStore& store, int64_t& store_errors, const ScheduledFiring& firing,
                          const std::string& reason) {
   LOG_WARN("schedule " << firing.schedule_id << ": slot " << firing.slot << " refused: " << reason);
   const bool ok = store.RecordFiring(firing.schedule_id, firing.slot, FiringOutcome::kFailed, reason).ok() &&

@@ -14,8 +14,9 @@
 #include <string>
 
 #include "common/messages.h"
+#include "common/sweep.h"
 #include "coordinator/query_runner.h"
-#include "coordinator/store.h"
+#include "coordinator/schedule_store.h"
 
 namespace benchfleet {
 
@@ -28,8 +29,8 @@ struct ScheduledFiring {
 
 // What became of a firing, recorded by whoever decided it (the sweep intake): its sweep
 // stored, or refused with `reason`. Failures count in `store_errors`.
-void RecordFiringStored(Store& store, int64_t& store_errors, const ScheduledFiring& firing, int64_t sweep_id);
-void RecordFiringRefused(Store& store, int64_t& store_errors, const ScheduledFiring& firing,
+void RecordFiringStored(ScheduleStore& store, int64_t& store_errors, const ScheduledFiring& firing, int64_t sweep_id);
+void RecordFiringRefused(ScheduleStore& store, int64_t& store_errors, const ScheduledFiring& firing,
                          const std::string& reason);
 
 class ScheduleRunner {
@@ -42,7 +43,7 @@ class ScheduleRunner {
   using ReadFn = std::function<std::optional<Message>(const std::string& routing_id, ReadRequest request)>;
 
   // `wall_seconds` is the wall clock slots fire by (Unix seconds; tests move it).
-  ScheduleRunner(Store& store, int64_t& store_errors, std::function<int64_t()> wall_seconds, SubmitFn submit,
+  ScheduleRunner(ScheduleStore& store, int64_t& store_errors, std::function<int64_t()> wall_seconds, SubmitFn submit,
                  ReadFn read)
       : store_(store),
         store_errors_(store_errors),
@@ -61,7 +62,7 @@ class ScheduleRunner {
  private:
   void FireDue(const StoredSchedule& schedule, int64_t now_s);
 
-  Store& store_;
+  ScheduleStore& store_;
   int64_t& store_errors_;
   std::function<int64_t()> wall_seconds_;
   SubmitFn submit_;

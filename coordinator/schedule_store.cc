@@ -1,7 +1,8 @@
 // The store's schedules: their rows, what became of each slot, and the tag that makes a
 // firing's sweep one per slot (schemas/migrations/001_baseline.sql).
+#include "coordinator/schedule_store.h"
+
 #include "common/clock.h"
-#include "coordinator/store.h"
 
 namespace benchfleet {
 namespace {
@@ -36,7 +37,7 @@ const char* FiringOutcomeName(FiringOutcome outcome) {
   return "failed";
 }
 
-StatusOr<StoredSchedule> Store::AddSchedule(StoredSchedule schedule) {
+StatusOr<StoredSchedule> ScheduleStore::AddSchedule(StoredSchedule schedule) {
   Transaction tx(*db_);
   RETURN_IF_ERROR(tx.Begin());
   ASSIGN_OR_RETURN(auto taken, db_->Prepare("SELECT 1 FROM schedules WHERE name = ?1 AND removed_at IS NULL"));
@@ -47,7 +48,7 @@ StatusOr<StoredSchedule> Store::AddSchedule(StoredSchedule schedule) {
                               "\" exists already; remove it first (benchfleet schedule remove " +
                               schedule.name + ")");
   }
-  RETURN_IF_ERROR(Insert("schedules", {{"name", schedule.name},
+  RETURN_IF_ERROR(InsertRow(*db_, "schedules", {{"name", schedule.name},
                                        {"cron", schedule.cron},
                                        {"tz", schedule.tz},
                                        {"sweep", schedule.sweep.dump()},
@@ -62,7 +63,7 @@ StatusOr<StoredSchedule> Store::AddSchedule(StoredSchedule schedule) {
   return schedule;
 }
 
-StatusOr<std::vector<StoredSchedule>> Store::LiveSchedules() {
+StatusOr<std::vector<StoredSchedule>> ScheduleStore::LiveSchedules() {
   ASSIGN_OR_RETURN(auto stmt, db_->Prepare(std::string("SELECT ") + kScheduleColumns +
                                            " FROM schedules WHERE removed_at IS NULL ORDER BY name"));
   std::vector<StoredSchedule> out;
@@ -74,7 +75,7 @@ StatusOr<std::vector<StoredSchedule>> Store::LiveSchedules() {
   return out;
 }
 
-StatusOr<StoredSchedule> Store::FindSchedule(const std::string& name) {
+StatusOr<StoredSchedule> ScheduleStore::FindSchedule(const std::string& name) {
   ASSIGN_OR_RETURN(auto stmt, db_->Prepare(std::string("SELECT ") + kScheduleColumns +
                                            " FROM schedules WHERE name = ?1 AND removed_at IS NULL"));
   stmt.Bind(1, name);
@@ -83,7 +84,7 @@ StatusOr<StoredSchedule> Store::FindSchedule(const std::string& name) {
   return ReadSchedule(stmt);
 }
 
-StatusOr<StoredSchedule> Store::RemoveSchedule(const std::string& name) {
+StatusOr<StoredSchedule> ScheduleStore::RemoveSchedule(const std::string& name) {
   ASSIGN_OR_RETURN(StoredSchedule schedule, FindSchedule(name));
   Transaction tx(*db_);  // every write joins the loop round's group commit
   RETURN_IF_ERROR(tx.Begin());
@@ -93,7 +94,7 @@ StatusOr<StoredSchedule> Store::RemoveSchedule(const std::string& name) {
   return schedule;
 }
 
-StatusOr<bool> Store::RecordFiring(int64_t schedule_id, const std::string& slot, FiringOutcome outcome,
+StatusOr<bool> ScheduleStore::RecordFiring(int64_t schedule_id, const std::string& slot, FiringOutcome outcome,
                                    const std::string& reason) {
   Transaction tx(*db_);  // every write joins the loop round's group commit
   RETURN_IF_ERROR(tx.Begin());
@@ -111,7 +112,7 @@ StatusOr<bool> Store::RecordFiring(int64_t schedule_id, const std::string& slot,
   return recorded;
 }
 
-Status Store::SetHandledUntil(int64_t schedule_id, const std::string& slot) {
+Status ScheduleStore::SetHandledUntil(int64_t schedule_id, const std::string& slot) {
   // Times compare as text (one format); a slot handled late never moves it back.
   Transaction tx(*db_);  // every write joins the loop round's group commit
   RETURN_IF_ERROR(tx.Begin());
@@ -121,7 +122,7 @@ Status Store::SetHandledUntil(int64_t schedule_id, const std::string& slot) {
   return tx.Commit();
 }
 
-Status Store::TagScheduledSweep(int64_t sweep_id, int64_t schedule_id, const std::string& slot) {
+Status ScheduleStore::TagScheduledSweep(int64_t sweep_id, int64_t schedule_id, const std::string& slot) {
   Transaction tx(*db_);  // every write joins the loop round's group commit
   RETURN_IF_ERROR(tx.Begin());
   ASSIGN_OR_RETURN(auto stmt, db_->Prepare("UPDATE sweeps SET schedule_id = ?2, schedule_slot = ?3 "
@@ -130,7 +131,7 @@ Status Store::TagScheduledSweep(int64_t sweep_id, int64_t schedule_id, const std
   return tx.Commit();
 }
 
-StatusOr<std::optional<int64_t>> Store::RunningSweepOfSchedule(int64_t schedule_id) {
+StatusOr<std::optional<int64_t>> ScheduleStore::RunningSweepOfSchedule(int64_t schedule_id) {
   ASSIGN_OR_RETURN(auto stmt, db_->Prepare("SELECT max(sweep_id) FROM sweeps WHERE schedule_id = ?1 "
                                            "AND state = 'running'"));
   stmt.Bind(1, schedule_id);

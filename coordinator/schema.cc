@@ -5,7 +5,6 @@
 
 #include "common/log.h"
 #include "common/result_fields.h"
-#include "coordinator/store.h"
 
 namespace benchfleet {
 namespace {

@@ -20,6 +20,16 @@ namespace benchfleet {
 constexpr int32_t kStoreApplicationId = 0x62666c74;
 constexpr int kLastLegacyVersion = 25;
 
+struct Migration {
+  int version;
+  std::string name;
+  std::string sql;
+};
+
+// The numbered migrations in schemas/migrations (version 1 the baseline), compiled into
+// the binary (migrations.cc); MigrateSchema applies them.
+const std::vector<Migration>& Migrations();
+
 // schemas/views.sql and schemas/legacy_upgrade.sql, compiled in (migrations.cc).
 const std::string& ViewsSql();
 const std::string& LegacyUpgradeSql();

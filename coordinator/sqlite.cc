@@ -252,4 +252,16 @@ Transaction::~Transaction() {
   }
 }
 
+Status InsertRow(Database& db, const std::string& table, const ColumnValues& columns) {
+  std::string names, slots;
+  for (size_t i = 0; i < columns.size(); ++i) {
+    names += (i ? ", " : "") + columns[i].first;
+    slots += (i ? ", ?" : "?") + std::to_string(i + 1);
+  }
+  ASSIGN_OR_RETURN(auto insert,
+                   db.Prepare("INSERT INTO " + table + "(" + names + ") VALUES (" + slots + ")"));
+  for (size_t i = 0; i < columns.size(); ++i) insert.BindJson(static_cast<int>(i + 1), columns[i].second);
+  return insert.Run();
+}
+
 }  // namespace benchfleet

@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "common/status.h"
@@ -77,6 +78,12 @@ class Database {
   bool group_begun_ = false;
   Status group_error_;  // why the group's writes fail (a BEGIN that failed, a lost group)
 };
+
+// A row's values by column name, each bound by its JSON type (Statement::BindJson).
+using ColumnValues = std::vector<std::pair<std::string, nlohmann::json>>;
+// INSERT INTO table(name, ...) VALUES (...): for the writes made once per sweep, host or
+// candidate, not per job (those keep a statement text of their own).
+Status InsertRow(Database& db, const std::string& table, const ColumnValues& columns);
 
 // A prepared statement; Bind* take 1-based positions as SQLite does.
 class Statement {

@@ -42,7 +42,7 @@ std::optional<Message> SweepIntake::Submit(const std::string& routing_id, const 
                                            const SubmitRequest& request, const ScheduledFiring* firing) {
   // A refused sweep: its client is told why, a schedule's firing records it.
   auto refuse = [&](const Status& status) {
-    if (firing) RecordFiringRefused(ctx_.store, ctx_.counters.store_errors, *firing, status.message());
+    if (firing) RecordFiringRefused(ctx_.store.schedules(), ctx_.counters.store_errors, *firing, status.message());
     return MakeError(status, request_id);
   };
   auto sweep = ParseSweepShape(request.sweep);
@@ -61,7 +61,7 @@ std::optional<Message> SweepIntake::Submit(const std::string& routing_id, const 
       static_cast<int64_t>(sweep->combination_count) *
       (sweep->placement == Placement::kEach ? std::max<int64_t>(1, static_cast<int64_t>(ctx_.registry.size())) : 1);
   if (jobs_at_most > kInlineSubmitJobs) {
-    auto existing = ctx_.store.FindSubmission(request.submission_id);
+    auto existing = ctx_.store.jobs().FindSubmission(request.submission_id);
     if (!existing.ok()) {
       ++ctx_.counters.store_errors;
       return MakeError(Unavailable("the coordinator could not read its store (" +
@@ -96,7 +96,7 @@ std::optional<Message> SweepIntake::Submit(const std::string& routing_id, const 
   // Our heartbeats keep going while the sweep goes in, and the agents' messages are
   // read meanwhile and parked for the next rounds; agents gone meanwhile are dropped by
   // the next regular heartbeat, not in the middle of the sweep's transaction.
-  auto stored = ctx_.store.CreateSweep(*sweep, *pinned, request.submission_id, [this] {
+  auto stored = ctx_.store.jobs().CreateSweep(*sweep, *pinned, request.submission_id, [this] {
     while_storing_();
   });
   if (!stored.ok()) {
@@ -111,7 +111,7 @@ std::optional<Message> SweepIntake::Submit(const std::string& routing_id, const 
                            << " already stored");
   } else {
     LOG_INFO("sweep " << stored->sweep_id << " \"" << sweep->name << "\": " << stored->jobs << " jobs");
-    if (firing) RecordFiringStored(ctx_.store, ctx_.counters.store_errors, *firing, stored->sweep_id);
+    if (firing) RecordFiringStored(ctx_.store.schedules(), ctx_.counters.store_errors, *firing, stored->sweep_id);
     Status reloaded = dispatcher_.ReloadRequirements();
     if (!reloaded.ok()) LOG_ERROR("cannot read requirements: " << reloaded.message());
     dispatcher_.Dispatch();
@@ -185,7 +185,7 @@ bool SweepIntake::CheckOrAccept(Intake& intake) {
     Status checked = intake.sweep.CheckCombinations(intake.checked, slice);
     if (checked.ok() && intake.checked + slice == count) checked = intake.sweep.CheckJobsLeft();
     if (!checked.ok()) {
-      if (intake.firing) RecordFiringRefused(ctx_.store, ctx_.counters.store_errors, *intake.firing, checked.message());
+      if (intake.firing) RecordFiringRefused(ctx_.store.schedules(), ctx_.counters.store_errors, *intake.firing, checked.message());
       AnswerIntake(intake, MakeError(checked));
       return false;
     }
@@ -194,11 +194,11 @@ bool SweepIntake::CheckOrAccept(Intake& intake) {
   }
   auto pinned = PinAgents(intake.sweep);
   if (!pinned.ok()) {
-    if (intake.firing) RecordFiringRefused(ctx_.store, ctx_.counters.store_errors, *intake.firing, pinned.status().message());
+    if (intake.firing) RecordFiringRefused(ctx_.store.schedules(), ctx_.counters.store_errors, *intake.firing, pinned.status().message());
     AnswerIntake(intake, MakeError(pinned.status()));
     return false;
   }
-  auto accepted = ctx_.store.AcceptSweep(intake.sweep, *pinned, intake.submission_id);
+  auto accepted = ctx_.store.jobs().AcceptSweep(intake.sweep, *pinned, intake.submission_id);
   if (!accepted.ok()) {
     ++ctx_.counters.store_errors;
     LOG_ERROR("cannot store sweep \"" << intake.sweep.name << "\": " << accepted.status().message());
@@ -208,7 +208,7 @@ bool SweepIntake::CheckOrAccept(Intake& intake) {
   }
   intake.sweep_id = accepted->sweep_id;
   intake.pinned = std::move(*pinned);
-  if (intake.firing && !accepted->existing) RecordFiringStored(ctx_.store, ctx_.counters.store_errors, *intake.firing, intake.sweep_id);
+  if (intake.firing && !accepted->existing) RecordFiringStored(ctx_.store.schedules(), ctx_.counters.store_errors, *intake.firing, intake.sweep_id);
   LOG_INFO("sweep " << intake.sweep_id << " \"" << intake.sweep.name << "\": " << accepted->jobs
                     << " jobs, stored a slice per round");
   // Sent after this round's commit, like every reply: the sweep is durable then.
@@ -223,7 +223,7 @@ void SweepIntake::StoreSlice(Intake& intake) {
   size_t per_combination = 1;
   for (const auto& [device, hosts] : intake.pinned) per_combination = std::max(per_combination, hosts.size());
   const size_t slice = std::max<size_t>(1, kIntakeStoreJobs / per_combination);
-  auto stored = ctx_.store.StoreJobs(intake.sweep_id, intake.sweep, intake.pinned,
+  auto stored = ctx_.store.jobs().StoreJobs(intake.sweep_id, intake.sweep, intake.pinned,
                                   intake.next_combination, slice);
   if (!stored.ok()) {
     ++ctx_.counters.store_errors;
@@ -248,7 +248,7 @@ void SweepIntake::StoreSlice(Intake& intake) {
 }
 
 Status SweepIntake::ResumeIntakes() {
-  ASSIGN_OR_RETURN(std::vector<UnstoredSweep> unstored, ctx_.store.UnstoredSweeps());
+  ASSIGN_OR_RETURN(std::vector<UnstoredSweep> unstored, ctx_.store.jobs().UnstoredSweeps());
   for (UnstoredSweep& left : unstored) {
     auto sweep = ParseSweepShape(left.spec);
     if (!sweep.ok()) {

@@ -1,0 +1,526 @@
+#include "coordinator/job_queue.h"
+
+#include <algorithm>
+#include <set>
+
+#include "common/clock.h"
+#include "common/job_spec.h"
+
+namespace benchfleet {
+
+StatusOr<std::pair<std::string, double>> JobQueue::JobSpecText(int64_t job_id) {
+  ASSIGN_OR_RETURN(auto find, db_->Prepare("SELECT spec, timeout_s FROM jobs WHERE job_id = ?1"));
+  find.Bind(1, job_id);
+  ASSIGN_OR_RETURN(bool row, find.Step());
+  if (!row) return NotFound("no job " + std::to_string(job_id));
+  return std::make_pair(find.Text(0), find.Real(1));
+}
+
+StatusOr<int64_t> JobQueue::RequirementId(const std::string& kind, const std::string& pinned_host,
+                                       const json& select, const std::string& device) {
+  const std::string select_text = select.is_object() ? select.dump() : "{}";
+  ASSIGN_OR_RETURN(auto insert,
+                   db_->Prepare("INSERT INTO requirements(kind, pinned_host, select_json, device) "
+                                "VALUES (?1, ?2, ?3, ?4) ON CONFLICT DO NOTHING"));
+  RETURN_IF_ERROR(insert.Bind(1, kind).Bind(2, pinned_host).Bind(3, select_text).Bind(4, device).Run());
+  ASSIGN_OR_RETURN(auto find,
+                   db_->Prepare("SELECT requirement_id FROM requirements WHERE kind = ?1 AND "
+                                "pinned_host = ?2 AND select_json = ?3 AND device = ?4"));
+  find.Bind(1, kind).Bind(2, pinned_host).Bind(3, select_text).Bind(4, device);
+  ASSIGN_OR_RETURN(bool row, find.Step());
+  if (!row) return Internal("requirement not stored");
+  return find.Int(0);
+}
+
+namespace {
+
+// sweeps.pinned as written by AcceptSweep: {"device": ["agent", ...], ...}.
+PinnedAgents PinnedFromText(const std::string& text) {
+  PinnedAgents pinned;
+  const json parsed = json::parse(text, nullptr, false);
+  if (!parsed.is_object()) return pinned;
+  for (const auto& [device, hosts] : parsed.items()) {
+    auto& agents = pinned[device];
+    if (!hosts.is_array()) continue;
+    for (const json& host : hosts) {
+      if (host.is_string()) agents.push_back(host.get<std::string>());
+    }
+  }
+  return pinned;
+}
+
+}  // namespace
+
+StatusOr<std::optional<StoredSweep>> JobQueue::FindSubmission(const std::string& submission_id) {
+  if (submission_id.empty()) return std::optional<StoredSweep>();
+  // A sweep whose jobs are still being stored counts the jobs it will have.
+  ASSIGN_OR_RETURN(auto find, db_->Prepare(
+                                  "SELECT s.sweep_id, CASE WHEN s.next_combination IS NULL THEN "
+                                  "(SELECT COUNT(*) FROM jobs j WHERE j.sweep_id = s.sweep_id) "
+                                  "ELSE s.jobs_planned END, s.pinned FROM sweeps s "
+                                  "WHERE s.submission_id = ?1"));
+  find.Bind(1, submission_id);
+  ASSIGN_OR_RETURN(bool found, find.Step());
+  if (!found) return std::optional<StoredSweep>();
+  StoredSweep stored;
+  stored.sweep_id = find.Int(0);
+  stored.jobs = find.Int(1);
+  stored.existing = true;
+  if (!find.IsNull(2)) {
+    std::set<std::string> agents;
+    for (const auto& [device, hosts] : PinnedFromText(find.Text(2))) agents.insert(hosts.begin(), hosts.end());
+    stored.agents.assign(agents.begin(), agents.end());
+    return std::optional<StoredSweep>(std::move(stored));
+  }
+  // Sweeps stored whole, before pinned was kept: their jobs say where they go.
+  ASSIGN_OR_RETURN(auto hosts, db_->Prepare("SELECT DISTINCT pinned_host FROM jobs WHERE "
+                                            "sweep_id = ?1 AND pinned_host IS NOT NULL "
+                                            "ORDER BY pinned_host"));
+  hosts.Bind(1, stored.sweep_id);
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, hosts.Step());
+    if (!row) break;
+    stored.agents.push_back(hosts.Text(0));
+  }
+  return std::optional<StoredSweep>(std::move(stored));
+}
+
+StatusOr<StoredSweep> JobQueue::AcceptSweep(const Sweep& sweep, const PinnedAgents& pinned,
+                                         const std::string& submission_id) {
+  StoredSweep stored;
+  stored.jobs = static_cast<int64_t>(sweep.combination_count);
+  std::set<std::string> agents;
+  if (sweep.checked.checked == sweep.combination_count) {
+    // Checked whole: the combinations kept (not excluded or skipped), per device.
+    stored.jobs = 0;
+    for (const auto& [device, kept] : sweep.checked.kept) {
+      if (pinned.empty()) {
+        stored.jobs += static_cast<int64_t>(kept);
+        continue;
+      }
+      auto hosts = pinned.find(device);
+      if (hosts == pinned.end()) continue;
+      stored.jobs += static_cast<int64_t>(kept * hosts->second.size());
+      agents.insert(hosts->second.begin(), hosts->second.end());
+    }
+  } else if (!pinned.empty()) {
+    // Each value of the device axis appears in the same share of the combinations.
+    const std::vector<std::string> devices = sweep.Devices();
+    int64_t per_round_of_devices = 0;
+    for (const std::string& device : devices) {
+      auto hosts = pinned.find(device);
+      if (hosts == pinned.end()) continue;
+      per_round_of_devices += static_cast<int64_t>(hosts->second.size());
+      agents.insert(hosts->second.begin(), hosts->second.end());
+    }
+    stored.jobs = static_cast<int64_t>(sweep.combination_count / devices.size()) * per_round_of_devices;
+  }
+  stored.agents.assign(agents.begin(), agents.end());
+  ASSIGN_OR_RETURN(auto insert_sweep,
+                   db_->Prepare("INSERT INTO sweeps(name, spec, created_at, submission_id, "
+                                "jobs_planned, next_combination, pinned) "
+                                "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"));
+  insert_sweep.Bind(1, sweep.name).Bind(2, sweep.source.dump()).Bind(3, UtcNowIso8601());
+  if (submission_id.empty()) {
+    insert_sweep.BindNull(4);
+  } else {
+    insert_sweep.Bind(4, submission_id);
+  }
+  insert_sweep.Bind(5, stored.jobs).Bind(6, int64_t{0});
+  if (pinned.empty()) {
+    insert_sweep.BindNull(7);
+  } else {
+    insert_sweep.Bind(7, json(pinned).dump());
+  }
+  RETURN_IF_ERROR(insert_sweep.Run());
+  stored.sweep_id = db_->LastInsertRowid();
+  return stored;
+}
+
+StatusOr<bool> JobQueue::StoreJobs(int64_t sweep_id, const Sweep& sweep, const PinnedAgents& pinned,
+                                size_t first, size_t count,
+                                const std::function<void()>& every_hundred_jobs) {
+  Transaction tx(*db_);
+  RETURN_IF_ERROR(tx.Begin());
+  const size_t end = std::min(sweep.combination_count, first + std::min(count, sweep.combination_count));
+  // Claims the slice first: a cancelled sweep (next_combination NULL) gets no more jobs,
+  // and a slice is never stored twice.
+  ASSIGN_OR_RETURN(auto claim, db_->Prepare("UPDATE sweeps SET next_combination = ?3 WHERE "
+                                            "sweep_id = ?1 AND next_combination = ?2 AND "
+                                            "state = 'running'"));
+  claim.Bind(1, sweep_id).Bind(2, static_cast<int64_t>(first));
+  if (end >= sweep.combination_count) {
+    claim.BindNull(3);
+  } else {
+    claim.Bind(3, static_cast<int64_t>(end));
+  }
+  RETURN_IF_ERROR(claim.Run());
+  if (db_->Changes() == 0) return false;
+
+  ASSIGN_OR_RETURN(
+      auto insert_job,
+      db_->Prepare("INSERT INTO jobs(sweep_id, pinned_host, spec, timeout_s, created_at, "
+                   "requirement_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6)"));
+  const std::string now = UtcNowIso8601();
+  const double timeout_s = JobTimeoutSeconds(sweep);
+  std::map<std::pair<std::string, std::string>, int64_t> requirements;  // (host, device)
+  int64_t jobs = 0;
+  auto add = [&](const Combination& combination, const std::string& host) -> Status {
+    auto key = std::make_pair(host, combination.device);
+    if (!requirements.count(key)) {
+      ASSIGN_OR_RETURN(requirements[key],
+                       RequirementId("benchmark", host, sweep.select, combination.device));
+    }
+    insert_job.Bind(1, sweep_id);
+    if (!host.empty()) {
+      insert_job.Bind(2, host);
+    } else {
+      insert_job.BindNull(2);
+    }
+    insert_job.Bind(3, combination.spec).Bind(4, timeout_s).Bind(5, now).Bind(6, requirements[key]);
+    RETURN_IF_ERROR(insert_job.Run());
+    insert_job.Reset();
+    if (every_hundred_jobs && ++jobs % 100 == 0) every_hundred_jobs();
+    return Status::Ok();
+  };
+  RETURN_IF_ERROR(sweep.ForEachCombination(first, end - first, [&](const Combination& combination) -> Status {
+    if (pinned.empty()) return add(combination, "");
+    auto hosts = pinned.find(combination.device);
+    if (hosts == pinned.end()) return Status::Ok();
+    for (const std::string& host : hosts->second) RETURN_IF_ERROR(add(combination, host));
+    return Status::Ok();
+  }));
+  // A last slice with no job (its device has no agent) may end a sweep already run.
+  if (end >= sweep.combination_count) RETURN_IF_ERROR(FinishSweepIfComplete(sweep_id));
+  RETURN_IF_ERROR(tx.Commit());
+  return true;
+}
+
+StatusOr<StoredSweep> JobQueue::CreateSweep(const Sweep& sweep, const PinnedAgents& pinned,
+                                         const std::string& submission_id,
+                                         const std::function<void()>& every_hundred_jobs) {
+  Transaction tx(*db_);
+  RETURN_IF_ERROR(tx.Begin());
+  // A resend of a submission (the client timed out while we were busy) is answered
+  // with the sweep the first one stored.
+  ASSIGN_OR_RETURN(std::optional<StoredSweep> existing, FindSubmission(submission_id));
+  if (existing) return *existing;  // nothing written; the transaction rolls back
+  ASSIGN_OR_RETURN(StoredSweep stored, AcceptSweep(sweep, pinned, submission_id));
+  ASSIGN_OR_RETURN(bool whole, StoreJobs(stored.sweep_id, sweep, pinned, 0, sweep.combination_count,
+                                          every_hundred_jobs));
+  if (!whole) return Internal("the sweep just stored did not take its jobs");
+  RETURN_IF_ERROR(tx.Commit());
+  return stored;
+}
+
+StatusOr<std::vector<UnstoredSweep>> JobQueue::UnstoredSweeps() {
+  ASSIGN_OR_RETURN(auto stmt, db_->Prepare("SELECT sweep_id, spec, pinned, next_combination FROM "
+                                           "sweeps WHERE next_combination IS NOT NULL AND "
+                                           "state = 'running' ORDER BY sweep_id"));
+  std::vector<UnstoredSweep> out;
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, stmt.Step());
+    if (!row) break;
+    UnstoredSweep sweep;
+    sweep.sweep_id = stmt.Int(0);
+    sweep.spec = json::parse(stmt.Text(1), nullptr, false);
+    if (!stmt.IsNull(2)) sweep.pinned = PinnedFromText(stmt.Text(2));
+    sweep.next_combination = static_cast<size_t>(std::max<int64_t>(0, stmt.Int(3)));
+    out.push_back(std::move(sweep));
+  }
+  return out;
+}
+
+StatusOr<int64_t> JobQueue::CreateCalibration(const std::vector<std::string>& agents,
+                                           double timeout_s) {
+  std::string now = UtcNowIso8601();
+  Transaction tx(*db_);
+  RETURN_IF_ERROR(tx.Begin());
+  json spec = {{"name", "calibration"}, {"kind", "calibration"}, {"agents", agents}};
+  RETURN_IF_ERROR(InsertRow(*db_, "sweeps", {{"name", "calibration"}, {"spec", spec.dump()}, {"created_at", now}}));
+  int64_t sweep_id = db_->LastInsertRowid();
+  for (const std::string& agent : agents) {
+    ASSIGN_OR_RETURN(int64_t requirement, RequirementId("calibration", agent, json::object(), ""));
+    RETURN_IF_ERROR(InsertRow(*db_, "jobs", {{"sweep_id", sweep_id},
+                                    {"pinned_host", agent},
+                                    {"kind", "calibration"},
+                                    {"spec", json({{"kind", "calibration"}}).dump()},
+                                    {"timeout_s", timeout_s},
+                                    {"created_at", now},
+                                    {"requirement_id", requirement}}));
+  }
+  RETURN_IF_ERROR(tx.Commit());
+  return sweep_id;
+}
+
+StatusOr<QueuedReruns> JobQueue::QueueReruns(int64_t job_id, const std::string& host, int count) {
+  Transaction tx(*db_);
+  RETURN_IF_ERROR(tx.Begin());
+  // The reruns go where the job went, on the same device.
+  ASSIGN_OR_RETURN(auto job, db_->Prepare("SELECT j.sweep_id, j.spec, j.timeout_s, q.device FROM jobs j "
+                                          "JOIN requirements q ON q.requirement_id = j.requirement_id "
+                                          "WHERE j.job_id = ?1"));
+  job.Bind(1, job_id);
+  ASSIGN_OR_RETURN(bool found, job.Step());
+  if (!found) return NotFound("no job " + std::to_string(job_id));
+  QueuedReruns queued;
+  queued.sweep_id = job.Int(0);
+  const std::string spec = job.Text(1);
+  const double timeout_s = job.Real(2);
+  ASSIGN_OR_RETURN(int64_t requirement, RequirementId("benchmark", host, json::object(), job.Text(3)));
+  const std::string now = UtcNowIso8601();
+  for (int i = 0; i < count; ++i) {
+    RETURN_IF_ERROR(InsertRow(*db_, "jobs", {{"sweep_id", queued.sweep_id},
+                                             {"pinned_host", host},
+                                             {"spec", spec},
+                                             {"timeout_s", timeout_s},
+                                             {"created_at", now},
+                                             {"requirement_id", requirement},
+                                             {"confirms_job_id", job_id}}));
+    queued.job_ids.push_back(db_->LastInsertRowid());
+  }
+  // Its sweep runs on until the reruns are done.
+  ASSIGN_OR_RETURN(auto reopen, db_->Prepare("UPDATE sweeps SET state = 'running', finished_at = NULL "
+                                             "WHERE sweep_id = ?1 AND state = 'done'"));
+  RETURN_IF_ERROR(reopen.Bind(1, queued.sweep_id).Run());
+  RETURN_IF_ERROR(tx.Commit());
+  return queued;
+}
+
+StatusOr<std::vector<JobRequirement>> JobQueue::Requirements() {
+  ASSIGN_OR_RETURN(auto stmt, db_->Prepare("SELECT requirement_id, kind, pinned_host, select_json, "
+                                           "device FROM requirements ORDER BY requirement_id"));
+  std::vector<JobRequirement> out;
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, stmt.Step());
+    if (!row) break;
+    JobRequirement requirement;
+    requirement.requirement_id = stmt.Int(0);
+    requirement.kind = stmt.Text(1);
+    requirement.pinned_host = stmt.Text(2);
+    requirement.select = json::parse(stmt.Text(3), nullptr, false);
+    if (!requirement.select.is_object()) requirement.select = json::object();
+    requirement.device = stmt.Text(4);
+    out.push_back(std::move(requirement));
+  }
+  return out;
+}
+
+StatusOr<std::vector<QueuedJob>> JobQueue::OldestQueued(int64_t requirement_id, int limit) {
+  ASSIGN_OR_RETURN(auto stmt,
+                   db_->Prepare("SELECT job_id, sweep_id, spec, timeout_s, attempts, kind "
+                                "FROM jobs WHERE state = 'queued' AND requirement_id = ?1 "
+                                "ORDER BY job_id LIMIT ?2"));
+  stmt.Bind(1, requirement_id).Bind(2, limit);
+  std::vector<QueuedJob> jobs;
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, stmt.Step());
+    if (!row) break;
+    QueuedJob job;
+    job.job_id = stmt.Int(0);
+    job.sweep_id = stmt.Int(1);
+    job.requirement_id = requirement_id;
+    job.spec = stmt.Text(2);
+    job.timeout_s = stmt.Real(3);
+    job.attempts = static_cast<int>(stmt.Int(4));
+    job.kind = stmt.Text(5);
+    jobs.push_back(std::move(job));
+  }
+  return jobs;
+}
+
+StatusOr<std::vector<std::pair<int64_t, int64_t>>> JobQueue::QueuedPerRequirement(
+    std::optional<int64_t> sweep_id) {
+  ASSIGN_OR_RETURN(auto stmt,
+                   db_->Prepare(sweep_id ? "SELECT requirement_id, SUM(n) FROM job_counts WHERE "
+                                           "sweep_id = ?1 AND state = 'queued' AND n > 0 "
+                                           "GROUP BY requirement_id"
+                                         : "SELECT requirement_id, SUM(n) FROM job_counts WHERE "
+                                           "state = 'queued' AND n > 0 GROUP BY requirement_id"));
+  if (sweep_id) stmt.Bind(1, *sweep_id);
+  std::vector<std::pair<int64_t, int64_t>> out;
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, stmt.Step());
+    if (!row) break;
+    out.emplace_back(stmt.Int(0), stmt.Int(1));
+  }
+  return out;
+}
+
+StatusOr<int> JobQueue::MarkRunning(int64_t job_id, int64_t host_id) {
+  ASSIGN_OR_RETURN(
+      auto stmt,
+      db_->Prepare("UPDATE jobs SET state = 'running', attempts = attempts + 1, host_id = ?2, "
+                   "started_at = ?3 WHERE job_id = ?1 AND state = 'queued' RETURNING attempts"));
+  stmt.Bind(1, job_id).Bind(2, host_id).Bind(3, UtcNowIso8601());
+  Transaction tx(*db_);
+  RETURN_IF_ERROR(tx.Begin());
+  ASSIGN_OR_RETURN(bool row, stmt.Step());
+  if (!row) return FailedPrecondition("job " + std::to_string(job_id) + " is no longer queued");
+  int attempt = static_cast<int>(stmt.Int(0));
+  RETURN_IF_ERROR(stmt.Run());  // finish the statement before its transaction ends
+  RETURN_IF_ERROR(tx.Commit());
+  return attempt;
+}
+
+StatusOr<bool> JobQueue::UndoHandOut(int64_t job_id, int attempt) {
+  ASSIGN_OR_RETURN(auto stmt,
+                   db_->Prepare("UPDATE jobs SET state = 'queued', attempts = attempts - 1, "
+                                "started_at = NULL WHERE job_id = ?1 AND attempts = ?2 AND "
+                                "state = 'running'"));
+  Transaction tx(*db_);
+  RETURN_IF_ERROR(tx.Begin());
+  RETURN_IF_ERROR(stmt.Bind(1, job_id).Bind(2, attempt).Run());
+  const bool undone = db_->Changes() == 1;
+  RETURN_IF_ERROR(tx.Commit());
+  return undone;
+}
+
+StatusOr<bool> JobQueue::RequeueOrFail(int64_t job_id, int attempt, int max_attempts,
+                                    const std::string& reason) {
+  Transaction tx(*db_);
+  RETURN_IF_ERROR(tx.Begin());
+  ASSIGN_OR_RETURN(
+      auto find,
+      db_->Prepare("SELECT attempts, sweep_id FROM jobs WHERE job_id = ?1 AND state = 'running'"));
+  find.Bind(1, job_id);
+  ASSIGN_OR_RETURN(bool row, find.Step());
+  if (!row || find.Int(0) != attempt) return false;  // already finished or handed out again
+  int64_t sweep_id = find.Int(1);
+  bool requeue = attempt < max_attempts;
+  ASSIGN_OR_RETURN(
+      auto update,
+      db_->Prepare(requeue ? "UPDATE jobs SET state = 'queued', error = ?2 WHERE job_id = ?1"
+                           : "UPDATE jobs SET state = 'failed', error = ?2, finished_at = ?3 WHERE "
+                             "job_id = ?1"));
+  std::string message =
+      requeue ? reason : reason + "; gave up after " + std::to_string(attempt) + " attempts";
+  update.Bind(1, job_id).Bind(2, message);
+  if (!requeue) update.Bind(3, UtcNowIso8601());
+  RETURN_IF_ERROR(update.Run());
+  if (!requeue) RETURN_IF_ERROR(FinishSweepIfComplete(sweep_id));
+  RETURN_IF_ERROR(tx.Commit());
+  return requeue;
+}
+
+Status JobQueue::FinishSweepIfComplete(int64_t sweep_id) {
+  ASSIGN_OR_RETURN(
+      auto stmt,
+      db_->Prepare("UPDATE sweeps SET state = 'done', finished_at = ?2 WHERE sweep_id = ?1 "
+                   "AND state = 'running' AND next_combination IS NULL AND NOT EXISTS (SELECT 1 FROM "
+                   "job_counts WHERE "
+                   "sweep_id = ?1 AND state IN ('queued', 'running') AND n > 0)"));
+  return stmt.Bind(1, sweep_id).Bind(2, UtcNowIso8601()).Run();
+}
+
+StatusOr<int> JobQueue::CancelSweep(int64_t sweep_id) {
+  Transaction tx(*db_);
+  RETURN_IF_ERROR(tx.Begin());
+  ASSIGN_OR_RETURN(auto exists, db_->Prepare("SELECT state FROM sweeps WHERE sweep_id = ?1"));
+  exists.Bind(1, sweep_id);
+  ASSIGN_OR_RETURN(bool found, exists.Step());
+  if (!found) return NotFound("no sweep with id " + std::to_string(sweep_id));
+  std::string now = UtcNowIso8601();
+  ASSIGN_OR_RETURN(auto cancel, db_->Prepare("UPDATE jobs SET state = 'cancelled', finished_at = "
+                                             "?2 WHERE sweep_id = ?1 AND state = 'queued'"));
+  RETURN_IF_ERROR(cancel.Bind(1, sweep_id).Bind(2, now).Run());
+  int cancelled = db_->Changes();
+  // Jobs not stored yet never will be.
+  ASSIGN_OR_RETURN(auto sweep, db_->Prepare("UPDATE sweeps SET state = 'cancelled', finished_at = "
+                                            "?2, next_combination = NULL WHERE sweep_id = ?1 AND "
+                                            "state = 'running'"));
+  RETURN_IF_ERROR(sweep.Bind(1, sweep_id).Bind(2, now).Run());
+  RETURN_IF_ERROR(tx.Commit());
+  return cancelled;
+}
+
+StatusOr<std::vector<RunningJob>> JobQueue::RunningJobs() {
+  ASSIGN_OR_RETURN(
+      auto stmt,
+      db_->Prepare("SELECT j.job_id, j.attempts, COALESCE(h.name, ''), j.timeout_s FROM jobs j "
+                   "LEFT JOIN hosts h ON h.host_id = j.host_id WHERE j.state = 'running' ORDER BY "
+                   "j.job_id"));
+  std::vector<RunningJob> jobs;
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, stmt.Step());
+    if (!row) break;
+    jobs.push_back({stmt.Int(0), static_cast<int>(stmt.Int(1)), stmt.Text(2), stmt.Real(3)});
+  }
+  return jobs;
+}
+
+StatusOr<std::unordered_map<int64_t, json>> JobQueue::RunningJobConfigs() {
+  // One json_extract of several paths per job (each path alone parses the spec again).
+  static const std::vector<std::string> kKeys = {"model", "mode", "dtype", "batch_size", "threads", "device"};
+  std::string paths;
+  for (const std::string& key : kKeys) paths += ", '$." + key + "'";
+  ASSIGN_OR_RETURN(auto stmt, db_->Prepare("SELECT job_id, sweep_id, kind, started_at, json_extract(spec" + paths +
+                                           ") FROM jobs WHERE state = 'running'"));
+  std::unordered_map<int64_t, json> jobs;
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, stmt.Step());
+    if (!row) break;
+    // Members set one by one: a status reply builds one of these per busy agent, and
+    // an initializer list builds each member as a two-element array first.
+    json job = json::object();
+    job["sweep_id"] = stmt.Int(1);
+    job["kind"] = stmt.ColumnJson(2);
+    job["started_at"] = stmt.ColumnJson(3);
+    json values = json::parse(stmt.IsNull(4) ? "[]" : stmt.Text(4), nullptr, false);
+    for (size_t i = 0; i < kKeys.size(); ++i) {
+      job[kKeys[i]] = values.is_array() && i < values.size() ? std::move(values[i]) : json(nullptr);
+    }
+    if (job["device"].is_null()) job["device"] = "cpu";
+    jobs.emplace(stmt.Int(0), std::move(job));
+  }
+  return jobs;
+}
+
+StatusOr<json> JobQueue::SweepStatus(std::optional<int64_t> sweep_id, int limit) {
+  // From the counts the triggers keep (job_counts, schemas/migrations/001_baseline.sql),
+  // not by counting jobs: a few rows per sweep however many jobs it has.
+  std::string sql =
+      "SELECT s.sweep_id, s.name, s.state, s.created_at, s.finished_at, "
+      "COALESCE(SUM(c.n), 0), COALESCE(SUM(c.n) FILTER (WHERE c.state = 'queued'), 0), "
+      "COALESCE(SUM(c.n) FILTER (WHERE c.state = 'running'), 0), "
+      "COALESCE(SUM(c.n) FILTER (WHERE c.state = 'done'), 0), "
+      "COALESCE(SUM(c.n) FILTER (WHERE c.state = 'failed'), 0), "
+      "COALESCE(SUM(c.n) FILTER (WHERE c.state = 'cancelled'), 0), "
+      "CASE WHEN s.next_combination IS NULL THEN 0 "
+      "ELSE MAX(s.jobs_planned - COALESCE(SUM(c.n), 0), 0) END, s.labels "
+      // Only the columns shown: a large sweep's spec (a 100,000-value axis is 600 KB of
+      // overflow pages) copied into the subquery's rows cost a status reply milliseconds
+      // per sweep, read back from disk under load.
+      "FROM (SELECT sweep_id, name, state, created_at, finished_at, next_combination, "
+      "jobs_planned, labels FROM sweeps ";
+  sql += sweep_id ? "WHERE sweep_id = ?1 " : "";
+  sql += "ORDER BY sweep_id DESC LIMIT ?2) s LEFT JOIN job_counts c ON c.sweep_id = s.sweep_id "
+         "GROUP BY s.sweep_id ORDER BY s.sweep_id DESC";
+  ASSIGN_OR_RETURN(auto stmt, db_->Prepare(sql));
+  if (sweep_id) stmt.Bind(1, *sweep_id);
+  stmt.Bind(2, limit);
+  json sweeps = json::array();
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, stmt.Step());
+    if (!row) break;
+    sweeps.push_back({{"sweep_id", stmt.Int(0)},
+                      {"name", stmt.Text(1)},
+                      {"state", stmt.Text(2)},
+                      {"created_at", stmt.Text(3)},
+                      {"finished_at", stmt.ColumnJson(4)},
+                      // total counts the jobs not stored yet (`storing`) of a large sweep
+                      {"jobs",
+                       {{"total", stmt.Int(5) + stmt.Int(11)},
+                        {"storing", stmt.Int(11)},
+                        {"queued", stmt.Int(6)},
+                        {"running", stmt.Int(7)},
+                        {"done", stmt.Int(8)},
+                        {"failed", stmt.Int(9)},
+                        {"cancelled", stmt.Int(10)}}},
+                      {"labels", json::parse(stmt.Text(12), nullptr, false)}});
+  }
+  if (sweep_id && sweeps.empty()) return NotFound("no sweep with id " + std::to_string(*sweep_id));
+  return sweeps;
+}
+
+}  // namespace benchfleet
