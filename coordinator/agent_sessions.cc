@@ -188,7 +188,7 @@ void AgentSessions::ExpireSilentAgentsAndLeases(MonoTime now) {
   }
 }
 
-void AgentSessions::SendHeartbeats(bool drop_unreachable) {
+void AgentSessions::SendHeartbeats() {
   MonoTime now = ctx_.Now();
   if (now < next_heartbeat_) return;
   // Each agent hears from us once per interval, but the fleet is walked a slice at a
@@ -212,7 +212,7 @@ void AgentSessions::SendHeartbeats(bool drop_unreachable) {
   for (const std::string& peer : peers) {
     Status sent = ctx_.outlet.takes_encoded() ? ctx_.outlet.SendEncoded(Side::kAgents, peer, heartbeat.type, encoded)
                                           : ctx_.outlet.Send(Side::kAgents, peer, heartbeat);
-    if (drop_unreachable && sent.code() == StatusCode::kNotFound) {
+    if (sent.code() == StatusCode::kNotFound) {
       DropAgent(peer, "is unreachable (" + sent.message() + ")");
     }
   }

@@ -40,9 +40,8 @@ class AgentSessions : public RoundParticipant {
   // Drops agents silent, and leases unrenewed, for a liveness window before `now`.
   void ExpireSilentAgentsAndLeases(MonoTime now);
   // To every agent, once per heartbeat interval, a slice at a time. An agent that cannot
-  // be reached is dropped, unless `drop_unreachable` is false (in the middle of a store
-  // transaction).
-  void SendHeartbeats(bool drop_unreachable = true);
+  // be reached is dropped.
+  void SendHeartbeats();
   // Once a minute: machines whose calibration is older than --calibration-max-age.
   void RecalibrateStaleMachines();
   // Agents that left lately (`status_reply.departed`), oldest first.

@@ -23,8 +23,7 @@ json CoordinatorCounters::ToJson() const {
           {"refused_offers", refused_offers},
           {"send_failures", send_failures},
           {"store_errors", store_errors},
-          {"handler_exceptions", handler_exceptions},
-          {"agent_messages_parked", agent_messages_parked}};
+          {"handler_exceptions", handler_exceptions}};
 }
 
 void CoordinatorContext::Refuse(Side side, const std::string& routing_id, const Status& status,

@@ -68,7 +68,6 @@ struct CoordinatorCounters {
   int64_t handler_exceptions = 0;  // caught by the last-resort guard; should stay 0
   // Agent messages read and set aside while a long client request ran (a large
   // submit), then handled in order; not undone with a failed round.
-  int64_t agent_messages_parked = 0;
   json ToJson() const;
 };
 

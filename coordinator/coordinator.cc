@@ -29,9 +29,6 @@ namespace {
 // 5,800-6,000 jobs/s (100: 6,300; 25: 5,600-5,700, 0.58 ms).
 constexpr int kMaxMessagesPerRound = 32;
 constexpr int kMaxAgentRoundMs = 40;
-// At most this many bytes of agent messages are parked while a long client request
-// runs; past it they wait in ZeroMQ (which then stops reading their connections).
-constexpr size_t kMaxParkedBytes = size_t{64} << 20;
 // Silent agents and expired leases are looked for this often (a walk over all of
 // them), not after every message.
 constexpr int kExpiryCheckMs = 50;
@@ -90,14 +87,7 @@ Status Coordinator::OpenStoreAndComponents() {
     if (!reloaded.ok()) LOG_ERROR("cannot read requirements: " << reloaded.message());
   });
   results_ = std::make_unique<ResultAcceptor>(*ctx_, *dispatcher_, *judge_, progress_);
-  intake_ = std::make_unique<SweepIntake>(*ctx_, *dispatcher_, [this] {
-    // A small sweep's rows go in within its request: our heartbeats keep going, and the
-    // agents' messages are read meanwhile and parked for the next rounds; agents gone
-    // meanwhile are dropped by the next regular heartbeat, not in the middle of the
-    // sweep's transaction.
-    sessions_->SendHeartbeats(/*drop_unreachable=*/false);
-    ParkAgentMessages();
-  });
+  intake_ = std::make_unique<SweepIntake>(*ctx_, *dispatcher_);
   round_->set_offer_keeper(dispatcher_.get());
   // On a failed round, undone in reverse: the counters, the intakes, then the registry's
   // journal and the agents new in the round, then the requirements read again.
@@ -162,19 +152,18 @@ Status Coordinator::Run(const std::atomic<bool>* stop, std::atomic<bool>* reload
     }
     // CURVE handshakes are vetted on the ZAP handler's own thread, users' reads on the
     // query thread; the loop only picks up the reads' replies.
-    // Parked agent messages are work already read: no waiting for more.
     auto readable = PollReadable({agents_socket_.get(), clients_socket_.get(), &reads_->reply_socket()},
-                                 clients_->pruning() || !parked_agent_messages_.empty() || intake_->busy()
+                                 clients_->pruning() || intake_->busy()
                                      ? 0
                                      : kCoordinatorTickMs);
     const MonoTime polled_at = Now();
     // Clients first: a user's submit or status is answered ahead of the agents' flood.
     // Each request is a round of its own: its reply waits for no one else's work, and
-    // several large submits never pile up in one transaction (a round that wrote
-    // nothing commits nothing, so a status costs no sync).
-    // After a long request (a large submit takes seconds) the agents get their turn
-    // before the next one: their messages must not pile up unread (each one queued in
-    // ZeroMQ holds its receive buffer, ~8 KB).
+    // several submits never pile up in one transaction (a round that wrote nothing
+    // commits nothing, so a status costs no sync).
+    // Once the requests took kMaxAgentRoundMs (small submits, about 15 ms each) the
+    // agents get their turn before the next one: their messages must not pile up
+    // unread (each one queued in ZeroMQ holds its receive buffer, ~8 KB).
     for (int i = 0; readable[1] && i < kMaxMessagesPerRound; ++i) {
       if (Now() - polled_at > Millis(kMaxAgentRoundMs)) break;
       auto frames = ReceiveFrames(*clients_socket_);
@@ -189,17 +178,16 @@ Status Coordinator::Run(const std::atomic<bool>* stop, std::atomic<bool>* reload
     BeginRound();
     // The agents' queue was empty when polled (messages that came while clients were
     // served are not read yet), or when a receive found nothing.
-    if (!readable[0] && parked_agent_messages_.empty()) observed_until_ = polled_at;
+    if (!readable[0]) observed_until_ = polled_at;
     // Not longer than kMaxAgentRoundMs, even after a long client request: offers and
     // acks wait for the round's end, and a long round let leases and the agents'
     // patience run out (fault_overload_test under ASan).
     const MonoTime round_ends = Now() + Millis(kMaxAgentRoundMs);
-    const bool read_agents = readable[0] || clients_took > Millis(kMaxAgentRoundMs) ||
-                             !parked_agent_messages_.empty();
+    const bool read_agents = readable[0] || clients_took > Millis(kMaxAgentRoundMs);
     for (int i = 0; read_agents && i < kMaxMessagesPerRound; ++i) {
       const MonoTime before_receive = Now();
       if (before_receive > round_ends) break;
-      auto frames = NextAgentMessage();
+      auto frames = ReceiveFrames(*agents_socket_);
       if (!frames.ok()) break;
       if (!frames->has_value()) {
         observed_until_ = before_receive;
@@ -268,10 +256,7 @@ void Coordinator::EndRound() { (void)round_->End(); }
 void Coordinator::RoundBegins() { counters_at_round_start_ = counters_; }
 
 void Coordinator::RoundFailed() {
-  // Parked messages stay parked: the round's undo does not give them back to ZeroMQ.
-  const int64_t parked = counters_.agent_messages_parked;
   counters_ = counters_at_round_start_;
-  counters_.agent_messages_parked = parked;
   ++counters_.store_errors;
 }
 
@@ -373,42 +358,5 @@ void Coordinator::HandleAgentMessage(const std::string& routing_id, const Messag
 
 
 // ---- calibrations ----
-
-
-
-// ---- leases and dispatch ----
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-StatusOr<std::optional<Frames>> Coordinator::NextAgentMessage() {
-  if (parked_agent_messages_.empty()) return ReceiveFrames(*agents_socket_);
-  Frames frames = std::move(parked_agent_messages_.front());
-  parked_agent_messages_.pop_front();
-  for (const std::string& frame : frames) parked_bytes_ -= frame.size();
-  return std::optional<Frames>(std::move(frames));
-}
-
-void Coordinator::ParkAgentMessages() {
-  if (!agents_socket_) return;
-  while (parked_bytes_ < kMaxParkedBytes) {
-    auto frames = ReceiveFrames(*agents_socket_);
-    if (!frames.ok() || !frames->has_value()) return;
-    for (const std::string& frame : **frames) parked_bytes_ += frame.size();
-    parked_agent_messages_.push_back(std::move(**frames));
-    ++counters_.agent_messages_parked;
-  }
-}
-
 
 }  // namespace benchfleet

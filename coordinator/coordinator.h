@@ -78,11 +78,6 @@ class Coordinator : private RoundParticipant {
   // reply to a thousand-agent fleet is a large tree).
   Status Send(Side side, const std::string& routing_id, Message message);
 
-  // The next agent message to handle: a parked one first, else one from the socket.
-  StatusOr<std::optional<Frames>> NextAgentMessage();
-  // Reads the agents' waiting messages into parked_agent_messages_ (up to
-  // kMaxParkedBytes), without handling them: called while a long request runs.
-  void ParkAgentMessages();
   MonoTime Now() const { return clock_.Now(); }
   Millis LivenessWindow() const {
     return Millis(int64_t{options_.heartbeat_ms} * options_.liveness);
@@ -116,13 +111,8 @@ class Coordinator : private RoundParticipant {
   CoordinatorCounters counters_at_round_start_;
   MonoTime last_expiry_ = Now();
   // Every agent message sent before this has been handled (the inbound queue was
-  // empty and nothing was parked).
+  // empty).
   MonoTime observed_until_ = Now();
-  // Agent messages read, not yet handled, while a long client request ran (a large
-  // submit): in ZeroMQ's queue each would hold its ~8 KB receive buffer, here only
-  // its bytes. Handled first, in order, by the next agents' rounds.
-  std::deque<Frames> parked_agent_messages_;
-  size_t parked_bytes_ = 0;
 };
 
 }  // namespace benchfleet

@@ -6,7 +6,7 @@ namespace benchfleet {
 namespace {
 
 TEST_F(StoreTest, CalibrationsGoFirstAndSetTheFractionOfPeak) {
-  ASSERT_TRUE(store_->jobs().CreateSweep(MakeSweep(R"({"name":"s","matrix":{"model":["mlp"],
+  ASSERT_TRUE(StoreWholeSweep(MakeSweep(R"({"name":"s","matrix":{"model":["mlp"],
       "batch_size":[1],"threads":[1,2]}})"), {{"cpu", {"node-a"}}}).ok());
   ASSERT_TRUE(store_->jobs().CreateCalibration({"node-a"}, 600).ok());
   auto queued = QueuedFor("node-a");
@@ -55,7 +55,7 @@ TEST_F(StoreTest, AGpuResultIsReadAgainstItsGpusPeakForItsDtype) {
                                               {"bf16_gflops", 800000.0}},
                                              {{"sgemm_gflops", 40000.0}}})}}}};
   ASSERT_EQ(*Deliver(calibration_job.job_id, 1, calibration), ResultOutcome::kStored);
-  ASSERT_TRUE(store_->jobs().CreateSweep(MakeSweep(R"({"name":"g","placement":"any","matrix":{"model":"mlp",
+  ASSERT_TRUE(StoreWholeSweep(MakeSweep(R"({"name":"g","placement":"any","matrix":{"model":"mlp",
       "batch_size":8,"device":["cuda:0","cuda:1","cpu"],"dtype":["fp32","tf32","bf16"]},
       "exclude":[{"device":"cpu","dtype":"tf32"}]})"), {}).ok());
   for (const QueuedJob& job : QueuedFor("node-a")) {
@@ -97,7 +97,7 @@ TEST_F(StoreTest, ACalibrationWithAMalformedGpuPeakIsRefused) {
 
 TEST_F(StoreTest, ACalibrationIsPendingOnTheMachineOfItsAgentAloneUntilItsResult) {
   const int64_t other = *store_->hosts().UpsertHost("node-b", "m2", json::array(), {{"host", {{"cpu_model", "x"}}}});
-  ASSERT_TRUE(store_->jobs().CreateSweep(MakeSweep(R"({"name":"s","matrix":{"model":["mlp"],
+  ASSERT_TRUE(StoreWholeSweep(MakeSweep(R"({"name":"s","matrix":{"model":["mlp"],
       "batch_size":[1,2,4,8],"threads":[1,2,3]}})"), {{"cpu", {"node-a", "node-b"}}}).ok());
   EXPECT_FALSE(*store_->hosts().CalibrationPending("m1"));  // benchmark jobs are no calibrations
   ASSERT_TRUE(store_->jobs().CreateCalibration({"node-a"}, 600).ok());

@@ -138,8 +138,7 @@ StatusOr<StoredSweep> JobQueue::AcceptSweep(const Sweep& sweep, const PinnedAgen
 }
 
 StatusOr<bool> JobQueue::StoreJobs(int64_t sweep_id, const Sweep& sweep, const PinnedAgents& pinned,
-                                size_t first, size_t count,
-                                const std::function<void()>& every_hundred_jobs) {
+                                size_t first, size_t count) {
   Transaction tx(*db_);
   RETURN_IF_ERROR(tx.Begin());
   const size_t end = std::min(sweep.combination_count, first + std::min(count, sweep.combination_count));
@@ -164,7 +163,6 @@ StatusOr<bool> JobQueue::StoreJobs(int64_t sweep_id, const Sweep& sweep, const P
   const std::string now = UtcNowIso8601();
   const double timeout_s = JobTimeoutSeconds(sweep);
   std::map<std::pair<std::string, std::string>, int64_t> requirements;  // (host, device)
-  int64_t jobs = 0;
   auto add = [&](const Combination& combination, const std::string& host) -> Status {
     auto key = std::make_pair(host, combination.device);
     if (!requirements.count(key)) {
@@ -180,7 +178,6 @@ StatusOr<bool> JobQueue::StoreJobs(int64_t sweep_id, const Sweep& sweep, const P
     insert_job.Bind(3, combination.spec).Bind(4, timeout_s).Bind(5, now).Bind(6, requirements[key]);
     RETURN_IF_ERROR(insert_job.Run());
     insert_job.Reset();
-    if (every_hundred_jobs && ++jobs % 100 == 0) every_hundred_jobs();
     return Status::Ok();
   };
   RETURN_IF_ERROR(sweep.ForEachCombination(first, end - first, [&](const Combination& combination) -> Status {
@@ -194,23 +191,6 @@ StatusOr<bool> JobQueue::StoreJobs(int64_t sweep_id, const Sweep& sweep, const P
   if (end >= sweep.combination_count) RETURN_IF_ERROR(FinishSweepIfComplete(sweep_id));
   RETURN_IF_ERROR(tx.Commit());
   return true;
-}
-
-StatusOr<StoredSweep> JobQueue::CreateSweep(const Sweep& sweep, const PinnedAgents& pinned,
-                                         const std::string& submission_id,
-                                         const std::function<void()>& every_hundred_jobs) {
-  Transaction tx(*db_);
-  RETURN_IF_ERROR(tx.Begin());
-  // A resend of a submission (the client timed out while we were busy) is answered
-  // with the sweep the first one stored.
-  ASSIGN_OR_RETURN(std::optional<StoredSweep> existing, FindSubmission(submission_id));
-  if (existing) return *existing;  // nothing written; the transaction rolls back
-  ASSIGN_OR_RETURN(StoredSweep stored, AcceptSweep(sweep, pinned, submission_id));
-  ASSIGN_OR_RETURN(bool whole, StoreJobs(stored.sweep_id, sweep, pinned, 0, sweep.combination_count,
-                                          every_hundred_jobs));
-  if (!whole) return Internal("the sweep just stored did not take its jobs");
-  RETURN_IF_ERROR(tx.Commit());
-  return stored;
 }
 
 StatusOr<std::vector<UnstoredSweep>> JobQueue::UnstoredSweeps() {

@@ -3,7 +3,6 @@
 // fence of each hand-out (attempts), and the sweep counts `status` shows.
 #pragma once
 
-#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -81,16 +80,8 @@ class JobQueue {
   // order, and moves its next_combination on (NULL once the last is stored). Returns
   // false, storing nothing, when the sweep no longer waits for combination `first`
   // (it was cancelled).
-  // `every_hundred_jobs`, when set, is called as the jobs go in (the coordinator keeps
-  // its heartbeats going through a long store); it must not write to the store.
   StatusOr<bool> StoreJobs(int64_t sweep_id, const Sweep& sweep, const PinnedAgents& pinned,
-                           size_t first, size_t count,
-                           const std::function<void()>& every_hundred_jobs = nullptr);
-  // AcceptSweep and every job at once, in one transaction (or the sweep an earlier
-  // submit with the same non-empty `submission_id` stored).
-  StatusOr<StoredSweep> CreateSweep(const Sweep& sweep, const PinnedAgents& pinned,
-                                    const std::string& submission_id = "",
-                                    const std::function<void()>& every_hundred_jobs = nullptr);
+                           size_t first, size_t count);
   // Accepted sweeps whose jobs are not all stored, oldest first (after a restart).
   StatusOr<std::vector<UnstoredSweep>> UnstoredSweeps();
   // Cancels the sweep's queued jobs and those not stored yet; returns how many queued

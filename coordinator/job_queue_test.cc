@@ -6,7 +6,7 @@ namespace benchfleet {
 namespace {
 
 TEST_F(StoreTest, SweepExpandsIntoJobsPerPinnedHost) {
-  auto stored = store_->jobs().CreateSweep(MakeSweep(kTwoJobs), {{"cpu", {"node-a", "node-b"}}});
+  auto stored = StoreWholeSweep(MakeSweep(kTwoJobs), {{"cpu", {"node-a", "node-b"}}});
   ASSERT_TRUE(stored.ok());
   EXPECT_EQ(stored->jobs, 4);
   EXPECT_EQ(stored->agents, (std::vector<std::string>{"node-a", "node-b"}));
@@ -82,7 +82,7 @@ TEST_F(StoreTest, AnAcceptedSweepTakesItsJobsInSlicesAndFinishesOnlyWhenWhole) {
 }
 
 TEST_F(StoreTest, SweepFinishesWhenEveryJobHasEnded) {
-  auto sweep_id = store_->jobs().CreateSweep(MakeSweep(kTwoJobs), {})->sweep_id;
+  auto sweep_id = StoreWholeSweep(MakeSweep(kTwoJobs), {})->sweep_id;
   auto jobs = QueuedFor("node-a");
   for (const auto& job : jobs) {
     ASSERT_TRUE(store_->jobs().MarkRunning(job.job_id, host_).ok());
@@ -98,7 +98,7 @@ TEST_F(StoreTest, SweepFinishesWhenEveryJobHasEnded) {
 }
 
 TEST_F(StoreTest, LostAttemptsRequeueUntilMaxAttemptsThenFail) {
-  ASSERT_TRUE(store_->jobs().CreateSweep(MakeSweep(kTwoJobs), {}).ok());
+  ASSERT_TRUE(StoreWholeSweep(MakeSweep(kTwoJobs), {}).ok());
   int64_t job = QueuedFor("node-a").front().job_id;
   ASSERT_EQ(*store_->jobs().MarkRunning(job, host_), 1);
   EXPECT_TRUE(*store_->jobs().RequeueOrFail(job, 1, 2, "agent went silent"));
@@ -126,8 +126,8 @@ TEST_F(StoreTest, JobCountsFollowEveryStateChange) {
                                                                      " counted, " +
                                                                      kept->rows.at(0).at(0).dump() + " kept";
   };
-  auto first = store_->jobs().CreateSweep(MakeSweep(kTwoJobs), {})->sweep_id;
-  auto second = store_->jobs().CreateSweep(MakeSweep(kTwoJobs), {})->sweep_id;
+  auto first = StoreWholeSweep(MakeSweep(kTwoJobs), {})->sweep_id;
+  auto second = StoreWholeSweep(MakeSweep(kTwoJobs), {})->sweep_id;
   EXPECT_EQ(agree(), "");
   std::vector<QueuedJob> queued = QueuedFor("node-a");
   ASSERT_EQ(queued.size(), 4u);
@@ -161,15 +161,15 @@ TEST_F(StoreTest, JobCountsFollowEveryStateChange) {
 }
 
 TEST_F(StoreTest, CancelDropsQueuedJobs) {
-  auto sweep_id = store_->jobs().CreateSweep(MakeSweep(kTwoJobs), {})->sweep_id;
+  auto sweep_id = StoreWholeSweep(MakeSweep(kTwoJobs), {})->sweep_id;
   EXPECT_EQ(*store_->jobs().CancelSweep(sweep_id), 2);
   EXPECT_TRUE(QueuedFor("node-a").empty());
   EXPECT_EQ(store_->jobs().CancelSweep(999).status().code(), StatusCode::kNotFound);
 }
 
 TEST_F(StoreTest, ASubmissionIsStoredOnceHoweverOftenItIsSent) {
-  auto first = store_->jobs().CreateSweep(MakeSweep(kTwoJobs), {}, "cli-123");
-  auto again = store_->jobs().CreateSweep(MakeSweep(kTwoJobs), {}, "cli-123");
+  auto first = StoreWholeSweep(MakeSweep(kTwoJobs), {}, "cli-123");
+  auto again = StoreWholeSweep(MakeSweep(kTwoJobs), {}, "cli-123");
   ASSERT_TRUE(first.ok() && again.ok());
   EXPECT_FALSE(first->existing);
   EXPECT_TRUE(again->existing);
@@ -177,11 +177,11 @@ TEST_F(StoreTest, ASubmissionIsStoredOnceHoweverOftenItIsSent) {
   EXPECT_EQ(again->jobs, 2);
   EXPECT_EQ(Count("select count(*) from sweeps"), 1);
   EXPECT_EQ(Count("select count(*) from jobs"), 2);
-  EXPECT_FALSE(store_->jobs().CreateSweep(MakeSweep(kTwoJobs), {}, "cli-456")->existing);
+  EXPECT_FALSE(StoreWholeSweep(MakeSweep(kTwoJobs), {}, "cli-456")->existing);
 }
 
 TEST_F(StoreTest, AnUndoneHandOutCostsNoAttempt) {
-  ASSERT_TRUE(store_->jobs().CreateSweep(MakeSweep(kTwoJobs), {}).ok());
+  ASSERT_TRUE(StoreWholeSweep(MakeSweep(kTwoJobs), {}).ok());
   int64_t job = QueuedFor("node-a").front().job_id;
   ASSERT_EQ(*store_->jobs().MarkRunning(job, host_), 1);
   EXPECT_TRUE(*store_->jobs().UndoHandOut(job, 1));

@@ -15,7 +15,7 @@ TEST(SeriesKeyTest, IsTheFirstSixtyBitsOfTheSeriesHex) {
 }
 
 TEST_F(StoreTest, ResultIsStoredOnceThenDuplicateThenStale) {
-  ASSERT_TRUE(store_->jobs().CreateSweep(MakeSweep(kTwoJobs), {}).ok());
+  ASSERT_TRUE(StoreWholeSweep(MakeSweep(kTwoJobs), {}).ok());
   auto queued = QueuedFor("node-a");
   int64_t job = queued[0].job_id;
   auto attempt = store_->jobs().MarkRunning(job, host_);
@@ -44,7 +44,7 @@ TEST_F(StoreTest, ResultIsStoredOnceThenDuplicateThenStale) {
 }
 
 TEST_F(StoreTest, InAGroupASweepEndsWithTheCommitThatKeepsItsLastResultOrNotAtAll) {
-  auto sweep_id = store_->jobs().CreateSweep(MakeSweep(kTwoJobs), {})->sweep_id;
+  auto sweep_id = StoreWholeSweep(MakeSweep(kTwoJobs), {})->sweep_id;
   auto jobs = QueuedFor("node-a");
   for (const auto& job : jobs) ASSERT_TRUE(store_->jobs().MarkRunning(job.job_id, host_).ok());
   auto state = [&] { return (*store_->jobs().SweepStatus(sweep_id, 1))[0]["state"].get<std::string>(); };
@@ -86,7 +86,7 @@ TEST_F(StoreTest, InAGroupASweepEndsWithTheCommitThatKeepsItsLastResultOrNotAtAl
 }
 
 TEST_F(StoreTest, AResultCannotChangeItsJobsConfiguration) {
-  ASSERT_TRUE(store_->jobs().CreateSweep(MakeSweep(kTwoJobs), {}).ok());
+  ASSERT_TRUE(StoreWholeSweep(MakeSweep(kTwoJobs), {}).ok());
   int64_t job = QueuedFor("node-a").front().job_id;  // mlp, batch 1
   ASSERT_TRUE(store_->jobs().MarkRunning(job, host_).ok());
   json forged = GoodResult(1);

@@ -52,7 +52,7 @@ class ScheduleRunner {
         read_(std::move(read)) {}
 
   // A `schedule` request's reply, or nullopt when it went elsewhere to be answered (a
-  // large run_now sweep, the history's read).
+  // run_now sweep taken in, answered by SweepIntake; the history's read).
   std::optional<Message> Reply(const std::string& routing_id, const json& request_id,
                                const ScheduleRequest& request);
   // Once a second of wall-clock time (run by the loop's timer work): each live

@@ -101,6 +101,19 @@ class StoreTest : public ::testing::Test {
     return all;
   }
 
+  // A sweep and every job of it stored at once, by the steps SweepIntake takes for a
+  // small one (or the sweep stored before under the same submission id).
+  StatusOr<StoredSweep> StoreWholeSweep(const Sweep& sweep, const PinnedAgents& pinned,
+                                        const std::string& submission_id = "") {
+    JobQueue& jobs = store_->jobs();
+    ASSIGN_OR_RETURN(std::optional<StoredSweep> existing, jobs.FindSubmission(submission_id));
+    if (existing) return *existing;
+    ASSIGN_OR_RETURN(StoredSweep stored, jobs.AcceptSweep(sweep, pinned, submission_id));
+    ASSIGN_OR_RETURN(bool whole, jobs.StoreJobs(stored.sweep_id, sweep, pinned, 0, sweep.combination_count));
+    if (!whole) return Internal("sweep " + std::to_string(stored.sweep_id) + " did not take its jobs");
+    return stored;
+  }
+
   StatusOr<ResultOutcome> Deliver(int64_t job, int attempt, const json& result,
                                   std::string* rejection = nullptr) {
     auto parsed = ParseWorkerResult(result);

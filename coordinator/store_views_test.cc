@@ -6,7 +6,7 @@ namespace benchfleet {
 namespace {
 
 TEST_F(StoreTest, ResultSummaryHasTheDocumentedColumns) {
-  ASSERT_TRUE(store_->jobs().CreateSweep(MakeSweep(kTwoJobs), {}).ok());
+  ASSERT_TRUE(StoreWholeSweep(MakeSweep(kTwoJobs), {}).ok());
   int64_t job = QueuedFor("node-a").front().job_id;
   ASSERT_TRUE(store_->jobs().MarkRunning(job, host_).ok());
   ASSERT_TRUE(Deliver(job, 1, GoodResult(1)).ok());
@@ -26,7 +26,7 @@ TEST_F(StoreTest, ComparisonViewsPairIdenticalConfigurations) {
   // Three jobs of one configuration: fp32 at 1 and 2 threads, int8 at 1 thread.
   auto sweep = MakeSweep(R"({"name":"v","placement":"any","matrix":{"model":["mlp"],
       "batch_size":[8],"dtype":["fp32","int8"],"threads":[1,2]}})");
-  ASSERT_TRUE(store_->jobs().CreateSweep(sweep, {}).ok());
+  ASSERT_TRUE(StoreWholeSweep(sweep, {}).ok());
   auto queued = QueuedFor("node-a");
   ASSERT_EQ(queued.size(), 4u);
   std::map<std::pair<std::string, int>, double> medians = {
@@ -74,7 +74,7 @@ TEST_F(StoreTest, CpuGpuSpeedupPairsEachSidesBestSteadyResultOfTheSameConfigurat
   auto sweep = MakeSweep(R"({"name":"cg","placement":"any","matrix":{"model":"mlp","mode":"train",
       "batch_size":8,"device":["cpu","cuda:0"],"threads":[1,2],"checkpointing":[null,true]},
       "exclude":[{"device":"cuda:0","checkpointing":true}]})");
-  ASSERT_TRUE(store_->jobs().CreateSweep(sweep, {}).ok());
+  ASSERT_TRUE(StoreWholeSweep(sweep, {}).ok());
   auto queued = QueuedFor("node-a");
   ASSERT_EQ(queued.size(), 6u);
   struct Run {
@@ -125,7 +125,7 @@ TEST_F(StoreTest, CpuGpuSpeedupPairsEachSidesBestSteadyResultOfTheSameConfigurat
 TEST_F(StoreTest, PruneComparisonSetsEachPrunedResultAgainstTheUnprunedOne) {
   auto sweep = MakeSweep(R"({"name":"p","placement":"any","matrix":{"model":"mlp","batch_size":8,
       "prune":[null,{"kind":"structured","ratio":0.5},{"kind":"magnitude","sparsity":0.5}]}})");
-  ASSERT_TRUE(store_->jobs().CreateSweep(sweep, {}).ok());
+  ASSERT_TRUE(StoreWholeSweep(sweep, {}).ok());
   auto queued = QueuedFor("node-a");
   ASSERT_EQ(queued.size(), 3u);
   for (const QueuedJob& job : queued) {
@@ -184,7 +184,7 @@ TEST_F(StoreTest, ProfiledOperatorsAreKeptAndComparedAcrossDtypesAndThreads) {
   auto sweep = MakeSweep(R"({"name":"ops","placement":"any","matrix":{"model":"mlp","batch_size":8,
       "dtype":["fp32","int8"],"threads":[1,2],"profile":true},
       "exclude":[{"dtype":"int8","threads":2}]})");
-  ASSERT_TRUE(store_->jobs().CreateSweep(sweep, {}).ok());
+  ASSERT_TRUE(StoreWholeSweep(sweep, {}).ok());
   auto queued = QueuedFor("node-a");
   ASSERT_EQ(queued.size(), 3u);
   // Per dtype and threads: the self time of aten::addmm over a block of 4 iterations.
@@ -237,7 +237,7 @@ TEST_F(StoreTest, ProfiledOperatorsAreKeptAndComparedAcrossDtypesAndThreads) {
 TEST_F(StoreTest, CheckpointingIsComparedWithTheSameTrainingJobWithoutIt) {
   auto sweep = MakeSweep(R"({"name":"ckpt","placement":"any","matrix":{"model":"cnn","mode":"train",
       "batch_size":4,"checkpointing":[false,true]}})");
-  ASSERT_TRUE(store_->jobs().CreateSweep(sweep, {}).ok());
+  ASSERT_TRUE(StoreWholeSweep(sweep, {}).ok());
   auto queued = QueuedFor("node-a");
   ASSERT_EQ(queued.size(), 2u);
   for (const QueuedJob& job : queued) {

@@ -8,9 +8,9 @@
 namespace benchfleet {
 namespace {
 
-// A sweep of at most this many jobs is checked and stored within its request (about
-// 15 ms here); a larger one goes through the intake, a slice per round.
-constexpr int64_t kInlineSubmitJobs = 1000;
+// A sweep of at most this many jobs is checked, accepted and stored within its request
+// (about 15 ms here); a larger one a slice per round.
+constexpr int64_t kWholeSweepJobs = 1000;
 // One intake slice: combinations checked (ParseJobConfig, about 3 us each here), or
 // jobs stored (about 12 us each).
 constexpr size_t kIntakeCheckCombinations = 5000;
@@ -57,66 +57,55 @@ std::optional<Message> SweepIntake::Submit(const std::string& routing_id, const 
       }
     }
   }
+  auto existing = ctx_.store.jobs().FindSubmission(request.submission_id);
+  if (!existing.ok()) {
+    ++ctx_.counters.store_errors;
+    return MakeError(Unavailable("the coordinator could not read its store (" +
+                                 existing.status().message() + "); nothing was enqueued"),
+                     request_id);
+  }
+  if (*existing) {
+    LOG_INFO("submission " << request.submission_id << " again: sweep " << (*existing)->sweep_id
+                           << " already stored");
+    return Submitted(request_id, **existing);
+  }
+  Intake intake;
+  intake.serial = ++intake_serial_;
+  intake.submission_id = request.submission_id;
+  if (!routing_id.empty()) intake.clients.emplace_back(routing_id, request_id);
+  if (firing) intake.firing = *firing;
   const int64_t jobs_at_most =
       static_cast<int64_t>(sweep->combination_count) *
       (sweep->placement == Placement::kEach ? std::max<int64_t>(1, static_cast<int64_t>(ctx_.registry.size())) : 1);
-  if (jobs_at_most > kInlineSubmitJobs) {
-    auto existing = ctx_.store.jobs().FindSubmission(request.submission_id);
-    if (!existing.ok()) {
-      ++ctx_.counters.store_errors;
-      return MakeError(Unavailable("the coordinator could not read its store (" +
-                                   existing.status().message() + "); nothing was enqueued"),
-                       request_id);
+  intake.sweep = std::move(*sweep);
+  if (jobs_at_most <= kWholeSweepJobs) {
+    // Taken in at once, within its request, by the same steps as a large one: checked,
+    // accepted (the client answered at the round's commit), its jobs stored.
+    intake.whole = true;
+    if (CheckOrAccept(intake) && intake.sweep_id != 0) {
+      StoreSlice(intake);
+      // A slice the store could not take now goes on next round, as a large one's does.
+      if (!intake.finished) intakes_.push_back(std::move(intake));
+      dispatcher_.Dispatch();
     }
-    if (*existing) return Submitted(request_id, **existing);
-    if (intakes_.size() >= kMaxIntakes) {
-      // A schedule's firing is tried again a second later, so nothing is recorded.
-      return MakeError(Unavailable(std::to_string(intakes_.size()) +
-                                   " large sweeps are being taken in already; nothing was "
-                                   "enqueued, send it again later"),
-                       request_id);
-    }
-    LOG_INFO("sweep \"" << sweep->name << "\": " << sweep->combination_count
-                        << " combinations to check, then store a slice per round");
-    Intake intake;
-    intake.serial = ++intake_serial_;
-    intake.sweep = std::move(*sweep);
-    intake.submission_id = request.submission_id;
-    if (!routing_id.empty()) intake.clients.emplace_back(routing_id, request_id);
-    if (firing) intake.firing = *firing;
-    intakes_.push_back(std::move(intake));
-    return std::nullopt;  // answered once checked and accepted (AdvanceIntake)
+    return std::nullopt;
   }
-
-  Status checked = sweep->CheckCombinations(0, sweep->combination_count);
-  if (checked.ok()) checked = sweep->CheckJobsLeft();
-  if (!checked.ok()) return refuse(checked);
-  auto pinned = PinAgents(*sweep);
-  if (!pinned.ok()) return refuse(pinned.status());
-  // Our heartbeats keep going while the sweep goes in, and the agents' messages are
-  // read meanwhile and parked for the next rounds; agents gone meanwhile are dropped by
-  // the next regular heartbeat, not in the middle of the sweep's transaction.
-  auto stored = ctx_.store.jobs().CreateSweep(*sweep, *pinned, request.submission_id, [this] {
-    while_storing_();
-  });
-  if (!stored.ok()) {
-    ++ctx_.counters.store_errors;
-    LOG_ERROR("cannot store sweep \"" << sweep->name << "\": " << stored.status().message());
-    return MakeError(Unavailable("the coordinator could not store the sweep (" +
-                                 stored.status().message() + "); nothing was enqueued"),
+  if (LargeIntakes() >= kMaxIntakes) {
+    // A schedule's firing is tried again a second later, so nothing is recorded.
+    return MakeError(Unavailable(std::to_string(LargeIntakes()) +
+                                 " large sweeps are being taken in already; nothing was "
+                                 "enqueued, send it again later"),
                      request_id);
   }
-  if (stored->existing) {
-    LOG_INFO("submission " << request.submission_id << " again: sweep " << stored->sweep_id
-                           << " already stored");
-  } else {
-    LOG_INFO("sweep " << stored->sweep_id << " \"" << sweep->name << "\": " << stored->jobs << " jobs");
-    if (firing) RecordFiringStored(ctx_.store.schedules(), ctx_.counters.store_errors, *firing, stored->sweep_id);
-    Status reloaded = dispatcher_.ReloadRequirements();
-    if (!reloaded.ok()) LOG_ERROR("cannot read requirements: " << reloaded.message());
-    dispatcher_.Dispatch();
-  }
-  return Submitted(request_id, *stored, sweep->checked);
+  LOG_INFO("sweep \"" << intake.sweep.name << "\": " << intake.sweep.combination_count
+                      << " combinations to check, then store a slice per round");
+  intakes_.push_back(std::move(intake));
+  return std::nullopt;  // answered once checked and accepted (AdvanceIntake)
+}
+
+size_t SweepIntake::LargeIntakes() const {
+  return static_cast<size_t>(
+      std::count_if(intakes_.begin(), intakes_.end(), [](const Intake& intake) { return !intake.whole; }));
 }
 
 // Placement "each": every combination on every matching agent that can run its device
@@ -163,7 +152,7 @@ void SweepIntake::AdvanceIntake() {
   auto unanswered = std::find_if(intakes_.begin(), intakes_.end(),
                                  [](const Intake& intake) { return intake.sweep_id == 0; });
   auto storing = std::find_if(intakes_.begin(), intakes_.end(),
-                              [](const Intake& intake) { return intake.sweep_id != 0; });
+                              [](const Intake& intake) { return intake.sweep_id != 0 && !intake.finished; });
   if (unanswered == intakes_.end() && storing == intakes_.end()) return;
   // Answers and stores in turns: neither the tenth of ten large submits waits for the
   // nine before it to be stored, nor do the agents wait for it to be checked.
@@ -190,7 +179,7 @@ bool SweepIntake::CheckOrAccept(Intake& intake) {
       return false;
     }
     intake.checked += slice;
-    return true;
+    if (intake.checked < count || !intake.whole) return true;
   }
   auto pinned = PinAgents(intake.sweep);
   if (!pinned.ok()) {
@@ -209,8 +198,8 @@ bool SweepIntake::CheckOrAccept(Intake& intake) {
   intake.sweep_id = accepted->sweep_id;
   intake.pinned = std::move(*pinned);
   if (intake.firing && !accepted->existing) RecordFiringStored(ctx_.store.schedules(), ctx_.counters.store_errors, *intake.firing, intake.sweep_id);
-  LOG_INFO("sweep " << intake.sweep_id << " \"" << intake.sweep.name << "\": " << accepted->jobs
-                    << " jobs, stored a slice per round");
+  LOG_INFO("sweep " << intake.sweep_id << " \"" << intake.sweep.name << "\": " << accepted->jobs << " jobs"
+                    << (intake.whole ? "" : ", stored a slice per round"));
   // Sent after this round's commit, like every reply: the sweep is durable then.
   AnswerIntake(intake, Submitted(nullptr, *accepted, intake.sweep.checked));
   intake.clients.clear();
@@ -280,17 +269,20 @@ void SweepIntake::RoundBegins() {
 }
 
 void SweepIntake::RoundFailed() {
-  for (const IntakeMark& mark : intakes_at_round_start_) {
-    auto it = std::find_if(intakes_.begin(), intakes_.end(),
-                           [&](const Intake& intake) { return intake.serial == mark.serial; });
-    if (it == intakes_.end()) continue;
-    if (mark.sweep_id == 0 && it->sweep_id != 0) {
+  for (auto it = intakes_.begin(); it != intakes_.end();) {
+    auto mark = std::find_if(intakes_at_round_start_.begin(), intakes_at_round_start_.end(),
+                             [&](const IntakeMark& m) { return m.serial == it->serial; });
+    const bool accepted_before = mark != intakes_at_round_start_.end() && mark->sweep_id != 0;
+    if (it->sweep_id != 0 && !accepted_before) {
       // Accepted in this round: its clients are told nothing was kept, and may send again.
-      intakes_.erase(it);
+      it = intakes_.erase(it);
       continue;
     }
-    it->next_combination = mark.next_combination;
-    it->finished = false;
+    if (mark != intakes_at_round_start_.end()) {
+      it->next_combination = mark->next_combination;
+      it->finished = false;
+    }
+    ++it;
   }
 }
 

@@ -1,6 +1,8 @@
-// SweepIntake: sweeps taken in (docs/scheduling.md). A sweep is checked and stored; a
-// small one within its request, a large one a slice per round, so that a 100,000-job
-// submit never holds up anyone else's request, or the agents, for more than a slice.
+// SweepIntake: sweeps taken in (docs/scheduling.md). Every sweep goes the same way:
+// checked, accepted (its row stored and its client answered), then its jobs stored. A
+// small one takes all three steps within its request; a large one a slice per round,
+// so that a 100,000-job submit never holds up anyone else's request, or the agents,
+// for more than a slice.
 // Schedules' firings come in the same way, with no client: what became of them is
 // recorded. A resend with the same submission id is answered with the first sweep.
 //
@@ -26,15 +28,15 @@ namespace benchfleet {
 
 class SweepIntake : public RoundParticipant {
  public:
-  // `while_storing` runs while a small sweep's rows are written in one transaction
-  // (heartbeats kept going, agents' messages parked): the loop's.
-  SweepIntake(const CoordinatorContext& context, Dispatcher& dispatcher, std::function<void()> while_storing)
-      : ctx_(context), dispatcher_(dispatcher), while_storing_(std::move(while_storing)) {}
+  SweepIntake(const CoordinatorContext& context, Dispatcher& dispatcher)
+      : ctx_(context), dispatcher_(dispatcher) {}
 
-  // The reply, or nullopt for a large sweep: it is answered once checked and accepted,
-  // by AdvanceIntake. A schedule's firing submits through the same path, with `firing`
-  // set and no client (an empty routing id): what became of it is recorded, not
-  // answered.
+  // The reply when the sweep is refused before it is taken in (it does not parse, the
+  // store cannot be read, too many large ones wait) or was stored before under the same
+  // submission id; otherwise nullopt: the sweep is answered once checked and accepted,
+  // a small one in this round, a large one by AdvanceIntake. A schedule's firing
+  // submits through the same path, with `firing` set and no client (an empty routing
+  // id): what became of it is recorded, not answered.
   std::optional<Message> Submit(const std::string& routing_id, const json& request_id,
                                 const SubmitRequest& request, const ScheduledFiring* firing = nullptr);
   // One slice of the large submits: check combinations of the oldest not yet answered
@@ -58,10 +60,11 @@ class SweepIntake : public RoundParticipant {
   bool CheckOrAccept(Intake& intake);
   void StoreSlice(Intake& intake);
   void AnswerIntake(const Intake& intake, const Message& reply);
+  // Intakes of large sweeps (each holds its parsed matrix), bounded by kMaxIntakes.
+  size_t LargeIntakes() const;
 
   const CoordinatorContext& ctx_;
   Dispatcher& dispatcher_;
-  std::function<void()> while_storing_;
   // Large submits, oldest first, taken a slice per round: the combinations checked,
   // then the sweep's row stored and the clients answered, then its jobs stored in order.
   struct Intake {
@@ -74,6 +77,7 @@ class SweepIntake : public RoundParticipant {
     PinnedAgents pinned;          // once accepted
     size_t next_combination = 0;  // the first whose jobs are not stored
     bool finished = false;        // every job stored, or the sweep cancelled
+    bool whole = false;           // small: checked, accepted and stored within its request
     std::optional<ScheduledFiring> firing;  // a schedule's, recorded once accepted or refused
   };
   std::deque<Intake> intakes_;

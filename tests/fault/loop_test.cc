@@ -156,11 +156,9 @@ TEST(LoopTest, ALargeSubmitLosesNothingAndTakesNoAgentForDead) {
                                             std::to_string(large_id) + " and state = 'queued'"),
             30000);
   // Past 1,000 jobs a sweep is checked and stored a slice per loop round, so the loop
-  // is never held for it and no agent message had to be set aside. (The answer's time
-  // above counts those rounds: it says nothing of how long any one of them took.)
-  EXPECT_EQ(status["counters"]["agent_messages_parked"].get<int64_t>(), 0) << status.dump();
-  std::cout << "FIGURE 30,000-job submit answered after " << submit_s << " s; agent messages parked "
-            << status["counters"]["agent_messages_parked"] << "; requeued 0\n";
+  // is never held for it: no agent went silent meanwhile (departed, requeued above).
+  // (The answer's time counts those rounds: it says nothing of how long any one took.)
+  std::cout << "FIGURE 30,000-job submit answered after " << submit_s << " s; requeued 0\n";
 }
 
 }  // namespace
