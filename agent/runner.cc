@@ -116,40 +116,6 @@ bool IsReplicated(const WorkerJob& job) {
          replicas->get<std::int64_t>() > 1;
 }
 
-nlohmann::json SummarizeReplicas(const std::vector<nlohmann::json>& results) {
-  double aggregate = 0;
-  double from = -std::numeric_limits<double>::infinity();
-  double to = std::numeric_limits<double>::infinity();
-  std::vector<double> medians;
-  // A worker's result file is read back, not trusted: a copy without its figures makes
-  // no summary (null), never an exception in the agent's loop.
-  auto number = [](const nlohmann::json& object, const char* outer,
-                   const char* key) -> std::optional<double> {
-    const auto o = object.find(outer);
-    if (o == object.end() || !o->is_object()) return std::nullopt;
-    const auto v = o->find(key);
-    return v != o->end() && v->is_number() ? std::optional<double>(v->get<double>()) : std::nullopt;
-  };
-  for (const nlohmann::json& r : results) {
-    const auto rate = number(r, "replica", "throughput_per_s");
-    const auto start = number(r, "replica", "timed_from_s");
-    const auto end = number(r, "replica", "timed_to_s");
-    const auto median = number(r, "stats", "median_ms");
-    if (!rate || !start || !end || !median) return nullptr;
-    aggregate += *rate;
-    from = std::max(from, *start);
-    to = std::min(to, *end);
-    medians.push_back(*median);
-  }
-  if (medians.empty()) return nullptr;
-  std::sort(medians.begin(), medians.end());
-  return {{"count", results.size()},
-          {"aggregate_throughput_per_s", aggregate},
-          {"overlap_s", std::max(0.0, to - from)},
-          {"median_ms_min", medians.front()},
-          {"median_ms_max", medians.back()}};
-}
-
 std::vector<pid_t> WorkerRunner::pids() const {
   std::vector<pid_t> out;
   for (const Process& p : processes_) out.push_back(p.pid);
@@ -413,46 +379,25 @@ nlohmann::json WorkerRunner::Finish(const Process& process) {
 }
 
 nlohmann::json WorkerRunner::FinishGang(std::vector<nlohmann::json> rank_results) {
-  // Each rank's figures, as the per-rank table keeps them: the whole result but its raw
-  // samples and the runtime description every rank shares with rank 0.
-  nlohmann::json ranks = nlohmann::json::array();
-  for (size_t r = 0; r < rank_results.size(); ++r) {
-    nlohmann::json entry = rank_results[r];
-    entry.erase("samples_ms");
-    entry.erase("runtime");
-    entry.erase("job_id");
-    entry.erase("attempt");
-    if (!entry.contains("distributed")) entry["distributed"] = {{"rank", r}};
-    ranks.push_back(std::move(entry));
-  }
-  const int failed = first_failed_rank_ >= 0 ? first_failed_rank_ : [&] {
-    for (size_t r = 0; r < rank_results.size(); ++r) {
-      if (rank_results[r].value("ok", false) != true) return static_cast<int>(r);
+  // A timeout ended every rank alike: the job's result is rank 0's (its timeout), not a
+  // rank's failure. Otherwise the cause is the rank Poll found failed first, else the
+  // first that did not succeed.
+  std::optional<RankFailure> failure;
+  if (!timed_out_) {
+    int failed = first_failed_rank_;
+    for (size_t r = 0; failed < 0 && r < rank_results.size(); ++r) {
+      if (rank_results[r].value("ok", false) != true) failed = static_cast<int>(r);
     }
-    return -1;
-  }();
-  double wall_s = 0;
-  for (const auto& r : rank_results) wall_s = std::max(wall_s, r.value("worker_wall_s", 0.0));
-  nlohmann::json result;
-  if (timed_out_) {
-    result = rank_results.front();
-  } else if (failed >= 0) {
-    const nlohmann::json& cause = rank_results[static_cast<size_t>(failed)];
-    result = FailedResult(job_, "rank " + std::to_string(failed) + " of " +
-                                    std::to_string(rank_results.size()) + ": " +
-                                    cause.value("error", std::string("failed")) +
-                                    "; the gang was stopped");
-    result["exit"] = cause.value("exit", std::string());
-    result["stderr_tail"] = cause.value("stderr_tail", std::string());
-  } else {
-    // Replicas: the row is replica 0's, with what they did together.
-    nlohmann::json replicas =
-        IsReplicated(job_) ? SummarizeReplicas(rank_results) : nlohmann::json();
-    result = std::move(rank_results.front());
-    if (!replicas.is_null()) result["replicas"] = std::move(replicas);
+    if (failed >= 0) failure = RankFailure{failed, ""};
   }
-  result["worker_wall_s"] = wall_s;
-  result["ranks"] = std::move(ranks);
+  nlohmann::json result = CombineRanks(std::move(rank_results), failure, IsReplicated(job_));
+  if (failure) {
+    // Its job's identity, as every failed result the agent writes carries it.
+    const nlohmann::json identity = FailedResult(job_, "");
+    for (auto it = identity.begin(); it != identity.end(); ++it) {
+      if (!result.contains(it.key())) result[it.key()] = it.value();
+    }
+  }
   return result;
 }
 

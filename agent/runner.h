@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "common/clock.h"
+#include "common/rank_results.h"
 #include "common/status.h"
 #include "common/subprocess.h"
 
@@ -106,13 +107,6 @@ int LocalRanks(const WorkerJob& job);
 // True for a job of several `replicas`: independent copies on this agent, each its own
 // worker on its own slice of `threads` CPUs, started together (schemas/worker.md).
 bool IsReplicated(const WorkerJob& job);
-
-// What the replicas of a job did together, from each one's result: count,
-// aggregate_throughput_per_s (the sum of each one's samples/s over its timed window,
-// every window inside the span where all of them run), overlap_s (how long all were
-// timing at once), median_ms_min and median_ms_max (the fastest and slowest copy).
-// Null when a result lacks its figures.
-nlohmann::json SummarizeReplicas(const std::vector<nlohmann::json>& results);
 
 // True for a host calibration job ({"kind": "calibration"}): the worker runs with
 // --calibrate on every CPU of the agent instead of a benchmark.

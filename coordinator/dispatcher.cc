@@ -166,7 +166,7 @@ void Dispatcher::Dispatch() {
   for (const std::string& routing_id : ctx_.registry.OfferCandidates()) {
     Agent* agent = ctx_.registry.FindByRoutingId(routing_id);
     if (agent == nullptr) continue;
-    if (ctx_.registry.HasLease(agent->description.name) ||
+    if (ctx_.registry.LeasedJobOf(agent->description.name).has_value() ||
         (!ctx_.options.share_machines && ctx_.registry.MachineBusy(*agent))) {
       ctx_.registry.NoOfferFor(routing_id);  // again a candidate when the lease ends
       continue;
@@ -377,7 +377,7 @@ std::vector<Agent*> Dispatcher::GangPartners(Agent& rank0, const JobRequirement&
   std::vector<Agent*> partners;
   const MonoTime now = ctx_.Now();
   for (Agent* agent : ctx_.registry.All()) {
-    if (agent == &rank0 || ctx_.registry.HasLease(agent->description.name) ||
+    if (agent == &rank0 || ctx_.registry.LeasedJobOf(agent->description.name).has_value() ||
         now < agent->offers_paused_until || !CanRun(*agent, requirement)) {
       continue;
     }
@@ -455,7 +455,7 @@ void Dispatcher::Rendezvous(Agent& agent, const RendezvousReport& rendezvous) {
 void Dispatcher::StopGang(const Lease& lease, const std::string& reason) {
   gang_stopped_(lease.job_id);
   if (lease.ranks.empty()) return;
-  for (const std::string& name : AgentRegistry::Holders(lease)) {
+  for (const std::string& name : lease.Holders()) {
     Agent* holder = ctx_.registry.FindByName(name);
     if (holder == nullptr) continue;  // gone: its workers died with it
     ctx_.Reply(Side::kAgents, holder->routing_id,

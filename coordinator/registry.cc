@@ -71,18 +71,18 @@ std::vector<std::string> AgentRegistry::RoutingIdsAfter(const std::string& after
   return ids;
 }
 
-std::vector<std::string> AgentRegistry::Holders(const Lease& lease) {
-  std::vector<std::string> holders = {lease.agent};
-  holders.insert(holders.end(), lease.ranks.begin(), lease.ranks.end());
+std::vector<std::string> Lease::Holders() const {
+  std::vector<std::string> holders = {agent};
+  holders.insert(holders.end(), ranks.begin(), ranks.end());
   return holders;
 }
 
 void AgentRegistry::IndexLease(const Lease& lease) {
-  for (const std::string& holder : Holders(lease)) leases_by_agent_[holder].insert(lease.job_id);
+  for (const std::string& holder : lease.Holders()) leases_by_agent_[holder].insert(lease.job_id);
 }
 
 void AgentRegistry::UnindexLease(const Lease& lease) {
-  for (const std::string& holder : Holders(lease)) {
+  for (const std::string& holder : lease.Holders()) {
     auto it = leases_by_agent_.find(holder);
     if (it == leases_by_agent_.end()) continue;
     it->second.erase(lease.job_id);
@@ -113,7 +113,7 @@ void AgentRegistry::AddLease(Lease lease) {
   }
   if (journaling_) journal_.push_back({true, lease});
   IndexLease(lease);
-  for (const std::string& name : Holders(lease)) {
+  for (const std::string& name : lease.Holders()) {
     if (auto holder = routing_id_by_name_.find(name); holder != routing_id_by_name_.end()) {
       offer_candidates_.erase(holder->second);
     }
@@ -156,10 +156,6 @@ void AgentRegistry::RollBackJournal() {
   journal_.clear();
 }
 
-bool AgentRegistry::HasLease(const std::string& agent_name) const {
-  return leases_by_agent_.count(agent_name) > 0;
-}
-
 std::optional<int64_t> AgentRegistry::LeasedJobOf(const std::string& agent_name) const {
   auto it = leases_by_agent_.find(agent_name);
   if (it == leases_by_agent_.end() || it->second.empty()) return std::nullopt;
@@ -170,7 +166,7 @@ bool AgentRegistry::MachineBusy(const Agent& agent) const {
   auto machine = machine_agents_.find(agent.machine_id);
   if (machine == machine_agents_.end()) return false;
   for (const std::string& peer : machine->second) {
-    if (peer != agent.description.name && HasLease(peer)) return true;
+    if (peer != agent.description.name && LeasedJobOf(peer).has_value()) return true;
   }
   return false;
 }

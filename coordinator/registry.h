@@ -50,6 +50,8 @@ struct Lease {
     return attempt == attempt_number &&
            (agent == agent_name || std::find(ranks.begin(), ranks.end(), agent_name) != ranks.end());
   }
+  // Every agent holding it: its agent, then its ranks' (a spread gang).
+  std::vector<std::string> Holders() const;
 };
 
 // Every question the loop asks per message or per dispatch is answered from an index
@@ -75,12 +77,9 @@ class AgentRegistry {
   // Leases, keyed by job id.
   void AddLease(Lease lease);
   Lease* FindLease(int64_t job_id);
-  // Every agent holding `lease`: its agent, then its ranks' (a spread gang).
-  static std::vector<std::string> Holders(const Lease& lease);
   // Removes the lease of `job_id`, if any; its agent, and the agents of its machine,
   // may take an offer again.
   void RemoveLease(int64_t job_id);
-  bool HasLease(const std::string& agent_name) const;
   // The job `agent_name` holds a lease for, if any (the newest one).
   std::optional<int64_t> LeasedJobOf(const std::string& agent_name) const;
   // True when an agent other than `agent` with the same machine id holds a lease:

@@ -71,7 +71,7 @@ TEST(RegistryTest, AgentsOnOneMachineTakeTurns) {
   registry.Upsert(MakeAgent("b", "m1", t0));
   registry.Upsert(MakeAgent("c", "m2", t0));
   registry.AddLease(MakeLease(1, "a", t0, t0 + Millis(1000)));
-  EXPECT_TRUE(registry.HasLease("a"));
+  EXPECT_TRUE(registry.LeasedJobOf("a").has_value());
   EXPECT_FALSE(registry.MachineBusy(*registry.FindByName("a")));
   EXPECT_TRUE(registry.MachineBusy(*registry.FindByName("b")));
   EXPECT_FALSE(registry.MachineBusy(*registry.FindByName("c")));
@@ -96,10 +96,10 @@ TEST(RegistryTest, IndexesFollowRenamesRemovalsAndReplacedLeases) {
   EXPECT_FALSE(registry.MachineBusy(*registry.FindByName("b")));  // a2 is on m2 now
   // A job handed out again (new attempt, other agent) replaces its lease.
   registry.AddLease(MakeLease(1, "b", t0, t0 + Millis(1000)));
-  EXPECT_FALSE(registry.HasLease("a2"));
+  EXPECT_FALSE(registry.LeasedJobOf("a2").has_value());
   EXPECT_EQ(registry.LeasedJobOf("b"), 1);
   registry.RemoveLease(1);
-  EXPECT_FALSE(registry.HasLease("b"));
+  EXPECT_FALSE(registry.LeasedJobOf("b").has_value());
   EXPECT_EQ(registry.LeasedJobOf("b"), std::nullopt);
   registry.Remove("b/1");
   EXPECT_EQ(registry.FindByName("b"), nullptr);
@@ -159,7 +159,7 @@ TEST(RegistryTest, LookupsAnswerFromTheIndexesAcrossAFleet) {
     EXPECT_EQ(agent->routing_id, name + "/1");
     EXPECT_EQ(registry.FindByRoutingId(name + "/1"), agent);
     const bool holder = i % 2 == 0;
-    EXPECT_EQ(registry.HasLease(name), holder) << name;
+    EXPECT_EQ(registry.LeasedJobOf(name).has_value(), holder) << name;
     EXPECT_EQ(registry.MachineBusy(*agent), !holder) << name;  // its peer holds one
     EXPECT_EQ(registry.LeasedJobOf(name), holder ? std::optional<int64_t>(i) : std::nullopt);
     registry.NoOfferFor(agent->routing_id);

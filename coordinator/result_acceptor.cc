@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "common/log.h"
+#include "common/rank_results.h"
 #include "common/result_fields.h"
 
 namespace benchfleet {
@@ -54,7 +55,7 @@ void ResultAcceptor::Accept(Agent& agent, const Message& message) {
     return Reject(agent, job, "result.attempt: " + std::to_string(*result->attempt) +
                                         " differs from the message's attempt " + std::to_string(job.attempt));
   }
-  if (AcceptGangRank(agent, job, *result)) return;
+  if (AcceptGangRank(agent, job, *result, *report->result)) return;
   std::string rejection;
   std::optional<JudgedResult> judged;
   auto outcome = ctx_.store.results().Write(job.job_id, job.attempt, agent.host_id,
@@ -98,10 +99,11 @@ void ResultAcceptor::Accept(Agent& agent, const Message& message) {
   dispatcher_.Dispatch();
 }
 
-bool ResultAcceptor::AcceptGangRank(Agent& agent, const JobAttempt& job, const WorkerResult& result) {
+bool ResultAcceptor::AcceptGangRank(Agent& agent, const JobAttempt& job, const WorkerResult& result,
+                                    const json& sent) {
   Lease* found = ctx_.registry.FindLease(job.job_id);
   if (found == nullptr || found->ranks.empty() || found->attempt != job.attempt) return false;
-  const std::vector<std::string> holders = AgentRegistry::Holders(*found);
+  const std::vector<std::string> holders = found->Holders();
   const auto at = std::find(holders.begin(), holders.end(), agent.description.name);
   if (at == holders.end()) return false;
   const Lease lease = *found;
@@ -124,30 +126,45 @@ bool ResultAcceptor::AcceptGangRank(Agent& agent, const JobAttempt& job, const W
                                  " is not the rank " + std::to_string(rank) + " this agent was given");
     return true;
   }
-  entry->host_id = agent.host_id;
   GangResults& gang = gang_results_[job.job_id];
   if (gang.attempt != job.attempt) gang = GangResults{job.attempt, {}};
-  gang.ranks[rank] = GangResults::Rank{std::move(*entry), result};
+  json as_sent = sent;  // its raw samples and profile kept: rank 0's are the job's
+  if (!as_sent.contains("distributed") || !as_sent["distributed"].is_object()) as_sent["distributed"] = json::object();
+  as_sent["distributed"]["rank"] = rank;
+  gang.ranks[rank] = GangResults::Rank{agent.host_id, std::move(as_sent)};
   LOG_INFO("job " << job.job_id << " rank " << rank << " of " << world_size << " on "
                   << agent.description.name << ": " << (result.ok ? "done" : result.error));
   const bool failed = !result.ok;
   if (!failed && static_cast<int64_t>(gang.ranks.size()) < world_size) return true;  // acked once all are in
 
   // The job's one result: rank 0's, with every rank's; or the failure of the rank that
-  // failed, with the ranks heard from so far.
-  WorkerResult combined;
-  if (failed) {
-    combined.ok = false;
-    combined.error = "rank " + std::to_string(rank) + " of " + std::to_string(world_size) +
-                     " on agent " + agent.description.name + ": " + result.error +
-                     "; the gang was stopped";
-    combined.values.assign(ResultFields().size(), json());
-    combined.detail = {{"ok", false}, {"error", combined.error}};
-  } else {
-    combined = gang.ranks.at(0).result;
+  // failed, with the ranks heard from so far. Combined as the agent combines the ranks
+  // it runs itself, then read as any result is.
+  std::vector<json> by_rank(static_cast<size_t>(world_size));
+  for (const auto& [r, item] : gang.ranks) by_rank[static_cast<size_t>(r)] = item.sent;
+  std::optional<RankFailure> failure;
+  if (failed) failure = RankFailure{rank, " on agent " + agent.description.name};
+  json whole = CombineRanks(std::move(by_rank), failure, /*replicas=*/false);
+  // The ranks heard from so far may be fewer than the gang's (one failed first): each
+  // entry is read on its own, the result without them.
+  json entries = std::move(whole["ranks"]);
+  whole.erase("ranks");
+  auto parsed = ParseWorkerResult(whole);
+  if (!parsed.ok()) {
+    Reject(agent, job, parsed.status().message());
+    return true;
   }
-  combined.ranks.clear();
-  for (auto& [r, item] : gang.ranks) combined.ranks.push_back(item.entry);
+  WorkerResult combined = std::move(*parsed);
+  auto heard = gang.ranks.begin();
+  for (const json& entry : entries) {
+    auto rank_entry = ParseRankEntry(entry, "result");
+    if (!rank_entry.ok()) {
+      Reject(agent, job, rank_entry.status().message());
+      return true;
+    }
+    rank_entry->host_id = heard++->second.host_id;  // each rank ran on its own agent's host
+    combined.ranks.push_back(std::move(*rank_entry));
+  }
   Agent* rank0 = ctx_.registry.FindByName(lease.agent);
   const int64_t host_id = failed ? agent.host_id : (rank0 ? rank0->host_id : agent.host_id);
   std::string rejection;

@@ -37,8 +37,9 @@ class ResultAcceptor {
   // from its spool), and the attempt lost.
   void Reject(Agent& agent, const JobAttempt& job, const std::string& reason);
   // A rank's result of a spread gang: gathered, and once all are in (or one failed) put
-  // together into the job's result and stored. False when `job` is no such gang's.
-  bool AcceptGangRank(Agent& agent, const JobAttempt& job, const WorkerResult& result);
+  // together into the job's result (CombineRanks) and stored. False when `job` is no
+  // such gang's. `sent`: the result as the agent sent it, `result` as parsed.
+  bool AcceptGangRank(Agent& agent, const JobAttempt& job, const WorkerResult& result, const json& sent);
 
   const CoordinatorContext& ctx_;
   Dispatcher& dispatcher_;
@@ -49,8 +50,8 @@ class ResultAcceptor {
   struct GangResults {
     int attempt = 0;
     struct Rank {
-      WorkerResult::Rank entry;
-      WorkerResult result;
+      int64_t host_id = 0;  // of its agent
+      json sent;            // the rank's result as sent, its rank the one it was given
     };
     std::map<int64_t, Rank> ranks;
   };
