@@ -557,7 +557,17 @@ namespace {
 
 // The configuration a result is of, as the comparison views pair results.
 constexpr const char* kConfigColumns = "host, device, model, coalesce(model_args, '') AS model_args, mode, dtype, batch_size, threads";
-constexpr int kConfigColumnCount = 8;
+const std::vector<std::string>& ConfigColumnNames() {
+  static const std::vector<std::string> names = {"host", "device", "model", "model_args",
+                                                 "mode", "dtype", "batch_size", "threads"};
+  return names;
+}
+
+// A row's value by column name; null when the reply has no such column.
+json Cell(const json& row, const std::string& column) {
+  auto it = row.find(column);
+  return it == row.end() ? json() : *it;
+}
 
 std::string SweepList(const std::vector<int64_t>& sweeps) {
   std::string list;
@@ -577,54 +587,58 @@ int CompareTwoSweeps(CoordinatorClient& client, const CompareOptions& options, R
   // regression candidate is a later one).
   std::map<std::string, std::pair<json, json>> cells;  // key -> (row in A, row in B)
   std::vector<std::string> order;
-  for (const json& row : results->body["rows"]) {
+  for (json& row : RowObjects(results->body)) {
     json config = json::array();
-    for (int c = 2; c < 2 + kConfigColumnCount; ++c) config.push_back(row[c]);
+    for (const std::string& name : ConfigColumnNames()) config.push_back(Cell(row, name));
     const std::string key = config.dump();
     if (!cells.count(key)) order.push_back(key);
     auto& cell = cells[key];
-    json& side = row[0] == a ? cell.first : cell.second;
-    if (side.is_null()) side = row;
+    json& side = Cell(row, "sweep_id") == a ? cell.first : cell.second;
+    if (side.is_null()) side = std::move(row);
   }
   std::vector<int64_t> jobs;
   for (const auto& [key, cell] : cells) {
     if (cell.first.is_null() || cell.second.is_null()) continue;
-    jobs.push_back(cell.first[1]);
-    jobs.push_back(cell.second[1]);
+    jobs.push_back(Cell(cell.first, "job_id").get<int64_t>());
+    jobs.push_back(Cell(cell.second, "job_id").get<int64_t>());
   }
   if (jobs.empty()) {
     return Fail(NotFound("sweeps " + std::to_string(a) + " and " + std::to_string(b) +
                          " have no configuration in common with results"));
   }
   // One row per job: its samples as a list (the reply's row limit counts jobs).
-  auto samples = client.Call(msg::kQuery, {{"sql", "SELECT job_id, group_concat(ms) FROM samples WHERE job_id IN (" +
-                                                       SweepList(jobs) + ") GROUP BY job_id"}});
+  auto samples = client.Call(msg::kQuery, {{"sql", "SELECT job_id, group_concat(ms) AS samples FROM samples "
+                                                   "WHERE job_id IN (" + SweepList(jobs) + ") GROUP BY job_id"}});
   if (!samples.ok()) return Fail(samples.status());
   std::map<int64_t, std::vector<double>> by_job;
-  for (const json& row : samples->body["rows"]) {
-    std::stringstream list(row[1].is_string() ? row[1].get<std::string>() : "");
+  for (const json& row : RowObjects(samples->body)) {
+    const json list_text = Cell(row, "samples");
+    std::stringstream list(list_text.is_string() ? list_text.get<std::string>() : "");
     std::string value;
-    while (std::getline(list, value, ',')) by_job[row[0].get<int64_t>()].push_back(std::stod(value));
+    while (std::getline(list, value, ',')) by_job[Cell(row, "job_id").get<int64_t>()].push_back(std::stod(value));
   }
   // Each side's median with its 95% confidence interval as the worker measured it.
-  constexpr int kMedian = 2 + kConfigColumnCount, kLow = kMedian + 1, kHigh = kMedian + 2;
-  std::vector<std::string> columns = {"host", "device", "model", "model_args", "mode", "dtype", "batch_size",
-                                      "threads", "a_median_ms", "a_ci_low_ms", "a_ci_high_ms", "b_median_ms",
-                                      "b_ci_low_ms", "b_ci_high_ms", "ratio", "p", "change",
-                                      "a_samples", "b_samples"};
+  std::vector<std::string> columns = ConfigColumnNames();
+  for (const char* name : {"a_median_ms", "a_ci_low_ms", "a_ci_high_ms", "b_median_ms", "b_ci_low_ms",
+                           "b_ci_high_ms", "ratio", "p", "change", "a_samples", "b_samples"}) {
+    columns.push_back(name);
+  }
   json rows = json::array();
   for (const std::string& key : order) {
     const auto& [in_a, in_b] = cells[key];
     if (in_a.is_null() || in_b.is_null()) continue;
     json row = json::parse(key);
-    const std::vector<double>& sa = by_job[in_a[1].get<int64_t>()];
-    const std::vector<double>& sb = by_job[in_b[1].get<int64_t>()];
+    const std::vector<double>& sa = by_job[Cell(in_a, "job_id").get<int64_t>()];
+    const std::vector<double>& sb = by_job[Cell(in_b, "job_id").get<int64_t>()];
+    const json low_a = Cell(in_a, "median_ci_low_ms"), high_a = Cell(in_a, "median_ci_high_ms");
+    const json low_b = Cell(in_b, "median_ci_low_ms"), high_b = Cell(in_b, "median_ci_high_ms");
     if (sa.empty() || sb.empty()) {
       // Samples pruned: the medians alone cannot say whether the change is real.
-      const double ma = in_a[kMedian].get<double>(), mb = in_b[kMedian].get<double>();
-      for (const json& v : {json(ma), in_a[kLow], in_a[kHigh], json(mb), in_b[kLow], in_b[kHigh],
-                            json(ma > 0 ? mb / ma : 0.0), json(nullptr), json("no samples"),
-                            json(sa.size()), json(sb.size())}) {
+      const json median_a = Cell(in_a, "median_ms"), median_b = Cell(in_b, "median_ms");
+      const double ma = median_a.is_number() ? median_a.get<double>() : 0;
+      const double mb = median_b.is_number() ? median_b.get<double>() : 0;
+      for (const json& v : {median_a, low_a, high_a, median_b, low_b, high_b, json(ma > 0 ? mb / ma : 0.0),
+                            json(nullptr), json("no samples"), json(sa.size()), json(sb.size())}) {
         row.push_back(v);
       }
     } else {
@@ -632,15 +646,12 @@ int CompareTwoSweeps(CoordinatorClient& client, const CompareOptions& options, R
       // Samples taken one after another lean on each other, which the rank test takes
       // for more evidence than it is: a change must also part the two medians' intervals
       // (each already widened for that dependence).
-      const bool intervals = in_a[kLow].is_number() && in_a[kHigh].is_number() &&
-                             in_b[kLow].is_number() && in_b[kHigh].is_number();
-      if (intervals && in_b[kLow].get<double>() <= in_a[kHigh].get<double>() &&
-          in_a[kLow].get<double>() <= in_b[kHigh].get<double>()) {
+      const bool intervals = low_a.is_number() && high_a.is_number() && low_b.is_number() && high_b.is_number();
+      if (intervals && low_b.get<double>() <= high_a.get<double>() && low_a.get<double>() <= high_b.get<double>()) {
         c.change = Change::kUnchanged;
       }
-      for (const json& v : {json(c.median_a), in_a[kLow], in_a[kHigh], json(c.median_b), in_b[kLow],
-                            in_b[kHigh], json(c.ratio), json(c.test.p), json(ChangeName(c.change)),
-                            json(sa.size()), json(sb.size())}) {
+      for (const json& v : {json(c.median_a), low_a, high_a, json(c.median_b), low_b, high_b, json(c.ratio),
+                            json(c.test.p), json(ChangeName(c.change)), json(sa.size()), json(sb.size())}) {
         row.push_back(v);
       }
     }
@@ -667,27 +678,27 @@ int PivotSweeps(CoordinatorClient& client, const CompareOptions& options, RowFor
     return Fail(InvalidArgument("--cols must be host, device, dtype, threads or sweep, got \"" + options.cols + "\""));
   }
   std::string keys;
-  for (const std::string& r : options.rows) keys += (r == "model_args" ? "coalesce(model_args, '')" : r) + ", ";
+  for (const std::string& r : options.rows) keys += (r == "model_args" ? "coalesce(model_args, '') AS model_args" : r) + ", ";
   const std::string col = options.cols == "sweep" ? "sweep_id" : options.cols;
-  auto results = client.Call(msg::kQuery, {{"sql", "SELECT " + keys + col + ", median_ms, median_ci_relative "
-                                                   "FROM result_summary WHERE sweep_id IN (" +
+  auto results = client.Call(msg::kQuery, {{"sql", "SELECT " + keys + col + " AS pivot_column, median_ms, "
+                                                   "median_ci_relative FROM result_summary WHERE sweep_id IN (" +
                                                    SweepList(options.sweeps) + ")"}});
   if (!results.ok()) return Fail(results.status());
-  const size_t nkeys = options.rows.size();
   std::map<std::string, std::map<std::string, std::pair<std::vector<double>, std::vector<double>>>> cells;
   std::vector<std::string> row_order;
   std::vector<std::string> col_values;
-  for (const json& row : results->body["rows"]) {
+  for (const json& row : RowObjects(results->body)) {
     json key = json::array();
-    for (size_t k = 0; k < nkeys; ++k) key.push_back(row[k]);
-    const std::string col_value = FormatCell(row[nkeys]);
+    for (const std::string& name : options.rows) key.push_back(Cell(row, name));
+    const std::string col_value = FormatCell(Cell(row, "pivot_column"));
     if (!cells.count(key.dump())) row_order.push_back(key.dump());
     if (std::find(col_values.begin(), col_values.end(), col_value) == col_values.end()) col_values.push_back(col_value);
     auto& cell = cells[key.dump()][col_value];
-    if (row[nkeys + 1].is_number()) {
-      const double median = row[nkeys + 1].get<double>();
-      cell.first.push_back(median);
-      if (row[nkeys + 2].is_number()) cell.second.push_back(row[nkeys + 2].get<double>());
+    if (const json median = Cell(row, "median_ms"); median.is_number()) {
+      cell.first.push_back(median.get<double>());
+      if (const json relative = Cell(row, "median_ci_relative"); relative.is_number()) {
+        cell.second.push_back(relative.get<double>());
+      }
     }
   }
   if (row_order.empty()) return Fail(NotFound("no results in sweep(s) " + SweepList(options.sweeps)));

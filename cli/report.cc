@@ -37,7 +37,7 @@ class Report {
     auto body = query_(sql);
     if (!body.ok()) return body.status();
     truncated_ |= body->value("truncated", false);
-    return Objects(*body);
+    return RowObjects(*body);
   }
 
   // Whether a reply stopped at the coordinator's row limit.
@@ -517,7 +517,7 @@ StatusOr<std::string> BuildReport(const ReportQuery& query, const ReportOptions&
   }
   auto body = query(sweeps_sql);
   if (!body.ok()) return body.status();
-  const std::vector<json> sweeps = Objects(*body);
+  const std::vector<json> sweeps = RowObjects(*body);
   if (options.sweep && sweeps.empty()) {
     return NotFound("sweep " + std::to_string(*options.sweep) + " does not exist");
   }

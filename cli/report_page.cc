@@ -10,19 +10,6 @@
 
 namespace benchfleet::report_page {
 
-// A reply's rows as objects keyed by column name.
-std::vector<json> Objects(const json& body) {
-  std::vector<json> out;
-  const json& columns = body.at("columns");
-  for (const json& row : body.at("rows")) {
-    json object = json::object();
-    for (size_t c = 0; c < columns.size() && c < row.size(); ++c)
-      object[columns[c].get<std::string>()] = row[c];
-    out.push_back(std::move(object));
-  }
-  return out;
-}
-
 std::string Str(const json& row, const char* key) {
   auto it = row.find(key);
   if (it == row.end() || it->is_null()) return "";

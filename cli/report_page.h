@@ -21,8 +21,6 @@ inline constexpr size_t kMaxSeriesPerChart = 12;
 // drawn logarithmic.
 inline constexpr double kLogAxisRatio = 20;
 
-// A reply's rows ({"columns", "rows"}) as objects keyed by column name.
-std::vector<json> Objects(const json& body);
 // A row's value as text ("" when absent or null), or as a number (NaN when not one).
 std::string Str(const json& row, const char* key);
 double Real(const json& row, const char* key);
