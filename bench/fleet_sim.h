@@ -130,10 +130,8 @@ class Simulator {
 
   const Tally& tally() const { return tally_; }
   double max_submit_ms() const { return max_submit_ms_; }
-  double max_status_ms() const { return Percentile(status_ms_, 1.0); }
-  double median_status_ms() const { return Percentile(status_ms_, 0.5); }
-  double p99_status_ms() const { return Percentile(status_ms_, 0.99); }
-  int64_t status_replies() const { return static_cast<int64_t>(status_ms_.size()); }
+  // Each status reply's time, in the order they came.
+  const std::vector<double>& status_ms() const { return status_ms_; }
   const std::vector<double>& probe_submit_ms() const { return probe_submit_ms_; }
   const json& last_status() const { return last_status_; }
   int sweeps() const { return static_cast<int>(sweep_ids_.size()); }
