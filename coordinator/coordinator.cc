@@ -127,8 +127,9 @@ Status Coordinator::Start() {
   clients_socket_ = std::make_unique<zmq::socket_t>(std::move(clients));
   outlet_.UseSockets(agents_socket_.get(), clients_socket_.get());
   dispatcher_->RecoverLeases();
+  ASSIGN_OR_RETURN(const int schema_version, store_->SchemaVersion());
   LOG_INFO("serving agents on " << agents_bound << ", clients on " << clients_bound << ", store "
-                                << options_.db_path << " (schema v" << store_->SchemaVersion()
+                                << options_.db_path << " (schema v" << schema_version
                                 << ")" << (curve ? ", CURVE on" : ", CURVE off"));
   if (!options_.ready_file.empty()) {
     json ready = {{"agents", agents_bound}, {"clients", clients_bound}, {"pid", getpid()}};

@@ -62,16 +62,16 @@ std::string SeriesOf(const std::string& fingerprint, const json& job_spec) {
   return Sha256Hex(fingerprint + "\n" + job_spec.dump());
 }
 
-int64_t SeriesKeyOf(const std::string& series) {
+std::optional<int64_t> SeriesKeyOf(const std::string& series) {
   constexpr size_t kHexDigits = 15;  // 60 bits: as schemas/legacy_upgrade.sql computes it
-  if (series.size() < kHexDigits) return -1;
+  if (series.size() < kHexDigits) return std::nullopt;
   int64_t key = 0;
   for (size_t i = 0; i < kHexDigits; ++i) {
     const char c = series[i];
     int digit;
     if (c >= '0' && c <= '9') digit = c - '0';
     else if (c >= 'a' && c <= 'f') digit = c - 'a' + 10;
-    else return -1;
+    else return std::nullopt;
     key = (key << 4) | digit;
   }
   return key;

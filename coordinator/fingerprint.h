@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
 #include "common/capabilities.h"
@@ -28,8 +29,9 @@ std::string SeriesOf(const std::string& fingerprint, const nlohmann::json& job_s
 
 // The integer a series is indexed by (results.series_key, the baseline): the first 60
 // bits of its SHA-256, so an index entry is a quarter the size of the hex text. Two
-// series may share a key; lookups compare the series too. -1 for a malformed series.
-int64_t SeriesKeyOf(const std::string& series);
+// series may share a key; lookups compare the series too. None for a malformed series
+// (stored as NULL: it is found by no lookup).
+std::optional<int64_t> SeriesKeyOf(const std::string& series);
 
 std::string Sha256Hex(const std::string& bytes);
 

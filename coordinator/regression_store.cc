@@ -30,7 +30,11 @@ StatusOr<std::vector<BaselinePoint>> RegressionStore::SeriesBaseline(const std::
       "  WHERE (b.host IS NULL OR b.host = ?4) AND (b.model IS NULL OR b.model = ?5)), '') "
       "ORDER BY r.job_id DESC LIMIT ?3"));
   stmt.Bind(1, series).Bind(2, before_job_id).Bind(3, static_cast<int64_t>(window)).Bind(4, host).Bind(5, model);
-  stmt.Bind(6, SeriesKeyOf(series));
+  if (const std::optional<int64_t> key = SeriesKeyOf(series)) {
+    stmt.Bind(6, *key);
+  } else {
+    stmt.BindNull(6);  // a malformed series has no baseline
+  }
   std::vector<BaselinePoint> out;
   while (true) {
     ASSIGN_OR_RETURN(bool row, stmt.Step());

@@ -7,8 +7,8 @@ namespace benchfleet {
 namespace {
 
 // The first echoed configuration field that differs from the job's, as an error naming
-// it; empty when the echo agrees (absent fields agree).
-std::string EchoMismatch(const ResultEcho& echo, const JobSpec& job) {
+// it; Ok when the echo agrees (absent fields agree).
+Status EchoAgrees(const ResultEcho& echo, const JobSpec& job) {
   auto text = [](const char* name, const std::optional<std::string>& got, const std::string& want) {
     return got && *got != want ? std::string("result.") + name + ": \"" + got->substr(0, 64) +
                                      "\" is not the job's \"" + want + "\""
@@ -25,9 +25,9 @@ std::string EchoMismatch(const ResultEcho& echo, const JobSpec& job) {
         number("batch_size", echo.batch_size, job.batch_size),
         number("threads", echo.threads, job.threads),
         number("interop_threads", echo.interop_threads, job.interop_threads)}) {
-    if (!mismatch.empty()) return mismatch;
+    if (!mismatch.empty()) return InvalidArgument(mismatch);
   }
-  return "";
+  return Status::Ok();
 }
 
 }  // namespace
@@ -38,11 +38,7 @@ Status AdmitResult(const StoredJob& job, const WorkerResult& result) {
     return InvalidArgument(job.calibration ? "result.kind: job " + id + " is a calibration; its result must be one"
                                            : "result.kind: job " + id + " is a benchmark, not a calibration");
   }
-  if (job.config) {
-    if (std::string mismatch = EchoMismatch(result.echo, *job.config); !mismatch.empty()) {
-      return InvalidArgument(mismatch);
-    }
-  }
+  if (job.config) RETURN_IF_ERROR(EchoAgrees(result.echo, *job.config));
   // A gang that ran on one agent reports all its ranks in one result (a failed one, the
   // ranks that got as far as ending); all of them when it succeeded (a lone rank's
   // result, say after a coordinator restart, cannot stand for the gang). Replicas

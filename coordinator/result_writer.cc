@@ -195,7 +195,8 @@ StatusOr<ResultOutcome> ResultWriter::Write(int64_t job_id, int attempt, int64_t
     ASSIGN_OR_RETURN(std::string fingerprint, hosts_->FingerprintOf(host_id));
     if (!fingerprint.empty()) {
       series = SeriesOf(fingerprint, spec);
-      row.Bind(kResultFingerprint, fingerprint).Bind(kResultSeries, series).Bind(kResultSeriesKey, SeriesKeyOf(series));
+      row.Bind(kResultFingerprint, fingerprint).Bind(kResultSeries, series);
+      if (const std::optional<int64_t> key = SeriesKeyOf(series)) row.Bind(kResultSeriesKey, *key);
     }
   }
   const json& gflops = ResultValue(result, "gflops");

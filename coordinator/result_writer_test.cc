@@ -10,8 +10,8 @@ TEST(SeriesKeyTest, IsTheFirstSixtyBitsOfTheSeriesHex) {
   EXPECT_EQ(SeriesKeyOf(series), std::stoll(series.substr(0, 15), nullptr, 16));
   EXPECT_EQ(SeriesKeyOf("0123456789abcdef0123"), 0x0123456789abcdeLL);
   EXPECT_EQ(SeriesKeyOf("fffffffffffffff"), (int64_t{1} << 60) - 1);
-  EXPECT_EQ(SeriesKeyOf("0123"), -1);                 // too short
-  EXPECT_EQ(SeriesKeyOf("0123456789ABCDEF0123"), -1);  // SeriesOf writes lower case only
+  EXPECT_EQ(SeriesKeyOf("0123"), std::nullopt);                 // too short
+  EXPECT_EQ(SeriesKeyOf("0123456789ABCDEF0123"), std::nullopt);  // SeriesOf writes lower case only
 }
 
 TEST_F(StoreTest, ResultIsStoredOnceThenDuplicateThenStale) {

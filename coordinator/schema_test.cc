@@ -176,7 +176,7 @@ INSERT INTO results(job_id, sweep_id, attempt, host_id, ok, device, model, mode,
   (8, 3, 1, 1, 1, 'cpu', 'mlp', 'inference', 'fp32', 4, 1, 20, 2.55, 2.6, 2.4, 3.0, 2.5, 2.6, 0,
    NULL, 1, '{"ok":true}', '2026-01-03T02:30:00Z', 'fp-a', ')sql" +
                                      kSeriesB + R"sql(', )sql" +
-                                     std::to_string(SeriesKeyOf(kSeriesB)) + R"sql();
+                                     std::to_string(*SeriesKeyOf(kSeriesB)) + R"sql();
 INSERT INTO op_profile(job_id, op, calls, self_us, total_us, input_shapes) VALUES
   (8, 'aten::addmm', 10, 100.5, 120.0, '[[4,1024]]'), (8, 'aten::relu', 10, 5.0, 5.0, '[[4,1024]]');
 UPDATE result_ranks SET median_ms = 2.4, comm_share = 0.2 WHERE job_id = 6 AND rank = 1;
@@ -472,7 +472,7 @@ TEST_F(LegacyStoreTest, TheSeriesKeyIsTheOneTheCoordinatorComputes) {
   ASSERT_TRUE(keys.ok());
   size_t n = 0;
   while (*keys->Step()) {
-    EXPECT_EQ(keys->Int(1), SeriesKeyOf(keys->Text(0))) << keys->Text(0);
+    EXPECT_EQ(std::optional<int64_t>(keys->Int(1)), SeriesKeyOf(keys->Text(0))) << keys->Text(0);
     ++n;
   }
   EXPECT_EQ(n, series.size());

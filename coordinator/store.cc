@@ -80,10 +80,10 @@ void Store::UseIncrementalVacuum() {
   if (!indexed.ok()) LOG_WARN("cannot read " << path_ << " after the vacuum: " << indexed.message());
 }
 
-int Store::SchemaVersion() {
-  auto stmt = db_->Prepare("PRAGMA user_version");
-  if (!stmt.ok() || !stmt->Step().ok()) return -1;
-  return static_cast<int>(stmt->Int(0));
+StatusOr<int> Store::SchemaVersion() {
+  ASSIGN_OR_RETURN(auto stmt, db_->Prepare("PRAGMA user_version"));
+  RETURN_IF_ERROR(stmt.Step().status());
+  return static_cast<int>(stmt.Int(0));
 }
 
 Status Store::ApplyFieldTables() {

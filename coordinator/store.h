@@ -34,7 +34,8 @@ class Store {
   // makes every view of schemas/views.sql again over them (schemas/README.md).
   static StatusOr<std::unique_ptr<Store>> Open(const std::string& path);
 
-  int SchemaVersion();
+  // PRAGMA user_version: the migrations applied.
+  StatusOr<int> SchemaVersion();
 
   // Group commit (Database::OpenGroup): every write between the two joins one
   // transaction, made durable by one sync at CommitGroup. On a failed commit every

@@ -8,7 +8,7 @@ namespace benchfleet {
 namespace {
 
 TEST_F(StoreTest, MigrationsApplyOnceAndDatabaseIsInWalMode) {
-  EXPECT_EQ(store_->SchemaVersion(), Migrations().back().version);
+  EXPECT_EQ(*store_->SchemaVersion(), Migrations().back().version);
   auto db = Database::Open(path_, SQLITE_OPEN_READONLY);
   ASSERT_TRUE(db.ok());
   auto mode = (*db)->Prepare("PRAGMA journal_mode");
@@ -18,7 +18,7 @@ TEST_F(StoreTest, MigrationsApplyOnceAndDatabaseIsInWalMode) {
   store_.reset();
   auto reopened = Store::Open(path_);  // second open applies nothing and keeps data
   ASSERT_TRUE(reopened.ok());
-  EXPECT_EQ((*reopened)->SchemaVersion(), Migrations().back().version);
+  EXPECT_EQ(*(*reopened)->SchemaVersion(), Migrations().back().version);
 }
 
 TEST_F(StoreTest, UserQueriesAreReadOnlyAndErrorsAreClear) {
