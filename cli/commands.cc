@@ -13,6 +13,7 @@
 
 #include "cli/client.h"
 #include "cli/compare.h"
+#include "common/client_replies.h"
 #include "common/clock.h"
 #include "common/files.h"
 #include "common/job_spec.h"
@@ -245,28 +246,28 @@ int SubmitCommand(const ClientOptions& client_options, const SubmitOptions& opti
     }
     return Fail(reply.status());
   }
-  int64_t sweep_id = reply->body["sweep_id"];
+  auto submitted = SubmittedReply::FromJson(reply->body);
+  if (!submitted.ok()) return Fail(submitted.status());
+  const int64_t sweep_id = submitted->sweep_id;
   std::string agents;
-  for (const auto& a : reply->body["agents"])
-    agents += (agents.empty() ? "" : ", ") + a.get<std::string>();
-  std::cout << "sweep " << sweep_id << " \"" << sweep->name << "\": " << reply->body["jobs"]
+  for (const std::string& a : submitted->agents) agents += (agents.empty() ? "" : ", ") + a;
+  std::cout << "sweep " << sweep_id << " \"" << sweep->name << "\": " << submitted->jobs
             << " jobs" << (agents.empty() ? " for any matching agent" : " on " + agents)
-            << (reply->body.value("existing", false) ? " (stored by an earlier send of this submission)" : "")
-            << "\n";
+            << (submitted->existing ? " (stored by an earlier send of this submission)" : "") << "\n";
   // What the sweep's exclude list and "invalid": "skip" left out.
-  if (const int64_t excluded = reply->body.value("excluded", int64_t{0}); excluded > 0) {
-    std::cout << "  " << excluded << " combinations excluded by the sweep's exclude list\n";
+  if (submitted->excluded > 0) {
+    std::cout << "  " << submitted->excluded << " combinations excluded by the sweep's exclude list\n";
   }
-  if (const json skipped = reply->body.value("skipped", json::object()); skipped.value("count", 0) > 0) {
-    std::cout << "  " << skipped["count"] << " combinations skipped, refused by the job rules:\n";
-    for (const json& one : skipped.value("first", json::array())) {
+  if (submitted->skipped > 0) {
+    std::cout << "  " << submitted->skipped << " combinations skipped, refused by the job rules:\n";
+    for (const json& one : submitted->skipped_first) {
       const json job = one.value("job", json::object());
       std::cout << "    " << job.value("model", "") << " " << job.value("mode", "") << " "
                 << job.value("dtype", "") << " batch " << job.value("batch_size", json(nullptr)).dump()
                 << (job.contains("model_args") ? " " + job["model_args"].dump() : "") << ": "
                 << one.value("reason", "") << "\n";
     }
-    if (skipped["count"].get<int64_t>() > static_cast<int64_t>(skipped.value("first", json::array()).size())) {
+    if (submitted->skipped > static_cast<int64_t>(submitted->skipped_first.size())) {
       std::cout << "    ...\n";
     }
   }
@@ -385,9 +386,11 @@ int CalibrateCommand(const ClientOptions& client_options, const std::vector<std:
   if (!agents.empty()) fields["agents"] = agents;
   auto reply = (*client)->Call(msg::kCalibrate, fields, CoordinatorClient::Retry::kNever);
   if (!reply.ok()) return Fail(reply.status());
-  int64_t sweep_id = reply->body["sweep_id"];
-  std::cout << "calibration sweep " << sweep_id << " queued for "
-            << reply->body["agents"].size() << " agent(s)\n" << std::flush;
+  auto queued = SubmittedReply::FromJson(reply->body);
+  if (!queued.ok()) return Fail(queued.status());
+  const int64_t sweep_id = queued->sweep_id;
+  std::cout << "calibration sweep " << sweep_id << " queued for " << queued->agents.size() << " agent(s)\n"
+            << std::flush;
   if (!wait) return 0;
   int code = WaitForSweep(**client, sweep_id, 0);
   if (code != 0) return code;
@@ -546,10 +549,11 @@ int PruneCommand(ClientOptions client_options, const std::string& age, double wa
   if (!client.ok()) return Fail(client.status());
   auto reply = (*client)->Call(msg::kPrune, {{"samples_older_than_s", *seconds}}, CoordinatorClient::Retry::kNever);
   if (!reply.ok()) return Fail(reply.status());
-  const json& body = reply->body;
-  std::cout << "dropped the raw samples of " << body["results_pruned"] << " results older than "
-            << age << "; the store went from " << FormatBytes(body["bytes_before"].get<double>())
-            << " to " << FormatBytes(body["bytes_after"].get<double>()) << "\n";
+  auto pruned = PrunedReply::FromJson(reply->body);
+  if (!pruned.ok()) return Fail(pruned.status());
+  std::cout << "dropped the raw samples of " << pruned->results_pruned << " results older than " << age
+            << "; the store went from " << FormatBytes(static_cast<double>(pruned->bytes_before)) << " to "
+            << FormatBytes(static_cast<double>(pruned->bytes_after)) << "\n";
   return 0;
 }
 
@@ -886,8 +890,10 @@ int ScheduleCommand(const ClientOptions& client_options, const ScheduleOptions& 
     return 0;
   }
   if (reply->type == msg::kSubmitted) {
-    std::cout << "schedule " << options.name << ": sweep " << reply->body["sweep_id"] << " with "
-              << reply->body["jobs"] << " jobs\n";
+    auto submitted = SubmittedReply::FromJson(reply->body);
+    if (!submitted.ok()) return Fail(submitted.status());
+    std::cout << "schedule " << options.name << ": sweep " << submitted->sweep_id << " with " << submitted->jobs
+              << " jobs\n";
     return 0;
   }
   // `schedules`: one row per schedule, as a query's rows print.
@@ -909,8 +915,9 @@ int CancelCommand(const ClientOptions& client_options, int64_t sweep_id) {
   if (!client.ok()) return Fail(client.status());
   auto reply = (*client)->Call(msg::kCancel, {{"sweep_id", sweep_id}});
   if (!reply.ok()) return Fail(reply.status());
-  std::cout << "sweep " << sweep_id << " cancelled; " << reply->body["jobs_cancelled"]
-            << " queued jobs dropped\n";
+  auto cancelled = CancelledReply::FromJson(reply->body);
+  if (!cancelled.ok()) return Fail(cancelled.status());
+  std::cout << "sweep " << sweep_id << " cancelled; " << cancelled->jobs_cancelled << " queued jobs dropped\n";
   return 0;
 }
 

@@ -112,10 +112,8 @@ void ClientApi::AdvancePrune() {
                                         << progress.bytes_before << " -> " << progress.bytes_after
                                         << " bytes");
   ctx_.Reply(Side::kClients, prune_->routing_id,
-             MakeMessage(msg::kPruned, {{"request_id", prune_->request_id},
-                                        {"results_pruned", progress.results_pruned},
-                                        {"bytes_before", progress.bytes_before},
-                                        {"bytes_after", progress.bytes_after}}));
+             ToMessage(PrunedReply{prune_->request_id, progress.results_pruned, progress.bytes_before,
+                                   progress.bytes_after}));
   prune_.reset();
 }
 
@@ -180,9 +178,7 @@ Message ClientApi::Cancel(const json& request_id, const SweepRequest& request) {
   auto cancelled = ctx_.store.jobs().CancelSweep(sweep_id);
   if (!cancelled.ok()) return MakeError(cancelled.status(), request_id);
   LOG_INFO("sweep " << sweep_id << " cancelled: " << *cancelled << " queued jobs dropped");
-  return MakeMessage(
-      msg::kCancelled,
-      {{"request_id", request_id}, {"sweep_id", sweep_id}, {"jobs_cancelled", *cancelled}});
+  return ToMessage(CancelledReply{request_id, sweep_id, *cancelled});
 }
 
 Message ClientApi::Calibrate(const json& request_id, const CalibrateRequest& request) {

@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 
+#include "common/client_replies.h"
 #include "common/messages.h"
 #include "coordinator/agent_sessions.h"
 #include "coordinator/context.h"

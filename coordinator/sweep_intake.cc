@@ -27,15 +27,16 @@ Message Submitted(const json& request_id, const StoredSweep& stored, const Combi
   // What the sweep's exclude list and "invalid": "skip" left out (0 for a resend of a
   // submission already stored: it is not checked again).
   const bool counted = !stored.existing;
-  return MakeMessage(msg::kSubmitted,
-                     {{"request_id", request_id},
-                      {"sweep_id", stored.sweep_id},
-                      {"jobs", stored.jobs},
-                      {"agents", stored.agents},
-                      {"existing", stored.existing},
-                      {"excluded", counted ? tally.excluded : 0},
-                      {"skipped", {{"count", counted ? tally.invalid : 0},
-                                   {"first", counted ? tally.invalid_listed : json::array()}}}});
+  SubmittedReply reply;
+  reply.request_id = request_id;
+  reply.sweep_id = stored.sweep_id;
+  reply.jobs = stored.jobs;
+  reply.agents = stored.agents;
+  reply.existing = stored.existing;
+  reply.excluded = counted ? static_cast<int64_t>(tally.excluded) : 0;
+  reply.skipped = counted ? static_cast<int64_t>(tally.invalid) : 0;
+  reply.skipped_first = counted ? tally.invalid_listed : json::array();
+  return ToMessage(reply);
 }
 
 std::optional<Message> SweepIntake::Submit(const std::string& routing_id, const json& request_id,
