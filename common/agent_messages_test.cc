@@ -5,38 +5,10 @@
 
 #include <gtest/gtest.h>
 
-#include <filesystem>
-
-#include "common/files.h"
+#include "common/golden_round_trip.h"
 
 namespace benchfleet {
 namespace {
-
-const std::filesystem::path kGolden = std::filesystem::path(BENCHFLEET_SCHEMAS_DIR) / "golden";
-
-Message Golden(const std::string& type) {
-  auto text = ReadWholeFile((kGolden / (type + ".json")).string());
-  EXPECT_TRUE(text.ok()) << text.status().ToString();
-  auto decoded = Decode(text.ok() ? *text : "");
-  EXPECT_TRUE(decoded.ok()) << type << ": " << decoded.status().ToString();
-  return decoded.ok() ? *decoded : Message{};
-}
-
-template <typename T>
-void ExpectRoundTrip(const std::string& type) {
-  SCOPED_TRACE(type);
-  const Message golden = Golden(type);
-  ASSERT_EQ(golden.type, T::kType);
-  auto parsed = T::FromJson(golden.body);
-  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
-  EXPECT_EQ(parsed->ToJson(), golden.body);
-  const Message sent = ToMessage(*parsed);
-  EXPECT_EQ(sent.type, type);
-  // What the sender writes, the transport carries and the receiver reads the same.
-  auto decoded = Decode(Encode(sent));
-  ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
-  EXPECT_EQ(decoded->body, golden.body);
-}
 
 TEST(AgentMessagesTest, EveryMessageWritesItsGoldenExampleAndReadsItBack) {
   ExpectRoundTrip<RegisterRequest>("register");

@@ -109,7 +109,10 @@ StatusOr<ResultOutcome> ResultWriter::Write(int64_t job_id, int attempt, int64_t
   int64_t sweep_id = 0;
   std::string kind = "benchmark";
   json spec = json::object();
-  std::optional<JobSpec> job;
+  // The job as stored: what the result is admitted against, and whose configuration
+  // its row takes (parsed once, not copied).
+  StoredJob stored{job_id, false, std::nullopt};
+  std::optional<JobSpec>& job = stored.config;
   std::optional<int64_t> confirms_job_id;
   if (!found) {
     stale_reason = "no such job";
@@ -123,12 +126,11 @@ StatusOr<ResultOutcome> ResultWriter::Write(int64_t job_id, int attempt, int64_t
     if (!find.IsNull(3) && find.Int(3) == attempt) {
       return ResultOutcome::kDuplicate;  // the transaction rolls back: nothing to write
     }
-    StoredJob stored{job_id, kind == "calibration", std::nullopt};
+    stored.calibration = kind == "calibration";
     if (!stored.calibration) {
       JobSpecError error;
       job = ParseJobConfig(spec, &error);
       if (!job) return Internal("stored job " + std::to_string(job_id) + " does not parse: " + error.message);
-      stored.config = job;
     }
     if (Status admitted = AdmitResult(stored, result); !admitted.ok()) {
       *rejection = admitted.message();
