@@ -247,6 +247,7 @@ void AgentDaemon::StartJob(const JobOffer& offer) {
   job.attempt = offer.job.attempt;
   job.timeout_s = offer.timeout_s;
   job.spec = offer.spec;
+  job.needs = offer.needs;
   if (runner_->busy()) {
     Send(ToMessage(ErrorReport{StatusCodeName(StatusCode::kFailedPrecondition),
                                "agent is busy with job " + std::to_string(runner_->job().job_id),

@@ -104,17 +104,10 @@ nlohmann::json FailedResult(const WorkerJob& job, const std::string& reason) {
 WorkerRunner::~WorkerRunner() { Kill(); }
 
 int LocalRanks(const WorkerJob& job) {
-  if (!job.spec.is_object() || job.spec.contains("distributed")) return 1;
-  return static_cast<int>(std::clamp<std::int64_t>(JobLocalProcesses(job.spec), 1, kMaxWorldSize));
+  return static_cast<int>(std::clamp<std::int64_t>(job.needs.local_processes, 1, kMaxWorldSize));
 }
 
-bool IsReplicated(const WorkerJob& job) {
-  // The spec came over the network: a wrong type is "not replicated", never a throw.
-  if (!job.spec.is_object()) return false;
-  const auto replicas = job.spec.find("replicas");
-  return replicas != job.spec.end() && replicas->is_number_integer() &&
-         replicas->get<std::int64_t>() > 1;
-}
+bool IsReplicated(const WorkerJob& job) { return job.needs.replicated; }
 
 std::vector<pid_t> WorkerRunner::pids() const {
   std::vector<pid_t> out;

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "common/clock.h"
+#include "common/job_needs.h"
 #include "common/rank_results.h"
 #include "common/status.h"
 #include "common/subprocess.h"
@@ -26,6 +27,7 @@ struct WorkerJob {
   int attempt = 0;
   double timeout_s = 0;
   nlohmann::json spec;  // see schemas/worker.md
+  JobNeeds needs;       // from the offer: how many processes to start, copies or ranks
 };
 
 struct RunnerOptions {
@@ -99,9 +101,9 @@ class WorkerRunner {
 // naming the address, and the job fails with that reason.
 StatusOr<int> FreePort(const std::string& host);
 
-// The processes of `job` this agent starts itself (JobLocalProcesses): world_size for a
-// job of several ranks that does not name its own (no `distributed` object: the sweep ran
-// it on one agent), its replicas, else 1.
+// The processes of `job` this agent starts itself (its offer's needs.local_processes):
+// the ranks of a gang the sweep runs on one agent, its replicas, else 1 (one process, or
+// one rank of a spread gang).
 int LocalRanks(const WorkerJob& job);
 
 // True for a job of several `replicas`: independent copies on this agent, each its own

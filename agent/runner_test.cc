@@ -140,6 +140,7 @@ WorkerJob GangJob(const nlohmann::json& spec, double timeout_s = 120) {
   job.attempt = 1;
   job.timeout_s = timeout_s;
   job.spec = spec;
+  job.needs = NeedsOfJobJson(spec).value();  // as the offer carries them
   return job;
 }
 
@@ -235,6 +236,7 @@ TEST_F(RunnerTest, ReplicasRunTogetherOnDisjointCpusAndAddUpTheirThroughput) {
   WorkerRunner runner(Options());
   WorkerJob job = Job(120, 0.3);
   job.spec["replicas"] = 2;
+  job.needs = NeedsOfJobJson(job.spec).value();
   EXPECT_EQ(LocalRanks(job), 2);
   EXPECT_TRUE(IsReplicated(job));
   EXPECT_NE(runner.CpusFor(1, 0), runner.CpusFor(1, 1));
@@ -285,6 +287,7 @@ TEST_F(RunnerTest, ReplicasNeedACpuPerThreadOfEveryCopy) {
   WorkerRunner runner({kWorker, dir_.string(), {0}});
   WorkerJob job = Job(120, 0.1);
   job.spec["replicas"] = 2;
+  job.needs = NeedsOfJobJson(job.spec).value();
   const Status started = runner.Start(job);
   EXPECT_FALSE(started.ok());
   EXPECT_NE(started.message().find("a job of 2 replicas of 1 threads needs 2 CPUs"),

@@ -269,6 +269,7 @@ StatusOr<GangRole> ParseGangRole(const json& gang) {
 json JobOffer::ToJson() const {
   json body = MakeMessage(kType, job.ToJson()).body;
   body["spec"] = spec;
+  body["needs"] = needs.ToJson();
   body["timeout_s"] = timeout_s;
   if (committed_at_us) body["committed_at_us"] = *committed_at_us;
   if (gang) body["gang"] = gang->ToJson();
@@ -290,6 +291,17 @@ StatusOr<JobOffer> JobOffer::FromJson(const json& body) {
   if (auto gang = body.find("gang"); gang != body.end()) {
     ASSIGN_OR_RETURN(GangRole role, ParseGangRole(*gang));
     out.gang = role;
+  }
+  if (auto needs = body.find("needs"); needs != body.end()) {
+    ASSIGN_OR_RETURN(out.needs, JobNeeds::FromJson(*needs, "job.needs"));
+  } else {
+    auto derived = NeedsOfJobJson(out.spec);
+    if (!derived.ok()) return InvalidArgument("job.spec: " + derived.status().message());
+    out.needs = *derived;
+  }
+  if (out.gang && (out.needs.local_processes != 1 || out.needs.world_size != out.gang->world_size)) {
+    return InvalidArgument("job.needs: one rank of a gang of " + std::to_string(out.gang->world_size) +
+                           " is one process of a world of that size, got " + out.needs.ToJson().dump());
   }
   return out;
 }

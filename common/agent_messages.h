@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "common/capabilities.h"
+#include "common/job_needs.h"
 #include "common/protocol.h"
 #include "common/status.h"
 
@@ -130,6 +131,9 @@ struct JobOffer {
   static constexpr const char* kType = msg::kJob;
   JobAttempt job;
   nlohmann::json spec = nlohmann::json::object();  // checked by the worker (JobSpec)
+  // What the agent starts for it (the processes, replicas or ranks). Sent as computed
+  // when the job was stored; an offer without `needs` gets it from `spec` (NeedsOfJobJson).
+  JobNeeds needs;
   double timeout_s = 0;                            // > 0
   std::optional<int64_t> committed_at_us;
   std::optional<GangRole> gang;

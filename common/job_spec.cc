@@ -984,6 +984,15 @@ std::optional<JobSpec> Parse(const json& job, bool require_identity, JobSpecErro
       !ReadInt(job.at("replicas"), "replicas", 1, kMaxWorldSize, &spec.replicas, error)) {
     return std::nullopt;
   }
+  if (job.contains(kSpreadPlacementKey)) {
+    const json& placement = job.at(kSpreadPlacementKey);
+    if (placement != "each" && placement != "any" && placement != kSpreadPlacement) {
+      Fail(error, kSpreadPlacementKey,
+           "placement must be \"each\", \"any\" or \"spread\" (its sweep's), got " + placement.dump());
+      return std::nullopt;
+    }
+    spec.spread = placement == kSpreadPlacement;
+  }
   if (job.contains("replica")) {
     ReplicaSpec replica;
     if (!ReadReplica(job.at("replica"), spec.replicas, &replica, error)) return std::nullopt;
@@ -1104,33 +1113,6 @@ std::int64_t JobWorldSize(const JobSpec& spec) {
   if (spec.distributed) return spec.distributed->world_size;
   if (spec.parallel && spec.parallel->world_size > 0) return spec.parallel->world_size;
   return 1;
-}
-
-std::int64_t JobWorldSize(const json& job) {
-  if (!job.is_object()) return 1;
-  const json* d = job.contains("distributed") ? &job.at("distributed") : nullptr;
-  if (d && d->is_object() && d->contains("world_size") && d->at("world_size").is_number_integer()) {
-    return d->at("world_size").get<std::int64_t>();
-  }
-  const json* p = job.contains("parallel") ? &job.at("parallel") : nullptr;
-  if (!p || !p->is_object()) return 1;
-  // One worker, its GPUs the stages.
-  if (auto in_process = p->find("in_process"); in_process != p->end() && *in_process == true) return 1;
-  for (const char* key : {"world_size", "stages"}) {
-    if (p->contains(key) && p->at(key).is_number_integer()) return p->at(key).get<std::int64_t>();
-  }
-  return 1;
-}
-
-std::int64_t JobLocalProcesses(const json& job) {
-  if (job.is_object()) {
-    const auto replicas = job.find("replicas");
-    if (replicas != job.end() && replicas->is_number_integer() &&
-        replicas->get<std::int64_t>() > 1) {
-      return replicas->get<std::int64_t>();
-    }
-  }
-  return JobWorldSize(job);
 }
 
 std::optional<JobSpec> ParseJobSpec(const json& job, JobSpecError* error) {

@@ -184,6 +184,9 @@ struct JobSpec {
   // agent (1: a job of one process); `replica` says which copy this worker is.
   std::int64_t replicas = 1;
   std::optional<ReplicaSpec> replica;
+  // The job's `placement`, copied from its sweep's: "spread" puts each rank of a gang on
+  // an agent of its own (JobNeeds); workers run one rank either way.
+  bool spread = false;
   std::string scenario = "offline";  // one of KnownScenarios()
   ServerScenario serving;            // single_stream and server: their figures and limits
   std::string mode;    // "inference" or "train"
@@ -252,17 +255,14 @@ std::optional<std::string> OmpWaitPolicyVariable(const std::string& policy);
 std::string JobOmpWaitPolicy(const nlohmann::json& job);
 
 // The ranks a job runs on: distributed.world_size, else parallel's world size (a
-// pipeline's stages); 1 for a job of one process.
+// pipeline's stages); 1 for a job of one process. What the fleet must do for it is
+// JobNeeds (common/job_needs.h).
 std::int64_t JobWorldSize(const JobSpec& spec);
-// The same from a job's JSON as stored (validated by ParseJobConfig beforehand); 1 when
-// it names no ranks.
-std::int64_t JobWorldSize(const nlohmann::json& job);
 
-// The worker processes one agent starts for a job it runs alone (no `distributed`
-// object, not spread): its replicas, or the ranks of a gang (JobWorldSize); 1 for a job
-// of one process. The agent starts that many and the coordinator offers the job only
-// to an agent with that many times `threads` CPUs.
-std::int64_t JobLocalProcesses(const nlohmann::json& job);
+// A job's `placement` key and the value that spreads a gang's ranks over agents (the
+// sweep's placement, copied into each job of a "spread" sweep).
+inline constexpr const char* kSpreadPlacementKey = "placement";
+inline constexpr const char* kSpreadPlacement = "spread";
 
 // True for the models that time one collective across ranks (allreduce, broadcast,
 // allgather).

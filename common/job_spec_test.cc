@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "common/job_needs.h"
 #include "common/limits.h"
 #include "common/sweep.h"
 
@@ -128,7 +129,7 @@ TEST(JobSpecTest, ACollectiveIsOneRankOfSeveralAndMovesWholeElements) {
   const auto combinations = sized->Combinations();
   ASSERT_EQ(combinations.size(), 2u);
   EXPECT_EQ(combinations[1].Spec()["model_args"]["bytes"], 1048576);
-  EXPECT_EQ(JobWorldSize(combinations[1].Spec()), 2);
+  EXPECT_EQ(combinations[1].needs.world_size, 2);
   ASSERT_TRUE(ParseJobConfig(combinations[0].Spec(), &error)) << error.message;
   json rank_job = combinations[0].Spec();
   rank_job["job_id"] = 1;
@@ -233,7 +234,7 @@ TEST(JobSpecTest, AnInProcessPipelinePutsItsStagesOnTheGpusOfOneWorker) {
   ASSERT_TRUE(spec) << error.message;
   EXPECT_TRUE(spec->parallel->in_process);
   EXPECT_EQ(JobWorldSize(*spec), 1);  // one worker: not a gang
-  EXPECT_EQ(JobWorldSize(base), 1);
+  EXPECT_EQ(NeedsOfJobJson(base).value().local_processes, 1);
   struct Case {
     json patch;
     std::string field;
@@ -769,7 +770,7 @@ TEST(JobSpecTest, ReplicasAreCopiesOfAJobOfOneCpuProcess) {
   auto parsed = ParseJobConfig(job, &error);
   ASSERT_TRUE(parsed) << error.message;
   EXPECT_EQ(parsed->replicas, 2);
-  EXPECT_EQ(JobLocalProcesses(job), 2);
+  EXPECT_EQ(NeedsOfJobJson(job).value().local_processes, 2);
   job["replicas"] = 0;
   EXPECT_FALSE(ParseJobConfig(job, &error));
   EXPECT_EQ(error.field, "replicas");
@@ -791,7 +792,7 @@ TEST(JobSpecTest, ReplicasAreCopiesOfAJobOfOneCpuProcess) {
   EXPECT_EQ(error.field, "replicas");
   gang["replicas"] = 1;
   EXPECT_TRUE(ParseJobConfig(gang, &error)) << error.message;
-  EXPECT_EQ(JobLocalProcesses(gang), 2);  // its ranks
+  EXPECT_EQ(NeedsOfJobJson(gang).value().local_processes, 2);  // its ranks
   // The copy a worker runs, as the agent names it.
   json copy = job;
   copy["job_id"] = 3;

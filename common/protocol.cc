@@ -148,6 +148,7 @@ const std::vector<std::pair<std::string, std::vector<Field>>>& Schema() {
        {{"job_id", Kind::kInteger, true},
         {"attempt", Kind::kInteger, true},
         {"spec", Kind::kObject, true},
+        {"needs", Kind::kObject, false},  // JobNeeds; derived from spec when absent
         {"timeout_s", Kind::kNumber, true},
         {"committed_at_us", Kind::kInteger, false},
         {"gang", Kind::kObject, false}}},  // {rank, world_size, store}: one rank of a spread gang

@@ -415,8 +415,9 @@ Status Sweep::ForEachCombination(size_t first, size_t count,
   const bool may_leave_out = !exclude.empty() || skip_invalid;
   return Expand(*this, first, count, [&](const json& spec, const std::vector<size_t>& index) {
     if (may_leave_out && !LeftOut(spec, index).empty()) return Status::Ok();
-    return fn({spec.dump(), PlacementDevice(spec.value("device", json(nullptr)),
-                                            spec.value("parallel", json(nullptr)))});
+    ASSIGN_OR_RETURN(JobNeeds needs, NeedsOfJobJson(spec));
+    return fn({spec.dump(), needs,
+               PlacementDevice(spec.value("device", json(nullptr)), spec.value("parallel", json(nullptr)))});
   });
 }
 

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "common/job_needs.h"
 #include "common/job_spec.h"
 #include "common/status.h"
 
@@ -22,15 +23,11 @@ using nlohmann::json;
 // gang across agents, docs/scheduling.md); with "each" and "any" its ranks share one.
 enum class Placement { kEach, kAny, kSpread };
 
-// The key a job of a "spread" sweep carries ("placement": "spread"), so that the
-// coordinator knows to spread its ranks; workers ignore it.
-inline constexpr const char* kSpreadPlacementKey = "placement";
-inline constexpr const char* kSpreadPlacement = "spread";
-
 // One combination of a sweep's matrix: a job spec as its compact JSON text (what the
 // store keeps and the agent receives).
 struct Combination {
   std::string spec;
+  JobNeeds needs;  // what it asks of the fleet, stored with the job
   // Decides where it runs: the spec's device ("cpu" unless it says), but cuda:<S-1>
   // for a pipeline of S stages inside one process (stage s on cuda:s).
   std::string device;

@@ -201,13 +201,13 @@ Dispatcher::Offer Dispatcher::OfferNextJob(Agent& agent) {
       if (ctx_.registry.FindLease(job.job_id) != nullptr) continue;  // its result is on the way
       // A gang wider than the agents that could ever run it now does not hold up the
       // jobs behind it (it waits, and says why in status).
-      if (const int64_t ranks = SpreadRanks(job.spec);
-          ranks > 1 && ranks > AgentsAbleToRun(state.requirement)) {
+      if (const int64_t agents = job.needs.Agents();
+          agents > 1 && agents > AgentsAbleToRun(state.requirement)) {
         continue;
       }
       // A gang on one agent needs a CPU per thread of every rank: an agent with fewer
       // leaves it to a larger one and takes the next job instead.
-      if (const int64_t cpus = LocalGangCpus(job.spec); agent.job_cpus > 0 && cpus > agent.job_cpus) {
+      if (const int64_t cpus = job.needs.local_cpus; agent.job_cpus > 0 && cpus > agent.job_cpus) {
         continue;
       }
       const bool calibration = job.kind == "calibration";
@@ -219,7 +219,7 @@ Dispatcher::Offer Dispatcher::OfferNextJob(Agent& agent) {
   }
   if (!best) return Offer::kNothingToOffer;
   const QueuedJob& job = *best;
-  if (const int64_t ranks = SpreadRanks(job.spec); ranks > 1) return OfferGang(agent, job, ranks);
+  if (const int64_t agents = job.needs.Agents(); agents > 1) return OfferGang(agent, job, agents);
   return HandOut(agent, job, {});
 }
 
@@ -245,6 +245,7 @@ Dispatcher::Offer Dispatcher::HandOut(Agent& agent, const QueuedJob& job,
   JobOffer offer;
   offer.job = {job.job_id, *attempt};
   offer.spec = json::parse(job.spec, nullptr, false);
+  offer.needs = job.needs;
   offer.timeout_s = job.timeout_s;
   offer.gang = gang;
   LOG_DEBUG("job " << job.job_id << " attempt " << *attempt << " -> " << agent.description.name);
@@ -302,8 +303,8 @@ json Dispatcher::Waiting(std::optional<int64_t> sweep_id) {
     // A gang spread over agents needs that many at once: wider than the agents that
     // match, it cannot run (and counts no matching agents, so submit --wait stops).
     if (auto oldest = ctx_.store.jobs().OldestQueued(requirement_id, 1); oldest.ok() && !oldest->empty()) {
-      const int64_t ranks = SpreadRanks(oldest->front().spec);
-      const int64_t cpus = LocalGangCpus(oldest->front().spec);
+      const int64_t ranks = oldest->front().needs.Agents();
+      const int64_t cpus = oldest->front().needs.local_cpus;
       int64_t largest = 0;
       for (Agent* agent : ctx_.registry.All()) {
         if (CanRun(*agent, requirement)) largest = std::max(largest, agent->job_cpus);
@@ -336,30 +337,6 @@ json Dispatcher::Waiting(std::optional<int64_t> sweep_id) {
                        {"reason", reason}});
   }
   return waiting;
-}
-
-int64_t SpreadRanks(const std::string& spec_text) {
-  // Most jobs are not spread: a substring test keeps their specs unparsed.
-  if (spec_text.find("\"" + std::string(kSpreadPlacement) + "\"") == std::string::npos) return 1;
-  const json spec = json::parse(spec_text, nullptr, false);
-  if (!spec.is_object() || spec.value(kSpreadPlacementKey, std::string()) != kSpreadPlacement) return 1;
-  return JobWorldSize(spec);
-}
-
-int64_t LocalGangCpus(const std::string& spec_text) {
-  if (spec_text.find("\"parallel\"") == std::string::npos &&
-      spec_text.find("\"replicas\"") == std::string::npos) {
-    return 0;  // most jobs: unparsed
-  }
-  const json spec = json::parse(spec_text, nullptr, false);
-  if (!spec.is_object() || spec.contains("distributed")) return 0;
-  // A spread gang puts each rank on its own agent; replicas always share one.
-  if (spec.value(kSpreadPlacementKey, std::string()) == kSpreadPlacement && JobWorldSize(spec) > 1)
-    return 0;
-  const int64_t ranks = JobLocalProcesses(spec);  // a gang's ranks, or the replicas
-  const json threads = spec.value("threads", json(1));
-  if (ranks < 2 || !threads.is_number_integer()) return 0;
-  return ranks * threads.get<int64_t>();
 }
 
 int64_t Dispatcher::AgentsAbleToRun(const JobRequirement& requirement) {
@@ -424,10 +401,10 @@ void Dispatcher::Rendezvous(Agent& agent, const RendezvousReport& rendezvous) {
     return;
   }
   const Lease lease = *found;
-  auto spec = ctx_.store.jobs().JobSpecText(lease.job_id);
-  if (!spec.ok()) {
+  auto job = ctx_.store.jobs().FindJob(lease.job_id);
+  if (!job.ok()) {
     ++ctx_.counters.store_errors;
-    LOG_ERROR("cannot read job " << lease.job_id << ": " << spec.status().message());
+    LOG_ERROR("cannot read job " << lease.job_id << ": " << job.status().message());
     ctx_.registry.RemoveLease(lease.job_id);
     LoseAttempt(lease, "its spec could not be read to offer its ranks");
     return;
@@ -445,8 +422,9 @@ void Dispatcher::Rendezvous(Agent& agent, const RendezvousReport& rendezvous) {
     }
     JobOffer offer;
     offer.job = {lease.job_id, lease.attempt};
-    offer.spec = json::parse(spec->first, nullptr, false);
-    offer.timeout_s = spec->second;
+    offer.spec = json::parse(job->spec, nullptr, false);
+    offer.needs = job->needs;
+    offer.timeout_s = job->timeout_s;
     offer.gang = GangRole{static_cast<int64_t>(i + 1), world_size, store};
     if (SendOffer(*rank_agent, offer, lease) == Offer::kNotNow) return;
   }

@@ -102,10 +102,4 @@ class Dispatcher : public RoundParticipant, public OfferKeeper {
   MonoTime next_refresh_;
 };
 
-// The ranks of a job of a "spread" sweep, read from its spec text (1 for any other).
-int64_t SpreadRanks(const std::string& spec_text);
-// CPUs a gang or the replicas on one agent need (JobLocalProcesses x threads), read from
-// its spec text; 0 for any other job.
-int64_t LocalGangCpus(const std::string& spec_text);
-
 }  // namespace benchfleet

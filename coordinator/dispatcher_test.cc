@@ -223,7 +223,7 @@ TEST_F(CoordinatorTest, ReplicasGoOnlyToAnAgentWithACpuPerThreadOfEveryCopy) {
   Register("node-a");  // runs jobs on CPUs 0-1
   json big = Capabilities(0, "node-big");
   big["cpus"] = "0-3";
-  // The same rule as a gang's (JobLocalProcesses x threads), even in a spread sweep:
+  // The same rule as a gang's (JobNeeds::local_cpus, replicas x threads), even in a spread sweep:
   // the copies always share one agent.
   Submit(json::parse(R"({"name": "r", "placement": "spread",
       "matrix": {"model": "mlp", "batch_size": 8, "threads": 2, "replicas": 2}})"));

@@ -8,12 +8,48 @@
 
 namespace benchfleet {
 
-StatusOr<std::pair<std::string, double>> JobQueue::JobSpecText(int64_t job_id) {
-  ASSIGN_OR_RETURN(auto find, db_->Prepare("SELECT spec, timeout_s FROM jobs WHERE job_id = ?1"));
+namespace {
+
+// The columns a QueuedJob is read from, and the reading.
+constexpr const char* kQueuedJobColumns =
+    "job_id, sweep_id, requirement_id, spec, timeout_s, attempts, kind, world_size, spread, "
+    "local_processes, replicated, local_cpus";
+
+QueuedJob ReadQueuedJob(Statement& row) {
+  QueuedJob job;
+  job.job_id = row.Int(0);
+  job.sweep_id = row.Int(1);
+  job.requirement_id = row.Int(2);
+  job.spec = row.Text(3);
+  job.timeout_s = row.Real(4);
+  job.attempts = static_cast<int>(row.Int(5));
+  job.kind = row.Text(6);
+  job.needs.world_size = row.Int(7);
+  job.needs.spread = row.Int(8) != 0;
+  job.needs.local_processes = row.Int(9);
+  job.needs.replicated = row.Int(10) != 0;
+  job.needs.local_cpus = row.Int(11);
+  return job;
+}
+
+// The columns JobNeeds is stored in, bound from `needs` at `first`, `first` + 1, ...
+void BindNeeds(Statement& stmt, int first, const JobNeeds& needs) {
+  stmt.Bind(first, needs.world_size)
+      .Bind(first + 1, static_cast<int64_t>(needs.spread))
+      .Bind(first + 2, needs.local_processes)
+      .Bind(first + 3, static_cast<int64_t>(needs.replicated))
+      .Bind(first + 4, needs.local_cpus);
+}
+
+}  // namespace
+
+StatusOr<QueuedJob> JobQueue::FindJob(int64_t job_id) {
+  ASSIGN_OR_RETURN(auto find, db_->Prepare(std::string("SELECT ") + kQueuedJobColumns +
+                                           " FROM jobs WHERE job_id = ?1"));
   find.Bind(1, job_id);
   ASSIGN_OR_RETURN(bool row, find.Step());
   if (!row) return NotFound("no job " + std::to_string(job_id));
-  return std::make_pair(find.Text(0), find.Real(1));
+  return ReadQueuedJob(find);
 }
 
 StatusOr<int64_t> JobQueue::RequirementId(const std::string& kind, const std::string& pinned_host,
@@ -159,7 +195,8 @@ StatusOr<bool> JobQueue::StoreJobs(int64_t sweep_id, const Sweep& sweep, const P
   ASSIGN_OR_RETURN(
       auto insert_job,
       db_->Prepare("INSERT INTO jobs(sweep_id, pinned_host, spec, timeout_s, created_at, "
-                   "requirement_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6)"));
+                   "requirement_id, world_size, spread, local_processes, replicated, local_cpus) "
+                   "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)"));
   const std::string now = UtcNowIso8601();
   const double timeout_s = JobTimeoutSeconds(sweep);
   std::map<std::pair<std::string, std::string>, int64_t> requirements;  // (host, device)
@@ -176,6 +213,7 @@ StatusOr<bool> JobQueue::StoreJobs(int64_t sweep_id, const Sweep& sweep, const P
       insert_job.BindNull(2);
     }
     insert_job.Bind(3, combination.spec).Bind(4, timeout_s).Bind(5, now).Bind(6, requirements[key]);
+    BindNeeds(insert_job, 7, combination.needs);
     RETURN_IF_ERROR(insert_job.Run());
     insert_job.Reset();
     return Status::Ok();
@@ -237,26 +275,28 @@ StatusOr<QueuedReruns> JobQueue::QueueReruns(int64_t job_id, const std::string& 
   Transaction tx(*db_);
   RETURN_IF_ERROR(tx.Begin());
   // The reruns go where the job went, on the same device.
-  ASSIGN_OR_RETURN(auto job, db_->Prepare("SELECT j.sweep_id, j.spec, j.timeout_s, q.device FROM jobs j "
-                                          "JOIN requirements q ON q.requirement_id = j.requirement_id "
-                                          "WHERE j.job_id = ?1"));
-  job.Bind(1, job_id);
-  ASSIGN_OR_RETURN(bool found, job.Step());
-  if (!found) return NotFound("no job " + std::to_string(job_id));
+  ASSIGN_OR_RETURN(QueuedJob job, FindJob(job_id));
+  ASSIGN_OR_RETURN(auto device, db_->Prepare("SELECT device FROM requirements WHERE requirement_id = ?1"));
+  device.Bind(1, job.requirement_id);
+  ASSIGN_OR_RETURN(bool found, device.Step());
+  if (!found) return NotFound("no requirement of job " + std::to_string(job_id));
   QueuedReruns queued;
-  queued.sweep_id = job.Int(0);
-  const std::string spec = job.Text(1);
-  const double timeout_s = job.Real(2);
-  ASSIGN_OR_RETURN(int64_t requirement, RequirementId("benchmark", host, json::object(), job.Text(3)));
+  queued.sweep_id = job.sweep_id;
+  ASSIGN_OR_RETURN(int64_t requirement, RequirementId("benchmark", host, json::object(), device.Text(0)));
   const std::string now = UtcNowIso8601();
   for (int i = 0; i < count; ++i) {
     RETURN_IF_ERROR(InsertRow(*db_, "jobs", {{"sweep_id", queued.sweep_id},
                                              {"pinned_host", host},
-                                             {"spec", spec},
-                                             {"timeout_s", timeout_s},
+                                             {"spec", job.spec},
+                                             {"timeout_s", job.timeout_s},
                                              {"created_at", now},
                                              {"requirement_id", requirement},
-                                             {"confirms_job_id", job_id}}));
+                                             {"confirms_job_id", job_id},
+                                             {"world_size", job.needs.world_size},
+                                             {"spread", static_cast<int64_t>(job.needs.spread)},
+                                             {"local_processes", job.needs.local_processes},
+                                             {"replicated", static_cast<int64_t>(job.needs.replicated)},
+                                             {"local_cpus", job.needs.local_cpus}}));
     queued.job_ids.push_back(db_->LastInsertRowid());
   }
   // Its sweep runs on until the reruns are done.
@@ -288,23 +328,15 @@ StatusOr<std::vector<JobRequirement>> JobQueue::Requirements() {
 
 StatusOr<std::vector<QueuedJob>> JobQueue::OldestQueued(int64_t requirement_id, int limit) {
   ASSIGN_OR_RETURN(auto stmt,
-                   db_->Prepare("SELECT job_id, sweep_id, spec, timeout_s, attempts, kind "
-                                "FROM jobs WHERE state = 'queued' AND requirement_id = ?1 "
+                   db_->Prepare(std::string("SELECT ") + kQueuedJobColumns +
+                                " FROM jobs WHERE state = 'queued' AND requirement_id = ?1 "
                                 "ORDER BY job_id LIMIT ?2"));
   stmt.Bind(1, requirement_id).Bind(2, limit);
   std::vector<QueuedJob> jobs;
   while (true) {
     ASSIGN_OR_RETURN(bool row, stmt.Step());
     if (!row) break;
-    QueuedJob job;
-    job.job_id = stmt.Int(0);
-    job.sweep_id = stmt.Int(1);
-    job.requirement_id = requirement_id;
-    job.spec = stmt.Text(2);
-    job.timeout_s = stmt.Real(3);
-    job.attempts = static_cast<int>(stmt.Int(4));
-    job.kind = stmt.Text(5);
-    jobs.push_back(std::move(job));
+    jobs.push_back(ReadQueuedJob(stmt));
   }
   return jobs;
 }

@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/job_needs.h"
 #include "common/status.h"
 #include "common/sweep.h"
 #include "coordinator/matching.h"
@@ -28,6 +29,7 @@ struct QueuedJob {
   std::string spec;  // JSON text, parsed only for the job handed out (of the few read)
   double timeout_s;
   int attempts;
+  JobNeeds needs;  // as computed when it was stored (never from `spec` again)
 };
 
 struct RunningJob {
@@ -102,7 +104,7 @@ class JobQueue {
   // Every requirement jobs were stored with.
   StatusOr<std::vector<JobRequirement>> Requirements();
   // A job's spec (JSON text) and timeout, for the offers to a gang's other ranks.
-  StatusOr<std::pair<std::string, double>> JobSpecText(int64_t job_id);
+  StatusOr<QueuedJob> FindJob(int64_t job_id);
   // The oldest queued jobs of one requirement (at most `limit`), oldest first.
   StatusOr<std::vector<QueuedJob>> OldestQueued(int64_t requirement_id, int limit);
   // Queued jobs per requirement (optionally of one sweep): {requirement_id, count}.
