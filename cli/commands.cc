@@ -66,9 +66,26 @@ StatusOr<std::unique_ptr<CoordinatorClient>> Connect(const ClientOptions& client
                                    client.curve ? &*client.curve : nullptr);
 }
 
-void PrintRows(const json& reply, RowFormat format, const std::vector<std::string>& only = {}) {
-  std::vector<std::string> columns = reply["columns"].get<std::vector<std::string>>();
-  json rows = reply["rows"];
+// A reply that must be `rows`, read into its struct.
+StatusOr<RowsReply> ReadRows(const StatusOr<Message>& reply) {
+  if (!reply.ok()) return reply.status();
+  if (reply->type != msg::kRows) return Internal("expected a rows reply, got " + reply->type);
+  return RowsReply::FromJson(reply->body);
+}
+
+// The rows a read-only statement returns (a `query` request).
+StatusOr<RowsReply> QueryRows(CoordinatorClient& client, const std::string& sql) {
+  return ReadRows(client.Call(msg::kQuery, {{"sql", sql}}));
+}
+
+// Rows the CLI computed itself, printed as a reply's are.
+RowsReply LocalRows(std::vector<std::string> columns, const json& rows) {
+  return RowsReply{nullptr, std::move(columns), std::vector<json>(rows.begin(), rows.end()), false};
+}
+
+void PrintRows(const RowsReply& reply, RowFormat format, const std::vector<std::string>& only = {}) {
+  std::vector<std::string> columns = reply.columns;
+  json rows(reply.rows);
   if (!only.empty() && format == RowFormat::kTable) {
     std::vector<size_t> keep;
     for (const auto& name : only) {
@@ -88,7 +105,7 @@ void PrintRows(const json& reply, RowFormat format, const std::vector<std::strin
     rows = narrowed;
   }
   std::cout << FormatRows(columns, rows, format);
-  if (reply.value("truncated", false)) {
+  if (reply.truncated) {
     std::cerr << "benchfleet: output truncated to " << rows.size() << " rows\n";
   }
 }
@@ -363,18 +380,18 @@ int ResultsCommand(const ClientOptions& client_options, std::optional<int64_t> s
   if (!client.ok()) return Fail(client.status());
   json fields = json::object();
   if (sweep_id) fields["sweep_id"] = *sweep_id;
-  auto reply = (*client)->Call(msg::kResults, fields);
-  if (!reply.ok()) return Fail(reply.status());
-  PrintRows(reply->body, format, all_columns ? std::vector<std::string>{} : ResultTableColumns());
+  auto rows = ReadRows((*client)->Call(msg::kResults, fields));
+  if (!rows.ok()) return Fail(rows.status());
+  PrintRows(*rows, format, all_columns ? std::vector<std::string>{} : ResultTableColumns());
   return 0;
 }
 
 int QueryCommand(const ClientOptions& client_options, const std::string& sql, RowFormat format) {
   auto client = Connect(client_options);
   if (!client.ok()) return Fail(client.status());
-  auto reply = (*client)->Call(msg::kQuery, {{"sql", sql}});
-  if (!reply.ok()) return Fail(reply.status());
-  PrintRows(reply->body, format);
+  auto rows = QueryRows(**client, sql);
+  if (!rows.ok()) return Fail(rows.status());
+  PrintRows(*rows, format);
   return 0;
 }
 
@@ -394,14 +411,14 @@ int CalibrateCommand(const ClientOptions& client_options, const std::vector<std:
   if (!wait) return 0;
   int code = WaitForSweep(**client, sweep_id, 0);
   if (code != 0) return code;
-  auto rows = (*client)->Call(
-      msg::kQuery,
-      {{"sql", "select host, gemm_gflops_all, gemm_threads_all, gemm_gflops_1, "
+  auto rows = QueryRows(
+      **client,
+      {"select host, gemm_gflops_all, gemm_threads_all, gemm_gflops_1, "
                "stream_triad_gbps_all, stream_triad_gbps_1, theoretical_gflops_all, measured_at "
                "from host_calibration where job_id in (select job_id from jobs where sweep_id = " +
-                   std::to_string(sweep_id) + ") order by host"}});
+                   std::to_string(sweep_id) + ") order by host"});
   if (!rows.ok()) return Fail(rows.status());
-  PrintRows(rows->body, RowFormat::kTable);
+  PrintRows(*rows, RowFormat::kTable);
   return 0;
 }
 
@@ -582,16 +599,16 @@ std::string SweepList(const std::vector<int64_t>& sweeps) {
 // Two sweeps, configuration by configuration, on their raw samples.
 int CompareTwoSweeps(CoordinatorClient& client, const CompareOptions& options, RowFormat format) {
   const int64_t a = options.sweeps[0], b = options.sweeps[1];
-  auto results = client.Call(msg::kQuery, {{"sql", std::string("SELECT sweep_id, job_id, ") + kConfigColumns +
-                                                       ", median_ms, median_ci_low_ms, median_ci_high_ms "
-                                                       "FROM result_summary WHERE sweep_id IN (" +
-                                                       SweepList(options.sweeps) + ") ORDER BY job_id"}});
+  auto results = QueryRows(client, std::string("SELECT sweep_id, job_id, ") + kConfigColumns +
+                                        ", median_ms, median_ci_low_ms, median_ci_high_ms "
+                                        "FROM result_summary WHERE sweep_id IN (" +
+                                        SweepList(options.sweeps) + ") ORDER BY job_id");
   if (!results.ok()) return Fail(results.status());
   // The first result of each configuration in each sweep (a rerun confirming a
   // regression candidate is a later one).
   std::map<std::string, std::pair<json, json>> cells;  // key -> (row in A, row in B)
   std::vector<std::string> order;
-  for (json& row : RowObjects(results->body)) {
+  for (json& row : results->Objects()) {
     json config = json::array();
     for (const std::string& name : ConfigColumnNames()) config.push_back(Cell(row, name));
     const std::string key = config.dump();
@@ -611,11 +628,11 @@ int CompareTwoSweeps(CoordinatorClient& client, const CompareOptions& options, R
                          " have no configuration in common with results"));
   }
   // One row per job: its samples as a list (the reply's row limit counts jobs).
-  auto samples = client.Call(msg::kQuery, {{"sql", "SELECT job_id, group_concat(ms) AS samples FROM samples "
-                                                   "WHERE job_id IN (" + SweepList(jobs) + ") GROUP BY job_id"}});
+  auto samples = QueryRows(client, "SELECT job_id, group_concat(ms) AS samples FROM samples "
+                                   "WHERE job_id IN (" + SweepList(jobs) + ") GROUP BY job_id");
   if (!samples.ok()) return Fail(samples.status());
   std::map<int64_t, std::vector<double>> by_job;
-  for (const json& row : RowObjects(samples->body)) {
+  for (const json& row : samples->Objects()) {
     const json list_text = Cell(row, "samples");
     std::stringstream list(list_text.is_string() ? list_text.get<std::string>() : "");
     std::string value;
@@ -661,7 +678,7 @@ int CompareTwoSweeps(CoordinatorClient& client, const CompareOptions& options, R
     }
     rows.push_back(std::move(row));
   }
-  PrintRows({{"columns", columns}, {"rows", rows}, {"truncated", false}}, format);
+  PrintRows(LocalRows(columns, rows), format);
   return 0;
 }
 
@@ -684,14 +701,14 @@ int PivotSweeps(CoordinatorClient& client, const CompareOptions& options, RowFor
   std::string keys;
   for (const std::string& r : options.rows) keys += (r == "model_args" ? "coalesce(model_args, '') AS model_args" : r) + ", ";
   const std::string col = options.cols == "sweep" ? "sweep_id" : options.cols;
-  auto results = client.Call(msg::kQuery, {{"sql", "SELECT " + keys + col + " AS pivot_column, median_ms, "
-                                                   "median_ci_relative FROM result_summary WHERE sweep_id IN (" +
-                                                   SweepList(options.sweeps) + ")"}});
+  auto results = QueryRows(client, "SELECT " + keys + col + " AS pivot_column, median_ms, "
+                                   "median_ci_relative FROM result_summary WHERE sweep_id IN (" +
+                                   SweepList(options.sweeps) + ")");
   if (!results.ok()) return Fail(results.status());
   std::map<std::string, std::map<std::string, std::pair<std::vector<double>, std::vector<double>>>> cells;
   std::vector<std::string> row_order;
   std::vector<std::string> col_values;
-  for (const json& row : RowObjects(results->body)) {
+  for (const json& row : results->Objects()) {
     json key = json::array();
     for (const std::string& name : options.rows) key.push_back(Cell(row, name));
     const std::string col_value = FormatCell(Cell(row, "pivot_column"));
@@ -742,7 +759,7 @@ int PivotSweeps(CoordinatorClient& client, const CompareOptions& options, RowFor
     }
     rows.push_back(std::move(row));
   }
-  PrintRows({{"columns", columns}, {"rows", rows}, {"truncated", false}}, format);
+  PrintRows(LocalRows(columns, rows), format);
   return 0;
 }
 
@@ -773,9 +790,9 @@ int RecommendCommand(const ClientOptions& client_options, const std::string& mod
   auto client = Connect(client_options);
   if (!client.ok()) return Fail(client.status());
   // A known model name needs no quoting.
-  auto reply = (*client)->Call(msg::kQuery, {{"sql", CandidatesSql("model = '" + model + "'")}});
+  auto reply = QueryRows(**client, CandidatesSql("model = '" + model + "'"));
   if (!reply.ok()) return Fail(reply.status());
-  const std::vector<Candidate> candidates = CandidatesFrom(reply->body);
+  const std::vector<Candidate> candidates = CandidatesFrom(*reply);
   if (candidates.empty()) return Fail(NotFound("no successful inference result of model " + model));
   const std::vector<HostRecommendation> recommendations = Recommend(candidates, options);
   if (format == RowFormat::kJson) {
@@ -825,13 +842,13 @@ int RegressionsCommand(const ClientOptions& client_options, const std::string& s
   sql += " ORDER BY first_seen_at DESC";
   auto client = Connect(client_options);
   if (!client.ok()) return Fail(client.status());
-  auto reply = (*client)->Call(msg::kQuery, {{"sql", sql}});
+  auto reply = QueryRows(**client, sql);
   if (!reply.ok()) return Fail(reply.status());
-  if (reply->body["rows"].empty() && format == RowFormat::kTable) {
+  if (reply->rows.empty() && format == RowFormat::kTable) {
     std::cout << "no confirmed regression or improvement" << (since.empty() ? "" : " in the last " + since) << "\n";
     return 0;
   }
-  PrintRows(reply->body, format);
+  PrintRows(*reply, format);
   return 0;
 }
 
@@ -886,7 +903,9 @@ int ScheduleCommand(const ClientOptions& client_options, const ScheduleOptions& 
                                once ? CoordinatorClient::Retry::kNever : CoordinatorClient::Retry::kOnce);
   if (!reply.ok()) return Fail(reply.status());
   if (reply->type == msg::kRows) {
-    PrintRows(reply->body, format);
+    auto rows = ReadRows(reply);
+    if (!rows.ok()) return Fail(rows.status());
+    PrintRows(*rows, format);
     return 0;
   }
   if (reply->type == msg::kSubmitted) {
@@ -899,14 +918,17 @@ int ScheduleCommand(const ClientOptions& client_options, const ScheduleOptions& 
   // `schedules`: one row per schedule, as a query's rows print.
   const std::vector<std::string> columns = {"name", "cron", "tz", "next_slot", "overlap", "start_deadline_s",
                                             "sweep_name", "handled_until", "created_at"};
+  auto schedules = SchedulesReply::FromJson(reply->body);
+  if (!schedules.ok()) return Fail(schedules.status());
   json rows = json::array();
-  for (const json& s : reply->body["schedules"]) {
+  for (const ScheduleEntry& s : schedules->schedules) {
+    const json entry = s.ToJson();
     json row = json::array();
-    for (const std::string& c : columns) row.push_back(s.is_object() ? s.value(c, json(nullptr)) : json(nullptr));
+    for (const std::string& c : columns) row.push_back(entry.at(c));
     rows.push_back(std::move(row));
   }
   if (options.action == "remove") std::cout << "schedule " << options.name << " removed\n";
-  PrintRows({{"columns", columns}, {"rows", rows}, {"truncated", false}}, format);
+  PrintRows(LocalRows(columns, rows), format);
   return 0;
 }
 

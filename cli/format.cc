@@ -133,15 +133,4 @@ std::string FormatBytes(double bytes) {
   return text;
 }
 
-std::vector<nlohmann::json> RowObjects(const nlohmann::json& body) {
-  std::vector<nlohmann::json> out;
-  const nlohmann::json& columns = body.at("columns");
-  for (const nlohmann::json& row : body.at("rows")) {
-    nlohmann::json object = nlohmann::json::object();
-    for (size_t c = 0; c < columns.size() && c < row.size(); ++c) object[columns[c].get<std::string>()] = row[c];
-    out.push_back(std::move(object));
-  }
-  return out;
-}
-
 }  // namespace benchfleet

@@ -20,10 +20,6 @@ std::string FormatRows(const std::vector<std::string>& columns, const nlohmann::
 // A table cell: integers as they are, reals with a precision that suits their size.
 std::string FormatCell(const nlohmann::json& value);
 
-// A query reply's rows ({"columns", "rows"}) as objects keyed by column name, so that
-// no reader depends on the order of a SELECT's columns.
-std::vector<nlohmann::json> RowObjects(const nlohmann::json& body);
-
 // 1536 -> "1.5 KiB", 3.2e9 -> "3.0 GiB".
 std::string FormatBytes(double bytes);
 

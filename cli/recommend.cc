@@ -74,23 +74,14 @@ std::string CandidatesSql(const std::string& where) {
          ") ORDER BY job_id";
 }
 
-std::vector<Candidate> CandidatesFrom(const nlohmann::json& body) {
+std::vector<Candidate> CandidatesFrom(const RowsReply& reply) {
   using nlohmann::json;
   std::vector<Candidate> out;
-  if (!body.contains("columns") || !body["columns"].is_array() || !body.contains("rows") ||
-      !body["rows"].is_array()) {
-    return out;
-  }
-  std::map<std::string, size_t> index;
-  for (size_t i = 0; i < body["columns"].size(); ++i) {
-    if (body["columns"][i].is_string()) index[body["columns"][i].get<std::string>()] = i;
-  }
-  for (const json& row : body["rows"]) {
-    if (!row.is_array()) continue;
+  for (const json& row : reply.Objects()) {
     auto cell = [&](const char* column) -> const json& {
       static const json null;
-      auto it = index.find(column);
-      return it == index.end() || it->second >= row.size() ? null : row[it->second];
+      auto it = row.find(column);
+      return it == row.end() ? null : *it;
     };
     auto number = [&](const char* column) {
       const json& v = cell(column);

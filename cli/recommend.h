@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "common/client_replies.h"
+
 namespace benchfleet {
 
 // One result a recommendation may rest on, as recommend's query reads it.
@@ -65,9 +67,9 @@ std::vector<HostRecommendation> Recommend(const std::vector<Candidate>& candidat
 // e.g. "model = 'mlp'"), oldest first.
 std::string CandidatesSql(const std::string& where);
 
-// The candidates of a reply to CandidatesSql ({"columns", "rows"}, read by column name);
-// a row without a throughput or a latency has nothing to weigh and is left out.
-std::vector<Candidate> CandidatesFrom(const nlohmann::json& body);
+// The candidates of a reply to CandidatesSql, read by column name; a row without a
+// throughput or a latency has nothing to weigh and is left out.
+std::vector<Candidate> CandidatesFrom(const RowsReply& reply);
 
 // A candidate as JSON (its configuration, figures and flags), and a host's answer.
 nlohmann::json CandidateJson(const Candidate& candidate);

@@ -34,10 +34,10 @@ class Report {
       : query_(query), in_(std::move(sweeps_in)) {}
 
   StatusOr<std::vector<json>> Rows(const std::string& sql) {
-    auto body = query_(sql);
-    if (!body.ok()) return body.status();
-    truncated_ |= body->value("truncated", false);
-    return RowObjects(*body);
+    auto rows = query_(sql);
+    if (!rows.ok()) return rows.status();
+    truncated_ |= rows->truncated;
+    return rows->Objects();
   }
 
   // Whether a reply stopped at the coordinator's row limit.
@@ -322,11 +322,11 @@ class Report {
   // each row citing its job.
   StatusOr<std::string> Recommendations() {
     const char* title = "Recommendation";
-    auto body = query_(CandidatesSql("sweep_id IN " + in_));
-    if (!body.ok()) return body.status();
-    truncated_ |= body->value("truncated", false);
+    auto rows = query_(CandidatesSql("sweep_id IN " + in_));
+    if (!rows.ok()) return rows.status();
+    truncated_ |= rows->truncated;
     std::map<std::string, std::vector<Candidate>> by_model;
-    for (Candidate& c : CandidatesFrom(*body)) by_model[c.model].push_back(std::move(c));
+    for (Candidate& c : CandidatesFrom(*rows)) by_model[c.model].push_back(std::move(c));
     if (by_model.empty()) return Empty(title, "no inference results in this range");
     std::string out;
     for (const auto& [model, candidates] : by_model) {
@@ -515,9 +515,9 @@ StatusOr<std::string> BuildReport(const ReportQuery& query, const ReportOptions&
                  " WHERE sweep_id IN (SELECT sweep_id FROM results WHERE received_at >= " + cutoff +
                  ") OR created_at >= " + cutoff + " ORDER BY sweep_id";
   }
-  auto body = query(sweeps_sql);
-  if (!body.ok()) return body.status();
-  const std::vector<json> sweeps = RowObjects(*body);
+  auto rows = query(sweeps_sql);
+  if (!rows.ok()) return rows.status();
+  const std::vector<json> sweeps = rows->Objects();
   if (options.sweep && sweeps.empty()) {
     return NotFound("sweep " + std::to_string(*options.sweep) + " does not exist");
   }
@@ -565,10 +565,10 @@ int ReportCommand(const ClientOptions& client_options, const ReportOptions& opti
   auto client = CoordinatorClient::Connect(client_options.coordinator, client_options.timeout_ms,
                                            client_options.curve ? &*client_options.curve : nullptr);
   if (!client.ok()) return fail(client.status());
-  const ReportQuery query = [&](const std::string& sql) -> StatusOr<json> {
+  const ReportQuery query = [&](const std::string& sql) -> StatusOr<RowsReply> {
     auto reply = (*client)->Call(msg::kQuery, {{"sql", sql}});
     if (!reply.ok()) return reply.status();
-    return reply->body;
+    return RowsReply::FromJson(reply->body);
   };
   auto html = BuildReport(query, options);
   if (!html.ok()) return fail(html.status());

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "common/client_replies.h"
 #include "common/status.h"
 
 namespace benchfleet {
@@ -22,8 +23,8 @@ struct ReportOptions {
   std::string out;               // the HTML file written
 };
 
-// Runs one read-only SQL statement; returns the reply's body ({"columns", "rows"}).
-using ReportQuery = std::function<StatusOr<nlohmann::json>(const std::string& sql)>;
+// Runs one read-only SQL statement; returns its rows.
+using ReportQuery = std::function<StatusOr<RowsReply>(const std::string& sql)>;
 
 // The page's HTML. NotFound when `options.sweep` does not exist; InvalidArgument for a
 // malformed `since`; a query's own error otherwise.

@@ -29,15 +29,15 @@ class FakeStore {
  public:
   void Add(const std::string& from, json row) { tables_[from].push_back(std::move(row)); }
   ReportQuery Query() {
-    return [this](const std::string& sql) -> StatusOr<json> {
+    return [this](const std::string& sql) -> StatusOr<RowsReply> {
       queries.push_back(sql);
       for (const std::string from :
            {"result_capacity", "cpu_gpu_speedup", "parallel_scaling", "thread_scaling", "dtype_comparison",
             "result_summary", "WITH chosen", "FROM sweeps"}) {
         if (sql.find(from) == std::string::npos) continue;
-        json body = {{"columns", json::array()}, {"rows", json::array()}};
+        json body = {{"columns", json::array()}, {"rows", json::array()}, {"truncated", false}};
         const auto& rows = tables_[from];
-        if (rows.empty()) return body;
+        if (rows.empty()) return RowsReply::FromJson(body);
         std::set<std::string> columns;  // every key of any row; absent ones are NULL
         for (const json& row : rows) {
           for (const auto& [key, value] : row.items()) columns.insert(key);
@@ -49,7 +49,7 @@ class FakeStore {
             values.push_back(row.value(column.get<std::string>(), json()));
           body["rows"].push_back(values);
         }
-        return body;
+        return RowsReply::FromJson(body);
       }
       return InvalidArgument("unexpected statement: " + sql);
     };

@@ -84,4 +84,120 @@ StatusOr<PrunedReply> PrunedReply::FromJson(const json& body) {
   return out;
 }
 
+json RowsReply::ToJson() const {
+  return MakeMessage(kType, {{"request_id", request_id}, {"columns", columns}, {"rows", rows}, {"truncated", truncated}})
+      .body;
+}
+
+StatusOr<RowsReply> RowsReply::FromJson(const json& body) {
+  RowsReply out;
+  out.request_id = body.value("request_id", json());
+  for (const json& column : body.at("columns")) {
+    if (!column.is_string()) return InvalidArgument("rows.columns: must hold names, got " + ShownValue(column));
+    out.columns.push_back(column.get<std::string>());
+  }
+  const json& rows = body.at("rows");
+  out.rows.reserve(rows.size());
+  for (size_t r = 0; r < rows.size(); ++r) {
+    const json& row = rows[r];
+    if (!row.is_array() || row.size() != out.columns.size()) {
+      return InvalidArgument("rows.rows[" + std::to_string(r) + "]: must be an array of " +
+                             std::to_string(out.columns.size()) + " values, one per column, got " + ShownValue(row));
+    }
+    for (const json& value : row) {
+      if (value.is_structured()) {
+        return InvalidArgument("rows.rows[" + std::to_string(r) +
+                               "]: values are integers, reals, strings or null, got " + ShownValue(value));
+      }
+    }
+    out.rows.push_back(row);
+  }
+  out.truncated = body.at("truncated").get<bool>();
+  return out;
+}
+
+std::vector<json> RowsReply::Objects() const {
+  std::vector<json> out;
+  out.reserve(rows.size());
+  for (const json& row : rows) {
+    json object = json::object();
+    for (size_t c = 0; c < columns.size(); ++c) object[columns[c]] = row[c];
+    out.push_back(std::move(object));
+  }
+  return out;
+}
+
+json ScheduleEntry::ToJson() const {
+  return {{"name", name},
+          {"cron", cron},
+          {"tz", tz},
+          {"overlap", overlap},
+          {"start_deadline_s", start_deadline_s ? json(*start_deadline_s) : json(nullptr)},
+          {"created_at", created_at},
+          {"handled_until", handled_until},
+          {"next_slot", next_slot ? json(*next_slot) : json(nullptr)},
+          {"sweep_name", sweep_name ? json(*sweep_name) : json(nullptr)}};
+}
+
+namespace {
+
+StatusOr<std::string> EntryText(const json& entry, size_t i, const char* field) {
+  const auto it = entry.find(field);
+  if (it == entry.end() || !it->is_string()) {
+    return InvalidArgument("schedules.schedules[" + std::to_string(i) + "]." + field + ": must be a string, got " +
+                           (it == entry.end() ? std::string("nothing") : ShownValue(*it)));
+  }
+  return it->get<std::string>();
+}
+
+StatusOr<std::optional<std::string>> EntryTextOrNull(const json& entry, size_t i, const char* field) {
+  const auto it = entry.find(field);
+  if (it == entry.end() || it->is_null()) return std::optional<std::string>();
+  ASSIGN_OR_RETURN(std::string text, EntryText(entry, i, field));
+  return std::optional<std::string>(std::move(text));
+}
+
+}  // namespace
+
+json SchedulesReply::ToJson() const {
+  json list = json::array();
+  for (const ScheduleEntry& entry : schedules) list.push_back(entry.ToJson());
+  return MakeMessage(kType, {{"request_id", request_id}, {"schedules", std::move(list)}}).body;
+}
+
+StatusOr<SchedulesReply> SchedulesReply::FromJson(const json& body) {
+  SchedulesReply out;
+  out.request_id = body.value("request_id", json());
+  const json& list = body.at("schedules");
+  for (size_t i = 0; i < list.size(); ++i) {
+    const json& entry = list[i];
+    if (!entry.is_object()) {
+      return InvalidArgument("schedules.schedules[" + std::to_string(i) + "]: must be an object, got " +
+                             ShownValue(entry));
+    }
+    ScheduleEntry one;
+    ASSIGN_OR_RETURN(one.name, EntryText(entry, i, "name"));
+    ASSIGN_OR_RETURN(one.cron, EntryText(entry, i, "cron"));
+    ASSIGN_OR_RETURN(one.tz, EntryText(entry, i, "tz"));
+    ASSIGN_OR_RETURN(one.overlap, EntryText(entry, i, "overlap"));
+    if (one.overlap != "skip" && one.overlap != "queue") {
+      return InvalidArgument("schedules.schedules[" + std::to_string(i) + "].overlap: must be \"skip\" or \"queue\", got " +
+                             ShownValue(entry.at("overlap")));
+    }
+    if (const auto deadline = entry.find("start_deadline_s"); deadline != entry.end() && !deadline->is_null()) {
+      if (!deadline->is_number() || !(deadline->get<double>() > 0)) {
+        return InvalidArgument("schedules.schedules[" + std::to_string(i) +
+                               "].start_deadline_s: must be a number of seconds > 0 or null, got " + ShownValue(*deadline));
+      }
+      one.start_deadline_s = deadline->get<double>();
+    }
+    ASSIGN_OR_RETURN(one.created_at, EntryText(entry, i, "created_at"));
+    ASSIGN_OR_RETURN(one.handled_until, EntryText(entry, i, "handled_until"));
+    ASSIGN_OR_RETURN(one.next_slot, EntryTextOrNull(entry, i, "next_slot"));
+    ASSIGN_OR_RETURN(one.sweep_name, EntryTextOrNull(entry, i, "sweep_name"));
+    out.schedules.push_back(std::move(one));
+  }
+  return out;
+}
+
 }  // namespace benchfleet

@@ -1,13 +1,14 @@
 // The coordinator's replies to clients, as typed structs (schemas/protocol.md): the
 // coordinator builds each with ToMessage, the CLI reads it with FromJson, so a field is
 // named in one place for both. ToJson writes the whole body, v and type included. So far
-// submitted, cancelled and pruned; status_reply, rows and schedules are still built and
-// read as JSON. Decode() checks the envelope and top-level field types;
+// submitted, cancelled, pruned, rows and schedules; status_reply is still built and read
+// as JSON. Decode() checks the envelope and top-level field types;
 // FromJson checks what is nested and every range, naming the field.
 #pragma once
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -52,6 +53,44 @@ struct PrunedReply {
   int64_t bytes_after = 0;
   nlohmann::json ToJson() const;
   static StatusOr<PrunedReply> FromJson(const nlohmann::json& body);
+};
+
+// `rows`: a query's (or a results request's) columns and rows, or the one row a baseline
+// reset or a new price stored.
+struct RowsReply {
+  static constexpr const char* kType = msg::kRows;
+  nlohmann::json request_id;
+  std::vector<std::string> columns;
+  // Each an array of columns.size() values: integers, reals, strings or null.
+  std::vector<nlohmann::json> rows;
+  bool truncated = false;  // more rows matched than the limit let through
+  nlohmann::json ToJson() const;
+  static StatusOr<RowsReply> FromJson(const nlohmann::json& body);
+  // Each row as an object {column: value}: read by name, never by position.
+  std::vector<nlohmann::json> Objects() const;
+};
+
+// One schedule as `schedules` lists it.
+struct ScheduleEntry {
+  std::string name;
+  std::string cron;
+  std::string tz;
+  std::string overlap;                     // "skip" or "queue"
+  std::optional<double> start_deadline_s;  // none: one period
+  std::string created_at;
+  std::string handled_until;               // the latest slot handled
+  std::optional<std::string> next_slot;    // UTC ISO 8601; none if its cron no longer parses
+  std::optional<std::string> sweep_name;
+  nlohmann::json ToJson() const;
+};
+
+// `schedules`: the schedules a `schedule` request's list (or remove) shows.
+struct SchedulesReply {
+  static constexpr const char* kType = msg::kSchedules;
+  nlohmann::json request_id;
+  std::vector<ScheduleEntry> schedules;
+  nlohmann::json ToJson() const;
+  static StatusOr<SchedulesReply> FromJson(const nlohmann::json& body);
 };
 
 }  // namespace benchfleet

@@ -14,6 +14,45 @@ TEST(ClientRepliesTest, EveryTypedReplyWritesItsGoldenExampleAndReadsItBack) {
   ExpectRoundTrip<SubmittedReply>("submitted");
   ExpectRoundTrip<CancelledReply>("cancelled");
   ExpectRoundTrip<PrunedReply>("pruned");
+  ExpectRoundTrip<RowsReply>("rows");
+  ExpectRoundTrip<SchedulesReply>("schedules");
+}
+
+TEST(ClientRepliesTest, RowsAreReadByColumnNameAndEachRowHasOneValuePerColumn) {
+  auto rows = RowsReply::FromJson(Golden("rows").body);
+  ASSERT_TRUE(rows.ok()) << rows.status().message();
+  ASSERT_EQ(rows->Objects().size(), 1u);
+  EXPECT_EQ(rows->Objects()[0], json({{"model", "mlp"}, {"batch_size", 64}, {"median_ms", 1.12}}));
+  json body = Golden("rows").body;
+  body["rows"].push_back(json::array({"cnn", 8}));
+  EXPECT_EQ(RowsReply::FromJson(body).status().message(),
+            "rows.rows[1]: must be an array of 3 values, one per column, got [\"cnn\",8]");
+  body = Golden("rows").body;
+  body["rows"][0][1] = json::object();
+  EXPECT_EQ(RowsReply::FromJson(body).status().message(),
+            "rows.rows[0]: values are integers, reals, strings or null, got {}");
+  body = Golden("rows").body;
+  body["columns"][2] = 3;
+  EXPECT_EQ(RowsReply::FromJson(body).status().message(), "rows.columns: must hold names, got 3");
+}
+
+TEST(ClientRepliesTest, ASchedulesEntryNamesTheFieldAtFault) {
+  json body = Golden("schedules").body;
+  body["schedules"][0]["overlap"] = "sometimes";
+  EXPECT_EQ(SchedulesReply::FromJson(body).status().message(),
+            "schedules.schedules[0].overlap: must be \"skip\" or \"queue\", got \"sometimes\"");
+  body = Golden("schedules").body;
+  body["schedules"][0].erase("cron");
+  EXPECT_EQ(SchedulesReply::FromJson(body).status().message(),
+            "schedules.schedules[0].cron: must be a string, got nothing");
+  body = Golden("schedules").body;
+  body["schedules"][0]["start_deadline_s"] = nullptr;
+  body["schedules"][0]["next_slot"] = nullptr;
+  auto entry = SchedulesReply::FromJson(body);
+  ASSERT_TRUE(entry.ok()) << entry.status().message();
+  EXPECT_FALSE(entry->schedules[0].start_deadline_s);
+  EXPECT_FALSE(entry->schedules[0].next_slot);
+  EXPECT_EQ(entry->ToJson(), body);
 }
 
 TEST(ClientRepliesTest, OutOfRangeValuesAreRefusedByName) {

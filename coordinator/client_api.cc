@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "common/client_replies.h"
 #include "common/limits.h"
 #include "common/log.h"
 
@@ -59,10 +60,10 @@ std::optional<Message> ClientApi::Reply(const std::string& routing_id, const Mes
     auto reset = ctx_.store.regressions().AddBaselineReset(request->host, request->model, request->note);
     if (!reset.ok()) return MakeError(reset.status(), request_id);
     LOG_INFO("baseline reset " << reset->dump());
-    return MakeMessage(msg::kRows, {{"request_id", request_id},
-                                    {"columns", {"reset_id", "host", "model", "at"}},
-                                    {"rows", {{(*reset)["reset_id"], (*reset)["host"], (*reset)["model"], (*reset)["at"]}}},
-                                    {"truncated", false}});
+    return ToMessage(RowsReply{request_id,
+                               {"reset_id", "host", "model", "at"},
+                               {json::array({(*reset)["reset_id"], (*reset)["host"], (*reset)["model"], (*reset)["at"]})},
+                               false});
   }
   if (type == msg::kSetPrice) {
     auto request = ParseSetPrice(message);
@@ -70,10 +71,10 @@ std::optional<Message> ClientApi::Reply(const std::string& routing_id, const Mes
     auto price = ctx_.store.hosts().SetHostPrice(request->host, request->price);
     if (!price.ok()) return MakeError(price.status(), request_id);
     LOG_INFO("price set " << price->dump());
-    return MakeMessage(msg::kRows, {{"request_id", request_id},
-                                    {"columns", {"host", "per_hour", "currency", "set_at"}},
-                                    {"rows", {{(*price)["host"], (*price)["per_hour"], (*price)["currency"], (*price)["set_at"]}}},
-                                    {"truncated", false}});
+    return ToMessage(RowsReply{request_id,
+                               {"host", "per_hour", "currency", "set_at"},
+                               {json::array({(*price)["host"], (*price)["per_hour"], (*price)["currency"], (*price)["set_at"]})},
+                               false});
   }
   if (type == msg::kSchedule) {
     auto request = ParseSchedule(message);

@@ -1,5 +1,6 @@
 #include "coordinator/query_runner.h"
 
+#include "common/client_replies.h"
 #include "common/log.h"
 #include "common/transport.h"
 #include "coordinator/reader.h"
@@ -85,10 +86,8 @@ void QueryRunner::Serve() {
       if (reader) {
         auto rows = request.sql ? reader->Query(*request.sql, request.max_rows)
                                 : reader->ResultSummary(request.sweep_id, request.max_rows);
-        reply = rows.ok() ? MakeMessage(msg::kRows, {{"request_id", request.request_id},
-                                                     {"columns", rows->columns},
-                                                     {"rows", rows->rows},
-                                                     {"truncated", rows->truncated}})
+        reply = rows.ok() ? ToMessage(RowsReply{request.request_id, std::move(rows->columns),
+                                                std::move(rows->rows), rows->truncated})
                           : MakeError(rows.status(), request.request_id);
       }
     } catch (const std::exception& e) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "common/client_replies.h"
 #include "common/clock.h"
 #include "common/log.h"
 #include "schedule/cron.h"
@@ -25,24 +26,22 @@ int64_t StoredSeconds(const std::string& iso) {
   return micros >= 0 ? micros / 1000000 : -((-micros + 999999) / 1000000);
 }
 
-json ScheduleJson(const StoredSchedule& s, int64_t now_s) {
-  json next = nullptr;
+ScheduleEntry EntryOf(const StoredSchedule& s, int64_t now_s) {
+  ScheduleEntry entry;
+  entry.name = s.name;
+  entry.cron = s.cron;
+  entry.tz = s.tz;
+  entry.overlap = s.overlap_queue ? "queue" : "skip";
+  entry.start_deadline_s = s.start_deadline_s;
+  entry.created_at = s.created_at;
+  entry.handled_until = s.handled_until;
   if (auto cron = schedule::CronSchedule::Parse(s.cron, s.tz); cron.ok()) {
-    next = IsoSeconds(cron->NextSlot(std::max(StoredSeconds(s.handled_until), now_s)));
+    entry.next_slot = IsoSeconds(cron->NextSlot(std::max(StoredSeconds(s.handled_until), now_s)));
   }
-  return {{"name", s.name},
-          {"cron", s.cron},
-          {"tz", s.tz},
-          {"overlap", s.overlap_queue ? "queue" : "skip"},
-          {"start_deadline_s", s.start_deadline_s ? json(*s.start_deadline_s) : json(nullptr)},
-          {"created_at", s.created_at},
-          {"handled_until", s.handled_until},
-          {"next_slot", next},
-          {"sweep_name", s.sweep.is_object() ? s.sweep.value("name", json(nullptr)) : json(nullptr)}};
-}
-
-Message SchedulesReply(const json& request_id, const std::vector<json>& schedules) {
-  return MakeMessage(msg::kSchedules, {{"request_id", request_id}, {"schedules", schedules}});
+  if (s.sweep.is_object() && s.sweep.contains("name") && s.sweep["name"].is_string()) {
+    entry.sweep_name = s.sweep["name"].get<std::string>();
+  }
+  return entry;
 }
 
 }  // namespace
@@ -73,20 +72,20 @@ std::optional<Message> ScheduleRunner::Reply(const std::string& routing_id, cons
       auto added = store_.AddSchedule(std::move(schedule));
       if (!added.ok()) return MakeError(added.status(), request_id);
       LOG_INFO("schedule \"" << added->name << "\" added: " << added->cron << " (" << added->tz << ")");
-      return SchedulesReply(request_id, {ScheduleJson(*added, now_s)});
+      return ToMessage(SchedulesReply{request_id, {EntryOf(*added, now_s)}});
     }
     case Action::kList: {
       auto schedules = store_.LiveSchedules();
       if (!schedules.ok()) return MakeError(schedules.status(), request_id);
-      std::vector<json> out;
-      for (const StoredSchedule& s : *schedules) out.push_back(ScheduleJson(s, now_s));
-      return SchedulesReply(request_id, out);
+      std::vector<ScheduleEntry> out;
+      for (const StoredSchedule& s : *schedules) out.push_back(EntryOf(s, now_s));
+      return ToMessage(SchedulesReply{request_id, std::move(out)});
     }
     case Action::kRemove: {
       auto removed = store_.RemoveSchedule(request.name);
       if (!removed.ok()) return MakeError(removed.status(), request_id);
       LOG_INFO("schedule \"" << removed->name << "\" removed");
-      return SchedulesReply(request_id, {ScheduleJson(*removed, now_s)});
+      return ToMessage(SchedulesReply{request_id, {EntryOf(*removed, now_s)}});
     }
     case Action::kRunNow: {
       auto found = store_.FindSchedule(request.name);
