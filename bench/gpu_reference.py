@@ -3,7 +3,7 @@
 reference each GPU (and CPU) figure of deploy/gpu-check.sh is held against.
 
     gpu_reference.py JOB.json [JOB.json ...]   prints one JSON line per job:
-    {"job": FILE, "median_ms": ..., "iqr_ms": ..., "runs": ..., "torch": VERSION}
+    {"job": FILE, "median_ms": ..., "iqr_ms": ..., "runs": ..., "issue_ms": ..., "torch": VERSION}
     or {"job": FILE, "error": WHY}
 
 The models mirror worker/models/zoo.cc (matmul, mlp, cnn = ResNet BasicBlocks, transformer =
@@ -12,10 +12,16 @@ torch.inference_mode; train: SGD lr 1e-3 on the MSE to a fixed random target). T
 settings are the worker's: TF32 in cuBLAS and cuDNN only for dtype "tf32", cuDNN
 autotuning on. Timer.blocked_autorange synchronises CUDA around each block, as the worker
 does; its median is per iteration.
+
+On a GPU it also gives `issue_ms`: the host time Python takes to issue one step (a few
+steps enqueued back to back, no synchronisation between them). Where that is near the
+median, the reference is bound by Python's dispatch, not by the GPU, and a C++ LibTorch
+loop (the worker) issuing the same kernels faster is expected to measure less.
 """
 import json
 import math
 import sys
+import time
 
 import torch
 import torch.nn as nn
@@ -186,8 +192,25 @@ def measure(job):
         torch.cuda.synchronize(device)
     m = benchmark.Timer(stmt="step()", globals={"step": step},
                         num_threads=int(job.get("threads", 1))).blocked_autorange(min_run_time=MIN_RUN_TIME_S)
-    return {"median_ms": m.median * 1e3, "iqr_ms": m.iqr * 1e3, "runs": len(m.times),
-            "number_per_run": m.number_per_run}
+    row = {"median_ms": m.median * 1e3, "iqr_ms": m.iqr * 1e3, "runs": len(m.times),
+           "number_per_run": m.number_per_run}
+    if device.type == "cuda":
+        row["issue_ms"] = issue_ms(step, device)
+    return row
+
+
+def issue_ms(step, device, steps=3):
+    """Host time per step to enqueue `steps` steps on an idle GPU (few enough that the
+    launch queue does not fill and block)."""
+    samples = []
+    for _ in range(5):
+        torch.cuda.synchronize(device)
+        t0 = time.perf_counter()
+        for _ in range(steps):
+            step()
+        samples.append((time.perf_counter() - t0) / steps * 1e3)
+        torch.cuda.synchronize(device)
+    return sorted(samples)[len(samples) // 2]
 
 
 def main(paths):

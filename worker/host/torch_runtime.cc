@@ -178,7 +178,8 @@ std::string ApplyThreadSettings(std::int64_t threads, std::int64_t interop_threa
   try {
     at::set_num_threads(static_cast<int>(threads));
     // The inter-op pool can be sized only once per process, before first use.
-    if (at::get_num_interop_threads() != static_cast<int>(interop_threads)) {
+    // (an int in LibTorch 1.13, a size_t in 2.x)
+    if (static_cast<std::int64_t>(at::get_num_interop_threads()) != interop_threads) {
       at::set_num_interop_threads(static_cast<int>(interop_threads));
     }
   } catch (const c10::Error& e) {
