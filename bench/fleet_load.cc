@@ -60,7 +60,6 @@ int Run(const Options& options) {
   } remove_dir{dir, options.keep_dir};
 
   CoordinatorProcess coordinator;
-  std::string error;
   const std::vector<std::string> argv = {options.coordinator,
                                          "--db",
                                          dir + "/results.db",
@@ -74,17 +73,20 @@ int Run(const Options& options) {
                                          std::to_string(options.liveness),
                                          "--ready-file",
                                          dir + "/coordinator.ready"};
-  if (!coordinator.Start(argv, dir + "/coordinator.log", dir + "/coordinator.ready", &error)) {
+  if (Status started = coordinator.Start(argv, dir + "/coordinator.log", dir + "/coordinator.ready");
+      !started.ok()) {
     // The directory goes away with the run (unless --keep-dir): show the log now.
     const std::string log = ReadFile(dir + "/coordinator.log");
-    std::cerr << error << "\n" << log.substr(log.size() > 4000 ? log.size() - 4000 : 0);
+    std::cerr << started.message() << "\n" << log.substr(log.size() > 4000 ? log.size() - 4000 : 0);
     return 1;
   }
   const pid_t pid = coordinator.pid();
   Simulator simulator(options, coordinator.agents_endpoint(), coordinator.clients_endpoint());
   const auto register_start = Clock::now();
-  if (!simulator.Connect(&error) || !simulator.RegisterAll(&error)) {
-    std::cerr << error << "; coordinator log: " << dir
+  Status serving = simulator.Connect();
+  if (serving.ok()) serving = simulator.RegisterAll();
+  if (!serving.ok()) {
+    std::cerr << serving.message() << "; coordinator log: " << dir
               << "/coordinator.log (--keep-dir keeps it)\n";
     return 1;
   }
@@ -94,16 +96,16 @@ int Run(const Options& options) {
   const double cpu_before = ProcessCpuSeconds(pid);
   const double own_before = OwnCpuSeconds();
   const auto start = Clock::now();
-  bool ok = true;
+  Status ran = Status::Ok();
   if (idle) {
     simulator.Idle(options.idle_s);
   } else {
-    ok = simulator.RunJobs(&error);
+    ran = simulator.RunJobs();
   }
   const double wall_s = Seconds(Clock::now() - start);
   const double cpu_s = ProcessCpuSeconds(pid) - cpu_before;
   const double own_s = OwnCpuSeconds() - own_before;
-  const json status = simulator.Status();
+  const json status = simulator.StatusReply();
   // What the SQLite file holds, read back through the coordinator.
   const json stored_rows = idle ? json() : simulator.QueryValue("SELECT COUNT(*) FROM results");
   const double peak_rss_mb = PeakRssMb(pid);
@@ -208,8 +210,8 @@ int Run(const Options& options) {
   row("simulator heartbeat lateness max ms", report["simulator_heartbeat_late_max_ms"]);
   for (const std::string& text : tally.error_texts) row("error", json(text));
   if (options.keep_dir) row("kept", json(dir));
-  if (!ok) {
-    std::cerr << error << "; coordinator log: " << dir
+  if (!ran.ok()) {
+    std::cerr << ran.message() << "; coordinator log: " << dir
               << "/coordinator.log (--keep-dir keeps it)\n";
     return 2;
   }

@@ -16,35 +16,29 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-bool Fail(std::string* error, const std::string& why) {
-  *error = why;
-  return false;
-}
-
 }  // namespace
 
-bool CoordinatorProcess::Start(const std::vector<std::string>& argv, const std::string& log,
-                               const std::string& ready_file, std::string* error) {
+Status CoordinatorProcess::Start(const std::vector<std::string>& argv, const std::string& log,
+                                 const std::string& ready_file) {
   ProcessOptions options;
   options.argv = argv;
   options.stdout_path = log;
   options.stderr_path = log;
   options.append = true;
   auto started = Subprocess::Start(options);
-  if (!started.ok()) return Fail(error, started.status().ToString());
+  if (!started.ok()) return started.status();
   process_ = std::move(started).value();
   const auto deadline = Clock::now() + kCoordinatorStartTimeout;
   while (!std::filesystem::exists(ready_file)) {
-    if (process_.Poll().has_value()) return Fail(error, "the coordinator exited at start; see " + log);
-    if (Clock::now() > deadline)
-      return Fail(error, "the coordinator wrote no ready file; see " + log);
+    if (process_.Poll().has_value()) return Unavailable("the coordinator exited at start; see " + log);
+    if (Clock::now() > deadline) return DeadlineExceeded("the coordinator wrote no ready file; see " + log);
     usleep(10000);  // polling a file: no descriptor to wait on
   }
   ready_ = nlohmann::json::parse(ReadFile(ready_file), nullptr, false);
   if (!ready_.is_object() || !ready_.contains("agents") || !ready_.contains("clients")) {
-    return Fail(error, "unreadable ready file " + ready_file);
+    return Internal("unreadable ready file " + ready_file);
   }
-  return true;
+  return Status::Ok();
 }
 
 int CoordinatorProcess::Stop() {

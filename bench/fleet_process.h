@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "common/status.h"
 #include "common/subprocess.h"
 
 namespace benchfleet::fleet_load {
@@ -23,9 +24,9 @@ class CoordinatorProcess {
  public:
   ~CoordinatorProcess() { Stop(); }
 
-  // Starts it and waits for its ready file; false (with *error) if it is not serving.
-  bool Start(const std::vector<std::string>& argv, const std::string& log,
-             const std::string& ready_file, std::string* error);
+  // Starts it and waits for its ready file; an error naming why if it is not serving.
+  [[nodiscard]] Status Start(const std::vector<std::string>& argv, const std::string& log,
+                             const std::string& ready_file);
   // SIGTERM, SIGKILL after kCoordinatorStopGrace; the exit status or -1.
   int Stop();
 

@@ -12,7 +12,7 @@
 
 namespace benchfleet::fleet_load {
 
-bool Simulator::Connect(std::string* error) {
+Status Simulator::Connect() {
   context_.set(zmq::ctxopt::max_sockets, options_.agents + 64);
   agents_.resize(options_.agents);
   for (int i = 0; i < options_.agents; ++i) {
@@ -20,19 +20,13 @@ bool Simulator::Connect(std::string* error) {
     agent.name = "load-" + std::to_string(i);
     auto socket = benchfleet::ConnectDealer(context_, agents_endpoint_,
                                             agent.name + "/" + std::to_string(getpid()));
-    if (!socket.ok()) {
-      *error = socket.status().message();
-      return false;
-    }
+    if (!socket.ok()) return socket.status();
     agent.socket = std::make_unique<zmq::socket_t>(std::move(socket).value());
   }
   auto client = benchfleet::ConnectDealer(context_, clients_endpoint_, "");
-  if (!client.ok()) {
-    *error = client.status().message();
-    return false;
-  }
+  if (!client.ok()) return client.status();
   client_ = std::make_unique<zmq::socket_t>(std::move(client).value());
-  return true;
+  return Status::Ok();
 }
 
 void Simulator::Send(zmq::socket_t& socket, const Message& message) {
@@ -82,7 +76,7 @@ void Simulator::SendRegister(SimAgent& agent) {
   ++tally_.registers_sent;
 }
 
-bool Simulator::RegisterAll(std::string* error) {
+Status Simulator::RegisterAll() {
   for (SimAgent& agent : agents_) SendRegister(agent);
   bool all = Serve(Clock::now() + kRegisterTimeout, [&] {
     return std::all_of(agents_.begin(), agents_.end(),
@@ -91,15 +85,15 @@ bool Simulator::RegisterAll(std::string* error) {
   if (!all) {
     const auto registered = std::count_if(agents_.begin(), agents_.end(),
                                           [](const SimAgent& a) { return a.registered; });
-    *error = std::to_string(registered) + " of " + std::to_string(agents_.size()) +
+    return DeadlineExceeded(std::to_string(registered) + " of " + std::to_string(agents_.size()) +
              " agents registered within " + std::to_string(kRegisterTimeout.count()) + " s (" +
              std::to_string(tally_.registers_sent) + " register messages sent, " +
              std::to_string(tally_.reregistrations) + " re-registrations after not_found, " +
              std::to_string(tally_.coordinator_silences) +
              " after a silent coordinator, heartbeats " + "at most " +
-             std::to_string(static_cast<int>(tally_.heartbeat_late_max_ms)) + " ms late)";
+             std::to_string(static_cast<int>(tally_.heartbeat_late_max_ms)) + " ms late)");
   }
-  return all;
+  return Status::Ok();
 }
 
 void Simulator::SendClient(const std::string& type, json fields, const std::string& tag) {
@@ -109,7 +103,7 @@ void Simulator::SendClient(const std::string& type, json fields, const std::stri
   Send(*client_, benchfleet::MakeMessage(type, std::move(fields)));
 }
 
-bool Simulator::RunJobs(std::string* error) {
+Status Simulator::RunJobs() {
   const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                            std::chrono::duration<double>(options_.timeout_s));
   int64_t remaining = options_.jobs;
@@ -180,9 +174,9 @@ bool Simulator::RunJobs(std::string* error) {
     }
     return found == static_cast<int>(sweep_ids_.size());
   });
-  if (submit_refused_) *error = "the coordinator refused a submit";
-  if (!finished) *error = "the jobs did not finish within --timeout-s";
-  return finished && !submit_refused_;
+  if (!finished) return DeadlineExceeded("the jobs did not finish within --timeout-s");
+  if (submit_refused_) return FailedPrecondition("the coordinator refused a submit");
+  return Status::Ok();
 }
 
 void Simulator::Idle(double seconds) {
@@ -191,7 +185,7 @@ void Simulator::Idle(double seconds) {
   Serve(end, [] { return false; });
 }
 
-json Simulator::Status() {
+json Simulator::StatusReply() {
   last_status_ = nullptr;
   SendClient(msg::kStatus, json::object());
   Serve(Clock::now() + std::chrono::milliseconds(benchfleet::kClientReplyTimeoutMs),

@@ -18,6 +18,7 @@
 
 #include "common/limits.h"
 #include "common/protocol.h"
+#include "common/status.h"
 #include "common/transport.h"
 
 namespace benchfleet::fleet_load {
@@ -116,14 +117,15 @@ class Simulator {
         agents_endpoint_(std::move(agents_endpoint)),
         clients_endpoint_(std::move(clients_endpoint)) {}
 
-  bool Connect(std::string* error);
-  bool RegisterAll(std::string* error);
-  // Submits the jobs as sweeps, waits until none of them is running. False on timeout.
-  bool RunJobs(std::string* error);
+  Status Connect();
+  Status RegisterAll();
+  // Submits the jobs as sweeps, waits until none of them is running. DeadlineExceeded on
+  // --timeout-s, FailedPrecondition when a submit was refused.
+  Status RunJobs();
   // Heartbeats for `seconds`.
   void Idle(double seconds);
   // A status_reply, or null if none came within the timeout.
-  json Status();
+  json StatusReply();
   // The first value of the first row of `sql` (the coordinator's read-only query), or
   // null.
   json QueryValue(const std::string& sql);
