@@ -71,8 +71,17 @@ AgentDaemon::~AgentDaemon() = default;
 Status AgentDaemon::Start() {
   // Refuse what cannot work: an agent without a working worker would register and fail
   // every job it is given.
-  ASSIGN_OR_RETURN(nlohmann::json torch,
+  ASSIGN_OR_RETURN(nlohmann::json probe,
                    ProbeWorker(options_.worker_path, Millis(kWorkerProbeTimeoutMs)));
+  // The probe is sent on as capabilities.torch: one the coordinator would refuse is
+  // refused here, where it can be fixed.
+  auto torch = TorchFacts::FromJson(probe, "capabilities.torch");
+  if (!torch.ok()) {
+    return FailedPrecondition("worker " + options_.worker_path + " --probe printed " +
+                              torch.status().message() +
+                              "; the coordinator would refuse this agent, so it does not start "
+                              "(fix the worker or point --worker at one)");
+  }
   if (options_.cpus.empty()) options_.cpus = AllowedCpus();
   if (options_.advertise_address.empty()) {
     ASSIGN_OR_RETURN(options_.advertise_address, AddressTowards(options_.coordinator));
@@ -85,10 +94,10 @@ Status AgentDaemon::Start() {
   runner_ = std::make_unique<WorkerRunner>(
       RunnerOptions{options_.worker_path, options_.state_dir + "/jobs", options_.cpus});
 
-  capabilities_ = {{"host", ProbeHost()},
-                   {"torch", torch},
-                   {"gpus", torch.value("gpus", nlohmann::json::array())},
-                   {"cpus", FormatCpuList(options_.cpus)}};
+  capabilities_.host = ProbeHost();
+  capabilities_.torch = std::move(torch).value();
+  capabilities_.gpus = capabilities_.torch.gpus.value_or(std::vector<GpuInfo>());
+  capabilities_.cpus = FormatCpuList(options_.cpus);
   // A new routing id per process: a restarted agent is a new peer to the coordinator.
   routing_id_ = options_.name + "/" + std::to_string(getpid());
   RETURN_IF_ERROR(Connect());
@@ -340,7 +349,7 @@ void AgentDaemon::Timers() {
       RegisterRequest registration;
       registration.agent = options_.name;
       registration.tags = options_.tags;
-      registration.capabilities.raw = capabilities_;
+      registration.capabilities = capabilities_;
       // Only until the first registration went through: a re-registration (after a
       // coordinator restart) is not an agent start.
       registration.calibrate = options_.calibrate_at_start && !ever_registered_;

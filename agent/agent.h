@@ -15,6 +15,7 @@
 #include "common/clock.h"
 #include "common/curve.h"
 #include "common/agent_messages.h"
+#include "common/capabilities.h"
 #include "common/limits.h"
 #include "common/protocol.h"
 
@@ -51,7 +52,8 @@ class AgentDaemon {
   Status Start();
   // Serves until *stop becomes true.
   Status Run(const std::atomic<bool>* stop);
-  const nlohmann::json& capabilities() const { return capabilities_; }
+  // What it registers with: known once Start() succeeded.
+  const Capabilities& capabilities() const { return capabilities_; }
 
  private:
   Status Connect();
@@ -67,7 +69,7 @@ class AgentDaemon {
   void Timers();
 
   AgentOptions options_;
-  nlohmann::json capabilities_;
+  Capabilities capabilities_;
   zmq::context_t context_;
   std::unique_ptr<zmq::socket_t> socket_;
   std::unique_ptr<SpoolDirectory> spool_;

@@ -3,12 +3,13 @@
 // LibTorch sees them) comes from `benchfleet-worker --probe`.
 #pragma once
 
-#include <nlohmann/json.hpp>
+#include "common/capabilities.h"
 
 namespace benchfleet {
 
-// {"hostname", "machine_id", "cpu_model", "logical_cpus", "allowed_cpus", "memory_mb",
-//  "kernel", "arch", "os", "nvidia_driver"}
-nlohmann::json ProbeHost();
+// The register message's capabilities.host. Sets every member but `kernel` and `arch`
+// when uname() fails, and `logical_cpus` when sysconf() does; `nvidia_driver` is sent
+// as null without a driver.
+HostFacts ProbeHost();
 
 }  // namespace benchfleet

@@ -15,6 +15,7 @@
 #include <iostream>
 #include <vector>
 
+#include "common/status_reply.h"
 #include "coordinator/coordinator.h"
 
 using benchfleet::json;
@@ -102,10 +103,13 @@ int main(int argc, char** argv) {
       std::cerr << "no status reply from the coordinator\n";
       return 1;
     }
-    int64_t stored = 0;
-    for (const json& sweep : last_status["sweeps"]) {
-      stored += sweep["jobs"]["total"].get<int64_t>() - sweep["jobs"]["storing"].get<int64_t>();
+    auto status = benchfleet::StatusReply::FromJson(last_status);
+    if (!status.ok()) {
+      std::cerr << "status reply: " << status.status().message() << "\n";
+      return 1;
     }
+    int64_t stored = 0;
+    for (const benchfleet::SweepOverview& sweep : status->sweeps) stored += sweep.jobs.total - sweep.jobs.storing;
     if (stored == expected) break;
     if (refused) return 1;  // a sweep was refused: the coordinator's error is printed above
   }

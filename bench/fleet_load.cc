@@ -20,20 +20,28 @@
 
 #include "bench/fleet_process.h"
 #include "bench/fleet_sim.h"
+#include "common/status_reply.h"
 
 namespace benchfleet::fleet_load {
 namespace {
 
-json SweepTotals(const json& status) {
-  json totals = {{"total", 0}, {"queued", 0}, {"running", 0},
-                 {"done", 0},  {"failed", 0}, {"cancelled", 0}};
-  if (!status.is_object()) return totals;
-  for (const json& sweep : status["sweeps"]) {
-    if (sweep.value("name", "").rfind("fleet-load-", 0) != 0) continue;
-    for (auto& [state, count] : totals.items())
-      count = count.get<int64_t>() + sweep["jobs"].value(state, int64_t{0});
+// The jobs of our sweeps by state.
+json SweepTotals(const StatusOr<benchfleet::StatusReply>& status) {
+  SweepJobCounts totals;
+  if (status.ok()) {
+    for (const SweepOverview& sweep : status->sweeps) {
+      if (sweep.name.rfind("fleet-load-", 0) != 0) continue;
+      totals.total += sweep.jobs.total;
+      totals.queued += sweep.jobs.queued;
+      totals.running += sweep.jobs.running;
+      totals.done += sweep.jobs.done;
+      totals.failed += sweep.jobs.failed;
+      totals.cancelled += sweep.jobs.cancelled;
+    }
   }
-  return totals;
+  json out = totals.ToJson();
+  out.erase("storing");
+  return out;
 }
 
 json Round(double value, int digits) {
@@ -105,14 +113,14 @@ int Run(const Options& options) {
   const double wall_s = Seconds(Clock::now() - start);
   const double cpu_s = ProcessCpuSeconds(pid) - cpu_before;
   const double own_s = OwnCpuSeconds() - own_before;
-  const json status = simulator.StatusReply();
+  const auto status = benchfleet::StatusReply::FromJson(simulator.StatusReply());
   // What the SQLite file holds, read back through the coordinator.
   const json stored_rows = idle ? json() : simulator.QueryValue("SELECT COUNT(*) FROM results");
   const double peak_rss_mb = PeakRssMb(pid);
   coordinator.Stop();
 
   const Tally& tally = simulator.tally();
-  const json counters = status.is_object() ? status["counters"] : json::object();
+  const json counters = status.ok() ? status->counters.ToJson() : json::object();
   const json totals = SweepTotals(status);
   json report = {{"mode", idle ? "idle" : "jobs"},
                  {"agents", options.agents},

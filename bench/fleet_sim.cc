@@ -487,5 +487,4 @@ void Simulator::HandleClientMessage(const benchfleet::Message& decoded,
   }
 }
 
-// Sums the jobs of our sweeps in a status_reply by state.
 }  // namespace benchfleet::fleet_load

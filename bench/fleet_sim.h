@@ -124,7 +124,8 @@ class Simulator {
   Status RunJobs();
   // Heartbeats for `seconds`.
   void Idle(double seconds);
-  // A status_reply, or null if none came within the timeout.
+  // A status_reply's body (read with StatusReply::FromJson), or null if none came
+  // within the timeout.
   json StatusReply();
   // The first value of the first row of `sql` (the coordinator's read-only query), or
   // null.

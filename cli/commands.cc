@@ -13,12 +13,14 @@
 
 #include "cli/client.h"
 #include "cli/compare.h"
+#include "cli/queries.h"
 #include "common/client_replies.h"
 #include "common/clock.h"
 #include "common/files.h"
 #include "common/job_spec.h"
 #include "common/median.h"
 #include "common/result_fields.h"
+#include "common/status_reply.h"
 #include "common/sweep.h"
 
 namespace benchfleet {
@@ -78,6 +80,16 @@ StatusOr<RowsReply> QueryRows(CoordinatorClient& client, const std::string& sql)
   return ReadRows(client.Call(msg::kQuery, {{"sql", sql}}));
 }
 
+// The coordinator's status, of one sweep or of the latest ones.
+StatusOr<StatusReply> ReadStatus(CoordinatorClient& client, std::optional<int64_t> sweep_id) {
+  json fields = json::object();
+  if (sweep_id) fields["sweep_id"] = *sweep_id;
+  auto reply = client.Call(msg::kStatus, fields);
+  if (!reply.ok()) return reply.status();
+  if (reply->type != msg::kStatusReply) return Internal("expected a status reply, got " + reply->type);
+  return StatusReply::FromJson(reply->body);
+}
+
 // Rows the CLI computed itself, printed as a reply's are.
 RowsReply LocalRows(std::vector<std::string> columns, const json& rows) {
   return RowsReply{nullptr, std::move(columns), std::vector<json>(rows.begin(), rows.end()), false};
@@ -110,11 +122,10 @@ void PrintRows(const RowsReply& reply, RowFormat format, const std::vector<std::
   }
 }
 
-std::string ProgressLine(const json& sweep, double elapsed_s) {
-  const json& jobs = sweep["jobs"];
-  int64_t total = jobs["total"], done = jobs["done"], failed = jobs["failed"],
-          running = jobs["running"], cancelled = jobs["cancelled"];
-  int64_t ended = done + failed + cancelled;
+std::string ProgressLine(const SweepOverview& sweep, double elapsed_s) {
+  const SweepJobCounts& jobs = sweep.jobs;
+  const int64_t total = jobs.total, failed = jobs.failed, running = jobs.running;
+  const int64_t ended = total - jobs.Unfinished();
   int filled = total > 0 ? static_cast<int>(kProgressBarWidth * ended / total) : kProgressBarWidth;
   std::string bar =
       "[" + std::string(filled, '#') + std::string(kProgressBarWidth - filled, '.') + "]";
@@ -130,12 +141,13 @@ int WaitForSweep(CoordinatorClient& client, int64_t sweep_id, double timeout_s) 
   MonoTime start = MonoNow();
   std::string last_line;
   while (true) {
-    auto reply = client.Call(msg::kStatus, {{"sweep_id", sweep_id}});
+    auto reply = ReadStatus(client, sweep_id);
+    if (reply.ok() && reply->sweeps.empty()) reply = Internal("the status names no sweep " + std::to_string(sweep_id));
     if (!reply.ok()) {
       if (tty) std::cerr << "\n";
       return Fail(reply.status());
     }
-    const json sweep = reply->body["sweeps"].at(0);
+    const SweepOverview& sweep = reply->sweeps.front();
     double elapsed = std::chrono::duration<double>(MonoNow() - start).count();
     std::string line = ProgressLine(sweep, elapsed);
     // On a terminal the bar redraws in place; in a log, a line only when counts change.
@@ -146,9 +158,9 @@ int WaitForSweep(CoordinatorClient& client, int64_t sweep_id, double timeout_s) 
       std::cerr << line << "\n";
     }
     last_line = counts;
-    if (sweep["state"] != "running") {
+    if (sweep.state != "running") {
       if (tty) std::cerr << "\n";
-      int64_t failed = sweep["jobs"]["failed"];
+      const int64_t failed = sweep.jobs.failed;
       if (failed > 0) {
         std::cerr << "benchfleet: " << failed << " job(s) of sweep " << sweep_id
                   << " failed; see: benchfleet query \"select job_id, host, error from "
@@ -156,19 +168,17 @@ int WaitForSweep(CoordinatorClient& client, int64_t sweep_id, double timeout_s) 
                   << sweep_id << "\"\n";
         return 1;
       }
-      std::cerr << "sweep " << sweep_id << " " << sweep["state"].get<std::string>() << "\n";
-      return sweep["state"] == "done" ? 0 : 1;
+      std::cerr << "sweep " << sweep_id << " " << sweep.state << "\n";
+      return sweep.state == "done" ? 0 : 1;
     }
     // Jobs that no registered agent can run would wait for ever: say so and stop.
-    const json& waiting = reply->body["waiting"];
-    const bool stuck = sweep["jobs"]["running"] == 0 && sweep["jobs"]["queued"] > 0 &&
-                       !waiting.empty() &&
-                       std::all_of(waiting.begin(), waiting.end(), [](const json& w) {
-                         return w.value("matching_agents", 1) == 0;
-                       });
+    const std::vector<WaitingRequirement>& waiting = reply->waiting;
+    const bool stuck = sweep.jobs.running == 0 && sweep.jobs.queued > 0 && !waiting.empty() &&
+                       std::all_of(waiting.begin(), waiting.end(),
+                                   [](const WaitingRequirement& w) { return w.matching_agents == 0; });
     if (stuck) {
       if (tty) std::cerr << "\n";
-      for (const json& w : waiting) std::cerr << "benchfleet: " << w.value("reason", "") << "\n";
+      for (const WaitingRequirement& w : waiting) std::cerr << "benchfleet: " << w.reason << "\n";
       std::cerr << "benchfleet: no registered agent can run the queued jobs of sweep " << sweep_id
                 << "; they stay queued until one registers (benchfleet status shows them)\n";
       return kExitNoAgentCanRun;
@@ -228,12 +238,9 @@ std::string Duration(double seconds) {
 }
 
 // A sweep's labels as k=v pairs.
-std::string LabelsText(const json& labels) {
+std::string LabelsText(const std::map<std::string, std::string>& labels) {
   std::string text;
-  if (!labels.is_object()) return text;
-  for (const auto& [key, value] : labels.items()) {
-    text += (text.empty() ? "" : " ") + key + "=" + (value.is_string() ? value.get<std::string>() : value.dump());
-  }
+  for (const auto& [key, value] : labels) text += (text.empty() ? "" : " ") + key + "=" + value;
   return text;
 }
 
@@ -297,78 +304,62 @@ int StatusCommand(const ClientOptions& client_options, std::optional<int64_t> sw
                   RowFormat format) {
   auto client = Connect(client_options);
   if (!client.ok()) return Fail(client.status());
-  json fields = json::object();
-  if (sweep_id) fields["sweep_id"] = *sweep_id;
-  auto reply = (*client)->Call(msg::kStatus, fields);
+  auto reply = ReadStatus(**client, sweep_id);
   if (!reply.ok()) return Fail(reply.status());
-  const json& body = reply->body;
   if (format == RowFormat::kJson) {
-    std::cout << json({{"sweeps", body["sweeps"]},
-                       {"agents", body["agents"]},
-                       {"counters", body["counters"]},
-                       {"waiting", body.value("waiting", json::array())},
-                       {"departed", body.value("departed", json::array())}})
-                     .dump(2)
-              << "\n";
+    json body = reply->ToJson();
+    for (const char* envelope : {"v", "type", "request_id"}) body.erase(envelope);
+    std::cout << body.dump(2) << "\n";
     return 0;
   }
   json sweep_rows = json::array();
-  for (const auto& s : body["sweeps"]) {
-    const json& j = s["jobs"];
-    const json eta = s.value("eta_s", json(nullptr));
-    sweep_rows.push_back({s["sweep_id"], s["name"], s["state"], j["total"], j["queued"],
-                          j["running"], j["done"], j["failed"], j["cancelled"],
-                          eta.is_number() ? json(Duration(eta.get<double>())) : json(nullptr),
-                          s["created_at"], LabelsText(s.value("labels", json::object()))});
+  for (const SweepOverview& s : reply->sweeps) {
+    const SweepJobCounts& j = s.jobs;
+    sweep_rows.push_back({s.sweep_id, s.name, s.state, j.total, j.queued, j.running, j.done, j.failed, j.cancelled,
+                          s.eta_s ? json(Duration(*s.eta_s)) : json(nullptr), s.created_at, LabelsText(s.labels)});
   }
   std::cout << "sweeps\n"
             << FormatRows({"sweep_id", "name", "state", "jobs", "queued", "running", "done",
                            "failed", "cancelled", "eta", "created_at", "labels"},
                           sweep_rows, format);
   // Which job runs where, and for how long.
-  int64_t now_us = UnixMicrosNow();
+  const int64_t now_us = UnixMicrosNow();
   json agent_rows = json::array();
-  for (const auto& a : body["agents"]) {
-    const json job = a.value("job", json(nullptr));
+  for (const AgentState& a : reply->agents) {
     json what = nullptr, sweep = nullptr, running = nullptr;
-    if (job.is_object()) {
-      sweep = job.value("sweep_id", json(nullptr));
-      auto field = [&](const char* key) {
-        const json v = job.value(key, json(nullptr));
-        return v.is_string() ? v.get<std::string>() : v.dump();
-      };
-      what = job.value("kind", "") == "calibration"
-                 ? "calibration"
-                 : field("model") + " " + field("mode") + " " + field("dtype") + " batch " + field("batch_size") +
-                       " threads " + field("threads") + " on " + field("device");
+    if (a.job) {
+      const RunningJobSummary& job = *a.job;
+      sweep = job.sweep_id;
+      auto text = [](const std::optional<std::string>& v) { return v.value_or("null"); };
+      auto number = [](const std::optional<int64_t>& v) { return v ? std::to_string(*v) : std::string("null"); };
+      what = job.kind == "calibration" ? "calibration"
+                                       : text(job.model) + " " + text(job.mode) + " " + text(job.dtype) + " batch " +
+                                             number(job.batch_size) + " threads " + number(job.threads) + " on " +
+                                             job.device;
       int64_t started_us = 0;
-      if (job.value("started_at", json(nullptr)).is_string() &&
-          ParseUtcIso8601(job["started_at"].get<std::string>(), &started_us)) {
+      if (ParseUtcIso8601(job.started_at, &started_us)) {
         running = Duration(static_cast<double>(now_us - started_us) / 1e6);
       }
     }
-    agent_rows.push_back({a["agent"], a["state"], a["job_id"], sweep, what, running, a["last_seen_ms_ago"]});
+    agent_rows.push_back({a.agent, a.Busy() ? "busy" : "idle", a.job_id ? json(*a.job_id) : json(nullptr), sweep,
+                          what, running, a.last_seen_ms_ago});
   }
   std::cout << "\nagents\n"
             << FormatRows({"agent", "state", "job_id", "sweep_id", "job", "running_for", "last_seen_ms_ago"},
                           agent_rows, format);
-  const json waiting = body.value("waiting", json::array());
-  if (!waiting.empty()) {
+  if (!reply->waiting.empty()) {
     std::cout << "\nwaiting\n";
-    for (const auto& w : waiting) std::cout << "  " << w.value("reason", "") << "\n";
+    for (const WaitingRequirement& w : reply->waiting) std::cout << "  " << w.reason << "\n";
   }
-  const json departed = body.value("departed", json::array());
-  if (!departed.empty()) {
+  if (!reply->departed.empty()) {
     std::cout << "\nagents gone\n";
-    for (const auto& d : departed) {
-      std::cout << "  " << d.value("agent", "") << " at " << d.value("at", "") << ": "
-                << d.value("reason", "") << "\n";
+    for (const DepartedAgent& d : reply->departed) {
+      std::cout << "  " << d.agent << " at " << d.at << ": " << d.reason << "\n";
     }
   }
   if (format == RowFormat::kTable) {
     std::cout << "\ncounters";
-    for (const auto& [name, value] : body["counters"].items())
-      std::cout << "  " << name << "=" << value;
+    for (const auto& [name, value] : reply->counters.Named()) std::cout << "  " << name << "=" << value;
     std::cout << "\n";
   }
   return 0;
@@ -411,90 +402,11 @@ int CalibrateCommand(const ClientOptions& client_options, const std::vector<std:
   if (!wait) return 0;
   int code = WaitForSweep(**client, sweep_id, 0);
   if (code != 0) return code;
-  auto rows = QueryRows(
-      **client,
-      {"select host, gemm_gflops_all, gemm_threads_all, gemm_gflops_1, "
-               "stream_triad_gbps_all, stream_triad_gbps_1, theoretical_gflops_all, measured_at "
-               "from host_calibration where job_id in (select job_id from jobs where sweep_id = " +
-                   std::to_string(sweep_id) + ") order by host"});
+  auto rows = QueryRows(**client, CalibrationOfSweepSql(sweep_id));
   if (!rows.ok()) return Fail(rows.status());
   PrintRows(*rows, RowFormat::kTable);
   return 0;
 }
-
-namespace {
-// Each view of docs/results.md that `results --view` shows: its name, what it is (the
-// --view help) and the columns worth a terminal's width. "summary" is result_summary,
-// shown by ResultsCommand.
-struct ResultView {
-  const char* name;
-  const char* what;
-  const char* sql;
-};
-const std::vector<ResultView>& ResultViewTable() {
-  static const std::vector<ResultView> views = {
-      {"summary", "result_summary", ""},
-      {"speedup", "CPU vs GPU: cpu_gpu_speedup",
-       "select sweep_id, host, model, mode, dtype, batch_size, cpu_threads, gpu_device, "
-       "cpu_median_ms, gpu_median_ms, speedup from cpu_gpu_speedup"},
-      {"batch", "batch-size scaling: batch_scaling",
-       "select sweep_id, host, device, model, mode, dtype, threads, batch_size, median_ms, "
-       "throughput_per_s, throughput_vs_smallest_batch, ms_per_sample from batch_scaling"},
-      {"threads", "thread scaling: thread_scaling",
-       "select sweep_id, host, device, model, mode, dtype, batch_size, threads, median_ms, "
-       "effective_threads, threads_mismatch, speedup, parallel_efficiency from thread_scaling"},
-      {"dtype", "int8/bf16 vs fp32: dtype_comparison",
-       "select sweep_id, host, device, model, mode, batch_size, threads, dtype, fp32_median_ms, "
-       "median_ms, speedup, max_abs_err, mean_abs_err, rel_err, top1_agreement from dtype_comparison"},
-      {"technique", "memory_format, jit: technique_comparison",
-       "select sweep_id, host, device, model, mode, dtype, batch_size, threads, technique, variant, "
-       "baseline, baseline_median_ms, median_ms, speedup, max_abs_err, rel_err from technique_comparison"},
-      {"prune", "pruned vs unpruned: prune_comparison",
-       "select sweep_id, host, device, model, mode, dtype, batch_size, threads, prune_kind, prune_amount, "
-       "baseline_median_ms, median_ms, speedup, params_unpruned, params, weight_sparsity, max_abs_err, "
-       "rel_err, top1_agreement from prune_comparison"},
-      {"ops", "profiled operators vs their baseline: op_comparison",
-       "select sweep_id, host, model, mode, batch_size, device, dtype, threads, op, calls, "
-       "self_us_per_iter, self_us_per_call, base_device, base_dtype, base_threads, "
-       "base_self_us_per_iter, speedup, input_shapes from op_comparison"},
-      {"checkpointing", "checkpointing_comparison",
-       "select sweep_id, host, device, model, dtype, batch_size, threads, model_args, plain_median_ms, "
-       "checkpointed_median_ms, time_ratio, plain_step_peak_alloc_mb, checkpointed_step_peak_alloc_mb, "
-       "memory_ratio, plain_peak_rss_mb, checkpointed_peak_rss_mb from checkpointing_comparison"},
-      {"parallel", "jobs of several ranks: parallel_scaling",
-       "select sweep_id, host_set, model, kind, world_size, batch_size, bytes, threads, "
-       "pipeline_schedule as schedule, micro_batches, median_ms, samples_per_s, "
-       "scaling_efficiency, comm_share, overlap_share, busbw_gbps, bubble, bubble_theory, "
-       "speedup_vs_unsplit from parallel_scaling"},
-      {"calibration", "host peaks: host_calibration",
-       "select host, gemm_gflops_all, gemm_threads_all, gemm_gflops_1, stream_triad_gbps_all, "
-       "stream_triad_gbps_1, theoretical_gflops_all, theoretical_gflops_1, gpus, measured_at "
-       "from host_calibration"},
-      {"cost", "cost per 1M samples: result_cost",
-       "select sweep_id, host, device, model, mode, dtype, batch_size, threads, throughput_per_s, "
-       "per_hour, currency, cost_per_1m_samples from result_cost"},
-      {"cpu-gpu-cost", "cpu_gpu_cost",
-       "select sweep_id, model, mode, dtype, batch_size, currency, cpu_host, cpu_threads, "
-       "cpu_cost_per_1m_samples, gpu_host, gpu_device, gpu_cost_per_1m_samples, cost_ratio from cpu_gpu_cost"},
-      {"capacity", "what each result offers a decision: result_capacity",
-       "select sweep_id, host, device, model, mode, dtype, scenario, batch_size, threads, replicas, "
-       "capacity_per_s, latency_p99_ms, accuracy_loss, cost_per_1m_samples, currency, noisy, stale "
-       "from result_capacity"},
-      {"fit", "max_batch_fit",
-       "select sweep_id, host, device, model, mode, dtype, threads, memory_mb, limit_kind, baseline_mb, "
-       "max_batch, start_batch, median_ms, throughput_per_s, peak_rss_mb, probes from max_batch_fit"},
-      {"replicas", "replica_scaling",
-       "select sweep_id, host, model, mode, dtype, batch_size, cores, replicas, threads, "
-       "aggregate_throughput_per_s, replica_median_ms, slowest_median_ms, overlap_s, noisy "
-       "from replica_scaling"},
-      {"serving", "single_stream and server runs",
-       "select sweep_id, host, model, dtype, threads, scenario, max_batch, max_wait_ms, target_qps, "
-       "achieved_qps, p50_ms, p90_ms, p99_ms, queries, mean_batch, slo_p99_ms, max_qps_within_slo "
-       "from serving"},
-  };
-  return views;
-}
-}  // namespace
 
 std::vector<std::string> ResultViews() {
   std::vector<std::string> names;
@@ -520,9 +432,7 @@ int ViewCommand(const ClientOptions& client_options, const std::string& view,
     for (const ResultView& v : views) names += (names.empty() ? "" : ", ") + std::string(v.name);
     return Fail(InvalidArgument("--view must be one of " + names + ", got \"" + view + "\""));
   }
-  std::string sql = it->sql;
-  if (sweep_id && view != "calibration") sql += " where sweep_id = " + std::to_string(*sweep_id);
-  return QueryCommand(client_options, sql + " order by 1, 2, 3, 4, 5, 6, 7, 8", format);
+  return QueryCommand(client_options, ResultViewSql(*it, sweep_id), format);
 }
 
 int KeygenCommand(const std::string& prefix, bool force) {
@@ -576,14 +486,6 @@ int PruneCommand(ClientOptions client_options, const std::string& age, double wa
 
 namespace {
 
-// The configuration a result is of, as the comparison views pair results.
-constexpr const char* kConfigColumns = "host, device, model, coalesce(model_args, '') AS model_args, mode, dtype, batch_size, threads";
-const std::vector<std::string>& ConfigColumnNames() {
-  static const std::vector<std::string> names = {"host", "device", "model", "model_args",
-                                                 "mode", "dtype", "batch_size", "threads"};
-  return names;
-}
-
 // A row's value by column name; null when the reply has no such column.
 json Cell(const json& row, const std::string& column) {
   auto it = row.find(column);
@@ -599,10 +501,7 @@ std::string SweepList(const std::vector<int64_t>& sweeps) {
 // Two sweeps, configuration by configuration, on their raw samples.
 int CompareTwoSweeps(CoordinatorClient& client, const CompareOptions& options, RowFormat format) {
   const int64_t a = options.sweeps[0], b = options.sweeps[1];
-  auto results = QueryRows(client, std::string("SELECT sweep_id, job_id, ") + kConfigColumns +
-                                        ", median_ms, median_ci_low_ms, median_ci_high_ms "
-                                        "FROM result_summary WHERE sweep_id IN (" +
-                                        SweepList(options.sweeps) + ") ORDER BY job_id");
+  auto results = QueryRows(client, ResultsOfSweepsSql(options.sweeps));
   if (!results.ok()) return Fail(results.status());
   // The first result of each configuration in each sweep (a rerun confirming a
   // regression candidate is a later one).
@@ -628,8 +527,7 @@ int CompareTwoSweeps(CoordinatorClient& client, const CompareOptions& options, R
                          " have no configuration in common with results"));
   }
   // One row per job: its samples as a list (the reply's row limit counts jobs).
-  auto samples = QueryRows(client, "SELECT job_id, group_concat(ms) AS samples FROM samples "
-                                   "WHERE job_id IN (" + SweepList(jobs) + ") GROUP BY job_id");
+  auto samples = QueryRows(client, CompareSamplesSql(jobs));
   if (!samples.ok()) return Fail(samples.status());
   std::map<int64_t, std::vector<double>> by_job;
   for (const json& row : samples->Objects()) {
@@ -698,12 +596,7 @@ int PivotSweeps(CoordinatorClient& client, const CompareOptions& options, RowFor
   if (std::find(kColKeys.begin(), kColKeys.end(), options.cols) == kColKeys.end()) {
     return Fail(InvalidArgument("--cols must be host, device, dtype, threads or sweep, got \"" + options.cols + "\""));
   }
-  std::string keys;
-  for (const std::string& r : options.rows) keys += (r == "model_args" ? "coalesce(model_args, '') AS model_args" : r) + ", ";
-  const std::string col = options.cols == "sweep" ? "sweep_id" : options.cols;
-  auto results = QueryRows(client, "SELECT " + keys + col + " AS pivot_column, median_ms, "
-                                   "median_ci_relative FROM result_summary WHERE sweep_id IN (" +
-                                   SweepList(options.sweeps) + ")");
+  auto results = QueryRows(client, PivotMediansSql(options.rows, options.cols, options.sweeps));
   if (!results.ok()) return Fail(results.status());
   std::map<std::string, std::map<std::string, std::pair<std::vector<double>, std::vector<double>>>> cells;
   std::vector<std::string> row_order;
@@ -790,7 +683,7 @@ int RecommendCommand(const ClientOptions& client_options, const std::string& mod
   auto client = Connect(client_options);
   if (!client.ok()) return Fail(client.status());
   // A known model name needs no quoting.
-  auto reply = QueryRows(**client, CandidatesSql("model = '" + model + "'"));
+  auto reply = QueryRows(**client, CandidatesOfModelSql(model));
   if (!reply.ok()) return Fail(reply.status());
   const std::vector<Candidate> candidates = CandidatesFrom(*reply);
   if (candidates.empty()) return Fail(NotFound("no successful inference result of model " + model));
@@ -829,20 +722,15 @@ int RecommendCommand(const ClientOptions& client_options, const std::string& mod
 }
 
 int RegressionsCommand(const ClientOptions& client_options, const std::string& since, RowFormat format) {
-  std::string sql =
-      "SELECT first_seen_at, first_seen_sweep_id, decided_at, host, model, mode, dtype, batch_size, threads, "
-      "device, direction, change_pct, median_ms, median_ci_low_ms, median_ci_high_ms, rerun_median_ms, "
-      "baseline_median_ms, baseline_n, baseline_from, baseline_to, reruns, job_id FROM confirmed_regressions";
+  std::optional<int64_t> within_s;
   if (!since.empty()) {
     auto seconds = ParseAge(since);
     if (!seconds.ok()) return Fail(seconds.status());
-    sql += " WHERE decided_at >= strftime('%Y-%m-%dT%H:%M:%fZ', 'now', '-" +
-           std::to_string(static_cast<int64_t>(*seconds)) + " seconds')";
+    within_s = static_cast<int64_t>(*seconds);
   }
-  sql += " ORDER BY first_seen_at DESC";
   auto client = Connect(client_options);
   if (!client.ok()) return Fail(client.status());
-  auto reply = QueryRows(**client, sql);
+  auto reply = QueryRows(**client, ConfirmedRegressionsSql(within_s));
   if (!reply.ok()) return Fail(reply.status());
   if (reply->rows.empty() && format == RowFormat::kTable) {
     std::cout << "no confirmed regression or improvement" << (since.empty() ? "" : " in the last " + since) << "\n";

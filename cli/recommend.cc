@@ -61,19 +61,6 @@ std::optional<RecommendBy> ParseRecommendBy(const std::string& name) {
   return std::nullopt;
 }
 
-namespace {
-// The columns of result_capacity a candidate is made of.
-constexpr const char* kCandidateColumns =
-    "job_id, host, model, device, dtype, scenario, threads, batch_size, replicas, capacity_per_s, "
-    "latency_p99_ms, median_ms, median_ci_low_ms, median_ci_high_ms, accuracy_loss, "
-    "cost_per_1m_samples, currency, joules_per_sample, noisy, stale";
-}  // namespace
-
-std::string CandidatesSql(const std::string& where) {
-  return std::string("SELECT ") + kCandidateColumns + " FROM result_capacity WHERE mode = 'inference' AND (" + where +
-         ") ORDER BY job_id";
-}
-
 std::vector<Candidate> CandidatesFrom(const RowsReply& reply) {
   using nlohmann::json;
   std::vector<Candidate> out;

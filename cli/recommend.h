@@ -61,14 +61,9 @@ bool Dominates(const Candidate& a, const Candidate& b);
 std::vector<HostRecommendation> Recommend(const std::vector<Candidate>& candidates,
                                           const RecommendOptions& options);
 
-// The query that reads candidates from the view result_capacity (the one place that
-// says which throughput, latency, accuracy loss and cost describe a result): every
-// successful inference result matching `where` (an SQL condition on the view's columns,
-// e.g. "model = 'mlp'"), oldest first.
-std::string CandidatesSql(const std::string& where);
-
-// The candidates of a reply to CandidatesSql, read by column name; a row without a
-// throughput or a latency has nothing to weigh and is left out.
+// The candidates of a reply to CandidatesOfModelSql or CandidatesOfSweepsSql
+// (cli/queries.h), read by column name; a row without a throughput or a latency has
+// nothing to weigh and is left out.
 std::vector<Candidate> CandidatesFrom(const RowsReply& reply);
 
 // A candidate as JSON (its configuration, figures and flags), and a host's answer.

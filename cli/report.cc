@@ -11,6 +11,7 @@
 
 #include "cli/client.h"
 #include "cli/format.h"
+#include "cli/queries.h"
 #include "cli/recommend.h"
 #include "cli/report_page.h"
 #include "cli/svg_chart.h"
@@ -30,8 +31,8 @@ constexpr size_t kMaxBarCategories = 40;
 
 class Report {
  public:
-  Report(const ReportQuery& query, std::string sweeps_in)
-      : query_(query), in_(std::move(sweeps_in)) {}
+  Report(const ReportQuery& query, std::vector<int64_t> sweep_ids)
+      : query_(query), sweeps_(std::move(sweep_ids)) {}
 
   StatusOr<std::vector<json>> Rows(const std::string& sql) {
     auto rows = query_(sql);
@@ -45,14 +46,7 @@ class Report {
 
   StatusOr<std::string> Throughput() {
     const char* title = "Throughput against batch size";
-    auto rows = Rows(
-        "SELECT host, device, model, model_args, mode, dtype, threads, batch_size, "
-        "avg(throughput_per_s) AS throughput_per_s, avg(median_ms) AS median_ms, count(*) AS runs "
-        "FROM result_summary WHERE sweep_id IN " +
-        in_ +
-        " AND throughput_per_s IS NOT NULL AND coalesce(world_size, 1) <= 1 "
-        "GROUP BY host, device, model, model_args, mode, dtype, threads, batch_size "
-        "ORDER BY model, host, device, mode, dtype, threads, batch_size");
+    auto rows = Rows(ReportThroughputSql(sweeps_));
     if (!rows.ok()) return rows.status();
     if (rows->empty())
       return Empty(title, "no single-process results with a throughput in this range");
@@ -93,14 +87,7 @@ class Report {
 
   StatusOr<std::string> Speedup() {
     const char* title = "CPU against GPU";
-    auto rows = Rows(
-        "SELECT host, model, model_args, mode, dtype, batch_size, cpu_threads, gpu_device, "
-        "avg(speedup) AS speedup, avg(cpu_median_ms) AS cpu_median_ms, avg(gpu_median_ms) AS "
-        "gpu_median_ms "
-        "FROM cpu_gpu_speedup WHERE sweep_id IN " +
-        in_ +
-        " GROUP BY host, model, model_args, mode, dtype, batch_size, cpu_threads, gpu_device "
-        "ORDER BY host, model, mode, dtype, batch_size, cpu_threads, gpu_device");
+    auto rows = Rows(ReportSpeedupSql(sweeps_));
     if (!rows.ok()) return rows.status();
     if (rows->empty())
       return Empty(title, "no configuration ran on both cpu and cuda in this range");
@@ -146,14 +133,7 @@ class Report {
 
   StatusOr<std::string> Threads() {
     const char* title = "Thread scaling";
-    auto rows = Rows(
-        "SELECT host, device, model, model_args, mode, dtype, batch_size, threads, "
-        "avg(speedup) AS speedup, avg(median_ms) AS median_ms, "
-        "avg(parallel_efficiency) AS parallel_efficiency, "
-        "avg(effective_threads) AS effective_threads FROM thread_scaling WHERE sweep_id IN " +
-        in_ +
-        " GROUP BY host, device, model, model_args, mode, dtype, batch_size, threads "
-        "ORDER BY model, host, device, mode, dtype, batch_size, threads");
+    auto rows = Rows(ReportThreadsSql(sweeps_));
     if (!rows.ok()) return rows.status();
     // Only series that start at one thread (so the speedup is over one thread and y = x is
     // ideal) and ran at more threads say anything about scaling.
@@ -206,17 +186,7 @@ class Report {
 
   StatusOr<std::string> Dtypes() {
     const char* title = "int8 and bf16 against fp32";
-    auto rows = Rows(
-        "SELECT host, device, model, model_args, mode, batch_size, threads, dtype, avg(speedup) AS "
-        "speedup, "
-        "avg(fp32_median_ms) AS fp32_median_ms, avg(median_ms) AS median_ms, max(max_abs_err) AS "
-        "max_abs_err, "
-        "avg(rel_err) AS rel_err, min(top1_agreement) AS top1_agreement FROM dtype_comparison "
-        "WHERE sweep_id IN " +
-        in_ +
-        " AND dtype IN ('int8', 'bf16') "
-        "GROUP BY host, device, model, model_args, mode, batch_size, threads, dtype "
-        "ORDER BY host, device, model, mode, batch_size, threads, dtype");
+    auto rows = Rows(ReportDtypesSql(sweeps_));
     if (!rows.ok()) return rows.status();
     if (rows->empty())
       return Empty(title, "no int8/bf16 results with an fp32 counterpart in this range");
@@ -272,16 +242,7 @@ class Report {
     const char* title = "Data- and model-parallel efficiency";
     // Data-parallel: throughput(N) / (N x throughput(1)); pipeline: the unsplit step
     // over the pipelined one, per rank.
-    auto rows = Rows(
-        "SELECT host_set, model, kind, world_size, batch_size, "
-        "avg(coalesce(scaling_efficiency, speedup_vs_unsplit / world_size)) AS efficiency, "
-        "avg(comm_share) AS comm_share, avg(samples_per_s) AS samples_per_s, avg(median_ms) AS "
-        "median_ms, "
-        "avg(bubble) AS bubble FROM parallel_scaling WHERE sweep_id IN " +
-        in_ +
-        " AND kind <> 'collective' GROUP BY host_set, model, model_args, kind, world_size, "
-        "batch_size "
-        "ORDER BY model, kind, host_set, batch_size, world_size");
+    auto rows = Rows(ReportParallelSql(sweeps_));
     if (!rows.ok()) return rows.status();
     if (rows->empty())
       return Empty(title, "no data- or model-parallel results (world size > 1) in this range");
@@ -322,7 +283,7 @@ class Report {
   // each row citing its job.
   StatusOr<std::string> Recommendations() {
     const char* title = "Recommendation";
-    auto rows = query_(CandidatesSql("sweep_id IN " + in_));
+    auto rows = query_(CandidatesOfSweepsSql(sweeps_));
     if (!rows.ok()) return rows.status();
     truncated_ |= rows->truncated;
     std::map<std::string, std::vector<Candidate>> by_model;
@@ -369,28 +330,9 @@ class Report {
     return out;
   }
 
-  StatusOr<std::string> History(const std::string& since_clause) {
+  StatusOr<std::string> History(std::optional<int64_t> within_s) {
     const char* title = "History of each series";
-    auto rows = Rows(
-        "WITH chosen AS (SELECT r.series, count(*) AS n, "
-        "(SELECT count(*) FROM regressions g WHERE g.series = r.series AND g.state = 'confirmed') "
-        "AS confirmed "
-        "FROM results r JOIN jobs j ON j.job_id = r.job_id WHERE r.ok = 1 AND j.kind = "
-        "'benchmark'" +
-        since_clause + " AND r.series IN (SELECT series FROM results WHERE sweep_id IN " + in_ +
-        " AND series IS NOT NULL) "
-        "GROUP BY r.series ORDER BY confirmed DESC, n DESC, r.series LIMIT " +
-        std::to_string(kMaxHistorySeries) +
-        ") SELECT r.series, h.name AS host, r.device, r.model, r.model_args, r.mode, r.dtype, "
-        "r.batch_size, "
-        "r.threads, "
-        "r.received_at, r.median_ms, r.median_ci_low_ms, r.median_ci_high_ms, r.job_id, "
-        "r.sweep_id, g.direction, round(g.change * 100, 1) AS change_pct "
-        "FROM results r JOIN chosen c ON c.series = r.series JOIN jobs j ON j.job_id = r.job_id "
-        "JOIN hosts h ON h.host_id = r.host_id "
-        "LEFT JOIN regressions g ON g.job_id = r.job_id AND g.state = 'confirmed' "
-        "WHERE r.ok = 1 AND j.kind = 'benchmark'" +
-        since_clause + " ORDER BY c.confirmed DESC, c.n DESC, r.series, r.received_at");
+    auto rows = Rows(ReportHistorySql(sweeps_, within_s, kMaxHistorySeries));
     if (!rows.ok()) return rows.status();
     if (rows->empty()) return Empty(title, "no series history in this range");
     LineChart chart{
@@ -454,7 +396,7 @@ class Report {
 
  private:
   const ReportQuery& query_;
-  std::string in_;  // "(1,2,3)": the range's sweeps
+  std::vector<int64_t> sweeps_;  // the range's sweeps
   bool truncated_ = false;
 };
 
@@ -485,10 +427,6 @@ std::string SweepsTable(const std::vector<json>& sweeps) {
                       {"finished_at", "finished"}});
 }
 
-// The header's facts of each sweep (not its spec: a sweep file can be 100 KB).
-constexpr const char* kSweepColumns =
-    "SELECT sweep_id, name, labels, state, created_at, finished_at FROM sweeps";
-
 constexpr const char* kStyle =
     "body{font-family:sans-serif;margin:24px;color:#222;max-width:1000px}"
     "h1{font-size:22px}h2{font-size:17px;margin:28px 0 4px}"
@@ -500,20 +438,17 @@ constexpr const char* kStyle =
 }  // namespace
 
 StatusOr<std::string> BuildReport(const ReportQuery& query, const ReportOptions& options) {
-  std::string range, since_clause, sweeps_sql;
+  std::string range, sweeps_sql;
+  std::optional<int64_t> within_s;  // a range of --since; none for one sweep
   if (options.sweep) {
     range = "sweep " + std::to_string(*options.sweep);
-    sweeps_sql = std::string(kSweepColumns) + " WHERE sweep_id = " + std::to_string(*options.sweep);
+    sweeps_sql = ReportSweepSql(*options.sweep);
   } else {
     auto seconds = ParseAge(options.since);
     if (!seconds.ok()) return seconds.status();
     range = "the last " + options.since;
-    const std::string cutoff = "strftime('%Y-%m-%dT%H:%M:%fZ', 'now', '-" +
-                               std::to_string(static_cast<int64_t>(*seconds)) + " seconds')";
-    since_clause = " AND r.received_at >= " + cutoff;
-    sweeps_sql = std::string(kSweepColumns) +
-                 " WHERE sweep_id IN (SELECT sweep_id FROM results WHERE received_at >= " + cutoff +
-                 ") OR created_at >= " + cutoff + " ORDER BY sweep_id";
+    within_s = static_cast<int64_t>(*seconds);
+    sweeps_sql = ReportSweepsWithinSql(*within_s);
   }
   auto rows = query(sweeps_sql);
   if (!rows.ok()) return rows.status();
@@ -521,10 +456,8 @@ StatusOr<std::string> BuildReport(const ReportQuery& query, const ReportOptions&
   if (options.sweep && sweeps.empty()) {
     return NotFound("sweep " + std::to_string(*options.sweep) + " does not exist");
   }
-  std::string in = "(";
-  for (const json& s : sweeps)
-    in += (in.size() > 1 ? "," : "") + std::to_string(s.at("sweep_id").get<int64_t>());
-  in += in.size() > 1 ? ")" : "NULL)";
+  std::vector<int64_t> sweep_ids;
+  for (const json& s : sweeps) sweep_ids.push_back(s.at("sweep_id").get<int64_t>());
 
   std::string html =
       "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>benchfleet "
@@ -533,7 +466,7 @@ StatusOr<std::string> BuildReport(const ReportQuery& query, const ReportOptions&
   html += "<h1>benchfleet report: " + EscapeXml(range) + "</h1>\n<p class=\"caption\">Generated " +
           NowUtc() + "; " + std::to_string(sweeps.size()) + " sweep(s) covered.</p>\n";
   html += sweeps.empty() ? "<p class=\"empty\">no sweeps in this range</p>\n" : SweepsTable(sweeps);
-  Report report(query, in);
+  Report report(query, std::move(sweep_ids));
   std::string sections;
   for (auto section : {&Report::Throughput, &Report::Speedup, &Report::Threads, &Report::Dtypes,
                        &Report::Parallel, &Report::Recommendations}) {
@@ -541,7 +474,7 @@ StatusOr<std::string> BuildReport(const ReportQuery& query, const ReportOptions&
     if (!text.ok()) return text.status();
     sections += *text;
   }
-  auto history = report.History(since_clause);
+  auto history = report.History(within_s);
   if (!history.ok()) return history.status();
   sections += *history;
   if (report.truncated()) {

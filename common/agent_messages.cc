@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 
+#include "common/json_read.h"
 #include "common/limits.h"
 
 namespace benchfleet {
@@ -22,35 +23,9 @@ constexpr size_t kMaxReasonLength = 64 * 1024;
 StatusOr<JobAttempt> ParseJobAttempt(const json& value, const std::string& where) {
   if (!value.is_object()) return InvalidArgument(where + ": must be {job_id, attempt}, got " + ShownValue(value));
   JobAttempt out;
-  for (const char* key : {"job_id", "attempt"}) {
-    auto it = value.find(key);
-    if (it == value.end() || !it->is_number_integer() || it->get<int64_t>() < 1 ||
-        (std::string(key) == "attempt" && it->get<int64_t>() > std::numeric_limits<int>::max())) {
-      return InvalidArgument(where + "." + key + ": must be a positive integer");
-    }
-  }
-  out.job_id = value["job_id"].get<int64_t>();
-  out.attempt = static_cast<int>(value["attempt"].get<int64_t>());
+  ASSIGN_OR_RETURN(out.job_id, ReadInteger(value, where, "job_id", kAtLeastOne));
+  ASSIGN_OR_RETURN(out.attempt, ReadInteger(value, where, "attempt", {1, std::numeric_limits<int>::max()}));
   return out;
-}
-
-// A string field of at most `max_length` bytes (Decode checked it is a string).
-StatusOr<std::string> BoundedText(const json& body, const char* type, const char* key, size_t max_length) {
-  const std::string& text = body.at(key).get_ref<const std::string&>();
-  if (text.size() > max_length) {
-    return InvalidArgument(std::string(type) + "." + key + ": longer than " + std::to_string(max_length) + " bytes");
-  }
-  return text;
-}
-
-// An integer field in [min, max] (Decode checked it is an integer).
-StatusOr<int> IntegerIn(const json& body, const char* type, const char* key, int64_t min, int64_t max) {
-  const json& value = body.at(key);
-  if (!value.is_number_integer() || value.get<int64_t>() < min || value.get<int64_t>() > max) {
-    return InvalidArgument(std::string(type) + "." + key + ": must be an integer in [" + std::to_string(min) +
-                           ", " + std::to_string(max) + "], got " + ShownValue(value));
-  }
-  return static_cast<int>(value.get<int64_t>());
 }
 
 }  // namespace
@@ -90,7 +65,7 @@ json RegisterRequest::ToJson() const {
   json body = MakeMessage(kType).body;
   body["agent"] = agent;
   body["tags"] = tags;
-  body["capabilities"] = capabilities.raw;
+  body["capabilities"] = capabilities.ToJson();
   body["calibrate"] = calibrate;
   json listed = json::array();
   for (const JobAttempt& item : spooled) listed.push_back(item.ToJson());
@@ -116,7 +91,7 @@ StatusOr<RegisterRequest> RegisterRequest::FromJson(const json& body) {
     }
     out.tags.push_back(tags[i].get<std::string>());
   }
-  auto capabilities = ParseCapabilities(body["capabilities"]);
+  auto capabilities = Capabilities::FromJson(body["capabilities"]);
   if (!capabilities.ok()) return InvalidArgument("register." + capabilities.status().message());
   out.capabilities = std::move(capabilities).value();
   out.calibrate = body.value("calibrate", json(false)) == true;
@@ -212,7 +187,7 @@ json ErrorReport::ToJson() const {
 StatusOr<ErrorReport> ErrorReport::FromJson(const json& body) {
   ErrorReport out;
   out.code = body["code"].get<std::string>();
-  ASSIGN_OR_RETURN(out.message, BoundedText(body, "error", "message", kMaxReasonLength));
+  ASSIGN_OR_RETURN(out.message, ReadText(body, "error", "message", kMaxReasonLength));
   out.request_id = body.value("request_id", json());
   const bool names_job = body.contains("job_id") || body.contains("attempt");
   if (names_job) {
@@ -232,8 +207,8 @@ StatusOr<RegisteredReply> RegisteredReply::FromJson(const json& body) {
   RegisteredReply out;
   out.agent = body["agent"].get<std::string>();
   // From a millisecond to a day; liveness from 1 to 1000 intervals.
-  ASSIGN_OR_RETURN(out.heartbeat_ms, IntegerIn(body, "registered", "heartbeat_ms", 1, 86400000));
-  ASSIGN_OR_RETURN(out.liveness, IntegerIn(body, "registered", "liveness", 1, 1000));
+  ASSIGN_OR_RETURN(out.heartbeat_ms, ReadInteger(body, "registered", "heartbeat_ms", {1, 86400000}));
+  ASSIGN_OR_RETURN(out.liveness, ReadInteger(body, "registered", "liveness", {1, 1000}));
   return out;
 }
 
@@ -248,16 +223,8 @@ json GangRole::ToJson() const {
 StatusOr<GangRole> ParseGangRole(const json& gang) {
   if (!gang.is_object()) return InvalidArgument("job.gang: must be an object");
   GangRole out;
-  const json rank = gang.value("rank", json());
-  const json world = gang.value("world_size", json());
-  if (!world.is_number_integer() || world.get<int64_t>() < 2 || world.get<int64_t>() > 4096) {
-    return InvalidArgument("job.gang.world_size: must be an integer in [2, 4096]");
-  }
-  out.world_size = world.get<int64_t>();
-  if (!rank.is_number_integer() || rank.get<int64_t>() < 0 || rank.get<int64_t>() >= out.world_size) {
-    return InvalidArgument("job.gang.rank: must be an integer in [0, world_size)");
-  }
-  out.rank = rank.get<int64_t>();
+  ASSIGN_OR_RETURN(out.world_size, ReadInteger(gang, "job.gang", "world_size", {2, kMaxWorldSize}));
+  ASSIGN_OR_RETURN(out.rank, ReadInteger(gang, "job.gang", "rank", {0, out.world_size - 1}));
   const json store = gang.value("store", json());
   if (out.rank > 0 && (!store.is_string() || store.get_ref<const std::string&>().empty())) {
     return InvalidArgument("job.gang.store: rank " + std::to_string(out.rank) + " needs rank 0's store");
@@ -317,7 +284,7 @@ json StopOrder::ToJson() const {
 StatusOr<StopOrder> StopOrder::FromJson(const json& body) {
   StopOrder out;
   ASSIGN_OR_RETURN(out.job, ParseJobAttempt(body, "stop"));
-  ASSIGN_OR_RETURN(out.reason, BoundedText(body, "stop", "reason", kMaxReasonLength));
+  ASSIGN_OR_RETURN(out.reason, ReadText(body, "stop", "reason", kMaxReasonLength));
   return out;
 }
 
@@ -360,7 +327,7 @@ StatusOr<ResultAck> ResultAck::FromJson(const json& body) {
                            ShownValue(body["outcome"]));
   }
   if (auto reason = body.find("reason"); reason != body.end()) {
-    ASSIGN_OR_RETURN(out.reason, BoundedText(body, "ack", "reason", kMaxReasonLength));
+    ASSIGN_OR_RETURN(out.reason, ReadText(body, "ack", "reason", kMaxReasonLength));
   }
   return out;
 }

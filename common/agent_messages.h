@@ -53,7 +53,7 @@ struct RegisterRequest {
   static constexpr const char* kType = msg::kRegister;
   std::string agent;
   std::vector<std::string> tags;
-  Capabilities capabilities;  // sent as capabilities.raw
+  Capabilities capabilities;  // FromJson also keeps the document received, in capabilities.raw
   bool calibrate = false;
   std::vector<JobAttempt> spooled;
   std::optional<HostPrice> price;  // the agent's --price-per-hour

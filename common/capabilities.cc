@@ -1,105 +1,253 @@
 #include "common/capabilities.h"
 
+#include <tuple>
+
+#include "common/json_read.h"
+#include "common/protocol.h"
+
 namespace benchfleet {
 namespace {
 
 using nlohmann::json;
 
-// Longest string accepted for a capability (a CPU model name, a hostname).
-constexpr size_t kMaxCapabilityText = 1024;
-
-Status Object(const json& parent, const char* key, const std::string& where, const json** out) {
-  *out = nullptr;
-  auto it = parent.find(key);
-  if (it == parent.end() || it->is_null()) return Status::Ok();
-  if (!it->is_object()) return InvalidArgument(where + "." + key + ": must be an object");
-  *out = &*it;
-  return Status::Ok();
+// The object at `key`, or nullptr when it is absent or null.
+StatusOr<const json*> OptionalObject(const json& parent, const std::string& where,
+                                     const char* key) {
+  const auto it = parent.find(key);
+  if (it == parent.end() || it->is_null()) return static_cast<const json*>(nullptr);
+  if (!it->is_object()) {
+    return InvalidArgument(where + "." + key + ": must be an object, got " + ShownValue(*it));
+  }
+  return &*it;
 }
 
-Status Text(const json* parent, const char* key, const std::string& where, std::string* out) {
-  if (parent == nullptr) return Status::Ok();
-  auto it = parent->find(key);
-  if (it == parent->end() || it->is_null()) return Status::Ok();
-  if (!it->is_string() || it->get_ref<const std::string&>().size() > kMaxCapabilityText) {
-    return InvalidArgument(where + "." + key + ": must be a string of at most " +
-                           std::to_string(kMaxCapabilityText) + " characters, got " +
-                           it->dump().substr(0, 40));
-  }
-  *out = it->get<std::string>();
-  return Status::Ok();
+StatusOr<std::optional<std::string>> ReadCapabilityText(const json& object,
+                                                        const std::string& where, const char* key) {
+  return ReadOptionalText(object, where, key, kMaxCapabilityText);
 }
 
-Status Count(const json* parent, const char* key, const std::string& where,
-             std::optional<int64_t>* out) {
-  if (parent == nullptr) return Status::Ok();
-  auto it = parent->find(key);
-  if (it == parent->end() || it->is_null()) return Status::Ok();
-  if (!it->is_number_integer() || it->get<int64_t>() < 0) {
-    return InvalidArgument(where + "." + key + ": must be an integer >= 0, got " +
-                           it->dump().substr(0, 40));
+StatusOr<NullableText> ReadNullableText(const json& object, const std::string& where,
+                                        const char* key) {
+  NullableText out;
+  out.sent = object.contains(key);
+  ASSIGN_OR_RETURN(out.text, ReadCapabilityText(object, where, key));
+  return out;
+}
+
+StatusOr<std::optional<int64_t>> ReadCount(const json& object, const std::string& where,
+                                           const char* key) {
+  return ReadOptionalInteger(object, where, key, kAtLeastZero);
+}
+
+// The array at `key` with each element read by read(element, its path, its position);
+// nullopt when the member is absent or null.
+template <typename T, typename Read>
+StatusOr<std::optional<std::vector<T>>> ReadOptionalList(const json& object,
+                                                         const std::string& where, const char* key,
+                                                         Read read) {
+  const auto it = object.find(key);
+  if (it == object.end() || it->is_null()) return std::optional<std::vector<T>>();
+  const std::string at = where + "." + key;
+  if (!it->is_array()) return InvalidArgument(at + ": must be an array, got " + ShownValue(*it));
+  std::vector<T> out;
+  for (size_t i = 0; i < it->size(); ++i) {
+    ASSIGN_OR_RETURN(T item,
+                     read((*it)[i], at + "[" + std::to_string(i) + "]", static_cast<int64_t>(i)));
+    out.push_back(std::move(item));
   }
-  *out = it->get<int64_t>();
-  return Status::Ok();
+  return std::optional<std::vector<T>>(std::move(out));
+}
+
+StatusOr<std::optional<std::vector<GpuInfo>>> ReadGpus(const json& object, const std::string& where,
+                                                       const char* key) {
+  return ReadOptionalList<GpuInfo>(object, where, key, GpuInfo::FromJson);
+}
+
+// An element of a list of texts ("capabilities.torch.quantized_engines[0]").
+StatusOr<std::string> TextItem(const json& item, const std::string& at, int64_t) {
+  if (!item.is_string()) return InvalidArgument(at + ": must be a string, got " + ShownValue(item));
+  if (item.get_ref<const std::string&>().size() > kMaxCapabilityText) {
+    return InvalidArgument(at + ": longer than " + std::to_string(kMaxCapabilityText) + " bytes");
+  }
+  return item.get<std::string>();
+}
+
+json GpusJson(const std::vector<GpuInfo>& gpus) {
+  json out = json::array();
+  for (const GpuInfo& gpu : gpus) out.push_back(gpu.ToJson());
+  return out;
+}
+
+// A member is written when it is set; a NullableText when it was sent.
+template <typename T>
+void Put(json* out, const char* key, const std::optional<T>& value) {
+  if (value) (*out)[key] = *value;
+}
+void Put(json* out, const char* key, const std::optional<std::vector<GpuInfo>>& gpus) {
+  if (gpus) (*out)[key] = GpusJson(*gpus);
+}
+void Put(json* out, const char* key, const NullableText& value) {
+  if (value.sent) (*out)[key] = value.text ? json(*value.text) : json(nullptr);
 }
 
 }  // namespace
 
-StatusOr<Capabilities> ParseCapabilities(const json& capabilities) {
+bool NullableText::operator==(const NullableText& other) const {
+  return sent == other.sent && text == other.text;
+}
+
+// ---- GpuInfo ----
+
+bool GpuInfo::operator==(const GpuInfo& other) const {
+  return std::tie(index, name, memory_mb) == std::tie(other.index, other.name, other.memory_mb);
+}
+
+json GpuInfo::ToJson() const {
+  json out = {{"index", index}, {"name", name}};
+  Put(&out, "memory_mb", memory_mb);
+  return out;
+}
+
+StatusOr<GpuInfo> GpuInfo::FromJson(const json& gpu, const std::string& where, int64_t position) {
+  if (!gpu.is_object())
+    return InvalidArgument(where + ": must be an object, got " + ShownValue(gpu));
+  GpuInfo out;
+  ASSIGN_OR_RETURN(out.index, ReadIntegerOr(gpu, where, "index", kAtLeastZero, position));
+  ASSIGN_OR_RETURN(std::optional<std::string> name, ReadCapabilityText(gpu, where, "name"));
+  out.name = name.value_or("");
+  const auto memory = gpu.find("memory_mb");
+  if (memory != gpu.end() && !memory->is_null()) {
+    if (!memory->is_number() || memory->get<double>() < 0) {
+      return InvalidArgument(where + ".memory_mb: must be a number >= 0, got " +
+                             ShownValue(*memory));
+    }
+    out.memory_mb = memory->get<double>();
+  }
+  return out;
+}
+
+// ---- HostFacts ----
+
+bool HostFacts::operator==(const HostFacts& other) const {
+  return std::tie(hostname, machine_id, cpu_model, logical_cpus, allowed_cpus, memory_mb, kernel,
+                  arch, os, nvidia_driver, benchfleet_version) ==
+         std::tie(other.hostname, other.machine_id, other.cpu_model, other.logical_cpus,
+                  other.allowed_cpus, other.memory_mb, other.kernel, other.arch, other.os,
+                  other.nvidia_driver, other.benchfleet_version);
+}
+
+json HostFacts::ToJson() const {
+  json out = json::object();
+  Put(&out, "hostname", hostname);
+  Put(&out, "machine_id", machine_id);
+  Put(&out, "cpu_model", cpu_model);
+  Put(&out, "logical_cpus", logical_cpus);
+  Put(&out, "allowed_cpus", allowed_cpus);
+  Put(&out, "memory_mb", memory_mb);
+  Put(&out, "kernel", kernel);
+  Put(&out, "arch", arch);
+  Put(&out, "os", os);
+  Put(&out, "nvidia_driver", nvidia_driver);
+  Put(&out, "benchfleet_version", benchfleet_version);
+  return out;
+}
+
+StatusOr<HostFacts> HostFacts::FromJson(const json& host, const std::string& where) {
+  if (!host.is_object())
+    return InvalidArgument(where + ": must be an object, got " + ShownValue(host));
+  HostFacts out;
+  ASSIGN_OR_RETURN(out.hostname, ReadCapabilityText(host, where, "hostname"));
+  ASSIGN_OR_RETURN(out.machine_id, ReadCapabilityText(host, where, "machine_id"));
+  ASSIGN_OR_RETURN(out.cpu_model, ReadCapabilityText(host, where, "cpu_model"));
+  ASSIGN_OR_RETURN(out.logical_cpus, ReadCount(host, where, "logical_cpus"));
+  ASSIGN_OR_RETURN(out.allowed_cpus, ReadCapabilityText(host, where, "allowed_cpus"));
+  ASSIGN_OR_RETURN(out.memory_mb, ReadCount(host, where, "memory_mb"));
+  ASSIGN_OR_RETURN(out.kernel, ReadCapabilityText(host, where, "kernel"));
+  ASSIGN_OR_RETURN(out.arch, ReadCapabilityText(host, where, "arch"));
+  ASSIGN_OR_RETURN(out.os, ReadCapabilityText(host, where, "os"));
+  ASSIGN_OR_RETURN(out.nvidia_driver, ReadNullableText(host, where, "nvidia_driver"));
+  ASSIGN_OR_RETURN(out.benchfleet_version, ReadCapabilityText(host, where, "benchfleet_version"));
+  return out;
+}
+
+// ---- TorchFacts ----
+
+bool TorchFacts::operator==(const TorchFacts& other) const {
+  return std::tie(torch_version, blas, blas_config, blas_threading, onednn, openmp, parallel_info,
+                  cuda_available, cuda_device_count, cuda_version, cudnn_version, gpus,
+                  quantized_engines) ==
+         std::tie(other.torch_version, other.blas, other.blas_config, other.blas_threading,
+                  other.onednn, other.openmp, other.parallel_info, other.cuda_available,
+                  other.cuda_device_count, other.cuda_version, other.cudnn_version, other.gpus,
+                  other.quantized_engines);
+}
+
+json TorchFacts::ToJson() const {
+  json out = json::object();
+  Put(&out, "torch_version", torch_version);
+  Put(&out, "blas", blas);
+  Put(&out, "blas_config", blas_config);
+  Put(&out, "blas_threading", blas_threading);
+  Put(&out, "onednn", onednn);
+  Put(&out, "openmp", openmp);
+  Put(&out, "parallel_info", parallel_info);
+  Put(&out, "cuda_available", cuda_available);
+  Put(&out, "cuda_device_count", cuda_device_count);
+  Put(&out, "cuda_version", cuda_version);
+  Put(&out, "cudnn_version", cudnn_version);
+  Put(&out, "gpus", gpus);
+  Put(&out, "quantized_engines", quantized_engines);
+  return out;
+}
+
+StatusOr<TorchFacts> TorchFacts::FromJson(const json& torch, const std::string& where) {
+  if (!torch.is_object())
+    return InvalidArgument(where + ": must be an object, got " + ShownValue(torch));
+  TorchFacts out;
+  ASSIGN_OR_RETURN(out.torch_version, ReadCapabilityText(torch, where, "torch_version"));
+  ASSIGN_OR_RETURN(out.blas, ReadCapabilityText(torch, where, "blas"));
+  ASSIGN_OR_RETURN(out.blas_config, ReadNullableText(torch, where, "blas_config"));
+  ASSIGN_OR_RETURN(out.blas_threading, ReadNullableText(torch, where, "blas_threading"));
+  ASSIGN_OR_RETURN(out.onednn, ReadOptionalFlag(torch, where, "onednn"));
+  ASSIGN_OR_RETURN(out.openmp, ReadOptionalFlag(torch, where, "openmp"));
+  ASSIGN_OR_RETURN(out.parallel_info,
+                   ReadOptionalText(torch, where, "parallel_info", kMaxParallelInfoText));
+  ASSIGN_OR_RETURN(out.cuda_available, ReadOptionalFlag(torch, where, "cuda_available"));
+  ASSIGN_OR_RETURN(out.cuda_device_count, ReadCount(torch, where, "cuda_device_count"));
+  ASSIGN_OR_RETURN(out.cuda_version, ReadNullableText(torch, where, "cuda_version"));
+  ASSIGN_OR_RETURN(out.cudnn_version, ReadNullableText(torch, where, "cudnn_version"));
+  ASSIGN_OR_RETURN(out.gpus, ReadGpus(torch, where, "gpus"));
+  ASSIGN_OR_RETURN(out.quantized_engines,
+                   ReadOptionalList<std::string>(torch, where, "quantized_engines", TextItem));
+  return out;
+}
+
+// ---- Capabilities ----
+
+json Capabilities::ToJson() const {
+  return {
+      {"host", host.ToJson()}, {"torch", torch.ToJson()}, {"gpus", GpusJson(gpus)}, {"cpus", cpus}};
+}
+
+StatusOr<Capabilities> Capabilities::FromJson(const json& capabilities) {
   const std::string where = "capabilities";
-  if (!capabilities.is_object()) return InvalidArgument(where + ": must be an object");
+  if (!capabilities.is_object()) {
+    return InvalidArgument(where + ": must be an object, got " + ShownValue(capabilities));
+  }
   Capabilities out;
-  const json *host = nullptr, *torch = nullptr;
-  RETURN_IF_ERROR(Object(capabilities, "host", where, &host));
-  RETURN_IF_ERROR(Object(capabilities, "torch", where, &torch));
-  const std::string host_at = where + ".host", torch_at = where + ".torch";
-  RETURN_IF_ERROR(Text(host, "hostname", host_at, &out.hostname));
-  RETURN_IF_ERROR(Text(host, "machine_id", host_at, &out.machine_id));
-  RETURN_IF_ERROR(Text(host, "cpu_model", host_at, &out.cpu_model));
-  RETURN_IF_ERROR(Count(host, "logical_cpus", host_at, &out.logical_cpus));
-  RETURN_IF_ERROR(Count(host, "memory_mb", host_at, &out.memory_mb));
-  for (const char* key : {"allowed_cpus", "kernel", "arch", "os", "nvidia_driver", "benchfleet_version"}) {
-    std::string ignored;
-    RETURN_IF_ERROR(Text(host, key, host_at, &ignored));
+  ASSIGN_OR_RETURN(const json* host, OptionalObject(capabilities, where, "host"));
+  if (host != nullptr) {
+    ASSIGN_OR_RETURN(out.host, HostFacts::FromJson(*host, where + ".host"));
   }
-  RETURN_IF_ERROR(Text(torch, "torch_version", torch_at, &out.torch_version));
+  ASSIGN_OR_RETURN(const json* torch, OptionalObject(capabilities, where, "torch"));
   if (torch != nullptr) {
-    auto cuda = torch->find("cuda_available");
-    if (cuda != torch->end() && !cuda->is_null()) {
-      if (!cuda->is_boolean()) return InvalidArgument(torch_at + ".cuda_available: must be a boolean");
-      out.cuda_available = cuda->get<bool>();
-    }
-    std::optional<int64_t> ignored;
-    RETURN_IF_ERROR(Count(torch, "cuda_device_count", torch_at, &ignored));
-    // The CUDA and cuDNN LibTorch runs with: the fingerprint's `cuda` reads cuda_version.
-    for (const char* key : {"cuda_version", "cudnn_version"}) {
-      std::string ignored_text;
-      RETURN_IF_ERROR(Text(torch, key, torch_at, &ignored_text));
-    }
+    ASSIGN_OR_RETURN(out.torch, TorchFacts::FromJson(*torch, where + ".torch"));
   }
-  RETURN_IF_ERROR(Text(&capabilities, "cpus", where, &out.cpus));
-  auto gpus = capabilities.find("gpus");
-  if (gpus != capabilities.end() && !gpus->is_null()) {
-    if (!gpus->is_array()) return InvalidArgument(where + ".gpus: must be an array");
-    for (size_t i = 0; i < gpus->size(); ++i) {
-      const json& gpu = (*gpus)[i];
-      const std::string at = where + ".gpus[" + std::to_string(i) + "]";
-      if (!gpu.is_object()) return InvalidArgument(at + ": must be an object");
-      GpuInfo info;
-      std::optional<int64_t> index;
-      RETURN_IF_ERROR(Count(&gpu, "index", at, &index));
-      info.index = index.value_or(static_cast<int64_t>(i));
-      RETURN_IF_ERROR(Text(&gpu, "name", at, &info.name));
-      auto memory = gpu.find("memory_mb");
-      if (memory != gpu.end() && !memory->is_null()) {
-        if (!memory->is_number() || memory->get<double>() < 0) {
-          return InvalidArgument(at + ".memory_mb: must be a number >= 0");
-        }
-        info.memory_mb = memory->get<double>();
-      }
-      out.gpus.push_back(std::move(info));
-    }
-  }
+  ASSIGN_OR_RETURN(std::optional<std::vector<GpuInfo>> gpus, ReadGpus(capabilities, where, "gpus"));
+  out.gpus = std::move(gpus).value_or(std::vector<GpuInfo>());
+  ASSIGN_OR_RETURN(std::optional<std::string> cpus,
+                   ReadCapabilityText(capabilities, where, "cpus"));
+  out.cpus = cpus.value_or("");
   out.raw = capabilities;
   return out;
 }

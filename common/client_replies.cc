@@ -1,21 +1,11 @@
 #include "common/client_replies.h"
 
+#include "common/json_read.h"
+#include "common/limits.h"
+
 namespace benchfleet {
-namespace {
 
 using nlohmann::json;
-
-// A count a reply carries: an integer >= 0 (Decode checked it is an integer).
-StatusOr<int64_t> Count(const json& body, const char* type, const char* field) {
-  const auto it = body.find(field);
-  if (it == body.end()) return int64_t{0};
-  if (!it->is_number_integer() || it->get<int64_t>() < 0) {
-    return InvalidArgument(std::string(type) + "." + field + ": must be an integer >= 0, got " + ShownValue(*it));
-  }
-  return it->get<int64_t>();
-}
-
-}  // namespace
 
 json SubmittedReply::ToJson() const {
   return MakeMessage(kType, {{"request_id", request_id},
@@ -31,16 +21,16 @@ json SubmittedReply::ToJson() const {
 StatusOr<SubmittedReply> SubmittedReply::FromJson(const json& body) {
   SubmittedReply out;
   out.request_id = body.value("request_id", json());
-  ASSIGN_OR_RETURN(out.sweep_id, Count(body, "submitted", "sweep_id"));
-  ASSIGN_OR_RETURN(out.jobs, Count(body, "submitted", "jobs"));
+  ASSIGN_OR_RETURN(out.sweep_id, ReadIntegerOr(body, "submitted", "sweep_id", kAtLeastZero, 0));
+  ASSIGN_OR_RETURN(out.jobs, ReadIntegerOr(body, "submitted", "jobs", kAtLeastZero, 0));
   for (const json& agent : body.at("agents")) {
     if (!agent.is_string()) return InvalidArgument("submitted.agents: must hold names, got " + ShownValue(agent));
     out.agents.push_back(agent.get<std::string>());
   }
   out.existing = body.value("existing", false);
-  ASSIGN_OR_RETURN(out.excluded, Count(body, "submitted", "excluded"));
+  ASSIGN_OR_RETURN(out.excluded, ReadIntegerOr(body, "submitted", "excluded", kAtLeastZero, 0));
   if (const auto skipped = body.find("skipped"); skipped != body.end()) {
-    ASSIGN_OR_RETURN(out.skipped, Count(*skipped, "submitted.skipped", "count"));
+    ASSIGN_OR_RETURN(out.skipped, ReadIntegerOr(*skipped, "submitted.skipped", "count", kAtLeastZero, 0));
     if (const auto first = skipped->find("first"); first != skipped->end()) {
       if (!first->is_array()) return InvalidArgument("submitted.skipped.first: must be an array, got " + ShownValue(*first));
       for (const json& one : *first) {
@@ -62,8 +52,8 @@ json CancelledReply::ToJson() const {
 StatusOr<CancelledReply> CancelledReply::FromJson(const json& body) {
   CancelledReply out;
   out.request_id = body.value("request_id", json());
-  ASSIGN_OR_RETURN(out.sweep_id, Count(body, "cancelled", "sweep_id"));
-  ASSIGN_OR_RETURN(out.jobs_cancelled, Count(body, "cancelled", "jobs_cancelled"));
+  ASSIGN_OR_RETURN(out.sweep_id, ReadIntegerOr(body, "cancelled", "sweep_id", kAtLeastZero, 0));
+  ASSIGN_OR_RETURN(out.jobs_cancelled, ReadIntegerOr(body, "cancelled", "jobs_cancelled", kAtLeastZero, 0));
   return out;
 }
 
@@ -78,9 +68,9 @@ json PrunedReply::ToJson() const {
 StatusOr<PrunedReply> PrunedReply::FromJson(const json& body) {
   PrunedReply out;
   out.request_id = body.value("request_id", json());
-  ASSIGN_OR_RETURN(out.results_pruned, Count(body, "pruned", "results_pruned"));
-  ASSIGN_OR_RETURN(out.bytes_before, Count(body, "pruned", "bytes_before"));
-  ASSIGN_OR_RETURN(out.bytes_after, Count(body, "pruned", "bytes_after"));
+  ASSIGN_OR_RETURN(out.results_pruned, ReadIntegerOr(body, "pruned", "results_pruned", kAtLeastZero, 0));
+  ASSIGN_OR_RETURN(out.bytes_before, ReadIntegerOr(body, "pruned", "bytes_before", kAtLeastZero, 0));
+  ASSIGN_OR_RETURN(out.bytes_after, ReadIntegerOr(body, "pruned", "bytes_after", kAtLeastZero, 0));
   return out;
 }
 
@@ -139,26 +129,6 @@ json ScheduleEntry::ToJson() const {
           {"sweep_name", sweep_name ? json(*sweep_name) : json(nullptr)}};
 }
 
-namespace {
-
-StatusOr<std::string> EntryText(const json& entry, size_t i, const char* field) {
-  const auto it = entry.find(field);
-  if (it == entry.end() || !it->is_string()) {
-    return InvalidArgument("schedules.schedules[" + std::to_string(i) + "]." + field + ": must be a string, got " +
-                           (it == entry.end() ? std::string("nothing") : ShownValue(*it)));
-  }
-  return it->get<std::string>();
-}
-
-StatusOr<std::optional<std::string>> EntryTextOrNull(const json& entry, size_t i, const char* field) {
-  const auto it = entry.find(field);
-  if (it == entry.end() || it->is_null()) return std::optional<std::string>();
-  ASSIGN_OR_RETURN(std::string text, EntryText(entry, i, field));
-  return std::optional<std::string>(std::move(text));
-}
-
-}  // namespace
-
 json SchedulesReply::ToJson() const {
   json list = json::array();
   for (const ScheduleEntry& entry : schedules) list.push_back(entry.ToJson());
@@ -171,30 +141,27 @@ StatusOr<SchedulesReply> SchedulesReply::FromJson(const json& body) {
   const json& list = body.at("schedules");
   for (size_t i = 0; i < list.size(); ++i) {
     const json& entry = list[i];
-    if (!entry.is_object()) {
-      return InvalidArgument("schedules.schedules[" + std::to_string(i) + "]: must be an object, got " +
-                             ShownValue(entry));
-    }
+    const std::string at = "schedules.schedules[" + std::to_string(i) + "]";
+    if (!entry.is_object()) return InvalidArgument(at + ": must be an object, got " + ShownValue(entry));
     ScheduleEntry one;
-    ASSIGN_OR_RETURN(one.name, EntryText(entry, i, "name"));
-    ASSIGN_OR_RETURN(one.cron, EntryText(entry, i, "cron"));
-    ASSIGN_OR_RETURN(one.tz, EntryText(entry, i, "tz"));
-    ASSIGN_OR_RETURN(one.overlap, EntryText(entry, i, "overlap"));
+    ASSIGN_OR_RETURN(one.name, ReadText(entry, at, "name", kMaxMessageBytes));
+    ASSIGN_OR_RETURN(one.cron, ReadText(entry, at, "cron", kMaxMessageBytes));
+    ASSIGN_OR_RETURN(one.tz, ReadText(entry, at, "tz", kMaxMessageBytes));
+    ASSIGN_OR_RETURN(one.overlap, ReadText(entry, at, "overlap", kMaxMessageBytes));
     if (one.overlap != "skip" && one.overlap != "queue") {
-      return InvalidArgument("schedules.schedules[" + std::to_string(i) + "].overlap: must be \"skip\" or \"queue\", got " +
+      return InvalidArgument(at + ".overlap: must be \"skip\" or \"queue\", got " +
                              ShownValue(entry.at("overlap")));
     }
     if (const auto deadline = entry.find("start_deadline_s"); deadline != entry.end() && !deadline->is_null()) {
       if (!deadline->is_number() || !(deadline->get<double>() > 0)) {
-        return InvalidArgument("schedules.schedules[" + std::to_string(i) +
-                               "].start_deadline_s: must be a number of seconds > 0 or null, got " + ShownValue(*deadline));
+        return InvalidArgument(at + ".start_deadline_s: must be a number of seconds > 0 or null, got " + ShownValue(*deadline));
       }
       one.start_deadline_s = deadline->get<double>();
     }
-    ASSIGN_OR_RETURN(one.created_at, EntryText(entry, i, "created_at"));
-    ASSIGN_OR_RETURN(one.handled_until, EntryText(entry, i, "handled_until"));
-    ASSIGN_OR_RETURN(one.next_slot, EntryTextOrNull(entry, i, "next_slot"));
-    ASSIGN_OR_RETURN(one.sweep_name, EntryTextOrNull(entry, i, "sweep_name"));
+    ASSIGN_OR_RETURN(one.created_at, ReadText(entry, at, "created_at", kMaxMessageBytes));
+    ASSIGN_OR_RETURN(one.handled_until, ReadText(entry, at, "handled_until", kMaxMessageBytes));
+    ASSIGN_OR_RETURN(one.next_slot, ReadOptionalText(entry, at, "next_slot", kMaxMessageBytes));
+    ASSIGN_OR_RETURN(one.sweep_name, ReadOptionalText(entry, at, "sweep_name", kMaxMessageBytes));
     out.schedules.push_back(std::move(one));
   }
   return out;

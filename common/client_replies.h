@@ -1,8 +1,8 @@
 // The coordinator's replies to clients, as typed structs (schemas/protocol.md): the
 // coordinator builds each with ToMessage, the CLI reads it with FromJson, so a field is
-// named in one place for both. ToJson writes the whole body, v and type included. So far
-// submitted, cancelled, pruned, rows and schedules; status_reply is still built and read
-// as JSON. Decode() checks the envelope and top-level field types;
+// named in one place for both. ToJson writes the whole body, v and type included:
+// submitted, cancelled, pruned, rows and schedules here, status_reply in
+// common/status_reply.h. Decode() checks the envelope and top-level field types;
 // FromJson checks what is nested and every range, naming the field.
 #pragma once
 

@@ -44,7 +44,7 @@ TEST(ClientRepliesTest, ASchedulesEntryNamesTheFieldAtFault) {
   body = Golden("schedules").body;
   body["schedules"][0].erase("cron");
   EXPECT_EQ(SchedulesReply::FromJson(body).status().message(),
-            "schedules.schedules[0].cron: must be a string, got nothing");
+            "schedules.schedules[0].cron: missing");
   body = Golden("schedules").body;
   body["schedules"][0]["start_deadline_s"] = nullptr;
   body["schedules"][0]["next_slot"] = nullptr;

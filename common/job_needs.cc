@@ -1,6 +1,6 @@
 #include "common/job_needs.h"
 
-#include <algorithm>
+#include "common/json_read.h"
 
 namespace benchfleet {
 
@@ -46,37 +46,15 @@ json JobNeeds::ToJson() const {
           {"local_cpus", local_cpus}};
 }
 
-namespace {
-
-StatusOr<int64_t> ReadCount(const json& needs, const std::string& field, const char* key,
-                            int64_t min, int64_t max) {
-  const auto it = needs.find(key);
-  if (it == needs.end()) return InvalidArgument(field + "." + key + ": missing");
-  if (!it->is_number_integer() || it->get<int64_t>() < min || it->get<int64_t>() > max) {
-    return InvalidArgument(field + "." + key + ": must be an integer in [" + std::to_string(min) +
-                           ", " + std::to_string(max) + "], got " + it->dump());
-  }
-  return it->get<int64_t>();
-}
-
-StatusOr<bool> ReadFlag(const json& needs, const std::string& field, const char* key) {
-  const auto it = needs.find(key);
-  if (it == needs.end()) return InvalidArgument(field + "." + key + ": missing");
-  if (!it->is_boolean()) return InvalidArgument(field + "." + key + ": must be true or false, got " + it->dump());
-  return it->get<bool>();
-}
-
-}  // namespace
-
 StatusOr<JobNeeds> JobNeeds::FromJson(const json& needs, const std::string& field) {
   if (!needs.is_object()) return InvalidArgument(field + ": must be an object");
   JobNeeds out;
-  ASSIGN_OR_RETURN(out.world_size, ReadCount(needs, field, "world_size", 1, kMaxWorldSize));
+  ASSIGN_OR_RETURN(out.world_size, ReadInteger(needs, field, "world_size", {1, kMaxWorldSize}));
   ASSIGN_OR_RETURN(out.spread, ReadFlag(needs, field, "spread"));
-  ASSIGN_OR_RETURN(out.local_processes, ReadCount(needs, field, "local_processes", 1, kMaxWorldSize));
+  ASSIGN_OR_RETURN(out.local_processes, ReadInteger(needs, field, "local_processes", {1, kMaxWorldSize}));
   ASSIGN_OR_RETURN(out.replicated, ReadFlag(needs, field, "replicated"));
   ASSIGN_OR_RETURN(out.local_cpus,
-                   ReadCount(needs, field, "local_cpus", 0, kMaxWorldSize * kMaxJobThreads));
+                   ReadInteger(needs, field, "local_cpus", {0, kMaxWorldSize * kMaxJobThreads}));
   if (out.spread && (out.world_size < 2 || out.local_processes != 1)) {
     return InvalidArgument(field + ": a spread gang has world_size >= 2 and one local process per agent");
   }

@@ -28,7 +28,7 @@ json Register() {
 TEST(MessagesTest, RegisterParsesCapabilitiesIntoTypedFields) {
   auto parsed = RegisterRequest::FromJson(Decoded(Register()).body);
   ASSERT_TRUE(parsed.ok()) << parsed.status().message();
-  EXPECT_EQ(parsed->capabilities.machine_id, "m1");
+  EXPECT_EQ(parsed->capabilities.host.machine_id.value_or(""), "m1");
   ASSERT_EQ(parsed->capabilities.gpus.size(), 1u);
   EXPECT_EQ(parsed->capabilities.gpus[0].name, "NVIDIA H200");
 }

@@ -4,6 +4,8 @@
 #include <utility>
 
 #include "common/job_spec.h"
+#include "common/json_read.h"
+#include "common/limits.h"
 #include "common/result_fields.h"
 
 namespace benchfleet {
@@ -21,26 +23,6 @@ constexpr double kMaxSampleMs = 1e30;
 // holds it (docs/calibration.md, GPUs).
 constexpr std::pair<const char*, const char*> kGpuPeakFields[] = {
     {"fp32", "sgemm_gflops"}, {"tf32", "tf32_gflops"}, {"bf16", "bf16_gflops"}};
-
-Status ReadText(const json& object, const char* key, std::optional<std::string>* out) {
-  auto it = object.find(key);
-  if (it == object.end() || it->is_null()) return Status::Ok();
-  if (!it->is_string()) return InvalidArgument(std::string("result.") + key + ": must be a string");
-  *out = it->get<std::string>();
-  return Status::Ok();
-}
-
-Status ReadInteger(const json& object, const char* key, int64_t min,
-                   std::optional<int64_t>* out) {
-  auto it = object.find(key);
-  if (it == object.end() || it->is_null()) return Status::Ok();
-  if (!it->is_number_integer() || it->get<int64_t>() < min) {
-    return InvalidArgument(std::string("result.") + key + ": must be an integer >= " +
-                           std::to_string(min));
-  }
-  *out = it->get<int64_t>();
-  return Status::Ok();
-}
 
 Status ParseCalibration(const json& result, WorkerResult* out) {
   auto it = result.find("calibration");
@@ -106,19 +88,16 @@ const char* GpuPeakField(const std::string& dtype) {
 StatusOr<WorkerResult> ParseWorkerResult(const json& result) {
   if (!result.is_object()) return InvalidArgument("result: must be an object");
   WorkerResult out;
-  auto ok = result.find("ok");
-  if (ok == result.end()) return InvalidArgument("result.ok: missing");
-  if (!ok->is_boolean()) return InvalidArgument("result.ok: must be a boolean, got " + ok->dump());
-  out.ok = ok->get<bool>();
-  RETURN_IF_ERROR(ReadInteger(result, "job_id", 1, &out.job_id));
-  RETURN_IF_ERROR(ReadInteger(result, "attempt", 1, &out.attempt));
+  ASSIGN_OR_RETURN(out.ok, ReadFlag(result, "result", "ok"));
+  ASSIGN_OR_RETURN(out.job_id, ReadOptionalInteger(result, "result", "job_id", kAtLeastOne));
+  ASSIGN_OR_RETURN(out.attempt, ReadOptionalInteger(result, "result", "attempt", kAtLeastOne));
   std::optional<std::string> kind, error;
-  RETURN_IF_ERROR(ReadText(result, "kind", &kind));
+  ASSIGN_OR_RETURN(kind, ReadOptionalText(result, "result", "kind", kMaxMessageBytes));
   if (kind && *kind != "calibration" && *kind != "benchmark") {
     return InvalidArgument("result.kind: must be \"benchmark\" or \"calibration\"");
   }
   out.calibration_kind = kind && *kind == "calibration";
-  RETURN_IF_ERROR(ReadText(result, "error", &error));
+  ASSIGN_OR_RETURN(error, ReadOptionalText(result, "result", "error", kMaxMessageBytes));
   if (!out.ok) {
     if (!error || error->empty()) {
       return InvalidArgument("result.error: a failed result must say why (a non-empty string)");
@@ -126,13 +105,13 @@ StatusOr<WorkerResult> ParseWorkerResult(const json& result) {
     out.error = *error;
   }
   ResultEcho& echo = out.echo;
-  RETURN_IF_ERROR(ReadText(result, "device", &echo.device));
-  RETURN_IF_ERROR(ReadText(result, "model", &echo.model));
-  RETURN_IF_ERROR(ReadText(result, "mode", &echo.mode));
-  RETURN_IF_ERROR(ReadText(result, "dtype", &echo.dtype));
-  RETURN_IF_ERROR(ReadInteger(result, "batch_size", 1, &echo.batch_size));
-  RETURN_IF_ERROR(ReadInteger(result, "threads", 1, &echo.threads));
-  RETURN_IF_ERROR(ReadInteger(result, "interop_threads", 1, &echo.interop_threads));
+  ASSIGN_OR_RETURN(echo.device, ReadOptionalText(result, "result", "device", kMaxMessageBytes));
+  ASSIGN_OR_RETURN(echo.model, ReadOptionalText(result, "result", "model", kMaxMessageBytes));
+  ASSIGN_OR_RETURN(echo.mode, ReadOptionalText(result, "result", "mode", kMaxMessageBytes));
+  ASSIGN_OR_RETURN(echo.dtype, ReadOptionalText(result, "result", "dtype", kMaxMessageBytes));
+  ASSIGN_OR_RETURN(echo.batch_size, ReadOptionalInteger(result, "result", "batch_size", kAtLeastOne));
+  ASSIGN_OR_RETURN(echo.threads, ReadOptionalInteger(result, "result", "threads", kAtLeastOne));
+  ASSIGN_OR_RETURN(echo.interop_threads, ReadOptionalInteger(result, "result", "interop_threads", kAtLeastOne));
 
   // A successful benchmark must carry its statistics; a failure carries what it has.
   const bool benchmark = out.ok && !out.calibration_kind;

@@ -34,10 +34,8 @@ Agent* AgentSessions::Seen(const std::string& routing_id) {
   return agent;
 }
 
-json AgentSessions::Departed() const {
-  json departed = json::array();
-  for (const json& entry : departed_) departed.push_back(entry);
-  return departed;
+std::vector<DepartedAgent> AgentSessions::Departed() const {
+  return std::vector<DepartedAgent>(departed_.begin(), departed_.end());
 }
 
 void AgentSessions::RoundBegins() { ctx_.registry.BeginJournal(); }
@@ -67,7 +65,8 @@ void AgentSessions::Register(const std::string& routing_id, const Message& messa
   agent.description = {name, request->tags, request->capabilities};
   // Agents on one machine (same machine_id) run one job at a time unless
   // --share-machines; an agent that does not say is a machine of its own.
-  agent.machine_id = request->capabilities.machine_id.empty() ? name : request->capabilities.machine_id;
+  const std::string machine_id = request->capabilities.host.machine_id.value_or("");
+  agent.machine_id = machine_id.empty() ? name : machine_id;
   auto host_id = ctx_.store.hosts().UpsertHost(name, agent.machine_id, request->tags, request->capabilities.raw,
                                     FingerprintOf(request->capabilities));
   if (!host_id.ok()) {
@@ -172,7 +171,7 @@ void AgentSessions::DropAgent(const std::string& routing_id, const std::string& 
   const std::string name = agent->description.name;
   ctx_.registry.Remove(routing_id);
   LOG_WARN("agent " << name << " " << reason << "; taken for gone");
-  departed_.push_back({{"agent", name}, {"at", UtcNowIso8601()}, {"reason", reason}});
+  departed_.push_back(DepartedAgent{name, UtcNowIso8601(), reason});
   while (departed_.size() > kDepartedShown) departed_.pop_front();
   for (const Lease& lease : ctx_.registry.TakeLeasesOf(name)) {
     dispatcher_.LoseAttempt(lease, "agent " + name + " " + reason);

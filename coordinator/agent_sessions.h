@@ -45,7 +45,7 @@ class AgentSessions : public RoundParticipant {
   // Once a minute: machines whose calibration is older than --calibration-max-age.
   void RecalibrateStaleMachines();
   // Agents that left lately (`status_reply.departed`), oldest first.
-  json Departed() const;
+  std::vector<DepartedAgent> Departed() const;
 
   void RoundBegins() override;
   void RoundCommitted() override;
@@ -59,7 +59,7 @@ class AgentSessions : public RoundParticipant {
   const CoordinatorContext& ctx_;
   Dispatcher& dispatcher_;
   std::vector<std::string> registered_in_round_;  // routing ids of agents new this round
-  std::deque<json> departed_;                     // newest last
+  std::deque<DepartedAgent> departed_;                   // newest last
   MonoTime next_heartbeat_;  // the next slice of the fleet's heartbeats
   MonoTime last_heartbeat_slice_;
   std::string heartbeat_cursor_;  // the routing id the last slice ended with

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "common/client_replies.h"
+#include "common/status_reply.h"
 #include "common/limits.h"
 #include "common/log.h"
 
@@ -125,50 +126,38 @@ std::optional<Message> ClientApi::PostRead(ReadRequest request) {
 }
 
 Message ClientApi::StatusReply(const json& request_id, const SweepRequest& request) {
+  benchfleet::StatusReply reply;
+  reply.request_id = request_id;
   auto sweeps = ctx_.store.jobs().SweepStatus(request.sweep_id, kStatusSweeps);
   if (!sweeps.ok()) return MakeError(sweeps.status(), request_id);
-  for (json& sweep : *sweeps) {
-    const json& jobs = sweep["jobs"];
-    const int64_t remaining = jobs["total"].get<int64_t>() - jobs["done"].get<int64_t>() -
-                              jobs["failed"].get<int64_t>() - jobs["cancelled"].get<int64_t>();
-    sweep["eta_s"] = sweep["state"] == "running" ? parts_.progress.EtaSeconds(sweep["sweep_id"], remaining) : json(nullptr);
+  reply.sweeps = std::move(*sweeps);
+  for (SweepOverview& sweep : reply.sweeps) {
+    if (sweep.state == "running") sweep.eta_s = parts_.progress.EtaSeconds(sweep.sweep_id, sweep.jobs.Unfinished());
   }
-  // Which job runs where: one read of the running jobs, not one per agent.
+  // Which job runs where: one read of the running jobs, not one per agent. A gang's job
+  // shows beside each of its agents, so running jobs are copied, not moved.
   auto running = ctx_.store.jobs().RunningJobConfigs();
   if (!running.ok()) ++ctx_.counters.store_errors;
-  // A thousand agents' entries are most of a status reply's cost: members are set
-  // one by one (not from initializer lists). A gang's job shows beside each of its
-  // agents, so running jobs are copied, not moved.
-  json agents = json::array();
-  agents.get_ref<json::array_t&>().reserve(ctx_.registry.size());
-  MonoTime now = ctx_.Now();
+  reply.agents.reserve(ctx_.registry.size());
+  const MonoTime now = ctx_.Now();
   for (Agent* agent : ctx_.registry.All()) {
-    json entry = json::object();
-    entry["agent"] = agent->description.name;
-    entry["state"] = "idle";
-    entry["job_id"] = nullptr;
-    entry["job"] = nullptr;
+    AgentState entry;
+    entry.agent = agent->description.name;
     if (auto leased = ctx_.registry.LeasedJobOf(agent->description.name)) {
-      entry["state"] = "busy";
-      entry["job_id"] = *leased;
+      entry.job_id = *leased;
       if (running.ok()) {
-        if (auto it = running->find(*leased); it != running->end()) entry["job"] = it->second;
+        if (auto it = running->find(*leased); it != running->end()) entry.job = it->second;
       }
     }
-    entry["machine_id"] = agent->machine_id;
-    entry["tags"] = agent->description.tags;
-    entry["last_seen_ms_ago"] = std::chrono::duration_cast<Millis>(now - agent->last_seen).count();
-    agents.push_back(std::move(entry));
+    entry.machine_id = agent->machine_id;
+    entry.tags = agent->description.tags;
+    entry.last_seen_ms_ago = std::chrono::duration_cast<Millis>(now - agent->last_seen).count();
+    reply.agents.push_back(std::move(entry));
   }
-  json departed = parts_.sessions.Departed();
-  // Moved in: an initializer list copies what it is given as an lvalue, and a deep
-  // copy of a thousand agents' entries cost as much as building them.
-  return MakeMessage(msg::kStatusReply, {{"request_id", request_id},
-                                         {"sweeps", std::move(*sweeps)},
-                                         {"agents", std::move(agents)},
-                                         {"counters", ctx_.counters.ToJson()},
-                                         {"waiting", parts_.dispatcher.Waiting(request.sweep_id)},
-                                         {"departed", std::move(departed)}});
+  reply.counters = ctx_.counters;
+  reply.waiting = parts_.dispatcher.Waiting(request.sweep_id);
+  reply.departed = parts_.sessions.Departed();
+  return ToMessage(reply);
 }
 
 Message ClientApi::Cancel(const json& request_id, const SweepRequest& request) {

@@ -10,22 +10,6 @@ constexpr int64_t kMalformedLoggedInFull = 10;
 
 }  // namespace
 
-json CoordinatorCounters::ToJson() const {
-  return {{"malformed_messages", malformed_messages},
-          {"unknown_peers", unknown_peers},
-          {"results_stored", results_stored},
-          {"duplicate_results", duplicate_results},
-          {"stale_results", stale_results},
-          {"rejected_results", rejected_results},
-          {"failed_jobs", failed_jobs},
-          {"requeued_jobs", requeued_jobs},
-          {"undelivered_offers", undelivered_offers},
-          {"refused_offers", refused_offers},
-          {"send_failures", send_failures},
-          {"store_errors", store_errors},
-          {"handler_exceptions", handler_exceptions}};
-}
-
 void CoordinatorContext::Refuse(Side side, const std::string& routing_id, const Status& status,
                                 const json& request_id) const {
   ++counters.malformed_messages;

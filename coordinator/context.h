@@ -10,6 +10,7 @@
 #include "common/clock.h"
 #include "common/limits.h"
 #include "common/protocol.h"
+#include "common/status_reply.h"
 #include "coordinator/registry.h"
 #include "coordinator/round.h"
 #include "coordinator/store.h"
@@ -49,26 +50,6 @@ struct CoordinatorOptions {
   // ManualMonotonicClock and move it on; Run() needs a clock that moves by itself.
   // Not owned; must outlive the coordinator.
   const MonotonicClock* clock = nullptr;
-};
-
-// The coordinator's counters, as `status_reply.counters` (schemas/protocol.md).
-struct CoordinatorCounters {
-  int64_t malformed_messages = 0;  // refused at the edge: bad frames, JSON, fields
-  int64_t unknown_peers = 0;       // messages from agents that had not registered
-  int64_t results_stored = 0;
-  int64_t duplicate_results = 0;
-  int64_t stale_results = 0;
-  int64_t rejected_results = 0;    // results that could never be stored (ack "rejected")
-  int64_t failed_jobs = 0;
-  int64_t requeued_jobs = 0;       // attempts lost (agent silent, lease expired, result rejected)
-  int64_t undelivered_offers = 0;  // job offers whose send failed: not an attempt
-  int64_t refused_offers = 0;      // job offers a busy agent refused: not an attempt
-  int64_t send_failures = 0;
-  int64_t store_errors = 0;
-  int64_t handler_exceptions = 0;  // caught by the last-resort guard; should stay 0
-  // Agent messages read and set aside while a long client request ran (a large
-  // submit), then handled in order; not undone with a failed round.
-  json ToJson() const;
 };
 
 // The shared parts, by reference; owned by the Coordinator.

@@ -284,8 +284,8 @@ void Dispatcher::OfferSent(const Lease& hand_out) {
   lease->renewed_at = now;
 }
 
-json Dispatcher::Waiting(std::optional<int64_t> sweep_id) {
-  json waiting = json::array();
+std::vector<WaitingRequirement> Dispatcher::Waiting(std::optional<int64_t> sweep_id) {
+  std::vector<WaitingRequirement> waiting;
   auto counts = ctx_.store.jobs().QueuedPerRequirement(sweep_id);
   if (!counts.ok()) return waiting;
   for (const auto& [requirement_id, jobs] : *counts) {
@@ -327,14 +327,8 @@ json Dispatcher::Waiting(std::optional<int64_t> sweep_id) {
                  DescribeRequirement(requirement) + " are free at once";
       }
     }
-    waiting.push_back({{"jobs", jobs},
-                       {"requirement",
-                        {{"kind", requirement.kind},
-                         {"pinned_host", requirement.pinned_host.empty() ? json() : json(requirement.pinned_host)},
-                         {"select", requirement.select},
-                         {"device", requirement.device}}},
-                       {"matching_agents", matching},
-                       {"reason", reason}});
+    waiting.push_back(WaitingRequirement{jobs, requirement.kind, requirement.pinned_host, requirement.select,
+                                         requirement.device, matching, std::move(reason)});
   }
   return waiting;
 }

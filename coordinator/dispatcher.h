@@ -57,7 +57,7 @@ class Dispatcher : public RoundParticipant, public OfferKeeper {
   // Tells every agent of a spread gang to stop the job's attempt.
   void StopGang(const Lease& lease, const std::string& reason);
   // What waits, by requirement, and why (`status_reply.waiting`).
-  json Waiting(std::optional<int64_t> sweep_id);
+  std::vector<WaitingRequirement> Waiting(std::optional<int64_t> sweep_id);
 
   // RoundParticipant, OfferKeeper.
   void RoundFailed() override;

@@ -11,14 +11,13 @@ namespace {
 
 using nlohmann::json;
 
-// A string member of raw[section][key], or null: these come from the peer and are
-// checked for type here, as everything from it is.
-json StringAt(const json& raw, const char* section, const char* key) {
-  if (!raw.is_object()) return nullptr;
-  auto s = raw.find(section);
-  if (s == raw.end() || !s->is_object()) return nullptr;
-  auto v = s->find(key);
-  return v != s->end() && v->is_string() ? *v : json(nullptr);
+json TextOrNull(const std::optional<std::string>& text) {
+  return text ? json(*text) : json(nullptr);
+}
+
+// cpu_model and torch_version: an empty one is no more said than a missing one.
+json NonEmptyOrNull(const std::optional<std::string>& text) {
+  return text && !text->empty() ? json(*text) : json(nullptr);
 }
 
 }  // namespace
@@ -40,19 +39,20 @@ HostFingerprint FingerprintOf(const Capabilities& c) {
   for (const GpuInfo& gpu : c.gpus) gpu_models.push_back(gpu.name);
   std::sort(gpu_models.begin(), gpu_models.end());
   HostFingerprint f;
-  f.parts = {
-      {"cpu_model", c.cpu_model.empty() ? json(nullptr) : json(c.cpu_model)},
-      {"logical_cpus", c.logical_cpus ? json(*c.logical_cpus) : json(nullptr)},
-      // Whole GiB: MemTotal moves by a few MB between kernels and firmware settings.
-      {"memory_gib", c.memory_mb ? json(std::llround(static_cast<double>(*c.memory_mb) / 1024)) : json(nullptr)},
-      {"gpu_models", gpu_models},
-      {"gpu_count", gpu_models.size()},
-      {"nvidia_driver", StringAt(c.raw, "host", "nvidia_driver")},
-      {"cuda", StringAt(c.raw, "torch", "cuda_version")},
-      {"torch_version", c.torch_version.empty() ? json(nullptr) : json(c.torch_version)},
-      {"blas", StringAt(c.raw, "torch", "blas")},
-      {"blas_config", StringAt(c.raw, "torch", "blas_config")},
-      {"benchfleet_version", StringAt(c.raw, "host", "benchfleet_version")}};
+  f.parts = {{"cpu_model", NonEmptyOrNull(c.host.cpu_model)},
+             {"logical_cpus", c.host.logical_cpus ? json(*c.host.logical_cpus) : json(nullptr)},
+             // Whole GiB: MemTotal moves by a few MB between kernels and firmware settings.
+             {"memory_gib", c.host.memory_mb
+                                ? json(std::llround(static_cast<double>(*c.host.memory_mb) / 1024))
+                                : json(nullptr)},
+             {"gpu_models", gpu_models},
+             {"gpu_count", gpu_models.size()},
+             {"nvidia_driver", TextOrNull(c.host.nvidia_driver.text)},
+             {"cuda", TextOrNull(c.torch.cuda_version.text)},
+             {"torch_version", NonEmptyOrNull(c.torch.torch_version)},
+             {"blas", TextOrNull(c.torch.blas)},
+             {"blas_config", TextOrNull(c.torch.blas_config.text)},
+             {"benchfleet_version", TextOrNull(c.host.benchfleet_version)}};
   // nlohmann's objects keep their keys sorted: the text is canonical.
   f.sha256 = Sha256Hex(f.parts.dump());
   return f;

@@ -461,34 +461,43 @@ StatusOr<std::vector<RunningJob>> JobQueue::RunningJobs() {
   return jobs;
 }
 
-StatusOr<std::unordered_map<int64_t, json>> JobQueue::RunningJobConfigs() {
-  // One json_extract of several paths per job (each path alone parses the spec again).
-  static const std::vector<std::string> kKeys = {"model", "mode", "dtype", "batch_size", "threads", "device"};
-  std::string paths;
-  for (const std::string& key : kKeys) paths += ", '$." + key + "'";
-  ASSIGN_OR_RETURN(auto stmt, db_->Prepare("SELECT job_id, sweep_id, kind, started_at, json_extract(spec" + paths +
-                                           ") FROM jobs WHERE state = 'running'"));
-  std::unordered_map<int64_t, json> jobs;
+StatusOr<std::unordered_map<int64_t, RunningJobSummary>> JobQueue::RunningJobConfigs() {
+  // One json_extract of several paths per job (each path alone parses the spec again);
+  // a value of the wrong type reads as absent (a checked spec has none).
+  ASSIGN_OR_RETURN(auto stmt, db_->Prepare("SELECT job_id, sweep_id, kind, COALESCE(started_at, ''), json_extract("
+                                           "spec, '$.model', '$.mode', '$.dtype', '$.batch_size', '$.threads', "
+                                           "'$.device') FROM jobs WHERE state = 'running'"));
+  std::unordered_map<int64_t, RunningJobSummary> jobs;
   while (true) {
     ASSIGN_OR_RETURN(bool row, stmt.Step());
     if (!row) break;
-    // Members set one by one: a status reply builds one of these per busy agent, and
-    // an initializer list builds each member as a two-element array first.
-    json job = json::object();
-    job["sweep_id"] = stmt.Int(1);
-    job["kind"] = stmt.ColumnJson(2);
-    job["started_at"] = stmt.ColumnJson(3);
-    json values = json::parse(stmt.IsNull(4) ? "[]" : stmt.Text(4), nullptr, false);
-    for (size_t i = 0; i < kKeys.size(); ++i) {
-      job[kKeys[i]] = values.is_array() && i < values.size() ? std::move(values[i]) : json(nullptr);
-    }
-    if (job["device"].is_null()) job["device"] = "cpu";
+    RunningJobSummary job;
+    job.sweep_id = stmt.Int(1);
+    job.kind = stmt.Text(2);
+    job.started_at = stmt.Text(3);
+    const json values = json::parse(stmt.IsNull(4) ? "[]" : stmt.Text(4), nullptr, false);
+    auto text = [&](size_t i) {
+      return values.is_array() && i < values.size() && values[i].is_string()
+                 ? std::optional<std::string>(values[i].get<std::string>())
+                 : std::nullopt;
+    };
+    auto integer = [&](size_t i) {
+      return values.is_array() && i < values.size() && values[i].is_number_integer()
+                 ? std::optional<int64_t>(values[i].get<int64_t>())
+                 : std::nullopt;
+    };
+    job.model = text(0);
+    job.mode = text(1);
+    job.dtype = text(2);
+    job.batch_size = integer(3);
+    job.threads = integer(4);
+    job.device = text(5).value_or("cpu");
     jobs.emplace(stmt.Int(0), std::move(job));
   }
   return jobs;
 }
 
-StatusOr<json> JobQueue::SweepStatus(std::optional<int64_t> sweep_id, int limit) {
+StatusOr<std::vector<SweepOverview>> JobQueue::SweepStatus(std::optional<int64_t> sweep_id, int limit) {
   // From the counts the triggers keep (job_counts, schemas/migrations/001_baseline.sql),
   // not by counting jobs: a few rows per sweep however many jobs it has.
   std::string sql =
@@ -511,25 +520,32 @@ StatusOr<json> JobQueue::SweepStatus(std::optional<int64_t> sweep_id, int limit)
   ASSIGN_OR_RETURN(auto stmt, db_->Prepare(sql));
   if (sweep_id) stmt.Bind(1, *sweep_id);
   stmt.Bind(2, limit);
-  json sweeps = json::array();
+  std::vector<SweepOverview> sweeps;
   while (true) {
     ASSIGN_OR_RETURN(bool row, stmt.Step());
     if (!row) break;
-    sweeps.push_back({{"sweep_id", stmt.Int(0)},
-                      {"name", stmt.Text(1)},
-                      {"state", stmt.Text(2)},
-                      {"created_at", stmt.Text(3)},
-                      {"finished_at", stmt.ColumnJson(4)},
-                      // total counts the jobs not stored yet (`storing`) of a large sweep
-                      {"jobs",
-                       {{"total", stmt.Int(5) + stmt.Int(11)},
-                        {"storing", stmt.Int(11)},
-                        {"queued", stmt.Int(6)},
-                        {"running", stmt.Int(7)},
-                        {"done", stmt.Int(8)},
-                        {"failed", stmt.Int(9)},
-                        {"cancelled", stmt.Int(10)}}},
-                      {"labels", json::parse(stmt.Text(12), nullptr, false)}});
+    SweepOverview sweep;
+    sweep.sweep_id = stmt.Int(0);
+    sweep.name = stmt.Text(1);
+    sweep.state = stmt.Text(2);
+    sweep.created_at = stmt.Text(3);
+    if (!stmt.IsNull(4)) sweep.finished_at = stmt.Text(4);
+    // total counts the jobs not stored yet (`storing`) of a large sweep
+    sweep.jobs.total = stmt.Int(5) + stmt.Int(11);
+    sweep.jobs.storing = stmt.Int(11);
+    sweep.jobs.queued = stmt.Int(6);
+    sweep.jobs.running = stmt.Int(7);
+    sweep.jobs.done = stmt.Int(8);
+    sweep.jobs.failed = stmt.Int(9);
+    sweep.jobs.cancelled = stmt.Int(10);
+    // Labels were checked (strings) when the sweep was stored.
+    const json labels = json::parse(stmt.Text(12), nullptr, false);
+    if (labels.is_object()) {
+      for (const auto& [key, value] : labels.items()) {
+        if (value.is_string()) sweep.labels.emplace(key, value.get<std::string>());
+      }
+    }
+    sweeps.push_back(std::move(sweep));
   }
   if (sweep_id && sweeps.empty()) return NotFound("no sweep with id " + std::to_string(*sweep_id));
   return sweeps;

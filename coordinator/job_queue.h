@@ -13,6 +13,7 @@
 
 #include "common/job_needs.h"
 #include "common/status.h"
+#include "common/status_reply.h"
 #include "common/sweep.h"
 #include "coordinator/matching.h"
 #include "coordinator/sqlite.h"
@@ -126,12 +127,11 @@ class JobQueue {
 
   // Jobs in state running (for recovery after a restart).
   StatusOr<std::vector<RunningJob>> RunningJobs();
-  // Each running job by its job_id: {sweep_id, kind, started_at, model, mode, dtype,
-  // batch_size, threads, device}, what `status` shows beside its agent.
-  StatusOr<std::unordered_map<int64_t, json>> RunningJobConfigs();
-  // {sweep_id, name, state, created_at, finished_at, jobs:{total, queued, ...}} for one
-  // sweep or the most recent `limit`.
-  StatusOr<json> SweepStatus(std::optional<int64_t> sweep_id, int limit);
+  // Each running job by its job_id, what `status` shows beside its agent.
+  StatusOr<std::unordered_map<int64_t, RunningJobSummary>> RunningJobConfigs();
+  // One sweep's progress, or the most recent `limit` sweeps', newest first (without
+  // eta_s, which the client API estimates); a sweep id that names no sweep is NotFound.
+  StatusOr<std::vector<SweepOverview>> SweepStatus(std::optional<int64_t> sweep_id, int limit);
 
  private:
   StatusOr<int64_t> RequirementId(const std::string& kind, const std::string& pinned_host,

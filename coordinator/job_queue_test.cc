@@ -27,8 +27,8 @@ TEST_F(StoreTest, AnAcceptedSweepTakesItsJobsInSlicesAndFinishesOnlyWhenWhole) {
   EXPECT_EQ(accepted->agents, (std::vector<std::string>{"node-a", "node-b"}));
   const int64_t id = accepted->sweep_id;
   auto status = [&] { return (*store_->jobs().SweepStatus(id, 1))[0]; };
-  EXPECT_EQ(status()["jobs"]["total"], 6);
-  EXPECT_EQ(status()["jobs"]["storing"], 6);
+  EXPECT_EQ(status().jobs.total, 6);
+  EXPECT_EQ(status().jobs.storing, 6);
   // A resend finds it with every job it will have, and where they go.
   auto again = store_->jobs().FindSubmission("cli-7");
   ASSERT_TRUE(again.ok() && again->has_value());
@@ -36,7 +36,7 @@ TEST_F(StoreTest, AnAcceptedSweepTakesItsJobsInSlicesAndFinishesOnlyWhenWhole) {
   EXPECT_EQ((*again)->agents, (std::vector<std::string>{"node-a", "node-b"}));
   // Combinations 0 and 1 (cpu, batch 1 and 2; the device axis turns slowest): 4 jobs.
   ASSERT_TRUE(*store_->jobs().StoreJobs(id, sweep, pinned, 0, 2));
-  EXPECT_EQ(status()["jobs"]["storing"], 2);
+  EXPECT_EQ(status().jobs.storing, 2);
   // A slice from the wrong place is refused and stores nothing.
   EXPECT_FALSE(*store_->jobs().StoreJobs(id, sweep, pinned, 0, 2));
   EXPECT_EQ(Count("select count(*) from jobs"), 4);
@@ -47,8 +47,8 @@ TEST_F(StoreTest, AnAcceptedSweepTakesItsJobsInSlicesAndFinishesOnlyWhenWhole) {
   EXPECT_EQ((*unstored)[0].pinned, pinned);
   // The rest: cpu batch 3 (2 jobs), then the cuda combinations (none).
   ASSERT_TRUE(*store_->jobs().StoreJobs(id, sweep, pinned, 2, 100));
-  EXPECT_EQ(status()["jobs"]["storing"], 0);
-  EXPECT_EQ(status()["jobs"]["total"], 6);
+  EXPECT_EQ(status().jobs.storing, 0);
+  EXPECT_EQ(status().jobs.total, 6);
   EXPECT_TRUE(store_->jobs().UnstoredSweeps()->empty());
   EXPECT_EQ(Count("select count(*) from jobs where sweep_id = " + std::to_string(id) +
                   " and json_extract(spec, '$.device') = 'cpu'"), 6);
@@ -65,10 +65,10 @@ TEST_F(StoreTest, AnAcceptedSweepTakesItsJobsInSlicesAndFinishesOnlyWhenWhole) {
   };
   ASSERT_TRUE(*store_->jobs().StoreJobs(any, three, {}, 0, 2));
   run_queued();
-  EXPECT_EQ((*store_->jobs().SweepStatus(any, 1))[0]["state"], "running");
+  EXPECT_EQ((*store_->jobs().SweepStatus(any, 1))[0].state, "running");
   ASSERT_TRUE(*store_->jobs().StoreJobs(any, three, {}, 2, 2));
   run_queued();
-  EXPECT_EQ((*store_->jobs().SweepStatus(any, 1))[0]["state"], "done");
+  EXPECT_EQ((*store_->jobs().SweepStatus(any, 1))[0].state, "done");
 
   // Cancelled while storing: no more jobs, and a total of what was stored.
   auto other = store_->jobs().AcceptSweep(sweep, {});
@@ -76,9 +76,9 @@ TEST_F(StoreTest, AnAcceptedSweepTakesItsJobsInSlicesAndFinishesOnlyWhenWhole) {
   ASSERT_TRUE(*store_->jobs().StoreJobs(other->sweep_id, sweep, {}, 0, 2));
   EXPECT_EQ(*store_->jobs().CancelSweep(other->sweep_id), 2);
   EXPECT_FALSE(*store_->jobs().StoreJobs(other->sweep_id, sweep, {}, 2, 2));
-  const json cancelled = (*store_->jobs().SweepStatus(other->sweep_id, 1))[0]["jobs"];
-  EXPECT_EQ(cancelled["total"], 2);
-  EXPECT_EQ(cancelled["storing"], 0);
+  const SweepJobCounts cancelled = (*store_->jobs().SweepStatus(other->sweep_id, 1))[0].jobs;
+  EXPECT_EQ(cancelled.total, 2);
+  EXPECT_EQ(cancelled.storing, 0);
 }
 
 TEST_F(StoreTest, SweepFinishesWhenEveryJobHasEnded) {
@@ -91,8 +91,8 @@ TEST_F(StoreTest, SweepFinishesWhenEveryJobHasEnded) {
   }
   auto status = store_->jobs().SweepStatus(sweep_id, 1);
   ASSERT_TRUE(status.ok());
-  EXPECT_EQ((*status)[0]["state"], "done");
-  EXPECT_EQ((*status)[0]["jobs"]["failed"], 2);
+  EXPECT_EQ((*status)[0].state, "done");
+  EXPECT_EQ((*status)[0].jobs.failed, 2);
   EXPECT_EQ(Count("select count(*) from result_summary"), 0);  // failures are not summary rows
   EXPECT_EQ(Count("select count(*) from job_failures"), 2);
 }
@@ -147,11 +147,11 @@ TEST_F(StoreTest, JobCountsFollowEveryStateChange) {
   auto status = store_->jobs().SweepStatus(std::nullopt, 20);
   ASSERT_TRUE(status.ok());
   ASSERT_EQ(status->size(), 2u);
-  EXPECT_EQ((*status)[0]["sweep_id"], second);
-  EXPECT_EQ((*status)[0]["jobs"], json::parse(R"({"total": 2, "queued": 0, "running": 0, "done": 0,
+  EXPECT_EQ((*status)[0].sweep_id, second);
+  EXPECT_EQ((*status)[0].jobs.ToJson(), json::parse(R"({"total": 2, "queued": 0, "running": 0, "done": 0,
                                                   "failed": 0, "cancelled": 2, "storing": 0})"));
-  EXPECT_EQ((*status)[1]["sweep_id"], first);
-  EXPECT_EQ((*status)[1]["jobs"], json::parse(R"({"total": 2, "queued": 1, "running": 0, "done": 1,
+  EXPECT_EQ((*status)[1].sweep_id, first);
+  EXPECT_EQ((*status)[1].jobs.ToJson(), json::parse(R"({"total": 2, "queued": 1, "running": 0, "done": 1,
                                                   "failed": 0, "cancelled": 0, "storing": 0})"));
   // A change by hand (a user's sqlite3 shell) keeps them true as well.
   auto db = Database::Open(path_, SQLITE_OPEN_READWRITE);

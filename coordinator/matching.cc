@@ -39,7 +39,7 @@ bool AgentMatches(const json& select, const AgentDescription& agent) {
     }
   }
   if (select.contains("cpu_model") &&
-      caps.cpu_model.find(Text(select, "cpu_model")) == std::string::npos) {
+      caps.host.cpu_model.value_or("").find(Text(select, "cpu_model")) == std::string::npos) {
     return false;
   }
   if (select.contains("gpu_model")) {

@@ -47,7 +47,7 @@ TEST_F(StoreTest, InAGroupASweepEndsWithTheCommitThatKeepsItsLastResultOrNotAtAl
   auto sweep_id = StoreWholeSweep(MakeSweep(kTwoJobs), {})->sweep_id;
   auto jobs = QueuedFor("node-a");
   for (const auto& job : jobs) ASSERT_TRUE(store_->jobs().MarkRunning(job.job_id, host_).ok());
-  auto state = [&] { return (*store_->jobs().SweepStatus(sweep_id, 1))[0]["state"].get<std::string>(); };
+  auto state = [&] { return (*store_->jobs().SweepStatus(sweep_id, 1))[0].state; };
   // A sweep that cannot be marked done (another process's trigger, standing in for a
   // write that fails): its last result must not be kept without it.
   {

@@ -26,17 +26,17 @@ void SweepProgress::ResultArrived(int64_t sweep_id) {
   if (at.size() > kEtaResults) at.pop_front();
 }
 
-json SweepProgress::EtaSeconds(int64_t sweep_id, int64_t remaining) const {
+std::optional<double> SweepProgress::EtaSeconds(int64_t sweep_id, int64_t remaining) const {
   const auto it = results_at_.find(sweep_id);
-  if (remaining <= 0 || it == results_at_.end()) return nullptr;
+  if (remaining <= 0 || it == results_at_.end()) return std::nullopt;
   const MonoTime now = clock_.Now();
   // The results within the window, oldest first.
   auto first = it->second.begin();
   while (first != it->second.end() && now - *first > kEtaWindow) ++first;
   const auto results = std::distance(first, it->second.end());
-  if (results < 2) return nullptr;
+  if (results < 2) return std::nullopt;
   const double span_s = std::chrono::duration<double>(it->second.back() - *first).count();
-  if (span_s <= 0) return nullptr;
+  if (span_s <= 0) return std::nullopt;
   const double per_s = static_cast<double>(results - 1) / span_s;
   return std::round(static_cast<double>(remaining) / per_s);
 }

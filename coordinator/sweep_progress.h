@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <optional>
 #include <unordered_map>
 
 #include "common/clock.h"
@@ -19,7 +20,7 @@ class SweepProgress {
   void ResultArrived(int64_t sweep_id);
   // Seconds until the sweep's `remaining` jobs are done at its recent rate; null when
   // too few results came recently to say.
-  json EtaSeconds(int64_t sweep_id, int64_t remaining) const;
+  std::optional<double> EtaSeconds(int64_t sweep_id, int64_t remaining) const;
 
  private:
   const MonotonicClock& clock_;

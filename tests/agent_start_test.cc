@@ -74,6 +74,14 @@ TEST_F(AgentStartTest, ProbeWithoutJsonIsRefused) {
   ExpectRefusal(Script("chatty", "echo hello"), "--probe printed no JSON object");
 }
 
+// The probe is sent on as the registration's capabilities.torch: one the coordinator
+// would refuse keeps the agent from starting, naming the field.
+TEST_F(AgentStartTest, ProbeTheCoordinatorWouldRefuseIsRefused) {
+  ExpectRefusal(
+      Script("odd", "echo '{\"torch_version\": \"test\", \"cuda_available\": \"yes\"}'"),
+      "--probe printed capabilities.torch.cuda_available: must be true or false, got \"yes\"");
+}
+
 TEST_F(AgentStartTest, WorkingProbeStartsTheAgent) {
   const std::string worker = Script("fake", "echo '{\"torch_version\": \"test\"}'");
   ChildProcess agent;
