@@ -15,6 +15,7 @@
 #include <iostream>
 #include <vector>
 
+#include "common/messages.h"
 #include "common/status_reply.h"
 #include "coordinator/coordinator.h"
 
@@ -73,9 +74,14 @@ int main(int argc, char** argv) {
     std::cerr << started.ToString() << "\n";
     return 1;
   }
+  // A client's request as the CLI frames it: the typed request's fields in the envelope.
+  auto client_frame = [](const char* type, json fields, int request_id) {
+    benchfleet::Message message = benchfleet::MakeMessage(type, std::move(fields));
+    message.body["request_id"] = request_id;
+    return benchfleet::Encode(message);
+  };
   auto submit = [&](const json& sweep) {
-    coordinator.HandleClient({"bench", json({{"v", 1}, {"type", "submit"}, {"request_id", 1},
-                                             {"sweep", sweep}}).dump()});
+    coordinator.HandleClient({"bench", client_frame("submit", benchfleet::SubmitRequest{sweep, ""}.ToJson(), 1)});
   };
   Clock::time_point t0 = Clock::now();
   for (int done = 0; done < queued;) {
@@ -98,7 +104,7 @@ int main(int argc, char** argv) {
     coordinator.Tick();
     coordinator.EndRound();
     last_status = nullptr;
-    coordinator.HandleClient({"bench", json({{"v", 1}, {"type", "status"}, {"request_id", 2}}).dump()});
+    coordinator.HandleClient({"bench", client_frame("status", benchfleet::SweepRequest{}.ToJson(), 2)});
     if (!last_status.is_object()) {
       std::cerr << "no status reply from the coordinator\n";
       return 1;

@@ -113,7 +113,7 @@ int Run(const Options& options) {
   const double wall_s = Seconds(Clock::now() - start);
   const double cpu_s = ProcessCpuSeconds(pid) - cpu_before;
   const double own_s = OwnCpuSeconds() - own_before;
-  const auto status = benchfleet::StatusReply::FromJson(simulator.StatusReply());
+  const auto status = simulator.StatusReply();
   // What the SQLite file holds, read back through the coordinator.
   const json stored_rows = idle ? json() : simulator.QueryValue("SELECT COUNT(*) FROM results");
   const double peak_rss_mb = PeakRssMb(pid);

@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "common/clock.h"
+#include "common/messages.h"
 #include "common/transport.h"
 
 namespace benchfleet::fleet_load {
@@ -121,9 +122,9 @@ Status Simulator::RunJobs() {
         {"matrix", {{"model", {"mlp"}}, {"batch_size", batch_sizes}}},
         {"models", {{"mlp", {{"layers", {8, 8}}}}}},
         {"timing", {{"warmup_s", 0.01}, {"min_time_s", 0.01}, {"max_time_s", 0.01}}}};
-    SendClient(msg::kSubmit, {{"sweep", sweep_file},
-                              {"submission_id",
-                               "load-" + std::to_string(getpid()) + "-" + std::to_string(sweep)}});
+    SendClient(msg::kSubmit,
+               benchfleet::SubmitRequest{sweep_file, "load-" + std::to_string(getpid()) + "-" + std::to_string(sweep)}
+                   .ToJson());
   }
   const size_t submits =
       static_cast<size_t>((options_.jobs + kMaxJobsPerSweep - 1) / kMaxJobsPerSweep);
@@ -141,7 +142,7 @@ Status Simulator::RunJobs() {
     const int64_t stored = tally_.acks["stored"];
     const bool news = stored >= options_.jobs && stored > stored_at_last_status;
     if (!status_in_flight && (Clock::now() >= next_status || news)) {
-      SendClient(msg::kStatus, json::object());
+      SendClient(msg::kStatus, benchfleet::SweepRequest{}.ToJson());
       next_status = Clock::now() + kStatusInterval;
       stored_at_last_status = stored;
     }
@@ -153,23 +154,19 @@ Status Simulator::RunJobs() {
     // At most kMaxProbes, so that status's latest sweeps still hold all of ours.
     if (!probe_in_flight && probes < kMaxProbes && Clock::now() >= next_probe &&
         tally_.acks["stored"] < options_.jobs) {
-      SendClient(msg::kSubmit,
-                 {{"sweep", {{"name", "probe-" + std::to_string(probes++)},
-                             {"placement", "any"},
-                             {"select", {{"gpu_model", "no-such-gpu"}}},
-                             {"matrix", {{"model", {"mlp"}}, {"batch_size", {1}}}},
-                             {"timing", {{"warmup_s", 0.01}, {"min_time_s", 0.01}, {"max_time_s", 0.01}}}}}},
-                 "probe");
+      const json probe = {{"name", "probe-" + std::to_string(probes++)},
+                          {"placement", "any"},
+                          {"select", {{"gpu_model", "no-such-gpu"}}},
+                          {"matrix", {{"model", {"mlp"}}, {"batch_size", {1}}}},
+                          {"timing", {{"warmup_s", 0.01}, {"min_time_s", 0.01}, {"max_time_s", 0.01}}}};
+      SendClient(msg::kSubmit, benchfleet::SubmitRequest{probe, ""}.ToJson(), "probe");
       next_probe = Clock::now() + std::chrono::seconds(1);
     }
-    if (!last_status_.is_object()) return false;
+    if (!last_status_) return false;
     int found = 0;
-    for (const json& sweep : last_status_["sweeps"]) {
-      if (std::find(sweep_ids_.begin(), sweep_ids_.end(), sweep.value("sweep_id", int64_t{0})) ==
-          sweep_ids_.end()) {
-        continue;
-      }
-      if (sweep.value("state", "") == "running") return false;
+    for (const SweepOverview& sweep : last_status_->sweeps) {
+      if (std::find(sweep_ids_.begin(), sweep_ids_.end(), sweep.sweep_id) == sweep_ids_.end()) continue;
+      if (sweep.state == "running") return false;
       ++found;
     }
     return found == static_cast<int>(sweep_ids_.size());
@@ -185,17 +182,18 @@ void Simulator::Idle(double seconds) {
   Serve(end, [] { return false; });
 }
 
-json Simulator::StatusReply() {
-  last_status_ = nullptr;
-  SendClient(msg::kStatus, json::object());
+StatusOr<benchfleet::StatusReply> Simulator::StatusReply() {
+  last_status_.reset();
+  SendClient(msg::kStatus, benchfleet::SweepRequest{}.ToJson());
   Serve(Clock::now() + std::chrono::milliseconds(benchfleet::kClientReplyTimeoutMs),
-        [&] { return last_status_.is_object(); });
-  return last_status_;
+        [&] { return last_status_.has_value(); });
+  if (!last_status_) return DeadlineExceeded("no status reply within the client timeout");
+  return *last_status_;
 }
 
 json Simulator::QueryValue(const std::string& sql) {
   last_rows_ = nullptr;
-  SendClient(msg::kQuery, {{"sql", sql}});
+  SendClient(msg::kQuery, benchfleet::QueryRequest{sql}.ToJson());
   Serve(Clock::now() + std::chrono::milliseconds(benchfleet::kClientReplyTimeoutMs),
         [&] { return last_rows_.is_object(); });
   if (!last_rows_.is_object() || last_rows_["rows"].empty() || last_rows_["rows"][0].empty())
@@ -478,7 +476,12 @@ void Simulator::HandleClientMessage(const benchfleet::Message& decoded,
     sweep_ids_.push_back(body.value("sweep_id", int64_t{0}));
   } else if (decoded.type == msg::kStatusReply) {
     status_ms_.push_back(ms);
-    last_status_ = body;
+    auto status = benchfleet::StatusReply::FromJson(body);
+    if (status.ok()) {
+      last_status_ = std::move(*status);
+    } else {
+      RecordError("status_reply", status.status().message());
+    }
   } else if (decoded.type == msg::kRows) {
     last_rows_ = body;
   } else if (decoded.type == msg::kError) {

@@ -19,6 +19,7 @@
 #include "common/limits.h"
 #include "common/protocol.h"
 #include "common/status.h"
+#include "common/status_reply.h"
 #include "common/transport.h"
 
 namespace benchfleet::fleet_load {
@@ -124,9 +125,8 @@ class Simulator {
   Status RunJobs();
   // Heartbeats for `seconds`.
   void Idle(double seconds);
-  // A status_reply's body (read with StatusReply::FromJson), or null if none came
-  // within the timeout.
-  json StatusReply();
+  // A status_reply, or DeadlineExceeded if none came within the timeout.
+  StatusOr<benchfleet::StatusReply> StatusReply();
   // The first value of the first row of `sql` (the coordinator's read-only query), or
   // null.
   json QueryValue(const std::string& sql);
@@ -136,7 +136,6 @@ class Simulator {
   // Each status reply's time, in the order they came.
   const std::vector<double>& status_ms() const { return status_ms_; }
   const std::vector<double>& probe_submit_ms() const { return probe_submit_ms_; }
-  const json& last_status() const { return last_status_; }
   int sweeps() const { return static_cast<int>(sweep_ids_.size()); }
 
  private:
@@ -172,7 +171,7 @@ class Simulator {
   std::map<int64_t, std::pair<std::string, Clock::time_point>> requests_;
   int64_t next_request_id_ = 1;
   std::vector<int64_t> sweep_ids_;
-  json last_status_;
+  std::optional<benchfleet::StatusReply> last_status_;  // read at the edge
   json last_rows_;
   double max_submit_ms_ = 0;
   std::vector<double> status_ms_;

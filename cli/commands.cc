@@ -18,6 +18,7 @@
 #include "common/clock.h"
 #include "common/files.h"
 #include "common/job_spec.h"
+#include "common/messages.h"
 #include "common/median.h"
 #include "common/result_fields.h"
 #include "common/status_reply.h"
@@ -77,14 +78,12 @@ StatusOr<RowsReply> ReadRows(const StatusOr<Message>& reply) {
 
 // The rows a read-only statement returns (a `query` request).
 StatusOr<RowsReply> QueryRows(CoordinatorClient& client, const std::string& sql) {
-  return ReadRows(client.Call(msg::kQuery, {{"sql", sql}}));
+  return ReadRows(client.Call(msg::kQuery, QueryRequest{sql}.ToJson()));
 }
 
 // The coordinator's status, of one sweep or of the latest ones.
 StatusOr<StatusReply> ReadStatus(CoordinatorClient& client, std::optional<int64_t> sweep_id) {
-  json fields = json::object();
-  if (sweep_id) fields["sweep_id"] = *sweep_id;
-  auto reply = client.Call(msg::kStatus, fields);
+  auto reply = client.Call(msg::kStatus, SweepRequest{sweep_id}.ToJson());
   if (!reply.ok()) return reply.status();
   if (reply->type != msg::kStatusReply) return Internal("expected a status reply, got " + reply->type);
   return StatusReply::FromJson(reply->body);
@@ -255,7 +254,7 @@ int SubmitCommand(const ClientOptions& client_options, const SubmitOptions& opti
       options.submission_id.empty() ? NewSubmissionId() : options.submission_id;
   StatusOr<Message> reply = Unavailable("not sent");
   for (int attempt = 1; attempt <= kSubmitTries; ++attempt) {
-    reply = (*client)->Call(msg::kSubmit, {{"sweep", sweep->source}, {"submission_id", submission_id}});
+    reply = (*client)->Call(msg::kSubmit, SubmitRequest{sweep->source, submission_id}.ToJson());
     if (reply.ok() || reply.status().code() != StatusCode::kUnavailable) break;
     if (attempt < kSubmitTries) std::cerr << "benchfleet: " << reply.status().message() << "; sending again\n";
   }
@@ -369,9 +368,9 @@ int ResultsCommand(const ClientOptions& client_options, std::optional<int64_t> s
                    RowFormat format, bool all_columns) {
   auto client = Connect(client_options);
   if (!client.ok()) return Fail(client.status());
-  json fields = json::object();
-  if (sweep_id) fields["sweep_id"] = *sweep_id;
-  auto rows = ReadRows((*client)->Call(msg::kResults, fields));
+  ResultsRequest request;
+  request.sweep_id = sweep_id;
+  auto rows = ReadRows((*client)->Call(msg::kResults, request.ToJson()));
   if (!rows.ok()) return Fail(rows.status());
   PrintRows(*rows, format, all_columns ? std::vector<std::string>{} : ResultTableColumns());
   return 0;
@@ -390,9 +389,7 @@ int CalibrateCommand(const ClientOptions& client_options, const std::vector<std:
                      bool wait) {
   auto client = Connect(client_options);
   if (!client.ok()) return Fail(client.status());
-  json fields = json::object();
-  if (!agents.empty()) fields["agents"] = agents;
-  auto reply = (*client)->Call(msg::kCalibrate, fields, CoordinatorClient::Retry::kNever);
+  auto reply = (*client)->Call(msg::kCalibrate, CalibrateRequest{agents}.ToJson(), CoordinatorClient::Retry::kNever);
   if (!reply.ok()) return Fail(reply.status());
   auto queued = SubmittedReply::FromJson(reply->body);
   if (!queued.ok()) return Fail(queued.status());
@@ -474,7 +471,7 @@ int PruneCommand(ClientOptions client_options, const std::string& age, double wa
       std::max(client_options.timeout_ms, static_cast<int>(std::min(wait_timeout_s, 86400.0) * 1000));
   auto client = Connect(client_options);
   if (!client.ok()) return Fail(client.status());
-  auto reply = (*client)->Call(msg::kPrune, {{"samples_older_than_s", *seconds}}, CoordinatorClient::Retry::kNever);
+  auto reply = (*client)->Call(msg::kPrune, PruneRequest{*seconds}.ToJson(), CoordinatorClient::Retry::kNever);
   if (!reply.ok()) return Fail(reply.status());
   auto pruned = PrunedReply::FromJson(reply->body);
   if (!pruned.ok()) return Fail(pruned.status());
@@ -742,13 +739,10 @@ int RegressionsCommand(const ClientOptions& client_options, const std::string& s
 
 int BaselineResetCommand(const ClientOptions& client_options, const std::string& host, const std::string& model,
                          const std::string& note) {
-  json fields = json::object();
-  if (!host.empty()) fields["host"] = host;
-  if (!model.empty()) fields["model"] = model;
-  if (!note.empty()) fields["note"] = note;
   auto client = Connect(client_options);
   if (!client.ok()) return Fail(client.status());
-  auto reply = (*client)->Call(msg::kBaselineReset, fields, CoordinatorClient::Retry::kNever);
+  auto reply = (*client)->Call(msg::kBaselineReset, BaselineResetRequest{host, model, note}.ToJson(),
+                               CoordinatorClient::Retry::kNever);
   if (!reply.ok()) return Fail(reply.status());
   std::cout << "baseline reset for " << (host.empty() ? "every host" : host) << ", "
             << (model.empty() ? "every model" : model)
@@ -760,7 +754,7 @@ int SetPriceCommand(const ClientOptions& client_options, const std::string& host
                     const std::string& currency) {
   auto client = Connect(client_options);
   if (!client.ok()) return Fail(client.status());
-  auto reply = (*client)->Call(msg::kSetPrice, {{"host", host}, {"per_hour", per_hour}, {"currency", currency}},
+  auto reply = (*client)->Call(msg::kSetPrice, SetPriceRequest{host, HostPrice{per_hour, currency}}.ToJson(),
                                CoordinatorClient::Retry::kNever);
   if (!reply.ok()) return Fail(reply.status());
   std::cout << host << " costs " << per_hour << " " << currency << " an hour from now on\n";
@@ -768,26 +762,32 @@ int SetPriceCommand(const ClientOptions& client_options, const std::string& host
 }
 
 int ScheduleCommand(const ClientOptions& client_options, const ScheduleOptions& options, RowFormat format) {
-  json fields = {{"action", options.action == "run-now" ? "run_now" : options.action}};
-  if (!options.name.empty()) fields["name"] = options.name;
-  if (options.action == "add") {
+  using Action = ScheduleRequest::Action;
+  ScheduleRequest request;
+  request.action = options.action == "add"       ? Action::kAdd
+                   : options.action == "remove"  ? Action::kRemove
+                   : options.action == "run-now" ? Action::kRunNow
+                   : options.action == "history" ? Action::kHistory
+                                                 : Action::kList;
+  request.name = options.name;
+  if (request.action == Action::kAdd) {
     auto sweep = ReadSweepFile(options.file, "no schedule was added", options.labels);
     if (!sweep.ok()) return Fail(sweep.status());
-    fields["sweep"] = sweep->source;
-    fields["cron"] = options.cron;
-    fields["tz"] = options.tz;
-    fields["overlap"] = options.overlap;
-    if (options.start_deadline_s) fields["start_deadline_s"] = *options.start_deadline_s;
+    request.sweep = sweep->source;
+    request.cron = options.cron;
+    request.tz = options.tz;
+    request.overlap_queue = options.overlap == "queue";  // CLI11 let only skip or queue through
+    request.start_deadline_s = options.start_deadline_s;
   }
-  if (options.action == "history") fields["limit"] = options.limit;
+  if (request.action == Action::kHistory) request.limit = options.limit;
   // run-now sends its own id, so a resend after a lost reply fires once.
-  if (options.action == "run-now") fields["submission_id"] = NewSubmissionId();
+  if (request.action == Action::kRunNow) request.submission_id = NewSubmissionId();
   auto client = Connect(client_options);
   if (!client.ok()) return Fail(client.status());
   // add and remove must not go twice (the second would be refused: "exists", "no
   // schedule"); run-now carries its own submission id.
   const bool once = options.action == "add" || options.action == "remove";
-  auto reply = (*client)->Call(msg::kSchedule, fields,
+  auto reply = (*client)->Call(msg::kSchedule, request.ToJson(),
                                once ? CoordinatorClient::Retry::kNever : CoordinatorClient::Retry::kOnce);
   if (!reply.ok()) return Fail(reply.status());
   if (reply->type == msg::kRows) {
@@ -823,7 +823,7 @@ int ScheduleCommand(const ClientOptions& client_options, const ScheduleOptions& 
 int CancelCommand(const ClientOptions& client_options, int64_t sweep_id) {
   auto client = Connect(client_options);
   if (!client.ok()) return Fail(client.status());
-  auto reply = (*client)->Call(msg::kCancel, {{"sweep_id", sweep_id}});
+  auto reply = (*client)->Call(msg::kCancel, SweepRequest{sweep_id}.ToJson());
   if (!reply.ok()) return Fail(reply.status());
   auto cancelled = CancelledReply::FromJson(reply->body);
   if (!cancelled.ok()) return Fail(cancelled.status());

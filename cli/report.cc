@@ -16,6 +16,7 @@
 #include "cli/report_page.h"
 #include "cli/svg_chart.h"
 #include "common/files.h"
+#include "common/messages.h"
 
 namespace benchfleet {
 namespace {
@@ -499,7 +500,7 @@ int ReportCommand(const ClientOptions& client_options, const ReportOptions& opti
                                            client_options.curve ? &*client_options.curve : nullptr);
   if (!client.ok()) return fail(client.status());
   const ReportQuery query = [&](const std::string& sql) -> StatusOr<RowsReply> {
-    auto reply = (*client)->Call(msg::kQuery, {{"sql", sql}});
+    auto reply = (*client)->Call(msg::kQuery, QueryRequest{sql}.ToJson());
     if (!reply.ok()) return reply.status();
     return RowsReply::FromJson(reply->body);
   };

@@ -1,7 +1,9 @@
 #include "common/messages.h"
 
 #include <algorithm>
+#include <iterator>
 #include <limits>
+#include <string_view>
 
 #include "common/limits.h"
 
@@ -12,6 +14,14 @@ using nlohmann::json;
 
 // Longest SQL text a query may carry.
 constexpr size_t kMaxSqlLength = 64 * 1024;
+
+// Each schedule action by the name it has on the wire.
+constexpr std::pair<std::string_view, ScheduleRequest::Action> kScheduleActions[] = {
+    {"add", ScheduleRequest::Action::kAdd},
+    {"list", ScheduleRequest::Action::kList},
+    {"remove", ScheduleRequest::Action::kRemove},
+    {"run_now", ScheduleRequest::Action::kRunNow},
+    {"history", ScheduleRequest::Action::kHistory}};
 
 // Optional positive integer field `key` (Decode checked it is an integer).
 StatusOr<std::optional<int64_t>> PositiveId(const Message& message, const char* key) {
@@ -121,12 +131,9 @@ StatusOr<ScheduleRequest> ParseSchedule(const Message& message) {
   const json& body = message.body;
   ScheduleRequest out;
   const std::string action = body["action"].get<std::string>();
-  static const std::vector<std::pair<std::string, ScheduleRequest::Action>> actions = {
-      {"add", ScheduleRequest::Action::kAdd},         {"list", ScheduleRequest::Action::kList},
-      {"remove", ScheduleRequest::Action::kRemove},   {"run_now", ScheduleRequest::Action::kRunNow},
-      {"history", ScheduleRequest::Action::kHistory}};
-  auto known = std::find_if(actions.begin(), actions.end(), [&](const auto& a) { return a.first == action; });
-  if (known == actions.end()) {
+  auto known = std::find_if(std::begin(kScheduleActions), std::end(kScheduleActions),
+                            [&](const auto& a) { return a.first == action; });
+  if (known == std::end(kScheduleActions)) {
     return InvalidArgument("schedule.action: must be add, list, remove, run_now or history, got " +
                            ShownValue(body["action"]));
   }
@@ -197,6 +204,60 @@ StatusOr<PruneRequest> ParsePrune(const Message& message) {
   if (!(out.samples_older_than_s >= 0) || out.samples_older_than_s > 3.2e10) {
     return InvalidArgument("prune.samples_older_than_s: must be from 0 to 3.2e10 seconds");
   }
+  return out;
+}
+
+// ---- the sender's side ----
+
+json SubmitRequest::ToJson() const {
+  json out = {{"sweep", sweep}};
+  if (!submission_id.empty()) out["submission_id"] = submission_id;
+  return out;
+}
+
+json SweepRequest::ToJson() const {
+  json out = json::object();
+  if (sweep_id) out["sweep_id"] = *sweep_id;
+  return out;
+}
+
+json ResultsRequest::ToJson() const {
+  json out = {{"limit", limit}};
+  if (sweep_id) out["sweep_id"] = *sweep_id;
+  return out;
+}
+
+json QueryRequest::ToJson() const { return {{"sql", sql}}; }
+
+json CalibrateRequest::ToJson() const { return {{"agents", agents}}; }
+
+json PruneRequest::ToJson() const { return {{"samples_older_than_s", samples_older_than_s}}; }
+
+json BaselineResetRequest::ToJson() const {
+  json out = json::object();
+  if (!host.empty()) out["host"] = host;
+  if (!model.empty()) out["model"] = model;
+  if (!note.empty()) out["note"] = note;
+  return out;
+}
+
+json SetPriceRequest::ToJson() const {
+  return {{"host", host}, {"per_hour", price.per_hour}, {"currency", price.currency}};
+}
+
+json ScheduleRequest::ToJson() const {
+  json out = json::object();
+  for (const auto& [text, value] : kScheduleActions) {
+    if (value == action) out["action"] = std::string(text);
+  }
+  if (!name.empty()) out["name"] = name;
+  if (!cron.empty()) out["cron"] = cron;
+  if (!tz.empty()) out["tz"] = tz;
+  if (!sweep.is_null()) out["sweep"] = sweep;
+  out["overlap"] = overlap_queue ? "queue" : "skip";
+  if (start_deadline_s) out["start_deadline_s"] = *start_deadline_s;
+  out["limit"] = limit;
+  if (!submission_id.empty()) out["submission_id"] = submission_id;
   return out;
 }
 

@@ -3,6 +3,8 @@
 // checks the envelope and top-level field types; these parsers check everything nested
 // and every range, so a handler never reads raw peer JSON and never meets a surprise.
 // Each error names the field ("heartbeat.running: must be null or {job_id, attempt}").
+// The CLI sends each request with its ToJson (the fields; the client adds v, type and
+// request_id), so the sender and the receiver name a field in one place.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -11,6 +13,7 @@
 #include <vector>
 
 #include "common/agent_messages.h"
+#include "common/limits.h"
 #include "common/protocol.h"
 #include "common/status.h"
 
@@ -23,32 +26,38 @@ inline constexpr size_t kMaxSubmissionIdLength = 128;
 struct SubmitRequest {
   nlohmann::json sweep;           // validated by ParseSweep
   std::string submission_id;      // empty: none; a resend with the same id is not a new sweep
+  nlohmann::json ToJson() const;
 };
 StatusOr<SubmitRequest> ParseSubmit(const Message& message);
 
 struct SweepRequest {  // status, cancel
   std::optional<int64_t> sweep_id;
+  nlohmann::json ToJson() const;
 };
 StatusOr<SweepRequest> ParseSweepRequest(const Message& message);
 
 struct ResultsRequest {
   std::optional<int64_t> sweep_id;
-  int limit = 0;
+  int limit = kMaxReplyRows;
+  nlohmann::json ToJson() const;
 };
 StatusOr<ResultsRequest> ParseResults(const Message& message);
 
 struct QueryRequest {
   std::string sql;
+  nlohmann::json ToJson() const;
 };
 StatusOr<QueryRequest> ParseQuery(const Message& message);
 
 struct CalibrateRequest {
-  std::vector<std::string> agents;
+  std::vector<std::string> agents;  // empty: every agent
+  nlohmann::json ToJson() const;
 };
 StatusOr<CalibrateRequest> ParseCalibrate(const Message& message);
 
 struct PruneRequest {
   double samples_older_than_s = 0;  // >= 0
+  nlohmann::json ToJson() const;
 };
 StatusOr<PruneRequest> ParsePrune(const Message& message);
 
@@ -58,6 +67,7 @@ struct BaselineResetRequest {
   std::string host;
   std::string model;
   std::string note;
+  nlohmann::json ToJson() const;  // empty members left out
 };
 StatusOr<BaselineResetRequest> ParseBaselineReset(const Message& message);
 
@@ -65,6 +75,7 @@ StatusOr<BaselineResetRequest> ParseBaselineReset(const Message& message);
 struct SetPriceRequest {
   std::string host;
   HostPrice price;
+  nlohmann::json ToJson() const;
 };
 StatusOr<SetPriceRequest> ParseSetPrice(const Message& message);
 
@@ -84,8 +95,10 @@ struct ScheduleRequest {
   nlohmann::json sweep;               // add
   bool overlap_queue = false;         // add: "queue" (else "skip")
   std::optional<double> start_deadline_s;  // add; none: one period
-  int limit = 0;                      // history
+  int limit = kMaxReplyRows;          // history
   std::string submission_id;          // run_now: a resend with the same id fires once
+  // Empty texts, a null sweep and no deadline are left out; the rest is written.
+  nlohmann::json ToJson() const;
 };
 StatusOr<ScheduleRequest> ParseSchedule(const Message& message);
 

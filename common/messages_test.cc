@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "common/golden_round_trip.h"
+
 namespace benchfleet {
 namespace {
 
@@ -88,6 +90,56 @@ TEST(MessagesTest, AnAgentErrorNamingAJobMustNameItFully) {
   EXPECT_EQ(parsed->job->job_id, 4);
   refusal.erase("attempt");
   EXPECT_FALSE(ErrorReport::FromJson(Decoded(refusal).body).ok());
+}
+
+// A client request read from its golden example (schemas/golden/TYPE.json) and written
+// back: the fields the CLI sends are the ones the coordinator reads.
+template <typename Parse>
+void ExpectRequestRoundTrip(const std::string& type, Parse parse) {
+  SCOPED_TRACE(type);
+  const Message golden = Golden(type);
+  ASSERT_EQ(golden.type, type);
+  auto parsed = parse(golden);
+  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  json fields = golden.body;
+  for (const char* envelope : {"v", "type", "request_id"}) fields.erase(envelope);
+  EXPECT_EQ(parsed->ToJson(), fields);
+  // And what it writes reads back the same, through the transport.
+  Message sent = MakeMessage(type, parsed->ToJson());
+  sent.body["request_id"] = golden.body["request_id"];  // the client adds it
+  auto again = Decode(Encode(sent));
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  auto reparsed = parse(*again);
+  ASSERT_TRUE(reparsed.ok()) << reparsed.status().ToString();
+  EXPECT_EQ(reparsed->ToJson(), fields);
+}
+
+TEST(MessagesTest, EveryClientRequestRoundTripsItsGoldenExample) {
+  ExpectRequestRoundTrip("submit", ParseSubmit);
+  ExpectRequestRoundTrip("status", ParseSweepRequest);
+  ExpectRequestRoundTrip("cancel", ParseSweepRequest);
+  ExpectRequestRoundTrip("results", ParseResults);
+  ExpectRequestRoundTrip("query", ParseQuery);
+  ExpectRequestRoundTrip("calibrate", ParseCalibrate);
+  ExpectRequestRoundTrip("prune", ParsePrune);
+  ExpectRequestRoundTrip("baseline_reset", ParseBaselineReset);
+  ExpectRequestRoundTrip("set_price", ParseSetPrice);
+  ExpectRequestRoundTrip("schedule", ParseSchedule);
+}
+
+TEST(MessagesTest, RequestsLeaveOutWhatTheyDoNotSay) {
+  EXPECT_EQ(SweepRequest{}.ToJson(), json::object());
+  EXPECT_EQ(BaselineResetRequest{}.ToJson(), json::object());
+  EXPECT_EQ(CalibrateRequest{}.ToJson(), json({{"agents", json::array()}}));
+  ScheduleRequest list;
+  list.action = ScheduleRequest::Action::kList;
+  const json body = list.ToJson();
+  EXPECT_EQ(body["action"], "list");
+  EXPECT_FALSE(body.contains("name"));
+  EXPECT_FALSE(body.contains("sweep"));
+  auto read = ParseSchedule(MakeMessage("schedule", body));
+  ASSERT_TRUE(read.ok()) << read.status().ToString();
+  EXPECT_EQ(read->action, ScheduleRequest::Action::kList);
 }
 
 }  // namespace
