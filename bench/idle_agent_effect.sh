@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # What an idle agent costs and what its heartbeats do to a benchmark beside it
-# (docs/performance.md, The harness does not disturb what it measures).
+# (docs/performance.md, An idle agent).
 #  1. A coordinator and one agent; once the agent is idle (its start-up calibration
 #     done), the agent's own on-CPU time over 60 s (/proc/PID/schedstat).
 #  2. Interleaved pairs of the same worker job, with the agent heartbeating and with
