@@ -27,6 +27,9 @@ constexpr int kAgentTickMs = 100;
 // A spread gang's rendezvous (and each collective call) is bounded by the job's timeout
 // and by this.
 constexpr double kMaxGangRendezvousS = 600;
+// A model chunk asked for and not answered within this is asked for again (the
+// coordinator answers in milliseconds; a reconnect loses what was in flight).
+constexpr int kModelFetchRetryMs = 5000;
 
 // The local address the kernel routes from towards the coordinator's endpoint
 // ("tcp://HOST:PORT"): what the ranks of a gang advertise by default. A UDP socket's
@@ -93,6 +96,7 @@ Status AgentDaemon::Start() {
   RETURN_IF_ERROR(spool_->Open());
   runner_ = std::make_unique<WorkerRunner>(
       RunnerOptions{options_.worker_path, options_.state_dir + "/jobs", options_.cpus});
+  ASSIGN_OR_RETURN(models_, ModelCache::Open(options_.state_dir + "/models", options_.model_cache_bytes));
 
   capabilities_.host = ProbeHost();
   capabilities_.torch = std::move(torch).value();
@@ -216,6 +220,10 @@ void AgentDaemon::Handle(const Message& message) {
       return;
     }
     malformed(offer.status());
+  } else if (message.type == msg::kModelChunk) {
+    auto chunk = ModelChunkReply::FromJson(message.body);
+    if (!chunk.ok()) return malformed(chunk.status());
+    ModelChunk(*chunk);
   } else if (message.type == msg::kStop) {
     auto stop = StopOrder::FromJson(message.body);
     if (!stop.ok()) return malformed(stop.status());
@@ -257,9 +265,9 @@ void AgentDaemon::StartJob(const JobOffer& offer) {
   job.timeout_s = offer.timeout_s;
   job.spec = offer.spec;
   job.needs = offer.needs;
-  if (runner_->busy()) {
+  if (Busy()) {
     Send(ToMessage(ErrorReport{StatusCodeName(StatusCode::kFailedPrecondition),
-                               "agent is busy with job " + std::to_string(runner_->job().job_id),
+                               "agent is busy with job " + std::to_string(CurrentJob()->job_id),
                                offer.job, nullptr}));
     return;
   }
@@ -272,6 +280,24 @@ void AgentDaemon::StartJob(const JobOffer& offer) {
       return;
     }
   }
+  auto missing = PlaceModels(&job);
+  if (!missing.ok()) {
+    Store(FailedResult(job, missing.status().message()), job.job_id, job.attempt);
+    return;
+  }
+  if (!missing->empty()) {
+    // Fetched first, a chunk per message, while heartbeats go on (the job counts as
+    // running: its lease holds). Jobs with models are one process: never a gang's rank.
+    LOG_INFO("job " << job.job_id << " attempt " << job.attempt << ": fetching model " << missing->front());
+    waiting_ = WaitingForModels{std::move(job), std::move(*missing), MonoNow()};
+    models_->Begin(waiting_->missing.front());
+    FetchNextChunk();
+    return;
+  }
+  RunJob(std::move(job), rendezvous_store);
+}
+
+void AgentDaemon::RunJob(WorkerJob job, const std::string& rendezvous_store) {
   Status started = runner_->Start(job);
   if (!started.ok()) {
     Store(FailedResult(job, "cannot start the worker: " + started.message()), job.job_id,
@@ -280,12 +306,91 @@ void AgentDaemon::StartJob(const JobOffer& offer) {
   }
   if (!rendezvous_store.empty()) {
     RendezvousReport rendezvous;
-    rendezvous.job = offer.job;
+    rendezvous.job = JobAttempt{job.job_id, job.attempt};
     const size_t colon = rendezvous_store.rfind(':');
     rendezvous.store_host = rendezvous_store.substr(0, colon);
     rendezvous.store_port = std::stol(rendezvous_store.substr(colon + 1));
     Send(ToMessage(rendezvous));
   }
+}
+
+StatusOr<std::vector<std::string>> AgentDaemon::PlaceModels(WorkerJob* job) {
+  std::vector<std::string> missing;
+  auto place = [&](json& spec, const std::string& where) -> Status {
+    if (spec.value("model", json()) != json("torchscript") || !spec.contains("model_args") ||
+        !spec["model_args"].is_object()) {
+      return Status::Ok();
+    }
+    json& args = spec["model_args"];
+    const std::string field = where + "model_args";
+    if (args.contains("sha256") && args["sha256"].is_string()) {
+      const std::string sha256 = args["sha256"].get<std::string>();
+      auto cached = models_->Lookup(sha256);
+      if (cached.ok()) {
+        args["path"] = *cached;
+      } else {
+        args.erase("path");
+        if (std::find(missing.begin(), missing.end(), sha256) == missing.end()) missing.push_back(sha256);
+      }
+      return Status::Ok();
+    }
+    if (args.contains("agent_path") && args["agent_path"].is_string()) {
+      auto local = AllowedLocalModel(args["agent_path"].get<std::string>(), options_.models_dir);
+      if (!local.ok()) return Status(local.status().code(), where + local.status().message());
+      args["path"] = *local;
+      return Status::Ok();
+    }
+    // A path straight from the coordinator would let any client read this host's files.
+    return PermissionDenied(field + ".path: this agent loads a TorchScript model only by model_args.sha256 "
+                            "(uploaded by benchfleet submit) or by model_args.agent_path under its --models-dir");
+  };
+  RETURN_IF_ERROR(place(job->spec, ""));
+  if (job->spec.contains("reference") && job->spec["reference"].is_object()) {
+    RETURN_IF_ERROR(place(job->spec["reference"], "reference."));
+  }
+  return missing;
+}
+
+void AgentDaemon::FetchNextChunk() {
+  if (!waiting_) return;
+  waiting_->asked = MonoNow();
+  Send(ToMessage(ModelFetchRequest{waiting_->missing.front(), models_->received()}));
+}
+
+void AgentDaemon::ModelChunk(const ModelChunkReply& chunk) {
+  if (!waiting_ || !models_->fetching(chunk.sha256) || chunk.offset != models_->received()) {
+    return;  // an answer to a fetch given up, or a duplicate of a chunk re-asked for
+  }
+  auto progress = models_->Append(chunk);
+  if (!progress.ok()) {
+    WorkerJob job = std::move(waiting_->job);
+    waiting_.reset();
+    Store(FailedResult(job, "model_args.sha256: cannot fetch model " + chunk.sha256 + ": " + progress.status().message()),
+          job.job_id, job.attempt);
+    return;
+  }
+  if (!progress->done) return FetchNextChunk();
+  waiting_->missing.erase(waiting_->missing.begin());
+  if (!waiting_->missing.empty()) {
+    models_->Begin(waiting_->missing.front());
+    return FetchNextChunk();
+  }
+  WorkerJob job = std::move(waiting_->job);
+  waiting_.reset();
+  auto missing = PlaceModels(&job);  // every one is cached now (and checked once more)
+  if (!missing.ok() || !missing->empty()) {
+    Store(FailedResult(job, missing.ok() ? "model_args.sha256: a fetched model changed in the cache before it ran"
+                                         : missing.status().message()),
+          job.job_id, job.attempt);
+    return;
+  }
+  RunJob(std::move(job), "");
+}
+
+std::optional<JobAttempt> AgentDaemon::CurrentJob() const {
+  if (runner_->busy()) return JobAttempt{runner_->job().job_id, runner_->job().attempt};
+  if (waiting_) return JobAttempt{waiting_->job.job_id, waiting_->job.attempt};
+  return std::nullopt;
 }
 
 Status AgentDaemon::JoinGang(const GangRole& role, WorkerJob* job, std::string* rendezvous_store) {
@@ -307,6 +412,12 @@ Status AgentDaemon::JoinGang(const GangRole& role, WorkerJob* job, std::string* 
 }
 
 void AgentDaemon::StopJob(const StopOrder& stop) {
+  if (waiting_ && waiting_->job.job_id == stop.job.job_id && waiting_->job.attempt == stop.job.attempt) {
+    LOG_WARN("job " << stop.job.job_id << " attempt " << stop.job.attempt
+                    << " stopped by the coordinator while its model was fetched: " << stop.reason);
+    waiting_.reset();
+    return;
+  }
   if (!runner_->busy() || runner_->job().job_id != stop.job.job_id || runner_->job().attempt != stop.job.attempt) {
     return;
   }
@@ -364,11 +475,13 @@ void AgentDaemon::Timers() {
   } else {
     if (now >= next_heartbeat_) {
       benchfleet::Heartbeat heartbeat;
-      if (runner_->busy()) heartbeat.running = JobAttempt{runner_->job().job_id, runner_->job().attempt};
+      heartbeat.running = CurrentJob();
       Send(ToMessage(heartbeat));
       next_heartbeat_ = now + Millis(heartbeat_ms_);
     }
     if (now >= next_resend_) SendSpooled();
+    // A chunk asked for and never answered (lost with a connection): asked again.
+    if (waiting_ && now - waiting_->asked > Millis(kModelFetchRetryMs)) FetchNextChunk();
   }
   if (socket_ && now - last_heard_ > Millis(int64_t{heartbeat_ms_} * liveness_)) {
     LOG_WARN("coordinator silent for " << (int64_t{heartbeat_ms_} * liveness_)

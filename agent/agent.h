@@ -10,6 +10,7 @@
 #include <vector>
 #include <zmq.hpp>
 
+#include "agent/model_cache.h"
 #include "agent/runner.h"
 #include "agent/spool.h"
 #include "common/clock.h"
@@ -17,6 +18,7 @@
 #include "common/agent_messages.h"
 #include "common/capabilities.h"
 #include "common/limits.h"
+#include "common/model_transfer.h"
 #include "common/protocol.h"
 
 namespace benchfleet {
@@ -40,6 +42,11 @@ struct AgentOptions {
   std::optional<CurveClientKeys> curve;
   // What an hour of this host costs (--price-per-hour), sent with each registration.
   std::optional<HostPrice> price;
+  // A directory whose files jobs may name by model_args.agent_path (--models-dir);
+  // empty: none, every model comes by its SHA-256 from the coordinator.
+  std::string models_dir;
+  // How much the cache of fetched models (state_dir/models) may hold (--model-cache-mb).
+  int64_t model_cache_bytes = kDefaultModelCacheBytes;
 };
 
 class AgentDaemon {
@@ -60,6 +67,18 @@ class AgentDaemon {
   void Send(const Message& message);
   void Handle(const Message& message);
   void StartJob(const JobOffer& offer);
+  // Puts each TorchScript file `job` names (its model's, its reference's) where the
+  // worker will load it, as model_args.path: a cached copy of a sha256, or an allowed
+  // local file. Returns the hashes still to fetch; an error fails the job.
+  StatusOr<std::vector<std::string>> PlaceModels(WorkerJob* job);
+  // Starts `job`'s worker (its models in place).
+  void RunJob(WorkerJob job, const std::string& rendezvous_store);
+  // A chunk of the model being fetched for the job waiting on it.
+  void ModelChunk(const ModelChunkReply& chunk);
+  void FetchNextChunk();
+  // Busy: a worker runs, or a job waits for its models.
+  bool Busy() const { return runner_->busy() || waiting_.has_value(); }
+  std::optional<JobAttempt> CurrentJob() const;
   // A job offer's `gang` (one rank of a gang spread over agents): the worker's
   // distributed object. Rank 0 starts the store on a free port and reports it.
   Status JoinGang(const GangRole& role, WorkerJob* job, std::string* rendezvous_store);
@@ -74,6 +93,14 @@ class AgentDaemon {
   std::unique_ptr<zmq::socket_t> socket_;
   std::unique_ptr<SpoolDirectory> spool_;
   std::unique_ptr<WorkerRunner> runner_;
+  std::unique_ptr<ModelCache> models_;
+  // The job whose models are being fetched (one at a time, in order), if any.
+  struct WaitingForModels {
+    WorkerJob job;
+    std::vector<std::string> missing;  // sha256s; the first is being fetched
+    MonoTime asked;                    // when its last chunk was asked for
+  };
+  std::optional<WaitingForModels> waiting_;
   std::string routing_id_;
   bool registered_ = false;
   bool ever_registered_ = false;

@@ -45,6 +45,14 @@ int main(int argc, char** argv) {
   app.add_option(
       "--state-dir", options.state_dir,
       "directory for the result spool and job files (default /var/tmp/benchfleet-agent-NAME)");
+  app.add_option("--models-dir", options.models_dir,
+                 "a directory whose TorchScript files jobs may name by model_args.agent_path "
+                 "(default: none; models come by their sha256 from the coordinator)");
+  int64_t model_cache_mb = benchfleet::kDefaultModelCacheBytes >> 20;
+  app.add_option("--model-cache-mb", model_cache_mb,
+                 "MiB of fetched models kept in STATE_DIR/models; the least recently used go beyond it")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 30))
+      ->capture_default_str();
   app.add_option("--heartbeat-ms", options.heartbeat_ms, "heartbeat interval before registration")
       ->check(CLI::Range(10, 60000))
       ->capture_default_str();
@@ -64,6 +72,7 @@ int main(int argc, char** argv) {
   app.add_flag("-v,--verbose", verbose, "log debug messages");
   if (const int exit_status = benchfleet::ParseCommandLine(app, argc, argv); exit_status >= 0) return exit_status;
   options.calibrate_at_start = !no_calibrate;
+  options.model_cache_bytes = model_cache_mb << 20;
   if (price_per_hour) {
     auto price = benchfleet::ParseHostPrice(*price_per_hour, currency, "--price-per-hour");
     if (!price.ok()) {

@@ -18,8 +18,8 @@
 #include <vector>
 
 #include "coordinator/sample_blob.h"
-#include "coordinator/sqlite.h"
 #include "coordinator/store.h"
+#include "sqlite/sqlite.h"
 
 using benchfleet::Database;
 using benchfleet::json;

@@ -45,7 +45,8 @@ StatusOr<Message> CoordinatorClient::Call(const std::string& type, json fields, 
   return Unavailable("the coordinator does not answer at " + endpoint_ + " (no reply within " + wait +
                      (tries > 1 ? ", sent twice" : "") +
                      "); is benchfleet-coordinator running there? (set --coordinator or "
-                     "BENCHFLEET_COORDINATOR; with CURVE, is this client's public key on its allow-list?)");
+                     "BENCHFLEET_COORDINATOR; with CURVE, is this client's public key on its allow-list, "
+                     "with a client role (viewer, operator or admin)?)");
 }
 
 StatusOr<std::optional<Message>> CoordinatorClient::AwaitReply(const std::string& request_id) {
@@ -64,7 +65,7 @@ StatusOr<std::optional<Message>> CoordinatorClient::AwaitReply(const std::string
       const std::string name = reply.body["code"];
       for (auto c :
            {StatusCode::kInvalidArgument, StatusCode::kNotFound, StatusCode::kFailedPrecondition,
-            StatusCode::kUnavailable, StatusCode::kDeadlineExceeded}) {
+            StatusCode::kUnavailable, StatusCode::kDeadlineExceeded, StatusCode::kPermissionDenied}) {
         if (name == StatusCodeName(c)) code = c;
       }
       return Status(code, reply.body["message"].get<std::string>());

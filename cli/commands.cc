@@ -5,20 +5,25 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <iomanip>
 #include <iostream>
 #include <map>
 #include <random>
 #include <sstream>
 
+#include "cli/ci_output.h"
 #include "cli/client.h"
 #include "cli/compare.h"
+#include "cli/model_upload.h"
 #include "cli/queries.h"
+#include "cli/results_table.h"
 #include "common/client_replies.h"
 #include "common/clock.h"
 #include "common/files.h"
 #include "common/job_spec.h"
 #include "common/messages.h"
+#include "common/model_files.h"
 #include "common/median.h"
 #include "common/result_fields.h"
 #include "common/status_reply.h"
@@ -34,22 +39,6 @@ constexpr int kProgressBarWidth = 30;
 // Submits tried with one submission id before the CLI gives up (safe: a resend never
 // makes a second sweep).
 constexpr int kSubmitTries = 3;
-
-// Columns `results` shows as a table unless --all-columns is given: the job's identity
-// and configuration, the result fields marked `show` in schemas/result_fields.json, and
-// the fraction of the calibrated peak.
-std::vector<std::string> ResultTableColumns() {
-  // Across sweeps and models a row must say which sweep, which device and which model
-  // arguments it is, and whether the threads asked for were the threads used.
-  std::vector<std::string> columns = {"sweep_id", "job_id", "host",    "device",     "model",  "model_args",
-                                      "mode",     "dtype",  "batch_size", "threads"};
-  for (const ResultField& field : ResultFields()) {
-    if (field.show && !field.column.empty()) columns.push_back(field.column);
-  }
-  columns.push_back("threads_mismatch");
-  columns.push_back("fraction_of_peak");
-  return columns;
-}
 
 // A random id for one submission: 64 bits from the OS.
 std::string NewSubmissionId() {
@@ -204,21 +193,36 @@ StatusOr<Sweep> ReadSweepFile(const std::string& path, const std::string& outcom
                               const std::vector<std::string>& labels = {}) {
   auto text = ReadWholeFile(path);
   if (!text.ok()) return InvalidArgument("cannot read sweep file: " + text.status().message());
-  auto sweep = ParseSweepText(*text);
-  if (sweep.ok() && !labels.empty()) {
-    json document = sweep->source;
-    if (!document.contains("labels")) document["labels"] = json::object();
+  auto document = ParseSweepJson(*text);
+  if (!document.ok()) return InvalidArgument(path + ": " + document.status().message() + "; " + outcome);
+  // A model file named by a relative path is beside the sweep file.
+  ResolveModelPaths(&*document, std::filesystem::absolute(path).parent_path().string());
+  if (!labels.empty() && document->is_object()) {
+    if (!document->contains("labels")) (*document)["labels"] = json::object();
     for (const std::string& label : labels) {
       const size_t eq = label.find('=');
       if (eq == std::string::npos || eq == 0) {
         return InvalidArgument("--label " + label + ": must be KEY=VALUE, e.g. --label commit=abc123; " + outcome);
       }
-      if (document["labels"].is_object()) document["labels"][label.substr(0, eq)] = label.substr(eq + 1);
+      if ((*document)["labels"].is_object()) (*document)["labels"][label.substr(0, eq)] = label.substr(eq + 1);
     }
-    sweep = ParseSweep(document);
   }
+  auto sweep = ParseSweep(*document);
   if (!sweep.ok()) return InvalidArgument(path + ": " + sweep.status().message() + "; " + outcome);
   return sweep;
+}
+
+// Uploads the model files `sweep` names by path (cli/model_upload.h) and names them by
+// content in its source.
+Status ShipModels(CoordinatorClient& client, Sweep* sweep, const std::string& outcome) {
+  json source = sweep->source;
+  Status uploaded = UploadModels(client, &source, std::cerr);
+  if (!uploaded.ok()) return Status(uploaded.code(), uploaded.message() + "; " + outcome);
+  if (source == sweep->source) return Status::Ok();
+  auto named = ParseSweep(source);
+  if (!named.ok()) return Status(named.status().code(), named.status().message() + "; " + outcome);
+  *sweep = std::move(*named);
+  return Status::Ok();
 }
 
 // A number of seconds as people read it: 42s, 3m 05s, 2h 10m.
@@ -250,6 +254,7 @@ int SubmitCommand(const ClientOptions& client_options, const SubmitOptions& opti
   if (!sweep.ok()) return Fail(sweep.status());
   auto client = Connect(client_options);
   if (!client.ok()) return Fail(client.status());
+  if (Status shipped = ShipModels(**client, &*sweep, "nothing was enqueued"); !shipped.ok()) return Fail(shipped);
   const std::string submission_id =
       options.submission_id.empty() ? NewSubmissionId() : options.submission_id;
   StatusOr<Message> reply = Unavailable("not sent");
@@ -364,22 +369,21 @@ int StatusCommand(const ClientOptions& client_options, std::optional<int64_t> sw
   return 0;
 }
 
-int ResultsCommand(const ClientOptions& client_options, std::optional<int64_t> sweep_id,
-                   RowFormat format, bool all_columns) {
-  auto client = Connect(client_options);
-  if (!client.ok()) return Fail(client.status());
-  ResultsRequest request;
-  request.sweep_id = sweep_id;
-  auto rows = ReadRows((*client)->Call(msg::kResults, request.ToJson()));
+int ResultsCommand(Reads& reads, std::optional<int64_t> sweep_id,
+                   RowFormat format, const ResultColumnChoice& columns) {
+  auto rows = reads.ResultSummary(sweep_id);
   if (!rows.ok()) return Fail(rows.status());
-  PrintRows(*rows, format, all_columns ? std::vector<std::string>{} : ResultTableColumns());
+  // Which columns, and the compact table's derived cells: cli/results_table.h.
+  auto shown = ChooseResultColumns(rows->columns, json(rows->rows), format, columns);
+  if (!shown.ok()) return Fail(shown.status());
+  RowsReply table = LocalRows(std::move(shown->columns), shown->rows);
+  table.truncated = rows->truncated;
+  PrintRows(table, format);
   return 0;
 }
 
-int QueryCommand(const ClientOptions& client_options, const std::string& sql, RowFormat format) {
-  auto client = Connect(client_options);
-  if (!client.ok()) return Fail(client.status());
-  auto rows = QueryRows(**client, sql);
+int QueryCommand(Reads& reads, const std::string& sql, RowFormat format) {
+  auto rows = reads.Query(sql);
   if (!rows.ok()) return Fail(rows.status());
   PrintRows(*rows, format);
   return 0;
@@ -419,9 +423,9 @@ std::string ResultViewsHelp() {
   return help;
 }
 
-int ViewCommand(const ClientOptions& client_options, const std::string& view,
+int ViewCommand(Reads& reads, const std::string& view,
                 std::optional<int64_t> sweep_id, RowFormat format) {
-  if (view == "summary") return ResultsCommand(client_options, sweep_id, format, false);
+  if (view == "summary") return ResultsCommand(reads, sweep_id, format, ResultColumnChoice{});
   const auto& views = ResultViewTable();
   auto it = std::find_if(views.begin(), views.end(), [&](const ResultView& v) { return view == v.name; });
   if (it == views.end()) {
@@ -429,7 +433,7 @@ int ViewCommand(const ClientOptions& client_options, const std::string& view,
     for (const ResultView& v : views) names += (names.empty() ? "" : ", ") + std::string(v.name);
     return Fail(InvalidArgument("--view must be one of " + names + ", got \"" + view + "\""));
   }
-  return QueryCommand(client_options, ResultViewSql(*it, sweep_id), format);
+  return QueryCommand(reads, ResultViewSql(*it, sweep_id), format);
 }
 
 int KeygenCommand(const std::string& prefix, bool force) {
@@ -496,9 +500,9 @@ std::string SweepList(const std::vector<int64_t>& sweeps) {
 }
 
 // Two sweeps, configuration by configuration, on their raw samples.
-int CompareTwoSweeps(CoordinatorClient& client, const CompareOptions& options, RowFormat format) {
+int CompareTwoSweeps(Reads& reads, const CompareOptions& options, RowFormat format) {
   const int64_t a = options.sweeps[0], b = options.sweeps[1];
-  auto results = QueryRows(client, ResultsOfSweepsSql(options.sweeps));
+  auto results = reads.Query(ResultsOfSweepsSql(options.sweeps));
   if (!results.ok()) return Fail(results.status());
   // The first result of each configuration in each sweep (a rerun confirming a
   // regression candidate is a later one).
@@ -524,7 +528,7 @@ int CompareTwoSweeps(CoordinatorClient& client, const CompareOptions& options, R
                          " have no configuration in common with results"));
   }
   // One row per job: its samples as a list (the reply's row limit counts jobs).
-  auto samples = QueryRows(client, CompareSamplesSql(jobs));
+  auto samples = reads.Query(CompareSamplesSql(jobs));
   if (!samples.ok()) return Fail(samples.status());
   std::map<int64_t, std::vector<double>> by_job;
   for (const json& row : samples->Objects()) {
@@ -573,14 +577,22 @@ int CompareTwoSweeps(CoordinatorClient& client, const CompareOptions& options, R
     }
     rows.push_back(std::move(row));
   }
-  PrintRows(LocalRows(columns, rows), format);
-  return 0;
+  const RowsReply compared = LocalRows(columns, rows);
+  const ChangeCounts counts = CountChanges(compared);
+  if (format == RowFormat::kJunit) {
+    std::cout << CompareJunit(compared, a, b);
+  } else {
+    // A pull-request comment opens with the verdict.
+    if (format == RowFormat::kMarkdown) std::cout << "**" << ChangeSummary(counts) << "**\n\n";
+    PrintRows(compared, format);
+  }
+  return options.fail_on_slower && counts.slower > 0 ? 1 : 0;
 }
 
 // One or two sweeps' medians pivoted: `rows` by `cols`, with each cell's precision (its
 // median's 95% interval, half-width / median; the widest where a cell has several
 // results) and the ratio to the baseline column.
-int PivotSweeps(CoordinatorClient& client, const CompareOptions& options, RowFormat format) {
+int PivotSweeps(Reads& reads, const CompareOptions& options, RowFormat format) {
   static const std::vector<std::string> kRowKeys = {"model", "batch_size", "mode", "dtype",
                                                     "threads", "device", "host", "model_args"};
   static const std::vector<std::string> kColKeys = {"host", "device", "dtype", "threads", "sweep"};
@@ -593,7 +605,7 @@ int PivotSweeps(CoordinatorClient& client, const CompareOptions& options, RowFor
   if (std::find(kColKeys.begin(), kColKeys.end(), options.cols) == kColKeys.end()) {
     return Fail(InvalidArgument("--cols must be host, device, dtype, threads or sweep, got \"" + options.cols + "\""));
   }
-  auto results = QueryRows(client, PivotMediansSql(options.rows, options.cols, options.sweeps));
+  auto results = reads.Query(PivotMediansSql(options.rows, options.cols, options.sweeps));
   if (!results.ok()) return Fail(results.status());
   std::map<std::string, std::map<std::string, std::pair<std::vector<double>, std::vector<double>>>> cells;
   std::vector<std::string> row_order;
@@ -655,7 +667,7 @@ int PivotSweeps(CoordinatorClient& client, const CompareOptions& options, RowFor
 
 }  // namespace
 
-int CompareCommand(const ClientOptions& client_options, const CompareOptions& options, RowFormat format) {
+int CompareCommand(Reads& reads, const CompareOptions& options, RowFormat format) {
   if (options.sweeps.empty() || options.sweeps.size() > 2) {
     return Fail(InvalidArgument("compare takes one or two sweep ids"));
   }
@@ -667,20 +679,21 @@ int CompareCommand(const ClientOptions& client_options, const CompareOptions& op
     return Fail(InvalidArgument("compare SWEEP_A SWEEP_B, or one sweep with --rows and --cols"));
   }
   if (!(options.ratio > 1)) return Fail(InvalidArgument("--ratio must be above 1"));
-  auto client = Connect(client_options);
-  if (!client.ok()) return Fail(client.status());
-  return pivot ? PivotSweeps(**client, options, format) : CompareTwoSweeps(**client, options, format);
+  // A pivot has medians, not verdicts: nothing to fail on, no tests to report.
+  if (pivot && options.fail_on_slower) return Fail(InvalidArgument("--fail-on slower needs two sweeps, not a pivot"));
+  if (pivot && format == RowFormat::kJunit) {
+    return Fail(InvalidArgument("--format junit needs two sweeps, not a pivot"));
+  }
+  return pivot ? PivotSweeps(reads, options, format) : CompareTwoSweeps(reads, options, format);
 }
 
-int RecommendCommand(const ClientOptions& client_options, const std::string& model, const RecommendOptions& options,
+int RecommendCommand(Reads& reads, const std::string& model, const RecommendOptions& options,
                      RowFormat format) {
   if (std::find(KnownModels().begin(), KnownModels().end(), model) == KnownModels().end()) {
     return Fail(InvalidArgument("--model: unknown model \"" + model + "\""));
   }
-  auto client = Connect(client_options);
-  if (!client.ok()) return Fail(client.status());
   // A known model name needs no quoting.
-  auto reply = QueryRows(**client, CandidatesOfModelSql(model));
+  auto reply = reads.Query(CandidatesOfModelSql(model));
   if (!reply.ok()) return Fail(reply.status());
   const std::vector<Candidate> candidates = CandidatesFrom(*reply);
   if (candidates.empty()) return Fail(NotFound("no successful inference result of model " + model));
@@ -718,23 +731,31 @@ int RecommendCommand(const ClientOptions& client_options, const std::string& mod
   return 0;
 }
 
-int RegressionsCommand(const ClientOptions& client_options, const std::string& since, RowFormat format) {
+int RegressionsCommand(Reads& reads, const std::string& since, RowFormat format, bool fail_on_confirmed) {
   std::optional<int64_t> within_s;
   if (!since.empty()) {
     auto seconds = ParseAge(since);
     if (!seconds.ok()) return Fail(seconds.status());
     within_s = static_cast<int64_t>(*seconds);
   }
-  auto client = Connect(client_options);
-  if (!client.ok()) return Fail(client.status());
-  auto reply = QueryRows(**client, ConfirmedRegressionsSql(within_s));
+  auto reply = reads.Query(ConfirmedRegressionsSql(within_s));
   if (!reply.ok()) return Fail(reply.status());
-  if (reply->rows.empty() && format == RowFormat::kTable) {
+  const int gate = fail_on_confirmed && CountRegressions(*reply) > 0 ? 1 : 0;
+  if (format == RowFormat::kJunit) {
+    std::cout << RegressionsJunit(*reply, since);
+    return gate;
+  }
+  if (reply->rows.empty() && (format == RowFormat::kTable || format == RowFormat::kMarkdown)) {
     std::cout << "no confirmed regression or improvement" << (since.empty() ? "" : " in the last " + since) << "\n";
-    return 0;
+    return gate;
+  }
+  if (format == RowFormat::kMarkdown) {
+    const int regressions = CountRegressions(*reply);
+    std::cout << "**" << regressions << " regression(s), " << static_cast<int>(reply->rows.size()) - regressions
+              << " improvement(s)**\n\n";
   }
   PrintRows(*reply, format);
-  return 0;
+  return gate;
 }
 
 int BaselineResetCommand(const ClientOptions& client_options, const std::string& host, const std::string& model,
@@ -773,6 +794,9 @@ int ScheduleCommand(const ClientOptions& client_options, const ScheduleOptions& 
   if (request.action == Action::kAdd) {
     auto sweep = ReadSweepFile(options.file, "no schedule was added", options.labels);
     if (!sweep.ok()) return Fail(sweep.status());
+    auto client = Connect(client_options);
+    if (!client.ok()) return Fail(client.status());
+    if (Status shipped = ShipModels(**client, &*sweep, "no schedule was added"); !shipped.ok()) return Fail(shipped);
     request.sweep = sweep->source;
     request.cron = options.cron;
     request.tz = options.tz;

@@ -1,5 +1,8 @@
 // The benchfleet commands. Each returns the process exit code: 0 success, 1 failure
-// (the coordinator unreachable, a job failed), 2 bad input (nothing was sent or enqueued).
+// (the coordinator unreachable, a job failed, a store file that cannot be read, a CI
+// gate's --fail-on met), 2 bad input (nothing was sent or enqueued; a --db file that is
+// missing or not a benchfleet store). The read commands take a Reads (cli/reads.h): the
+// coordinator's, or a store file's with --db.
 #pragma once
 
 #include <optional>
@@ -7,7 +10,9 @@
 #include <vector>
 
 #include "cli/format.h"
+#include "cli/reads.h"
 #include "cli/recommend.h"
+#include "cli/results_table.h"
 #include "common/curve.h"
 
 namespace benchfleet {
@@ -36,9 +41,9 @@ inline constexpr int kExitNoAgentCanRun = 3;
 
 int SubmitCommand(const ClientOptions& client, const SubmitOptions& options);
 int StatusCommand(const ClientOptions& client, std::optional<int64_t> sweep_id, RowFormat format);
-int ResultsCommand(const ClientOptions& client, std::optional<int64_t> sweep_id, RowFormat format,
-                   bool all_columns);
-int QueryCommand(const ClientOptions& client, const std::string& sql, RowFormat format);
+int ResultsCommand(Reads& reads, std::optional<int64_t> sweep_id, RowFormat format,
+                   const ResultColumnChoice& columns);
+int QueryCommand(Reads& reads, const std::string& sql, RowFormat format);
 int CancelCommand(const ClientOptions& client, int64_t sweep_id);
 
 // "90d", "12h", "30m", "45s" or a plain number of seconds -> seconds.
@@ -49,8 +54,10 @@ int PruneCommand(ClientOptions client, const std::string& age, double wait_timeo
 int CalibrateCommand(const ClientOptions& client, const std::vector<std::string>& agents, bool wait);
 
 // Confirmed regressions and improvements decided within `since` (ParseAge; empty: all),
-// from the view confirmed_regressions (docs/regressions.md).
-int RegressionsCommand(const ClientOptions& client, const std::string& since, RowFormat format);
+// from the view confirmed_regressions (docs/regressions.md). With `fail_on_confirmed`
+// (--fail-on confirmed, a CI gate) the exit status is 1 when any confirmed regression
+// (slower, not an improvement) is among them, the output unchanged.
+int RegressionsCommand(Reads& reads, const std::string& since, RowFormat format, bool fail_on_confirmed);
 // Marks a known step in the series of `host`, of `model`, or both (empty: every).
 // `benchfleet host set-price HOST PRICE`: what an hour of the host costs from now on.
 int SetPriceCommand(const ClientOptions& client, const std::string& host, double per_hour,
@@ -58,7 +65,7 @@ int SetPriceCommand(const ClientOptions& client, const std::string& host, double
 
 // `benchfleet recommend --model M`: per host, the Pareto-optimal configurations of M's
 // inference results and the best under the constraints (cli/recommend.h).
-int RecommendCommand(const ClientOptions& client, const std::string& model, const RecommendOptions& options,
+int RecommendCommand(Reads& reads, const std::string& model, const RecommendOptions& options,
                      RowFormat format);
 
 int BaselineResetCommand(const ClientOptions& client, const std::string& host, const std::string& model,
@@ -68,15 +75,17 @@ int BaselineResetCommand(const ClientOptions& client, const std::string& host, c
 // configuration both ran, B against A, tested on the raw samples (Mann-Whitney U,
 // p < 0.002, ratio beyond `ratio`) and marked faster, slower or unchanged; with `rows`
 // and `cols`, the sweeps' medians pivoted with their noise and the ratio to a baseline
-// column.
+// column. With `fail_on_slower` (--fail-on slower, a CI gate; two sweeps only) the exit
+// status is 1 when any configuration is slower in B, the output unchanged.
 struct CompareOptions {
   std::vector<int64_t> sweeps;     // one or two
   std::vector<std::string> rows;   // pivot: model, batch_size, mode, dtype, threads, device, host
   std::string cols;                // pivot: host, device, dtype, threads or sweep
   std::string baseline;            // pivot: the column value ratios are to (default: the first)
   double ratio = 1.05;
+  bool fail_on_slower = false;
 };
-int CompareCommand(const ClientOptions& client, const CompareOptions& options, RowFormat format);
+int CompareCommand(Reads& reads, const CompareOptions& options, RowFormat format);
 
 // `benchfleet schedule ACTION` (docs/schedules.md): add, list, remove, run-now, history.
 struct ScheduleOptions {
@@ -96,7 +105,7 @@ int ScheduleCommand(const ClientOptions& client, const ScheduleOptions& options,
 // the --view help naming what each is.
 std::vector<std::string> ResultViews();
 std::string ResultViewsHelp();
-int ViewCommand(const ClientOptions& client, const std::string& view, std::optional<int64_t> sweep_id,
+int ViewCommand(Reads& reads, const std::string& view, std::optional<int64_t> sweep_id,
                 RowFormat format);
 
 }  // namespace benchfleet

@@ -10,7 +10,9 @@ StatusOr<RowFormat> ParseRowFormat(const std::string& name) {
   if (name == "table") return RowFormat::kTable;
   if (name == "json") return RowFormat::kJson;
   if (name == "csv") return RowFormat::kCsv;
-  return InvalidArgument("--format must be table, json or csv, got \"" + name + "\"");
+  if (name == "markdown") return RowFormat::kMarkdown;
+  if (name == "junit") return RowFormat::kJunit;
+  return InvalidArgument("--format must be table, json, csv, markdown or junit, got \"" + name + "\"");
 }
 
 std::string FormatCell(const nlohmann::json& value) {
@@ -54,6 +56,39 @@ std::string CsvCell(const nlohmann::json& value) {
 
 bool IsNumber(const nlohmann::json& value) { return value.is_number(); }
 
+// A cell of a pipe table: '|' escaped, line breaks as <br> (a row is one line).
+std::string MarkdownCell(const nlohmann::json& value) {
+  std::string out;
+  for (char c : FormatCell(value)) {
+    if (c == '|') {
+      out += "\\|";
+    } else if (c == '\n') {
+      out += "<br>";
+    } else if (c != '\r') {
+      out += c;
+    }
+  }
+  return out;
+}
+
+std::string MarkdownRows(const std::vector<std::string>& columns, const nlohmann::json& rows) {
+  std::string out = "|";
+  for (const auto& name : columns) out += " " + MarkdownCell(name) + " |";
+  out += "\n|";
+  // Numbers right-aligned, as the text table has them.
+  for (size_t c = 0; c < columns.size(); ++c) {
+    const bool numbers = !rows.empty() && c < rows[0].size() && IsNumber(rows[0][c]);
+    out += numbers ? " ---: |" : " --- |";
+  }
+  out += "\n";
+  for (const auto& row : rows) {
+    out += "|";
+    for (size_t c = 0; c < columns.size(); ++c) out += " " + (c < row.size() ? MarkdownCell(row[c]) : "") + " |";
+    out += "\n";
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string FormatRows(const std::vector<std::string>& columns, const nlohmann::json& rows,
@@ -80,6 +115,7 @@ std::string FormatRows(const std::vector<std::string>& columns, const nlohmann::
     }
     return objects.dump(2) + "\n";
   }
+  if (format == RowFormat::kMarkdown) return MarkdownRows(columns, rows);
   if (format == RowFormat::kCsv) {
     for (size_t c = 0; c < columns.size(); ++c) out += (c ? "," : "") + CsvCell(columns[c]);
     out += "\n";

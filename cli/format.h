@@ -1,5 +1,6 @@
 // Renders rows (column names + arrays of JSON values) as an aligned text table, JSON (an
-// array of objects) or CSV (RFC 4180 quoting).
+// array of objects), CSV (RFC 4180 quoting) or a Markdown table (GitHub's pipe tables,
+// for a pull-request comment).
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -10,7 +11,9 @@
 
 namespace benchfleet {
 
-enum class RowFormat { kTable, kJson, kCsv };
+// kJunit is JUnit XML, which only `compare` and `regressions` write (cli/ci_output.h):
+// their rows are tests that pass or fail. FormatRows writes it as a table.
+enum class RowFormat { kTable, kJson, kCsv, kMarkdown, kJunit };
 
 StatusOr<RowFormat> ParseRowFormat(const std::string& name);
 

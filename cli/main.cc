@@ -16,9 +16,9 @@ int main(int argc, char** argv) {
   const char* env = std::getenv("BENCHFLEET_COORDINATOR");
   client.coordinator = env && *env ? env : "tcp://127.0.0.1:5555";
   double timeout_s = kClientReplyTimeoutMs / 1000.0;
-  app.add_option("--coordinator", client.coordinator,
-                 "coordinator's client endpoint (env BENCHFLEET_COORDINATOR)")
-      ->capture_default_str();
+  auto* coordinator_flag =
+      app.add_option("--coordinator", client.coordinator, "coordinator's client endpoint (env BENCHFLEET_COORDINATOR)")
+          ->capture_default_str();
   app.add_option("--timeout", timeout_s, "seconds to wait for each reply")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
@@ -52,13 +52,22 @@ int main(int argc, char** argv) {
   status_cmd->add_option("--sweep", sweep_id, "only this sweep");
   status_cmd->add_option("--format", format_name, "table, json or csv")->capture_default_str();
 
-  bool all_columns = false;
+  bool all_columns = false, wide = false;
+  std::string result_columns;
   std::string view = "summary";
   auto* results_cmd = app.add_subcommand("results", "show results (the result_summary view)");
   results_cmd->add_option("--sweep", sweep_id, "only this sweep");
-  results_cmd->add_option("--format", format_name, "table, json or csv")->capture_default_str();
-  results_cmd->add_flag("--all-columns", all_columns,
-                        "every column of result_summary in the table");
+  results_cmd->add_option("--format", format_name, "table, json, csv or markdown")->capture_default_str();
+  auto* wide_flag = results_cmd->add_flag(
+      "--wide", wide, "the wide table: the configuration and every result field marked `show`");
+  auto* all_flag = results_cmd->add_flag("--all-columns", all_columns,
+                                         "every column of result_summary in the table");
+  results_cmd
+      ->add_option("--columns", result_columns,
+                   "only these columns, comma-separated, in every format (e.g. host,model,median,flags)")
+      ->excludes(wide_flag)
+      ->excludes(all_flag);
+  wide_flag->excludes(all_flag);
   results_cmd
       ->add_option("--view", view, ResultViewsHelp())
       ->capture_default_str();
@@ -75,7 +84,7 @@ int main(int argc, char** argv) {
       app.add_subcommand("query", "run a read-only SQL statement on the results store");
   query_cmd->add_option("SQL", sql, "one SQL statement, e.g. \"select * from result_summary\"")
       ->required();
-  query_cmd->add_option("--format", format_name, "table, json or csv")->capture_default_str();
+  query_cmd->add_option("--format", format_name, "table, json, csv or markdown")->capture_default_str();
 
   int64_t cancel_id = 0;
   auto* cancel_cmd = app.add_subcommand("cancel", "cancel the queued jobs of a sweep");
@@ -102,13 +111,25 @@ int main(int argc, char** argv) {
   compare_cmd->add_option("--baseline", compare.baseline, "the column value ratios are to (default: the first)");
   compare_cmd->add_option("--ratio", compare.ratio, "a change smaller than this ratio is unchanged")
       ->capture_default_str();
-  compare_cmd->add_option("--format", format_name, "table, json or csv")->capture_default_str();
+  compare_cmd->add_option("--format", format_name,
+                          "table, json, csv, markdown (a pull-request comment) or junit (a test per configuration)")
+      ->capture_default_str();
+  std::string compare_fail_on;
+  compare_cmd->add_option("--fail-on", compare_fail_on, "slower: exit 1 when any configuration is slower in SWEEP_B")
+      ->check(CLI::IsMember({"slower"}));
 
   std::string regressions_since;
   auto* regressions_cmd =
       app.add_subcommand("regressions", "confirmed regressions and improvements (docs/regressions.md)");
   regressions_cmd->add_option("--since", regressions_since, "only those decided within this age: 24h, 7d");
-  regressions_cmd->add_option("--format", format_name, "table, json or csv")->capture_default_str();
+  regressions_cmd->add_option("--format", format_name,
+                              "table, json, csv, markdown or junit (a test per configuration)")
+      ->capture_default_str();
+  std::string regressions_fail_on;
+  regressions_cmd
+      ->add_option("--fail-on", regressions_fail_on,
+                   "confirmed: exit 1 when any confirmed regression (not an improvement) is listed")
+      ->check(CLI::IsMember({"confirmed"}));
   std::string reset_host, reset_model, reset_note;
   auto* baseline_cmd = app.add_subcommand("baseline", "regression baselines");
   baseline_cmd->require_subcommand(1);
@@ -137,7 +158,7 @@ int main(int argc, char** argv) {
   recommend_cmd->add_option("--max-accuracy-drop", recommend_drop,
                             "accuracy loss at most this (1 - top-1 agreement, else relative error)");
   recommend_cmd->add_option("--by", recommend_by, "throughput, latency, cost or energy")->capture_default_str();
-  recommend_cmd->add_option("--format", format_name, "table or json")->capture_default_str();
+  recommend_cmd->add_option("--format", format_name, "table, json or markdown")->capture_default_str();
 
   ScheduleOptions schedule;
   auto* schedule_cmd = app.add_subcommand(
@@ -184,7 +205,20 @@ int main(int argc, char** argv) {
   keygen_cmd->add_flag("--force", keygen_force,
                        "replace existing key files (peers that trust the old key are locked out)");
 
+  // The read commands answer from a store file instead of the coordinator (cli/reads.h).
+  const char* env_db = std::getenv("BENCHFLEET_DB");
+  std::string db_file = env_db ? env_db : "";
+  bool db_flag = false;
+  for (CLI::App* read_cmd : {results_cmd, query_cmd, compare_cmd, regressions_cmd, recommend_cmd, report_cmd}) {
+    read_cmd->add_option("--db", db_file,
+                         "read this results store file (results.db) here, read-only, with no coordinator "
+                         "(env BENCHFLEET_DB)");
+  }
+
   if (const int exit_status = ParseCommandLine(app, argc, argv); exit_status >= 0) return exit_status;
+  for (CLI::App* read_cmd : {results_cmd, query_cmd, compare_cmd, regressions_cmd, recommend_cmd, report_cmd}) {
+    db_flag = db_flag || read_cmd->count("--db") > 0;
+  }
   if (*keygen_cmd) return KeygenCommand(keygen_prefix, keygen_force);
   if (curve_key.empty() != server_key.empty()) {
     std::cerr << "benchfleet: --curve-key and --server-key go together\n";
@@ -207,17 +241,37 @@ int main(int argc, char** argv) {
     std::cerr << "benchfleet: " << format.status().message() << "\n";
     return 2;
   }
+  if (*format == RowFormat::kJunit && !*compare_cmd && !*regressions_cmd) {
+    std::cerr << "benchfleet: --format junit is for compare and regressions, whose rows pass or fail\n";
+    return 2;
+  }
+  // --db on the command line, else BENCHFLEET_DB unless --coordinator is given.
+  if (db_flag && coordinator_flag->count() > 0) {
+    std::cerr << "benchfleet: --db reads a store file here and --coordinator asks a coordinator: give one\n";
+    return 2;
+  }
+  const std::string store_file = db_flag || coordinator_flag->count() == 0 ? db_file : "";
+  const std::unique_ptr<Reads> reads = store_file.empty() ? CoordinatorReads(client) : StoreFileReads(store_file);
   if (*submit_cmd) return SubmitCommand(client, submit);
   if (*status_cmd) return StatusCommand(client, sweep_id, *format);
   if (*results_cmd) {
-    if (view != "summary") return ViewCommand(client, view, sweep_id, *format);
-    return ResultsCommand(client, sweep_id, *format, all_columns);
+    if (view != "summary") return ViewCommand(*reads, view, sweep_id, *format);
+    ResultColumnChoice columns;
+    if (wide) columns.kind = ResultColumnChoice::Kind::kWide;
+    if (all_columns) columns.kind = ResultColumnChoice::Kind::kAll;
+    if (results_cmd->count("--columns")) {
+      columns.kind = ResultColumnChoice::Kind::kNamed;
+      columns.names = SplitColumnList(result_columns);
+    }
+    return ResultsCommand(*reads, sweep_id, *format, columns);
   }
   if (*calibrate_cmd) return CalibrateCommand(client, calibrate_agents, calibrate_wait);
-  if (*query_cmd) return QueryCommand(client, sql, *format);
+  if (*query_cmd) return QueryCommand(*reads, sql, *format);
   if (*cancel_cmd) return CancelCommand(client, cancel_id);
   if (*prune_cmd) return PruneCommand(client, prune_age, prune_wait_s);
-  if (*regressions_cmd) return RegressionsCommand(client, regressions_since, *format);
+  if (*regressions_cmd) {
+    return RegressionsCommand(*reads, regressions_since, *format, regressions_fail_on == "confirmed");
+  }
   if (*recommend_cmd) {
     RecommendOptions options;
     const auto by = ParseRecommendBy(recommend_by);
@@ -228,10 +282,13 @@ int main(int argc, char** argv) {
     options.by = *by;
     options.slo_p99_ms = recommend_slo;
     options.max_accuracy_drop = recommend_drop;
-    return RecommendCommand(client, recommend_model, options, *format);
+    return RecommendCommand(*reads, recommend_model, options, *format);
   }
-  if (*compare_cmd) return CompareCommand(client, compare, *format);
-  if (*report_cmd) return ReportCommand(client, report);
+  if (*compare_cmd) {
+    compare.fail_on_slower = compare_fail_on == "slower";
+    return CompareCommand(*reads, compare, *format);
+  }
+  if (*report_cmd) return ReportCommand(*reads, report);
   if (*baseline_reset) return BaselineResetCommand(client, reset_host, reset_model, reset_note);
   if (*host_set_price) return SetPriceCommand(client, price_host, price_per_hour, price_currency);
   if (*schedule_cmd) {

@@ -9,7 +9,6 @@
 #include <map>
 #include <set>
 
-#include "cli/client.h"
 #include "cli/format.h"
 #include "cli/queries.h"
 #include "cli/recommend.h"
@@ -42,7 +41,7 @@ class Report {
     return rows->Objects();
   }
 
-  // Whether a reply stopped at the coordinator's row limit.
+  // Whether a reply stopped at the row limit (kMaxReplyRows).
   bool truncated() const { return truncated_; }
 
   StatusOr<std::string> Throughput() {
@@ -480,13 +479,13 @@ StatusOr<std::string> BuildReport(const ReportQuery& query, const ReportOptions&
   sections += *history;
   if (report.truncated()) {
     html +=
-        "<p class=\"warning\">Some sections stop at the coordinator's row limit: narrow the "
+        "<p class=\"warning\">Some sections stop at the row limit: narrow the "
         "range.</p>\n";
   }
   return html + sections + "</body>\n</html>\n";
 }
 
-int ReportCommand(const ClientOptions& client_options, const ReportOptions& options) {
+int ReportCommand(Reads& reads, const ReportOptions& options) {
   auto fail = [](const Status& status) {
     std::cerr << "benchfleet: " << status.message() << "\n";
     return status.code() == StatusCode::kInvalidArgument ? 2 : 1;
@@ -496,14 +495,7 @@ int ReportCommand(const ClientOptions& client_options, const ReportOptions& opti
     auto seconds = ParseAge(options.since);  // before connecting: bad input exits 2
     if (!seconds.ok()) return fail(seconds.status());
   }
-  auto client = CoordinatorClient::Connect(client_options.coordinator, client_options.timeout_ms,
-                                           client_options.curve ? &*client_options.curve : nullptr);
-  if (!client.ok()) return fail(client.status());
-  const ReportQuery query = [&](const std::string& sql) -> StatusOr<RowsReply> {
-    auto reply = (*client)->Call(msg::kQuery, QueryRequest{sql}.ToJson());
-    if (!reply.ok()) return reply.status();
-    return RowsReply::FromJson(reply->body);
-  };
+  const ReportQuery query = [&](const std::string& sql) { return reads.Query(sql); };
   auto html = BuildReport(query, options);
   if (!html.ok()) return fail(html.status());
   // Written whole or not at all: a report a browser has open is never seen half-written.

@@ -30,7 +30,8 @@ using ReportQuery = std::function<StatusOr<RowsReply>(const std::string& sql)>;
 // malformed `since`; a query's own error otherwise.
 StatusOr<std::string> BuildReport(const ReportQuery& query, const ReportOptions& options);
 
-// Queries the coordinator, writes `options.out`. Exit codes as cli/commands.h.
-int ReportCommand(const ClientOptions& client, const ReportOptions& options);
+// Reads through `reads` (the coordinator, or a store file with --db), writes
+// `options.out`. Exit codes as cli/commands.h.
+int ReportCommand(Reads& reads, const ReportOptions& options);
 
 }  // namespace benchfleet

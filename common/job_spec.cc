@@ -8,6 +8,8 @@
 #include <memory>
 #include <utility>
 
+#include "common/sha256.h"
+
 namespace benchfleet {
 namespace {
 
@@ -110,7 +112,7 @@ const std::vector<ModelArg>& ArgsOf(const std::string& model) {
       {"mlp", {{"layers", 1}}},
       {"cnn", {{"width", 0}, {"blocks", 1}, {"image_size", 0}, {"channels", 0}, {"classes", 0}, {"memory_format", 0}}},
       {"transformer", {{"hidden", 0}, {"heads", 0}, {"layers", 0}, {"ffn", 0}, {"seq_len", 0}}},
-      {"torchscript", {{"path", 0}, {"inputs", 2}, {"jit", 0}}},
+      {"torchscript", {{"path", 0}, {"sha256", 0}, {"agent_path", 0}, {"inputs", 2}, {"jit", 0}}},
       {"allreduce", {{"bytes", 0}}},
       {"broadcast", {{"bytes", 0}}},
       {"allgather", {{"bytes", 0}}}};
@@ -221,18 +223,51 @@ bool ReadModelArgs(const json& args, JobSpec* spec, JobSpecError* error) {
     }
     return true;
   }
-  // torchscript: both keys required; nothing sensible to default to.
+  // torchscript: where the file is and its inputs are required; nothing sensible to
+  // default to. The file is named by its content (`sha256`, what a submit uploaded),
+  // by a path on the agent's host (`agent_path`, under its --models-dir), or, for the
+  // worker, by the path the agent put it at (`path`; in a sweep file, the file on the
+  // submitting machine that `benchfleet submit` uploads). Which of them a job may carry
+  // where is checked by TorchScriptSourceError.
   ArgsReader r(args, model);
   if (!r.CheckKeys(error)) return false;
-  const json* path = r.Find("path");
-  if (path == nullptr || !path->is_string() || path->get<std::string>().empty() ||
-      path->get<std::string>().front() != '/') {
-    return Fail(error, "model_args.path",
-                "model_args.path must be the absolute path of a TorchScript file (saved with "
-                "torch.jit.save), got " +
-                    (path == nullptr ? std::string("nothing") : path->dump()));
+  auto absolute_path = [&](const char* key, std::string* out) {
+    const json* value = r.Find(key);
+    if (value == nullptr) return true;
+    if (!value->is_string() || value->get<std::string>().empty() || value->get<std::string>().front() != '/' ||
+        value->get<std::string>().size() > kMaxModelPathLength) {
+      return Fail(error, std::string("model_args.") + key,
+                  std::string("model_args.") + key +
+                      " must be the absolute path of a TorchScript file (saved with torch.jit.save), got " +
+                      value->dump());
+    }
+    *out = value->get<std::string>();
+    return true;
+  };
+  spec->torchscript.path.clear();
+  spec->torchscript.agent_path.clear();
+  spec->torchscript.sha256.clear();
+  if (!absolute_path("path", &spec->torchscript.path) || !absolute_path("agent_path", &spec->torchscript.agent_path)) {
+    return false;
   }
-  spec->torchscript.path = path->get<std::string>();
+  if (const json* sha256 = r.Find("sha256")) {
+    if (!sha256->is_string() || !IsSha256Hex(sha256->get<std::string>())) {
+      return Fail(error, "model_args.sha256",
+                  "model_args.sha256 must be a model's SHA-256 as 64 lowercase hex digits, got " + sha256->dump());
+    }
+    spec->torchscript.sha256 = sha256->get<std::string>();
+  }
+  const TorchScriptArgs& ts = spec->torchscript;
+  if (ts.path.empty() && ts.sha256.empty() && ts.agent_path.empty()) {
+    return Fail(error, "model_args.path",
+                "model_args.path must be the path of a TorchScript file (saved with torch.jit.save) that "
+                "benchfleet submit uploads, or model_args.sha256 a model already uploaded, or "
+                "model_args.agent_path a file under each agent's --models-dir; got none of them");
+  }
+  if (!ts.sha256.empty() && !ts.agent_path.empty()) {
+    return Fail(error, "model_args.agent_path",
+                "model_args.sha256 and model_args.agent_path name two files; give one of them");
+  }
   const json* inputs = r.Find("inputs");
   if (inputs == nullptr || !inputs->is_array() || inputs->empty()) {
     return Fail(error, "model_args.inputs",

@@ -46,8 +46,18 @@ struct CnnArgs {
 struct TransformerArgs {
   std::int64_t hidden = 768, heads = 12, layers = 12, ffn = 3072, seq_len = 128;
 };
+// A TorchScript file's path longer than this is a mistake (PATH_MAX is 4096).
+inline constexpr std::size_t kMaxModelPathLength = 4096;
+// Where a TorchScript job's file comes from (schemas/sweep.md, Models by content): at
+// least one of the three. A sweep file names the submitter's file by `path`, which
+// `benchfleet submit` uploads and replaces by `sha256`; the coordinator takes `sha256`
+// (its content is what the series is of) or `agent_path` (a file on each agent, under
+// its --models-dir); the agent hands the worker `path`, where it put the file, beside
+// the other key.
 struct TorchScriptArgs {
-  std::string path;                               // absolute path of a torch::jit::save file
+  std::string path;        // absolute: the file the worker loads
+  std::string sha256;      // 64 lowercase hex digits: the file's content
+  std::string agent_path;  // absolute: a file on the agent's host, under its --models-dir
   std::vector<std::vector<std::int64_t>> inputs;  // per forward() argument, without batch
   // "none": run as saved; "freeze": torch::jit::freeze (weights and attributes inlined
   // as constants); "optimize": freeze, then torch::jit::optimize_for_inference.

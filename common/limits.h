@@ -15,6 +15,16 @@ inline constexpr int kProtocolVersion = 1;
 // sample of a long run stays well below this.
 inline constexpr int64_t kMaxMessageBytes = 16 * 1024 * 1024;
 
+// Users' model files (schemas/protocol.md, model_upload / model_fetch): the largest file a
+// sweep may name, and the raw bytes one message carries. A chunk is 5.3 MiB once in
+// base64, a third of kMaxMessageBytes, and takes the coordinator's loop a few
+// milliseconds to write or read and hash, so heartbeats are never held up by a transfer.
+inline constexpr int64_t kMaxModelBytes = int64_t{4} << 30;
+inline constexpr int64_t kModelChunkBytes = int64_t{4} << 20;
+// What an agent keeps of fetched models by default (--model-cache-mb): the least
+// recently used are removed beyond it.
+inline constexpr int64_t kDefaultModelCacheBytes = int64_t{20} << 30;
+
 // Heartbeats in the spirit of the ZeroMQ guide's Paranoid Pirate: a peer silent for
 // liveness x interval is taken for dead.
 inline constexpr int kHeartbeatIntervalMs = 1000;

@@ -245,11 +245,16 @@ json SetPriceRequest::ToJson() const {
   return {{"host", host}, {"per_hour", price.per_hour}, {"currency", price.currency}};
 }
 
+std::string_view ScheduleActionName(ScheduleRequest::Action action) {
+  for (const auto& [text, value] : kScheduleActions) {
+    if (value == action) return text;
+  }
+  return "";
+}
+
 json ScheduleRequest::ToJson() const {
   json out = json::object();
-  for (const auto& [text, value] : kScheduleActions) {
-    if (value == action) out["action"] = std::string(text);
-  }
+  out["action"] = std::string(ScheduleActionName(action));
   if (!name.empty()) out["name"] = name;
   if (!cron.empty()) out["cron"] = cron;
   if (!tz.empty()) out["tz"] = tz;

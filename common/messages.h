@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/agent_messages.h"
@@ -101,5 +102,7 @@ struct ScheduleRequest {
   nlohmann::json ToJson() const;
 };
 StatusOr<ScheduleRequest> ParseSchedule(const Message& message);
+// An action's name on the wire ("add", "list", "remove", "run_now", "history").
+std::string_view ScheduleActionName(ScheduleRequest::Action action);
 
 }  // namespace benchfleet

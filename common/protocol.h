@@ -29,6 +29,7 @@ inline constexpr const char* kPrune = "prune";
 inline constexpr const char* kSchedule = "schedule";
 inline constexpr const char* kBaselineReset = "baseline_reset";
 inline constexpr const char* kSetPrice = "set_price";
+inline constexpr const char* kModelUpload = "model_upload";  // one chunk of a user's model file
 // coordinator -> client
 inline constexpr const char* kSubmitted = "submitted";
 inline constexpr const char* kStatusReply = "status_reply";
@@ -36,16 +37,19 @@ inline constexpr const char* kCancelled = "cancelled";
 inline constexpr const char* kRows = "rows";
 inline constexpr const char* kPruned = "pruned";
 inline constexpr const char* kSchedules = "schedules";
+inline constexpr const char* kModelStored = "model_stored";
 // agent -> coordinator
 inline constexpr const char* kRegister = "register";
 inline constexpr const char* kHeartbeat = "heartbeat";  // both directions
 inline constexpr const char* kResult = "result";
 inline constexpr const char* kRendezvous = "rendezvous";  // rank 0's store of a spread gang
+inline constexpr const char* kModelFetch = "model_fetch";  // a chunk of a stored model, by sha256
 // coordinator -> agent
 inline constexpr const char* kRegistered = "registered";
 inline constexpr const char* kJob = "job";
 inline constexpr const char* kAck = "ack";
 inline constexpr const char* kStop = "stop";  // a gang's job ended elsewhere: kill its worker
+inline constexpr const char* kModelChunk = "model_chunk";
 // any direction
 inline constexpr const char* kError = "error";
 }  // namespace msg

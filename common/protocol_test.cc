@@ -7,6 +7,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/result_fields.h"
+
 namespace benchfleet {
 namespace {
 
@@ -49,12 +51,70 @@ TEST(ProtocolTest, ProtocolMdListsEveryFieldTheDecoderChecks) {
       ASSERT_GE(cells.size(), 3u) << line;
       const std::string name = cells[0].substr(1, cells[0].size() - 2);
       ASSERT_TRUE(cells[2] == "yes" || cells[2] == "no") << line;
+      // `result.exit`: a field inside the result object, held to result_fields.json below.
+      if (name.find('.') != std::string::npos) continue;
       documented[name] = {cells[1], cells[2] == "yes"};
     }
     std::map<std::string, std::pair<std::string, bool>> decoded;
     for (const MessageField& field : MessageFields(type)) decoded[field.name] = {field.kind, field.required};
     EXPECT_EQ(documented, decoded);
   }
+}
+
+// The protocol names a result field's type in words ("a string"), result_fields.json
+// in its own terms ("text").
+std::string ProtocolTypeName(FieldType type) {
+  switch (type) {
+    case FieldType::kReal:
+      return "a number";
+    case FieldType::kInteger:
+      return "an integer";
+    case FieldType::kBoolean:
+      return "a boolean";
+    case FieldType::kText:
+      return "a string";
+    case FieldType::kObject:
+      return "an object";
+    case FieldType::kArray:
+      return "an array";
+  }
+  return "?";
+}
+
+// The fields the agent adds to a worker's result (`result.exit`, ...) are listed in the
+// `result` section of protocol.md with the type result_fields.json declares, which is
+// the type the coordinator checks; the golden result carries them with that type.
+TEST(ProtocolTest, TheAgentsResultFieldsAgreeWithTheResultFieldTable) {
+  const std::string spec = ReadFile(kSchemas / "protocol.md");
+  const size_t start = spec.find("### `result`");
+  ASSERT_NE(start, std::string::npos);
+  const std::string section = spec.substr(start, spec.find("\n### ", start + 1) - start);
+  const json golden = json::parse(ReadFile(kSchemas / "golden" / "result.json")).at("result");
+  std::istringstream lines(section);
+  std::string line;
+  int rows = 0;
+  while (std::getline(lines, line)) {
+    if (line.rfind("| `result.", 0) != 0) continue;
+    SCOPED_TRACE(line);
+    const size_t name_end = line.find('`', 3);
+    const std::string path = line.substr(std::string("| `result.").size(),
+                                         name_end - std::string("| `result.").size());
+    const size_t type_start = line.find("| ", name_end) + 2;
+    const std::string type = line.substr(type_start, line.find(" |", type_start) - type_start);
+    const ResultField* declared = nullptr;
+    for (const ResultField& field : ResultFields()) {
+      if (field.path == path) declared = &field;
+    }
+    ASSERT_NE(declared, nullptr) << path << " is not in result_fields.json";
+    EXPECT_EQ(type, ProtocolTypeName(declared->type));
+    // stderr_tail comes with failed results only; the golden result succeeded.
+    if (path != "stderr_tail") {
+      ASSERT_TRUE(golden.contains(path)) << path;
+      EXPECT_TRUE(CheckField(*declared, golden.at(path), "result").ok()) << path;
+    }
+    ++rows;
+  }
+  EXPECT_EQ(rows, 4);
 }
 
 // Every golden example carries every field its message defines, optional ones too, so

@@ -69,7 +69,9 @@ TEST(ResultFieldsTest, WrongTypesAtAnyDepthAreErrorsNamingTheField) {
            {"/model", 7, "result.model"},
            {"/batch_size", "8", "result.batch_size"},
            {"/job_id", json::object(), "result.job_id"},
-           {"/peak_rss_mb", true, "result.peak_rss_mb"}}) {
+           {"/peak_rss_mb", true, "result.peak_rss_mb"},
+           // The agent's words for how the worker ended, never a bare exit code.
+           {"/exit", 2, "result.exit"}}) {
     json result = GoodResult();
     result[json::json_pointer(c.pointer)] = c.value;
     auto parsed = ParseWorkerResult(result);

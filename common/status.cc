@@ -19,6 +19,8 @@ const char* StatusCodeName(StatusCode code) {
       return "unavailable";
     case StatusCode::kDeadlineExceeded:
       return "deadline_exceeded";
+    case StatusCode::kPermissionDenied:
+      return "permission_denied";
     case StatusCode::kInternal:
       return "internal";
   }

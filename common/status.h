@@ -16,6 +16,7 @@ enum class StatusCode {
   kFailedPrecondition,
   kUnavailable,  // a peer or resource that may come back (retry later)
   kDeadlineExceeded,
+  kPermissionDenied,  // the peer's key lacks the role the request needs (common/roles.h)
   kInternal,
 };
 
@@ -48,6 +49,9 @@ inline Status FailedPrecondition(std::string m) {
 inline Status Unavailable(std::string m) { return {StatusCode::kUnavailable, std::move(m)}; }
 inline Status DeadlineExceeded(std::string m) {
   return {StatusCode::kDeadlineExceeded, std::move(m)};
+}
+inline Status PermissionDenied(std::string m) {
+  return {StatusCode::kPermissionDenied, std::move(m)};
 }
 inline Status Internal(std::string m) { return {StatusCode::kInternal, std::move(m)}; }
 

@@ -128,7 +128,7 @@ StatusOr<RunningJobSummary> ReadJob(const json& job, const std::string& at) {
 json AgentJson(const AgentState& agent) {
   json out = json::object();
   out["agent"] = agent.agent;
-  out["state"] = agent.Busy() ? "busy" : "idle";
+  out["state"] = agent.State();
   out["job_id"] = OptionalJson(agent.job_id);
   out["job"] = agent.job ? JobJson(*agent.job) : json(nullptr);
   out["machine_id"] = agent.machine_id;
@@ -213,22 +213,37 @@ StatusOr<DepartedAgent> ReadDeparted(const json& entry, const std::string& at) {
 
 namespace {
 
-// Each counter's name and member, in the protocol's order: the one list the reply's
-// writer, its reader and the CLI's table go by.
-constexpr std::pair<const char*, int64_t CoordinatorCounters::*> kCounters[] = {
-    {"malformed_messages", &CoordinatorCounters::malformed_messages},
-    {"unknown_peers", &CoordinatorCounters::unknown_peers},
-    {"results_stored", &CoordinatorCounters::results_stored},
-    {"duplicate_results", &CoordinatorCounters::duplicate_results},
-    {"stale_results", &CoordinatorCounters::stale_results},
-    {"rejected_results", &CoordinatorCounters::rejected_results},
-    {"failed_jobs", &CoordinatorCounters::failed_jobs},
-    {"requeued_jobs", &CoordinatorCounters::requeued_jobs},
-    {"undelivered_offers", &CoordinatorCounters::undelivered_offers},
-    {"refused_offers", &CoordinatorCounters::refused_offers},
-    {"send_failures", &CoordinatorCounters::send_failures},
-    {"store_errors", &CoordinatorCounters::store_errors},
-    {"handler_exceptions", &CoordinatorCounters::handler_exceptions}};
+// Each counter's name, member and meaning, in the protocol's order: the one list the
+// reply's writer, its reader, the CLI's table and the metrics go by.
+struct CounterEntry {
+  const char* name;
+  int64_t CoordinatorCounters::*member;
+  const char* meaning;
+};
+constexpr CounterEntry kCounters[] = {
+    {"malformed_messages", &CoordinatorCounters::malformed_messages,
+     "Messages refused at the edge: bad frames, JSON or fields."},
+    {"unknown_peers", &CoordinatorCounters::unknown_peers,
+     "Messages from agents that had not registered."},
+    {"results_stored", &CoordinatorCounters::results_stored, "Results stored."},
+    {"duplicate_results", &CoordinatorCounters::duplicate_results,
+     "Resends of a result already stored or already recorded as stale."},
+    {"stale_results", &CoordinatorCounters::stale_results,
+     "Results of an attempt that no longer owned its job, recorded apart."},
+    {"rejected_results", &CoordinatorCounters::rejected_results,
+     "Results that could never be stored (ack rejected)."},
+    {"failed_jobs", &CoordinatorCounters::failed_jobs, "Jobs that failed for good."},
+    {"requeued_jobs", &CoordinatorCounters::requeued_jobs,
+     "Attempts lost (agent silent, lease expired, result rejected) and their jobs queued again."},
+    {"undelivered_offers", &CoordinatorCounters::undelivered_offers,
+     "Job offers whose send failed (not an attempt)."},
+    {"refused_offers", &CoordinatorCounters::refused_offers,
+     "Job offers a busy agent refused (not an attempt)."},
+    {"send_failures", &CoordinatorCounters::send_failures,
+     "Messages ZeroMQ would not take, heartbeats to an agent just gone included."},
+    {"store_errors", &CoordinatorCounters::store_errors, "Store operations that failed."},
+    {"handler_exceptions", &CoordinatorCounters::handler_exceptions,
+     "Exceptions caught by the last-resort guard around a message; should stay 0."}};
 
 }  // namespace
 
@@ -246,22 +261,29 @@ json SweepJobCounts::ToJson() const {
 
 std::vector<std::pair<const char*, int64_t>> CoordinatorCounters::Named() const {
   std::vector<std::pair<const char*, int64_t>> out;
-  for (const auto& [name, member] : kCounters) out.emplace_back(name, this->*member);
+  for (const CounterEntry& c : kCounters) out.emplace_back(c.name, this->*c.member);
   return out;
+}
+
+const char* CoordinatorCounters::Meaning(const std::string& name) {
+  for (const CounterEntry& entry : kCounters) {
+    if (name == entry.name) return entry.meaning;
+  }
+  return "";
 }
 
 json CoordinatorCounters::ToJson() const {
   json out = json::object();
-  for (const auto& [name, member] : kCounters) out[name] = this->*member;
+  for (const CounterEntry& c : kCounters) out[c.name] = this->*c.member;
   return out;
 }
 
 StatusOr<CoordinatorCounters> CoordinatorCounters::FromJson(const json& counters) {
   if (!counters.is_object()) return InvalidArgument("status_reply.counters: must be an object");
   CoordinatorCounters out;
-  for (const auto& [name, member] : kCounters) {
-    ASSIGN_OR_RETURN(out.*member,
-                     ReadInteger(counters, "status_reply.counters", name, kAtLeastZero));
+  for (const CounterEntry& c : kCounters) {
+    ASSIGN_OR_RETURN(out.*c.member,
+                     ReadInteger(counters, "status_reply.counters", c.name, kAtLeastZero));
   }
   return out;
 }

@@ -63,6 +63,11 @@ struct AgentState {
   std::vector<std::string> tags;
   int64_t last_seen_ms_ago = 0;
   bool Busy() const { return job_id.has_value(); }
+  // The states an agent is shown in (`status_reply.agents[].state`), every one of them:
+  // what the reply writes and reads, and what the metrics count agents by.
+  static constexpr const char* kStates[] = {"idle", "busy"};
+  static const char* StateName(bool busy) { return busy ? kStates[1] : kStates[0]; }
+  const char* State() const { return StateName(Busy()); }
 };
 
 // Queued jobs of one requirement, and why they wait.
@@ -99,6 +104,9 @@ struct CoordinatorCounters {
   int64_t handler_exceptions = 0;  // caught by the last-resort guard; should stay 0
   // Each counter with its name, in the protocol's order.
   std::vector<std::pair<const char*, int64_t>> Named() const;
+  // What the counter named `name` counts, in a line (the metrics' HELP); "" for no
+  // counter of that name.
+  static const char* Meaning(const std::string& name);
   nlohmann::json ToJson() const;
   static StatusOr<CoordinatorCounters> FromJson(const nlohmann::json& counters);
 };

@@ -601,6 +601,11 @@ StatusOr<Sweep> ParseSweepShape(const json& document) {
 }
 
 StatusOr<Sweep> ParseSweepText(const std::string& text) {
+  ASSIGN_OR_RETURN(json document, ParseSweepJson(text));
+  return ParseSweep(document);
+}
+
+StatusOr<json> ParseSweepJson(const std::string& text) {
   if (NestingDepth(text) > kMaxJsonDepth) {
     return InvalidArgument("not valid JSON: nested deeper than " + std::to_string(kMaxJsonDepth) +
                            " levels");
@@ -612,7 +617,7 @@ StatusOr<Sweep> ParseSweepText(const std::string& text) {
     // e.what() carries the byte position, which is what a user needs to fix the file.
     return InvalidArgument(std::string("not valid JSON: ") + e.what());
   }
-  return ParseSweep(document);
+  return document;
 }
 
 // The longest a job's scenario may serve (every value checked by ParseJobConfig): a

@@ -143,6 +143,9 @@ StatusOr<Sweep> ParseSweepShape(const json& document);
 
 // Same, from the text of a sweep file.
 StatusOr<Sweep> ParseSweepText(const std::string& text);
+// The JSON document of a sweep file's text (nesting checked before parsing), not yet
+// validated as a sweep.
+StatusOr<json> ParseSweepJson(const std::string& text);
 
 // The per-job timeout in seconds: the sweep's own, or one derived from its timing.
 double JobTimeoutSeconds(const Sweep& sweep);

@@ -24,8 +24,13 @@ Status CheckEndpoint(const std::string& endpoint) {
 }  // namespace
 
 StatusOr<zmq::socket_t> BindRouter(zmq::context_t& context, const std::string& endpoint,
-                                   std::string* bound, const CurveKeyPair* curve) {
+                                   std::string* bound, const CurveKeyPair* curve,
+                                   const std::string& zap_domain) {
   RETURN_IF_ERROR(CheckEndpoint(endpoint));
+  // Without a domain the ZAP handler could not tell which keys this socket admits.
+  if (curve != nullptr && zap_domain.empty()) {
+    return Internal("a CURVE server socket needs a ZAP domain (" + endpoint + ")");
+  }
   try {
     zmq::socket_t socket(context, zmq::socket_type::router);
     ApplyCommonOptions(socket);
@@ -36,7 +41,7 @@ StatusOr<zmq::socket_t> BindRouter(zmq::context_t& context, const std::string& e
     if (curve != nullptr) {
       socket.set(zmq::sockopt::curve_server, 1);
       socket.set(zmq::sockopt::curve_secretkey, curve->secret_key);
-      socket.set(zmq::sockopt::zap_domain, kZapDomain);
+      socket.set(zmq::sockopt::zap_domain, zap_domain);
     }
     socket.bind(endpoint);
     if (bound != nullptr) *bound = socket.get(zmq::sockopt::last_endpoint);
@@ -65,12 +70,18 @@ StatusOr<zmq::socket_t> ConnectDealer(zmq::context_t& context, const std::string
   }
 }
 
-StatusOr<std::optional<Frames>> ReceiveFrames(zmq::socket_t& socket) {
+StatusOr<std::optional<Frames>> ReceiveFrames(zmq::socket_t& socket, std::string* user_id) {
   try {
     std::vector<zmq::message_t> parts;
     auto received =
         zmq::recv_multipart(socket, std::back_inserter(parts), zmq::recv_flags::dontwait);
     if (!received) return std::optional<Frames>();
+    if (user_id != nullptr) {
+      // Read from the last part, which came off the wire (a ROUTER makes the first).
+      // zmq_msg_gets, not message_t::gets: that one throws when the property is absent.
+      const char* value = parts.empty() ? nullptr : zmq_msg_gets(parts.back().handle(), "User-Id");
+      *user_id = value != nullptr ? value : "";
+    }
     Frames frames;
     frames.reserve(parts.size());
     for (auto& part : parts) frames.push_back(part.to_string());

@@ -21,9 +21,11 @@ using Frames = std::vector<std::string>;
 // ROUTER_MANDATORY (sending to a vanished peer fails instead of vanishing silently)
 // and the maximum message size. Returns the endpoint actually bound (wildcard port
 // resolved) through `bound`. With `curve`, the socket is a CURVE server whose peers are
-// vetted by the ZAP handler of domain kZapDomain (coordinator/zap.h).
+// vetted by the ZAP handler (coordinator/zap.h) under `zap_domain`: the domain says which
+// keys this socket admits (common/roles.h: kAgentsZapDomain, kClientsZapDomain).
 StatusOr<zmq::socket_t> BindRouter(zmq::context_t& context, const std::string& endpoint,
-                                   std::string* bound, const CurveKeyPair* curve = nullptr);
+                                   std::string* bound, const CurveKeyPair* curve = nullptr,
+                                   const std::string& zap_domain = "");
 
 // A DEALER connected to `endpoint` with the given routing id (empty: libzmq picks one);
 // with `curve`, a CURVE client of the server key it holds.
@@ -31,11 +33,10 @@ StatusOr<zmq::socket_t> ConnectDealer(zmq::context_t& context, const std::string
                                       const std::string& routing_id,
                                       const CurveClientKeys* curve = nullptr);
 
-// The ZAP domain of benchfleet's CURVE servers.
-inline constexpr const char* kZapDomain = "benchfleet";
-
-// Non-blocking receive of one multipart message.
-StatusOr<std::optional<Frames>> ReceiveFrames(zmq::socket_t& socket);
+// Non-blocking receive of one multipart message. With `user_id`, also the message's
+// "User-Id" property: what the ZAP handler named the peer's key when its connection was
+// admitted (its role, coordinator/zap.h); "" on a socket without CURVE.
+StatusOr<std::optional<Frames>> ReceiveFrames(zmq::socket_t& socket, std::string* user_id = nullptr);
 
 // Non-blocking send; kNotFound when a ROUTER has no peer of that routing id (it
 // disconnected), kUnavailable when the peer's queue is full.

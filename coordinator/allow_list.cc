@@ -1,24 +1,41 @@
 #include "coordinator/allow_list.h"
 
 #include <fstream>
+#include <sstream>
 
 #include "common/curve.h"
 
 namespace benchfleet {
 
-StatusOr<std::set<std::string>> ReadAllowList(const std::string& path) {
+StatusOr<AllowList> ReadAllowList(const std::string& path) {
   std::ifstream in(path);
   if (!in) return NotFound("allow-list " + path + " cannot be read");
-  std::set<std::string> keys;
+  AllowList keys;
+  std::map<std::string, int> line_of_key;
   std::string line;
   int number = 0;
   while (std::getline(in, line)) {
     ++number;
+    const std::string where = path + ":" + std::to_string(number) + ": ";
     auto key = CurveKeyOnLine(line);
-    if (!key.ok()) {
-      return InvalidArgument(path + ":" + std::to_string(number) + ": " + key.status().message());
+    if (!key.ok()) return InvalidArgument(where + key.status().message());
+    if (key->empty()) continue;  // a blank line or a comment
+    // The key is the line's first word (CurveKeyOnLine); the role is the second.
+    std::istringstream words(line);
+    std::string first, role_name;
+    words >> first >> role_name;
+    std::optional<Role> role = RoleNamed(role_name);
+    if (!role) {
+      return InvalidArgument(where + (role_name.empty() ? "no role after the key"
+                                                        : "\"" + role_name + "\" is not a role") +
+                             ": write " + RoleNames());
     }
-    if (!key->empty()) keys.insert(*key);
+    auto [earlier, added] = line_of_key.emplace(*key, number);
+    if (!added) {
+      return InvalidArgument(where + "the key is already on line " + std::to_string(earlier->second) +
+                             "; list each key once, with one role");
+    }
+    keys[*key] = *role;
   }
   return keys;
 }

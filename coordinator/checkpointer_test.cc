@@ -11,7 +11,7 @@
 #include <string>
 #include <thread>
 
-#include "coordinator/sqlite.h"
+#include "sqlite/sqlite.h"
 
 namespace benchfleet {
 namespace {

@@ -6,6 +6,8 @@
 #include "common/status_reply.h"
 #include "common/limits.h"
 #include "common/log.h"
+#include "common/model_files.h"
+#include "common/model_transfer.h"
 
 namespace benchfleet {
 namespace {
@@ -16,15 +18,24 @@ constexpr int kStatusSweeps = 20;
 // serves agents and clients again.
 constexpr int kPruneStepMs = 20;
 
+// The answer to a request its key's role may not send: well formed, so not counted as
+// malformed, but logged, since it is someone trying what their key does not allow.
+Message Denied(const Status& denied, const json& request_id) {
+  LOG_WARN("refused a client's request: " << denied.message());
+  return MakeError(denied, request_id);
+}
+
 }  // namespace
 
-std::optional<Message> ClientApi::Reply(const std::string& routing_id, const Message& message) {
+std::optional<Message> ClientApi::Reply(const std::string& routing_id, const Message& message, Role role) {
   const json request_id = message.body.value("request_id", json());
   const std::string& type = message.type;
   auto refuse = [&](const Status& status) -> std::optional<Message> {
     ctx_.Refuse(Side::kClients, routing_id, status, request_id);
     return std::nullopt;
   };
+  // Checked before anything is done; a schedule request's action again once it is parsed.
+  if (Status allowed = CheckRole(role, type); !allowed.ok()) return Denied(allowed, request_id);
   if (type == msg::kSubmit) {
     auto request = ParseSubmit(message);
     if (!request.ok()) return refuse(request.status());
@@ -77,9 +88,25 @@ std::optional<Message> ClientApi::Reply(const std::string& routing_id, const Mes
                                {json::array({(*price)["host"], (*price)["per_hour"], (*price)["currency"], (*price)["set_at"]})},
                                false});
   }
+  if (type == msg::kModelUpload) {
+    auto request = ParseModelUpload(message);
+    if (!request.ok()) return refuse(request.status());
+    auto stored = ctx_.models.Accept(*request, ctx_.Now());
+    if (!stored.ok()) return MakeError(stored.status(), request_id);
+    stored->request_id = request_id;
+    return ToMessage(*stored);
+  }
   if (type == msg::kSchedule) {
     auto request = ParseSchedule(message);
     if (!request.ok()) return refuse(request.status());
+    if (Status allowed = CheckRole(role, type, ScheduleActionName(request->action)); !allowed.ok()) {
+      return Denied(allowed, request_id);
+    }
+    if (request->action == ScheduleRequest::Action::kAdd) {
+      // Its sweep's models must be stored now, as a submit's are (they are never removed).
+      Status models = CheckSubmittedModels(request->sweep, [&](const std::string& sha256) { return ctx_.models.Has(sha256); });
+      if (!models.ok()) return MakeError(models, request_id);
+    }
     return parts_.schedules.Reply(routing_id, request_id, *request);
   }
   return refuse(InvalidArgument("\"" + type + "\" is not a client request"));

@@ -11,6 +11,7 @@
 
 #include "common/client_replies.h"
 #include "common/messages.h"
+#include "common/roles.h"
 #include "coordinator/agent_sessions.h"
 #include "coordinator/context.h"
 #include "coordinator/dispatcher.h"
@@ -41,8 +42,11 @@ class ClientApi {
   ClientApi(const CoordinatorContext& context, Parts parts) : ctx_(context), parts_(std::move(parts)) {}
 
   // A client's request: its reply, or nullopt when it is answered later (a large
-  // submit, a read, a prune) or was refused as malformed (the refusal is sent).
-  std::optional<Message> Reply(const std::string& routing_id, const Message& message);
+  // submit, a read, a prune) or was refused as malformed (the refusal is sent). A
+  // request that `role` may not send (common/roles.h) is answered with a
+  // permission_denied error naming the role needed and the role held, and nothing is
+  // done for it.
+  std::optional<Message> Reply(const std::string& routing_id, const Message& message, Role role);
   // Hands a read to the query thread: nullopt, or the error when too many wait.
   std::optional<Message> PostRead(ReadRequest request);
   // A step of the prune under way, if any (outside the rounds: its own short

@@ -11,6 +11,7 @@
 #include "common/limits.h"
 #include "common/protocol.h"
 #include "common/status_reply.h"
+#include "coordinator/model_store.h"
 #include "coordinator/registry.h"
 #include "coordinator/round.h"
 #include "coordinator/store.h"
@@ -31,14 +32,21 @@ struct CoordinatorOptions {
   // disturb each other); off by default.
   bool share_machines = false;
   // When set, a JSON file {"agents": ..., "clients": ..., "pid": ...} written once both
-  // sockets are bound (with wildcard ports resolved), for scripts and tests.
+  // sockets are bound (with wildcard ports resolved), for scripts and tests; with
+  // "metrics": "http://HOST:PORT/metrics" when metrics are served.
   std::string ready_file;
+  // --metrics HOST:PORT: serve GET /metrics in Prometheus' text format there (port 0:
+  // a free one); empty: no HTTP server (docs/metrics.md).
+  std::string metrics_address;
   // CURVE: the coordinator's key pair (benchfleet keygen) and the allow-list of agent
   // and client public keys. Required when an endpoint is beyond loopback, unless
   // `insecure` is set explicitly.
   std::string curve_key_path;
   std::string allow_list_path;
   bool insecure = false;
+  // Where users' model files are kept by their SHA-256 (coordinator/model_store.h);
+  // empty: `models/` beside the store.
+  std::string models_dir;
   // A machine's calibration is shared by its agents and taken again once it is older
   // than this (checked when an agent starts and every minute).
   double calibration_max_age_h = 24;
@@ -61,6 +69,7 @@ struct CoordinatorContext {
   Outlet& outlet;  // for what never waits for a round (heartbeats); else round.Send
   AgentRegistry& registry;
   CoordinatorCounters& counters;
+  ModelStore& models;
 
   MonoTime Now() const { return clock.Now(); }
   // Silent this long, an agent is taken for gone and a lease for lost.

@@ -5,12 +5,14 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <set>
 
 #include "common/clock.h"
 #include "common/cpu_list.h"
 #include "common/files.h"
+#include "common/model_transfer.h"
 #include "common/log.h"
 #include "common/transport.h"
 #include "common/worker_result.h"
@@ -32,6 +34,13 @@ constexpr int kMaxAgentRoundMs = 40;
 // Silent agents and expired leases are looked for this often (a walk over all of
 // them), not after every message.
 constexpr int kExpiryCheckMs = 50;
+
+// Where users' models are kept: --models, or `models/` beside the store.
+std::string ModelsDirectory(const CoordinatorOptions& options) {
+  if (!options.models_dir.empty()) return options.models_dir;
+  const std::filesystem::path db(options.db_path);
+  return (db.has_parent_path() ? db.parent_path() / "models" : std::filesystem::path("models")).string();
+}
 
 json RequestId(const Message& message) {
   auto it = message.body.find("request_id");
@@ -75,9 +84,10 @@ StatusOr<std::unique_ptr<CurveKeyPair>> Coordinator::SecurityPolicy() const {
 
 Status Coordinator::OpenStoreAndComponents() {
   ASSIGN_OR_RETURN(store_, Store::Open(options_.db_path));
+  ASSIGN_OR_RETURN(models_, ModelStore::Open(ModelsDirectory(options_)));
   round_ = std::make_unique<Round>(*store_, outlet_);
   ctx_ = std::make_unique<CoordinatorContext>(
-      CoordinatorContext{options_, clock_, *store_, *round_, outlet_, registry_, counters_});
+      CoordinatorContext{options_, clock_, *store_, *round_, outlet_, registry_, counters_, *models_});
   dispatcher_ = std::make_unique<Dispatcher>(
       *ctx_, [this](const std::string& routing_id, const std::string& reason) { sessions_->DropAgent(routing_id, reason); },
       [this](int64_t job_id) { results_->ForgetGang(job_id); });
@@ -120,19 +130,24 @@ Status Coordinator::Start() {
   }
   std::string agents_bound, clients_bound;
   ASSIGN_OR_RETURN(auto agents,
-                   BindRouter(context_, options_.agents_endpoint, &agents_bound, curve.get()));
+                   BindRouter(context_, options_.agents_endpoint, &agents_bound, curve.get(), kAgentsZapDomain));
   ASSIGN_OR_RETURN(auto clients,
-                   BindRouter(context_, options_.clients_endpoint, &clients_bound, curve.get()));
+                   BindRouter(context_, options_.clients_endpoint, &clients_bound, curve.get(), kClientsZapDomain));
   agents_socket_ = std::make_unique<zmq::socket_t>(std::move(agents));
   clients_socket_ = std::make_unique<zmq::socket_t>(std::move(clients));
   outlet_.UseSockets(agents_socket_.get(), clients_socket_.get());
   dispatcher_->RecoverLeases();
+  if (!options_.metrics_address.empty()) {
+    ASSIGN_OR_RETURN(metrics_, MetricsPublisher::Start(options_.metrics_address, *ctx_, *dispatcher_));
+    round_->set_commit_histogram(&metrics_->store_commit());
+  }
   ASSIGN_OR_RETURN(const int schema_version, store_->SchemaVersion());
   LOG_INFO("serving agents on " << agents_bound << ", clients on " << clients_bound << ", store "
                                 << options_.db_path << " (schema v" << schema_version
                                 << ")" << (curve ? ", CURVE on" : ", CURVE off"));
   if (!options_.ready_file.empty()) {
     json ready = {{"agents", agents_bound}, {"clients", clients_bound}, {"pid", getpid()}};
+    if (metrics_) ready["metrics"] = metrics_->url();
     RETURN_IF_ERROR(WriteFileAtomically(options_.ready_file, ready.dump()));
   }
   return Status::Ok();
@@ -158,6 +173,7 @@ Status Coordinator::Run(const std::atomic<bool>* stop, std::atomic<bool>* reload
                                      ? 0
                                      : kCoordinatorTickMs);
     const MonoTime polled_at = Now();
+    const MonoTime pass_started = MonoNow();  // real work, whatever clock the protocol runs on
     // Clients first: a user's submit or status is answered ahead of the agents' flood.
     // Each request is a round of its own: its reply waits for no one else's work, and
     // several submits never pile up in one transaction (a round that wrote nothing
@@ -167,10 +183,11 @@ Status Coordinator::Run(const std::atomic<bool>* stop, std::atomic<bool>* reload
     // unread (each one queued in ZeroMQ holds its receive buffer, ~8 KB).
     for (int i = 0; readable[1] && i < kMaxMessagesPerRound; ++i) {
       if (Now() - polled_at > Millis(kMaxAgentRoundMs)) break;
-      auto frames = ReceiveFrames(*clients_socket_);
+      std::string user_id;  // the role the ZAP handler gave the client's key
+      auto frames = ReceiveFrames(*clients_socket_, &user_id);
       if (!frames.ok() || !frames->has_value()) break;
       BeginRound();
-      HandleClient(**frames);
+      HandleClient(**frames, ClientRoleOf(user_id, zap_ != nullptr));
       EndRound();
     }
     const auto clients_took = std::chrono::duration_cast<Millis>(Now() - polled_at);
@@ -205,6 +222,7 @@ Status Coordinator::Run(const std::atomic<bool>* stop, std::atomic<bool>* reload
     EndRound();
     // The prune's short transactions of its own, outside the round's.
     clients_->AdvancePrune();
+    if (metrics_) metrics_->LoopPassDone(pass_started, MonoNow());
   }
   LOG_INFO("stopping");
   return Status::Ok();
@@ -274,7 +292,7 @@ void Coordinator::Refuse(Side side, const std::string& routing_id, const Status&
 
 // ---- clients ----
 
-void Coordinator::HandleClient(const Frames& frames) {
+void Coordinator::HandleClient(const Frames& frames, Role role) {
   if (frames.size() != 2) {
     if (!frames.empty()) {
       Refuse(Side::kClients, frames[0],
@@ -287,7 +305,7 @@ void Coordinator::HandleClient(const Frames& frames) {
   if (!decoded.ok()) return Refuse(Side::kClients, frames[0], decoded.status(), request_id);
   // The last resort: whatever one message does wrong must not end the daemon.
   try {
-    HandleClientMessage(frames[0], *decoded);
+    HandleClientMessage(frames[0], *decoded, role);
   } catch (const std::exception& e) {
     ++counters_.handler_exceptions;
     LOG_ERROR("handling a \"" << decoded->type << "\" from a client failed: " << e.what());
@@ -298,8 +316,8 @@ void Coordinator::HandleClient(const Frames& frames) {
   }
 }
 
-void Coordinator::HandleClientMessage(const std::string& routing_id, const Message& message) {
-  std::optional<Message> reply = clients_->Reply(routing_id, message);
+void Coordinator::HandleClientMessage(const std::string& routing_id, const Message& message, Role role) {
+  std::optional<Message> reply = clients_->Reply(routing_id, message, role);
   if (reply) (void)Send(Side::kClients, routing_id, std::move(*reply));
 }
 
@@ -345,6 +363,11 @@ void Coordinator::HandleAgentMessage(const std::string& routing_id, const Messag
     auto report = RendezvousReport::FromJson(message.body);
     if (!report.ok()) return Refuse(Side::kAgents, routing_id, report.status());
     dispatcher_->Rendezvous(*agent, *report);
+  } else if (type == msg::kModelFetch) {
+    auto fetch = ModelFetchRequest::FromJson(message.body);
+    if (!fetch.ok()) return Refuse(Side::kAgents, routing_id, fetch.status());
+    // Sent now: a chunk is a read of the model directory, nothing the round commits.
+    (void)Send(Side::kAgents, routing_id, ToMessage(models_->Read(*fetch)));
   } else if (type == msg::kError) {
     sessions_->AgentError(*agent, message);
   } else {

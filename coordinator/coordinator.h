@@ -17,6 +17,7 @@
 #include "common/limits.h"
 #include "common/messages.h"
 #include "common/protocol.h"
+#include "common/roles.h"
 #include "common/transport.h"
 #include "common/worker_result.h"
 #include "coordinator/agent_sessions.h"
@@ -24,6 +25,7 @@
 #include "coordinator/sweep_intake.h"
 #include "coordinator/context.h"
 #include "coordinator/dispatcher.h"
+#include "coordinator/metrics_publisher.h"
 #include "coordinator/result_acceptor.h"
 #include "coordinator/pruner.h"
 #include "coordinator/query_runner.h"
@@ -53,9 +55,10 @@ class Coordinator : private RoundParticipant {
   // true (SIGHUP) the allow-list is re-read and the flag cleared.
   Status Run(const std::atomic<bool>* stop, std::atomic<bool>* reload = nullptr);
 
-  // One message from a peer, as [routing id, body]. Never throws.
+  // One message from a peer, as [routing id, body]. Never throws. A client's `role` is
+  // its key's (common/roles.h); in process, as without CURVE, every client is admin.
   void HandleAgent(const Frames& frames);
-  void HandleClient(const Frames& frames);
+  void HandleClient(const Frames& frames, Role role = Role::kAdmin);
   // Expires silent agents and leases, dispatches, heartbeats: the loop's timer work.
   void Tick();
   // Sends the replies of finished reads (query, results); waits up to `wait` for the
@@ -70,7 +73,7 @@ class Coordinator : private RoundParticipant {
   // The store, the components over it and the query thread (Start, StartInProcess).
   Status OpenStoreAndComponents();
   void HandleAgentMessage(const std::string& routing_id, const Message& message);
-  void HandleClientMessage(const std::string& routing_id, const Message& message);
+  void HandleClientMessage(const std::string& routing_id, const Message& message, Role role);
   void Refuse(Side side, const std::string& routing_id, const Status& status,
               const json& request_id = nullptr);
   // Sends now, or at the end of the round when one is open.
@@ -86,6 +89,7 @@ class Coordinator : private RoundParticipant {
   CoordinatorOptions options_;
   const MonotonicClock& clock_;
   std::unique_ptr<Store> store_;
+  std::unique_ptr<ModelStore> models_;  // users' model files, by SHA-256
   // Made once the store is open.
   std::unique_ptr<RegressionJudge> judge_;
   std::unique_ptr<ScheduleRunner> schedules_;
@@ -113,6 +117,8 @@ class Coordinator : private RoundParticipant {
   // Every agent message sent before this has been handled (the inbound queue was
   // empty).
   MonoTime observed_until_ = Now();
+  // --metrics: made by Start once the components exist; null without the flag.
+  std::unique_ptr<MetricsPublisher> metrics_;
 };
 
 }  // namespace benchfleet

@@ -435,4 +435,10 @@ void Dispatcher::StopGang(const Lease& lease, const std::string& reason) {
   }
 }
 
+std::map<int64_t, std::string> Dispatcher::RequirementNames() const {
+  std::map<int64_t, std::string> names;
+  for (const auto& [id, state] : requirements_) names[id] = DescribeRequirement(state.requirement);
+  return names;
+}
+
 }  // namespace benchfleet

@@ -58,6 +58,14 @@ class Dispatcher : public RoundParticipant, public OfferKeeper {
   void StopGang(const Lease& lease, const std::string& reason);
   // What waits, by requirement, and why (`status_reply.waiting`).
   std::vector<WaitingRequirement> Waiting(std::optional<int64_t> sweep_id);
+  // The requirement with this id, or null when it is not known (yet).
+  const JobRequirement* FindRequirement(int64_t requirement_id) const {
+    auto it = requirements_.find(requirement_id);
+    return it == requirements_.end() ? nullptr : &it->second.requirement;
+  }
+
+  // What status calls each requirement known, by id (for the metrics' labels).
+  std::map<int64_t, std::string> RequirementNames() const;
 
   // RoundParticipant, OfferKeeper.
   void RoundFailed() override;

@@ -1,7 +1,5 @@
 #include "coordinator/fingerprint.h"
 
-#include <sodium.h>
-
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -21,18 +19,6 @@ json NonEmptyOrNull(const std::optional<std::string>& text) {
 }
 
 }  // namespace
-
-std::string Sha256Hex(const std::string& bytes) {
-  unsigned char digest[crypto_hash_sha256_BYTES];
-  crypto_hash_sha256(digest, reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size());
-  static const char* hex = "0123456789abcdef";
-  std::string out;
-  for (unsigned char b : digest) {
-    out += hex[b >> 4];
-    out += hex[b & 15];
-  }
-  return out;
-}
 
 HostFingerprint FingerprintOf(const Capabilities& c) {
   std::vector<std::string> gpu_models;

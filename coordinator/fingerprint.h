@@ -10,6 +10,7 @@
 #include <string>
 
 #include "common/capabilities.h"
+#include "common/sha256.h"
 
 namespace benchfleet {
 
@@ -33,6 +34,5 @@ std::string SeriesOf(const std::string& fingerprint, const nlohmann::json& job_s
 // (stored as NULL: it is found by no lookup).
 std::optional<int64_t> SeriesKeyOf(const std::string& series);
 
-std::string Sha256Hex(const std::string& bytes);
 
 }  // namespace benchfleet

@@ -12,7 +12,7 @@
 #include "common/agent_messages.h"
 #include "common/status.h"
 #include "coordinator/fingerprint.h"
-#include "coordinator/sqlite.h"
+#include "sqlite/sqlite.h"
 
 namespace benchfleet {
 

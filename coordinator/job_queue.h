@@ -16,7 +16,7 @@
 #include "common/status_reply.h"
 #include "common/sweep.h"
 #include "coordinator/matching.h"
-#include "coordinator/sqlite.h"
+#include "sqlite/sqlite.h"
 
 namespace benchfleet {
 
@@ -111,7 +111,6 @@ class JobQueue {
   // Queued jobs per requirement (optionally of one sweep): {requirement_id, count}.
   StatusOr<std::vector<std::pair<int64_t, int64_t>>> QueuedPerRequirement(
       std::optional<int64_t> sweep_id);
-
   // Hands job out: state running, attempts + 1. Fails if it was no longer queued.
   // Returns the new attempt number.
   StatusOr<int> MarkRunning(int64_t job_id, int64_t host_id);

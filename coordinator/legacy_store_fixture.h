@@ -8,7 +8,7 @@
 #include <string>
 
 #include "common/status.h"
-#include "coordinator/sqlite.h"
+#include "sqlite/sqlite.h"
 
 namespace benchfleet {
 

@@ -15,8 +15,8 @@
 
 #include "coordinator/fingerprint.h"
 #include "coordinator/legacy_store_fixture.h"
-#include "coordinator/sqlite.h"
 #include "coordinator/store.h"
+#include "sqlite/sqlite.h"
 
 namespace benchfleet {
 

@@ -5,6 +5,7 @@
 #include "common/cli_parse.h"
 #include "common/log.h"
 #include "coordinator/coordinator.h"
+#include "coordinator/metrics/metrics_server.h"
 
 namespace {
 std::atomic<bool> stop_requested{false};
@@ -20,6 +21,8 @@ int main(int argc, char** argv) {
       "stores results in SQLite"};
   app.add_option("--db", options.db_path, "SQLite database file (created if missing)")
       ->capture_default_str();
+  app.add_option("--models", options.models_dir,
+                 "directory users' model files are kept in by their SHA-256 (default: models/ beside --db)");
   app.add_option("--agents", options.agents_endpoint, "ZeroMQ endpoint agents connect to")
       ->capture_default_str();
   app.add_option("--clients", options.clients_endpoint, "ZeroMQ endpoint clients connect to")
@@ -42,11 +45,25 @@ int main(int argc, char** argv) {
   app.add_option("--curve-key", options.curve_key_path,
                  "the coordinator's CURVE key pair file (benchfleet keygen); turns CURVE on");
   app.add_option("--allow", options.allow_list_path,
-                 "allow-list of agent and client public keys, one per line (re-read on SIGHUP)");
+                 "allow-list: one '<public key> <role> [name]' line per key, role agent, viewer, "
+                 "operator or admin (re-read on SIGHUP)");
   app.add_option("--calibration-max-age-h", options.calibration_max_age_h,
                  "hours after which a machine's calibration is taken again")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  app.add_option("--metrics", options.metrics_address,
+                 "serve GET /metrics (Prometheus text format) at HOST:PORT, e.g. 127.0.0.1:9464 "
+                 "(port 0: a free one, named in --ready-file); no authentication, no secrets shown")
+      ->type_name("HOST:PORT")
+      ->check(CLI::Validator(
+          [](std::string& text) {
+            auto address = benchfleet::ParseMetricsAddress(text);
+            if (address.ok()) return std::string();
+            const std::string& message = address.status().message();  // CLI11 names the flag
+            const std::string flag = "--metrics: ";
+            return message.rfind(flag, 0) == 0 ? message.substr(flag.size()) : message;
+          },
+          "", "metrics address"));
   app.add_flag("--insecure", options.insecure,
                "serve plain TCP beyond loopback: anyone who reaches the port gets in");
   bool verbose = false;

@@ -8,8 +8,8 @@
 #include <filesystem>
 
 #include "coordinator/sample_blob.h"
-#include "coordinator/sqlite.h"
 #include "coordinator/store.h"
+#include "sqlite/sqlite.h"
 
 namespace benchfleet {
 namespace {

@@ -3,7 +3,7 @@
 #include "common/client_replies.h"
 #include "common/log.h"
 #include "common/transport.h"
-#include "coordinator/reader.h"
+#include "sqlite/reader.h"
 
 namespace benchfleet {
 namespace {

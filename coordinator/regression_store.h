@@ -11,7 +11,7 @@
 
 #include "common/status.h"
 #include "coordinator/job_queue.h"
-#include "coordinator/sqlite.h"
+#include "sqlite/sqlite.h"
 
 namespace benchfleet {
 

@@ -15,7 +15,7 @@
 #include "coordinator/host_store.h"
 #include "coordinator/job_queue.h"
 #include "coordinator/regression_store.h"
-#include "coordinator/sqlite.h"
+#include "sqlite/sqlite.h"
 
 namespace benchfleet {
 

@@ -15,7 +15,11 @@ void Round::Begin() {
 Status Round::End() {
   if (!open_) return Status::Ok();
   open_ = false;
+  // A round that wrote nothing commits nothing: it is not a commit to time.
+  const bool timed = commit_seconds_ != nullptr && store_.GroupWrote();
+  const MonoTime commit_started = timed ? MonoNow() : MonoTime();
   const Status committed = store_.CommitGroup();
+  if (timed) commit_seconds_->Record(std::chrono::duration<double>(MonoNow() - commit_started).count());
   if (committed.ok()) {
     for (RoundParticipant* p : participants_) p->RoundCommitted();
   } else {

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "coordinator/metrics/histogram.h"
 #include "coordinator/outlet.h"
 #include "coordinator/registry.h"
 #include "coordinator/store.h"
@@ -53,6 +54,9 @@ class Round {
   // Participants are told in the order they joined when a round begins and commits,
   // and in reverse order when it fails. Not owned.
   void Join(RoundParticipant* participant) { participants_.push_back(participant); }
+  // Each commit that had writes to make is timed into `histogram` (--metrics); null:
+  // none is. Not owned.
+  void set_commit_histogram(LatencyHistogram* histogram) { commit_seconds_ = histogram; }
 
   bool open() const { return open_; }
   void Begin();
@@ -87,6 +91,7 @@ class Round {
   Store& store_;
   Outlet& outlet_;
   OfferKeeper* offers_ = nullptr;
+  LatencyHistogram* commit_seconds_ = nullptr;
   std::vector<RoundParticipant*> participants_;
   bool open_ = false;
   std::vector<Outgoing> outgoing_;

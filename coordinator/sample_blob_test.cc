@@ -10,8 +10,8 @@
 #include <limits>
 
 #include "coordinator/legacy_store_fixture.h"
-#include "coordinator/sqlite.h"
 #include "coordinator/store.h"
+#include "sqlite/sqlite.h"
 
 namespace benchfleet {
 namespace {

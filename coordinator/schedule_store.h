@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "common/status.h"
-#include "coordinator/sqlite.h"
+#include "sqlite/sqlite.h"
 
 namespace benchfleet {
 

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "common/status.h"
-#include "coordinator/sqlite.h"
+#include "sqlite/sqlite.h"
 
 namespace benchfleet {
 

@@ -18,8 +18,8 @@
 #include "coordinator/legacy_store_fixture.h"
 #include "coordinator/legacy_store_test.h"
 #include "coordinator/sample_blob.h"
-#include "coordinator/sqlite.h"
 #include "coordinator/store.h"
+#include "sqlite/sqlite.h"
 
 namespace benchfleet {
 namespace {

@@ -99,6 +99,8 @@ void Store::OpenGroup() {
   db_->OpenGroup();
 }
 
+bool Store::GroupWrote() const { return sqlite3_get_autocommit(db_->handle()) == 0; }
+
 Status Store::CommitGroup() {
   Status finished = results_.FinishGroupSweeps();
   if (finished.ok()) finished = db_->CommitGroup();

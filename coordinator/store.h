@@ -22,7 +22,7 @@
 #include "coordinator/result_writer.h"
 #include "coordinator/retention_store.h"
 #include "coordinator/schedule_store.h"
-#include "coordinator/sqlite.h"
+#include "sqlite/sqlite.h"
 
 namespace benchfleet {
 
@@ -42,6 +42,9 @@ class Store {
   // write of the group is undone, and so is what the stores remembered of it.
   void OpenGroup();
   Status CommitGroup();
+  // Whether the open group has written anything, so that CommitGroup has a commit (and
+  // a sync) to make.
+  bool GroupWrote() const;
 
   JobQueue& jobs() { return jobs_; }
   ResultWriter& results() { return results_; }

@@ -15,10 +15,10 @@
 
 #include "common/result_fields.h"
 #include "coordinator/fingerprint.h"
-#include "coordinator/reader.h"
 #include "coordinator/sample_blob.h"
-#include "coordinator/sqlite.h"
 #include "coordinator/store.h"
+#include "sqlite/reader.h"
+#include "sqlite/sqlite.h"
 
 namespace benchfleet {
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "common/log.h"
+#include "common/model_files.h"
 #include "coordinator/client_api.h"
 
 namespace benchfleet {
@@ -48,6 +49,9 @@ std::optional<Message> SweepIntake::Submit(const std::string& routing_id, const 
   };
   auto sweep = ParseSweepShape(request.sweep);
   if (!sweep.ok()) return refuse(sweep.status());
+  // Its TorchScript files by content, each already uploaded (schemas/sweep.md).
+  Status models = CheckSubmittedModels(request.sweep, [&](const std::string& sha256) { return ctx_.models.Has(sha256); });
+  if (!models.ok()) return refuse(models);
   // A resend of a submission still being checked is answered with the first (a
   // schedule's firing looked at again meanwhile has no one to answer).
   if (!request.submission_id.empty()) {

@@ -4,9 +4,11 @@
 #include <signal.h>
 #include <zmq.h>
 
+#include <map>
+
 #include "common/log.h"
+#include "common/roles.h"
 #include "common/transport.h"
-#include "coordinator/allow_list.h"
 
 namespace benchfleet {
 namespace {
@@ -19,12 +21,30 @@ constexpr const char* kStopCommand = "STOP";
 // Wait without end for a request or a command: the thread has nothing else to do.
 constexpr long kWaitForever = -1;
 
+// The allow-list's size for the log: how many keys of each role.
+std::string Summary(const AllowList& keys) {
+  std::map<Role, int> per_role;
+  for (const auto& [key, role] : keys) ++per_role[role];
+  std::string roles;
+  for (const auto& [role, count] : per_role) {
+    roles += (roles.empty() ? "" : ", ") + std::to_string(count) + " " + RoleName(role);
+  }
+  return std::to_string(keys.size()) + " public keys" + (roles.empty() ? "" : " (" + roles + ")");
+}
+
+// Which socket a ZAP domain is, for people reading a refusal.
+std::string SocketOf(const std::string& domain) {
+  if (domain == kAgentsZapDomain) return "the agents' socket";
+  if (domain == kClientsZapDomain) return "the clients' socket";
+  return "ZAP domain \"" + domain + "\"";
+}
+
 }  // namespace
 
 StatusOr<std::unique_ptr<ZapHandler>> ZapHandler::Start(zmq::context_t& context,
                                                         const std::string& allow_list_path) {
-  ASSIGN_OR_RETURN(std::set<std::string> allowed, ReadAllowList(allow_list_path));
-  LOG_INFO("allow-list " << allow_list_path << ": " << allowed.size() << " public keys");
+  ASSIGN_OR_RETURN(AllowList allowed, ReadAllowList(allow_list_path));
+  LOG_INFO("allow-list " << allow_list_path << ": " << Summary(allowed));
   try {
     zmq::socket_t zap(context, zmq::socket_type::rep);
     zap.set(zmq::sockopt::linger, 0);
@@ -50,7 +70,7 @@ StatusOr<std::unique_ptr<ZapHandler>> ZapHandler::Start(zmq::context_t& context,
 }
 
 ZapHandler::ZapHandler(zmq::socket_t zap, zmq::socket_t control, zmq::socket_t control_peer,
-                       std::string path, std::set<std::string> allowed)
+                       std::string path, AllowList allowed)
     : zap_(std::move(zap)),
       control_(std::move(control)),
       path_(std::move(path)),
@@ -111,7 +131,7 @@ void ZapHandler::ReloadNow() {
     return;
   }
   allowed_ = std::move(*keys);
-  LOG_INFO("allow-list " << path_ << ": " << allowed_.size() << " public keys");
+  LOG_INFO("allow-list " << path_ << ": " << Summary(allowed_));
 }
 
 void ZapHandler::Answer() {
@@ -124,13 +144,27 @@ void ZapHandler::Answer() {
     bool allowed = false;
     std::string reason = "malformed ZAP request";
     std::string key;
+    const char* role = "";
     if (request.size() >= 7 && request[0] == kZapVersion && request[5] == "CURVE" &&
         request[6].size() == 32) {
       char z85[41];
       zmq_z85_encode(z85, reinterpret_cast<const uint8_t*>(request[6].data()), 32);
       key = z85;
-      allowed = request[2] == kZapDomain && allowed_.count(key) > 0;
-      reason = allowed ? "OK" : "public key not on the allow-list";
+      const std::string& domain = request[2];
+      auto listed = allowed_.find(key);
+      if (listed == allowed_.end()) {
+        reason = "public key not on the allow-list";
+      } else if (domain != ZapDomainOf(listed->second)) {
+        // A listed key on the wrong socket: an agent key cannot act as a client (nor a
+        // client's key register as an agent), whatever role it has.
+        ++refused_wrong_socket_;
+        reason = std::string("a key of role ") + RoleName(listed->second) + " is not admitted on " +
+                 SocketOf(domain);
+      } else {
+        allowed = true;
+        role = RoleName(listed->second);
+        reason = "OK";
+      }
     }
     if (allowed) {
       ++admitted_;
@@ -139,8 +173,9 @@ void ZapHandler::Answer() {
       LOG_WARN("refused a connection from " << (request.size() > 3 ? request[3] : "?") << ": "
                                             << reason << (key.empty() ? "" : " (" + key + ")"));
     }
-    (void)SendFrames(zap_, {kZapVersion, request_id, allowed ? "200" : "400", reason,
-                            allowed ? key : "", ""});
+    // The User-Id is the role: the coordinator reads it from each message of the
+    // connection (ReceiveFrames) to check the request against common/roles.h's table.
+    (void)SendFrames(zap_, {kZapVersion, request_id, allowed ? "200" : "400", reason, role, ""});
   }
 }
 

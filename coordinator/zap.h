@@ -1,6 +1,10 @@
 // ZapHandler: the ZeroMQ Authentication Protocol (RFC 27) endpoint of the coordinator.
-// libzmq asks it, for every CURVE handshake on a socket of domain kZapDomain, whether
-// the peer's public key may connect; only keys on the allow-list are admitted.
+// libzmq asks it, for every CURVE handshake on the coordinator's sockets, whether the
+// peer's public key may connect. A key is admitted only when it is on the allow-list
+// and the socket's ZAP domain is its role's (common/roles.h): agent keys on the agents'
+// socket, viewer, operator and admin keys on the clients' socket. The reply's User-Id
+// is the key's role, which libzmq attaches to every message of that connection; the
+// coordinator reads it there (ReceiveFrames) to check each client request.
 //
 // It serves on a thread of its own, as CZMQ's zauth actor does, so authentication never
 // runs on (or waits for) the coordinator's loop thread, whatever the handshake rate. The
@@ -12,12 +16,12 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
-#include <set>
 #include <string>
 #include <thread>
 #include <zmq.hpp>
 
 #include "common/status.h"
+#include "coordinator/allow_list.h"
 
 namespace benchfleet {
 
@@ -38,11 +42,14 @@ class ZapHandler {
   // here means only that the request could not be posted.
   Status Reload();
   int64_t admitted() const { return admitted_.load(); }
+  // Every refused handshake, and among them those of a listed key on the other socket
+  // (an agent key used by a client, or a client key by an agent).
   int64_t refused() const { return refused_.load(); }
+  int64_t refused_wrong_socket() const { return refused_wrong_socket_.load(); }
 
  private:
   ZapHandler(zmq::socket_t zap, zmq::socket_t control, zmq::socket_t control_peer,
-             std::string path, std::set<std::string> allowed);
+             std::string path, AllowList allowed);
   // The handler's thread: answers ZAP requests and control commands until told to stop.
   void Serve();
   // Answers every pending ZAP request (non-blocking).
@@ -54,12 +61,13 @@ class ZapHandler {
   zmq::socket_t zap_;      // REP on inproc://zeromq.zap.01
   zmq::socket_t control_;  // PAIR: commands from the owner
   const std::string path_;
-  std::set<std::string> allowed_;  // Z85 public keys
+  AllowList allowed_;
   // The owner's end of the control pipe; Reload() may come from any thread.
   std::mutex control_mutex_;
   zmq::socket_t control_peer_;  // guarded by control_mutex_
   std::atomic<int64_t> admitted_{0};
   std::atomic<int64_t> refused_{0};
+  std::atomic<int64_t> refused_wrong_socket_{0};
   std::thread thread_;
 };
 

@@ -13,6 +13,8 @@ packages=(
   libsqlite3-dev sqlite3
   # the coordinator's allocator (coordinator/CMakeLists.txt)
   libjemalloc-dev
+  # the coordinator's --metrics HTTP endpoint (coordinator/metrics/)
+  libcpp-httplib-dev
   libcli11-dev nlohmann-json3-dev
   # IANA time zones of schedules
   libhowardhinnant-date-dev

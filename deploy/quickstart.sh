@@ -11,8 +11,14 @@ repo=$(cd "$(dirname "$0")/.." && pwd)
 sweep_file=$(realpath "${1:-$repo/examples/cpu-mlp.json}")
 
 "$repo/deploy/install-deps.sh"
-(cd "$repo" && deploy/build.sh >/dev/null)
+# Only the four programs, not the test suite (deploy/test.sh builds that); cmake's
+# progress lines show how far it is, its configure chatter does not.
 build_dir=$repo/${BENCHFLEET_BUILD_DIR:-build}
+echo "building the four programs into $build_dir"
+build_started=$SECONDS
+(cd "$repo" && deploy/build.sh --programs) |
+  { grep --line-buffered -E '^\[ *[0-9]+%\]|^\[[0-9]+/[0-9]+\]' || true; }
+echo "built in $((SECONDS - build_started)) s"
 sudo_cmd=(); [[ $(id -u) -eq 0 ]] || sudo_cmd=(sudo)
 "${sudo_cmd[@]}" cmake --install "$build_dir" --prefix /usr/local >/dev/null
 hash -r
@@ -92,4 +98,5 @@ benchfleet query "
   where one.sweep_id = $sweep_id and one.threads = 1 and two.threads = 2
   order by one.host, one.model, one.batch_size"
 echo
-echo "results are in $db; try: sqlite3 $db \"select * from result_summary\""
+echo "results are in $db; read them with no coordinator running: benchfleet results --db $db"
+echo "  (or: sqlite3 $db \"select * from result_summary\")"

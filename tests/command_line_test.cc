@@ -60,6 +60,18 @@ TEST(CommandLineTest, BadCommandLinesExitTwoSayingWhy) {
   const Outcome endpoint = Invoke({kCliBin, "--coordinator", "127.0.0.1:5555", "status"});
   EXPECT_EQ(endpoint.code, 2) << endpoint.err;
   EXPECT_NE(endpoint.err.find("tcp://127.0.0.1:5555"), std::string::npos) << endpoint.err;
+
+  // JUnit is for the commands whose rows pass or fail; a gate names what it fails on.
+  const Outcome junit = Invoke({kCliBin, "results", "--db", "results.db", "--format", "junit"});
+  EXPECT_EQ(junit.code, 2) << junit.err;
+  EXPECT_NE(junit.err.find("junit is for compare and regressions"), std::string::npos) << junit.err;
+  const Outcome gate = Invoke({kCliBin, "compare", "1", "2", "--fail-on", "faster"});
+  EXPECT_EQ(gate.code, 2) << gate.err;
+  EXPECT_NE(gate.err.find("--fail-on"), std::string::npos) << gate.err;
+  // A store file here or a coordinator there, not both.
+  const Outcome both = Invoke({kCliBin, "--coordinator", "tcp://127.0.0.1:9", "results", "--db", "results.db"});
+  EXPECT_EQ(both.code, 2) << both.err;
+  EXPECT_NE(both.err.find("give one"), std::string::npos) << both.err;
 }
 
 // No coordinator at the address: the request goes once more on a new connection (the

@@ -10,6 +10,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <fstream>
 #include <iostream>
 #include <thread>
 #include <vector>
@@ -190,7 +191,11 @@ TEST_F(EngineSweepTest, BadJobsFailWithTheirReasonAndTheAgentKeepsServing) {
            {Sweep("unknown", {"resnet9000"}, {"inference"}, {"fp32"}, json::object()),
             "unknown model \"resnet9000\""},
            {Sweep("int8-matmul", {"matmul"}, {"inference"}, {"int8"}, kSmallModels),
-            "needs Linear layers; model matmul has none"}}) {
+            "needs Linear layers; model matmul has none"},
+           // A model file that is not there is never uploaded, so never run.
+           {Sweep("missing", {"torchscript"}, {"inference"}, {"fp32"},
+                  {{"torchscript", {{"path", fleet_->dir("nope.pt")}, {"inputs", {{16}}}}}}),
+            "nope.pt"}}) {
     std::string error;
     EXPECT_EQ(fleet_->Submit(sweep, &error), -1);
     EXPECT_NE(error.find(words), std::string::npos) << error;
@@ -198,12 +203,14 @@ TEST_F(EngineSweepTest, BadJobsFailWithTheirReasonAndTheAgentKeepsServing) {
   // Accepted, then failed by the worker with the reason.
   const std::string script = fleet_->dir("tiny.pt");
   ASSERT_TRUE(WriteTinyTorchScript(script));
-  json missing = Sweep("missing", {"torchscript"}, {"inference"}, {"fp32"},
-                       {{"torchscript", {{"path", fleet_->dir("nope.pt")}, {"inputs", {{16}}}}}});
+  const std::string garbage = fleet_->dir("garbage.pt");
+  std::ofstream(garbage) << "not a TorchScript file";
+  json not_torchscript = Sweep("garbage", {"torchscript"}, {"inference"}, {"fp32"},
+                               {{"torchscript", {{"path", garbage}, {"inputs", {{16}}}}}});
   json misfit = Sweep("misfit", {"torchscript"}, {"inference"}, {"fp32"},
                       {{"torchscript", {{"path", script}, {"inputs", {{7}}}}}});
   for (const auto& [sweep, words] : std::vector<std::pair<json, std::string>>{
-           {missing, "nope.pt"}, {misfit, "does not fit the model"}}) {
+           {not_torchscript, "is not a TorchScript file"}, {misfit, "does not fit the model"}}) {
     json done = RunSweep(sweep);
     EXPECT_EQ(done["jobs"]["failed"], 2) << done.dump();
     json errors = QueryRows(fleet_->db_path(), "select error from job_failures where sweep_id = " +

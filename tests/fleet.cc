@@ -3,6 +3,9 @@
 #include <sqlite3.h>
 
 #include <filesystem>
+#include <sstream>
+
+#include "cli/model_upload.h"
 
 using nlohmann::json;
 
@@ -111,7 +114,15 @@ nlohmann::json Fleet::WaitForSweep(int64_t sweep_id, std::chrono::milliseconds t
 }
 
 int64_t Fleet::Submit(const nlohmann::json& sweep, std::string* error) {
-  auto reply = client().Call(msg::kSubmit, {{"sweep", sweep}});
+  // As `benchfleet submit` does: the model files it names by path go by content.
+  nlohmann::json shipped = sweep;
+  std::ostringstream progress;
+  const benchfleet::Status uploaded = UploadModels(client(), &shipped, progress);
+  if (!uploaded.ok()) {
+    if (error) *error = uploaded.message();
+    return -1;
+  }
+  auto reply = client().Call(msg::kSubmit, {{"sweep", shipped}});
   if (!reply.ok()) {
     if (error) *error = reply.status().message();
     return -1;

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <sstream>
 #include <zmq.hpp>
 
 #include "common/transport.h"
@@ -222,6 +223,42 @@ TEST_F(IntegrationTest, CliSubmitWaitsWithProgressAndShowsResults) {
                  &out, &err);
   EXPECT_NE(code, 0);
   EXPECT_NE(err.find("read-only"), std::string::npos) << err;
+  // The query thread's connection opens no other file: ATTACH, and a read through it.
+  const std::string other = fleet_.dir("other.db");
+  for (const std::string& sql : {"ATTACH '" + other + "' AS o", std::string("select * from o.sqlite_master")}) {
+    code = RunCommand({kCliBin, "--coordinator", fleet_.clients_endpoint(), "query", sql}, &out, &err);
+    EXPECT_EQ(code, 2) << sql << ": " << err;
+  }
+  EXPECT_FALSE(std::ifstream(other).good()) << "ATTACH made " << other;
+}
+
+// A store read with no daemon left: the sweep's results and its report from the file.
+TEST_F(IntegrationTest, StoreIsReadWithEveryDaemonStopped) {
+  json sweep = SixJobSweep();
+  sweep["matrix"]["batch_size"] = {4};
+  sweep["matrix"]["threads"] = {1};
+  const int64_t sweep_id = fleet_.Submit(sweep);
+  ASSERT_GT(sweep_id, 0);
+  ASSERT_EQ(fleet_.WaitForSweep(sweep_id, 300s).value("state", ""), "done") << fleet_.Logs();
+  for (const char* agent : {"node-a", "node-b"}) EXPECT_EQ(fleet_.agent(agent).Stop(), 0);
+  EXPECT_EQ(fleet_.coordinator().Stop(), 0);
+  std::string out, err;
+  int code = RunCommand({kCliBin, "results", "--db", fleet_.db_path(), "--format", "csv"}, &out, &err);
+  ASSERT_EQ(code, 0) << err;
+  EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 2) << out;  // the header and the one result
+  EXPECT_NE(out.find("integration"), std::string::npos) << out;
+  const std::string page = fleet_.dir("r.html");
+  code = RunCommand({kCliBin, "report", "--db", fleet_.db_path(), "--sweep", std::to_string(sweep_id), "--out", page},
+                    &out, &err);
+  ASSERT_EQ(code, 0) << err;
+  std::stringstream html;
+  html << std::ifstream(page).rdbuf();
+  EXPECT_NE(html.str().find("integration"), std::string::npos);  // the sweep's name in the header
+  EXPECT_NE(html.str().find("<svg"), std::string::npos);         // and a chart of it
+  // A file that is not there is the user's mistake: exit 2, nothing made.
+  code = RunCommand({kCliBin, "results", "--db", fleet_.dir("nope.db")}, &out, &err);
+  EXPECT_EQ(code, 2) << err;
+  EXPECT_NE(err.find("no such file"), std::string::npos) << err;
 }
 
 TEST_F(IntegrationTest, MalformedMessagesAreAnsweredAndCountedWhileServing) {

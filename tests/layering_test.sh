@@ -3,7 +3,9 @@
 # tells the life of a job across these folders, naming the component at each hop.
 #   common              includes no daemon folder (coordinator, agent, worker, cli), nor schedule;
 #   schedule            (cron and time zones) includes only common;
-#   coordinator, agent, cli  never include worker/ or each other;
+#   sqlite              (the SQLite wrapper, the read-only reader) includes only common;
+#   coordinator, agent, cli  never include worker/ or each other; coordinator and cli
+#                       may include sqlite, agent and worker may not;
 #   worker              includes only common (and LibTorch);
 # and inside worker/ (worker/CMakeLists.txt), its folders point one way too:
 #   worker/host, worker/measure   include no other part of the worker;
@@ -20,12 +22,13 @@ set -euo pipefail
 
 # folder -> the folders it must not include
 declare -A FORBIDDEN=(
-  [common]="coordinator agent worker cli schedule"
-  [schedule]="coordinator agent worker cli"
+  [common]="coordinator agent worker cli schedule sqlite"
+  [schedule]="coordinator agent worker cli sqlite"
+  [sqlite]="coordinator agent worker cli schedule"
   [coordinator]="agent worker cli"
-  [agent]="coordinator worker cli"
+  [agent]="coordinator worker cli sqlite"
   [cli]="coordinator agent worker"
-  [worker]="coordinator agent cli"
+  [worker]="coordinator agent cli sqlite"
 )
 
 # worker/'s folder -> the other worker folders it may include
@@ -91,11 +94,14 @@ self_test() {
   local tree output status=0
   tree=$(mktemp -d)
   trap 'rm -rf "$tree"' RETURN
-  mkdir -p "$tree"/{common,agent,coordinator,cli,worker/{host,measure,models,parallel}}
+  mkdir -p "$tree"/{common,agent,coordinator,cli,sqlite,worker/{host,measure,models,parallel}}
   printf '#include "common/status.h"\n#include "agent/spool.h"\n' >"$tree/common/bad.h"
   printf '#include "common/log.h"\n' >"$tree/agent/good.cc"
   printf '#include <nlohmann/json.hpp>\n  #  include <worker/engine.h>\n' >"$tree/cli/bad.cc"
-  printf '#include "coordinator/store.h"\n' >"$tree/coordinator/good.cc"
+  printf '#include "coordinator/store.h"\n#include "sqlite/reader.h"\n' >"$tree/coordinator/good.cc"
+  printf '#include "sqlite/reader.h"\n' >"$tree/cli/good.cc"
+  printf '#include "common/status.h"\n#include "coordinator/store.h"\n' >"$tree/sqlite/bad.cc"
+  printf '#include "sqlite/sqlite.h"\n' >"$tree/agent/bad.h"
   printf '#include "coordinator/store.h"\n' >"$tree/agent/bad.cc"
   printf '#include "worker/models/model.h"\n' >"$tree/worker/measure/bad.cc"
   printf '#include "worker/measure/clock.h"\n#include <worker/job_runner.h>\n' >"$tree/worker/host/bad.h"
@@ -108,7 +114,7 @@ self_test() {
   local expect
   for expect in "common/bad.h:2:" "cli/bad.cc:2:" "agent/bad.cc:1:" "worker/measure/bad.cc:1:" \
                 "worker/host/bad.h:1:" "worker/host/bad.h:2:" "worker/parallel/bad.cc:1:" \
-                "7 include(s) break"; do
+                "sqlite/bad.cc:2:" "agent/bad.h:1:" "9 include(s) break"; do
     if [[ "$output" != *"$expect"* ]]; then
       echo "self-test: expected \"$expect\" in:"$'\n'"$output" >&2
       return 1

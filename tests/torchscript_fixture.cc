@@ -7,9 +7,9 @@
 
 namespace benchfleet::testing {
 
-bool WriteTinyTorchScript(const std::string& path) {
+bool WriteTinyTorchScript(const std::string& path, uint64_t seed) {
   try {
-    torch::manual_seed(0);
+    torch::manual_seed(seed);
     torch::jit::Module module("TinyClassifier");
     module.register_parameter("w1", torch::randn({16, 32}) * 0.1, /*is_buffer=*/false);
     module.register_parameter("b1", torch::zeros({32}), /*is_buffer=*/false);

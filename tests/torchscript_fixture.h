@@ -9,8 +9,9 @@
 namespace benchfleet::testing {
 
 // A classifier: x [batch, 16] -> relu(x W1 + b1) W2 + b2, [batch, 4], with parameters
-// (so it can train). Returns false if it could not be written.
-bool WriteTinyTorchScript(const std::string& path);
+// (so it can train), its weights drawn from `seed` (another seed: the same model with
+// other weights, another file). Returns false if it could not be written.
+bool WriteTinyTorchScript(const std::string& path, uint64_t seed = 0);
 
 // A convolutional classifier as a user would export one: x [batch, 3, S, S] ->
 // three conv + BatchNorm (inference statistics) + ReLU stages of `width`, 2×`width` and

@@ -31,8 +31,8 @@ class CurveTest : public ::testing::Test {
     }
     allow_ = dir_ / "allow.txt";
     std::ofstream(allow_) << "# agents and clients\n"
-                          << keys_["good"].public_key << " good agent\n"
-                          << keys_["client"].public_key << " ci client\n";
+                          << keys_["good"].public_key << " agent good\n"
+                          << keys_["client"].public_key << " viewer ci client\n";
   }
 
   std::vector<std::string> AgentKeys(const std::string& name, const std::string& server_pub) {
@@ -95,7 +95,7 @@ TEST_F(CurveTest, OnlyAllowedKeysGetThrough) {
   EXPECT_FALSE(PollReadable({&*rogue}, 1000)[0]);
 
   // Revocation and admission happen on SIGHUP, without a restart.
-  std::ofstream(allow_, std::ios::app) << keys_["stranger"].public_key << " now trusted\n";
+  std::ofstream(allow_, std::ios::app) << keys_["stranger"].public_key << " agent now trusted\n";
   fleet.coordinator().Signal(SIGHUP);
   ASSERT_TRUE(WaitFor([&] {
     json now = status();

@@ -63,6 +63,13 @@ class TorchScriptModel : public Model {
 
 BuiltModel LoadTorchScriptModel(const JobSpec& spec) {
   const std::string& path = spec.torchscript.path;
+  if (path.empty()) {
+    // A job names its file by sha256 or agent_path; the agent that runs it puts the
+    // file's place here (schemas/sweep.md, Models by content).
+    throw WorkloadError("model_args.path: missing: the worker loads the file the agent placed for model_args." +
+                        std::string(spec.torchscript.sha256.empty() ? "agent_path" : "sha256") +
+                        "; run the job through an agent");
+  }
   if (!std::ifstream(path)) {
     throw WorkloadError("model_args.path: cannot read TorchScript file " + path + ": " +
                         std::strerror(errno));

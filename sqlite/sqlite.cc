@@ -1,4 +1,4 @@
-#include "coordinator/sqlite.h"
+#include "sqlite/sqlite.h"
 
 namespace benchfleet {
 

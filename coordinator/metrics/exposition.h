@@ -1,0 +1,60 @@
+// The coordinator's health as Prometheus' text exposition format, version 0.0.4
+// (https://prometheus.io/docs/instrumenting/exposition_formats/): a MetricsSnapshot the
+// loop fills, rendered by the HTTP server's thread. docs/metrics.md lists every family.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "common/status_reply.h"
+#include "coordinator/metrics/histogram.h"
+
+namespace benchfleet {
+
+// The Content-Type of a rendered snapshot.
+inline constexpr const char* kExpositionContentType = "text/plain; version=0.0.4; charset=utf-8";
+
+// Everything a scrape shows, copied out of the loop at one moment: the HTTP thread
+// reads only this, never the coordinator's own state.
+struct MetricsSnapshot {
+  // Agents per state, every state of AgentState::kStates present (0 when none).
+  std::map<std::string, int64_t> agents_by_state;
+  // Jobs per requirement (named as `status` names it), for each requirement that has
+  // queued or running jobs; both maps hold the same requirements.
+  std::map<std::string, int64_t> jobs_queued;
+  std::map<std::string, int64_t> jobs_running;
+  // What status calls each requirement the loop knows, by id: the scrape thread reads
+  // the job counts per id itself (MetricsServer::JobCounts) and names them by this.
+  std::map<int64_t, std::string> requirement_names;
+  CoordinatorCounters counters;
+  LatencyHistogram loop_iteration;
+  LatencyHistogram store_commit;
+  std::string version;       // the coordinator's build
+  double start_time_s = 0;   // when the coordinator started, Unix seconds
+};
+
+// Queued and running jobs of one requirement, as the store counts them.
+struct RequirementJobCount {
+  int64_t requirement_id = 0;
+  int64_t queued = 0;
+  int64_t running = 0;
+};
+// Adds `counts` to the snapshot's jobs_queued / jobs_running, each named by
+// requirement_names ("requirement N" for one the loop did not know yet); two
+// requirements that read alike add up.
+void AddJobCounts(const std::vector<RequirementJobCount>& counts, MetricsSnapshot* snapshot);
+
+// The snapshot as exposition text: per family a HELP and a TYPE line, then its samples;
+// families in a fixed order, labels in key order.
+std::string RenderExposition(const MetricsSnapshot& snapshot);
+
+// A label value with backslash, double quote and newline escaped (\\, \", \n).
+std::string EscapeLabelValue(const std::string& value);
+
+// A sample value as Prometheus writes one: shortest round-trip digits, fixed notation
+// from 1e-4 up to 1e21 ("0.0001", "2.5", "10"), else scientific; NaN, +Inf, -Inf.
+std::string FormatSampleValue(double value);
+
+}  // namespace benchfleet

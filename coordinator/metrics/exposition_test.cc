@@ -1,0 +1,144 @@
+#include "coordinator/metrics/exposition.h"
+
+#include <gtest/gtest.h>
+
+#include <regex>
+#include <set>
+#include <sstream>
+#include <vector>
+
+namespace benchfleet {
+namespace {
+
+std::vector<std::string> Lines(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+// The lines of one family: its HELP, TYPE and samples (those of `name` and of name_*).
+std::vector<std::string> FamilyLines(const std::string& text, const std::string& name) {
+  std::vector<std::string> out;
+  for (const std::string& line : Lines(text)) {
+    if (line == "# HELP " + name || line.rfind("# HELP " + name + " ", 0) == 0 ||
+        line.rfind("# TYPE " + name + " ", 0) == 0 || line.rfind(name + " ", 0) == 0 ||
+        line.rfind(name + "{", 0) == 0 || line.rfind(name + "_bucket", 0) == 0 ||
+        line.rfind(name + "_sum ", 0) == 0 || line.rfind(name + "_count ", 0) == 0) {
+      out.push_back(line);
+    }
+  }
+  return out;
+}
+
+MetricsSnapshot SmallSnapshot() {
+  MetricsSnapshot snapshot;
+  snapshot.agents_by_state = {{"idle", 2}, {"busy", 1}};
+  snapshot.jobs_queued = {{"{gpu_model: H100}", 5}, {"{}", 0}};
+  snapshot.jobs_running = {{"{gpu_model: H100}", 1}, {"{}", 3}};
+  snapshot.counters.results_stored = 7;
+  snapshot.counters.store_errors = 1;
+  snapshot.version = "0.2.0";
+  snapshot.start_time_s = 1700000000.5;
+  return snapshot;
+}
+
+TEST(ExpositionTest, GaugesByLabelInKeyOrder) {
+  const std::string text = RenderExposition(SmallSnapshot());
+  EXPECT_EQ(FamilyLines(text, "benchfleet_agents"),
+            (std::vector<std::string>{"# HELP benchfleet_agents Registered agents by state, as status shows them.",
+                                      "# TYPE benchfleet_agents gauge", "benchfleet_agents{state=\"busy\"} 1",
+                                      "benchfleet_agents{state=\"idle\"} 2"}));
+  const auto running = FamilyLines(text, "benchfleet_jobs_running");
+  ASSERT_EQ(running.size(), 4u);
+  EXPECT_EQ(running[1], "# TYPE benchfleet_jobs_running gauge");
+  EXPECT_EQ(running[2], "benchfleet_jobs_running{requirement=\"{gpu_model: H100}\"} 1");
+  EXPECT_EQ(running[3], "benchfleet_jobs_running{requirement=\"{}\"} 3");
+}
+
+TEST(ExpositionTest, EveryCounterOfTheTableEndsInTotal) {
+  const std::string text = RenderExposition(SmallSnapshot());
+  EXPECT_EQ(FamilyLines(text, "benchfleet_results_stored_total"),
+            (std::vector<std::string>{"# HELP benchfleet_results_stored_total Results stored.",
+                                      "# TYPE benchfleet_results_stored_total counter",
+                                      "benchfleet_results_stored_total 7"}));
+  for (const auto& [name, value] : CoordinatorCounters().Named()) {
+    const std::string family = std::string("benchfleet_") + name + "_total";
+    EXPECT_NE(text.find("# TYPE " + family + " counter\n"), std::string::npos) << family;
+    EXPECT_NE(std::string(CoordinatorCounters::Meaning(name)), "") << name;
+  }
+  EXPECT_EQ(text.find("_total_total"), std::string::npos);
+}
+
+TEST(ExpositionTest, HistogramBucketsAreCumulative) {
+  MetricsSnapshot snapshot;
+  snapshot.loop_iteration.Record(0.00005);  // <= 0.0001
+  snapshot.loop_iteration.Record(0.0001);   // on a bound: that bucket (le is <=)
+  snapshot.loop_iteration.Record(0.003);    // <= 0.005
+  snapshot.loop_iteration.Record(30);       // past every bound: +Inf only
+  const auto lines = FamilyLines(RenderExposition(snapshot), "benchfleet_loop_iteration_seconds");
+  ASSERT_EQ(lines.size(), 2 + kLatencyBucketBoundsS.size() + 1 + 2);
+  EXPECT_EQ(lines[1], "# TYPE benchfleet_loop_iteration_seconds histogram");
+  const std::vector<std::string> expected = {
+      "benchfleet_loop_iteration_seconds_bucket{le=\"0.0001\"} 2",
+      "benchfleet_loop_iteration_seconds_bucket{le=\"0.00025\"} 2",
+      "benchfleet_loop_iteration_seconds_bucket{le=\"0.0005\"} 2",
+      "benchfleet_loop_iteration_seconds_bucket{le=\"0.001\"} 2",
+      "benchfleet_loop_iteration_seconds_bucket{le=\"0.0025\"} 2",
+      "benchfleet_loop_iteration_seconds_bucket{le=\"0.005\"} 3",
+      "benchfleet_loop_iteration_seconds_bucket{le=\"0.01\"} 3",
+      "benchfleet_loop_iteration_seconds_bucket{le=\"0.025\"} 3",
+      "benchfleet_loop_iteration_seconds_bucket{le=\"0.05\"} 3",
+      "benchfleet_loop_iteration_seconds_bucket{le=\"0.1\"} 3",
+      "benchfleet_loop_iteration_seconds_bucket{le=\"0.25\"} 3",
+      "benchfleet_loop_iteration_seconds_bucket{le=\"0.5\"} 3",
+      "benchfleet_loop_iteration_seconds_bucket{le=\"1\"} 3",
+      "benchfleet_loop_iteration_seconds_bucket{le=\"2.5\"} 3",
+      "benchfleet_loop_iteration_seconds_bucket{le=\"5\"} 3",
+      "benchfleet_loop_iteration_seconds_bucket{le=\"10\"} 3",
+      "benchfleet_loop_iteration_seconds_bucket{le=\"+Inf\"} 4",
+      "benchfleet_loop_iteration_seconds_sum 30.00315",
+      "benchfleet_loop_iteration_seconds_count 4"};
+  EXPECT_EQ(std::vector<std::string>(lines.begin() + 2, lines.end()), expected);
+}
+
+TEST(ExpositionTest, LabelValuesAreEscaped) {
+  EXPECT_EQ(EscapeLabelValue("a\\b\"c\nd"), "a\\\\b\\\"c\\nd");
+  MetricsSnapshot snapshot;
+  snapshot.jobs_queued = {{"{gpu_model: \"H100\\80GB\"\nx}", 1}};
+  EXPECT_NE(RenderExposition(snapshot).find(
+                "benchfleet_jobs_queued{requirement=\"{gpu_model: \\\"H100\\\\80GB\\\"\\nx}\"} 1\n"),
+            std::string::npos);
+}
+
+TEST(ExpositionTest, SampleValuesAsPrometheusWritesThem) {
+  EXPECT_EQ(FormatSampleValue(0), "0");
+  EXPECT_EQ(FormatSampleValue(0.0001), "0.0001");
+  EXPECT_EQ(FormatSampleValue(2.5), "2.5");
+  EXPECT_EQ(FormatSampleValue(10), "10");
+  EXPECT_EQ(FormatSampleValue(1700000000.5), "1700000000.5");
+  EXPECT_EQ(FormatSampleValue(0.00001), "1e-05");
+  EXPECT_EQ(FormatSampleValue(1.0 / 0.0), "+Inf");
+}
+
+// Every line is a comment (HELP or TYPE) or a sample whose name has the prefix and only
+// the characters Prometheus' conventions allow; every family has both comments.
+TEST(ExpositionTest, EveryFamilyHasHelpAndTypeAndAWellFormedName) {
+  const std::string text = RenderExposition(SmallSnapshot());
+  const std::regex comment("^# (HELP|TYPE) (benchfleet_[a-z0-9_]+) .+$");
+  const std::regex sample("^(benchfleet_[a-z0-9_]+)(\\{[a-z_]+=\"([^\"\\\\]|\\\\.)*\"\\})? [-+0-9.eInfNa]+$");
+  std::set<std::string> helped, typed;
+  for (const std::string& line : Lines(text)) {
+    std::smatch match;
+    if (std::regex_match(line, match, comment)) {
+      (match[1] == "HELP" ? helped : typed).insert(match[2]);
+    } else {
+      EXPECT_TRUE(std::regex_match(line, sample)) << line;
+    }
+  }
+  EXPECT_EQ(helped, typed);
+  EXPECT_GE(typed.size(), 3 + CoordinatorCounters().Named().size() + 2);
+}
+
+}  // namespace
+}  // namespace benchfleet

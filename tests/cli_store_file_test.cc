@@ -1,0 +1,211 @@
+// The CLI's read commands and CI gates on a store file with no daemon in between
+// (--db, cli/reads.h): a real store, filled by the coordinator in process as agents
+// fill it (coordinator/coordinator_fixture.h), read through StoreFileReads.
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <iostream>
+#include <random>
+#include <sstream>
+
+#include "cli/commands.h"
+#include "cli/reads.h"
+#include "common/median.h"
+#include "coordinator/coordinator_fixture.h"
+
+namespace benchfleet {
+namespace {
+
+using namespace testing_fixture;
+
+// Two configurations (batch 1 and 32), enough raw samples a side for the rank test.
+const json kPullRequest = json::parse(
+    R"({"name": "pr", "placement": "any", "matrix": {"model": "mlp", "batch_size": [1, 32]}})");
+constexpr int kSamples = 30;
+
+struct Output {
+  int code;
+  std::string out;
+};
+
+// Runs a command, capturing what it prints on stdout.
+Output Capture(const std::function<int()>& command) {
+  std::stringstream captured;
+  std::streambuf* old = std::cout.rdbuf(captured.rdbuf());
+  const int code = command();
+  std::cout.rdbuf(old);
+  return {code, captured.str()};
+}
+
+size_t Occurrences(const std::string& text, const std::string& what) {
+  size_t count = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++count;
+  return count;
+}
+
+class StoreFileTest : public CoordinatorTest {
+ protected:
+  // Answers every job offered to `peer` (reruns too) with kSamples samples around
+  // `median_ms(spec)`, spread by 1%; returns the jobs answered.
+  std::vector<int64_t> AnswerAll(const std::string& peer,
+                                 const std::function<double(const json&)>& median_ms) {
+    std::vector<int64_t> answered;
+    for (int round = 0; round < 50; ++round) {
+      coordinator_->Tick();
+      const Sent* offer = LastTo(peer, "job");
+      if (!offer || answered_.count(offer->message.body["job_id"].get<int64_t>())) break;
+      const json body = offer->message.body;  // a copy: sending moves sent_
+      const double ms = median_ms(body["spec"]);
+      std::vector<double> samples;
+      for (int i = 0; i < kSamples; ++i)
+        samples.push_back(ms * (0.995 + 0.01 * i / (kSamples - 1)));
+      json result = GoodResult(body["spec"]);
+      result["stats"]["n"] = kSamples;
+      result["stats"]["median_ms"] = Median(samples);
+      result["stats"]["mean_ms"] = Median(samples);
+      result["stats"]["min_ms"] = samples.front();
+      result["stats"]["max_ms"] = samples.back();
+      result["samples_ms"] = samples;
+      FromAgent(peer, {{"v", 1},
+                       {"type", "result"},
+                       {"job_id", body["job_id"]},
+                       {"attempt", body["attempt"]},
+                       {"result", result}});
+      answered_.insert(body["job_id"].get<int64_t>());
+      answered.push_back(body["job_id"].get<int64_t>());
+    }
+    return answered;
+  }
+  int64_t Sweep(const json& sweep, const std::function<double(const json&)>& median_ms) {
+    const int64_t id = Submit(sweep);
+    EXPECT_FALSE(AnswerAll("node-a/1", median_ms).empty());
+    return id;
+  }
+  std::string path() const { return (dir_ / "results.db").string(); }
+  std::set<int64_t> answered_;
+};
+
+double Steady(const json&) { return 10.0; }
+// Batch 32 a third slower, batch 1 as before.
+double BatchSlower(const json& spec) { return spec.value("batch_size", 1) == 32 ? 13.0 : 10.0; }
+
+TEST_F(StoreFileTest, CompareFailsOnSlowerAndWritesJunit) {
+  Register("node-a");
+  const int64_t a = Sweep(kPullRequest, Steady);
+  const int64_t same = Sweep(kPullRequest, Steady);
+  const int64_t slower = Sweep(kPullRequest, BatchSlower);
+  coordinator_.reset();  // no daemon from here on: the file alone
+  std::unique_ptr<Reads> reads = StoreFileReads(path());
+  CompareOptions options;
+  options.fail_on_slower = true;
+
+  options.sweeps = {a, same};
+  Output equal = Capture([&] { return CompareCommand(*reads, options, RowFormat::kTable); });
+  EXPECT_EQ(equal.code, 0) << equal.out;
+  EXPECT_EQ(Occurrences(equal.out, "unchanged"), 2u) << equal.out;
+
+  options.sweeps = {a, slower};
+  Output gated = Capture([&] { return CompareCommand(*reads, options, RowFormat::kTable); });
+  EXPECT_EQ(gated.code, 1) << gated.out;
+  EXPECT_EQ(Occurrences(gated.out, "slower"), 1u) << gated.out;
+  EXPECT_EQ(Occurrences(gated.out, "unchanged"), 1u) << gated.out;
+  options.fail_on_slower = false;  // the same output, no gate
+  Output ungated = Capture([&] { return CompareCommand(*reads, options, RowFormat::kTable); });
+  EXPECT_EQ(ungated.code, 0);
+  EXPECT_EQ(ungated.out, gated.out);
+
+  Output junit = Capture([&] { return CompareCommand(*reads, options, RowFormat::kJunit); });
+  EXPECT_EQ(junit.code, 0);
+  EXPECT_EQ(Occurrences(junit.out, "<testcase "), 2u) << junit.out;
+  EXPECT_EQ(Occurrences(junit.out, "<failure "), 1u) << junit.out;
+  const size_t batch32 = junit.out.find("name=\"mlp inference fp32 batch 32 threads");
+  ASSERT_NE(batch32, std::string::npos) << junit.out;
+  EXPECT_GT(junit.out.find("<failure "), batch32) << junit.out;
+  EXPECT_LT(junit.out.find("<failure "), junit.out.find("</testcase>", batch32)) << junit.out;
+
+  Output markdown = Capture([&] { return CompareCommand(*reads, options, RowFormat::kMarkdown); });
+  EXPECT_EQ(markdown.out.rfind("**1 slower, 0 faster, 1 unchanged**\n\n| host |", 0), 0u)
+      << markdown.out;
+
+  // A pivot has no verdicts to gate on.
+  options = CompareOptions{{a}, {"batch_size"}, "host", "", 1.05, true};
+  EXPECT_EQ(Capture([&] { return CompareCommand(*reads, options, RowFormat::kTable); }).code, 2);
+}
+
+TEST_F(StoreFileTest, ReadCommandsAnswerFromTheFile) {
+  Register("node-a");
+  const int64_t a = Sweep(kPullRequest, Steady);
+  coordinator_.reset();
+  std::unique_ptr<Reads> reads = StoreFileReads(path());
+  Output results =
+      Capture([&] { return ResultsCommand(*reads, a, RowFormat::kCsv, ResultColumnChoice{}); });
+  EXPECT_EQ(results.code, 0);
+  EXPECT_EQ(Occurrences(results.out, "\n"), 3u) << results.out;  // the header, two results
+  EXPECT_EQ(Capture([&] {
+              return ResultsCommand(*reads, 99, RowFormat::kCsv, ResultColumnChoice{});
+            }).code,
+            1);
+  Output query = Capture(
+      [&] { return QueryCommand(*reads, "select count(*) as n from samples", RowFormat::kCsv); });
+  EXPECT_EQ(query.out, "n\n" + std::to_string(2 * kSamples) + "\n");
+  // The file's connection is the query thread's: nothing but reads.
+  EXPECT_EQ(
+      QueryCommand(*reads, "ATTACH '" + (dir_ / "other.db").string() + "' AS o", RowFormat::kCsv),
+      2);
+  EXPECT_EQ(QueryCommand(*reads, "delete from results", RowFormat::kCsv), 2);
+  // Not a store: a missing file, an SQLite file of something else.
+  EXPECT_EQ(QueryCommand(*StoreFileReads((dir_ / "nope.db").string()), "select 1", RowFormat::kCsv),
+            2);
+  {
+    auto other =
+        Database::Open((dir_ / "other.db").string(), SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
+    ASSERT_TRUE(other.ok());
+    ASSERT_TRUE((*other)->Exec("CREATE TABLE notes(text)").ok());
+  }
+  std::stringstream errors;
+  std::streambuf* old = std::cerr.rdbuf(errors.rdbuf());
+  const int code =
+      QueryCommand(*StoreFileReads((dir_ / "other.db").string()), "select 1", RowFormat::kCsv);
+  std::cerr.rdbuf(old);
+  EXPECT_EQ(code, 2);
+  EXPECT_NE(errors.str().find("is not a benchfleet results store"), std::string::npos)
+      << errors.str();
+}
+
+TEST_F(StoreFileTest, RegressionsFailOnAConfirmedRegressionOnly) {
+  const json nightly = json::parse(
+      R"({"name": "nightly", "placement": "any", "matrix": {"model": "mlp", "batch_size": 32}})");
+  Register("node-a");
+  std::mt19937 random(7);
+  std::normal_distribution<double> noise(0.0, 0.03);  // 3% noise around 10 ms, night to night
+  for (int night = 0; night < 30; ++night) {
+    const double ms = 10.0 * (1 + noise(random));
+    Sweep(nightly, [&](const json&) { return ms; });
+  }
+  std::unique_ptr<Reads> reads = StoreFileReads(path());
+  Output quiet =
+      Capture([&] { return RegressionsCommand(*reads, "24h", RowFormat::kTable, true); });
+  EXPECT_EQ(quiet.code, 0) << quiet.out;
+  EXPECT_NE(quiet.out.find("no confirmed regression"), std::string::npos) << quiet.out;
+  // A 15% slowdown that its reruns reproduce: confirmed.
+  Sweep(nightly, [&](const json&) { return 11.5 * (1 + noise(random) / 3); });
+  ASSERT_EQ(Query("SELECT count(*) FROM confirmed_regressions WHERE direction = 'slower'")[0][0],
+            1);
+  coordinator_.reset();
+  reads = StoreFileReads(path());
+  Output gated =
+      Capture([&] { return RegressionsCommand(*reads, "24h", RowFormat::kTable, true); });
+  EXPECT_EQ(gated.code, 1) << gated.out;
+  Output ungated =
+      Capture([&] { return RegressionsCommand(*reads, "24h", RowFormat::kTable, false); });
+  EXPECT_EQ(ungated.code, 0);
+  EXPECT_EQ(ungated.out, gated.out);
+  Output junit =
+      Capture([&] { return RegressionsCommand(*reads, "24h", RowFormat::kJunit, true); });
+  EXPECT_EQ(junit.code, 1);
+  EXPECT_EQ(Occurrences(junit.out, "<testcase "), 1u) << junit.out;
+  EXPECT_EQ(Occurrences(junit.out, "<failure message=\"confirmed regression: "), 1u) << junit.out;
+}
+
+}  // namespace
+}  // namespace benchfleet
