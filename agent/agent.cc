@@ -152,7 +152,9 @@ Status AgentDaemon::Run(const std::atomic<bool>* stop) {
         Store(*result, runner_->job().job_id, runner_->job().attempt);
       continue;
     }
-    auto readable = PollReadable({socket_.get()}, kAgentTickMs);
+    // While a cached model is being checked, a slice per pass: the poll does not wait.
+    const bool checking = waiting_ && !waiting_->needed.empty() && models_->checking(waiting_->needed.front());
+    auto readable = PollReadable({socket_.get()}, checking ? 0 : kAgentTickMs);
     for (int i = 0; readable[0] && i < 100; ++i) {
       auto frames = ReceiveFrames(*socket_);
       if (!frames.ok() || !frames->has_value()) break;
@@ -178,6 +180,7 @@ Status AgentDaemon::Run(const std::atomic<bool>* stop) {
                               : result->value("error", std::string("failed"))));
       Store(*result, job.job_id, job.attempt);
     }
+    if (checking) AdvanceModels();
     Timers();
   }
   runner_->Kill();
@@ -280,18 +283,17 @@ void AgentDaemon::StartJob(const JobOffer& offer) {
       return;
     }
   }
-  auto missing = PlaceModels(&job);
-  if (!missing.ok()) {
-    Store(FailedResult(job, missing.status().message()), job.job_id, job.attempt);
+  auto needed = ModelsToPlace(&job);
+  if (!needed.ok()) {
+    Store(FailedResult(job, needed.status().message()), job.job_id, job.attempt);
     return;
   }
-  if (!missing->empty()) {
-    // Fetched first, a chunk per message, while heartbeats go on (the job counts as
-    // running: its lease holds). Jobs with models are one process: never a gang's rank.
-    LOG_INFO("job " << job.job_id << " attempt " << job.attempt << ": fetching model " << missing->front());
-    waiting_ = WaitingForModels{std::move(job), std::move(*missing), MonoNow()};
-    models_->Begin(waiting_->missing.front());
-    FetchNextChunk();
+  if (!needed->empty()) {
+    // Checked (or fetched) first, a slice or a chunk per pass of the loop, while
+    // heartbeats go on (the job counts as running: its lease holds). Jobs with models
+    // are one process: never a gang's rank.
+    waiting_ = WaitingForModels{std::move(job), std::move(*needed), {}, MonoNow()};
+    AdvanceModels();
     return;
   }
   RunJob(std::move(job), rendezvous_store);
@@ -314,47 +316,86 @@ void AgentDaemon::RunJob(WorkerJob job, const std::string& rendezvous_store) {
   }
 }
 
-StatusOr<std::vector<std::string>> AgentDaemon::PlaceModels(WorkerJob* job) {
-  std::vector<std::string> missing;
-  auto place = [&](json& spec, const std::string& where) -> Status {
-    if (spec.value("model", json()) != json("torchscript") || !spec.contains("model_args") ||
-        !spec["model_args"].is_object()) {
-      return Status::Ok();
+namespace {
+
+// The TorchScript model_args of `job` (its model's, then its reference's), each with the
+// field prefix its errors name.
+std::vector<std::pair<json*, std::string>> ModelArgsOfTorchScript(WorkerJob* job) {
+  std::vector<std::pair<json*, std::string>> out;
+  auto add = [&](json& spec, const std::string& where) {
+    if (spec.value("model", json()) == json("torchscript") && spec.contains("model_args") &&
+        spec["model_args"].is_object()) {
+      out.emplace_back(&spec["model_args"], where);
     }
-    json& args = spec["model_args"];
-    const std::string field = where + "model_args";
-    if (args.contains("sha256") && args["sha256"].is_string()) {
-      const std::string sha256 = args["sha256"].get<std::string>();
-      auto cached = models_->Lookup(sha256);
-      if (cached.ok()) {
-        args["path"] = *cached;
-      } else {
-        args.erase("path");
-        if (std::find(missing.begin(), missing.end(), sha256) == missing.end()) missing.push_back(sha256);
-      }
-      return Status::Ok();
-    }
-    if (args.contains("agent_path") && args["agent_path"].is_string()) {
-      auto local = AllowedLocalModel(args["agent_path"].get<std::string>(), options_.models_dir);
-      if (!local.ok()) return Status(local.status().code(), where + local.status().message());
-      args["path"] = *local;
-      return Status::Ok();
-    }
-    // A path straight from the coordinator would let any client read this host's files.
-    return PermissionDenied(field + ".path: this agent loads a TorchScript model only by model_args.sha256 "
-                            "(uploaded by benchfleet submit) or by model_args.agent_path under its --models-dir");
   };
-  RETURN_IF_ERROR(place(job->spec, ""));
-  if (job->spec.contains("reference") && job->spec["reference"].is_object()) {
-    RETURN_IF_ERROR(place(job->spec["reference"], "reference."));
+  add(job->spec, "");
+  if (job->spec.contains("reference") && job->spec["reference"].is_object()) add(job->spec["reference"], "reference.");
+  return out;
+}
+
+}  // namespace
+
+StatusOr<std::vector<std::string>> AgentDaemon::ModelsToPlace(WorkerJob* job) {
+  std::vector<std::string> needed;
+  for (auto& [args, where] : ModelArgsOfTorchScript(job)) {
+    if (args->contains("sha256") && (*args)["sha256"].is_string()) {
+      const std::string sha256 = (*args)["sha256"].get<std::string>();
+      args->erase("path");
+      if (std::find(needed.begin(), needed.end(), sha256) == needed.end()) needed.push_back(sha256);
+    } else if (args->contains("agent_path") && (*args)["agent_path"].is_string()) {
+      auto local = AllowedLocalModel((*args)["agent_path"].get<std::string>(), options_.models_dir);
+      if (!local.ok()) return Status(local.status().code(), where + local.status().message());
+      (*args)["path"] = *local;
+    } else {
+      // A path straight from the coordinator would let any client read this host's files.
+      return PermissionDenied(where + "model_args.path: this agent loads a TorchScript model only by "
+                              "model_args.sha256 (uploaded by benchfleet submit) or by model_args.agent_path "
+                              "under its --models-dir");
+    }
   }
-  return missing;
+  return needed;
+}
+
+void AgentDaemon::AdvanceModels() {
+  while (waiting_ && !waiting_->needed.empty()) {
+    const std::string sha256 = waiting_->needed.front();
+    if (models_->fetching(sha256)) return;  // its chunks come as messages
+    if (!models_->checking(sha256)) {
+      if (!models_->Holds(sha256)) {
+        LOG_INFO("job " << waiting_->job.job_id << " attempt " << waiting_->job.attempt << ": fetching model "
+                        << sha256);
+        models_->Begin(sha256);
+        FetchNextChunk();
+        return;
+      }
+      models_->BeginCheck(sha256);
+    }
+    auto checked = models_->StepCheck(kModelCheckSliceBytes);
+    if (!checked) return;  // more next pass
+    if (!checked->ok()) continue;  // changed on disk and removed: fetched next
+    waiting_->placed[sha256] = **checked;
+    waiting_->needed.erase(waiting_->needed.begin());
+  }
+  if (!waiting_) return;
+  WorkerJob job = std::move(waiting_->job);
+  const std::map<std::string, std::string> placed = std::move(waiting_->placed);
+  waiting_.reset();
+  for (auto& [args, where] : ModelArgsOfTorchScript(&job)) {
+    if (args->contains("sha256")) (*args)["path"] = placed.at((*args)["sha256"].get<std::string>());
+  }
+  RunJob(std::move(job), "");
+}
+
+void AgentDaemon::FailWaitingJob(const std::string& reason) {
+  WorkerJob job = std::move(waiting_->job);
+  waiting_.reset();
+  Store(FailedResult(job, reason), job.job_id, job.attempt);
 }
 
 void AgentDaemon::FetchNextChunk() {
   if (!waiting_) return;
   waiting_->asked = MonoNow();
-  Send(ToMessage(ModelFetchRequest{waiting_->missing.front(), models_->received()}));
+  Send(ToMessage(ModelFetchRequest{waiting_->needed.front(), models_->received()}));
 }
 
 void AgentDaemon::ModelChunk(const ModelChunkReply& chunk) {
@@ -363,28 +404,14 @@ void AgentDaemon::ModelChunk(const ModelChunkReply& chunk) {
   }
   auto progress = models_->Append(chunk);
   if (!progress.ok()) {
-    WorkerJob job = std::move(waiting_->job);
-    waiting_.reset();
-    Store(FailedResult(job, "model_args.sha256: cannot fetch model " + chunk.sha256 + ": " + progress.status().message()),
-          job.job_id, job.attempt);
-    return;
+    return FailWaitingJob("model_args.sha256: cannot fetch model " + chunk.sha256 + ": " +
+                          progress.status().message());
   }
   if (!progress->done) return FetchNextChunk();
-  waiting_->missing.erase(waiting_->missing.begin());
-  if (!waiting_->missing.empty()) {
-    models_->Begin(waiting_->missing.front());
-    return FetchNextChunk();
-  }
-  WorkerJob job = std::move(waiting_->job);
-  waiting_.reset();
-  auto missing = PlaceModels(&job);  // every one is cached now (and checked once more)
-  if (!missing.ok() || !missing->empty()) {
-    Store(FailedResult(job, missing.ok() ? "model_args.sha256: a fetched model changed in the cache before it ran"
-                                         : missing.status().message()),
-          job.job_id, job.attempt);
-    return;
-  }
-  RunJob(std::move(job), "");
+  // Checked as it arrived: in place.
+  waiting_->placed[chunk.sha256] = progress->path;
+  waiting_->needed.erase(waiting_->needed.begin());
+  AdvanceModels();
 }
 
 std::optional<JobAttempt> AgentDaemon::CurrentJob() const {
@@ -481,7 +508,10 @@ void AgentDaemon::Timers() {
     }
     if (now >= next_resend_) SendSpooled();
     // A chunk asked for and never answered (lost with a connection): asked again.
-    if (waiting_ && now - waiting_->asked > Millis(kModelFetchRetryMs)) FetchNextChunk();
+    if (waiting_ && !waiting_->needed.empty() && models_->fetching(waiting_->needed.front()) &&
+        now - waiting_->asked > Millis(kModelFetchRetryMs)) {
+      FetchNextChunk();
+    }
   }
   if (socket_ && now - last_heard_ > Millis(int64_t{heartbeat_ms_} * liveness_)) {
     LOG_WARN("coordinator silent for " << (int64_t{heartbeat_ms_} * liveness_)

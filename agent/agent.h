@@ -4,6 +4,7 @@
 #pragma once
 
 #include <atomic>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -67,15 +68,20 @@ class AgentDaemon {
   void Send(const Message& message);
   void Handle(const Message& message);
   void StartJob(const JobOffer& offer);
-  // Puts each TorchScript file `job` names (its model's, its reference's) where the
-  // worker will load it, as model_args.path: a cached copy of a sha256, or an allowed
-  // local file. Returns the hashes still to fetch; an error fails the job.
-  StatusOr<std::vector<std::string>> PlaceModels(WorkerJob* job);
+  // Each TorchScript file `job` names (its model's, its reference's): an allowed local
+  // file is put where the worker loads it (model_args.path) now; the hashes named are
+  // returned, to be checked in (or fetched into) the cache first. An error (a path this
+  // agent does not allow) fails the job.
+  StatusOr<std::vector<std::string>> ModelsToPlace(WorkerJob* job);
+  // The job waiting for its models goes on: its cached copies are checked a slice per
+  // pass of the loop, the missing ones fetched; once all are in place, it runs.
+  void AdvanceModels();
   // Starts `job`'s worker (its models in place).
   void RunJob(WorkerJob job, const std::string& rendezvous_store);
   // A chunk of the model being fetched for the job waiting on it.
   void ModelChunk(const ModelChunkReply& chunk);
   void FetchNextChunk();
+  void FailWaitingJob(const std::string& reason);
   // Busy: a worker runs, or a job waits for its models.
   bool Busy() const { return runner_->busy() || waiting_.has_value(); }
   std::optional<JobAttempt> CurrentJob() const;
@@ -97,8 +103,9 @@ class AgentDaemon {
   // The job whose models are being fetched (one at a time, in order), if any.
   struct WaitingForModels {
     WorkerJob job;
-    std::vector<std::string> missing;  // sha256s; the first is being fetched
-    MonoTime asked;                    // when its last chunk was asked for
+    std::vector<std::string> needed;          // sha256s still to place; the first is under way
+    std::map<std::string, std::string> placed;  // sha256 -> the checked file
+    MonoTime asked;                             // when the last chunk was asked for
   };
   std::optional<WaitingForModels> waiting_;
   std::string routing_id_;

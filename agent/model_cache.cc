@@ -35,14 +35,49 @@ StatusOr<std::unique_ptr<ModelCache>> ModelCache::Open(const std::string& direct
 }
 
 StatusOr<std::string> ModelCache::Lookup(const std::string& sha256) {
+  if (!Holds(sha256)) return NotFound("model " + sha256 + " is not cached");
+  BeginCheck(sha256);
+  while (true) {
+    auto done = StepCheck(kModelCheckSliceBytes);
+    if (done) return std::move(*done);
+  }
+}
+
+bool ModelCache::Holds(const std::string& sha256) const {
+  std::error_code ec;
+  return fs::is_regular_file(PathOf(sha256), ec);
+}
+
+void ModelCache::BeginCheck(const std::string& sha256) {
+  check_.emplace();
+  check_->sha256 = sha256;
+  check_->in = std::make_unique<std::ifstream>(PathOf(sha256), std::ios::binary);
+}
+
+std::optional<StatusOr<std::string>> ModelCache::StepCheck(int64_t bytes) {
+  if (!check_) return StatusOr<std::string>(FailedPrecondition("no check under way"));
+  Check& check = *check_;
+  std::vector<char> piece(1 << 20);
+  for (int64_t read = 0; read < bytes && *check.in;) {
+    check.in->read(piece.data(), static_cast<std::streamsize>(piece.size()));
+    const std::streamsize got = check.in->gcount();
+    if (got <= 0) break;
+    check.hash.Update(piece.data(), static_cast<size_t>(got));
+    read += got;
+  }
+  if (*check.in) return std::nullopt;  // more to read
+  const std::string sha256 = check.sha256;
+  const std::string got = check.in->bad() ? std::string("unreadable") : check.hash.FinalHex();
+  check_.reset();
+  return Checked(sha256, got);
+}
+
+StatusOr<std::string> ModelCache::Checked(const std::string& sha256, const std::string& got) {
   const std::string path = PathOf(sha256);
   std::error_code ec;
-  if (!fs::is_regular_file(path, ec)) return NotFound("model " + sha256 + " is not cached");
-  auto digest = Sha256OfFile(path);
-  if (!digest.ok() || digest->sha256 != sha256) {
-    LOG_WARN("cached model " << path << " no longer has the content it is named by"
-                             << (digest.ok() ? " (its sha256 is " + digest->sha256 + ")" : ": " + digest.status().message())
-                             << "; removed, to be fetched again");
+  if (got != sha256) {
+    LOG_WARN("cached model " << path << " no longer has the content it is named by (its sha256 is " << got
+                             << "); removed, to be fetched again");
     fs::remove(path, ec);
     return NotFound("model " + sha256 + " is not cached");
   }

@@ -17,15 +17,17 @@ class ModelCacheTest : public testing::Test {
     dir_ = testing::TempDir() + "/model_cache_test_" + testing::UnitTest::GetInstance()->current_test_info()->name();
     fs::remove_all(dir_);
   }
-  // Fetches `bytes` into `cache` as the coordinator would send them, in chunks of 3.
-  static StatusOr<std::string> Fetch(ModelCache& cache, const std::string& bytes, const std::string& sha256) {
+  // Fetches `bytes` into `cache` as the coordinator would send them, in chunks of 3 bytes
+  // (or `chunk_bytes`).
+  static StatusOr<std::string> Fetch(ModelCache& cache, const std::string& bytes, const std::string& sha256,
+                                     size_t chunk_bytes = 3) {
     cache.Begin(sha256);
     while (true) {
       ModelChunkReply chunk;
       chunk.sha256 = sha256;
       chunk.offset = cache.received();
       chunk.size = static_cast<int64_t>(bytes.size());
-      chunk.data = bytes.substr(static_cast<size_t>(chunk.offset), 3);
+      chunk.data = bytes.substr(static_cast<size_t>(chunk.offset), chunk_bytes);
       ASSIGN_OR_RETURN(auto progress, cache.Append(chunk));
       if (progress.done) return progress.path;
     }
@@ -80,6 +82,32 @@ TEST_F(ModelCacheTest, TheLeastRecentlyUsedGoBeyondTheLimit) {
   EXPECT_TRUE((*cache)->Lookup(Sha256Hex(a)).ok());
   EXPECT_FALSE((*cache)->Lookup(Sha256Hex(b)).ok());
   EXPECT_TRUE((*cache)->Lookup(Sha256Hex(c)).ok());
+}
+
+TEST_F(ModelCacheTest, ALargeCopyIsCheckedASliceAtATime) {
+  auto cache = ModelCache::Open(dir_, int64_t{1} << 30);
+  ASSERT_TRUE(cache.ok());
+  std::string bytes(int64_t{5} << 20, 'w');
+  bytes[4 << 20] = 'x';
+  ASSERT_TRUE(Fetch(**cache, bytes, Sha256Hex(bytes), 1 << 20).ok());
+  EXPECT_TRUE((*cache)->Holds(Sha256Hex(bytes)));
+  (*cache)->BeginCheck(Sha256Hex(bytes));
+  int passes = 0;
+  std::optional<StatusOr<std::string>> done;
+  while (!(done = (*cache)->StepCheck(int64_t{1} << 20))) ++passes;
+  EXPECT_GE(passes, 4);  // a slice of 1 MiB per pass, never the whole 5 MiB at once
+  ASSERT_TRUE(done->ok()) << done->status().ToString();
+  // Changed on disk: the check that ends removes it.
+  {
+    std::fstream out(**done, std::ios::binary | std::ios::in | std::ios::out);
+    out.seekp(1 << 20);
+    out.put('!');
+  }
+  (*cache)->BeginCheck(Sha256Hex(bytes));
+  while (!(done = (*cache)->StepCheck(int64_t{1} << 20))) {
+  }
+  EXPECT_EQ(done->status().code(), StatusCode::kNotFound);
+  EXPECT_FALSE((*cache)->Holds(Sha256Hex(bytes)));
 }
 
 TEST(AllowedLocalModelTest, OnlyFilesUnderTheAllowedDirectory) {
