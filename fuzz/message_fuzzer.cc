@@ -9,9 +9,12 @@
 // replaces one value at a random depth with a value of another JSON type (the type-swap
 // of common/type_swap.h), starting from the seeds deploy/fuzz.sh gives it: every golden
 // message (schemas/golden/), the example sweeps (examples/) and fuzz/corpus/.
+#include <unistd.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <filesystem>
 #include <memory>
 #include <random>
 #include <string>
@@ -42,6 +45,9 @@ json FuzzCapabilities() {
 std::unique_ptr<benchfleet::Coordinator> NewCoordinator() {
   benchfleet::CoordinatorOptions options;
   options.db_path = ":memory:";
+  // The models its inputs upload (model_upload) are kept out of the working tree.
+  options.models_dir =
+      (std::filesystem::temp_directory_path() / ("benchfleet-fuzz-models-" + std::to_string(getpid()))).string();
   options.heartbeat_ms = 3600 * 1000;  // nothing expires while fuzzing
   auto coordinator = std::make_unique<benchfleet::Coordinator>(options);
   benchfleet::Status started = coordinator->StartInProcess(
