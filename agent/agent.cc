@@ -74,16 +74,25 @@ AgentDaemon::~AgentDaemon() = default;
 Status AgentDaemon::Start() {
   // Refuse what cannot work: an agent without a working worker would register and fail
   // every job it is given.
-  ASSIGN_OR_RETURN(nlohmann::json probe,
-                   ProbeWorker(options_.worker_path, Millis(kWorkerProbeTimeoutMs)));
-  // The probe is sent on as capabilities.torch: one the coordinator would refuse is
-  // refused here, where it can be fixed.
-  auto torch = TorchFacts::FromJson(probe, "capabilities.torch");
-  if (!torch.ok()) {
-    return FailedPrecondition("worker " + options_.worker_path + " --probe printed " +
-                              torch.status().message() +
-                              "; the coordinator would refuse this agent, so it does not start "
-                              "(fix the worker or point --worker at one)");
+  if (options_.workers.empty()) return InvalidArgument("no worker: give --worker PATH");
+  if (options_.workers.size() > kMaxAgentWorkers) {
+    return InvalidArgument("--worker: at most " + std::to_string(kMaxAgentWorkers) + " workers, got " +
+                           std::to_string(options_.workers.size()));
+  }
+  std::vector<TorchFacts> workers;
+  for (const std::string& path : options_.workers) {
+    ASSIGN_OR_RETURN(nlohmann::json probe, ProbeWorker(path, Millis(kWorkerProbeTimeoutMs)));
+    // The probe is sent on as capabilities.torch (and workers[i]): one the coordinator
+    // would refuse is refused here, where it can be fixed.
+    auto torch = TorchFacts::FromJson(probe, "capabilities.torch");
+    if (!torch.ok()) {
+      return FailedPrecondition("worker " + path + " --probe printed " + torch.status().message() +
+                                "; the coordinator would refuse this agent, so it does not start "
+                                "(fix the worker or point --worker at one)");
+    }
+    torch->worker_path = path;
+    LOG_INFO("worker " << path << ": torch " << torch->torch_version.value_or("(unknown)"));
+    workers.push_back(std::move(torch).value());
   }
   if (options_.cpus.empty()) options_.cpus = AllowedCpus();
   if (options_.advertise_address.empty()) {
@@ -94,12 +103,15 @@ Status AgentDaemon::Start() {
   }
   spool_ = std::make_unique<SpoolDirectory>(options_.state_dir + "/spool");
   RETURN_IF_ERROR(spool_->Open());
+  if (options_.package_cache.empty()) options_.package_cache = options_.state_dir + "/packages";
   runner_ = std::make_unique<WorkerRunner>(
-      RunnerOptions{options_.worker_path, options_.state_dir + "/jobs", options_.cpus});
+      RunnerOptions{options_.workers.front(), options_.state_dir + "/jobs", options_.cpus, options_.package_cache});
   ASSIGN_OR_RETURN(models_, ModelCache::Open(options_.state_dir + "/models", options_.model_cache_bytes));
 
   capabilities_.host = ProbeHost();
-  capabilities_.torch = std::move(torch).value();
+  capabilities_.torch = workers.front();
+  // A list only where there is a choice: an agent of one worker registers as before.
+  if (workers.size() > 1) capabilities_.workers = workers;
   capabilities_.gpus = capabilities_.torch.gpus.value_or(std::vector<GpuInfo>());
   capabilities_.cpus = FormatCpuList(options_.cpus);
   // A new routing id per process: a restarted agent is a new peer to the coordinator.
@@ -275,6 +287,16 @@ void AgentDaemon::StartJob(const JobOffer& offer) {
     return;
   }
   if (!(job.timeout_s > 0)) job.timeout_s = kJobStartupAllowanceS;
+  // The worker it runs on: the coordinator offered it here because one satisfies it.
+  const std::vector<TorchFacts> workers = capabilities_.Workers();
+  const std::optional<size_t> worker = PickWorker(workers, job.needs.worker);
+  if (!worker) {
+    Store(FailedResult(job, "this agent has no worker for " + job.needs.worker.Describe() + " (its workers have torch " +
+                                DescribeTorchVersions(workers) + ")"),
+          job.job_id, job.attempt);
+    return;
+  }
+  job.worker_path = options_.workers.at(*worker);
   std::string rendezvous_store;
   if (offer.gang) {
     Status joined = JoinGang(*offer.gang, &job, &rendezvous_store);
@@ -318,12 +340,13 @@ void AgentDaemon::RunJob(WorkerJob job, const std::string& rendezvous_store) {
 
 namespace {
 
-// The TorchScript model_args of `job` (its model's, then its reference's), each with the
-// field prefix its errors name.
-std::vector<std::pair<json*, std::string>> ModelArgsOfTorchScript(WorkerJob* job) {
+// The model_args of `job` that name a file (a TorchScript module, an AOTInductor
+// package: its model's, then its reference's), each with the field prefix its errors name.
+std::vector<std::pair<json*, std::string>> ModelArgsOfFiles(WorkerJob* job) {
   std::vector<std::pair<json*, std::string>> out;
   auto add = [&](json& spec, const std::string& where) {
-    if (spec.value("model", json()) == json("torchscript") && spec.contains("model_args") &&
+    const json model = spec.value("model", json());
+    if (model.is_string() && IsModelFile(model.get<std::string>()) && spec.contains("model_args") &&
         spec["model_args"].is_object()) {
       out.emplace_back(&spec["model_args"], where);
     }
@@ -337,7 +360,7 @@ std::vector<std::pair<json*, std::string>> ModelArgsOfTorchScript(WorkerJob* job
 
 StatusOr<std::vector<std::string>> AgentDaemon::ModelsToPlace(WorkerJob* job) {
   std::vector<std::string> needed;
-  for (auto& [args, where] : ModelArgsOfTorchScript(job)) {
+  for (auto& [args, where] : ModelArgsOfFiles(job)) {
     if (args->contains("sha256") && (*args)["sha256"].is_string()) {
       const std::string sha256 = (*args)["sha256"].get<std::string>();
       args->erase("path");
@@ -348,7 +371,7 @@ StatusOr<std::vector<std::string>> AgentDaemon::ModelsToPlace(WorkerJob* job) {
       (*args)["path"] = *local;
     } else {
       // A path straight from the coordinator would let any client read this host's files.
-      return PermissionDenied(where + "model_args.path: this agent loads a TorchScript model only by "
+      return PermissionDenied(where + "model_args.path: this agent loads a model file only by "
                               "model_args.sha256 (uploaded by benchfleet submit) or by model_args.agent_path "
                               "under its --models-dir");
     }
@@ -380,7 +403,7 @@ void AgentDaemon::AdvanceModels() {
   WorkerJob job = std::move(waiting_->job);
   const std::map<std::string, std::string> placed = std::move(waiting_->placed);
   waiting_.reset();
-  for (auto& [args, where] : ModelArgsOfTorchScript(&job)) {
+  for (auto& [args, where] : ModelArgsOfFiles(&job)) {
     if (args->contains("sha256")) (*args)["path"] = placed.at((*args)["sha256"].get<std::string>());
   }
   RunJob(std::move(job), "");

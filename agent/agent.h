@@ -29,7 +29,11 @@ struct AgentOptions {
   std::string name;  // default: the host name
   std::vector<std::string> tags;
   std::vector<int> cpus;    // default: every CPU this process may use
-  std::string worker_path;  // default: benchfleet-worker beside this program
+  // The workers (--worker, given once per LibTorch the agent carries): each is probed
+  // and registered (capabilities.workers); a job runs on the first that satisfies its
+  // needs (WorkerNeeds), one that asks nothing on the first. Default: benchfleet-worker
+  // beside this program.
+  std::vector<std::string> workers;
   std::string state_dir;    // spool/ and jobs/ below it
   int heartbeat_ms = kHeartbeatIntervalMs;
   int liveness = kHeartbeatLiveness;
@@ -46,6 +50,9 @@ struct AgentOptions {
   // A directory whose files jobs may name by model_args.agent_path (--models-dir);
   // empty: none, every model comes by its SHA-256 from the coordinator.
   std::string models_dir;
+  // Where its workers keep the files they compile for the technique axis, by content
+  // (--package-cache; default state_dir/packages): agents of one host may share one.
+  std::string package_cache;
   // How much the cache of fetched models (state_dir/models) may hold (--model-cache-mb).
   int64_t model_cache_bytes = kDefaultModelCacheBytes;
 };

@@ -37,7 +37,7 @@ constexpr size_t kStderrTailBytes = 4096;
 // Variables a job's environment must not inherit from the agent's, because the runner
 // sets them per job.
 const char* kManagedVariables[] = {"OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
-                                   "GOTO_NUM_THREADS", "OMP_WAIT_POLICY"};
+                                   "GOTO_NUM_THREADS", "OMP_WAIT_POLICY", kPackageCacheVariable};
 
 std::string ReadTail(const std::string& path, size_t bytes) {
   std::ifstream in(path, std::ios::binary);
@@ -141,6 +141,7 @@ std::vector<std::string> WorkerRunner::WorkerEnvironment(int threads,
   env.push_back("OMP_NUM_THREADS=" + n);
   env.push_back("OPENBLAS_NUM_THREADS=" + n);
   env.push_back("MKL_NUM_THREADS=" + n);
+  if (!options_.package_cache.empty()) env.push_back(std::string(kPackageCacheVariable) + "=" + options_.package_cache);
   // The wait policy is the job's: unset unless it asks for one, so that by default the
   // job runs under the OpenMP runtime's own behaviour, as a user's PyTorch does
   // (schemas/worker.md, OpenMP wait policy).
@@ -236,7 +237,8 @@ Status WorkerRunner::StartProcess(const nlohmann::json& worker_job, int threads,
   // A calibration prints its JSON on stdout.
   const bool calibration = IsCalibration(job_);
   ProcessOptions options;
-  options.argv = {options_.worker_path, "--job", job_path, "--out", result_path};
+  const std::string& worker = job_.worker_path.empty() ? options_.worker_path : job_.worker_path;
+  options.argv = {worker, "--job", job_path, "--out", result_path};
   if (calibration) options.argv = {options_.worker_path, "--calibrate"};
   options.environment = WorkerEnvironment(threads, JobOmpWaitPolicy(worker_job));
   options.stdout_path = calibration ? result_path : log_path;

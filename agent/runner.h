@@ -28,12 +28,18 @@ struct WorkerJob {
   double timeout_s = 0;
   nlohmann::json spec;  // see schemas/worker.md
   JobNeeds needs;       // from the offer: how many processes to start, copies or ranks
+  // The worker that runs it (the agent's pick among its workers); empty: the runner's.
+  std::string worker_path;
 };
 
 struct RunnerOptions {
   std::string worker_path;  // benchfleet-worker
   std::string work_dir;     // one sub-directory per job: job.json, result.json, worker.log
   std::vector<int> cpus;    // CPUs jobs may use; a job with T threads gets the first T
+  // Where workers keep the files they compile for the technique axis (TorchScript
+  // files, AOTInductor packages), by content, across jobs: the workers'
+  // BENCHFLEET_PACKAGE_CACHE (schemas/worker.md, Technique). Empty: none is set.
+  std::string package_cache;
 };
 
 class WorkerRunner {

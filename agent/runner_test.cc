@@ -38,7 +38,7 @@ class RunnerTest : public ::testing::Test {
   void TearDown() override { std::filesystem::remove_all(dir_); }
 
   RunnerOptions Options(const std::string& worker = kWorker) {
-    return {worker, dir_.string(), AllowedCpus()};
+    return {worker, dir_.string(), AllowedCpus(), (dir_ / "packages").string()};
   }
 
   static WorkerJob Job(double timeout_s, double max_time_s) {
@@ -220,7 +220,7 @@ TEST_F(RunnerTest, ARankKilledStopsItsGangAtOnceWithTheReasonAndNoProcessLeft) {
 }
 
 TEST_F(RunnerTest, AGangLargerThanTheAgentsCpusIsRefusedBeforeAnyRankStarts) {
-  WorkerRunner runner({kWorker, dir_.string(), {0}});
+  WorkerRunner runner({kWorker, dir_.string(), {0}, ""});
   const Status started = runner.Start(GangJob({{"model", "allreduce"}, {"mode", "inference"},
                                                {"dtype", "fp32"}, {"device", "cpu"},
                                                {"batch_size", 1}, {"threads", 1},
@@ -284,7 +284,7 @@ TEST(ReplicaSummaryTest, SumsTheCopiesAndFindsTheirCommonWindow) {
 }
 
 TEST_F(RunnerTest, ReplicasNeedACpuPerThreadOfEveryCopy) {
-  WorkerRunner runner({kWorker, dir_.string(), {0}});
+  WorkerRunner runner({kWorker, dir_.string(), {0}, ""});
   WorkerJob job = Job(120, 0.1);
   job.spec["replicas"] = 2;
   job.needs = NeedsOfJobJson(job.spec).value();
@@ -297,7 +297,7 @@ TEST_F(RunnerTest, ReplicasNeedACpuPerThreadOfEveryCopy) {
 }
 
 TEST(RunnerEnvironmentTest, ThreadsAndAffinityAreFixedBeforeExec) {
-  WorkerRunner runner({"w", "d", {0, 1, 2, 3}});
+  WorkerRunner runner({"w", "d", {0, 1, 2, 3}, ""});
   EXPECT_EQ(runner.CpusFor(1), (std::vector<int>{0}));
   EXPECT_EQ(runner.CpusFor(3), (std::vector<int>{0, 1, 2}));
   EXPECT_EQ(runner.CpusFor(8), (std::vector<int>{0, 1, 2, 3}));  // oversubscribed: all

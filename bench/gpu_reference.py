@@ -6,8 +6,9 @@ reference each GPU (and CPU) figure of deploy/gpu-check.sh is held against.
     {"job": FILE, "median_ms": ..., "iqr_ms": ..., "runs": ..., "issue_ms": ..., "torch": VERSION}
     or {"job": FILE, "error": WHY}
 
-The models mirror worker/models/zoo.cc (matmul, mlp, cnn = ResNet BasicBlocks, transformer =
-post-norm BERT encoder layers) and the step mirrors worker/models/workload.cc (inference under
+The models are worker/python/benchfleet_zoo.py's, which mirror worker/models/zoo.cc (matmul,
+mlp, cnn = ResNet BasicBlocks, transformer = post-norm BERT encoder layers), and the step
+mirrors worker/models/workload.cc (inference under
 torch.inference_mode; train: SGD lr 1e-3 on the MSE to a fixed random target). The math
 settings are the worker's: TF32 in cuBLAS and cuDNN only for dtype "tf32", cuDNN
 autotuning on. Timer.blocked_autorange synchronises CUDA around each block, as the worker
@@ -19,131 +20,24 @@ median, the reference is bound by Python's dispatch, not by the GPU, and a C++ L
 loop (the worker) issuing the same kernels faster is expected to measure less.
 """
 import json
-import math
+import os
 import sys
 import time
 
 import torch
-import torch.nn as nn
-import torch.nn.functional as F
 import torch.utils.benchmark as benchmark
-import torch.utils.checkpoint as checkpoint
 
 MIN_RUN_TIME_S = 2.0  # blocked_autorange keeps measuring blocks for at least this long
 TRAIN_LR = 1e-3       # worker/models/workload.h kTrainLearningRate
 
-DEFAULT_ARGS = {
-    "matmul": {"m": 2048, "k": 2048, "n": 2048},
-    "mlp": {"layers": [1024, 1024, 10]},
-    "cnn": {"width": 64, "blocks": [2, 2, 2, 2], "image_size": 224, "channels": 3,
-            "classes": 1000, "memory_format": "contiguous"},
-    "transformer": {"hidden": 768, "heads": 12, "layers": 12, "ffn": 3072, "seq_len": 128},
-}
-
-
-class Matmul(nn.Module):
-    def __init__(self, a, batch):
-        super().__init__()
-        shape = (a["k"], a["n"]) if batch == 1 else (batch, a["k"], a["n"])
-        self.b = nn.Parameter(torch.randn(*shape))
-
-    def forward(self, x):
-        return torch.mm(x, self.b) if x.dim() == 2 else torch.matmul(x, self.b)
-
-
-def conv(cin, cout, kernel, stride):
-    return nn.Conv2d(cin, cout, kernel, stride=stride, padding=kernel // 2, bias=False)
-
-
-class BasicBlock(nn.Module):
-    def __init__(self, cin, cout, stride):
-        super().__init__()
-        self.conv1, self.bn1 = conv(cin, cout, 3, stride), nn.BatchNorm2d(cout, momentum=1.0)
-        self.conv2, self.bn2 = conv(cout, cout, 3, 1), nn.BatchNorm2d(cout, momentum=1.0)
-        self.shortcut = None
-        if stride != 1 or cin != cout:
-            self.shortcut = nn.Sequential(conv(cin, cout, 1, stride), nn.BatchNorm2d(cout, momentum=1.0))
-
-    def forward(self, x):
-        y = F.relu(self.bn1(self.conv1(x)))
-        y = self.bn2(self.conv2(y))
-        return F.relu(y + (self.shortcut(x) if self.shortcut is not None else x))
-
-
-class Cnn(nn.Module):
-    def __init__(self, c, checkpointing):
-        super().__init__()
-        self.stem, self.stem_bn = conv(c["channels"], c["width"], 7, 2), nn.BatchNorm2d(c["width"], momentum=1.0)
-        blocks, cin = [], c["width"]
-        for stage, count in enumerate(c["blocks"]):
-            cout = c["width"] << stage
-            for b in range(count):
-                blocks.append(BasicBlock(cin, cout, 2 if stage > 0 and b == 0 else 1))
-                cin = cout
-        self.stages = nn.Sequential(*blocks)
-        self.fc = nn.Linear(cin, c["classes"])
-        self.checkpointing = checkpointing
-
-    def forward(self, x):
-        y = F.relu(self.stem_bn(self.stem(x)))
-        y = F.max_pool2d(y, 3, 2, 1)
-        for block in self.stages:
-            y = checkpoint.checkpoint(block, y, use_reentrant=False) if self.checkpointing else block(y)
-        return self.fc(F.adaptive_avg_pool2d(y, 1).flatten(1))
-
-
-class EncoderLayer(nn.Module):
-    def __init__(self, t):
-        super().__init__()
-        self.heads = t["heads"]
-        h = t["hidden"]
-        self.qkv, self.out = nn.Linear(h, 3 * h), nn.Linear(h, h)
-        self.norm1, self.norm2 = nn.LayerNorm(h), nn.LayerNorm(h)
-        self.ffn1, self.ffn2 = nn.Linear(h, t["ffn"]), nn.Linear(t["ffn"], h)
-
-    def forward(self, x):
-        batch, seq, hidden = x.shape
-        head_dim = hidden // self.heads
-        qkv = self.qkv(x).view(batch, seq, 3, self.heads, head_dim).permute(2, 0, 3, 1, 4)
-        scores = torch.matmul(qkv[0], qkv[1].transpose(-2, -1)) / math.sqrt(head_dim)
-        context = torch.matmul(torch.softmax(scores, -1), qkv[2]).transpose(1, 2).reshape(batch, seq, hidden)
-        y = self.norm1(x + self.out(context))
-        return self.norm2(y + self.ffn2(F.gelu(self.ffn1(y))))
-
-
-class Stack(nn.Module):
-    def __init__(self, layers, checkpointing):
-        super().__init__()
-        self.layers = nn.ModuleList(layers)
-        self.checkpointing = checkpointing
-
-    def forward(self, x):
-        for layer in self.layers:
-            x = checkpoint.checkpoint(layer, x, use_reentrant=False) if self.checkpointing else layer(x)
-        return x
+# The zoo, as the worker builds it (worker/python/benchfleet_zoo.py: the same modules the
+# worker's package compiler exports, its names those of the C++ modules).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "worker", "python"))
+import benchfleet_zoo as zoo  # noqa: E402
 
 
 def build(job):
-    model_name, batch = job["model"], job["batch_size"]
-    args = dict(DEFAULT_ARGS[model_name], **job.get("model_args", {}))
-    ckpt = bool(job.get("checkpointing", False))
-    if model_name == "matmul":
-        x = torch.randn(args["m"], args["k"]) if batch == 1 else torch.randn(batch, args["m"], args["k"])
-        return Matmul(args, batch), x
-    if model_name == "mlp":
-        layers, sizes = [], args["layers"]
-        for i in range(len(sizes) - 1):
-            layers.append(nn.Linear(sizes[i], sizes[i + 1]))
-            if i + 2 < len(sizes):
-                layers.append(nn.ReLU())
-        # The worker checkpoints each (Linear, ReLU) unit; a checkpointed mlp is a Stack.
-        units = [nn.Sequential(*layers[i:i + 2]) for i in range(0, len(layers), 2)]
-        return Stack(units, ckpt), torch.randn(batch, sizes[0])
-    if model_name == "cnn":
-        x = torch.randn(batch, args["channels"], args["image_size"], args["image_size"])
-        return Cnn(args, ckpt), x
-    t = args
-    return Stack([EncoderLayer(t) for _ in range(t["layers"])], ckpt), torch.randn(batch, t["seq_len"], t["hidden"])
+    return zoo.build(job)
 
 
 def measure(job):
@@ -160,10 +54,7 @@ def measure(job):
     model, x = build(job)
     model, x = model.to(device), x.to(device)
     if job["model"] == "cnn":  # BatchNorm statistics of one training-mode pass, as the worker
-        with torch.no_grad():
-            model.train()
-            model(x)
-        model.eval()
+        zoo.calibrate_batchnorm(model, x)
     if dtype == "bf16":
         model, x = model.to(torch.bfloat16), x.to(torch.bfloat16)
     channels_last = job["model"] == "cnn" and job.get("model_args", {}).get("memory_format") == "channels_last"

@@ -102,10 +102,15 @@ const std::vector<ResultView>& ResultViewTable() {
        "select sweep_id, host, device, model, mode, batch_size, threads, dtype, fp32_median_ms, "
        "median_ms, speedup, max_abs_err, mean_abs_err, rel_err, top1_agreement from "
        "dtype_comparison"},
-      {"technique", "memory_format, jit: technique_comparison",
+      {"technique", "memory_format, jit, eager/torchscript/aoti: technique_comparison",
        "select sweep_id, host, device, model, mode, dtype, batch_size, threads, technique, "
-       "variant, baseline, baseline_median_ms, median_ms, speedup, max_abs_err, rel_err from "
+       "variant, baseline, baseline_median_ms, baseline_ci_low_ms, baseline_ci_high_ms, median_ms, "
+       "median_ci_low_ms, median_ci_high_ms, speedup, compile_s, max_abs_err, rel_err from "
        "technique_comparison"},
+      {"torch", "LibTorch versions side by side: torch_comparison",
+       "select sweep_id, host, device, model, mode, dtype, batch_size, threads, technique, "
+       "base_torch, base_median_ms, base_ci_low_ms, base_ci_high_ms, torch, median_ms, "
+       "median_ci_low_ms, median_ci_high_ms, speedup, differs from torch_comparison"},
       {"prune", "pruned vs unpruned: prune_comparison",
        "select sweep_id, host, device, model, mode, dtype, batch_size, threads, prune_kind, "
        "prune_amount, baseline_median_ms, median_ms, speedup, params_unpruned, params, "

@@ -175,11 +175,13 @@ StatusOr<HostFacts> HostFacts::FromJson(const json& host, const std::string& whe
 bool TorchFacts::operator==(const TorchFacts& other) const {
   return std::tie(torch_version, blas, blas_config, blas_threading, onednn, openmp, parallel_info,
                   cuda_available, cuda_device_count, cuda_version, cudnn_version, gpus,
-                  quantized_engines) ==
+                  quantized_engines, blas_version, mkl_version, onednn_version, techniques,
+                  worker_path) ==
          std::tie(other.torch_version, other.blas, other.blas_config, other.blas_threading,
                   other.onednn, other.openmp, other.parallel_info, other.cuda_available,
                   other.cuda_device_count, other.cuda_version, other.cudnn_version, other.gpus,
-                  other.quantized_engines);
+                  other.quantized_engines, other.blas_version, other.mkl_version,
+                  other.onednn_version, other.techniques, other.worker_path);
 }
 
 json TorchFacts::ToJson() const {
@@ -197,6 +199,11 @@ json TorchFacts::ToJson() const {
   Put(&out, "cudnn_version", cudnn_version);
   Put(&out, "gpus", gpus);
   Put(&out, "quantized_engines", quantized_engines);
+  Put(&out, "blas_version", blas_version);
+  Put(&out, "mkl_version", mkl_version);
+  Put(&out, "onednn_version", onednn_version);
+  Put(&out, "techniques", techniques);
+  Put(&out, "worker_path", worker_path);
   return out;
 }
 
@@ -219,14 +226,28 @@ StatusOr<TorchFacts> TorchFacts::FromJson(const json& torch, const std::string& 
   ASSIGN_OR_RETURN(out.gpus, ReadGpus(torch, where, "gpus"));
   ASSIGN_OR_RETURN(out.quantized_engines,
                    ReadOptionalList<std::string>(torch, where, "quantized_engines", TextItem));
+  ASSIGN_OR_RETURN(out.blas_version, ReadNullableText(torch, where, "blas_version"));
+  ASSIGN_OR_RETURN(out.mkl_version, ReadNullableText(torch, where, "mkl_version"));
+  ASSIGN_OR_RETURN(out.onednn_version, ReadNullableText(torch, where, "onednn_version"));
+  ASSIGN_OR_RETURN(out.techniques, ReadOptionalList<std::string>(torch, where, "techniques", TextItem));
+  ASSIGN_OR_RETURN(out.worker_path, ReadCapabilityText(torch, where, "worker_path"));
   return out;
 }
 
 // ---- Capabilities ----
 
+std::vector<TorchFacts> Capabilities::Workers() const {
+  return workers.empty() ? std::vector<TorchFacts>{torch} : workers;
+}
+
 json Capabilities::ToJson() const {
-  return {
+  json out = {
       {"host", host.ToJson()}, {"torch", torch.ToJson()}, {"gpus", GpusJson(gpus)}, {"cpus", cpus}};
+  if (!workers.empty()) {
+    out["workers"] = json::array();
+    for (const TorchFacts& worker : workers) out["workers"].push_back(worker.ToJson());
+  }
+  return out;
 }
 
 StatusOr<Capabilities> Capabilities::FromJson(const json& capabilities) {
@@ -243,12 +264,41 @@ StatusOr<Capabilities> Capabilities::FromJson(const json& capabilities) {
   if (torch != nullptr) {
     ASSIGN_OR_RETURN(out.torch, TorchFacts::FromJson(*torch, where + ".torch"));
   }
+  ASSIGN_OR_RETURN(std::optional<std::vector<TorchFacts>> workers,
+                   ReadOptionalList<TorchFacts>(
+                       capabilities, where, "workers",
+                       [](const json& worker, const std::string& at, int64_t) {
+                         return TorchFacts::FromJson(worker, at);
+                       }));
+  out.workers = std::move(workers).value_or(std::vector<TorchFacts>());
+  if (out.workers.size() > kMaxAgentWorkers) {
+    return InvalidArgument(where + ".workers: at most " + std::to_string(kMaxAgentWorkers) +
+                           " workers, got " + std::to_string(out.workers.size()));
+  }
   ASSIGN_OR_RETURN(std::optional<std::vector<GpuInfo>> gpus, ReadGpus(capabilities, where, "gpus"));
   out.gpus = std::move(gpus).value_or(std::vector<GpuInfo>());
   ASSIGN_OR_RETURN(std::optional<std::string> cpus,
                    ReadCapabilityText(capabilities, where, "cpus"));
   out.cpus = cpus.value_or("");
   out.raw = capabilities;
+  return out;
+}
+
+std::optional<size_t> PickWorker(const std::vector<TorchFacts>& workers, const WorkerNeeds& needs) {
+  for (size_t i = 0; i < workers.size(); ++i) {
+    const TorchFacts& worker = workers[i];
+    const std::vector<std::string> techniques =
+        worker.techniques.value_or(std::vector<std::string>{"eager"});
+    if (needs.SatisfiedBy(worker.torch_version.value_or(""), techniques)) return i;
+  }
+  return std::nullopt;
+}
+
+std::string DescribeTorchVersions(const std::vector<TorchFacts>& workers) {
+  std::string out;
+  for (const TorchFacts& worker : workers) {
+    out += (out.empty() ? "" : ", ") + worker.torch_version.value_or("(unknown)");
+  }
   return out;
 }
 

@@ -11,12 +11,16 @@
 #include <utility>
 #include <vector>
 
+#include "common/job_needs.h"
 #include "common/status.h"
 
 namespace benchfleet {
 
 // Longest text accepted for a capability (a CPU model name, a host name), in bytes.
 inline constexpr size_t kMaxCapabilityText = 1024;
+// Most workers an agent carries (`--worker` given more than once): a handful of LibTorch
+// versions side by side; more is a mistake.
+inline constexpr size_t kMaxAgentWorkers = 16;
 // Longest `torch.parallel_info` accepted, in bytes: LibTorch's several-line account of
 // its thread pools and libraries, some 600 bytes.
 inline constexpr size_t kMaxParallelInfoText = 16 * 1024;
@@ -87,6 +91,18 @@ struct TorchFacts {
   NullableText cudnn_version;  // "9.10.2"; null: none
   std::optional<std::vector<GpuInfo>> gpus;
   std::optional<std::vector<std::string>> quantized_engines;  // "fbgemm", "qnnpack", ...
+  // The versions of the libraries its kernels come from, as LibTorch reports them
+  // (at::show_config): the BLAS ("0.3.21" of OpenBLAS, "2024.2" of MKL), MKL where it is
+  // built in, oneDNN ("3.13.3"); each null where there is none.
+  NullableText blas_version;
+  NullableText mkl_version;
+  NullableText onednn_version;
+  // How it can run a zoo model (common/job_spec.h, KnownTechniques): "eager" always;
+  // "torchscript" and "aoti" where the worker has its torch's python to compile with and
+  // loads AOTInductor packages.
+  std::optional<std::vector<std::string>> techniques;
+  // Where the agent found this worker (its --worker).
+  std::optional<std::string> worker_path;
 
   bool operator==(const TorchFacts& other) const;
   nlohmann::json ToJson() const;
@@ -97,7 +113,12 @@ struct TorchFacts {
 
 struct Capabilities {
   HostFacts host;
+  // The agent's first worker: the one a job that names no `torch` runs on.
   TorchFacts torch;
+  // Every worker of the agent, the first one first (`benchfleet-agent --worker A
+  // --worker B`), each built against its own LibTorch; empty when the agent sent only
+  // `torch` (Workers() then gives that one).
+  std::vector<TorchFacts> workers;
   // GPUs this agent's worker can use (LibTorch's view); a cuda:N job needs more than N.
   std::vector<GpuInfo> gpus;
   std::string cpus;  // the CPU list jobs run on, "0-3"; empty when not said
@@ -107,11 +128,21 @@ struct Capabilities {
   // ToJson does not write it.
   nlohmann::json raw = nlohmann::json::object();
 
-  // {host, torch, gpus, cpus}: the register message's `capabilities`.
+  // The agent's workers: `workers`, or `torch` alone when it sent no list.
+  std::vector<TorchFacts> Workers() const;
+  // {host, torch, workers, gpus, cpus}: the register message's `capabilities`.
   nlohmann::json ToJson() const;
   // Refuses a member of the wrong type, or a text too long, naming its path:
   // "capabilities.host.machine_id: must be a string, got 1".
   static StatusOr<Capabilities> FromJson(const nlohmann::json& capabilities);
 };
+
+// The first of `workers` (an agent's, in order) that satisfies `needs`; nullopt when none
+// does. A worker whose probe named no techniques runs eager only. The agent runs a job on
+// this worker, and the coordinator offers the job only to an agent that has one.
+std::optional<size_t> PickWorker(const std::vector<TorchFacts>& workers, const WorkerNeeds& needs);
+
+// "1.13.1, 2.15.0": the torch versions of `workers`, for messages.
+std::string DescribeTorchVersions(const std::vector<TorchFacts>& workers);
 
 }  // namespace benchfleet

@@ -173,6 +173,10 @@ TEST(CapabilitiesTest, AMemberOfTheWrongTypeIsRefusedByItsPath) {
       {"/gpus/0/name", 5, "capabilities.gpus[0].name: must be a string, got 5"},
       {"/gpus/0/index", -1, "capabilities.gpus[0].index: must be an integer >= 0, got -1"},
       {"/cpus", 3, "capabilities.cpus: must be a string, got 3"},
+      {"/workers", json::object(), "capabilities.workers: must be an array, got {}"},
+      {"/workers/0", "2.15", "capabilities.workers[0]: must be an object, got \"2.15\""},
+      {"/torch/techniques/0", 1, "capabilities.torch.techniques[0]: must be a string, got 1"},
+      {"/torch/onednn_version", 3, "capabilities.torch.onednn_version: must be a string, got 3"},
       {"", "everything", "capabilities: must be an object, got \"everything\""},
   };
   for (const Case& c : cases) {
@@ -188,6 +192,55 @@ TEST(CapabilitiesTest, AMemberOfTheWrongTypeIsRefusedByItsPath) {
   longest["host"]["cpu_model"] = std::string(kMaxCapabilityText, 'x');
   longest["torch"]["parallel_info"] = std::string(kMaxParallelInfoText, 'x');
   EXPECT_TRUE(Capabilities::FromJson(longest).ok());
+}
+
+// An agent of several workers, each its own LibTorch: `torch` is the first, `workers`
+// every one, and a job goes to the first whose version and techniques satisfy it.
+TEST(CapabilitiesTest, AnAgentsWorkersEachSayTheirTorch) {
+  json sent = AgentCapabilities();
+  json wheel = {{"torch_version", "2.15.0"}, {"blas", "mkl"}, {"blas_version", "2024.2"},
+                {"mkl_version", "2024.2"}, {"onednn_version", "3.13.3"},
+                {"techniques", {"eager", "torchscript", "aoti"}}, {"worker_path", "/opt/w215"}};
+  json debian = {{"torch_version", "1.13.0"}, {"blas", "openblas"}, {"blas_version", "0.3.21"},
+                 {"onednn_version", "2.6.3"}, {"techniques", {"eager"}}, {"worker_path", "/opt/w113"}};
+  sent["torch"] = wheel;
+  sent["workers"] = {wheel, debian};
+  auto read = Capabilities::FromJson(sent);
+  ASSERT_TRUE(read.ok()) << read.status().ToString();
+  EXPECT_EQ(read->ToJson().dump(), sent.dump());
+  ASSERT_EQ(read->Workers().size(), 2u);
+  EXPECT_EQ(read->Workers()[1].blas_version.text, "0.3.21");
+  EXPECT_EQ(DescribeTorchVersions(read->Workers()), "2.15.0, 1.13.0");
+
+  WorkerNeeds needs;
+  EXPECT_EQ(PickWorker(read->Workers(), needs), 0u);  // asks nothing: the first
+  needs.torch = "1.13";
+  EXPECT_EQ(PickWorker(read->Workers(), needs), 1u);
+  needs.technique = "aoti";
+  EXPECT_EQ(PickWorker(read->Workers(), needs), std::nullopt);  // 1.13 does not compile
+  needs.torch = "";
+  EXPECT_EQ(PickWorker(read->Workers(), needs), 0u);
+  needs.torch_min = "2.16";  // a package of a newer torch
+  EXPECT_EQ(PickWorker(read->Workers(), needs), std::nullopt);
+  needs = {};
+  needs.torch = "2.1";  // whole components: not 2.15
+  EXPECT_EQ(PickWorker(read->Workers(), needs), std::nullopt);
+
+  // An agent of one worker sends no list; its workers are its torch.
+  auto single = Capabilities::FromJson(AgentCapabilities());
+  ASSERT_TRUE(single.ok());
+  ASSERT_EQ(single->Workers().size(), 1u);
+  EXPECT_TRUE(single->Workers()[0] == single->torch);
+  EXPECT_FALSE(single->ToJson().contains("workers"));
+  // A worker that named no techniques runs eager only.
+  needs = {};
+  needs.technique = "torchscript";
+  EXPECT_EQ(PickWorker(single->Workers(), needs), std::nullopt);
+
+  json many = AgentCapabilities();
+  many["workers"] = json::array();
+  for (size_t i = 0; i <= kMaxAgentWorkers; ++i) many["workers"].push_back(debian);
+  EXPECT_EQ(Capabilities::FromJson(many).status().message(), "capabilities.workers: at most 16 workers, got 17");
 }
 
 }  // namespace

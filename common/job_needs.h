@@ -6,6 +6,8 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -13,6 +15,28 @@
 #include "common/status.h"
 
 namespace benchfleet {
+
+// Which of an agent's workers can run a job (an agent may carry several, each built
+// against another LibTorch: `benchfleet-agent --worker A --worker B`). Empty members ask
+// nothing; a job that asks nothing runs on the agent's first worker.
+struct WorkerNeeds {
+  // The job's `torch`: a prefix of the worker's torch version (TorchVersionMatches).
+  std::string torch;
+  // The oldest torch that runs the job: an AOTInductor package's own (the coordinator
+  // reads it from the package; docs/scheduling.md, Workers).
+  std::string torch_min;
+  // A technique the worker must run (its probe's `techniques`): "torchscript" or "aoti"
+  // for a zoo model compiled so, "aoti" for a package; empty for eager.
+  std::string technique;
+
+  bool empty() const { return torch.empty() && torch_min.empty() && technique.empty(); }
+  bool operator==(const WorkerNeeds& other) const;
+  // True when a worker of `torch_version` that runs `techniques` satisfies them.
+  bool SatisfiedBy(const std::string& torch_version, const std::vector<std::string>& techniques) const;
+  // For people and as a placement's key: "torch 1.13, torch >= 2.15.0, technique aoti";
+  // empty when they ask nothing.
+  std::string Describe() const;
+};
 
 struct JobNeeds {
   // The ranks of a gang (parallel or collective jobs, JobWorldSize); 1 for one process
@@ -30,6 +54,9 @@ struct JobNeeds {
   // job of one process, whose threads the agent fits as it can.
   int64_t local_cpus = 0;
 
+  // Which worker of an agent may run it.
+  WorkerNeeds worker;
+
   // The agents a job needs at once: world_size for a spread gang, else 1.
   int64_t Agents() const { return spread ? world_size : 1; }
   bool operator==(const JobNeeds& other) const;
@@ -41,7 +68,8 @@ struct JobNeeds {
   static StatusOr<JobNeeds> FromJson(const nlohmann::json& needs, const std::string& field);
 };
 
-// The needs of a checked spec: the one rule.
+// The needs of a checked spec: the one rule. The worker's torch_min, which only the
+// package knows, is the caller's to add.
 JobNeeds NeedsOf(const JobSpec& spec);
 
 // The needs of a job's JSON as a sweep expands it (checked by ParseJobConfig before it

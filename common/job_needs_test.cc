@@ -134,5 +134,36 @@ TEST(JobNeedsTest, RoundTripsAndRefusesNeedsThatCannotBe) {
   EXPECT_FALSE(JobNeeds::FromJson(json::array(), "job.needs").ok());
 }
 
+TEST(JobNeedsTest, WhatAJobAsksOfTheWorkerTravelsWithItsNeeds) {
+  const JobNeeds plain = Needs({{"mode", "inference"}});
+  EXPECT_TRUE(plain.worker.empty());
+  EXPECT_FALSE(plain.ToJson().contains("torch"));  // an offer as before
+  const JobNeeds versioned = Needs({{"mode", "inference"}, {"torch", "1.13"}, {"technique", "torchscript"}});
+  EXPECT_EQ(versioned.worker.torch, "1.13");
+  EXPECT_EQ(versioned.worker.technique, "torchscript");
+  EXPECT_EQ(versioned.worker.Describe(), "torch 1.13, technique torchscript");
+  // eager asks nothing; a package asks for a worker that loads packages.
+  EXPECT_TRUE(Needs({{"mode", "inference"}, {"technique", "eager"}}).worker.empty());
+  EXPECT_EQ(Needs({{"mode", "inference"}, {"model", "aoti"},
+                   {"model_args", {{"sha256", std::string(64, 'b')}, {"inputs", {{12}}}}}})
+                .worker.technique,
+            "aoti");
+  // A gang's needs are parsed whole, with the worker's.
+  EXPECT_EQ(Needs({{"parallel", {{"kind", "data"}, {"world_size", 2}}}, {"torch", "2.15"}}).worker.torch, "2.15");
+
+  JobNeeds with_min = versioned;
+  with_min.worker.torch_min = "2.15.0";
+  auto read = JobNeeds::FromJson(with_min.ToJson(), "job.needs");
+  ASSERT_TRUE(read.ok()) << read.status().message();
+  EXPECT_EQ(*read, with_min);
+  json bad = with_min.ToJson();
+  bad["technique"] = "inductor";
+  EXPECT_EQ(JobNeeds::FromJson(bad, "job.needs").status().message(),
+            "job.needs.technique: must be one of eager, torchscript, aoti, got \"inductor\"");
+  bad = with_min.ToJson();
+  bad["torch"] = 2;
+  EXPECT_FALSE(JobNeeds::FromJson(bad, "job.needs").ok());
+}
+
 }  // namespace
 }  // namespace benchfleet

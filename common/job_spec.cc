@@ -113,6 +113,7 @@ const std::vector<ModelArg>& ArgsOf(const std::string& model) {
       {"cnn", {{"width", 0}, {"blocks", 1}, {"image_size", 0}, {"channels", 0}, {"classes", 0}, {"memory_format", 0}}},
       {"transformer", {{"hidden", 0}, {"heads", 0}, {"layers", 0}, {"ffn", 0}, {"seq_len", 0}}},
       {"torchscript", {{"path", 0}, {"sha256", 0}, {"agent_path", 0}, {"inputs", 2}, {"jit", 0}}},
+      {"aoti", {{"path", 0}, {"sha256", 0}, {"agent_path", 0}, {"inputs", 2}}},
       {"allreduce", {{"bytes", 0}}},
       {"broadcast", {{"bytes", 0}}},
       {"allgather", {{"bytes", 0}}}};
@@ -223,12 +224,16 @@ bool ReadModelArgs(const json& args, JobSpec* spec, JobSpecError* error) {
     }
     return true;
   }
-  // torchscript: where the file is and its inputs are required; nothing sensible to
-  // default to. The file is named by its content (`sha256`, what a submit uploaded),
-  // by a path on the agent's host (`agent_path`, under its --models-dir), or, for the
-  // worker, by the path the agent put it at (`path`; in a sweep file, the file on the
-  // submitting machine that `benchfleet submit` uploads). Which of them a job may carry
-  // where is checked by TorchScriptSourceError.
+  // torchscript and aoti: where the file is and its inputs are required; nothing
+  // sensible to default to. The file is named by its content (`sha256`, what a submit
+  // uploaded), by a path on the agent's host (`agent_path`, under its --models-dir), or,
+  // for the worker, by the path the agent put it at (`path`; in a sweep file, the file on
+  // the submitting machine that `benchfleet submit` uploads). Which of them a job may
+  // carry where is checked by the coordinator and the agent (common/model_files.h).
+  const bool torchscript = model == "torchscript";
+  const std::string what = torchscript ? "a TorchScript file (saved with torch.jit.save)"
+                                       : "an AOTInductor package (a .pt2 from "
+                                         "torch._inductor.aoti_compile_and_package)";
   ArgsReader r(args, model);
   if (!r.CheckKeys(error)) return false;
   auto absolute_path = [&](const char* key, std::string* out) {
@@ -237,17 +242,17 @@ bool ReadModelArgs(const json& args, JobSpec* spec, JobSpecError* error) {
     if (!value->is_string() || value->get<std::string>().empty() || value->get<std::string>().front() != '/' ||
         value->get<std::string>().size() > kMaxModelPathLength) {
       return Fail(error, std::string("model_args.") + key,
-                  std::string("model_args.") + key +
-                      " must be the absolute path of a TorchScript file (saved with torch.jit.save), got " +
+                  std::string("model_args.") + key + " must be the absolute path of " + what + ", got " +
                       value->dump());
     }
     *out = value->get<std::string>();
     return true;
   };
-  spec->torchscript.path.clear();
-  spec->torchscript.agent_path.clear();
-  spec->torchscript.sha256.clear();
-  if (!absolute_path("path", &spec->torchscript.path) || !absolute_path("agent_path", &spec->torchscript.agent_path)) {
+  ModelFileArgs& file = spec->file;
+  file.path.clear();
+  file.agent_path.clear();
+  file.sha256.clear();
+  if (!absolute_path("path", &file.path) || !absolute_path("agent_path", &file.agent_path)) {
     return false;
   }
   if (const json* sha256 = r.Find("sha256")) {
@@ -255,16 +260,15 @@ bool ReadModelArgs(const json& args, JobSpec* spec, JobSpecError* error) {
       return Fail(error, "model_args.sha256",
                   "model_args.sha256 must be a model's SHA-256 as 64 lowercase hex digits, got " + sha256->dump());
     }
-    spec->torchscript.sha256 = sha256->get<std::string>();
+    file.sha256 = sha256->get<std::string>();
   }
-  const TorchScriptArgs& ts = spec->torchscript;
-  if (ts.path.empty() && ts.sha256.empty() && ts.agent_path.empty()) {
+  if (file.path.empty() && file.sha256.empty() && file.agent_path.empty()) {
     return Fail(error, "model_args.path",
-                "model_args.path must be the path of a TorchScript file (saved with torch.jit.save) that "
-                "benchfleet submit uploads, or model_args.sha256 a model already uploaded, or "
-                "model_args.agent_path a file under each agent's --models-dir; got none of them");
+                "model_args.path must be the path of " + what +
+                    " that benchfleet submit uploads, or model_args.sha256 a model already uploaded, or "
+                    "model_args.agent_path a file under each agent's --models-dir; got none of them");
   }
-  if (!ts.sha256.empty() && !ts.agent_path.empty()) {
+  if (!file.sha256.empty() && !file.agent_path.empty()) {
     return Fail(error, "model_args.agent_path",
                 "model_args.sha256 and model_args.agent_path name two files; give one of them");
   }
@@ -275,15 +279,15 @@ bool ReadModelArgs(const json& args, JobSpec* spec, JobSpecError* error) {
                 "without the batch dimension (e.g. [[3, 224, 224]]), got " +
                     (inputs == nullptr ? std::string("nothing") : inputs->dump()));
   }
-  if (!r.Choice("jit", KnownJitModes(), &spec->torchscript.jit, error)) return false;
-  spec->torchscript.inputs.clear();
+  if (torchscript && !r.Choice("jit", KnownJitModes(), &file.jit, error)) return false;
+  file.inputs.clear();
   for (std::size_t i = 0; i < inputs->size(); ++i) {
     std::vector<std::int64_t> shape;
     if (!ReadDims((*inputs)[i], "model_args.inputs[" + std::to_string(i) + "]", 0, 1,
                   "[3, 224, 224]", &shape, error)) {
       return false;
     }
-    spec->torchscript.inputs.push_back(std::move(shape));
+    file.inputs.push_back(std::move(shape));
   }
   return true;
 }
@@ -511,7 +515,7 @@ bool ReadReference(const json& value, const JobSpec& job, ReferenceSpec* out, Jo
   }
   auto ref = std::make_shared<JobSpec>();
   const json model = value.value("model", json(nullptr));
-  if (!model.is_string() || IsCollectiveModel(model.get<std::string>()) ||
+  if (!model.is_string() || IsCollectiveModel(model.get<std::string>()) || model == "aoti" ||
       std::find(KnownModels().begin(), KnownModels().end(), model.get<std::string>()) == KnownModels().end()) {
     return Fail(error, "reference.model",
                 "reference.model must be one of matmul, mlp, cnn, transformer, torchscript, got " + model.dump());
@@ -533,7 +537,7 @@ bool ReadReference(const json& value, const JobSpec& job, ReferenceSpec* out, Jo
     error->message = (error->message.rfind("model_args", 0) == 0 ? "reference." : "reference: ") + error->message;
     return false;
   }
-  ref->torchscript.inputs.clear();
+  ref->file.inputs.clear();
   ref->mode = "inference";
   ref->dtype = "fp32";
   ref->device = job.device;
@@ -562,10 +566,10 @@ bool CheckPruneAndReference(const JobSpec& spec, JobSpecError* error) {
   }
   if (!spec.prune) return true;
   const bool structured = spec.prune->kind == "structured";
-  if (spec.model == "matmul" || spec.model == "torchscript" || (structured && spec.model == "transformer")) {
+  if (spec.model == "matmul" || IsModelFile(spec.model) || (structured && spec.model == "transformer")) {
     const std::string why =
         spec.model == "matmul" ? "it has no Linear or Conv layers"
-        : spec.model == "torchscript"
+        : IsModelFile(spec.model)
             ? "the worker prunes only the layers it builds itself; prune the module before saving it "
               "and judge it against the unpruned one with reference"
             : "structured pruning removes the hidden neurons of an mlp or the inner channels of a cnn's "
@@ -920,16 +924,59 @@ bool CheckCombination(const JobSpec& spec, bool one_rank, JobSpecError* error) {
     return Fail(error, "dtype",
                 "int8 dynamic quantization needs Linear layers; model matmul has none");
   }
-  if (spec.model == "torchscript") {
+  if (IsModelFile(spec.model)) {
     return Fail(error, "dtype",
-                "int8 dynamic quantization needs Linear layers the worker builds itself; a "
-                "torchscript module runs as saved (quantize it before saving and use dtype "
-                "\"fp32\")");
+                "int8 dynamic quantization needs Linear layers the worker builds itself; a " +
+                    spec.model + " model runs as saved (quantize it before saving and use dtype "
+                    "\"fp32\")");
   }
   if (spec.device != "cpu") {
     return Fail(
         error, "dtype",
         "int8 dynamic quantization runs on the CPU only; got device " + Quoted(spec.device));
+  }
+  return true;
+}
+
+// An AOTInductor package, and the zoo models run by another technique than eager: what
+// each can run with. Both are inference of one process at the batch compiled for.
+bool CheckCompiled(const JobSpec& spec, JobSpecError* error) {
+  const bool package = spec.model == "aoti";
+  if (!package && spec.technique == "eager") return true;
+  const std::string what = package ? "model aoti (an AOTInductor package)"
+                                   : "technique " + Quoted(spec.technique);
+  if (package && spec.technique != "eager") {
+    return Fail(error, "technique",
+                "technique " + Quoted(spec.technique) + " compiles a zoo model (matmul, mlp, cnn, "
+                "transformer); model aoti is a package compiled already: leave technique out");
+  }
+  if (!package && spec.model != "matmul" && spec.model != "mlp" && spec.model != "cnn" &&
+      spec.model != "transformer") {
+    return Fail(error, "technique",
+                what + " compiles a zoo model (matmul, mlp, cnn, transformer); model " + spec.model +
+                    " runs eager only");
+  }
+  if (spec.mode != "inference") {
+    return Fail(error, package ? "mode" : "technique",
+                what + " runs in mode \"inference\" only (a compiled forward pass has no "
+                "backward here); got mode " + Quoted(spec.mode));
+  }
+  if (spec.dtype == "int8" && spec.technique != "aoti") {
+    return Fail(error, "dtype",
+                what + " takes dtype fp32, tf32 or bf16; int8 goes through PT2E into an AOTI "
+                "package (technique \"aoti\") or through the eager path (technique \"eager\")");
+  }
+  const char* other = spec.prune ? "prune"
+                      : spec.reference ? "reference"
+                      : spec.parallel || spec.distributed ? "parallel"
+                      : spec.replicas > 1 ? "replicas"
+                      : spec.max_batch ? "search"
+                      : spec.scenario != "offline" ? "scenario"
+                      : nullptr;
+  if (other != nullptr) {
+    return Fail(error, other,
+                what + " runs one process at the batch it was compiled for: it takes no " +
+                    std::string(other));
   }
   return true;
 }
@@ -969,6 +1016,42 @@ bool CheckTechniques(const JobSpec& spec, JobSpecError* error) {
   return true;
 }
 
+// The job's `torch`: a version prefix, digits and dots ("2.15", "1.13.1"), or a whole
+// version with its local part ("2.15.0+cu132").
+bool ReadTorch(const json& value, std::string* out, JobSpecError* error) {
+  const auto refuse = [&] {
+    return Fail(error, "torch",
+                "torch must be a LibTorch version or its prefix, such as \"2.15\" or \"1.13.1\" "
+                "(digits and dots, then an optional +local part), got " + value.dump());
+  };
+  if (!value.is_string()) return refuse();
+  const std::string& text = value.get_ref<const std::string&>();
+  if (text.empty() || text.size() > kMaxTorchVersionLength) return refuse();
+  const std::size_t plus = text.find('+');
+  const std::string numbers = text.substr(0, plus);
+  bool digit_before = false;
+  for (char c : numbers) {
+    if (c >= '0' && c <= '9') {
+      digit_before = true;
+    } else if (c == '.' && digit_before) {
+      digit_before = false;
+    } else {
+      return refuse();
+    }
+  }
+  if (!digit_before) return refuse();
+  if (plus != std::string::npos) {
+    const std::string local = text.substr(plus + 1);
+    if (local.empty() || !std::all_of(local.begin(), local.end(), [](char c) {
+          return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '.';
+        })) {
+      return refuse();
+    }
+  }
+  *out = text;
+  return true;
+}
+
 std::optional<JobSpec> Parse(const json& job, bool require_identity, JobSpecError* error) {
   if (!job.is_object()) {
     Fail(error, "", "the job must be a JSON object, got " + std::string(job.type_name()));
@@ -996,9 +1079,9 @@ std::optional<JobSpec> Parse(const json& job, bool require_identity, JobSpecErro
     return std::nullopt;
   }
   // A frozen module has its weights folded into constants: nothing left to train.
-  if (spec.model == "torchscript" && spec.torchscript.jit != "none" && spec.mode != "inference") {
+  if (spec.model == "torchscript" && spec.file.jit != "none" && spec.mode != "inference") {
     Fail(error, "model_args.jit",
-         "model_args.jit " + Quoted(spec.torchscript.jit) + " runs in mode \"inference\" only (a frozen module "
+         "model_args.jit " + Quoted(spec.file.jit) + " runs in mode \"inference\" only (a frozen module "
          "has no parameters to train); got mode " + Quoted(spec.mode));
     return std::nullopt;
   }
@@ -1092,8 +1175,12 @@ std::optional<JobSpec> Parse(const json& job, bool require_identity, JobSpecErro
       !ReadScenario(job.at("scenario"), &spec, error)) {
     return std::nullopt;
   }
+  if (job.contains("torch") && !ReadTorch(job.at("torch"), &spec.torch, error)) return std::nullopt;
+  if (job.contains("technique") && !ReadChoice(job, "technique", KnownTechniques(), &spec.technique, error)) {
+    return std::nullopt;
+  }
   if (!CheckCombination(spec, require_identity, error) || !CheckPruneAndReference(spec, error) ||
-      !CheckTechniques(spec, error) || !CheckScenario(spec, error)) {
+      !CheckTechniques(spec, error) || !CheckScenario(spec, error) || !CheckCompiled(spec, error)) {
     return std::nullopt;
   }
   return spec;
@@ -1167,9 +1254,58 @@ std::optional<int> ModelArgDepth(const std::string& model, const std::string& ar
 
 const std::vector<std::string>& KnownModels() {
   static const std::vector<std::string> models = {"matmul",      "mlp",       "cnn",
-                                                  "transformer", "torchscript", "allreduce",
-                                                  "broadcast",   "allgather"};
+                                                  "transformer", "torchscript", "aoti",
+                                                  "allreduce",   "broadcast",   "allgather"};
   return models;
+}
+
+bool IsModelFile(const std::string& model) { return model == "torchscript" || model == "aoti"; }
+
+const std::vector<std::string>& KnownTechniques() {
+  static const std::vector<std::string> techniques = {"eager", "torchscript", "aoti"};
+  return techniques;
+}
+
+namespace {
+// The numeric components of a torch version: "2.15.0+cu132" -> {2, 15, 0}.
+std::vector<long> VersionComponents(const std::string& version) {
+  std::vector<long> parts;
+  std::size_t i = 0;
+  while (i < version.size() && version[i] != '+') {
+    long value = 0;
+    bool digits = false;
+    while (i < version.size() && version[i] >= '0' && version[i] <= '9') {
+      value = value * 10 + (version[i++] - '0');
+      digits = true;
+      if (value > 1000000) break;
+    }
+    if (!digits) break;
+    parts.push_back(value);
+    if (i < version.size() && version[i] == '.') {
+      ++i;
+    } else {
+      break;
+    }
+  }
+  return parts;
+}
+}  // namespace
+
+bool TorchVersionMatches(const std::string& prefix, const std::string& version) {
+  if (prefix.empty()) return true;
+  if (version.compare(0, prefix.size(), prefix) != 0) return false;
+  return version.size() == prefix.size() || version[prefix.size()] == '.' || version[prefix.size()] == '+';
+}
+
+int CompareTorchVersions(const std::string& a, const std::string& b) {
+  const std::vector<long> x = VersionComponents(a);
+  const std::vector<long> y = VersionComponents(b);
+  for (std::size_t i = 0; i < std::max(x.size(), y.size()); ++i) {
+    const long p = i < x.size() ? x[i] : 0;
+    const long q = i < y.size() ? y[i] : 0;
+    if (p != q) return p < q ? -1 : 1;
+  }
+  return 0;
 }
 
 bool IsCollectiveModel(const std::string& model) {

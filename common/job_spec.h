@@ -48,21 +48,25 @@ struct TransformerArgs {
 };
 // A TorchScript file's path longer than this is a mistake (PATH_MAX is 4096).
 inline constexpr std::size_t kMaxModelPathLength = 4096;
-// Where a TorchScript job's file comes from (schemas/sweep.md, Models by content): at
+// The file of a model that is one (`torchscript`, a TorchScript module; `aoti`, an
+// AOTInductor package) and where it comes from (schemas/sweep.md, Models by content): at
 // least one of the three. A sweep file names the submitter's file by `path`, which
 // `benchfleet submit` uploads and replaces by `sha256`; the coordinator takes `sha256`
 // (its content is what the series is of) or `agent_path` (a file on each agent, under
 // its --models-dir); the agent hands the worker `path`, where it put the file, beside
 // the other key.
-struct TorchScriptArgs {
+struct ModelFileArgs {
   std::string path;        // absolute: the file the worker loads
   std::string sha256;      // 64 lowercase hex digits: the file's content
   std::string agent_path;  // absolute: a file on the agent's host, under its --models-dir
   std::vector<std::vector<std::int64_t>> inputs;  // per forward() argument, without batch
-  // "none": run as saved; "freeze": torch::jit::freeze (weights and attributes inlined
-  // as constants); "optimize": freeze, then torch::jit::optimize_for_inference.
+  // torchscript: "none": run as saved; "freeze": torch::jit::freeze (weights and
+  // attributes inlined as constants); "optimize": freeze, then
+  // torch::jit::optimize_for_inference.
   std::string jit = "none";
 };
+// The models whose weights and code come in a file (ModelFileArgs): "torchscript", "aoti".
+bool IsModelFile(const std::string& model);
 // The values of the model arguments that are a choice, in the order errors list them.
 const std::vector<std::string>& KnownMemoryFormats();
 const std::vector<std::string>& KnownJitModes();
@@ -183,7 +187,7 @@ struct JobSpec {
   MlpArgs mlp;
   CnnArgs cnn;
   TransformerArgs transformer;
-  TorchScriptArgs torchscript;
+  ModelFileArgs file;  // torchscript and aoti
   CollectiveArgs collective;
   std::optional<DistributedSpec> distributed;  // required by the collectives and `parallel`
   std::optional<ParallelSpec> parallel;
@@ -204,6 +208,15 @@ struct JobSpec {
   // cuBLAS and cuDNN; CUDA only), "bf16" or "int8"
   std::string dtype;
   std::string device;  // "cpu", "cuda" or "cuda:N"
+  // The LibTorch the job runs on (the sweep's `torch` axis): a version prefix ("2.15",
+  // "1.13.1") a worker's torch version must match whole components of (TorchVersionMatches);
+  // empty: the agent's first worker. The worker that runs it checks its own.
+  std::string torch;
+  // How a zoo model runs (KnownTechniques): "eager", the worker's own modules;
+  // "torchscript", traced by its torch's python and run as TorchScript; "aoti", exported
+  // and compiled into an AOTInductor package on the host that runs it (a `.pt2`,
+  // cached by content). Inference only.
+  std::string technique = "eager";
   std::int64_t batch_size = 0;
   std::int64_t threads = 0;
   std::int64_t interop_threads = 1;
@@ -247,7 +260,7 @@ bool ParseTiming(const nlohmann::json& timing, TimingSpec* out, JobSpecError* er
 // The accepted values, in the order error messages list them.
 const std::vector<std::string>& KnownModels();
 // How deeply a built-in model's argument nests: 0 a number or a string, 1 a list of
-// integers (mlp.layers, cnn.blocks), 2 a list of shapes (torchscript.inputs); none for
+// integers (mlp.layers, cnn.blocks), 2 a list of shapes (a file's inputs); none for
 // an argument the model does not have. In a sweep, models.<model>.<arg> nested one
 // level deeper is an axis of that argument's values (schemas/sweep.md).
 std::optional<int> ModelArgDepth(const std::string& model, const std::string& arg);
@@ -277,6 +290,23 @@ inline constexpr const char* kSpreadPlacement = "spread";
 // True for the models that time one collective across ranks (allreduce, broadcast,
 // allgather).
 bool IsCollectiveModel(const std::string& model);
+
+// "eager", "torchscript", "aoti".
+const std::vector<std::string>& KnownTechniques();
+// The environment variable naming where a worker keeps the files it compiles for the
+// technique axis, by content, across jobs (the agent sets it to STATE_DIR/packages);
+// unset: $XDG_CACHE_HOME/benchfleet/packages, else ~/.cache/benchfleet/packages.
+inline constexpr const char* kPackageCacheVariable = "BENCHFLEET_PACKAGE_CACHE";
+
+// Longest `torch` value accepted ("2.15.0+cu132" is 12).
+inline constexpr std::size_t kMaxTorchVersionLength = 64;
+// True when `version` (a worker's torch version, "2.15.0" or "2.15.0+cu132") matches
+// `prefix` ("2.15", "2.15.0", "1"): equal, or continuing it at a "." or "+". Empty
+// matches every version.
+bool TorchVersionMatches(const std::string& prefix, const std::string& version);
+// -1, 0 or 1 as `a` is older than, the same as or newer than `b`, by their numeric
+// components ("2.15.0+cu132" is 2.15.0; a missing component is 0).
+int CompareTorchVersions(const std::string& a, const std::string& b);
 
 // True for "cuda" and "cuda:N"; such jobs pass parsing and are refused at run time
 // when the LibTorch build or host has no usable GPU.

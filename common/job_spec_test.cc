@@ -456,9 +456,9 @@ TEST(JobSpecTest, MemoryFormatAndJitAreChoicesOfTheirModels) {
              {"model_args", {{"path", "/m.pt"}, {"inputs", {{4}}}, {"jit", "optimize"}}}};
   parsed = ParseJobConfig(ts, &error);
   ASSERT_TRUE(parsed) << error.message;
-  EXPECT_EQ(parsed->torchscript.jit, "optimize");
+  EXPECT_EQ(parsed->file.jit, "optimize");
   ts["model_args"].erase("jit");
-  EXPECT_EQ(ParseJobConfig(ts, &error)->torchscript.jit, "none");
+  EXPECT_EQ(ParseJobConfig(ts, &error)->file.jit, "none");
   ts["model_args"]["jit"] = "freeze";
   ts["mode"] = "train";
   EXPECT_FALSE(ParseJobConfig(ts, &error));
@@ -542,8 +542,8 @@ TEST(JobSpecTest, AReferenceIsAModelOfItsOwnOnTheJobsInputs) {
   ASSERT_TRUE(parsed) << error.message;
   ASSERT_TRUE(parsed->reference);
   EXPECT_EQ(parsed->reference->model, "torchscript");
-  EXPECT_EQ(parsed->reference->torchscript.path, "/teacher.pt");
-  EXPECT_TRUE(parsed->reference->torchscript.inputs.empty());  // the job's
+  EXPECT_EQ(parsed->reference->file.path, "/teacher.pt");
+  EXPECT_TRUE(parsed->reference->file.inputs.empty());  // the job's
   EXPECT_EQ(parsed->reference->seed, 7u);
   EXPECT_EQ(parsed->reference->batch_size, 2);
   EXPECT_EQ(parsed->reference->dtype, "fp32");
@@ -831,6 +831,129 @@ TEST(JobSpecTest, ReplicasAreAMatrixAxis) {
   EXPECT_NE(sweep.status().message().find("matrix.replicas[0]: replicas are independent copies"),
             std::string::npos)
       << sweep.status().ToString();
+}
+
+json Inference(const json& patch) {
+  json job = json::parse(R"({"model": "mlp", "mode": "inference", "dtype": "fp32", "device": "cpu",
+                             "batch_size": 8, "threads": 1})");
+  job.merge_patch(patch);
+  return job;
+}
+
+std::string Refusal(const json& job, std::string* field = nullptr) {
+  JobSpecError error;
+  if (ParseJobConfig(job, &error)) return "";
+  if (field) *field = error.field;
+  return error.message;
+}
+
+TEST(JobSpecTest, TorchIsAVersionOrItsPrefix) {
+  JobSpecError error;
+  for (const char* version : {"2.15", "1.13.1", "2", "2.15.0+cu132"}) {
+    auto spec = ParseJobConfig(Inference({{"torch", version}}), &error);
+    ASSERT_TRUE(spec) << version << ": " << error.message;
+    EXPECT_EQ(spec->torch, version);
+  }
+  EXPECT_EQ(ParseJobConfig(Inference(json::object()), &error)->torch, "");
+  for (const json& bad : {json("two"), json(""), json("2..15"), json(".2"), json("2.15."), json("2.15+"),
+                          json(2.15), json(std::string(kMaxTorchVersionLength + 1, '1'))}) {
+    std::string field;
+    const std::string why = Refusal(Inference({{"torch", bad}}), &field);
+    EXPECT_EQ(field, "torch") << bad.dump();
+    EXPECT_NE(why.find("such as \"2.15\""), std::string::npos) << why;
+  }
+}
+
+TEST(JobSpecTest, TorchVersionsMatchByWholeComponentsAndCompareByNumber) {
+  EXPECT_TRUE(TorchVersionMatches("", "2.15.0"));
+  EXPECT_TRUE(TorchVersionMatches("2.15", "2.15.0"));
+  EXPECT_TRUE(TorchVersionMatches("2.15.0", "2.15.0+cu132"));
+  EXPECT_TRUE(TorchVersionMatches("2", "2.15.0"));
+  EXPECT_FALSE(TorchVersionMatches("2.1", "2.15.0"));
+  EXPECT_FALSE(TorchVersionMatches("2.15.1", "2.15.0"));
+  EXPECT_EQ(CompareTorchVersions("2.9.0", "2.15.0"), -1);
+  EXPECT_EQ(CompareTorchVersions("2.15.0+cu132", "2.15.0"), 0);
+  EXPECT_EQ(CompareTorchVersions("2.15", "2.15.0"), 0);
+  EXPECT_EQ(CompareTorchVersions("2.16.0", "2.15.9"), 1);
+  EXPECT_EQ(CompareTorchVersions("1.13.1", "1.13.0"), 1);
+}
+
+TEST(JobSpecTest, ATechniqueCompilesAZooModelForInference) {
+  JobSpecError error;
+  for (const char* technique : {"eager", "torchscript", "aoti"}) {
+    auto spec = ParseJobConfig(Inference({{"technique", technique}}), &error);
+    ASSERT_TRUE(spec) << technique << ": " << error.message;
+    EXPECT_EQ(spec->technique, technique);
+  }
+  EXPECT_EQ(ParseJobConfig(Inference(json::object()), &error)->technique, "eager");
+  // int8 goes into a package through PT2E; TorchScript takes it from the eager path only.
+  EXPECT_TRUE(ParseJobConfig(Inference({{"technique", "aoti"}, {"dtype", "int8"}}), &error)) << error.message;
+  struct Case {
+    json patch;
+    std::string field;
+    std::string why;
+  };
+  for (const Case& c : std::vector<Case>{
+           {{{"technique", "inductor"}}, "technique", "known techniques: eager, torchscript, aoti"},
+           {{{"technique", "aoti"}, {"mode", "train"}}, "technique", "runs in mode \"inference\" only"},
+           {{{"technique", "torchscript"}, {"dtype", "int8"}}, "dtype", "int8 goes through PT2E"},
+           {{{"technique", "aoti"}, {"model", "allreduce"}, {"batch_size", 1},
+             {"parallel", {{"kind", "collective"}, {"world_size", 2}}}},
+            "technique", "runs eager only"},
+           {{{"technique", "aoti"}, {"prune", {{"kind", "magnitude"}, {"sparsity", 0.5}}}}, "prune", "takes no prune"},
+           {{{"technique", "aoti"}, {"replicas", 2}}, "replicas", "takes no replicas"},
+           {{{"technique", "aoti"}, {"batch_size", 1}, {"scenario", "single_stream"}}, "scenario", "takes no scenario"},
+           {{{"technique", 1}}, "technique", "technique must be a string"},
+       }) {
+    std::string field;
+    const std::string why = Refusal(Inference(c.patch), &field);
+    EXPECT_EQ(field, c.field) << c.patch.dump() << ": " << why;
+    EXPECT_NE(why.find(c.why), std::string::npos) << why;
+  }
+}
+
+TEST(JobSpecTest, AnAotiModelIsAPackageNamedAsATorchScriptFileIs) {
+  JobSpecError error;
+  const json package = Inference({{"model", "aoti"},
+                                  {"model_args", {{"sha256", std::string(64, 'a')}, {"inputs", {{1024}}}}}});
+  auto spec = ParseJobConfig(package, &error);
+  ASSERT_TRUE(spec) << error.message;
+  EXPECT_EQ(spec->file.sha256, std::string(64, 'a'));
+  EXPECT_EQ(spec->file.inputs, (std::vector<std::vector<std::int64_t>>{{1024}}));
+  EXPECT_TRUE(ParseJobConfig(Inference({{"model", "aoti"}, {"dtype", "bf16"},
+                                        {"model_args", {{"agent_path", "/models/m.pt2"}, {"inputs", {{3, 8}}}}}}),
+                             &error))
+      << error.message;
+  struct Case {
+    json patch;
+    std::string field;
+    std::string why;
+  };
+  for (const Case& c : std::vector<Case>{
+           {{{"model_args", {{"inputs", {{8}}}}}}, "model_args.path", "an AOTInductor package"},
+           {{{"model_args", {{"path", "rel.pt2"}, {"inputs", {{8}}}}}}, "model_args.path", "absolute path of an AOTInductor package"},
+           {{{"model_args", {{"sha256", std::string(64, 'a')}}}}, "model_args.inputs", "one shape per forward() argument"},
+           {{{"model_args", {{"sha256", std::string(64, 'a')}, {"inputs", {{8}}}, {"jit", "freeze"}}}},
+            "model_args.jit", "unknown key \"jit\""},
+           {{{"model_args", {{"sha256", std::string(64, 'a')}, {"inputs", {{8}}}}}, {"mode", "train"}}, "mode",
+            "runs in mode \"inference\" only"},
+           {{{"model_args", {{"sha256", std::string(64, 'a')}, {"inputs", {{8}}}}}, {"dtype", "int8"}}, "dtype",
+            "runs as saved"},
+           {{{"model_args", {{"sha256", std::string(64, 'a')}, {"inputs", {{8}}}}}, {"technique", "aoti"}},
+            "technique", "compiled already"},
+       }) {
+    json job = Inference({{"model", "aoti"}});
+    job.merge_patch(c.patch);
+    std::string field;
+    const std::string why = Refusal(job, &field);
+    EXPECT_EQ(field, c.field) << c.patch.dump() << ": " << why;
+    EXPECT_NE(why.find(c.why), std::string::npos) << why;
+  }
+  // Not a teacher: a reference runs eager.
+  std::string field;
+  Refusal(Inference({{"reference", {{"model", "aoti"}, {"model_args", {{"sha256", std::string(64, 'a')}}}}}}),
+          &field);
+  EXPECT_EQ(field, "reference.model");
 }
 
 }  // namespace

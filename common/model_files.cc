@@ -36,8 +36,10 @@ void VisitReferences(json& value, const std::string& where, const Visit& fn) {
 
 void VisitSweep(json& sweep, const Visit& fn) {
   if (!sweep.is_object()) return;
-  if (sweep.contains("models") && sweep["models"].is_object() && sweep["models"].contains("torchscript")) {
-    VisitArgs(sweep["models"]["torchscript"], "models.torchscript", fn);
+  for (const char* model : {"torchscript", "aoti"}) {
+    if (sweep.contains("models") && sweep["models"].is_object() && sweep["models"].contains(model)) {
+      VisitArgs(sweep["models"][model], std::string("models.") + model, fn);
+    }
   }
   if (sweep.contains("matrix") && sweep["matrix"].is_object() && sweep["matrix"].contains("reference")) {
     VisitReferences(sweep["matrix"]["reference"], "matrix.reference", fn);

@@ -1,6 +1,6 @@
-// The TorchScript files a sweep names (schemas/sweep.md, Models by content): in
-// `models.torchscript` (one or, as an argument axis, several) and in TorchScript
-// `reference` values (the matrix' and exclude's). The CLI uploads each file named by
+// The model files a sweep names (schemas/sweep.md, Models by content): in
+// `models.torchscript` and `models.aoti` (one or, as an argument axis, several) and in
+// TorchScript `reference` values (the matrix' and exclude's). The CLI uploads each file named by
 // `path` and names it by `sha256` instead; the coordinator refuses a sweep that still
 // names a file on the submitting machine, or content it does not hold.
 #pragma once
@@ -15,7 +15,7 @@
 
 namespace benchfleet {
 
-// How a sweep names one TorchScript file.
+// How a sweep names one model file (a TorchScript file or an AOTInductor package).
 struct ModelFileRef {
   std::string field;  // the sweep field: "models.torchscript.path[1]", "matrix.reference[0].model_args.sha256"
   std::string key;    // "path", "sha256" or "agent_path"

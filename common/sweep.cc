@@ -77,7 +77,12 @@ const std::vector<std::pair<std::string, json>>& AxisDefaults() {
       // Copies of each job on one agent (null: one, and the job says nothing).
       {"replicas", json::array({nullptr})},
       // How queries reach the model (null: offline, the timed loop at batch_size).
-      {"scenario", json::array({nullptr})}};
+      {"scenario", json::array({nullptr})},
+      // How a zoo model runs (null: eager), and on which LibTorch of the agent's workers
+      // (null: its first). Innermost, so that the versions (and techniques) of one
+      // configuration run one after another, interleaved, on the same host.
+      {"technique", json::array({nullptr})},
+      {"torch", json::array({nullptr})}};
   return axes;
 }
 
@@ -86,7 +91,8 @@ const std::vector<std::pair<std::string, json>>& AxisDefaults() {
 // A null batch_size is a search's (it starts at 1).
 const std::set<std::string> kAbsentWhenNull = {"parallel",      "prune",    "reference",
                                                "profile",       "checkpointing", "replicas",
-                                               "batch_size",    "scenario", "omp_wait_policy"};
+                                               "batch_size",    "scenario", "omp_wait_policy",
+                                               "technique",     "torch"};
 
 // A matrix axis: a non-empty array (or a single value, taken as a one-element array).
 // Only the sweep's own limits are checked here; what a worker accepts is checked per
@@ -291,7 +297,10 @@ Status Expand(const Sweep& sweep, size_t first, size_t count,
       const json& value = axes[a].values[index[a]];
       if (axes[a].key == "bytes") {
         bytes = value;
-      } else if (!value.is_null() || !kAbsentWhenNull.count(axes[a].key)) {
+      } else if ((!value.is_null() || !kAbsentWhenNull.count(axes[a].key)) &&
+                 !(axes[a].key == "technique" && value == "eager")) {
+        // technique "eager" is what a job without the key runs: left out, so its series
+        // is the one the configuration had before the axis.
         spec[axes[a].key] = value;
       }
     }
@@ -384,7 +393,9 @@ std::string Sweep::LeftOut(const json& spec, const std::vector<size_t>& index) c
   if (Excluded(index)) return "excluded";
   if (!skip_invalid) return "";
   JobSpecError error;
-  return ParseJobConfig(spec, &error) ? "" : ErrorField(spec, index, error);
+  if (!ParseJobConfig(spec, &error)) return ErrorField(spec, index, error);
+  if (StatusOr<JobNeeds> needs = NeedsOf(spec); !needs.ok()) return needs.status().message();
+  return "";
 }
 
 std::string Sweep::ErrorField(const json& spec, const std::vector<size_t>& index,
@@ -410,14 +421,49 @@ std::string Sweep::ErrorField(const json& spec, const std::vector<size_t>& index
   return SweepField(error.field, name, axes, written) + ": " + error.message;
 }
 
+std::string JobPlacement::Key() const {
+  const std::string asked = worker.Describe();
+  return asked.empty() ? device : device + " [" + asked + "]";
+}
+
+StatusOr<JobNeeds> Sweep::NeedsOf(const json& spec) const {
+  ASSIGN_OR_RETURN(JobNeeds needs, NeedsOfJobJson(spec));
+  // A package needs its device, and a worker of the torch that made it or a newer one.
+  if (spec.value("model", json()) == json("aoti")) {
+    const json args = spec.value("model_args", json::object());
+    const json sha256 = args.is_object() ? args.value("sha256", json()) : json();
+    if (sha256.is_string()) {
+      if (auto it = packages.find(sha256.get<std::string>()); it != packages.end()) {
+        const std::string device = spec.value("device", json("cpu")).is_string()
+                                       ? spec.value("device", json("cpu")).get<std::string>()
+                                       : "cpu";
+        const std::string kind = device.substr(0, device.find(':'));
+        if (kind != it->second.device) {
+          return InvalidArgument("device: the AOTInductor package " + sha256.get<std::string>() +
+                                 " was compiled for " + it->second.device + ", not for device " +
+                                 device + "; compile it for " + kind +
+                                 " or run it on a " + it->second.device + " device");
+        }
+        needs.worker.torch_min = it->second.torch_version;
+      }
+    }
+  }
+  return needs;
+}
+
+JobPlacement Sweep::PlacementOf(const json& spec, const JobNeeds& needs) {
+  return {PlacementDevice(spec.value("device", json(nullptr)), spec.value("parallel", json(nullptr))),
+          needs.worker};
+}
+
 Status Sweep::ForEachCombination(size_t first, size_t count,
                                  const std::function<Status(const Combination&)>& fn) const {
   const bool may_leave_out = !exclude.empty() || skip_invalid;
   return Expand(*this, first, count, [&](const json& spec, const std::vector<size_t>& index) {
     if (may_leave_out && !LeftOut(spec, index).empty()) return Status::Ok();
-    ASSIGN_OR_RETURN(JobNeeds needs, NeedsOfJobJson(spec));
-    return fn({spec.dump(), needs,
-               PlacementDevice(spec.value("device", json(nullptr)), spec.value("parallel", json(nullptr)))});
+    ASSIGN_OR_RETURN(JobNeeds needs, NeedsOf(spec));
+    JobPlacement placement = PlacementOf(spec, needs);
+    return fn({spec.dump(), needs, placement.device, placement.Key()});
   });
 }
 
@@ -430,7 +476,19 @@ Status Sweep::CheckCombinations(size_t first, size_t count) {
       return Status::Ok();
     }
     JobSpecError error;
-    if (!ParseJobConfig(spec, &error)) {
+    StatusOr<JobNeeds> needs = InvalidArgument("unchecked");
+    bool valid = ParseJobConfig(spec, &error).has_value();
+    if (valid) {
+      needs = NeedsOf(spec);
+      if (!needs.ok()) {
+        // "<job field>: why" (NeedsOf names the job field at fault).
+        const std::string& message = needs.status().message();
+        const size_t colon = message.find(": ");
+        error = {message.substr(0, colon), colon == std::string::npos ? message : message.substr(colon + 2)};
+        valid = false;
+      }
+    }
+    if (!valid) {
       const std::string reason = ErrorField(spec, index, error);
       if (!skip_invalid) return InvalidArgument(reason);
       if (tally.invalid_listed.size() < CombinationTally::kListed) {
@@ -439,11 +497,27 @@ Status Sweep::CheckCombinations(size_t first, size_t count) {
       ++tally.invalid;
       return Status::Ok();
     }
-    ++tally.kept[PlacementDevice(spec.value("device", json(nullptr)), spec.value("parallel", json(nullptr)))];
+    const JobPlacement placement = PlacementOf(spec, *needs);
+    ++tally.kept[placement.Key()];
+    tally.placements.emplace(placement.Key(), placement);
+    tally.first_index.emplace(placement.Key(), index);
     return Status::Ok();
   });
   if (status.ok()) checked = std::move(tally);
   return status;
+}
+
+std::vector<JobPlacement> Sweep::Placements() const {
+  CombinationTally tally = checked;
+  if (tally.checked < combination_count) {
+    Sweep copy = *this;
+    copy.checked = {};
+    if (!copy.CheckCombinations(0, combination_count).ok()) return {};
+    tally = copy.checked;
+  }
+  std::vector<JobPlacement> out;
+  for (const auto& [key, placement] : tally.placements) out.push_back(placement);
+  return out;
 }
 
 std::vector<std::string> Sweep::Devices() const {

@@ -23,14 +23,26 @@ using nlohmann::json;
 // gang across agents, docs/scheduling.md); with "each" and "any" its ranks share one.
 enum class Placement { kEach, kAny, kSpread };
 
+// Where a combination may run (docs/scheduling.md): the device its agent's worker must
+// see, and which of the agent's workers may run it. Placement "each" pins agents per
+// placement; the coordinator refuses a sweep with a placement no agent has.
+struct JobPlacement {
+  // The spec's device ("cpu" unless it says), but cuda:<S-1> for a pipeline of S stages
+  // inside one process (stage s on cuda:s).
+  std::string device;
+  WorkerNeeds worker;
+  // "cpu", "cuda:1", "cpu [torch 1.13, technique aoti]": what `pinned` and
+  // CombinationTally::kept are keyed by.
+  std::string Key() const;
+};
+
 // One combination of a sweep's matrix: a job spec as its compact JSON text (what the
 // store keeps and the agent receives).
 struct Combination {
   std::string spec;
   JobNeeds needs;  // what it asks of the fleet, stored with the job
-  // Decides where it runs: the spec's device ("cpu" unless it says), but cuda:<S-1>
-  // for a pipeline of S stages inside one process (stage s on cuda:s).
-  std::string device;
+  std::string device;     // its placement's device (JobPlacement::device)
+  std::string placement;  // its placement's key (JobPlacement::Key)
   json Spec() const { return json::parse(spec); }
 };
 
@@ -63,7 +75,11 @@ struct MatrixAxis {
 // "skip", the job rules refused them).
 struct CombinationTally {
   size_t checked = 0;                     // combinations looked at so far
-  std::map<std::string, size_t> kept;     // per placement device
+  std::map<std::string, size_t> kept;     // per placement (JobPlacement::Key)
+  std::map<std::string, JobPlacement> placements;  // each key's placement
+  // The first combination of each placement, by its index on every axis: which sweep
+  // field a placement no agent has comes from.
+  std::map<std::string, std::vector<size_t>> first_index;
   size_t excluded = 0;
   size_t invalid = 0;
   // The first kListed invalid ones: {"job": spec, "reason": "matrix.dtype[1]: ..."}.
@@ -122,9 +138,24 @@ struct Sweep {
   std::string ErrorField(const json& spec, const std::vector<size_t>& index,
                          const JobSpecError& error) const;
   // The placement device (Combination::device) of each pair of values of the matrix's
-  // device and parallel axes, so each appears in the same share of the combinations:
-  // what placement "each" looks for agents by.
+  // device and parallel axes, so each appears in the same share of the combinations.
   std::vector<std::string> Devices() const;
+  // Every placement of the combinations kept (checking them all when not yet checked):
+  // what placement "each" looks for agents by.
+  std::vector<JobPlacement> Placements() const;
+  // What each AOTInductor package the sweep names by sha256 was compiled for, as the
+  // coordinator read it from its copy (common/aoti_package.h): a job of it must run on
+  // that device ("cpu", "cuda"), and on a worker of the torch that made it or a newer one
+  // (WorkerNeeds::torch_min; empty where the package does not say).
+  struct PackageNeeds {
+    std::string device;
+    std::string torch_version;
+  };
+  std::map<std::string, PackageNeeds> packages;
+  // What combination `spec` asks of the fleet: NeedsOfJobJson, and its package's torch.
+  // InvalidArgument when the job's device is not the one its package was compiled for.
+  StatusOr<JobNeeds> NeedsOf(const json& spec) const;
+  static JobPlacement PlacementOf(const json& spec, const JobNeeds& needs);
   // All of them at once, for small sweeps and tests.
   std::vector<Combination> Combinations() const;
   json source;  // the sweep as written, normalised (stored with the sweep)

@@ -256,5 +256,63 @@ TEST(SweepTest, LabelsAreShortStrings) {
   EXPECT_EQ(ParseSweep(sweep).status().message(), "labels.long: must be a string of at most 256 characters");
 }
 
+// The torch and technique axes turn fastest: one configuration's versions (and
+// techniques) run one after another, interleaved on a host; each is a placement of its own.
+TEST(SweepTest, TorchAndTechniqueAreTheInnermostAxesAndPlaceTheirJobs) {
+  auto sweep = ParseSweepText(R"({"name": "upgrade", "placement": "any",
+      "matrix": {"model": "mlp", "batch_size": [1, 8], "technique": ["eager", "aoti"], "torch": ["2.15", "1.13"]},
+      "exclude": [{"technique": "aoti", "torch": "1.13"}]})");
+  ASSERT_TRUE(sweep.ok()) << sweep.status().ToString();
+  std::vector<std::string> order;
+  for (const Combination& c : sweep->Combinations()) {
+    const json spec = c.Spec();
+    order.push_back(std::to_string(spec["batch_size"].get<int>()) + " " + spec.value("technique", "-") + " " +
+                    spec.value("torch", "-"));
+    EXPECT_EQ(c.placement, c.needs.worker.technique.empty()
+                               ? "cpu [torch " + spec["torch"].get<std::string>() + "]"
+                               : "cpu [torch " + spec["torch"].get<std::string>() + ", technique aoti]");
+  }
+  EXPECT_EQ(order, (std::vector<std::string>{"1 eager 2.15", "1 eager 1.13", "1 aoti 2.15",
+                                             "8 eager 2.15", "8 eager 1.13", "8 aoti 2.15"}));
+  std::vector<std::string> keys;
+  for (const JobPlacement& p : sweep->Placements()) keys.push_back(p.Key());
+  EXPECT_EQ(keys, (std::vector<std::string>{"cpu [torch 1.13]", "cpu [torch 2.15, technique aoti]",
+                                            "cpu [torch 2.15]"}));
+  // A sweep without the axes keeps its jobs' specs, and so their series.
+  auto plain = ParseSweepText(R"({"name": "p", "matrix": {"model": "mlp", "batch_size": 1}})");
+  ASSERT_TRUE(plain.ok());
+  EXPECT_FALSE(plain->Combinations()[0].Spec().contains("torch"));
+  EXPECT_FALSE(plain->Combinations()[0].Spec().contains("technique"));
+  EXPECT_EQ(plain->Combinations()[0].placement, "cpu");
+  // Refused by the job rules, named by the axis.
+  auto bad = ParseSweepText(R"({"name": "b", "matrix": {"model": "mlp", "batch_size": 1, "torch": ["2.15", "x"]}})");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("matrix.torch[1]: torch must be"), std::string::npos) << bad.status().message();
+}
+
+// What the coordinator read of a package: its device is the job's, its torch a need.
+TEST(SweepTest, APackagesDeviceAndTorchComeWithItsJobs) {
+  const std::string sha = std::string(64, 'c');
+  auto sweep = ParseSweepShape(json::parse(R"({"name": "pkg", "placement": "any",
+      "matrix": {"model": "aoti", "batch_size": 4, "device": ["cpu", "cuda"]},
+      "models": {"aoti": {"sha256": ")" + sha + R"(", "inputs": [[16]]}}})"));
+  ASSERT_TRUE(sweep.ok()) << sweep.status().ToString();
+  sweep->packages[sha] = {"cpu", "2.15.0+cu132"};
+  const Status checked = sweep->CheckCombinations(0, sweep->combination_count);
+  ASSERT_FALSE(checked.ok());
+  EXPECT_NE(checked.message().find("matrix.device[1]: the AOTInductor package " + sha +
+                                   " was compiled for cpu, not for device cuda"),
+            std::string::npos)
+      << checked.message();
+  sweep->skip_invalid = true;
+  sweep->checked = {};
+  ASSERT_TRUE(sweep->CheckCombinations(0, sweep->combination_count).ok());
+  EXPECT_EQ(sweep->checked.invalid, 1u);
+  const std::vector<Combination> jobs = sweep->Combinations();
+  ASSERT_EQ(jobs.size(), 1u);
+  EXPECT_EQ(jobs[0].needs.worker.torch_min, "2.15.0+cu132");
+  EXPECT_EQ(jobs[0].needs.worker.technique, "aoti");
+}
+
 }  // namespace
 }  // namespace benchfleet

@@ -20,7 +20,9 @@ json NonEmptyOrNull(const std::optional<std::string>& text) {
 
 }  // namespace
 
-HostFingerprint FingerprintOf(const Capabilities& c) {
+HostFingerprint FingerprintOf(const Capabilities& c) { return FingerprintOf(c, c.torch); }
+
+HostFingerprint FingerprintOf(const Capabilities& c, const TorchFacts& torch) {
   std::vector<std::string> gpu_models;
   for (const GpuInfo& gpu : c.gpus) gpu_models.push_back(gpu.name);
   std::sort(gpu_models.begin(), gpu_models.end());
@@ -34,10 +36,10 @@ HostFingerprint FingerprintOf(const Capabilities& c) {
              {"gpu_models", gpu_models},
              {"gpu_count", gpu_models.size()},
              {"nvidia_driver", TextOrNull(c.host.nvidia_driver.text)},
-             {"cuda", TextOrNull(c.torch.cuda_version.text)},
-             {"torch_version", NonEmptyOrNull(c.torch.torch_version)},
-             {"blas", TextOrNull(c.torch.blas)},
-             {"blas_config", TextOrNull(c.torch.blas_config.text)},
+             {"cuda", TextOrNull(torch.cuda_version.text)},
+             {"torch_version", NonEmptyOrNull(torch.torch_version)},
+             {"blas", TextOrNull(torch.blas)},
+             {"blas_config", TextOrNull(torch.blas_config.text)},
              {"benchfleet_version", TextOrNull(c.host.benchfleet_version)}};
   // nlohmann's objects keep their keys sorted: the text is canonical.
   f.sha256 = Sha256Hex(f.parts.dump());

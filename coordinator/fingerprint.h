@@ -23,6 +23,9 @@ struct HostFingerprint {
 // models and count, NVIDIA driver, CUDA, LibTorch, BLAS and its configuration,
 // benchfleet's version. A fact the agent did not send is null. Never the clock speed.
 HostFingerprint FingerprintOf(const Capabilities& capabilities);
+// The same for the agent's worker `worker` (one of capabilities.Workers()): a job run on
+// an agent's second LibTorch is of a series of its own, as on another host.
+HostFingerprint FingerprintOf(const Capabilities& capabilities, const TorchFacts& worker);
 
 // The series of a job's result on a host of `fingerprint`: a SHA-256 of the fingerprint
 // and the job's spec as canonical JSON (keys sorted).

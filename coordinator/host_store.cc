@@ -41,7 +41,38 @@ StatusOr<int64_t> HostStore::UpsertHost(const std::string& name, const std::stri
   RETURN_IF_ERROR(stmt.Run());
   RETURN_IF_ERROR(tx.Commit());
   fingerprints_[host_id] = fingerprint.sha256;
+  // Its workers may have changed with this registration.
+  for (auto it = worker_fingerprints_.begin(); it != worker_fingerprints_.end();) {
+    it = it->first.first == host_id ? worker_fingerprints_.erase(it) : std::next(it);
+  }
   return host_id;
+}
+
+StatusOr<std::string> HostStore::FingerprintOf(int64_t host_id, const std::string& torch_version) {
+  if (torch_version.empty()) return FingerprintOf(host_id);
+  const auto key = std::make_pair(host_id, torch_version);
+  if (auto it = worker_fingerprints_.find(key); it != worker_fingerprints_.end()) return it->second;
+  ASSIGN_OR_RETURN(auto host, db_->Prepare("SELECT capabilities FROM hosts WHERE host_id = ?1"));
+  host.Bind(1, host_id);
+  ASSIGN_OR_RETURN(bool found, host.Step());
+  if (!found) return std::string();
+  auto capabilities = Capabilities::FromJson(json::parse(host.Text(0), nullptr, false));
+  std::string fingerprint;
+  if (capabilities.ok()) {
+    const std::vector<TorchFacts> workers = capabilities->Workers();
+    const auto worker = std::find_if(workers.begin(), workers.end(), [&](const TorchFacts& w) {
+      return w.torch_version.value_or("") == torch_version;
+    });
+    // The first worker's is the host's own (stored with it).
+    if (worker != workers.end() && worker != workers.begin()) {
+      fingerprint = benchfleet::FingerprintOf(*capabilities, *worker).sha256;
+    }
+  }
+  if (fingerprint.empty()) {
+    ASSIGN_OR_RETURN(fingerprint, FingerprintOf(host_id));
+  }
+  worker_fingerprints_[key] = fingerprint;
+  return fingerprint;
 }
 
 StatusOr<std::string> HostStore::FingerprintOf(int64_t host_id) {

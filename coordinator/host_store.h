@@ -7,7 +7,9 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <map>
 #include <unordered_map>
+#include <utility>
 
 #include "common/agent_messages.h"
 #include "common/status.h"
@@ -30,9 +32,17 @@ class HostStore {
   // The host's fingerprint (hosts.fingerprint; empty: none), read once, not once per
   // result.
   StatusOr<std::string> FingerprintOf(int64_t host_id);
+  // The fingerprint of the host's worker of torch `torch_version` (a result's
+  // runtime.torch_version): that worker's facts in place of the first worker's
+  // (coordinator/fingerprint.h). The host's own for its first worker, for an empty
+  // version, or for one none of its workers has.
+  StatusOr<std::string> FingerprintOf(int64_t host_id, const std::string& torch_version);
   // Forgets what FingerprintOf remembered: a group that is not kept may have
   // registered the host.
-  void ForgetFingerprints() { fingerprints_.clear(); }
+  void ForgetFingerprints() {
+    fingerprints_.clear();
+    worker_fingerprints_.clear();
+  }
 
   // Host prices (host_prices, docs/results.md Cost). An agent's price is recorded when
   // it differs from the last one that agent sent, so a re-registration does not undo a
@@ -56,6 +66,7 @@ class HostStore {
  private:
   Database* db_;
   std::unordered_map<int64_t, std::string> fingerprints_;  // by host_id
+  std::map<std::pair<int64_t, std::string>, std::string> worker_fingerprints_;  // (host_id, torch)
 };
 
 }  // namespace benchfleet

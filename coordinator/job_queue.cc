@@ -13,7 +13,7 @@ namespace {
 // The columns a QueuedJob is read from, and the reading.
 constexpr const char* kQueuedJobColumns =
     "job_id, sweep_id, requirement_id, spec, timeout_s, attempts, kind, world_size, spread, "
-    "local_processes, replicated, local_cpus";
+    "local_processes, replicated, local_cpus, torch, torch_min, technique";
 
 QueuedJob ReadQueuedJob(Statement& row) {
   QueuedJob job;
@@ -29,6 +29,9 @@ QueuedJob ReadQueuedJob(Statement& row) {
   job.needs.local_processes = row.Int(9);
   job.needs.replicated = row.Int(10) != 0;
   job.needs.local_cpus = row.Int(11);
+  job.needs.worker.torch = row.Text(12);
+  job.needs.worker.torch_min = row.Text(13);
+  job.needs.worker.technique = row.Text(14);
   return job;
 }
 
@@ -38,7 +41,10 @@ void BindNeeds(Statement& stmt, int first, const JobNeeds& needs) {
       .Bind(first + 1, static_cast<int64_t>(needs.spread))
       .Bind(first + 2, needs.local_processes)
       .Bind(first + 3, static_cast<int64_t>(needs.replicated))
-      .Bind(first + 4, needs.local_cpus);
+      .Bind(first + 4, needs.local_cpus)
+      .Bind(first + 5, needs.worker.torch)
+      .Bind(first + 6, needs.worker.torch_min)
+      .Bind(first + 7, needs.worker.technique);
 }
 
 }  // namespace
@@ -127,29 +133,28 @@ StatusOr<StoredSweep> JobQueue::AcceptSweep(const Sweep& sweep, const PinnedAgen
   stored.jobs = static_cast<int64_t>(sweep.combination_count);
   std::set<std::string> agents;
   if (sweep.checked.checked == sweep.combination_count) {
-    // Checked whole: the combinations kept (not excluded or skipped), per device.
+    // Checked whole: the combinations kept (not excluded or skipped), per placement.
     stored.jobs = 0;
-    for (const auto& [device, kept] : sweep.checked.kept) {
+    for (const auto& [placement, kept] : sweep.checked.kept) {
       if (pinned.empty()) {
         stored.jobs += static_cast<int64_t>(kept);
         continue;
       }
-      auto hosts = pinned.find(device);
+      auto hosts = pinned.find(placement);
       if (hosts == pinned.end()) continue;
       stored.jobs += static_cast<int64_t>(kept * hosts->second.size());
       agents.insert(hosts->second.begin(), hosts->second.end());
     }
   } else if (!pinned.empty()) {
-    // Each value of the device axis appears in the same share of the combinations.
-    const std::vector<std::string> devices = sweep.Devices();
-    int64_t per_round_of_devices = 0;
-    for (const std::string& device : devices) {
-      auto hosts = pinned.find(device);
-      if (hosts == pinned.end()) continue;
-      per_round_of_devices += static_cast<int64_t>(hosts->second.size());
+    // Not checked yet: count the jobs of each combination as it would be stored.
+    stored.jobs = 0;
+    RETURN_IF_ERROR(sweep.ForEachCombination([&](const Combination& combination) {
+      auto hosts = pinned.find(combination.placement);
+      if (hosts == pinned.end()) return Status::Ok();
+      stored.jobs += static_cast<int64_t>(hosts->second.size());
       agents.insert(hosts->second.begin(), hosts->second.end());
-    }
-    stored.jobs = static_cast<int64_t>(sweep.combination_count / devices.size()) * per_round_of_devices;
+      return Status::Ok();
+    }));
   }
   stored.agents.assign(agents.begin(), agents.end());
   ASSIGN_OR_RETURN(auto insert_sweep,
@@ -195,16 +200,18 @@ StatusOr<bool> JobQueue::StoreJobs(int64_t sweep_id, const Sweep& sweep, const P
   ASSIGN_OR_RETURN(
       auto insert_job,
       db_->Prepare("INSERT INTO jobs(sweep_id, pinned_host, spec, timeout_s, created_at, "
-                   "requirement_id, world_size, spread, local_processes, replicated, local_cpus) "
-                   "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)"));
+                   "requirement_id, world_size, spread, local_processes, replicated, local_cpus, "
+                   "torch, torch_min, technique) "
+                   "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)"));
   const std::string now = UtcNowIso8601();
   const double timeout_s = JobTimeoutSeconds(sweep);
-  std::map<std::pair<std::string, std::string>, int64_t> requirements;  // (host, device)
+  std::map<std::pair<std::string, std::string>, int64_t> requirements;  // (host, placement)
   auto add = [&](const Combination& combination, const std::string& host) -> Status {
-    auto key = std::make_pair(host, combination.device);
+    auto key = std::make_pair(host, combination.placement);
     if (!requirements.count(key)) {
       ASSIGN_OR_RETURN(requirements[key],
-                       RequirementId("benchmark", host, sweep.select, combination.device));
+                       RequirementId("benchmark", host, SelectWithWorker(sweep.select, combination.needs.worker),
+                                     combination.device));
     }
     insert_job.Bind(1, sweep_id);
     if (!host.empty()) {
@@ -220,7 +227,7 @@ StatusOr<bool> JobQueue::StoreJobs(int64_t sweep_id, const Sweep& sweep, const P
   };
   RETURN_IF_ERROR(sweep.ForEachCombination(first, end - first, [&](const Combination& combination) -> Status {
     if (pinned.empty()) return add(combination, "");
-    auto hosts = pinned.find(combination.device);
+    auto hosts = pinned.find(combination.placement);
     if (hosts == pinned.end()) return Status::Ok();
     for (const std::string& host : hosts->second) RETURN_IF_ERROR(add(combination, host));
     return Status::Ok();
@@ -282,7 +289,9 @@ StatusOr<QueuedReruns> JobQueue::QueueReruns(int64_t job_id, const std::string& 
   if (!found) return NotFound("no requirement of job " + std::to_string(job_id));
   QueuedReruns queued;
   queued.sweep_id = job.sweep_id;
-  ASSIGN_OR_RETURN(int64_t requirement, RequirementId("benchmark", host, json::object(), device.Text(0)));
+  // On the same worker of that host: the job's own needs of it.
+  ASSIGN_OR_RETURN(int64_t requirement, RequirementId("benchmark", host, SelectWithWorker(json::object(), job.needs.worker),
+                                                      device.Text(0)));
   const std::string now = UtcNowIso8601();
   for (int i = 0; i < count; ++i) {
     RETURN_IF_ERROR(InsertRow(*db_, "jobs", {{"sweep_id", queued.sweep_id},
@@ -296,7 +305,10 @@ StatusOr<QueuedReruns> JobQueue::QueueReruns(int64_t job_id, const std::string& 
                                              {"spread", static_cast<int64_t>(job.needs.spread)},
                                              {"local_processes", job.needs.local_processes},
                                              {"replicated", static_cast<int64_t>(job.needs.replicated)},
-                                             {"local_cpus", job.needs.local_cpus}}));
+                                             {"local_cpus", job.needs.local_cpus},
+                                             {"torch", job.needs.worker.torch},
+                                             {"torch_min", job.needs.worker.torch_min},
+                                             {"technique", job.needs.worker.technique}}));
     queued.job_ids.push_back(db_->LastInsertRowid());
   }
   // Its sweep runs on until the reruns are done.

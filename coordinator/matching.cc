@@ -42,6 +42,7 @@ bool AgentMatches(const json& select, const AgentDescription& agent) {
       caps.host.cpu_model.value_or("").find(Text(select, "cpu_model")) == std::string::npos) {
     return false;
   }
+  if (!PickWorker(caps.Workers(), WorkerNeedsOfSelect(select))) return false;
   if (select.contains("gpu_model")) {
     const std::string wanted = Text(select, "gpu_model");
     if (std::none_of(caps.gpus.begin(), caps.gpus.end(), [&](const GpuInfo& gpu) {
@@ -51,6 +52,23 @@ bool AgentMatches(const json& select, const AgentDescription& agent) {
     }
   }
   return true;
+}
+
+json SelectWithWorker(const json& select, const WorkerNeeds& worker) {
+  json out = select.is_object() ? select : json::object();
+  if (!worker.torch.empty()) out["torch"] = worker.torch;
+  if (!worker.torch_min.empty()) out["torch_min"] = worker.torch_min;
+  if (!worker.technique.empty()) out["technique"] = worker.technique;
+  return out;
+}
+
+WorkerNeeds WorkerNeedsOfSelect(const json& select) {
+  WorkerNeeds worker;
+  if (!select.is_object()) return worker;
+  worker.torch = Text(select, "torch");
+  worker.torch_min = Text(select, "torch_min");
+  worker.technique = Text(select, "technique");
+  return worker;
 }
 
 int64_t GpusNeeded(const std::string& device) {

@@ -32,7 +32,16 @@ struct JobRequirement {
 };
 
 // True when the agent satisfies every key of `select` (an empty select matches all).
+// Besides the sweep's keys, a requirement's select carries what its jobs ask of the
+// worker (SelectWithWorker): the agent must have a worker that satisfies it.
 bool AgentMatches(const json& select, const AgentDescription& agent);
+
+// `select` with what a job asks of the agent's worker (WorkerNeeds) as its keys "torch",
+// "torch_min" and "technique": jobs that ask for different workers have different
+// requirements (and so different rows of `requirements`).
+json SelectWithWorker(const json& select, const WorkerNeeds& worker);
+// What a requirement's select asks of the worker.
+WorkerNeeds WorkerNeedsOfSelect(const json& select);
 
 // GPUs a device string needs: 0 for "cpu" (or empty), N + 1 for "cuda:N" ("cuda" is
 // cuda:0).

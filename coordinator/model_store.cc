@@ -182,4 +182,12 @@ ModelChunkReply ModelStore::Read(const ModelFetchRequest& fetch) const {
   return out;
 }
 
+StatusOr<AotiPackageFacts> ModelStore::PackageFacts(const std::string& sha256) {
+  if (auto it = packages_.find(sha256); it != packages_.end()) return it->second;
+  if (!Has(sha256)) return NotFound("no model of sha256 " + sha256 + " is stored; upload it first");
+  ASSIGN_OR_RETURN(AotiPackageFacts facts, ReadAotiPackage(PathOf(sha256)));
+  packages_[sha256] = facts;
+  return facts;
+}
+
 }  // namespace benchfleet

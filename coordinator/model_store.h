@@ -14,6 +14,7 @@
 #include <set>
 #include <string>
 
+#include "common/aoti_package.h"
 #include "common/clock.h"
 #include "common/model_transfer.h"
 #include "common/sha256.h"
@@ -44,6 +45,11 @@ class ModelStore {
   // not stored or cannot be read.
   ModelChunkReply Read(const ModelFetchRequest& fetch) const;
 
+  // What the stored AOTInductor package `sha256` was compiled for (ReadAotiPackage: its
+  // device and torch), read once per package (a stored file never changes): NotFound
+  // when it is not stored, InvalidArgument when it is no package.
+  StatusOr<AotiPackageFacts> PackageFacts(const std::string& sha256);
+
   const std::string& directory() const { return directory_; }
 
  private:
@@ -61,6 +67,7 @@ class ModelStore {
   const std::string directory_;
   std::set<std::string> stored_;
   std::map<std::string, Upload> uploads_;  // by sha256
+  std::map<std::string, AotiPackageFacts> packages_;  // by sha256, once read
 };
 
 }  // namespace benchfleet

@@ -194,7 +194,10 @@ StatusOr<ResultOutcome> ResultWriter::Write(int64_t job_id, int attempt, int64_t
   // Its series: this job on its host's fingerprint (docs/regressions.md).
   std::string series;
   if (job && kind == "benchmark") {
-    ASSIGN_OR_RETURN(std::string fingerprint, hosts_->FingerprintOf(host_id));
+    // The fingerprint of the worker that ran it (an agent may carry several LibTorches).
+    const json& torch_version = ResultValue(result, "torch_version");
+    ASSIGN_OR_RETURN(std::string fingerprint,
+                     hosts_->FingerprintOf(host_id, torch_version.is_string() ? torch_version.get<std::string>() : ""));
     if (!fingerprint.empty()) {
       series = SeriesOf(fingerprint, spec);
       row.Bind(kResultFingerprint, fingerprint).Bind(kResultSeries, series);

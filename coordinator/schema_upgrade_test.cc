@@ -37,12 +37,14 @@ TEST_F(LegacyStoreTest, AFullyMigratedStoreKeepsEveryRowAndGetsTheNewStoresSchem
   ASSERT_NE(db, nullptr);
   EXPECT_EQ(SchemaOf(*db), new_schema);
   // The columns migrations since the baseline added are not in the old store; its jobs
-  // are each one process (002_job_needs.sql leaves them the defaults).
+  // are each one process (002_job_needs.sql leaves them the defaults) and ask nothing of
+  // the worker (003_worker_needs.sql).
   EXPECT_EQ(RowsOf(*db, {"jobs.world_size", "jobs.spread", "jobs.local_processes", "jobs.replicated",
-                         "jobs.local_cpus"}),
+                         "jobs.local_cpus", "jobs.torch", "jobs.torch_min", "jobs.technique"}),
             before);
   EXPECT_EQ(Text(*db, "SELECT count(*) FROM jobs WHERE world_size != 1 OR spread OR "
-                      "local_processes != 1 OR replicated OR local_cpus != 0"),
+                      "local_processes != 1 OR replicated OR local_cpus != 0 OR torch != '' OR "
+                      "torch_min != '' OR technique != ''"),
             "0");
   EXPECT_EQ(Text(*db, "PRAGMA application_id"), std::to_string(kStoreApplicationId));
   EXPECT_EQ(Text(*db, "PRAGMA user_version"), std::to_string(Migrations().back().version));

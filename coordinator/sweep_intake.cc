@@ -49,9 +49,12 @@ std::optional<Message> SweepIntake::Submit(const std::string& routing_id, const 
   };
   auto sweep = ParseSweepShape(request.sweep);
   if (!sweep.ok()) return refuse(sweep.status());
-  // Its TorchScript files by content, each already uploaded (schemas/sweep.md).
+  // Its model files by content, each already uploaded (schemas/sweep.md), and what each
+  // AOTInductor package among them needs of the worker that runs it.
   Status models = CheckSubmittedModels(request.sweep, [&](const std::string& sha256) { return ctx_.models.Has(sha256); });
   if (!models.ok()) return refuse(models);
+  Status packages = ReadPackages(request.sweep, &*sweep);
+  if (!packages.ok()) return refuse(packages);
   // A resend of a submission still being checked is answered with the first (a
   // schedule's firing looked at again meanwhile has no one to answer).
   if (!request.submission_id.empty()) {
@@ -113,19 +116,80 @@ size_t SweepIntake::LargeIntakes() const {
       std::count_if(intakes_.begin(), intakes_.end(), [](const Intake& intake) { return !intake.whole; }));
 }
 
-// Placement "each": every combination on every matching agent that can run its device
-// (a cuda:1 combination only where the worker sees two GPUs). Which agents depends only
-// on the device, so it is worked out once per device of the matrix.
+Status SweepIntake::ReadPackages(const json& document, Sweep* sweep) {
+  for (const ModelFileRef& ref : FindModelFiles(document)) {
+    if (ref.key != "sha256" || ref.field.rfind("models.aoti.", 0) != 0) continue;
+    auto facts = ctx_.models.PackageFacts(ref.value);
+    if (!facts.ok()) return InvalidArgument(ref.field + ": " + facts.status().message());
+    sweep->packages[ref.value] = {facts->device, facts->torch_version};
+  }
+  return Status::Ok();
+}
+
+namespace {
+
+// The sweep field a placement's worker needs come from: matrix.<axis>[i] of its first
+// combination, else the axis itself.
+std::string AxisField(const Sweep& sweep, const std::string& placement, const std::string& axis) {
+  for (size_t a = 0; a < sweep.axes.size(); ++a) {
+    if (sweep.axes[a].key != axis) continue;
+    auto index = sweep.checked.first_index.find(placement);
+    if (index == sweep.checked.first_index.end() || a >= index->second.size()) return "matrix." + axis;
+    return "matrix." + axis + "[" + std::to_string(index->second[a]) + "]";
+  }
+  return axis == "technique" ? "matrix.model" : "matrix." + axis;
+}
+
+}  // namespace
+
+Status SweepIntake::CheckWorkers(const Sweep& sweep, const std::string& key,
+                                 const WorkerNeeds& needs) const {
+  // What the fleet's workers are: every registered agent's, whatever its select.
+  std::vector<TorchFacts> fleet;
+  for (Agent* agent : ctx_.registry.All()) {
+    for (TorchFacts& worker : agent->description.capabilities.Workers()) fleet.push_back(std::move(worker));
+  }
+  if (PickWorker(fleet, needs)) return Status::Ok();
+  std::vector<std::string> versions;
+  for (const TorchFacts& worker : fleet) versions.push_back(worker.torch_version.value_or("(unknown)"));
+  std::sort(versions.begin(), versions.end());
+  versions.erase(std::unique(versions.begin(), versions.end()), versions.end());
+  std::string has;
+  for (const std::string& version : versions) has += (has.empty() ? "" : ", ") + version;
+  has = versions.empty() ? "no agent is registered" : "the fleet's workers have torch " + has;
+  WorkerNeeds torch_only;
+  torch_only.torch = needs.torch;
+  if (!needs.torch.empty() && !PickWorker(fleet, torch_only)) {
+    return FailedPrecondition(AxisField(sweep, key, "torch") + ": no agent has a worker of torch " +
+                              needs.torch + " (" + has + "); nothing was enqueued");
+  }
+  WorkerNeeds version_only = torch_only;
+  version_only.torch_min = needs.torch_min;
+  if (!needs.torch_min.empty() && !PickWorker(fleet, version_only)) {
+    return FailedPrecondition("models.aoti.sha256: the package was made by torch " + needs.torch_min +
+                              " and needs a worker of that torch or newer" +
+                              (needs.torch.empty() ? "" : " matching torch " + needs.torch) + " (" + has +
+                              "); nothing was enqueued");
+  }
+  return FailedPrecondition(AxisField(sweep, key, "technique") + ": no agent has a worker" +
+                            (needs.torch.empty() ? "" : " of torch " + needs.torch) + " that runs technique " +
+                            needs.technique +
+                            " (it takes a LibTorch with AOTInductor and the python of its torch; " + has +
+                            "); nothing was enqueued");
+}
+
+// Every placement of the sweep's jobs must be one some worker of the fleet can run, or
+// its jobs would wait for ever. Placement "each": every combination on every matching
+// agent that can run its placement (a cuda:1 combination only where the worker sees two
+// GPUs, a torch 1.13 one only where the agent has a 1.13 worker).
 StatusOr<PinnedAgents> SweepIntake::PinAgents(const Sweep& sweep) {
   PinnedAgents pinned;
-  if (sweep.placement != Placement::kEach) return pinned;
-  for (const std::string& device : sweep.Devices()) {
-    if (pinned.count(device)) continue;
-    // A device whose every combination was left out needs no agent.
-    if (sweep.checked.checked == sweep.combination_count && !sweep.checked.kept.count(device)) continue;
+  for (const JobPlacement& placement : sweep.Placements()) {
+    if (!placement.worker.empty()) RETURN_IF_ERROR(CheckWorkers(sweep, placement.Key(), placement.worker));
+    if (sweep.placement != Placement::kEach) continue;
     JobRequirement requirement;
-    requirement.select = sweep.select;
-    requirement.device = device;
+    requirement.select = SelectWithWorker(sweep.select, placement.worker);
+    requirement.device = placement.device;
     std::vector<std::string> hosts;
     for (Agent* agent : ctx_.registry.All()) {
       if (AgentCanRun(requirement, agent->description)) hosts.push_back(agent->description.name);
@@ -135,7 +199,7 @@ StatusOr<PinnedAgents> SweepIntake::PinAgents(const Sweep& sweep) {
                                 "; nothing was enqueued");
     }
     std::sort(hosts.begin(), hosts.end());
-    pinned[device] = std::move(hosts);
+    pinned[placement.Key()] = std::move(hosts);
   }
   return pinned;
 }
@@ -251,6 +315,12 @@ Status SweepIntake::ResumeIntakes() {
                          << sweep.status().message() << "); its jobs from combination "
                          << left.next_combination << " on are not stored");
       continue;
+    }
+    // What its packages need (the jobs still to store carry it, as those stored did).
+    if (Status packages = ReadPackages(sweep->source, &*sweep); !packages.ok()) {
+      LOG_ERROR("sweep " << left.sweep_id << ": " << packages.message()
+                         << "; its jobs from combination " << left.next_combination
+                         << " on are stored without the torch their package needs");
     }
     Intake intake;
     intake.serial = ++intake_serial_;

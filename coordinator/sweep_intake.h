@@ -56,6 +56,13 @@ class SweepIntake : public RoundParticipant {
  private:
   struct Intake;
   StatusOr<PinnedAgents> PinAgents(const Sweep& sweep);
+  // Reads what each AOTInductor package `document` names by sha256 was compiled for
+  // (device, torch) into sweep->packages; an error names the sweep field of a file that
+  // is no package.
+  Status ReadPackages(const json& document, Sweep* sweep);
+  // An error naming the sweep field and the torch versions the fleet has when no worker
+  // of any registered agent satisfies `needs` (of placement `key`).
+  Status CheckWorkers(const Sweep& sweep, const std::string& key, const WorkerNeeds& needs) const;
   // Returns false when the intake ended (refused: its clients were told why).
   bool CheckOrAccept(Intake& intake);
   void StoreSlice(Intake& intake);

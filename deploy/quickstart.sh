@@ -85,6 +85,15 @@ echo
 echo "results (benchfleet results --sweep $sweep_id):"
 benchfleet results --sweep "$sweep_id"
 echo
+echo "what they ran on (each host's LibTorch, BLAS and oneDNN, as its worker's runtime says):"
+benchfleet query "
+  select distinct host, torch_version,
+         json_extract(r.detail, '\$.runtime.blas') || ' ' ||
+           json_extract(r.detail, '\$.runtime.blas_version') as blas,
+         json_extract(r.detail, '\$.runtime.onednn_version') as onednn
+  from result_summary s join results r using (job_id)
+  where s.sweep_id = $sweep_id order by host"
+echo
 echo "thread scaling, 1 -> 2 threads (median ms; speedup = t1 / t2):"
 benchfleet query "
   select one.host, one.model, one.batch_size,

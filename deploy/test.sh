@@ -6,8 +6,13 @@ cd "$(dirname "$0")/.."
 phase() { echo "== test.sh $(date -u +%H:%M:%S) $*"; }
 phase install
 deploy/install-deps.sh
+# Debian's LibTorch 1.13 beside the wheel's: a second worker, built alone, for the tests of
+# an agent that carries two LibTorch versions (the torch axis: tests/torch_axis_test.cc).
+deploy/install-legacy-torch.sh
+phase build-legacy-worker
+legacy_worker=$(deploy/build-worker.sh legacy | tail -n 1)
 phase build
-deploy/build.sh
+deploy/build.sh -DBENCHFLEET_SECOND_WORKER="$legacy_worker"
 build_dir=${BENCHFLEET_BUILD_DIR:-build}
 # Daemon tests are heavy on a 2-core machine; they run one at a time.
 phase ctest

@@ -150,38 +150,102 @@ JOIN result_summary f
  AND f.batch_size = q.batch_size AND f.threads = q.threads AND f.dtype = 'fp32'
 WHERE q.dtype <> 'fp32';
 
--- The CPU-acceleration techniques that are model arguments, each against its baseline on
--- the same configuration (same sweep, host, device, model, other arguments, mode, dtype,
--- batch size, threads):
+-- The CPU-acceleration techniques, each against its baseline on the same configuration
+-- (same sweep, host, device, model, other arguments, mode, dtype, batch size, threads,
+-- torch):
 --   memory_format   the cnn in channels_last order against contiguous
 --   jit             a TorchScript module frozen ("freeze") or frozen and optimized for
 --                   inference ("optimize") against the module as saved ("none")
--- speedup = baseline_median_ms / median_ms; the accuracy columns are the variant's own
--- (a compiled module's outputs against the module as saved, on the same inputs).
+--   technique       a zoo model traced to TorchScript ("torchscript") or compiled into an
+--                   AOTInductor package ("aoti") against the worker's eager modules
+--                   ("eager"); compile_s is what Inductor took to make the package
+-- speedup = baseline_median_ms / median_ms, with both medians' 95% intervals; the
+-- accuracy columns are the variant's own (a compiled module's outputs against the fp32
+-- eager model, or the module as saved, on the same inputs).
 CREATE VIEW technique_comparison AS
 WITH r AS (
   SELECT sweep_id, host, device, model, mode, dtype, batch_size, threads, median_ms,
-         max_abs_err, rel_err, top1_agreement,
+         median_ci_low_ms, median_ci_high_ms, max_abs_err, rel_err, top1_agreement, compile_s,
+         coalesce(technique, 'eager') AS technique_run,
          coalesce(json_extract(model_args, '$.memory_format'), 'contiguous') AS memory_format,
          coalesce(json_extract(model_args, '$.jit'), 'none') AS jit,
-         json_remove(coalesce(model_args, '{}'), '$.memory_format', '$.jit') AS other_args
+         json_remove(coalesce(model_args, '{}'), '$.memory_format', '$.jit') AS other_args,
+         coalesce(torch_version, '') AS torch
   FROM result_summary
-  WHERE median_ms IS NOT NULL AND model IN ('cnn', 'torchscript')
+  WHERE median_ms IS NOT NULL AND (model IN ('cnn', 'torchscript') OR
+                                   sweep_id IN (SELECT sweep_id FROM results WHERE technique IS NOT NULL))
 )
 SELECT v.sweep_id, v.host, v.device, v.model, v.other_args AS model_args, v.mode, v.dtype,
        v.batch_size, v.threads,
-       CASE WHEN v.model = 'cnn' THEN 'memory_format' ELSE 'jit' END AS technique,
-       CASE WHEN v.model = 'cnn' THEN v.memory_format ELSE v.jit END AS variant,
-       CASE WHEN v.model = 'cnn' THEN 'contiguous' ELSE 'none' END AS baseline,
-       b.median_ms AS baseline_median_ms, v.median_ms,
+       CASE WHEN v.technique_run <> b.technique_run THEN 'technique'
+            WHEN v.model = 'cnn' THEN 'memory_format' ELSE 'jit' END AS technique,
+       CASE WHEN v.technique_run <> b.technique_run THEN v.technique_run
+            WHEN v.model = 'cnn' THEN v.memory_format ELSE v.jit END AS variant,
+       CASE WHEN v.technique_run <> b.technique_run THEN 'eager'
+            WHEN v.model = 'cnn' THEN 'contiguous' ELSE 'none' END AS baseline,
+       b.median_ms AS baseline_median_ms, b.median_ci_low_ms AS baseline_ci_low_ms,
+       b.median_ci_high_ms AS baseline_ci_high_ms,
+       v.median_ms, v.median_ci_low_ms, v.median_ci_high_ms,
        b.median_ms / v.median_ms AS speedup,
-       v.max_abs_err, v.rel_err, v.top1_agreement
+       v.max_abs_err, v.rel_err, v.top1_agreement, v.compile_s
 FROM r v JOIN r b
   ON b.sweep_id = v.sweep_id AND b.host = v.host AND b.device = v.device AND b.model = v.model
  AND b.other_args = v.other_args AND b.mode = v.mode AND b.dtype = v.dtype
- AND b.batch_size = v.batch_size AND b.threads = v.threads
-WHERE (v.model = 'cnn' AND v.memory_format = 'channels_last' AND b.memory_format = 'contiguous')
-   OR (v.model = 'torchscript' AND v.jit IN ('freeze', 'optimize') AND b.jit = 'none' AND b.memory_format = v.memory_format);
+ AND b.batch_size = v.batch_size AND b.threads = v.threads AND b.torch = v.torch
+WHERE (v.model = 'cnn' AND v.memory_format = 'channels_last' AND b.memory_format = 'contiguous'
+       AND v.technique_run = b.technique_run)
+   OR (v.model = 'torchscript' AND v.jit IN ('freeze', 'optimize') AND b.jit = 'none'
+       AND b.memory_format = v.memory_format)
+   OR (v.technique_run IN ('torchscript', 'aoti') AND b.technique_run = 'eager'
+       AND b.memory_format = v.memory_format AND v.model <> 'aoti');
+
+-- Versions of LibTorch side by side (the sweep's `torch` axis: one agent carrying several
+-- workers, each built against another LibTorch; schemas/sweep.md): each result beside the
+-- result of the same sweep, host and configuration (device, model, model arguments, mode,
+-- dtype, batch size, threads, inter-op threads, oneDNN, technique) run on the oldest torch
+-- of that configuration, the baseline.
+--   torch, base_torch  runtime.torch_version of each side ("2.15.0", "1.13.0")
+--   speedup            base_median_ms / median_ms: above 1, the newer torch is faster
+--   differs            1 when the two medians' 95% intervals do not overlap
+CREATE VIEW torch_comparison AS
+WITH r AS (
+  SELECT sweep_id, host, device, model, model_args, mode, dtype, batch_size, threads,
+         interop_threads, onednn, coalesce(technique, 'eager') AS technique, torch_version AS torch,
+         median_ms, median_ci_low_ms, median_ci_high_ms, noisy, job_id,
+         -- 2.15.0 as 2015000: the numeric order of versions, which their text is not
+         CAST(torch_version AS INTEGER) * 1000000 +
+           CAST(substr(torch_version, instr(torch_version, '.') + 1) AS INTEGER) * 1000 +
+           CAST(substr(substr(torch_version, instr(torch_version, '.') + 1),
+                       instr(substr(torch_version, instr(torch_version, '.') + 1), '.') + 1) AS INTEGER)
+           AS torch_order
+  FROM result_summary
+  WHERE median_ms IS NOT NULL AND torch_version IS NOT NULL
+),
+base AS (
+  SELECT * FROM r b
+  WHERE b.torch_order = (SELECT min(o.torch_order) FROM r o
+                         WHERE o.sweep_id = b.sweep_id AND o.host = b.host AND o.device = b.device
+                           AND o.model = b.model AND o.model_args IS b.model_args
+                           AND o.mode = b.mode AND o.dtype = b.dtype AND o.batch_size = b.batch_size
+                           AND o.threads = b.threads AND o.interop_threads = b.interop_threads
+                           AND o.onednn = b.onednn AND o.technique = b.technique)
+)
+SELECT v.sweep_id, v.host, v.device, v.model, v.model_args, v.mode, v.dtype, v.batch_size,
+       v.threads, v.technique,
+       b.torch AS base_torch, b.median_ms AS base_median_ms, b.median_ci_low_ms AS base_ci_low_ms,
+       b.median_ci_high_ms AS base_ci_high_ms,
+       v.torch, v.median_ms, v.median_ci_low_ms, v.median_ci_high_ms,
+       b.median_ms / v.median_ms AS speedup,
+       CASE WHEN v.median_ci_low_ms IS NULL OR b.median_ci_low_ms IS NULL THEN NULL
+            ELSE (v.median_ci_low_ms > b.median_ci_high_ms OR b.median_ci_low_ms > v.median_ci_high_ms)
+       END AS differs,
+       b.noisy AS base_noisy, v.noisy, b.job_id AS base_job_id, v.job_id
+FROM r v JOIN base b
+  ON b.sweep_id = v.sweep_id AND b.host = v.host AND b.device = v.device AND b.model = v.model
+ AND b.model_args IS v.model_args AND b.mode = v.mode AND b.dtype = v.dtype
+ AND b.batch_size = v.batch_size AND b.threads = v.threads AND b.interop_threads = v.interop_threads
+ AND b.onednn = v.onednn AND b.technique = v.technique
+WHERE v.torch_order > b.torch_order;
 
 -- Pruning (the job's `prune`, schemas/worker.md, Pruning) against the unpruned model: each
 -- pruned result beside the result of the same sweep, host and configuration (device,

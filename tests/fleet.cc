@@ -15,6 +15,9 @@ const char* kCoordinatorBin = BENCHFLEET_COORDINATOR_BIN;
 const char* kAgentBin = BENCHFLEET_AGENT_BIN;
 const char* kWorkerBin = BENCHFLEET_WORKER_BIN;
 const char* kCliBin = BENCHFLEET_CLI_BIN;
+const char* kSecondWorkerBin = BENCHFLEET_SECOND_WORKER_BIN;
+const char* kTorchPython = BENCHFLEET_TORCH_PYTHON;
+const char* kTestPackageCache = BENCHFLEET_TEST_PACKAGE_CACHE;
 
 Fleet::Fleet(FleetOptions options) : options_(std::move(options)), dir_("bf-fleet") {
   db_path_ = options_.db_path.empty() ? dir_ / "results.db" : options_.db_path;
@@ -68,7 +71,10 @@ bool Fleet::StartAgent(const std::string& name, const std::vector<std::string>& 
                                    "--state-dir",
                                    dir_ / ("agent-" + name),
                                    "--heartbeat-ms",
-                                   std::to_string(options_.heartbeat_ms)};
+                                   std::to_string(options_.heartbeat_ms),
+                                   // One cache of compiled packages for every test's agents.
+                                   "--package-cache",
+                                   kTestPackageCache};
   if (!options_.calibrate_agents) argv.push_back("--no-calibrate");
   argv.insert(argv.end(), extra_flags.begin(), extra_flags.end());
   auto process = std::make_unique<ChildProcess>();

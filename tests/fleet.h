@@ -76,5 +76,13 @@ extern const char* kCoordinatorBin;
 extern const char* kAgentBin;
 extern const char* kWorkerBin;
 extern const char* kCliBin;
+// A worker built against another LibTorch (deploy/build-worker.sh legacy: Debian's 1.13),
+// for an agent of two workers; "" when the build was not given one
+// (-DBENCHFLEET_SECOND_WORKER=PATH, which deploy/test.sh gives).
+extern const char* kSecondWorkerBin;
+// The python of the torch the worker links ("" when it was built without one).
+extern const char* kTorchPython;
+// Where the agents of every test keep compiled packages (one cache: each is made once).
+extern const char* kTestPackageCache;
 
 }  // namespace benchfleet::testing

@@ -33,6 +33,7 @@
 #include "worker/measure/sampler.h"
 #include "worker/measure/stats.h"
 #include "worker/measure/step_memory.h"
+#include "worker/models/compiled_model.h"
 #include "worker/models/workload.h"
 #include "worker/parallel/collective.h"
 #include "worker/parallel/data_parallel.h"
@@ -151,6 +152,9 @@ std::string ThreadsMismatchReason(const Measurement& m, const JobSpec& spec, std
 }
 
 JobOutcome RunValidJob(JobSpec spec, json result) {
+  if (std::string error = CheckTorch(spec.torch); !error.empty()) {
+    return Fail(std::move(result), kExitRejected, error);
+  }
   if (std::string error = CheckDevice(spec.device); !error.empty()) {
     return Fail(std::move(result), kExitRejected, error);
   }
@@ -419,7 +423,9 @@ std::optional<std::string> JobFileWaitPolicy(const std::string& job_path) {
 
 ExitCode PrintProbe() {
   try {
-    std::cout << ProbeInfo().dump() << std::endl;
+    json probe = ProbeInfo();
+    probe["techniques"] = SupportedTechniques();
+    std::cout << probe.dump() << std::endl;
     return kExitOk;
   } catch (const std::exception& e) {
     std::cerr << "benchfleet-worker: probe failed: " << e.what() << "\n";

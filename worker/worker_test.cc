@@ -175,7 +175,7 @@ TEST(WorkerTest, UnknownModelListsKnownModels) {
   json job = SmallJob();
   job["model"] = "resnet";
   EXPECT_EQ(RunJob(job).result.at("error"),
-            "unknown model \"resnet\"; known models: matmul, mlp, cnn, transformer, torchscript, "
+            "unknown model \"resnet\"; known models: matmul, mlp, cnn, transformer, torchscript, aoti, "
             "allreduce, broadcast, allgather");
 }
 

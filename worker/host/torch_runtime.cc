@@ -2,6 +2,7 @@
 
 #include <ATen/Config.h>
 #include <ATen/Context.h>
+#include <ATen/Version.h>
 #include <ATen/Parallel.h>
 #include <ATen/detail/CUDAHooksInterface.h>
 #include <c10/util/Exception.h>
@@ -17,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "common/job_spec.h"
 #include "worker/host/calibration.h"
 #include "worker/host/omp_wait_policy.h"
 #include "worker/host/process_info.h"
@@ -38,8 +40,54 @@ Fn FindSymbol(const char* name) {
   return reinterpret_cast<Fn>(dlsym(RTLD_DEFAULT, name));
 }
 
+// LibTorch's account of how it was built (at::show_config, what torch.__config__.show()
+// prints): the only place a build names its MKL and oneDNN versions.
+const std::string& ShowConfig() {
+  static const std::string config = at::show_config();
+  return config;
+}
+
+// The text after `marker` in the build's account, up to the next space or line end;
+// empty when the marker is not there.
+std::string ConfigWord(const std::string& marker) {
+  const std::string& config = ShowConfig();
+  const std::size_t at = config.find(marker);
+  if (at == std::string::npos) return "";
+  const std::size_t start = at + marker.size();
+  const std::size_t end = config.find_first_of(" \n,()", start);
+  return config.substr(start, end == std::string::npos ? std::string::npos : end - start);
+}
+
+// "openblas" where OpenBLAS answers (Debian's LibTorch reaches it through libblas.so.3),
+// else the build's own BLAS_INFO ("mkl" in the PyPI wheel), else "unknown".
 std::string BlasName() {
-  return FindSymbol<OpenblasGetConfig>("openblas_get_config") != nullptr ? "openblas" : "unknown";
+  if (FindSymbol<OpenblasGetConfig>("openblas_get_config") != nullptr) return "openblas";
+  const std::string info = ConfigWord("BLAS_INFO=");
+  return info.empty() ? "unknown" : info;
+}
+
+json TextOrNull(const std::string& text) { return text.empty() ? json(nullptr) : json(text); }
+
+// "2024.2" of "Intel(R) oneAPI Math Kernel Library Version 2024.2-Product Build ...".
+json MklVersion() {
+  std::string version = ConfigWord("Math Kernel Library Version ");
+  version = version.substr(0, version.find('-'));
+  return TextOrNull(version);
+}
+
+// "3.13.3" of "Intel(R) MKL-DNN v3.13.3" (oneDNN's old name, which LibTorch still prints).
+json OnednnVersion() { return TextOrNull(ConfigWord("MKL-DNN v")); }
+
+// The BLAS's own version: OpenBLAS's from its configuration ("OpenBLAS 0.3.21 ..."),
+// MKL's for MKL.
+json BlasVersion() {
+  if (auto get = FindSymbol<OpenblasGetConfig>("openblas_get_config")) {
+    const std::string config = get();
+    const std::size_t space = config.find(' ');
+    if (space == std::string::npos) return nullptr;
+    return TextOrNull(config.substr(space + 1, config.find(' ', space + 1) - space - 1));
+  }
+  return BlasName() == "mkl" ? MklVersion() : json(nullptr);
 }
 
 json OpenblasThreads() {
@@ -107,11 +155,6 @@ std::string EngineName(at::QEngine engine) {
   return name;
 }
 
-bool Supports(at::QEngine engine) {
-  const auto& engines = at::globalContext().supportedQEngines();
-  return std::find(engines.begin(), engines.end(), engine) != engines.end();
-}
-
 // "13.0" from CUDART_VERSION 13000 (major * 1000 + minor * 10); null without CUDA.
 json CudaRuntimeVersion() {
   if (!at::hasCUDA()) return nullptr;
@@ -163,15 +206,19 @@ std::string CheckDevice(const std::string& device) {
 std::string ApplyBackendSettings(bool onednn, bool quantized) {
   at::globalContext().setUserEnabledMkldnn(onednn);
   if (!quantized) return "";
-  // oneDNN's int8 kernels are the fast path on x86; QNNPACK is the fallback (ARM).
-  for (at::QEngine engine : {at::QEngine::ONEDNN, at::QEngine::QNNPACK}) {
-    if (Supports(engine)) {
-      at::globalContext().setQEngine(engine);
-      return "";
+  // As a user's PyTorch picks on x86: "x86" (FBGEMM and oneDNN by shape; the default of
+  // PyTorch 2.x), else oneDNN's int8 kernels (Debian's 1.13 has no FBGEMM), else QNNPACK
+  // (ARM). By name: the x86 engine is not in every LibTorch's enum.
+  for (const char* wanted : {"x86", "onednn", "qnnpack"}) {
+    for (at::QEngine engine : at::globalContext().supportedQEngines()) {
+      if (EngineName(engine) == wanted) {
+        at::globalContext().setQEngine(engine);
+        return "";
+      }
     }
   }
-  return "dtype \"int8\": this LibTorch build has neither the onednn nor the qnnpack "
-         "quantized engine; use dtype \"fp32\" or \"bf16\"";
+  return "dtype \"int8\": this LibTorch build has none of the x86, onednn and qnnpack "
+         "quantized engines; use dtype \"fp32\" or \"bf16\"";
 }
 
 std::string ApplyThreadSettings(std::int64_t threads, std::int64_t interop_threads) {
@@ -216,6 +263,8 @@ json RuntimeInfo(bool quantized, bool gpu) {
           {"onednn", at::hasMKLDNN() && at::globalContext().userEnabledMkldnn()},
           {"qengine", quantized ? json(EngineName(at::globalContext().qEngine())) : json(nullptr)},
           {"blas", BlasName()},
+          {"blas_version", BlasVersion()},
+          {"onednn_version", at::hasMKLDNN() ? OnednnVersion() : json(nullptr)},
           {"openblas_threads", OpenblasThreads()},
           {"intraop_threads", at::get_num_threads()},
           {"interop_threads", at::get_num_interop_threads()},
@@ -247,7 +296,18 @@ json ProbeInfo() {
           {"cuda_version", CudaRuntimeVersion()},
           {"cudnn_version", CudnnVersion()},
           {"gpus", cuda ? ListGpus() : json::array()},
-          {"quantized_engines", engines}};
+          {"quantized_engines", engines},
+          {"blas_version", BlasVersion()},
+          {"mkl_version", at::hasMKL() ? MklVersion() : json(nullptr)},
+          {"onednn_version", at::hasMKLDNN() ? OnednnVersion() : json(nullptr)}};
 }
+
+std::string CheckTorch(const std::string& prefix) {
+  if (TorchVersionMatches(prefix, TORCH_VERSION)) return "";
+  return "torch " + json(prefix).dump() + ": this worker runs LibTorch " + TORCH_VERSION +
+         "; the agent runs a job on a worker of the torch it names";
+}
+
+std::string TorchVersion() { return TORCH_VERSION; }
 
 }  // namespace benchfleet::worker

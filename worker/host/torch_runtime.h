@@ -34,7 +34,7 @@ nlohmann::json CudaMathInfo();
 std::string CheckDevice(const std::string& device);
 
 // What this process is actually running with: {torch_version, onednn, qengine,
-// blas, openblas_threads, intraop_threads, interop_threads, omp_wait_policy,
+// blas, blas_version, onednn_version, openblas_threads, intraop_threads, interop_threads, omp_wait_policy,
 // affinity}, and for a job on a GPU (`gpu`) CudaMathInfo's fields. qengine is null
 // unless `quantized`. Fields that cannot be known are null.
 nlohmann::json RuntimeInfo(bool quantized, bool gpu = false);
@@ -42,9 +42,16 @@ nlohmann::json RuntimeInfo(bool quantized, bool gpu = false);
 // Capabilities of this LibTorch build and host, printed by --probe:
 // {torch_version, blas, blas_config, onednn, openmp, parallel_info,
 //  cuda_available, cuda_device_count, cuda_version, cudnn_version, gpus,
-//  quantized_engines}. cuda_version ("13.0", the CUDA runtime LibTorch was built
+//  quantized_engines, blas_version, mkl_version, onednn_version}; the job runner adds
+//  the techniques it runs. cuda_version ("13.0", the CUDA runtime LibTorch was built
 // with) and cudnn_version ("9.10.2") are null in a LibTorch without them.
 nlohmann::json ProbeInfo();
+
+// Empty when this worker's LibTorch matches a job's `torch` (a version prefix; empty
+// matches); otherwise why the job is not for this worker.
+std::string CheckTorch(const std::string& prefix);
+// This worker's LibTorch version, "2.15.0".
+std::string TorchVersion();
 
 // True when LibTorch can use a CUDA device in this process.
 bool CudaAvailable();

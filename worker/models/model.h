@@ -99,10 +99,13 @@ struct LayerStack {
 };
 LayerStack BuildZooLayerStack(const JobSpec& spec);
 
-// The TorchScript module at spec.torchscript.path with random fp32 inputs of the
+// The TorchScript module at spec.file.path with random fp32 inputs of the
 // shapes given (torchscript_model.cc). Throws WorkloadError naming the file when it
 // cannot be read or loaded.
 BuiltModel LoadTorchScriptModel(const JobSpec& spec);
+// The TorchScript module at `path`, in eval mode; throws WorkloadError naming `field`
+// when it cannot be read or loaded.
+std::unique_ptr<Model> LoadTorchScriptFile(const std::string& path, const std::string& field);
 
 }  // namespace benchfleet::worker
 

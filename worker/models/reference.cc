@@ -24,7 +24,7 @@ std::string Shapes(const std::vector<torch::Tensor>& tensors) {
 }
 
 std::string Describe(const JobSpec& reference) {
-  return reference.model == "torchscript" ? "reference " + reference.torchscript.path
+  return reference.model == "torchscript" ? "reference " + reference.file.path
                                           : "reference model " + reference.model;
 }
 
@@ -57,7 +57,7 @@ ReferenceOutput RunReference(const JobSpec& reference, const std::vector<torch::
   Model& model = *built.model;
   model.To(inputs.at(0).device(), torch::kFloat);
   model.SetTraining(false);
-  if (torchscript) model.CompileForInference(reference.torchscript.jit);
+  if (torchscript) model.CompileForInference(reference.file.jit);
   const std::int64_t params = CountParameters(model);
   torch::Tensor output;
   try {
@@ -80,7 +80,7 @@ ReferenceOutput RunReference(const JobSpec& reference, const std::vector<torch::
   out.output = output.to(torch::kFloat);
   out.classifier = built.classifier;
   out.report = {{"model", reference.model}, {"params", params}};
-  if (torchscript) out.report["path"] = reference.torchscript.path;
+  if (torchscript) out.report["path"] = reference.file.path;
   return out;
 }
 

@@ -61,34 +61,38 @@ class TorchScriptModel : public Model {
 
 }  // namespace
 
-BuiltModel LoadTorchScriptModel(const JobSpec& spec) {
-  const std::string& path = spec.torchscript.path;
-  if (path.empty()) {
-    // A job names its file by sha256 or agent_path; the agent that runs it puts the
-    // file's place here (schemas/sweep.md, Models by content).
-    throw WorkloadError("model_args.path: missing: the worker loads the file the agent placed for model_args." +
-                        std::string(spec.torchscript.sha256.empty() ? "agent_path" : "sha256") +
-                        "; run the job through an agent");
-  }
+std::unique_ptr<Model> LoadTorchScriptFile(const std::string& path, const std::string& field) {
   if (!std::ifstream(path)) {
-    throw WorkloadError("model_args.path: cannot read TorchScript file " + path + ": " +
-                        std::strerror(errno));
+    throw WorkloadError(field + ": cannot read TorchScript file " + path + ": " + std::strerror(errno));
   }
   torch::jit::Module module;
   try {
     module = torch::jit::load(path);
   } catch (const c10::Error& e) {
-    throw WorkloadError("model_args.path: " + path +
+    throw WorkloadError(field + ": " + path +
                         " is not a TorchScript file this LibTorch can load (save it with "
                         "torch.jit.save): " +
                         e.what_without_backtrace());
   } catch (const std::exception& e) {
-    throw WorkloadError("model_args.path: " + path + " could not be loaded: " + e.what());
+    throw WorkloadError(field + ": " + path + " could not be loaded: " + e.what());
+  }
+  auto model = std::make_unique<TorchScriptModel>(std::move(module));
+  model->SetTraining(false);
+  return model;
+}
+
+BuiltModel LoadTorchScriptModel(const JobSpec& spec) {
+  const std::string& path = spec.file.path;
+  if (path.empty()) {
+    // A job names its file by sha256 or agent_path; the agent that runs it puts the
+    // file's place here (schemas/sweep.md, Models by content).
+    throw WorkloadError("model_args.path: missing: the worker loads the file the agent placed for model_args." +
+                        std::string(spec.file.sha256.empty() ? "agent_path" : "sha256") +
+                        "; run the job through an agent");
   }
   BuiltModel built;
-  built.model = std::make_unique<TorchScriptModel>(std::move(module));
-  built.model->SetTraining(false);
-  for (const std::vector<std::int64_t>& shape : spec.torchscript.inputs) {
+  built.model = LoadTorchScriptFile(path, "model_args.path");
+  for (const std::vector<std::int64_t>& shape : spec.file.inputs) {
     std::vector<std::int64_t> batched = {spec.batch_size};
     batched.insert(batched.end(), shape.begin(), shape.end());
     built.inputs.push_back(torch::randn(batched));

@@ -13,6 +13,8 @@
 #include <utility>
 
 #include "worker/host/torch_runtime.h"
+#include "worker/models/aoti_model.h"
+#include "worker/models/compiled_model.h"
 #include "worker/models/model.h"
 #include "worker/models/prune.h"
 #include "worker/models/reference.h"
@@ -67,14 +69,14 @@ torch::Tensor FirstForward(Model& model, const std::vector<torch::Tensor>& input
   } catch (const std::bad_alloc&) {
     throw;
   } catch (const std::exception& e) {
-    if (spec.model != "torchscript") throw;
+    if (!IsModelFile(spec.model)) throw;
     // The TorchScript interpreter may rethrow an operator's c10::Error as another
     // exception type; both carry the operator's message last.
     const auto* c10_error = dynamic_cast<const c10::Error*>(&e);
     if (c10_error != nullptr && IsOutOfMemory(*c10_error))
       ThrowExplained("running the model", spec, *c10_error);
     const std::string message = c10_error ? c10_error->what_without_backtrace() : e.what();
-    const json shapes = spec.torchscript.inputs;
+    const json shapes = spec.file.inputs;
     throw WorkloadError("model_args.inputs: the input shape " + shapes.dump() + " (batch_size " +
                         std::to_string(spec.batch_size) +
                         " prepended) does not fit the model: " + LastLine(message));
@@ -103,7 +105,7 @@ std::function<void()> TrainStep(const std::shared_ptr<Model>& model,
   std::vector<torch::Tensor> params = model->Parameters();
   if (params.empty()) {
     throw WorkloadError("mode \"train\" needs a model with parameters to update; " +
-                        (spec.model == "torchscript" ? spec.torchscript.path : spec.model) +
+                        (spec.model == "torchscript" ? spec.file.path : spec.model) +
                         " has none");
   }
   for (torch::Tensor& p : params) p.requires_grad_(true);
@@ -135,13 +137,19 @@ PreparedWorkload PrepareWorkload(const JobSpec& spec) {
     // The outputs everything is compared with are true fp32, on a GPU too.
     ApplyCudaMath(/*allow_tf32=*/false);
     torch::manual_seed(spec.seed);
-    BuiltModel built =
-        spec.model == "torchscript" ? LoadTorchScriptModel(spec) : BuildZooModel(spec);
+    BuiltModel built = spec.model == "torchscript" ? LoadTorchScriptModel(spec)
+                       : spec.model == "aoti"      ? LoadAotiModel(spec)
+                                                   : BuildZooModel(spec);
     const torch::Device device(spec.device);
     std::shared_ptr<Model> model = std::move(built.model);
     auto inputs = std::make_shared<std::vector<torch::Tensor>>();
     model->To(device, torch::kFloat);
-    for (const torch::Tensor& input : built.inputs) inputs->push_back(input.to(device));
+    // A package runs in the dtype it was compiled for: its inputs are given in the job's
+    // from the start, and its outputs have no fp32 model to be held against.
+    const bool package = spec.model == "aoti";
+    for (const torch::Tensor& input : built.inputs) {
+      inputs->push_back(package && spec.dtype == "bf16" ? input.to(device, torch::kBFloat16) : input.to(device));
+    }
     torch::Tensor reference = FirstForward(*model, *inputs, spec);
     bool classifier = built.classifier;
 
@@ -156,16 +164,21 @@ PreparedWorkload PrepareWorkload(const JobSpec& spec) {
       classifier = ref.classifier;
       techniques["reference"] = std::move(ref.report);
     }
-    techniques["params"] = CountParameters(*model);
+    // A package's weights are constants inside it, not parameters it could count.
+    if (!package) techniques["params"] = CountParameters(*model);
     // From here the model runs in its dtype; "tf32" keeps fp32 tensors and lets cuBLAS
     // and cuDNN use TF32 tensor-core math (its accuracy below is against true fp32).
     if (spec.dtype == "tf32") ApplyCudaMath(/*allow_tf32=*/true);
-    if (spec.dtype == "bf16") {
+    const bool compiled = spec.technique != "eager";
+    if (spec.dtype == "bf16" && !package) {
       model->To(device, torch::kBFloat16);
       for (torch::Tensor& input : *inputs) input = input.to(torch::kBFloat16);
-    } else if (spec.dtype == "int8" && model->QuantizeDynamicInt8() == 0) {
-      throw WorkloadError("int8 dynamic quantization needs Linear layers; model " + spec.model +
-                          " has none");
+    } else if (spec.dtype == "int8" && !compiled) {
+      if (model->QuantizeDynamicInt8() == 0) {
+        throw WorkloadError("int8 dynamic quantization needs Linear layers; model " + spec.model + " has none");
+      }
+      // The eager API's path (torch.ao.quantization's quantize_dynamic); PT2E is technique aoti's.
+      techniques["quantization"] = kEagerInt8Path;
     }
     workload.param_bytes = model->WeightBytes();
     // NHWC: every 4-d weight and input (the cnn's convolutions) in channels-last order.
@@ -177,10 +190,19 @@ PreparedWorkload PrepareWorkload(const JobSpec& spec) {
         if (input.dim() == 4) input = input.contiguous(at::MemoryFormat::ChannelsLast);
       }
     }
-    if (spec.model == "torchscript") model->CompileForInference(spec.torchscript.jit);
+    if (spec.model == "torchscript") model->CompileForInference(spec.file.jit);
+    if (package) techniques["compile"] = {{"technique", "aoti"}};
+    if (compiled) {
+      // The same model, weights and inputs, compiled by the python of this torch (cached
+      // by content); timed in the eager model's place.
+      CompiledModel made = CompileZooModel(spec, *model);
+      model = std::move(made.model);
+      techniques["compile"] = std::move(made.report);
+      if (!made.quantization.empty()) techniques["quantization"] = made.quantization;
+    }
     // What the dtype or the compilation changed in the outputs, against the fp32 model.
-    if (spec.dtype != "fp32" || (spec.model == "torchscript" && spec.torchscript.jit != "none") ||
-        spec.prune || spec.reference) {
+    if (!package && (spec.dtype != "fp32" || (spec.model == "torchscript" && spec.file.jit != "none") ||
+                     compiled || spec.prune || spec.reference)) {
       c10::InferenceMode guard;
       workload.accuracy = Accuracy(reference, model->Forward(*inputs), classifier);
     }
