@@ -71,6 +71,22 @@ def measure(job):
             loss = (model(x) - target).pow(2).mean()
             loss.backward()
             optimizer.step()
+    elif job.get("technique") == "cuda_graph":
+        # As the worker does: warm-up passes on a side stream, one forward pass captured,
+        # then each step a replay (torch.cuda.graphs' recipe).
+        model.eval()
+        side = torch.cuda.Stream(device)
+        side.wait_stream(torch.cuda.current_stream(device))
+        with torch.cuda.stream(side), torch.inference_mode():
+            for _ in range(3):
+                model(x)
+        torch.cuda.current_stream(device).wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph), torch.inference_mode():
+            model(x)
+
+        def step():
+            graph.replay()
     else:
         model.eval()
 

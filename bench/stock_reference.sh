@@ -12,9 +12,10 @@
 # OMP_NUM_THREADS, OPENBLAS_NUM_THREADS and MKL_NUM_THREADS = threads, OMP_WAIT_POLICY
 # only for passive or active, pinned to the first `threads` allowed CPUs, with the
 # job's default timing. The reference runs under the same wait policy (unset for
-# default) and pinning, and nothing else. With PYTHON=1 torch.utils.benchmark from
-# Debian's python3-torch runs each case too (blocked_autorange, the same environment
-# as the reference), for the Python column.
+# default) and pinning, and nothing else. With PYTHON=1 torch.utils.benchmark runs each
+# case too (blocked_autorange, the same environment as the reference), for the Python
+# column, in the python of the torch the worker links (TORCH_PYTHON; default: the venv
+# of deploy/torch.env): no comparison crosses versions.
 #
 # Per case the table gives each round's worker and reference medians, and the median
 # over the rounds of worker / reference - 1; "ci" is the widest half-interval
@@ -30,6 +31,8 @@ rounds=${2:-2}
 policies=${3:-default passive active}
 worker=$build/worker/benchfleet-worker
 reference=$build/bench/bench_stock_reference
+source "$(dirname "$0")/../deploy/torch.env"
+torch_python=${TORCH_PYTHON:-$BENCHFLEET_TORCH_VENV/bin/python}
 for program in "$worker" "$reference"; do
   [[ -x $program ]] || { echo "stock_reference: $program not built" >&2; exit 1; }
 done
@@ -39,9 +42,10 @@ trap 'rm -rf "$dir"' EXIT
 echo "# $(date -u +%Y-%m-%dT%H:%M:%SZ) $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')," \
   "load before: $(cut -d' ' -f1-3 /proc/loadavg)" \
   "OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE-unset} OPENBLAS_L2_SIZE=${OPENBLAS_L2_SIZE-unset}"
-python3 - "$worker" "$reference" "$dir" "$rounds" "${TIME_S:-3}" "${LAYERS:-1024,1024,10}" \
+TORCH_PYTHON=$torch_python python3 - "$worker" "$reference" "$dir" "$rounds" "${TIME_S:-3}" "${LAYERS:-1024,1024,10}" \
   "${PYTHON:-0}" "${WORKER_TIMING:-}" $policies <<'PY'
 import json, os, statistics, subprocess, sys
+torch_python = os.environ["TORCH_PYTHON"]
 
 worker, reference, workdir = sys.argv[1], sys.argv[2], sys.argv[3]
 rounds, time_s, layers, python = int(sys.argv[4]), sys.argv[5], sys.argv[6], sys.argv[7] == "1"
@@ -116,7 +120,7 @@ print(m.median * 1e3)
 
 def run_python(case):
     policy, dtype, batch, threads = case
-    out = subprocess.run(pin(threads) + ["/usr/bin/python3", "-c", PYTHON_REF, layers, dtype,
+    out = subprocess.run(pin(threads) + [torch_python, "-c", PYTHON_REF, layers, dtype,
                                          str(batch), str(threads), time_s],
                          env=stock_env(policy), check=True, capture_output=True, text=True)
     return float(out.stdout.strip())

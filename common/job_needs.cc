@@ -118,7 +118,7 @@ StatusOr<JobNeeds> JobNeeds::FromJson(const json& needs, const std::string& fiel
   out.worker.technique = technique.value_or("");
   if (!out.worker.technique.empty() &&
       std::find(KnownTechniques().begin(), KnownTechniques().end(), out.worker.technique) == KnownTechniques().end()) {
-    return InvalidArgument(field + ".technique: must be one of eager, torchscript, aoti, got \"" +
+    return InvalidArgument(field + ".technique: must be one of eager, torchscript, aoti, cuda_graph, got \"" +
                            out.worker.technique + "\"");
   }
   if (out.spread && (out.world_size < 2 || out.local_processes != 1)) {

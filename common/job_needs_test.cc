@@ -159,7 +159,7 @@ TEST(JobNeedsTest, WhatAJobAsksOfTheWorkerTravelsWithItsNeeds) {
   json bad = with_min.ToJson();
   bad["technique"] = "inductor";
   EXPECT_EQ(JobNeeds::FromJson(bad, "job.needs").status().message(),
-            "job.needs.technique: must be one of eager, torchscript, aoti, got \"inductor\"");
+            "job.needs.technique: must be one of eager, torchscript, aoti, cuda_graph, got \"inductor\"");
   bad = with_min.ToJson();
   bad["torch"] = 2;
   EXPECT_FALSE(JobNeeds::FromJson(bad, "job.needs").ok());

@@ -961,6 +961,11 @@ bool CheckCompiled(const JobSpec& spec, JobSpecError* error) {
                 what + " runs in mode \"inference\" only (a compiled forward pass has no "
                 "backward here); got mode " + Quoted(spec.mode));
   }
+  if (spec.technique == "cuda_graph" && !IsCudaDevice(spec.device)) {
+    return Fail(error, "technique",
+                "technique \"cuda_graph\" captures a forward pass's CUDA kernels into a graph: it runs on "
+                "device \"cuda\" only; got device " + Quoted(spec.device));
+  }
   if (spec.dtype == "int8" && spec.technique != "aoti") {
     return Fail(error, "dtype",
                 what + " takes dtype fp32, tf32 or bf16; int8 goes through PT2E into an AOTI "
@@ -989,14 +994,6 @@ bool CheckTechniques(const JobSpec& spec, JobSpecError* error) {
     return Fail(error, "profile",
                 "profile records the operators of one process's model: a job of several ranks "
                 "(collectives, parallel) is not profiled");
-  }
-  // The operator profiler here records CPU activity: on a GPU that is each operator's
-  // launch, not its kernel, so the time per operator a GPU job is read for is unmeasured.
-  if (spec.profile && IsCudaDevice(spec.device)) {
-    return Fail(error, "profile",
-                "profile: on " + spec.device +
-                    " the profiler here records CPU activity only; kernel time per operator "
-                    "is not measured (run the job without profile, or on device \"cpu\")");
   }
   if (!spec.checkpointing) return true;
   if (spec.mode != "train") {
@@ -1262,7 +1259,7 @@ const std::vector<std::string>& KnownModels() {
 bool IsModelFile(const std::string& model) { return model == "torchscript" || model == "aoti"; }
 
 const std::vector<std::string>& KnownTechniques() {
-  static const std::vector<std::string> techniques = {"eager", "torchscript", "aoti"};
+  static const std::vector<std::string> techniques = {"eager", "torchscript", "aoti", "cuda_graph"};
   return techniques;
 }
 

@@ -215,7 +215,8 @@ struct JobSpec {
   // How a zoo model runs (KnownTechniques): "eager", the worker's own modules;
   // "torchscript", traced by its torch's python and run as TorchScript; "aoti", exported
   // and compiled into an AOTInductor package on the host that runs it (a `.pt2`,
-  // cached by content). Inference only.
+  // cached by content); "cuda_graph", one forward pass captured into a CUDA graph and
+  // replayed (device cuda). Inference only.
   std::string technique = "eager";
   std::int64_t batch_size = 0;
   std::int64_t threads = 0;
@@ -291,7 +292,7 @@ inline constexpr const char* kSpreadPlacement = "spread";
 // allgather).
 bool IsCollectiveModel(const std::string& model);
 
-// "eager", "torchscript", "aoti".
+// "eager", "torchscript", "aoti", "cuda_graph".
 const std::vector<std::string>& KnownTechniques();
 // The environment variable naming where a worker keeps the files it compiles for the
 // technique axis, by content, across jobs (the agent sets it to STATE_DIR/packages);

@@ -287,18 +287,13 @@ TEST(JobSpecTest, Tf32IsAGpuDtype) {
 
 // profile on a GPU would time operator launches, not kernels: refused at validation, so
 // a sweep never sends such a job; on the CPU accepted.
-TEST(JobSpecTest, ProfileIsRefusedOnAGpu) {
+// A GPU job is profiled by its kernels' device time (schemas/worker.md, Profile).
+TEST(JobSpecTest, ProfileRunsOnEveryDevice) {
   json job = json::parse(R"({"job_id": 1, "model": "mlp", "mode": "inference", "dtype": "fp32",
       "device": "cuda:1", "batch_size": 8, "threads": 1, "profile": true})");
   JobSpecError error;
-  EXPECT_FALSE(ParseJobSpec(job, &error));
-  EXPECT_EQ(error.field, "profile");
-  EXPECT_EQ(error.message.rfind("profile: on cuda:1 the profiler here records CPU activity only", 0), 0u)
-      << error.message;
-  job["device"] = "cpu";
   EXPECT_TRUE(ParseJobSpec(job, &error)) << error.message;
-  job["device"] = "cuda";
-  job["profile"] = false;
+  job["device"] = "cpu";
   EXPECT_TRUE(ParseJobSpec(job, &error)) << error.message;
 }
 
@@ -894,7 +889,7 @@ TEST(JobSpecTest, ATechniqueCompilesAZooModelForInference) {
     std::string why;
   };
   for (const Case& c : std::vector<Case>{
-           {{{"technique", "inductor"}}, "technique", "known techniques: eager, torchscript, aoti"},
+           {{{"technique", "inductor"}}, "technique", "known techniques: eager, torchscript, aoti, cuda_graph"},
            {{{"technique", "aoti"}, {"mode", "train"}}, "technique", "runs in mode \"inference\" only"},
            {{{"technique", "torchscript"}, {"dtype", "int8"}}, "dtype", "int8 goes through PT2E"},
            {{{"technique", "aoti"}, {"model", "allreduce"}, {"batch_size", 1},
@@ -904,6 +899,7 @@ TEST(JobSpecTest, ATechniqueCompilesAZooModelForInference) {
            {{{"technique", "aoti"}, {"replicas", 2}}, "replicas", "takes no replicas"},
            {{{"technique", "aoti"}, {"batch_size", 1}, {"scenario", "single_stream"}}, "scenario", "takes no scenario"},
            {{{"technique", 1}}, "technique", "technique must be a string"},
+           {{{"technique", "cuda_graph"}}, "technique", "runs on device \"cuda\" only"},
        }) {
     std::string field;
     const std::string why = Refusal(Inference(c.patch), &field);

@@ -8,18 +8,25 @@
 #
 #   deploy/gpu-check.sh OUT_DIR
 #
-# Needs worker-deps/ (deploy/worker-only-deps.sh, run where Debian's packages are) and
-# python3 with torch. BENCHFLEET_TORCH_PREFIX overrides where LibTorch's cmake files are
-# (default: python3's torch.utils.cmake_prefix_path); on a host without a GPU the GPU
-# jobs are refused with their reasons and the rest still runs (the dry run; a 2-core
-# host needs BENCHFLEET_GPU_BUILD_TIMEOUT_S=1200 for the build).
+# Needs worker-deps/ (deploy/worker-only-deps.sh, run where Debian's packages are) and a
+# python with torch: PYTHON, else the venv of deploy/torch.env where it is, else python3.
+# The worker is built against that python's torch (BENCHFLEET_TORCH_PYTHON, as every build
+# is) and the references run in it, so no comparison crosses versions;
+# BENCHFLEET_TORCH_PREFIX builds against the LibTorch there instead. On a host without a
+# GPU the GPU jobs are refused with their reasons and the rest still runs (the dry run; a
+# 2-core host needs BENCHFLEET_GPU_BUILD_TIMEOUT_S=1200 for the build).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=$(realpath -m "${1:?usage: deploy/gpu-check.sh OUT_DIR}")
 mkdir -p "$out/jobs" "$out/results"
 build=${BENCHFLEET_GPU_BUILD_DIR:-build-gpu}
 deps=$(realpath -m "${BENCHFLEET_WORKER_DEPS:-worker-deps}")
-python=${PYTHON:-python3}
+source deploy/torch.env
+python=${PYTHON:-}
+if [[ -z $python ]]; then
+  python=python3
+  [[ -x $BENCHFLEET_TORCH_VENV/bin/python ]] && python=$BENCHFLEET_TORCH_VENV/bin/python
+fi
 export out deps python
 : >"$out/steps.txt"
 start=$SECONDS
@@ -58,15 +65,16 @@ host_facts() {
 }
 step host 60 host_facts
 
-torch_prefix=${BENCHFLEET_TORCH_PREFIX:-$("$python" -c 'import torch; print(torch.utils.cmake_prefix_path)' 2>/dev/null)}
+torch=(-DBENCHFLEET_TORCH_PYTHON="$(command -v "$python")")
+[[ -n ${BENCHFLEET_TORCH_PREFIX:-} ]] && torch=(-DBENCHFLEET_TORCH_PYTHON= -DCMAKE_PREFIX_PATH="$BENCHFLEET_TORCH_PREFIX")
 generator=()
 command -v ninja >/dev/null && generator=(-G Ninja)
 cuda_compiler=()
 nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
 [[ -x $nvcc ]] && cuda_compiler=(-DCMAKE_CUDA_COMPILER="$nvcc")
 step configure 300 cmake -S . -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release \
-  -DBENCHFLEET_WORKER_ONLY=ON "${cuda_compiler[@]}" \
-  -DCMAKE_PREFIX_PATH="$torch_prefix;$deps/usr" \
+  -DBENCHFLEET_WORKER_ONLY=ON "${cuda_compiler[@]}" "${torch[@]}" \
+  -DCMAKE_PREFIX_PATH="$deps/usr" \
   -Dnlohmann_json_DIR="$deps/usr/share/cmake/nlohmann_json" \
   -DCLI11_DIR="$deps/usr/share/cmake/CLI11" \
   -DGTest_DIR="$deps/usr/lib/x86_64-linux-gnu/cmake/GTest" \
@@ -111,9 +119,13 @@ cases = {
     "transformer-bf16-b64": {"model": "transformer", "dtype": "bf16", "batch_size": 64},
     "cnn-train-fp32": {"model": "cnn", "mode": "train", "dtype": "fp32", "batch_size": 32},
     "cnn-train-ckpt-fp32": {"model": "cnn", "mode": "train", "dtype": "fp32", "batch_size": 32, "checkpointing": True},
+    # The per-operator profile by its kernels' device time (Kineto's CUDA activity).
+    "profile-fp32": {"model": "mlp", "dtype": "fp32", "batch_size": 64, "profile": True},
+    # One step captured into a CUDA graph and replayed (the CPU twin runs eager).
+    "transformer-bf16-graph": {"model": "transformer", "dtype": "bf16", "batch_size": 8, "technique": "cuda_graph"},
+    "mlp-fp32-graph": {"model": "mlp", "dtype": "fp32", "batch_size": 64, "technique": "cuda_graph"},
 }
 refused = {  # each must be refused with its reason
-    "profile-fp32": {"model": "mlp", "dtype": "fp32", "batch_size": 64, "profile": True},
     "mlp-int8": {"model": "mlp", "dtype": "int8", "batch_size": 64},
 }
 for i, (name, case) in enumerate(list(cases.items()) + list(refused.items())):
@@ -127,6 +139,7 @@ for i, (name, case) in enumerate(list(cases.items()) + list(refused.items())):
             job["threads"] = cpus
             if job["dtype"] == "tf32":
                 job["dtype"] = "fp32"
+            job.pop("technique", None)  # a CUDA graph is the GPU's
         prefix = "gpu" if device == "cuda" else "cpu"
         with open("%s/%s-%s.json" % (jobs_dir, prefix, name), "w") as f:
             json.dump(job, f)
@@ -162,6 +175,35 @@ cp "$out/reference.log" "$out/reference.jsonl" 2>/dev/null
 
 # Which OpenMP runtime and LibTorch the worker loaded, for the record beside the probe's.
 step linkage 30 ldd "$worker"
+
+# NCCL at world size 1 in this torch: a process group of one rank, an all-reduce of 64 MiB
+# on the GPU, its bus bandwidth (nccl-tests' formula: at one rank, the copy it is), and the
+# NCCL version the worker's LibTorch loads (linkage.log names the library).
+nccl_world_of_one() {
+  "$python" - <<'PY'
+import json, os, tempfile, time
+import torch
+import torch.distributed as dist
+if not torch.cuda.is_available():
+    raise SystemExit("no CUDA device: NCCL not tried")
+store = tempfile.mktemp()
+dist.init_process_group("nccl", init_method="file://" + store, rank=0, world_size=1)
+x = torch.ones(16 << 20, device="cuda")
+for _ in range(3):
+    dist.all_reduce(x)
+torch.cuda.synchronize()
+runs = 20
+t0 = time.perf_counter()
+for _ in range(runs):
+    dist.all_reduce(x)
+torch.cuda.synchronize()
+ms = (time.perf_counter() - t0) / runs * 1e3
+print(json.dumps({"nccl": ".".join(map(str, torch.cuda.nccl.version())), "world_size": 1, "bytes": x.numel() * 4,
+                  "ms": ms, "ok": bool((x == 1).all())}))
+dist.destroy_process_group()
+PY
+}
+step nccl 120 nccl_world_of_one
 
 # Run-to-run spread of the worker against the reference on the same jobs, alternated
 # (worker, reference, worker, ...): BENCHFLEET_GPU_CHECK_REPEAT names jobs (cpu-mlp-train-fp32

@@ -262,7 +262,9 @@ JobOutcome RunValidJob(JobSpec spec, json result) {
   int64_t profile_iterations = 0;
   if (spec.profile) {
     profile_iterations = ProfileIterations(m.iters_per_sample, stats.median_ms);
-    op_profile = ProfileOperators(workload.iteration, workload.block_end, profile_iterations);
+    // On a GPU an operator's host time is its launch: its kernels' device time is what it costs.
+    op_profile = ProfileOperators(workload.iteration, workload.block_end, profile_iterations,
+                                  gpu ? ProfileTime::kDevice : ProfileTime::kCpu);
   }
   const bool one_process = !collective && !spec.parallel;
   json step_peak_alloc_mb = nullptr;
@@ -337,6 +339,7 @@ JobOutcome RunValidJob(JobSpec spec, json result) {
   result["step_peak_alloc_mb"] = step_peak_alloc_mb;
   if (spec.profile) {
     result["profile_iterations"] = profile_iterations;
+    result["profile_time"] = ProfileTimeName(gpu ? ProfileTime::kDevice : ProfileTime::kCpu);
     result["op_profile"] = op_profile;
   }
   if (gpu) {

@@ -189,16 +189,6 @@ TEST(ProfileTest, AProfiledJobReportsItsTopOperatorsOutsideTheSamples) {
 
 // Refused by the job's validation (common/job_spec.cc), before any device is looked at:
 // the same answer with or without a GPU.
-TEST(ProfileTest, AProfiledJobOnAGpuIsRefusedBeforeItIsTimed) {
-  json job = TrainJob("mlp", false);
-  job["device"] = "cuda";
-  job["profile"] = true;
-  const JobOutcome outcome = RunJob(job);
-  EXPECT_EQ(outcome.exit_code, kExitRejected);
-  EXPECT_EQ(outcome.result.value("error", "").rfind("profile: on cuda ", 0), 0u) << outcome.result.dump();
-  EXPECT_FALSE(outcome.result.contains("samples_ms"));
-}
-
 // The running means of every BatchNorm of a cnn built for `device`, on the CPU.
 std::vector<torch::Tensor> CnnRunningMeans(const std::string& device, torch::Device* weights_on) {
   json job = TrainJob("cnn", false);

@@ -19,6 +19,7 @@
 #include "worker/host/process_info.h"
 #include "worker/host/torch_runtime.h"
 #include "worker/job_runner.h"
+#include "worker/measure/profile.h"
 #include "worker/measure/sampler.h"
 #include "worker/parallel/data_parallel.h"
 #include "worker/parallel/pipeline.h"
@@ -429,6 +430,47 @@ TEST(WorkerTest, AThreadsMismatchSaysWhy) {
   ASSERT_EQ(one.exit_code, kExitOk);
   EXPECT_EQ(one.result.at("effective_threads_includes_spin"), false);  // one thread never waits
   EXPECT_TRUE(one.result.at("threads_mismatch_reason").is_null());
+}
+
+// On a GPU an operator's host time is its launch: a GPU job's profile is of the device
+// time of the kernels each operator launched (Kineto's CUDA activity).
+TEST(ProfileTest, AProfiledJobOnAGpuReportsItsOperatorsDeviceTime) {
+  if (!CudaAvailable()) GTEST_SKIP() << "no CUDA device here: a GPU job's profile needs one";
+  json job = SmallJob();
+  job["device"] = "cuda";
+  job["profile"] = true;
+  const JobOutcome outcome = RunJob(job);
+  ASSERT_EQ(outcome.exit_code, kExitOk) << outcome.result.dump();
+  EXPECT_EQ(outcome.result["profile_time"], "device");
+  const json& top = outcome.result["op_profile"];
+  ASSERT_FALSE(top.empty());
+  EXPECT_GT(top[0]["self_us"].get<double>(), 0) << top.dump();
+  EXPECT_GE(top[0]["total_us"].get<double>(), top[0]["self_us"].get<double>());
+}
+
+// Device time: each call's own kernels are its self time, and a call's total adds those of
+// the calls nested in it; host time plays no part.
+TEST(ProfileTest, DeviceTimeIsTheKernelsEachCallLaunched) {
+  // aten::linear (0..100 us on the host) holds aten::addmm (10..90), which launched 40 us
+  // of kernels, and aten::t (2..5), which launched none; aten::relu (110..115) 7.5 us.
+  const std::vector<ProfiledCall> calls = {
+      {"aten::linear", 1, 0, 100, {}, 0.0},  {"aten::addmm", 1, 10, 80, {{8, 64}}, 40.0},
+      {"aten::t", 1, 2, 3, {}, 0.0},         {"aten::relu", 1, 110, 5, {{8, 64}}, 7.5},
+      {"aten::linear", 1, 200, 100, {}, 0.0}, {"aten::addmm", 1, 210, 80, {{8, 64}}, 42.0}};
+  const json top = TopOperators(calls, 10, ProfileTime::kDevice);
+  ASSERT_GE(top.size(), 3u) << top.dump();
+  EXPECT_EQ(top[0]["op"], "aten::addmm");
+  EXPECT_DOUBLE_EQ(top[0]["self_us"].get<double>(), 82.0);
+  EXPECT_EQ(top[0]["calls"], 2);
+  EXPECT_EQ(top[1]["op"], "aten::relu");
+  EXPECT_DOUBLE_EQ(top[1]["self_us"].get<double>(), 7.5);
+  for (const json& row : top) {
+    if (row["op"] == "aten::linear") {
+      EXPECT_DOUBLE_EQ(row["self_us"].get<double>(), 0.0);
+      EXPECT_DOUBLE_EQ(row["total_us"].get<double>(), 82.0);
+    }
+  }
+  EXPECT_STREQ(ProfileTimeName(ProfileTime::kDevice), "device");
 }
 
 }  // namespace

@@ -34,7 +34,10 @@ json ShapesJson(const std::vector<std::vector<int64_t>>& shapes) {
 
 }  // namespace
 
-json TopOperators(const std::vector<ProfiledCall>& calls, size_t rows) {
+const char* ProfileTimeName(ProfileTime time) { return time == ProfileTime::kDevice ? "device" : "cpu"; }
+
+json TopOperators(const std::vector<ProfiledCall>& calls, size_t rows, ProfileTime time) {
+  const bool device = time == ProfileTime::kDevice;
   // Per thread, in order of start (an enclosing call before the calls it encloses): a
   // stack of the calls still open gives each call its parent.
   std::vector<size_t> order(calls.size());
@@ -47,11 +50,14 @@ json TopOperators(const std::vector<ProfiledCall>& calls, size_t rows) {
     return x.duration_us > y.duration_us;
   });
   std::vector<double> self(calls.size());
+  std::vector<double> total(calls.size());
+  std::vector<size_t> parent(calls.size(), calls.size());  // calls.size(): none
   std::vector<size_t> open;
   for (size_t k = 0; k < order.size(); ++k) {
     const size_t i = order[k];
     const ProfiledCall& call = calls[i];
-    self[i] = static_cast<double>(call.duration_us);
+    self[i] = device ? call.device_us : static_cast<double>(call.duration_us);
+    total[i] = self[i];
     while (!open.empty()) {
       const ProfiledCall& top = calls[open.back()];
       // Times are whole microseconds: a nested call may seem to end a microsecond after
@@ -59,16 +65,28 @@ json TopOperators(const std::vector<ProfiledCall>& calls, size_t rows) {
       if (top.thread == call.thread && call.start_us < top.start_us + top.duration_us) break;
       open.pop_back();
     }
-    if (!open.empty())
-      self[open.back()] = std::max(0.0, self[open.back()] - static_cast<double>(call.duration_us));
+    if (!open.empty()) {
+      parent[i] = open.back();
+      if (!device) self[open.back()] = std::max(0.0, self[open.back()] - static_cast<double>(call.duration_us));
+    }
     open.push_back(i);
+  }
+  if (device) {
+    // A call's total device time: its own kernels' and those of every call nested in it
+    // (children come after their parents in `order`: added up from the last).
+    for (size_t k = order.size(); k-- > 0;) {
+      const size_t i = order[k];
+      if (parent[i] < calls.size()) total[parent[i]] += total[i];
+    }
+  } else {
+    for (size_t i = 0; i < calls.size(); ++i) total[i] = static_cast<double>(calls[i].duration_us);
   }
   std::map<std::string, OperatorTotals> totals;
   for (size_t i = 0; i < calls.size(); ++i) {
     OperatorTotals& t = totals[calls[i].name.substr(0, kMaxOpNameBytes)];
     ++t.calls;
     t.self_us += self[i];
-    t.total_us += static_cast<double>(calls[i].duration_us);
+    t.total_us += total[i];
     t.self_us_by_shapes[ShapesJson(calls[i].input_shapes).dump()] += self[i];
   }
   std::vector<std::pair<std::string, const OperatorTotals*>> ranked;
@@ -98,12 +116,14 @@ int64_t ProfileIterations(int64_t iters_per_sample, double median_ms) {
 }
 
 json ProfileOperators(const std::function<void()>& iteration,
-                      const std::function<void()>& block_end, int64_t iterations) {
-  const std::vector<ProfiledCall> calls = RecordOperatorCalls([&] {
-    for (int64_t i = 0; i < iterations; ++i) iteration();
-    if (block_end) block_end();
-  });
-  return TopOperators(calls, kOpProfileRows);
+                      const std::function<void()>& block_end, int64_t iterations, ProfileTime time) {
+  const std::vector<ProfiledCall> calls = RecordOperatorCalls(
+      [&] {
+        for (int64_t i = 0; i < iterations; ++i) iteration();
+        if (block_end) block_end();
+      },
+      time == ProfileTime::kDevice);
+  return TopOperators(calls, kOpProfileRows, time);
 }
 
 }  // namespace benchfleet::worker

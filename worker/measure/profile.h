@@ -28,18 +28,32 @@ struct ProfiledCall {
   uint64_t start_us = 0;
   uint64_t duration_us = 0;
   std::vector<std::vector<int64_t>> input_shapes;
+  // A GPU job's: the device time of the kernels (and copies) this call launched itself,
+  // linked to it by the profiler's correlation ids (Kineto's CUDA activity), us.
+  double device_us = 0;
 };
 
+// What an op_profile's times are: "cpu", each call's wall time on its thread; "device",
+// the device time of the kernels each call launched (a GPU job's: Kineto's CUDA
+// activity), where the host-side time of an operator would be its launch, not its work.
+enum class ProfileTime { kCpu, kDevice };
+const char* ProfileTimeName(ProfileTime time);
+
 // The top `rows` operators by self time, as op_profile rows {op, calls, self_us, total_us,
-// input_shapes}. A call's self time is its duration less that of the calls nested in it
-// on the same thread; an operator's input_shapes are those of its calls with the most
-// self time together. Names are cut to kMaxOpNameBytes (common/op_profile.h).
-nlohmann::json TopOperators(const std::vector<ProfiledCall>& calls, size_t rows);
+// input_shapes}. A call's self time is its duration (kDevice: its own kernels' device
+// time) less that of the calls nested in it on the same thread (kDevice: nothing, its own
+// kernels are its self time); its total time adds the nested calls'. An operator's
+// input_shapes are those of its calls with the most self time together. Names are cut to
+// kMaxOpNameBytes (common/op_profile.h).
+nlohmann::json TopOperators(const std::vector<ProfiledCall>& calls, size_t rows,
+                            ProfileTime time = ProfileTime::kCpu);
 
 // Runs `iterations` iterations and then `block_end` (when set) under the profiler;
-// returns TopOperators of what it recorded. Throws what the iterations throw.
+// returns TopOperators of what it recorded, in `time` (kDevice records the CUDA activity
+// too). Throws what the iterations throw.
 nlohmann::json ProfileOperators(const std::function<void()>& iteration,
-                                const std::function<void()>& block_end, int64_t iterations);
+                                const std::function<void()>& block_end, int64_t iterations,
+                                ProfileTime time = ProfileTime::kCpu);
 
 }  // namespace benchfleet::worker
 

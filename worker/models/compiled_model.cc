@@ -6,6 +6,7 @@
 #include <c10/util/hash.h>
 #include <torch/version.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
@@ -16,6 +17,7 @@
 
 #include "common/files.h"
 #include "worker/models/aoti_model.h"
+#include "worker/models/cuda_graph.h"
 #include "worker/models/workload.h"
 
 #ifndef BENCHFLEET_TORCH_PYTHON
@@ -166,13 +168,45 @@ std::string LastLine(const std::string& text) {
   return newline == std::string::npos ? tail : tail.substr(newline + 1);
 }
 
+// Removes the least recently used compiled files (and their reports) while the cache
+// holds more than kMaxPackageCacheBytes, never `keep` (the one just made). Inductor's own
+// cache below it (inductor/) is Inductor's to manage.
+void PruneCache(const fs::path& cache, const fs::path& keep) {
+  std::error_code ec;
+  struct Entry {
+    fs::path path;
+    fs::file_time_type used;
+    std::uintmax_t bytes;
+  };
+  std::vector<Entry> entries;
+  std::uintmax_t total = 0;
+  for (const fs::directory_entry& e : fs::directory_iterator(cache, ec)) {
+    const std::string extension = e.path().extension().string();
+    if (!e.is_regular_file(ec) || (extension != ".pt2" && extension != ".pt")) continue;
+    const std::uintmax_t bytes = e.file_size(ec);
+    entries.push_back({e.path(), e.last_write_time(ec), bytes});
+    total += bytes;
+  }
+  std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) { return a.used < b.used; });
+  for (const Entry& e : entries) {
+    if (total <= kMaxPackageCacheBytes) break;
+    if (e.path == keep) continue;
+    fs::remove(e.path, ec);
+    fs::path report = e.path;
+    fs::remove(report.replace_extension(".json"), ec);
+    total -= e.bytes;
+  }
+}
+
 }  // namespace
 
 std::vector<std::string> SupportedTechniques() {
   std::vector<std::string> techniques = {"eager"};
-  if (TorchPython().empty() || ToolsDir().empty()) return techniques;
-  techniques.push_back("torchscript");
-  if (AotiSupported()) techniques.push_back("aoti");
+  if (!TorchPython().empty() && !ToolsDir().empty()) {
+    techniques.push_back("torchscript");
+    if (AotiSupported()) techniques.push_back("aoti");
+  }
+  if (CudaGraphSupported()) techniques.push_back("cuda_graph");
   return techniques;
 }
 
@@ -267,6 +301,10 @@ CompiledModel CompileZooModel(const JobSpec& spec, Model& eager) {
     const Status kept = WriteFileAtomically(report_path.string(), report.dump());
     clean();
     if (!kept.ok()) throw WorkloadError("technique: " + kept.message());
+    PruneCache(cache, file);
+  } else {
+    // Used: the last to go when the cache is pruned.
+    fs::last_write_time(file, fs::file_time_type::clock::now(), ec);
   }
 
   const auto load_started = SteadyClock::now();

@@ -9,6 +9,7 @@
 #ifndef BENCHFLEET_WORKER_MODELS_COMPILED_MODEL_H_
 #define BENCHFLEET_WORKER_MODELS_COMPILED_MODEL_H_
 
+#include <cstdint>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -18,6 +19,10 @@
 #include "worker/models/model.h"
 
 namespace benchfleet::worker {
+
+// What the package cache keeps at most: past it the least recently used files go (a
+// transformer's package holds its weights, a few hundred MB).
+inline constexpr std::uintmax_t kMaxPackageCacheBytes = std::uintmax_t{20} << 30;
 
 // The int8 paths a result records (its `quantization`): eager, the worker's Linear layers
 // through quantized::linear_dynamic (the eager API's quantize_dynamic, which PyTorch 2.x
@@ -40,9 +45,10 @@ struct CompiledModel {
 // without AOTInductor) or the compiler failed (with the last line it printed).
 CompiledModel CompileZooModel(const JobSpec& spec, Model& eager);
 
-// The techniques this worker runs (common/job_spec.h, KnownTechniques): "eager", and
+// The techniques this worker runs (common/job_spec.h, KnownTechniques): "eager";
 // "torchscript" and "aoti" where the python of its torch and the compiler's files are
-// there (and, for aoti, LibTorch has the package loader). Its probe reports them.
+// there (and, for aoti, LibTorch has the package loader); "cuda_graph" where its LibTorch
+// has CUDA and sees a GPU. Its probe reports them.
 std::vector<std::string> SupportedTechniques();
 
 }  // namespace benchfleet::worker

@@ -14,6 +14,7 @@
 #include "worker/job_runner.h"
 #include "worker/models/aoti_model.h"
 #include "worker/models/compiled_model.h"
+#include "worker/models/cuda_graph.h"
 
 #ifndef BENCHFLEET_TORCH_PYTHON
 #define BENCHFLEET_TORCH_PYTHON ""
@@ -149,7 +150,22 @@ TEST_F(CompiledModelTest, Int8GoesThroughPt2eIntoAPackageAndSaysSo) {
 }
 
 TEST_F(CompiledModelTest, TheProbeSaysWhichTechniquesThisWorkerRuns) {
-  EXPECT_EQ(SupportedTechniques(), (std::vector<std::string>{"eager", "torchscript", "aoti"}));
+  std::vector<std::string> expected = {"eager", "torchscript", "aoti"};
+  if (CudaGraphSupported()) expected.push_back("cuda_graph");
+  EXPECT_EQ(SupportedTechniques(), expected);
+}
+
+// One forward pass captured into a CUDA graph and replayed: the same outputs as eager.
+TEST(CudaGraphTest, ACapturedStepComputesWhatTheEagerOneDoes) {
+  if (!CudaGraphSupported()) GTEST_SKIP() << "no CUDA device here (or a LibTorch without CUDA): nothing to capture";
+  json job = {{"job_id", 3}, {"model", "mlp"}, {"model_args", {{"layers", {256, 256, 10}}}},
+              {"mode", "inference"}, {"dtype", "fp32"}, {"device", "cuda"}, {"batch_size", 32},
+              {"threads", 1}, {"technique", "cuda_graph"},
+              {"timing", {{"warmup_s", 0.05}, {"min_time_s", 0.2}, {"max_time_s", 1}}}};
+  const JobOutcome outcome = RunJob(job);
+  ASSERT_EQ(outcome.exit_code, kExitOk) << outcome.result.dump();
+  EXPECT_EQ(outcome.result["compile"]["technique"], "cuda_graph");
+  EXPECT_LT(outcome.result["accuracy"]["max_abs_err"].get<double>(), 1e-5);
 }
 
 }  // namespace

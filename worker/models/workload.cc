@@ -9,12 +9,14 @@
 
 #include <memory>
 #include <new>
+#include <optional>
 #include <string>
 #include <utility>
 
 #include "worker/host/torch_runtime.h"
 #include "worker/models/aoti_model.h"
 #include "worker/models/compiled_model.h"
+#include "worker/models/cuda_graph.h"
 #include "worker/models/model.h"
 #include "worker/models/prune.h"
 #include "worker/models/reference.h"
@@ -192,7 +194,11 @@ PreparedWorkload PrepareWorkload(const JobSpec& spec) {
     }
     if (spec.model == "torchscript") model->CompileForInference(spec.file.jit);
     if (package) techniques["compile"] = {{"technique", "aoti"}};
-    if (compiled) {
+    std::optional<CapturedStep> graph;
+    if (spec.technique == "cuda_graph") {
+      graph = CaptureForward(model, inputs);
+      techniques["compile"] = {{"technique", "cuda_graph"}};
+    } else if (compiled) {
       // The same model, weights and inputs, compiled by the python of this torch (cached
       // by content); timed in the eager model's place.
       CompiledModel made = CompileZooModel(spec, *model);
@@ -201,14 +207,19 @@ PreparedWorkload PrepareWorkload(const JobSpec& spec) {
       if (!made.quantization.empty()) techniques["quantization"] = made.quantization;
     }
     // What the dtype or the compilation changed in the outputs, against the fp32 model.
-    if (!package && (spec.dtype != "fp32" || (spec.model == "torchscript" && spec.file.jit != "none") ||
-                     compiled || spec.prune || spec.reference)) {
+    if (graph) {
+      graph->replay();
+      workload.accuracy = Accuracy(reference, graph->output, classifier);
+    } else if (!package && (spec.dtype != "fp32" || (spec.model == "torchscript" && spec.file.jit != "none") ||
+                            compiled || spec.prune || spec.reference)) {
       c10::InferenceMode guard;
       workload.accuracy = Accuracy(reference, model->Forward(*inputs), classifier);
     }
     workload.report = [techniques](const Measurement&, double) { return techniques; };
 
-    if (spec.mode == "train") {
+    if (graph) {
+      workload.iteration = graph->replay;
+    } else if (spec.mode == "train") {
       workload.iteration = TrainStep(model, inputs, spec);
     } else {
       workload.iteration = [model, inputs, spec]() {
