@@ -175,13 +175,13 @@ StatusOr<HostFacts> HostFacts::FromJson(const json& host, const std::string& whe
 bool TorchFacts::operator==(const TorchFacts& other) const {
   return std::tie(torch_version, blas, blas_config, blas_threading, onednn, openmp, parallel_info,
                   cuda_available, cuda_device_count, cuda_version, cudnn_version, gpus,
-                  quantized_engines, blas_version, mkl_version, onednn_version, techniques,
+                  quantized_engines, blas_version, mkl_version, onednn_version, mkl_path, techniques,
                   worker_path) ==
          std::tie(other.torch_version, other.blas, other.blas_config, other.blas_threading,
                   other.onednn, other.openmp, other.parallel_info, other.cuda_available,
                   other.cuda_device_count, other.cuda_version, other.cudnn_version, other.gpus,
                   other.quantized_engines, other.blas_version, other.mkl_version,
-                  other.onednn_version, other.techniques, other.worker_path);
+                  other.onednn_version, other.mkl_path, other.techniques, other.worker_path);
 }
 
 json TorchFacts::ToJson() const {
@@ -202,6 +202,7 @@ json TorchFacts::ToJson() const {
   Put(&out, "blas_version", blas_version);
   Put(&out, "mkl_version", mkl_version);
   Put(&out, "onednn_version", onednn_version);
+  Put(&out, "mkl_path", mkl_path);
   Put(&out, "techniques", techniques);
   Put(&out, "worker_path", worker_path);
   return out;
@@ -229,6 +230,7 @@ StatusOr<TorchFacts> TorchFacts::FromJson(const json& torch, const std::string& 
   ASSIGN_OR_RETURN(out.blas_version, ReadNullableText(torch, where, "blas_version"));
   ASSIGN_OR_RETURN(out.mkl_version, ReadNullableText(torch, where, "mkl_version"));
   ASSIGN_OR_RETURN(out.onednn_version, ReadNullableText(torch, where, "onednn_version"));
+  ASSIGN_OR_RETURN(out.mkl_path, ReadNullableText(torch, where, "mkl_path"));
   ASSIGN_OR_RETURN(out.techniques, ReadOptionalList<std::string>(torch, where, "techniques", TextItem));
   ASSIGN_OR_RETURN(out.worker_path, ReadCapabilityText(torch, where, "worker_path"));
   return out;

@@ -97,6 +97,9 @@ struct TorchFacts {
   NullableText blas_version;
   NullableText mkl_version;
   NullableText onednn_version;
+  // The code path MKL's dispatch took on this CPU, as MKL names it ("Intel(R)
+  // Architecture processors", its generic path, on AMD CPUs); null without MKL.
+  NullableText mkl_path;
   // How it can run a zoo model (common/job_spec.h, KnownTechniques): "eager" always;
   // "torchscript" and "aoti" where the worker has its torch's python to compile with and
   // loads AOTInductor packages.

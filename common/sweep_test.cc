@@ -2,6 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "common/model_files.h"
+
 namespace benchfleet {
 namespace {
 
@@ -313,6 +319,26 @@ TEST(SweepTest, APackagesDeviceAndTorchComeWithItsJobs) {
   ASSERT_EQ(jobs.size(), 1u);
   EXPECT_EQ(jobs[0].needs.worker.torch_min, "2.15.0+cu132");
   EXPECT_EQ(jobs[0].needs.worker.technique, "aoti");
+}
+
+// Every example sweep is one the coordinator takes (its files named beside it, as
+// `benchfleet submit` resolves them).
+TEST(SweepTest, EveryExampleSweepParses) {
+  const std::filesystem::path examples = std::filesystem::path(BENCHFLEET_SCHEMAS_DIR) / ".." / "examples";
+  size_t parsed = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(examples)) {
+    if (entry.path().extension() != ".json") continue;
+    std::ifstream in(entry.path());
+    std::stringstream text;
+    text << in.rdbuf();
+    auto document = ParseSweepJson(text.str());
+    ASSERT_TRUE(document.ok()) << entry.path() << ": " << document.status().message();
+    ResolveModelPaths(&*document, examples.string());
+    auto sweep = ParseSweep(*document);
+    EXPECT_TRUE(sweep.ok()) << entry.path() << ": " << sweep.status().message();
+    ++parsed;
+  }
+  EXPECT_GE(parsed, 13u);
 }
 
 }  // namespace

@@ -68,6 +68,31 @@ std::string BlasName() {
 
 json TextOrNull(const std::string& text) { return text.empty() ? json(nullptr) : json(text); }
 
+// oneMKL's MKLVersion (mkl_types.h) as of 2024: PatchVersion came in then, so an older
+// MKL's struct is read for nothing (its fields would be misplaced).
+struct MklVersionInfo {
+  int major, minor, update, patch;
+  const char* product_status;
+  const char* build;
+  const char* processor;
+  const char* platform;
+};
+using MklGetVersion = void (*)(MklVersionInfo*);
+constexpr int kMklVersionWithPatch = 2024;
+
+// The code path MKL's dispatch chose on this CPU, as MKL_VERBOSE names it: "Intel(R)
+// Advanced Vector Extensions 512 (Intel(R) AVX-512) enabled processors" on an Intel CPU
+// with AVX-512; "Intel(R) Architecture processors", its generic path, on AMD's (where its
+// sgemm ran ~13% below oneDNN's on a Zen 4 host: docs/performance.md). Null without MKL.
+json MklPath() {
+  auto get = FindSymbol<MklGetVersion>("mkl_serv_get_version");
+  if (get == nullptr) return nullptr;
+  MklVersionInfo version{};
+  get(&version);
+  if (version.major < kMklVersionWithPatch || version.processor == nullptr) return nullptr;
+  return version.processor;
+}
+
 // "2024.2" of "Intel(R) oneAPI Math Kernel Library Version 2024.2-Product Build ...".
 json MklVersion() {
   std::string version = ConfigWord("Math Kernel Library Version ");
@@ -264,6 +289,7 @@ json RuntimeInfo(bool quantized, bool gpu) {
           {"qengine", quantized ? json(EngineName(at::globalContext().qEngine())) : json(nullptr)},
           {"blas", BlasName()},
           {"blas_version", BlasVersion()},
+          {"mkl_path", MklPath()},
           {"onednn_version", at::hasMKLDNN() ? OnednnVersion() : json(nullptr)},
           {"openblas_threads", OpenblasThreads()},
           {"intraop_threads", at::get_num_threads()},
@@ -299,6 +325,7 @@ json ProbeInfo() {
           {"quantized_engines", engines},
           {"blas_version", BlasVersion()},
           {"mkl_version", at::hasMKL() ? MklVersion() : json(nullptr)},
+          {"mkl_path", MklPath()},
           {"onednn_version", at::hasMKLDNN() ? OnednnVersion() : json(nullptr)}};
 }
 

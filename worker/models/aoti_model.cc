@@ -111,20 +111,11 @@ std::unique_ptr<Model> LoadAotiPackage(const std::string& path, const std::strin
 }
 
 BuiltModel LoadAotiModel(const JobSpec& spec) {
-  const std::string& path = spec.file.path;
-  if (path.empty()) {
-    throw WorkloadError("model_args.path: missing: the worker loads the file the agent placed for model_args." +
-                        std::string(spec.file.sha256.empty() ? "agent_path" : "sha256") +
-                        "; run the job through an agent");
-  }
+  const std::string& path = PlacedModelFile(spec);
   CheckAotiPackage(path, spec.device, "model_args.path");
   BuiltModel built;
   built.model = LoadAotiPackage(path, "model_args.path");
-  for (const std::vector<std::int64_t>& shape : spec.file.inputs) {
-    std::vector<std::int64_t> batched = {spec.batch_size};
-    batched.insert(batched.end(), shape.begin(), shape.end());
-    built.inputs.push_back(torch::randn(batched));
-  }
+  built.inputs = ModelFileInputs(spec);
   return built;
 }
 

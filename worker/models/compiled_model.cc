@@ -229,9 +229,11 @@ CompiledModel CompileZooModel(const JobSpec& spec, Model& eager) {
   // What the compiled file is made of: the same weights, model, dtype, device, torch
   // and compiler make the same file, found by this name.
   const SavedState state = SaveState(eager);
+  // The threads too: Inductor writes its own kernels for the thread count it compiles
+  // under (serial ones for one thread, OpenMP regions for more).
   const json job = {{"model", spec.model},          {"model_args", ZooArgs(spec)}, {"batch_size", spec.batch_size},
                     {"dtype", spec.dtype},          {"device", spec.device},      {"seed", spec.seed},
-                    {"technique", technique}};
+                    {"threads", spec.threads},      {"technique", technique}};
   c10::sha1 hash(state.bytes + "\n" + state.manifest.dump() + "\n" + job.dump() + "\n" + TORCH_VERSION + "\n" +
                  ReadAll(tools + "/" + kCompiler) + ReadAll(tools + "/" + kZoo));
   const std::string key = hash.str();

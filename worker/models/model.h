@@ -103,6 +103,11 @@ LayerStack BuildZooLayerStack(const JobSpec& spec);
 // shapes given (torchscript_model.cc). Throws WorkloadError naming the file when it
 // cannot be read or loaded.
 BuiltModel LoadTorchScriptModel(const JobSpec& spec);
+// The file the agent placed for a model that is one (torchscript, aoti: model_args.path);
+// throws WorkloadError when there is none (a job run without an agent).
+const std::string& PlacedModelFile(const JobSpec& spec);
+// Such a model's inputs: randn([batch_size] + shape) in fp32 for each of model_args.inputs.
+std::vector<torch::Tensor> ModelFileInputs(const JobSpec& spec);
 // The TorchScript module at `path`, in eval mode; throws WorkloadError naming `field`
 // when it cannot be read or loaded.
 std::unique_ptr<Model> LoadTorchScriptFile(const std::string& path, const std::string& field);

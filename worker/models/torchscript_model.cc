@@ -81,22 +81,31 @@ std::unique_ptr<Model> LoadTorchScriptFile(const std::string& path, const std::s
   return model;
 }
 
-BuiltModel LoadTorchScriptModel(const JobSpec& spec) {
-  const std::string& path = spec.file.path;
-  if (path.empty()) {
+const std::string& PlacedModelFile(const JobSpec& spec) {
+  if (spec.file.path.empty()) {
     // A job names its file by sha256 or agent_path; the agent that runs it puts the
     // file's place here (schemas/sweep.md, Models by content).
     throw WorkloadError("model_args.path: missing: the worker loads the file the agent placed for model_args." +
                         std::string(spec.file.sha256.empty() ? "agent_path" : "sha256") +
                         "; run the job through an agent");
   }
-  BuiltModel built;
-  built.model = LoadTorchScriptFile(path, "model_args.path");
+  return spec.file.path;
+}
+
+std::vector<torch::Tensor> ModelFileInputs(const JobSpec& spec) {
+  std::vector<torch::Tensor> inputs;
   for (const std::vector<std::int64_t>& shape : spec.file.inputs) {
     std::vector<std::int64_t> batched = {spec.batch_size};
     batched.insert(batched.end(), shape.begin(), shape.end());
-    built.inputs.push_back(torch::randn(batched));
+    inputs.push_back(torch::randn(batched));
   }
+  return inputs;
+}
+
+BuiltModel LoadTorchScriptModel(const JobSpec& spec) {
+  BuiltModel built;
+  built.model = LoadTorchScriptFile(PlacedModelFile(spec), "model_args.path");
+  built.inputs = ModelFileInputs(spec);
   return built;
 }
 

@@ -92,6 +92,9 @@ def main(argv):
         job = json.load(f)
     report = {"technique": args.technique, "torch_version": torch.__version__, "quantization": None,
               "inductor_configs": None}
+    # Inductor writes its CPU kernels for the threads it compiles under: serial for one,
+    # OpenMP regions for more. The job's count, as the worker runs it.
+    torch.set_num_threads(int(job.get("threads", 1)))
     started = time.perf_counter()
     model, x = load_model(job, args.weights)
     int8 = job["dtype"] == "int8"
