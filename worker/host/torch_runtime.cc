@@ -180,9 +180,10 @@ std::string EngineName(at::QEngine engine) {
   return name;
 }
 
-// "13.0" from CUDART_VERSION 13000 (major * 1000 + minor * 10); null without CUDA.
+// "13.0" from CUDART_VERSION 13000 (major * 1000 + minor * 10): the CUDA runtime this
+// LibTorch was built with, also on a host without a driver or a GPU (the CUDA hooks answer
+// it from a compile-time constant); null for a CPU-only LibTorch, whose hooks throw.
 json CudaRuntimeVersion() {
-  if (!at::hasCUDA()) return nullptr;
   try {
     const long v = at::detail::getCUDAHooks().versionCUDART();
     return std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10);
@@ -191,10 +192,14 @@ json CudaRuntimeVersion() {
   }
 }
 
+// True when this LibTorch is built with CUDA, whether or not this host has a driver and a
+// GPU (at::hasCUDA() says that).
+bool BuiltWithCuda() { return !CudaRuntimeVersion().is_null(); }
+
 // "9.10.2" from cuDNN's major * 10000 + minor * 100 + patch (cuDNN 9; 8 used
 // major * 1000 + minor * 100 + patch); null without cuDNN.
 json CudnnVersion() {
-  if (!at::hasCUDA() || !at::detail::getCUDAHooks().hasCuDNN()) return nullptr;
+  if (!BuiltWithCuda() || !at::detail::getCUDAHooks().hasCuDNN()) return nullptr;
   try {
     const long v = at::detail::getCUDAHooks().versionCuDNN();
     const long major_unit = v >= 90000 ? 10000 : 1000;
@@ -210,6 +215,12 @@ json CudnnVersion() {
 std::string CheckDevice(const std::string& device) {
   if (device == "cpu") return "";
   if (!at::hasCUDA()) {
+    if (BuiltWithCuda()) {
+      return "device \"" + device + "\": no GPU is usable on this host (this LibTorch has CUDA " +
+             CudaRuntimeVersion().get<std::string>() +
+             ", but no NVIDIA driver is loaded or it sees no GPU); run the job on a GPU host, or "
+             "use device \"cpu\"";
+    }
     return "device \"" + device +
            "\": this LibTorch build has no CUDA support; run the job on a host whose "
            "LibTorch has CUDA, or use device \"cpu\"";
