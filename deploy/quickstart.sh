@@ -87,7 +87,7 @@ benchfleet results --sweep "$sweep_id"
 echo
 echo "what they ran on (each host's LibTorch, BLAS and oneDNN, as its worker's runtime says):"
 benchfleet query "
-  select distinct host, torch_version,
+  select distinct host, s.torch_version,
          json_extract(r.detail, '\$.runtime.blas') || ' ' ||
            json_extract(r.detail, '\$.runtime.blas_version') as blas,
          json_extract(r.detail, '\$.runtime.onednn_version') as onednn

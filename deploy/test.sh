@@ -4,6 +4,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 # Each phase's start time, so a slow run shows where its minutes went.
 phase() { echo "== test.sh $(date -u +%H:%M:%S) $*"; }
+# The ten slowest tests of a ctest run (its cost file: name, runs, seconds of the last).
+slowest() {
+  local costs=$1/Testing/Temporary/CTestCostData.txt
+  [[ -f $costs ]] || return 0
+  echo "== the ten slowest tests in $1:"
+  sed '/^---/,$d' "$costs" | sort -k3 -g -r | head -n 10 | awk '{printf "  %8.1f s  %s\n", $3, $1}'
+}
 phase install
 deploy/install-deps.sh
 # Debian's LibTorch 1.13 beside the wheel's: a second worker, built alone, for the tests of
@@ -14,13 +21,20 @@ legacy_worker=$(deploy/build-worker.sh legacy | tail -n 1)
 phase build
 deploy/build.sh -DBENCHFLEET_SECOND_WORKER="$legacy_worker"
 build_dir=${BENCHFLEET_BUILD_DIR:-build}
-# Daemon tests are heavy on a 2-core machine; they run one at a time.
-phase ctest
-ctest --test-dir "$build_dir" --output-on-failure --timeout 900 "$@"
-# The daemons again under AddressSanitizer + UndefinedBehaviorSanitizer: unit, integration
-# and fault tests (the LibTorch worker is the one built above).
+# The unit tests two at a time; the tests that start fleets or measure (labelled
+# integration, fault, engine: liveness deadlines, thread scaling, induced slowdowns) need
+# the 2 cores to themselves and run one at a time.
+timed_labels='integration|fault|engine'
+phase ctest-unit
+ctest --test-dir "$build_dir" --output-on-failure --timeout 900 -j 2 -LE "$timed_labels" "$@"
+phase ctest-fleet
+ctest --test-dir "$build_dir" --output-on-failure --timeout 900 -L "$timed_labels" "$@"
+slowest "$build_dir"
+# The daemons again under AddressSanitizer + UndefinedBehaviorSanitizer: unit and fault
+# tests (the LibTorch worker is the one built above; the end-to-end tests ran above).
 phase sanitize
 deploy/sanitize.sh
+slowest "${BENCHFLEET_SANITIZE_BUILD_DIR:-build-asan}"
 # A short fuzzing run over the message decoder, the sweep parser and the coordinator's
 # handlers (docs/reliability.md, Fuzzing, has the long one).
 phase fuzz

@@ -1,6 +1,6 @@
 // On the store of a real sweep taken twice (two nights): every query of
-// docs/sql-cookbook.md returns rows, and `benchfleet compare` tests the nights against
-// each other on their raw samples.
+// docs/sql-cookbook.md and of deploy/quickstart.sh returns rows, and `benchfleet compare`
+// tests the nights against each other on their raw samples.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -42,6 +42,29 @@ std::vector<Recipe> ReadCookbook(const std::string& path) {
     }
   }
   return recipes;
+}
+
+// The SQL of each `benchfleet query "..."` in a shell script, as the shell passes it
+// (`\$` is a `$`), with `$sweep_id` (the script's own variable) replaced by `sweep_id`.
+std::vector<std::string> ReadScriptQueries(const std::string& path, int64_t sweep_id) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  const std::string script = text.str();
+  const std::string opening = "benchfleet query \"";
+  std::vector<std::string> queries;
+  for (std::size_t at = script.find(opening); at != std::string::npos;
+       at = script.find(opening, at)) {
+    at += opening.size();
+    const std::size_t end = script.find('"', at);
+    if (end == std::string::npos) break;
+    std::string sql = script.substr(at, end - at);
+    sql = std::regex_replace(sql, std::regex(R"(\\\$)"), "$$");  // "$$" writes one "$"
+    sql = std::regex_replace(sql, std::regex(R"(\$sweep_id\b)"), std::to_string(sweep_id));
+    queries.push_back(sql);
+    at = end + 1;
+  }
+  return queries;
 }
 
 // One fleet for the suite: a real sweep taken twice, as two nights.
@@ -101,6 +124,17 @@ TEST_F(RealSweepTest, EveryCookbookQueryReturnsRows) {
     EXPECT_TRUE(rows.is_array() && !rows.empty()) << recipe.sql << "\n" << rows.dump();
   }
   std::cout << "FIGURE the cookbook has " << recipes.size() << " queries, each returning rows\n";
+}
+
+// The quickstart prints what each host ran on and its thread scaling with SQL of its own.
+TEST_F(RealSweepTest, EveryQuickstartQueryReturnsRows) {
+  const std::vector<std::string> queries =
+      ReadScriptQueries(BENCHFLEET_SOURCE_DIR "/deploy/quickstart.sh", sweeps_.back());
+  ASSERT_GE(queries.size(), 2u) << "the quickstart's two tables";
+  for (const std::string& sql : queries) {
+    const nlohmann::json rows = QueryRows(fleet_->db_path(), sql);
+    EXPECT_TRUE(rows.is_array() && !rows.empty()) << sql << "\n" << rows.dump();
+  }
 }
 
 TEST_F(RealSweepTest, CompareTestsEachConfigurationOnItsRawSamples) {
