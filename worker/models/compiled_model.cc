@@ -321,7 +321,8 @@ CompiledModel CompileZooModel(const JobSpec& spec, Model& eager) {
   out = json::object();
   out["technique"] = technique;
   out["cached"] = cached;
-  for (const char* key : {"compile_s", "export_s", "package_sha256", "package_torch_version", "inductor_configs"}) {
+  for (const char* key : {"compile_s", "export_s", "package_sha256", "package_torch_version",
+                          "inductor_configs", "quantization_config"}) {
     out[key] = report.contains(key) ? report[key] : json(nullptr);
   }
   out["load_s"] = SecondsSince(load_started);

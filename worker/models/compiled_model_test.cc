@@ -144,6 +144,10 @@ TEST_F(CompiledModelTest, Int8GoesThroughPt2eIntoAPackageAndSaysSo) {
   ASSERT_EQ(pt2e.exit_code, kExitOk) << pt2e.result.dump();
   EXPECT_EQ(pt2e.result["quantization"], kPt2eInt8Path);
   EXPECT_EQ(pt2e.result["compile"]["inductor_configs"]["freezing"], true);
+  // 7-bit activations where the CPU has no int32 dot product (AVX2 hosts), 8 elsewhere.
+  const json settings = pt2e.result["compile"]["quantization_config"];
+  EXPECT_EQ(settings["is_dynamic"], true) << settings.dump();
+  EXPECT_TRUE(settings["reduce_range"].is_boolean()) << settings.dump();
   // int8 against the fp32 model: close, as the eager path's is.
   EXPECT_LT(pt2e.result["accuracy"]["rel_err"].get<double>(), 0.05) << pt2e.result["accuracy"].dump();
   EXPECT_EQ(pt2e.result["accuracy"]["top1_agreement"], 1.0);
