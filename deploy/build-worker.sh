@@ -31,8 +31,11 @@ else
   python=(-DBENCHFLEET_TORCH_PYTHON=)
   prefix=(-DCMAKE_PREFIX_PATH="$torch")
 fi
-# The GPU calibration tool and the worker's tests come with the main build.
+# The GPU calibration tool and the worker's tests come with the main build. The main
+# build's -O2 without its -g: GCC makes the same code with or without debug information,
+# which for a file of LibTorch's templates costs compile time and disk.
 cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBENCHFLEET_WORKER_ONLY=ON \
+  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -DNDEBUG" \
   -DBENCHFLEET_BUILD_TESTS=OFF -DBENCHFLEET_BUILD_GPU_TOOLS=OFF "${python[@]}" "${prefix[@]}" \
   -DBENCHFLEET_GLOO_INCLUDE_DIR=/usr/include >/dev/null
 cmake --build "$build_dir" -j "$(nproc)" --target benchfleet-worker
