@@ -56,19 +56,29 @@ def with_metadata(edit):
 
 def main(out):
     os.makedirs(out, exist_ok=True)
+    # Test processes run this at the same time (ctest -j2) into one directory: each file is
+    # written under a name of this process's own and renamed into place, so no process
+    # reads another's half-written file or writes into it.
+    def atomically(name, write):
+        partial = os.path.join(out, "%d.partial.%s" % (os.getpid(), name))
+        write(partial)
+        os.replace(partial, os.path.join(out, name))
+
     mlp = os.path.join(out, "mlp.pt2")
     if not os.path.exists(mlp):
-        partial = os.path.join(out, "mlp.partial.pt2")
-        compile_mlp(partial)
-        os.replace(partial, mlp)
-    rewrite(mlp, os.path.join(out, "no_version.pt2"), with_metadata(lambda m: m.pop("torch_version", None)))
-    rewrite(mlp, os.path.join(out, "newer.pt2"), with_metadata(lambda m: m.update(torch_version="99.0.0")))
-    rewrite(mlp, os.path.join(out, "cuda.pt2"), with_metadata(lambda m: m.update(AOTI_DEVICE_KEY="cuda")))
-    rewrite(mlp, os.path.join(out, "arm.pt2"), with_metadata(lambda m: m.update(AOTI_MACHINE="aarch64")))
-    rewrite(mlp, os.path.join(out, "broken_so.pt2"),
-            lambda name, data: b"\0not a shared library\0" * 64 if name.endswith(".so") else data)
-    with open(os.path.join(out, "not_zip.pt2"), "w") as f:
-        f.write("this is not a package\n")
+        atomically("mlp.pt2", compile_mlp)
+
+    def text(path):
+        with open(path, "w") as f:
+            f.write("this is not a package\n")
+
+    atomically("no_version.pt2", lambda p: rewrite(mlp, p, with_metadata(lambda m: m.pop("torch_version", None))))
+    atomically("newer.pt2", lambda p: rewrite(mlp, p, with_metadata(lambda m: m.update(torch_version="99.0.0"))))
+    atomically("cuda.pt2", lambda p: rewrite(mlp, p, with_metadata(lambda m: m.update(AOTI_DEVICE_KEY="cuda"))))
+    atomically("arm.pt2", lambda p: rewrite(mlp, p, with_metadata(lambda m: m.update(AOTI_MACHINE="aarch64"))))
+    atomically("broken_so.pt2", lambda p: rewrite(
+        mlp, p, lambda name, data: b"\0not a shared library\0" * 64 if name.endswith(".so") else data))
+    atomically("not_zip.pt2", text)
     print(json.dumps({"dir": out, "torch": torch.__version__}))
 
 
