@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 #include "agent/host_probe.h"
@@ -193,6 +194,7 @@ Status AgentDaemon::Run(const std::atomic<bool>* stop) {
       Store(*result, job.job_id, job.attempt);
     }
     if (checking) AdvanceModels();
+    AdvanceHostCheck();
     Timers();
   }
   runner_->Kill();
@@ -322,6 +324,51 @@ void AgentDaemon::StartJob(const JobOffer& offer) {
 }
 
 void AgentDaemon::RunJob(WorkerJob job, const std::string& rendezvous_store) {
+  // A gang's ranks meet at a rendezvous that does not wait: they start at once.
+  if (!rendezvous_store.empty() || LocalRanks(job) > 1 || IsCalibration(job) || job.spec.contains("distributed")) {
+    return StartWorker(std::move(job), rendezvous_store);
+  }
+  const json& policy = job.spec.value("host_check", json("record"));
+  checking_host_ = CheckingHost{std::move(job), policy.is_string() ? policy.get<std::string>() : "record",
+                                host_checker_.Read(), MonoNow(), MonoNow()};
+}
+
+void AgentDaemon::AdvanceHostCheck() {
+  if (!checking_host_) return;
+  const MonoTime now = MonoNow();
+  if (now - checking_host_->since < Millis(kHostCheckWindowMs)) return;
+  const HostReading after = host_checker_.Read();
+  const double window_s = std::chrono::duration<double>(now - checking_host_->since).count();
+  const WorkerJob& job = checking_host_->job;
+  const int threads = static_cast<int>(job.spec.value("threads", 1));
+  HostCheck check = host_checker_.Judge(checking_host_->before, after, window_s, runner_->CpusFor(threads));
+  const double waited_s = std::chrono::duration<double>(now - checking_host_->started).count();
+  if (check.busy() && checking_host_->policy == "wait" && waited_s < kHostCheckMaxWaitS) {
+    checking_host_->before = after;  // another window
+    checking_host_->since = now;
+    return;
+  }
+  check.facts["policy"] = checking_host_->policy;
+  check.facts["waited_s"] = std::round(waited_s * 10) / 10;
+  CheckingHost checked = std::move(*checking_host_);
+  checking_host_.reset();
+  if (check.busy() && checked.policy == "refuse") {
+    std::string reasons;
+    for (const json& reason : check.facts["reasons"]) reasons += (reasons.empty() ? "" : "; ") + reason.get<std::string>();
+    json failed = FailedResult(checked.job, "host_check \"refuse\": the host is busy: " + reasons);
+    failed["host_check"] = check.facts;
+    Store(failed, checked.job.job_id, checked.job.attempt);
+    return;
+  }
+  if (check.busy()) {
+    LOG_WARN("job " << checked.job.job_id << " attempt " << checked.job.attempt << ": the host is busy ("
+                    << check.facts["reasons"].dump() << "); it runs, flagged");
+  }
+  host_check_ = std::make_pair(JobAttempt{checked.job.job_id, checked.job.attempt}, check.facts);
+  StartWorker(std::move(checked.job), "");
+}
+
+void AgentDaemon::StartWorker(WorkerJob job, const std::string& rendezvous_store) {
   Status started = runner_->Start(job);
   if (!started.ok()) {
     Store(FailedResult(job, "cannot start the worker: " + started.message()), job.job_id,
@@ -440,6 +487,7 @@ void AgentDaemon::ModelChunk(const ModelChunkReply& chunk) {
 std::optional<JobAttempt> AgentDaemon::CurrentJob() const {
   if (runner_->busy()) return JobAttempt{runner_->job().job_id, runner_->job().attempt};
   if (waiting_) return JobAttempt{waiting_->job.job_id, waiting_->job.attempt};
+  if (checking_host_) return JobAttempt{checking_host_->job.job_id, checking_host_->job.attempt};
   return std::nullopt;
 }
 
@@ -462,6 +510,13 @@ Status AgentDaemon::JoinGang(const GangRole& role, WorkerJob* job, std::string* 
 }
 
 void AgentDaemon::StopJob(const StopOrder& stop) {
+  if (checking_host_ && checking_host_->job.job_id == stop.job.job_id &&
+      checking_host_->job.attempt == stop.job.attempt) {
+    LOG_WARN("job " << stop.job.job_id << " attempt " << stop.job.attempt
+                    << " stopped by the coordinator during its host check: " << stop.reason);
+    checking_host_.reset();
+    return;
+  }
   if (waiting_ && waiting_->job.job_id == stop.job.job_id && waiting_->job.attempt == stop.job.attempt) {
     LOG_WARN("job " << stop.job.job_id << " attempt " << stop.job.attempt
                     << " stopped by the coordinator while its model was fetched: " << stop.reason);
@@ -476,7 +531,13 @@ void AgentDaemon::StopJob(const StopOrder& stop) {
   runner_->Kill();  // its outcome is decided elsewhere: no result
 }
 
-void AgentDaemon::Store(const json& result, int64_t job_id, int attempt) {
+void AgentDaemon::Store(const json& given, int64_t job_id, int attempt) {
+  json result = given;
+  // The host check before its worker started (agent/host_check.h) goes with the result.
+  if (host_check_ && host_check_->first.job_id == job_id && host_check_->first.attempt == attempt) {
+    if (result.is_object() && !result.contains("host_check")) result["host_check"] = host_check_->second;
+    host_check_.reset();
+  }
   Status spooled = spool_->Put({job_id, attempt, result});
   if (!spooled.ok()) {
     // It stays in the spool's memory and is resent until acknowledged; only an agent

@@ -12,6 +12,7 @@
 #include <zmq.hpp>
 
 #include "agent/model_cache.h"
+#include "agent/host_check.h"
 #include "agent/runner.h"
 #include "agent/spool.h"
 #include "common/clock.h"
@@ -83,14 +84,19 @@ class AgentDaemon {
   // The job waiting for its models goes on: its cached copies are checked a slice per
   // pass of the loop, the missing ones fetched; once all are in place, it runs.
   void AdvanceModels();
-  // Starts `job`'s worker (its models in place).
+  // Starts `job`'s worker (its models in place): a job of one process after the host
+  // check (agent/host_check.h), a gang's rank at once.
   void RunJob(WorkerJob job, const std::string& rendezvous_store);
+  void StartWorker(WorkerJob job, const std::string& rendezvous_store);
+  // The job whose host check is under way goes on once its window has passed: it
+  // starts, waits for a quiet host, or is refused, as it asks (`host_check`).
+  void AdvanceHostCheck();
   // A chunk of the model being fetched for the job waiting on it.
   void ModelChunk(const ModelChunkReply& chunk);
   void FetchNextChunk();
   void FailWaitingJob(const std::string& reason);
-  // Busy: a worker runs, or a job waits for its models.
-  bool Busy() const { return runner_->busy() || waiting_.has_value(); }
+  // Busy: a worker runs, or a job waits for its models or its host check.
+  bool Busy() const { return runner_->busy() || waiting_.has_value() || checking_host_.has_value(); }
   std::optional<JobAttempt> CurrentJob() const;
   // A job offer's `gang` (one rank of a gang spread over agents): the worker's
   // distributed object. Rank 0 starts the store on a free port and reports it.
@@ -115,6 +121,18 @@ class AgentDaemon {
     MonoTime asked;                             // when the last chunk was asked for
   };
   std::optional<WaitingForModels> waiting_;
+  // The job whose host check is under way: two readings kHostCheckWindowMs apart.
+  struct CheckingHost {
+    WorkerJob job;
+    std::string policy;  // "record", "wait" or "refuse"
+    HostReading before;
+    MonoTime since;    // of `before`
+    MonoTime started;  // of the check: what "wait" waits at most kHostCheckMaxWaitS from
+  };
+  std::optional<CheckingHost> checking_host_;
+  HostChecker host_checker_;
+  // The check of the job whose worker runs, for its result.
+  std::optional<std::pair<JobAttempt, nlohmann::json>> host_check_;
   std::string routing_id_;
   bool registered_ = false;
   bool ever_registered_ = false;

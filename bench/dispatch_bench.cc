@@ -57,6 +57,7 @@ int main(int argc, char** argv) {
   json last_status;
   bool refused = false;
   benchfleet::CoordinatorOptions options;
+  options.default_processes = 1;  // each job runs once
   options.db_path = dir + "/results.db";
   options.heartbeat_ms = 3600 * 1000;
   benchfleet::Coordinator coordinator(options);

@@ -530,13 +530,21 @@ int CompareTwoSweeps(Reads& reads, const CompareOptions& options, RowFormat form
   // One row per job: its samples as a list (the reply's row limit counts jobs).
   auto samples = reads.Query(CompareSamplesSql(jobs));
   if (!samples.ok()) return Fail(samples.status());
-  std::map<int64_t, std::vector<double>> by_job;
-  for (const json& row : samples->Objects()) {
-    const json list_text = Cell(row, "samples");
-    std::stringstream list(list_text.is_string() ? list_text.get<std::string>() : "");
-    std::string value;
-    while (std::getline(list, value, ',')) by_job[Cell(row, "job_id").get<int64_t>()].push_back(std::stod(value));
-  }
+  auto lists = [](const RowsReply& reply, const char* column) {
+    std::map<int64_t, std::vector<double>> by_job;
+    for (const json& row : reply.Objects()) {
+      const json list_text = Cell(row, column);
+      std::stringstream list(list_text.is_string() ? list_text.get<std::string>() : "");
+      std::string value;
+      while (std::getline(list, value, ',')) by_job[Cell(row, "job_id").get<int64_t>()].push_back(std::stod(value));
+    }
+    return by_job;
+  };
+  std::map<int64_t, std::vector<double>> by_job = lists(*samples, "samples");
+  // A store from before repeats in processes has no result_processes: compared on samples.
+  auto process_rows = reads.Query(CompareProcessMediansSql(jobs));
+  const std::map<int64_t, std::vector<double>> processes_of =
+      process_rows.ok() ? lists(*process_rows, "medians") : std::map<int64_t, std::vector<double>>();
   // Each side's median with its 95% confidence interval as the worker measured it.
   std::vector<std::string> columns = ConfigColumnNames();
   for (const char* name : {"a_median_ms", "a_ci_low_ms", "a_ci_high_ms", "b_median_ms", "b_ci_low_ms",
@@ -552,7 +560,16 @@ int CompareTwoSweeps(Reads& reads, const CompareOptions& options, RowFormat form
     const std::vector<double>& sb = by_job[Cell(in_b, "job_id").get<int64_t>()];
     const json low_a = Cell(in_a, "median_ci_low_ms"), high_a = Cell(in_a, "median_ci_high_ms");
     const json low_b = Cell(in_b, "median_ci_low_ms"), high_b = Cell(in_b, "median_ci_high_ms");
-    if (sa.empty() || sb.empty()) {
+    const auto pa = processes_of.find(Cell(in_a, "job_id").get<int64_t>());
+    const auto pb = processes_of.find(Cell(in_b, "job_id").get<int64_t>());
+    if (pa != processes_of.end() && pb != processes_of.end() && pa->second.size() >= 2 && pb->second.size() >= 2) {
+      // Both ran in several processes: tested on their medians, the run-to-run spread.
+      SampleComparison c = CompareProcesses(pa->second, pb->second, options.ratio);
+      for (const json& v : {json(c.median_a), low_a, high_a, json(c.median_b), low_b, high_b, json(c.ratio),
+                            json(c.test.p), json(ChangeName(c.change)), json(sa.size()), json(sb.size())}) {
+        row.push_back(v);
+      }
+    } else if (sa.empty() || sb.empty()) {
       // Samples pruned: the medians alone cannot say whether the change is real.
       const json median_a = Cell(in_a, "median_ms"), median_b = Cell(in_b, "median_ms");
       const double ma = median_a.is_number() ? median_a.get<double>() : 0;

@@ -23,6 +23,19 @@ MannWhitney MannWhitneyU(const std::vector<double>& a, const std::vector<double>
 inline constexpr double kCompareAlpha = 0.002;
 inline constexpr double kCompareRatio = 1.05;
 
+// Results of jobs run in several processes (schemas/sweep.md, Processes) are compared on
+// their processes' medians instead: each process is one independent draw of the host's
+// and the process's pace, the samples within one are not. Welch's t-test, at this level.
+inline constexpr double kCompareProcessesAlpha = 0.01;
+
+// Welch's two-sample t-test (unequal variances), two-sided; needs two values a side.
+struct WelchTest {
+  double t = 0;
+  double df = 0;
+  double p = 1;
+};
+WelchTest WelchT(const std::vector<double>& a, const std::vector<double>& b);
+
 enum class Change { kFaster, kSlower, kUnchanged };
 const char* ChangeName(Change change);
 
@@ -37,5 +50,9 @@ struct SampleComparison {
 // ratio < 1 / `ratio` and p < `alpha`, else unchanged.
 SampleComparison CompareSamples(const std::vector<double>& a, const std::vector<double>& b,
                                 double ratio = kCompareRatio, double alpha = kCompareAlpha);
+// The same on the process medians of each side (two or more a side): the ratio of their
+// means, Welch's p (in test.p), slower or faster when p < `alpha` and the ratio is beyond.
+SampleComparison CompareProcesses(const std::vector<double>& a, const std::vector<double>& b,
+                                  double ratio = kCompareRatio, double alpha = kCompareProcessesAlpha);
 
 }  // namespace benchfleet

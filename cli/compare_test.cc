@@ -56,5 +56,32 @@ TEST(CompareTest, ACellChangesOnlyWhenTheTestAndTheSizeAgree) {
   EXPECT_EQ(CompareSamples(run(10, 50), run(10, 50)).change, Change::kUnchanged);
 }
 
+TEST(CompareTest, WelchMatchesTheTextbookAndProcessesChangeOnlyWhenTheTestAndTheSizeAgree) {
+  // {1, 2, 3} against {2, 3, 4}: t = 1 / sqrt(1/3 + 1/3) = 1.2247 on 4 degrees of
+  // freedom, two-sided p = 0.2879 (scipy.stats.ttest_ind(..., equal_var=False)).
+  const WelchTest w = WelchT({1, 2, 3}, {2, 3, 4});
+  EXPECT_NEAR(w.t, 1.2247, 1e-4);
+  EXPECT_NEAR(w.df, 4, 1e-9);
+  EXPECT_NEAR(w.p, 0.2879, 5e-4);
+  // t = 2 / (1.5811 x sqrt(2/5)) = 2 on 8 degrees of freedom: p = 0.0805.
+  EXPECT_NEAR(WelchT({0, 1, 2, 3, 4}, {2, 3, 4, 5, 6}).p, 0.0805, 1e-3);
+  const std::vector<double> base = {1.0, 1.01, 0.99, 1.005, 0.995};
+  std::vector<double> slower;
+  for (double m : base) slower.push_back(m * 1.1);
+  EXPECT_EQ(CompareProcesses(base, slower).change, Change::kSlower);
+  EXPECT_EQ(CompareProcesses(slower, base).change, Change::kFaster);
+  // Processes that spread 10% cannot show a 10% step from five a side.
+  const std::vector<double> wide = {1.0, 1.1, 0.9, 1.05, 0.95};
+  std::vector<double> wide_slower;
+  for (double m : wide) wide_slower.push_back(m * 1.1);
+  EXPECT_EQ(CompareProcesses(wide, wide_slower).change, Change::kUnchanged);
+  // 2% apart, tightly: significant, below the ratio.
+  std::vector<double> close;
+  for (double m : base) close.push_back(m * 1.02);
+  const SampleComparison c = CompareProcesses(base, close);
+  EXPECT_LT(c.test.p, kCompareProcessesAlpha);
+  EXPECT_EQ(c.change, Change::kUnchanged);
+}
+
 }  // namespace
 }  // namespace benchfleet

@@ -68,6 +68,12 @@ std::string CompareSamplesSql(const std::vector<int64_t>& job_ids) {
          CommaList(job_ids) + ") GROUP BY job_id";
 }
 
+std::string CompareProcessMediansSql(const std::vector<int64_t>& job_ids) {
+  return "SELECT job_id, group_concat(median_ms) AS medians FROM (SELECT job_id, median_ms FROM "
+         "result_processes WHERE job_id IN (" +
+         CommaList(job_ids) + ") ORDER BY job_id, process) GROUP BY job_id";
+}
+
 std::string PivotMediansSql(const std::vector<std::string>& row_keys, const std::string& pivot,
                             const std::vector<int64_t>& sweep_ids) {
   std::string keys;

@@ -27,6 +27,8 @@ std::string ResultsOfSweepsSql(const std::vector<int64_t>& sweep_ids);
 // One row per job (not empty) that has raw samples: its samples as a comma-separated list.
 // Reads samples; the caller reads job_id, samples.
 std::string CompareSamplesSql(const std::vector<int64_t>& job_ids);
+// Each job's process medians (schemas/sweep.md, Processes) as a list, in order.
+std::string CompareProcessMediansSql(const std::vector<int64_t>& job_ids);
 
 // The sweeps' medians for a pivot: `row_keys` (result_summary's column names, as
 // --rows takes them) and the column `pivot` (host, device, dtype, threads or sweep).

@@ -8,6 +8,7 @@
 #include <memory>
 #include <utility>
 
+#include "common/limits.h"
 #include "common/sha256.h"
 
 namespace benchfleet {
@@ -827,6 +828,19 @@ bool ReadScenario(const json& value, JobSpec* spec, JobSpecError* error) {
 }
 
 // single_stream and server time queries of one inference process, one batch at a time.
+// Repeats in processes are the coordinator's, of a job whose one worker process times
+// one model: a gang's ranks, replicas and a batch search combine results of their own.
+bool CheckProcesses(const JobSpec& spec, JobSpecError* error) {
+  if (spec.processes == 1 && !spec.precision) return true;
+  if (RunsInOneProcess(spec)) return true;
+  const std::string what = spec.parallel || spec.distributed || IsCollectiveModel(spec.model) ? "a job of several ranks"
+                           : spec.replicas != 1                                               ? "a job of several replicas"
+                                                                                              : "a batch search";
+  return Fail(error, spec.processes != 1 ? "processes" : "precision",
+              std::string(spec.processes != 1 ? "processes" : "precision") +
+                  " repeats a job of one worker process; " + what + " runs once");
+}
+
 bool CheckScenario(const JobSpec& spec, JobSpecError* error) {
   if (spec.scenario == "offline") return true;
   const std::string why =
@@ -1149,6 +1163,10 @@ std::optional<JobSpec> Parse(const json& job, bool require_identity, JobSpecErro
       !ParseTiming(job.at("timing"), &spec.timing, error)) {
     return std::nullopt;
   }
+  if (!ReadRepeats(job, &spec.processes, &spec.precision, error)) return std::nullopt;
+  if (job.contains("host_check") && !ReadChoice(job, "host_check", KnownHostCheckPolicies(), &spec.host_check, error)) {
+    return std::nullopt;
+  }
   if (job.contains("distributed")) {
     DistributedSpec distributed;
     if (!ReadDistributed(job.at("distributed"), &distributed, error)) return std::nullopt;
@@ -1177,7 +1195,8 @@ std::optional<JobSpec> Parse(const json& job, bool require_identity, JobSpecErro
     return std::nullopt;
   }
   if (!CheckCombination(spec, require_identity, error) || !CheckPruneAndReference(spec, error) ||
-      !CheckTechniques(spec, error) || !CheckScenario(spec, error) || !CheckCompiled(spec, error)) {
+      !CheckTechniques(spec, error) || !CheckScenario(spec, error) || !CheckCompiled(spec, error) ||
+      !CheckProcesses(spec, error)) {
     return std::nullopt;
   }
   return spec;
@@ -1226,6 +1245,34 @@ bool ParseTiming(const json& t, TimingSpec* out, JobSpecError* error) {
   }
   *out = copy;
   return true;
+}
+
+bool ReadRepeats(const json& holder, std::int64_t* processes, std::optional<double>* precision,
+                 JobSpecError* error) {
+  if (holder.contains("processes") &&
+      !ReadInt(holder.at("processes"), "processes", 1, kMaxJobProcesses, processes, error)) {
+    return false;
+  }
+  if (holder.contains("precision") && !holder.at("precision").is_null()) {
+    const json& value = holder.at("precision");
+    if (!value.is_number() || !(value.get<double>() > 0) || !(value.get<double>() < 1)) {
+      return Fail(error, "precision",
+                  "precision must be a number in (0, 1), the half-width of the interval across "
+                  "processes as a fraction of the median (0.01: +-1%), got " + value.dump());
+    }
+    *precision = value.get<double>();
+  }
+  return true;
+}
+
+const std::vector<std::string>& KnownHostCheckPolicies() {
+  static const std::vector<std::string> policies = {"record", "wait", "refuse"};
+  return policies;
+}
+
+bool RunsInOneProcess(const JobSpec& spec) {
+  return !spec.parallel && !spec.distributed && !IsCollectiveModel(spec.model) && spec.replicas == 1 &&
+         !spec.max_batch;
 }
 
 std::int64_t JobWorldSize(const JobSpec& spec) {

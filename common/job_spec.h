@@ -234,7 +234,20 @@ struct JobSpec {
   bool checkpointing = false;
   std::uint64_t seed = 0;
   TimingSpec timing;
+  // Repeats in fresh processes (schemas/sweep.md, Processes): the coordinator hands the
+  // job out `processes` times, one worker process each, and combines their results; the
+  // worker runs one process either way. With `precision` (a fraction of the median, in
+  // (0, 1)), it stops once the interval across processes is that narrow, `processes`
+  // (or kPrecisionMaxProcesses) at most.
+  std::int64_t processes = 1;
+  std::optional<double> precision;
+  // The agent's check of the host before timing (agent/host_check.h): "record" it with
+  // the result, "wait" for a quiet host (at most a minute), or "refuse" to run on a
+  // busy one (KnownHostCheckPolicies).
+  std::string host_check = "record";
 };
+const std::vector<std::string>& KnownHostCheckPolicies();
+
 
 // Why a job was refused: the job field at fault ("dtype", "model_args.layers[1]",
 // "timing.min_time_s"; empty for the job as a whole) and a message that names the
@@ -243,6 +256,14 @@ struct JobSpecError {
   std::string field;
   std::string message;
 };
+
+// True for a job the coordinator may run in several processes: one worker process that
+// times one model (no gang, replicas or batch search).
+bool RunsInOneProcess(const JobSpec& spec);
+// Reads `processes` (1..kMaxJobProcesses) and `precision` ((0, 1)) of a job or a sweep,
+// each where present; a refusal names the field.
+bool ReadRepeats(const nlohmann::json& holder, std::int64_t* processes, std::optional<double>* precision,
+                 JobSpecError* error);
 
 // Validates `job` (the job JSON of schemas/worker.md). On failure returns nullopt and
 // fills *error. Unknown top-level keys are ignored (the coordinator may annotate jobs);

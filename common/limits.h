@@ -51,6 +51,19 @@ inline constexpr const char* kDefaultCurrency = "USD";
 // Rows returned at most by one results/query request; the reply says when it was cut.
 inline constexpr int kMaxReplyRows = 10000;
 
+// Repeats in fresh processes (schemas/sweep.md, Processes): a job with `processes` K
+// runs K times, each in a worker process of its own, interleaved with the other jobs of
+// its sweep on that agent; its interval is then the one across processes. K above the
+// limit is a typo; a job with `precision` and no `processes` stops at the precision or
+// at kPrecisionMaxProcesses, whichever comes first. The coordinator's --processes gives
+// the sweeps that name neither kDefaultProcesses (chosen in docs/performance.md,
+// Processes); a job alone (benchfleet-worker job.json) is one process.
+inline constexpr int64_t kMaxJobProcesses = 50;
+inline constexpr int64_t kPrecisionMaxProcesses = 20;
+inline constexpr int64_t kDefaultProcesses = 5;
+// With `precision`, the processes measured before the first choice is made.
+inline constexpr int64_t kPrecisionPilotProcesses = 3;
+
 // A worker is killed when a job runs past its timeout. Without one in the sweep, the
 // timeout is derived from the job's timing budget plus this allowance for process
 // start-up and model construction.

@@ -15,7 +15,7 @@ namespace {
 const std::vector<std::string> kTopKeys = {"name",   "select",      "placement",  "matrix",
                                            "timing", "models",      "timeout_s",  "seed",
                                            "description", "regression", "labels", "exclude",
-                                           "invalid", "search"};
+                                           "invalid", "search", "processes", "precision", "host_check"};
 const std::vector<std::string> kSelectKeys = {"device", "name", "tags", "cpu_model", "gpu_model"};
 
 // Upper bounds that catch typos (batch 1e9) before they reach a worker.
@@ -271,6 +271,24 @@ Status ValidateExclude(const json& exclude) {
   return Status::Ok();
 }
 
+// A job's repeats in processes (schemas/sweep.md, Processes): the sweep's, else its
+// default where the job runs in one worker process and asks for no precision.
+void AddRepeats(const Sweep& sweep, json* spec) {
+  if (!sweep.host_check.empty()) (*spec)["host_check"] = sweep.host_check;
+  if (sweep.precision) (*spec)["precision"] = *sweep.precision;
+  if (sweep.processes) {
+    (*spec)["processes"] = *sweep.processes;
+    return;
+  }
+  if (sweep.precision || sweep.default_processes <= 1) return;
+  for (const char* key : {"parallel", "replicas", "search", "distributed"}) {
+    if (spec->contains(key) && !(*spec)[key].is_null() && (*spec)[key] != 1) return;
+  }
+  const json& model = spec->value("model", json());
+  if (model.is_string() && IsCollectiveModel(model.get<std::string>())) return;
+  (*spec)["processes"] = sweep.default_processes;
+}
+
 // Calls `fn` with the job spec of combinations [first, first + count) and their index
 // on every axis, in order: an odometer over the axes, the last one turning fastest.
 Status Expand(const Sweep& sweep, size_t first, size_t count,
@@ -307,6 +325,7 @@ Status Expand(const Sweep& sweep, size_t first, size_t count,
     if (const json& args = sweep.model_axis_args[index[kModelAxis]]; !args.is_null()) {
       spec["model_args"] = args;
     }
+    AddRepeats(sweep, &spec);
     // The size axis sets the collectives' model_args.bytes; any other model refuses it
     // (CheckCombinations), since it would only repeat the same job.
     if (!bytes.is_null()) {
@@ -591,6 +610,22 @@ StatusOr<Sweep> ParseSweepShape(const json& document) {
     if (!ParseTiming(document["timing"], &sweep.timing, &error)) {
       return InvalidArgument(error.message);
     }
+  }
+  if (document.contains("processes") || document.contains("precision")) {
+    JobSpecError error;
+    int64_t processes = 1;
+    std::optional<double> precision;
+    if (!ReadRepeats(document, &processes, &precision, &error)) return InvalidArgument(error.message);
+    if (document.contains("processes")) sweep.processes = processes;
+    sweep.precision = precision;
+  }
+  if (document.contains("host_check")) {
+    const json& policy = document["host_check"];
+    const std::vector<std::string>& known = KnownHostCheckPolicies();
+    if (!policy.is_string() || std::find(known.begin(), known.end(), policy.get<std::string>()) == known.end()) {
+      return InvalidArgument("host_check: must be \"record\", \"wait\" or \"refuse\", got " + policy.dump());
+    }
+    sweep.host_check = policy.get<std::string>();
   }
   if (document.contains("timeout_s")) {
     const json& t = document["timeout_s"];

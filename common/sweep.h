@@ -99,6 +99,14 @@ struct Sweep {
   json select = json::object();
   Placement placement = Placement::kEach;
   TimingSpec timing;
+  // Repeats in fresh processes (schemas/sweep.md, Processes), copied into every job that
+  // runs in one worker process: the sweep's `processes` and `precision` where given;
+  // else `default_processes` (the coordinator's --processes), unless `precision` is.
+  std::optional<int64_t> processes;
+  std::optional<double> precision;
+  int64_t default_processes = 1;
+  // The sweep's `host_check`, copied into every job; empty: the jobs' default.
+  std::string host_check;
   double timeout_s = 0;  // per job; 0 = derived from timing
   json search;           // the sweep's "search", copied into every job; null: none
   int64_t seed = 0;

@@ -28,6 +28,9 @@ struct CoordinatorOptions {
   // time must not go round the fleet forever). A hand-out that never reached the agent
   // (the send failed, the agent refused it) is not counted.
   int max_attempts = 3;
+  // The processes a job of one worker process runs in when its sweep names neither
+  // `processes` nor `precision` (schemas/sweep.md, Processes).
+  int64_t default_processes = kDefaultProcesses;
   // Allow two agents on one machine to run jobs at the same time (their timings will
   // disturb each other); off by default.
   bool share_machines = false;

@@ -87,6 +87,7 @@ class CoordinatorTest : public ::testing::Test {
   void StartWithStoreAt(const std::filesystem::path& db_path) {
     coordinator_.reset();
     CoordinatorOptions options;
+    options.default_processes = 1;  // each job runs once: repeats are ProcessesTest's
     options.db_path = db_path.string();
     options.heartbeat_ms = heartbeat_ms_;  // by default, nothing expires while a test runs
     if (manual_time_) options.clock = &clock_;

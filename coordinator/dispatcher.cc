@@ -212,7 +212,7 @@ Dispatcher::Offer Dispatcher::OfferNextJob(Agent& agent) {
       }
       const bool calibration = job.kind == "calibration";
       const bool better = !best || (calibration && best->kind != "calibration") ||
-                          (calibration == (best->kind == "calibration") && job.job_id < best->job_id);
+                          (calibration == (best->kind == "calibration") && job.queue_order < best->queue_order);
       if (better) best = std::move(job);
       break;
     }
@@ -245,6 +245,12 @@ Dispatcher::Offer Dispatcher::HandOut(Agent& agent, const QueuedJob& job,
   JobOffer offer;
   offer.job = {job.job_id, *attempt};
   offer.spec = json::parse(job.spec, nullptr, false);
+  // A later process of a job with `precision` samples as long as was chosen for it
+  // (coordinator/process_stats.h); its stored spec, what its series is of, stays.
+  if (!job.process_timing.empty() && offer.spec.is_object()) {
+    json timing = json::parse(job.process_timing, nullptr, false);
+    if (timing.is_object()) offer.spec["timing"] = std::move(timing);
+  }
   offer.needs = job.needs;
   offer.timeout_s = job.timeout_s;
   offer.gang = gang;

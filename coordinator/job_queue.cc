@@ -13,7 +13,8 @@ namespace {
 // The columns a QueuedJob is read from, and the reading.
 constexpr const char* kQueuedJobColumns =
     "job_id, sweep_id, requirement_id, spec, timeout_s, attempts, kind, world_size, spread, "
-    "local_processes, replicated, local_cpus, torch, torch_min, technique";
+    "local_processes, replicated, local_cpus, torch, torch_min, technique, "
+    "coalesce(queue_order, job_id), process_timing";
 
 QueuedJob ReadQueuedJob(Statement& row) {
   QueuedJob job;
@@ -30,6 +31,8 @@ QueuedJob ReadQueuedJob(Statement& row) {
   job.needs.replicated = row.Int(10) != 0;
   job.needs.local_cpus = row.Int(11);
   job.needs.worker.torch = row.Text(12);
+  job.queue_order = row.Int(15);
+  if (!row.IsNull(16)) job.process_timing = row.Text(16);
   job.needs.worker.torch_min = row.Text(13);
   job.needs.worker.technique = row.Text(14);
   return job;
@@ -319,6 +322,34 @@ StatusOr<QueuedReruns> JobQueue::QueueReruns(int64_t job_id, const std::string& 
   return queued;
 }
 
+Status JobQueue::QueueNextProcess(int64_t job_id, const std::string& host, int64_t round,
+                                  const std::string& timing) {
+  ASSIGN_OR_RETURN(QueuedJob job, FindJob(job_id));
+  ASSIGN_OR_RETURN(auto device, db_->Prepare("SELECT device FROM requirements WHERE requirement_id = ?1"));
+  device.Bind(1, job.requirement_id);
+  ASSIGN_OR_RETURN(bool found, device.Step());
+  if (!found) return NotFound("no requirement of job " + std::to_string(job_id));
+  // On the agent that ran the first, with the job's own needs of its worker.
+  ASSIGN_OR_RETURN(int64_t requirement, RequirementId("benchmark", host, SelectWithWorker(json::object(), job.needs.worker),
+                                                      device.Text(0)));
+  // Round r queues behind every first process (job ids stay below 2^40); within the
+  // round, by a hash of the job and the round: each round in another order.
+  uint64_t mixed = static_cast<uint64_t>(job_id) * 0x9E3779B97F4A7C15ull + static_cast<uint64_t>(round) * 0xBF58476D1CE4E5B9ull;
+  mixed ^= mixed >> 31;
+  mixed *= 0x94D049BB133111EBull;
+  mixed ^= mixed >> 29;
+  const int64_t order = (round << 40) | static_cast<int64_t>(mixed & 0xFFFFFFFFull);
+  ASSIGN_OR_RETURN(auto update, db_->Prepare("UPDATE jobs SET state = 'queued', requirement_id = ?2, pinned_host = ?3, "
+                                             "queue_order = ?4, process_timing = ?5, error = NULL WHERE job_id = ?1"));
+  update.Bind(1, job_id).Bind(2, requirement).Bind(3, host).Bind(4, order);
+  if (timing.empty()) {
+    update.BindNull(5);
+  } else {
+    update.Bind(5, timing);
+  }
+  return update.Run();
+}
+
 StatusOr<std::vector<JobRequirement>> JobQueue::Requirements() {
   ASSIGN_OR_RETURN(auto stmt, db_->Prepare("SELECT requirement_id, kind, pinned_host, select_json, "
                                            "device FROM requirements ORDER BY requirement_id"));
@@ -342,7 +373,7 @@ StatusOr<std::vector<QueuedJob>> JobQueue::OldestQueued(int64_t requirement_id, 
   ASSIGN_OR_RETURN(auto stmt,
                    db_->Prepare(std::string("SELECT ") + kQueuedJobColumns +
                                 " FROM jobs WHERE state = 'queued' AND requirement_id = ?1 "
-                                "ORDER BY job_id LIMIT ?2"));
+                                "ORDER BY coalesce(queue_order, job_id) LIMIT ?2"));
   stmt.Bind(1, requirement_id).Bind(2, limit);
   std::vector<QueuedJob> jobs;
   while (true) {
@@ -406,19 +437,23 @@ StatusOr<bool> JobQueue::RequeueOrFail(int64_t job_id, int attempt, int max_atte
   RETURN_IF_ERROR(tx.Begin());
   ASSIGN_OR_RETURN(
       auto find,
-      db_->Prepare("SELECT attempts, sweep_id FROM jobs WHERE job_id = ?1 AND state = 'running'"));
+      db_->Prepare("SELECT attempts, sweep_id, (SELECT count(*) FROM result_processes p WHERE "
+                   "p.job_id = jobs.job_id) FROM jobs WHERE job_id = ?1 AND state = 'running'"));
   find.Bind(1, job_id);
   ASSIGN_OR_RETURN(bool row, find.Step());
   if (!row || find.Int(0) != attempt) return false;  // already finished or handed out again
   int64_t sweep_id = find.Int(1);
-  bool requeue = attempt < max_attempts;
+  // The hand-outs that brought a process of a repeated job (schemas/sweep.md,
+  // Processes) were not lost: only the others count towards max_attempts.
+  const int64_t lost = attempt - find.Int(2);
+  bool requeue = lost < max_attempts;
   ASSIGN_OR_RETURN(
       auto update,
       db_->Prepare(requeue ? "UPDATE jobs SET state = 'queued', error = ?2 WHERE job_id = ?1"
                            : "UPDATE jobs SET state = 'failed', error = ?2, finished_at = ?3 WHERE "
                              "job_id = ?1"));
   std::string message =
-      requeue ? reason : reason + "; gave up after " + std::to_string(attempt) + " attempts";
+      requeue ? reason : reason + "; gave up after " + std::to_string(lost) + " attempts";
   update.Bind(1, job_id).Bind(2, message);
   if (!requeue) update.Bind(3, UtcNowIso8601());
   RETURN_IF_ERROR(update.Run());

@@ -31,6 +31,8 @@ struct QueuedJob {
   double timeout_s;
   int attempts;
   JobNeeds needs;  // as computed when it was stored (never from `spec` again)
+  int64_t queue_order = 0;     // the dispatcher takes the lowest (004_processes.sql)
+  std::string process_timing;  // JSON: the later processes' timing (precision); "" none
 };
 
 struct RunningJob {
@@ -101,6 +103,12 @@ class JobQueue {
   // each confirming it (confirms_job_id); a sweep already done runs again until they
   // are. NotFound for an unknown job.
   StatusOr<QueuedReruns> QueueReruns(int64_t job_id, const std::string& host, int count);
+
+  // Queues job `job_id` again for its next process (schemas/sweep.md, Processes): on
+  // agent `host` (the one that ran its first), behind every job's first process, in an
+  // order of its own among the jobs of round `round` (>= 1); `timing` (JSON, or "")
+  // the timing that process runs with. Part of the caller's transaction.
+  Status QueueNextProcess(int64_t job_id, const std::string& host, int64_t round, const std::string& timing);
 
   // Every requirement jobs were stored with.
   StatusOr<std::vector<JobRequirement>> Requirements();

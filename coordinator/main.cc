@@ -38,6 +38,11 @@ int main(int argc, char** argv) {
                  "hand-outs of a job before it fails for good")
       ->check(CLI::Range(1, 100))
       ->capture_default_str();
+  app.add_option("--processes", options.default_processes,
+                 "fresh worker processes each job of a sweep naming neither `processes` nor "
+                 "`precision` runs in; its interval is the one across them")
+      ->check(CLI::Range(int64_t{1}, benchfleet::kMaxJobProcesses))
+      ->capture_default_str();
   app.add_flag("--share-machines", options.share_machines,
                "let agents on the same machine run jobs at the same time");
   app.add_option("--ready-file", options.ready_file,

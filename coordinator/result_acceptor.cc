@@ -5,6 +5,7 @@
 #include "common/log.h"
 #include "common/rank_results.h"
 #include "common/result_fields.h"
+#include "coordinator/process_results.h"
 
 namespace benchfleet {
 
@@ -56,6 +57,44 @@ void ResultAcceptor::Accept(Agent& agent, const Message& message) {
                                         " differs from the message's attempt " + std::to_string(job.attempt));
   }
   if (AcceptGangRank(agent, job, *result, *report->result)) return;
+  // A process of a repeated job (schemas/sweep.md, Processes): kept until the last.
+  auto step = ctx_.store.processes().Record(job.job_id, job.attempt, agent.host_id, agent.description.name,
+                                            *result, *report->result);
+  if (!step.ok()) {
+    ++ctx_.counters.store_errors;  // no ack: the agent sends it again
+    LOG_ERROR("cannot keep the process of job " << job.job_id << " attempt " << job.attempt << ": "
+                                                << step.status().message());
+    return;
+  }
+  if (step->kind == ProcessStep::Kind::kQueuedAgain || step->kind == ProcessStep::Kind::kDuplicate) {
+    const bool kept = step->kind == ProcessStep::Kind::kQueuedAgain;
+    if (kept) {
+      LOG_INFO("job " << job.job_id << " process " << step->results.size() << " done on "
+                      << agent.description.name << "; queued for the next");
+    } else {
+      ++ctx_.counters.duplicate_results;
+    }
+    agent.refusal_backoff_ms = 0;
+    if (Lease* lease = ctx_.registry.FindLease(job.job_id); lease && lease->attempt == job.attempt) {
+      ctx_.registry.RemoveLease(job.job_id);
+    }
+    ctx_.Reply(Side::kAgents, agent.routing_id,
+               ToMessage(ResultAck{job, kept ? ResultAck::Outcome::kStored : ResultAck::Outcome::kDuplicate, ""}));
+    if (kept) {
+      // The job waits on its agent's own requirement, perhaps a new one.
+      if (Status reloaded = dispatcher_.ReloadRequirements(); !reloaded.ok()) {
+        LOG_ERROR("cannot read requirements: " << reloaded.message());
+      }
+      dispatcher_.MarkQueued();
+    }
+    dispatcher_.Dispatch();
+    return;
+  }
+  if (step->kind == ProcessStep::Kind::kComplete) {
+    auto combined = ParseWorkerResult(CombineProcesses(*step));
+    if (!combined.ok()) return Reject(agent, job, "its processes do not combine: " + combined.status().message());
+    *result = std::move(*combined);
+  }
   std::string rejection;
   std::optional<JudgedResult> judged;
   auto outcome = ctx_.store.results().Write(job.job_id, job.attempt, agent.host_id,

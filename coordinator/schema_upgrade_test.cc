@@ -39,9 +39,15 @@ TEST_F(LegacyStoreTest, AFullyMigratedStoreKeepsEveryRowAndGetsTheNewStoresSchem
   // The columns migrations since the baseline added are not in the old store; its jobs
   // are each one process (002_job_needs.sql leaves them the defaults) and ask nothing of
   // the worker (003_worker_needs.sql).
-  EXPECT_EQ(RowsOf(*db, {"jobs.world_size", "jobs.spread", "jobs.local_processes", "jobs.replicated",
-                         "jobs.local_cpus", "jobs.torch", "jobs.torch_min", "jobs.technique"}),
-            before);
+  // 004_processes.sql: its jobs queue by their ids (queue_order NULL) with their own
+  // timing, and no process of them was kept (result_processes is new and empty).
+  auto after = RowsOf(*db, {"jobs.world_size", "jobs.spread", "jobs.local_processes", "jobs.replicated",
+                            "jobs.local_cpus", "jobs.torch", "jobs.torch_min", "jobs.technique",
+                            "jobs.queue_order", "jobs.process_timing"});
+  EXPECT_EQ(after["result_processes"], std::vector<std::string>());
+  after.erase("result_processes");
+  EXPECT_EQ(after, before);
+  EXPECT_EQ(Text(*db, "SELECT count(*) FROM jobs WHERE queue_order IS NOT NULL OR process_timing IS NOT NULL"), "0");
   EXPECT_EQ(Text(*db, "SELECT count(*) FROM jobs WHERE world_size != 1 OR spread OR "
                       "local_processes != 1 OR replicated OR local_cpus != 0 OR torch != '' OR "
                       "torch_min != '' OR technique != ''"),

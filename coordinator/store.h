@@ -1,6 +1,7 @@
 // The coordinator's store: results.db (SQLite, WAL), opened once with its schema made
 // current, and the stores of each concern over its one writable connection: jobs and
-// sweeps (JobQueue), results (ResultWriter), hosts (HostStore), schedules
+// sweeps (JobQueue), results (ResultWriter) and the processes of repeated jobs
+// (ProcessResults), hosts (HostStore), schedules
 // (ScheduleStore), regressions (RegressionStore) and retention (RetentionStore).
 //
 // When a write is durable: outside a group, every method that writes commits before it
@@ -18,6 +19,7 @@
 #include "coordinator/checkpointer.h"
 #include "coordinator/host_store.h"
 #include "coordinator/job_queue.h"
+#include "coordinator/process_results.h"
 #include "coordinator/regression_store.h"
 #include "coordinator/result_writer.h"
 #include "coordinator/retention_store.h"
@@ -48,6 +50,7 @@ class Store {
 
   JobQueue& jobs() { return jobs_; }
   ResultWriter& results() { return results_; }
+  ProcessResults& processes() { return processes_; }
   HostStore& hosts() { return hosts_; }
   ScheduleStore& schedules() { return schedules_; }
   RegressionStore& regressions() { return regressions_; }
@@ -67,6 +70,7 @@ class Store {
   JobQueue jobs_;
   HostStore hosts_;
   ResultWriter results_;
+  ProcessResults processes_;
   ScheduleStore schedules_;
   RegressionStore regressions_;
   RetentionStore retention_;

@@ -49,6 +49,7 @@ std::optional<Message> SweepIntake::Submit(const std::string& routing_id, const 
   };
   auto sweep = ParseSweepShape(request.sweep);
   if (!sweep.ok()) return refuse(sweep.status());
+  sweep->default_processes = ctx_.options.default_processes;
   // Its model files by content, each already uploaded (schemas/sweep.md), and what each
   // AOTInductor package among them needs of the worker that runs it.
   Status models = CheckSubmittedModels(request.sweep, [&](const std::string& sha256) { return ctx_.models.Has(sha256); });
@@ -316,6 +317,7 @@ Status SweepIntake::ResumeIntakes() {
                          << left.next_combination << " on are not stored");
       continue;
     }
+    sweep->default_processes = ctx_.options.default_processes;
     // What its packages need (the jobs still to store carry it, as those stored did).
     if (Status packages = ReadPackages(sweep->source, &*sweep); !packages.ok()) {
       LOG_ERROR("sweep " << left.sweep_id << ": " << packages.message()

@@ -44,6 +44,7 @@ json FuzzCapabilities() {
 
 std::unique_ptr<benchfleet::Coordinator> NewCoordinator() {
   benchfleet::CoordinatorOptions options;
+  options.default_processes = 1;  // each job runs once
   options.db_path = ":memory:";
   // The models its inputs upload (model_upload) are kept out of the working tree.
   options.models_dir =

@@ -46,6 +46,10 @@ bool Fleet::StartCoordinator() {
       std::to_string(options_.liveness),
       "--ready-file",
       ready};
+  if (options_.processes > 0) {
+    argv.push_back("--processes");
+    argv.push_back(std::to_string(options_.processes));
+  }
   argv.insert(argv.end(), options_.coordinator_flags.begin(), options_.coordinator_flags.end());
   if (!coordinator_.Start(argv, dir_ / "coordinator.log")) return false;
   bool up = WaitFor([&] { return std::filesystem::exists(ready) || !coordinator_.running(); },

@@ -18,6 +18,9 @@ struct FleetOptions {
   int liveness = 3;
   // Agents calibrate their host at start (a job of ~10 s each); off unless a test needs it.
   bool calibrate_agents = false;
+  // The coordinator's --processes: 1, so that a test's jobs each run once, unless it is
+  // about repeats in processes; 0: the coordinator's default (ProcessesFleetTest).
+  int processes = 1;
   std::vector<std::string> coordinator_flags;
   std::string db_path;  // default: results.db in the fleet's directory
 };

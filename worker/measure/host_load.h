@@ -8,14 +8,12 @@
 #include <optional>
 #include <string>
 
+#include "common/host_quiet.h"
+
 namespace benchfleet::worker {
 
-// Other processes kept more than this many CPUs busy, on average over the
-// timed region, or ...
-inline constexpr double kDisturbedBusyCpus = 0.2;
-// ... the hypervisor took more than this fraction of all CPU time (steal):
-// the result was measured on a disturbed host.
-inline constexpr double kDisturbedStealFraction = 0.02;
+// The thresholds of a disturbed host: kDisturbedBusyCpus, kDisturbedStealFraction
+// (common/host_quiet.h), the agent's check before timing uses the same.
 
 // The aggregate "cpu" line of /proc/stat, in seconds summed over all CPUs.
 struct HostCpuTimes {
