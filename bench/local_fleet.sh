@@ -1,6 +1,7 @@
 # Sourced by bench scripts: fresh local fleets on this host, on one store. Needs $build
 # (a build directory), $db (the store), $agent_count; optional $PROCESSES (the
-# coordinator's --processes). start_fleet NAME starts a coordinator and $agent_count
+# coordinator's --processes) and $AGENT_FLAGS (more flags for each agent, split on
+# spaces: --no-calibrate). start_fleet NAME starts a coordinator and $agent_count
 # agents and exports BENCHFLEET_COORDINATOR; stop_fleet stops them; the EXIT trap stops
 # them and removes $run.
 cli=("$build/cli/benchfleet")
@@ -31,7 +32,8 @@ start_fleet() {
   local i
   for ((i = 0; i < agent_count; ++i)); do
     "$build/agent/benchfleet-agent" --coordinator "$agents" --name "repro-$i" \
-      --worker "$build/worker/benchfleet-worker" --state-dir "$fleet/agent-$i" 2>"$fleet/agent-$i.log" &
+      --worker "$build/worker/benchfleet-worker" --state-dir "$fleet/agent-$i" ${AGENT_FLAGS:-} \
+      2>"$fleet/agent-$i.log" &
     pids+=($!)
   done
   local registered=0
