@@ -6,6 +6,8 @@
 # do, and `benchfleet compare` of the two runs.
 #
 #   bench/reproducibility.sh [SWEEP.json]   (default: examples/cpu-mlp.json, the quickstart's)
+#   SLOWDOWN=0.1: from the second run on, a real-time (SCHED_FIFO) loop on every CPU takes
+#   that share of each 10 ms, an induced slowdown compare must find (needs root)
 #   ROUNDS=2 (runs of the sweep, each in a fresh fleet: every later run's medians are
 #   checked against every earlier run's intervals)
 #   BUILD=build AGENTS=2 DB=reproducibility.db PROCESSES=   (the coordinator's --processes;
@@ -28,7 +30,28 @@ echo "host: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2-), $(nproc) CPUs
 rm -f "$db" "$db-wal" "$db-shm"
 sweeps=()
 rounds=${ROUNDS:-2}
+antagonists=()
+stop_antagonists() {
+  local pid
+  for pid in "${antagonists[@]}"; do kill "$pid" 2>/dev/null || true; done
+  antagonists=()
+}
+trap 'stop_antagonists; stop_fleet; rm -rf "$run"' EXIT
 for round in $(seq "$rounds"); do
+  if [[ -n ${SLOWDOWN:-} && $round == 2 ]]; then
+    for ((cpu = 0; cpu < $(nproc); ++cpu)); do
+      taskset -c "$cpu" chrt -f 50 python3 -c '
+import sys, time
+busy, period = float(sys.argv[1]) * 0.01, 0.01
+while True:
+    t = time.perf_counter()
+    while time.perf_counter() - t < busy:
+        pass
+    time.sleep(period - busy)' "$SLOWDOWN" &
+      antagonists+=($!)
+    done
+    echo "from run 2 on: a SCHED_FIFO loop takes $SLOWDOWN of every CPU"
+  fi
   start_fleet "run-$round"
   SECONDS=0
   "${cli[@]}" submit "$sweep_file" --wait >"$run/submitted-$round.txt" ||
@@ -37,6 +60,7 @@ for round in $(seq "$rounds"); do
   echo "run $round: sweep ${sweeps[-1]} in ${SECONDS}s, $(date -u +%H:%M:%S) UTC"
   stop_fleet
 done
+stop_antagonists
 
 # Read with no coordinator: each configuration of one run against the same on the same
 # agent in the other; each sweep's own results, not the reruns the regression judge
