@@ -80,7 +80,11 @@ int Run(const Options& options) {
                                          "--liveness",
                                          std::to_string(options.liveness),
                                          "--ready-file",
-                                         dir + "/coordinator.ready"};
+                                         dir + "/coordinator.ready",
+                                         // Each job one hand-out: the dispatch is what is
+                                         // measured, not repeats in processes.
+                                         "--processes",
+                                         "1"};
   if (Status started = coordinator.Start(argv, dir + "/coordinator.log", dir + "/coordinator.ready");
       !started.ok()) {
     // The directory goes away with the run (unless --keep-dir): show the log now.
