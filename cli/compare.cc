@@ -71,6 +71,12 @@ double TwoSidedTailT(double t, double df) {
   return std::clamp(1 - 2 * sum * h / 3, 0.0, 1.0);
 }
 
+// Slower or faster only when the test and the size agree.
+void Classify(SampleComparison* out, double ratio, double alpha) {
+  if (out->test.p < alpha && out->ratio > ratio) out->change = Change::kSlower;
+  if (out->test.p < alpha && out->ratio > 0 && out->ratio < 1 / ratio) out->change = Change::kFaster;
+}
+
 }  // namespace
 
 WelchTest WelchT(const std::vector<double>& a, const std::vector<double>& b) {
@@ -97,8 +103,7 @@ SampleComparison CompareProcesses(const std::vector<double>& a, const std::vecto
   out.median_b = Mean(b);
   out.ratio = out.median_a > 0 ? out.median_b / out.median_a : 0;
   out.test.p = WelchT(a, b).p;
-  if (out.test.p < alpha && out.ratio > ratio) out.change = Change::kSlower;
-  if (out.test.p < alpha && out.ratio > 0 && out.ratio < 1 / ratio) out.change = Change::kFaster;
+  Classify(&out, ratio, alpha);
   return out;
 }
 
@@ -118,8 +123,7 @@ SampleComparison CompareSamples(const std::vector<double>& a, const std::vector<
   out.median_b = Median(b);
   out.ratio = out.median_a > 0 ? out.median_b / out.median_a : 0;
   out.test = MannWhitneyU(a, b);
-  if (out.test.p < alpha && out.ratio > ratio) out.change = Change::kSlower;
-  if (out.test.p < alpha && out.ratio > 0 && out.ratio < 1 / ratio) out.change = Change::kFaster;
+  Classify(&out, ratio, alpha);
   return out;
 }
 

@@ -49,11 +49,15 @@ StatusOr<ProcessStep> ProcessResults::Record(int64_t job_id, int attempt, int64_
   ASSIGN_OR_RETURN(auto find, db_->Prepare("SELECT j.state, j.attempts, j.kind, j.spec, "
                                            "EXISTS (SELECT 1 FROM results r WHERE r.job_id = j.job_id), "
                                            "EXISTS (SELECT 1 FROM result_processes p WHERE p.job_id = j.job_id "
-                                           "AND p.attempt = ?2) "
+                                           "AND p.attempt = ?2), "
+                                           // Repeated at all: decided in SQL, so that the
+                                           // result of a job of one process costs no parse.
+                                           "coalesce(json_extract(j.spec, '$.processes'), 1) > 1 OR "
+                                           "json_type(j.spec, '$.precision') IN ('real', 'integer') "
                                            "FROM jobs j WHERE j.job_id = ?1"));
   find.Bind(1, job_id).Bind(2, static_cast<int64_t>(attempt));
   ASSIGN_OR_RETURN(bool found, find.Step());
-  if (!found || find.Text(2) != "benchmark" || find.Int(4) != 0) return step;
+  if (!found || find.Text(2) != "benchmark" || find.Int(4) != 0 || find.Int(6) == 0) return step;
   const std::string state = find.Text(0);
   const bool open = state == "running" || state == "queued";
   const bool current = find.Int(1) == attempt;
