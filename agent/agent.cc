@@ -11,6 +11,7 @@
 #include <cmath>
 #include <limits>
 
+#include "agent/host_pace.h"
 #include "agent/host_probe.h"
 #include "agent/worker_probe.h"
 #include "common/cpu_list.h"
@@ -364,7 +365,11 @@ void AgentDaemon::AdvanceHostCheck() {
     LOG_WARN("job " << checked.job.job_id << " attempt " << checked.job.attempt << ": the host is busy ("
                     << check.facts["reasons"].dump() << "); it runs, flagged");
   }
-  host_check_ = std::make_pair(JobAttempt{checked.job.job_id, checked.job.attempt}, check.facts);
+  // The host's pace last, just before the worker starts (agent/host_pace.h): nothing of
+  // the agent ran in the check's window.
+  const HostPace pace = MeasureHostPace(runner_->CpusFor(threads));
+  before_timing_ = std::make_pair(JobAttempt{checked.job.job_id, checked.job.attempt},
+                                  json{{"host_check", check.facts}, {"host_pace", pace.ToJson()}});
   StartWorker(std::move(checked.job), "");
 }
 
@@ -533,10 +538,12 @@ void AgentDaemon::StopJob(const StopOrder& stop) {
 
 void AgentDaemon::Store(const json& given, int64_t job_id, int attempt) {
   json result = given;
-  // The host check before its worker started (agent/host_check.h) goes with the result.
-  if (host_check_ && host_check_->first.job_id == job_id && host_check_->first.attempt == attempt) {
-    if (result.is_object() && !result.contains("host_check")) result["host_check"] = host_check_->second;
-    host_check_.reset();
+  // The host check and pace before its worker started go with the result.
+  if (before_timing_ && before_timing_->first.job_id == job_id && before_timing_->first.attempt == attempt) {
+    for (const auto& [key, value] : before_timing_->second.items()) {
+      if (result.is_object() && !result.contains(key)) result[key] = value;
+    }
+    before_timing_.reset();
   }
   Status spooled = spool_->Put({job_id, attempt, result});
   if (!spooled.ok()) {

@@ -131,8 +131,9 @@ class AgentDaemon {
   };
   std::optional<CheckingHost> checking_host_;
   HostChecker host_checker_;
-  // The check of the job whose worker runs, for its result.
-  std::optional<std::pair<JobAttempt, nlohmann::json>> host_check_;
+  // What the agent measured just before the job's worker started (its host check and
+  // the host's pace: fields host_check and host_pace), for its result.
+  std::optional<std::pair<JobAttempt, nlohmann::json>> before_timing_;
   std::string routing_id_;
   bool registered_ = false;
   bool ever_registered_ = false;

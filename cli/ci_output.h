@@ -35,10 +35,12 @@ struct ChangeCounts {
   int slower = 0;
   int faster = 0;
   int unchanged = 0;
+  int host = 0;      // "host slower", "host faster": moved as the host's pace did
   int unjudged = 0;  // "no samples": pruned, nothing to test
 };
 ChangeCounts CountChanges(const RowsReply& compared);
-// "2 slower, 1 faster, 5 unchanged" (and ", 1 without samples" when any).
+// "2 slower, 1 faster, 5 unchanged" (and ", 1 moved with the host's pace", ", 1 without
+// samples" when any).
 std::string ChangeSummary(const ChangeCounts& counts);
 
 // `compare A B`'s rows (the columns CompareTwoSweeps makes) as JUnit: a failure for each

@@ -508,7 +508,12 @@ int CompareTwoSweeps(Reads& reads, const CompareOptions& options, RowFormat form
   // regression candidate is a later one).
   std::map<std::string, std::pair<json, json>> cells;  // key -> (row in A, row in B)
   std::vector<std::string> order;
+  // The host's pace of each sweep on each host: its results' (docs/regressions.md, Host pace).
+  std::map<std::pair<int64_t, std::string>, std::vector<double>> paces;
   for (json& row : results->Objects()) {
+    if (const json pace = Cell(row, "host_pace_ms"); pace.is_number() && pace.get<double>() > 0) {
+      paces[{Cell(row, "sweep_id").get<int64_t>(), FormatCell(Cell(row, "host"))}].push_back(pace.get<double>());
+    }
     json config = json::array();
     for (const std::string& name : ConfigColumnNames()) config.push_back(Cell(row, name));
     const std::string key = config.dump();
@@ -548,7 +553,7 @@ int CompareTwoSweeps(Reads& reads, const CompareOptions& options, RowFormat form
   // Each side's median with its 95% confidence interval as the worker measured it.
   std::vector<std::string> columns = ConfigColumnNames();
   for (const char* name : {"a_median_ms", "a_ci_low_ms", "a_ci_high_ms", "b_median_ms", "b_ci_low_ms",
-                           "b_ci_high_ms", "ratio", "p", "change", "a_samples", "b_samples"}) {
+                           "b_ci_high_ms", "ratio", "p", "change", "a_samples", "b_samples", "host_pace_ratio"}) {
     columns.push_back(name);
   }
   json rows = json::array();
@@ -562,23 +567,35 @@ int CompareTwoSweeps(Reads& reads, const CompareOptions& options, RowFormat form
     const json low_b = Cell(in_b, "median_ci_low_ms"), high_b = Cell(in_b, "median_ci_high_ms");
     const auto pa = processes_of.find(Cell(in_a, "job_id").get<int64_t>());
     const auto pb = processes_of.find(Cell(in_b, "job_id").get<int64_t>());
-    if (pa != processes_of.end() && pb != processes_of.end() && pa->second.size() >= 2 && pb->second.size() >= 2) {
-      // Both ran in several processes: tested on their medians, the run-to-run spread.
-      SampleComparison c = CompareProcesses(pa->second, pb->second, options.ratio);
-      for (const json& v : {json(c.median_a), low_a, high_a, json(c.median_b), low_b, high_b, json(c.ratio),
-                            json(c.test.p), json(ChangeName(c.change)), json(sa.size()), json(sb.size())}) {
-        row.push_back(v);
-      }
-    } else if (sa.empty() || sb.empty()) {
+    // B's host pace over A's, each the mean over its sweep's results on the host; 0: a side
+    // has fewer than kComparePaceMinResults (one reference run spreads too much to say).
+    auto sweep_pace = [&](int64_t sweep) {
+      const auto it = paces.find({sweep, FormatCell(Cell(in_a, "host"))});
+      if (it == paces.end() || it->second.size() < kComparePaceMinResults) return 0.0;
+      double sum = 0;
+      for (double pace : it->second) sum += pace;
+      return sum / static_cast<double>(it->second.size());
+    };
+    const double pace_a = sweep_pace(a), pace_b = sweep_pace(b);
+    const double pace_ratio = pace_a > 0 && pace_b > 0 ? pace_b / pace_a : 0;
+    const json pace_cell = pace_ratio > 0 ? json(pace_ratio) : json(nullptr);
+    const bool by_processes =
+        pa != processes_of.end() && pb != processes_of.end() && pa->second.size() >= 2 && pb->second.size() >= 2;
+    if (!by_processes && (sa.empty() || sb.empty())) {
       // Samples pruned: the medians alone cannot say whether the change is real.
       const json median_a = Cell(in_a, "median_ms"), median_b = Cell(in_b, "median_ms");
       const double ma = median_a.is_number() ? median_a.get<double>() : 0;
       const double mb = median_b.is_number() ? median_b.get<double>() : 0;
       for (const json& v : {median_a, low_a, high_a, median_b, low_b, high_b, json(ma > 0 ? mb / ma : 0.0),
-                            json(nullptr), json("no samples"), json(sa.size()), json(sb.size())}) {
+                            json(nullptr), json("no samples"), json(sa.size()), json(sb.size()), pace_cell}) {
         row.push_back(v);
       }
-    } else {
+      rows.push_back(std::move(row));
+      continue;
+    }
+    auto judge = [&]() {
+      // Both ran in several processes: tested on their medians, the run-to-run spread.
+      if (by_processes) return CompareProcesses(pa->second, pb->second, options.ratio);
       SampleComparison c = CompareSamples(sa, sb, options.ratio);
       // Samples taken one after another lean on each other, which the rank test takes
       // for more evidence than it is: a change must also part the two medians' intervals
@@ -587,10 +604,20 @@ int CompareTwoSweeps(Reads& reads, const CompareOptions& options, RowFormat form
       if (intervals && low_b.get<double>() <= high_a.get<double>() && low_a.get<double>() <= high_b.get<double>()) {
         c.change = Change::kUnchanged;
       }
-      for (const json& v : {json(c.median_a), low_a, high_a, json(c.median_b), low_b, high_b, json(c.ratio),
-                            json(c.test.p), json(ChangeName(c.change)), json(sa.size()), json(sb.size())}) {
-        row.push_back(v);
-      }
+      return c;
+    };
+    const SampleComparison c = judge();
+    std::string change = ChangeName(c.change);
+    // The host's pace moved beyond the ratio a change must exceed (docs/regressions.md,
+    // Host pace): a change the same way is the host's.
+    const bool host_slower = pace_ratio > options.ratio;
+    const bool host_faster = pace_ratio > 0 && pace_ratio < 1 / options.ratio;
+    if ((host_slower && c.change == Change::kSlower) || (host_faster && c.change == Change::kFaster)) {
+      change = std::string("host ") + ChangeName(c.change);
+    }
+    for (const json& v : {json(c.median_a), low_a, high_a, json(c.median_b), low_b, high_b, json(c.ratio),
+                          json(c.test.p), json(change), json(sa.size()), json(sb.size()), pace_cell}) {
+      row.push_back(v);
     }
     rows.push_back(std::move(row));
   }

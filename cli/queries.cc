@@ -57,7 +57,7 @@ std::string ResultsOfSweepsSql(const std::vector<int64_t>& sweep_ids) {
   std::string sql = "SELECT sweep_id, job_id";
   for (const std::string& name : ConfigColumnNames()) sql += ", " + SelectedColumn(name);
   return sql +
-         ", median_ms, median_ci_low_ms, median_ci_high_ms "
+         ", median_ms, median_ci_low_ms, median_ci_high_ms, host_pace_ms "
          "FROM result_summary WHERE sweep_id IN (" +
          CommaList(sweep_ids) + ") ORDER BY job_id";
 }

@@ -153,6 +153,20 @@ json CombineProcesses(const ProcessStep& step) {
       if (combined.contains(key) && combined[key].is_number()) combined[key] = combined[key].get<double>() * scale;
     }
   }
+  // The host's pace as the median is: the mean over the processes (those that measured it).
+  double pace_sum = 0;
+  int paced = 0;
+  for (const json& result : step.results) {
+    const json pace = result.is_object() ? result.value("host_pace", json()) : json();
+    if (pace.is_object() && pace.value("ms", json()).is_number()) {
+      pace_sum += pace["ms"].get<double>();
+      ++paced;
+    }
+  }
+  if (paced > 0 && combined.value("host_pace", json()).is_object()) {
+    combined["host_pace"]["ms"] = pace_sum / paced;
+    combined["host_pace"]["processes"] = paced;
+  }
   combined["processes"] = std::move(processes);
   if (!step.decision.is_null()) combined["precision"] = step.decision;
   return combined;

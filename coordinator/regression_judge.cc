@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <sstream>
 
 #include "common/log.h"
 #include "common/median.h"
@@ -52,6 +53,30 @@ Verdict Weigh(const JudgedResult& r, double median, double mad, int64_t n,
 
 // Sweeps whose policy is remembered, at most: one lookup per sweep, not per result.
 constexpr size_t kPoliciesRemembered = 1000;
+// A night's pace is the mean over at least this many of its results on the host: one
+// reference run spreads too much on a shared host (docs/regressions.md, Host pace).
+constexpr int64_t kHostPaceMinResults = 3;
+
+// The baseline's pace (docs/regressions.md, Host pace): the mean of its results' paces,
+// when at least half of them have one; else none, and the candidate's night is never
+// put down to the host.
+std::optional<double> BaselinePace(const std::vector<BaselinePoint>& baseline) {
+  std::vector<double> paces;
+  for (const BaselinePoint& p : baseline) {
+    if (p.host_pace_ms && *p.host_pace_ms > 0) paces.push_back(*p.host_pace_ms);
+  }
+  if (paces.empty() || 2 * paces.size() < baseline.size()) return std::nullopt;
+  double sum = 0;
+  for (double pace : paces) sum += pace;
+  return sum / static_cast<double>(paces.size());
+}
+
+std::string Percent(double change) {
+  const double tenths = std::round(change * 1000) / 10;
+  std::ostringstream out;
+  out << (tenths >= 0 ? "+" : "") << tenths << "%";
+  return out.str();
+}
 
 }  // namespace
 
@@ -110,6 +135,8 @@ void RegressionJudge::Judge(const JudgedResult& r) {
   c.z = verdict.z;
   c.median_ci_low_ms = r.median_ci_low_ms;
   c.median_ci_high_ms = r.median_ci_high_ms;
+  c.host_pace_ms = r.host_pace_ms;
+  c.baseline_host_pace_ms = BaselinePace(*baseline);
   auto reruns = store_.AddRegressionCandidate(c, r.host, policy.reruns);
   if (!reruns.ok()) {
     ++store_errors_;
@@ -138,7 +165,7 @@ void RegressionJudge::DecideIfRerunsDone(int64_t candidate_job_id, const Regress
   }
   const RegressionCandidate& c = **candidate;
   if (medians.empty()) {
-    (void)store_.DecideRegression(candidate_job_id, false, std::nullopt, "no rerun succeeded");
+    (void)store_.DecideRegression(candidate_job_id, "noise", std::nullopt, "no rerun succeeded");
     return;
   }
   // The z-score picked the candidate out of the noise; the reruns say whether the change
@@ -152,16 +179,34 @@ void RegressionJudge::DecideIfRerunsDone(int64_t candidate_job_id, const Regress
   const double rerun_median = Median(medians);
   const auto reproduced = std::count_if(medians.begin(), medians.end(), reproduces);
   const bool confirmed = reproduces(rerun_median) && 2 * reproduced > static_cast<long>(reruns->size());
-  const std::string reason =
+  std::string state = confirmed ? "confirmed" : "noise";
+  std::string reason =
       std::string(confirmed ? "reproduced" : "not reproduced") + " by " + std::to_string(reproduced) + " of " +
       std::to_string(reruns->size()) + " reruns: their median " + std::to_string(rerun_median) +
       " ms against the baseline's " + std::to_string(c.baseline_median_ms) + " ms";
-  if (!store_.DecideRegression(candidate_job_id, confirmed, rerun_median, reason).ok()) {
+  // The host's pace that night (docs/regressions.md, Host pace): a change reproduced on a
+  // host whose pace moved the same way beyond min_change is the host's, never a
+  // regression.
+  auto night = store_.NightHostPace(candidate_job_id);
+  if (!night.ok()) {
     ++store_errors_;
     return;
   }
-  LOG_INFO("job " << candidate_job_id << ": regression candidate " << (confirmed ? "confirmed" : "was noise")
-                  << " (" << reason << ")");
+  std::optional<double> night_pace;
+  if (night->results >= kHostPaceMinResults) night_pace = night->mean_ms;
+  if (confirmed && night_pace && c.baseline_host_pace_ms && *c.baseline_host_pace_ms > 0) {
+    const double moved = *night_pace / *c.baseline_host_pace_ms - 1;
+    if (std::abs(moved) > policy.min_change && (moved > 0) == c.slower) {
+      state = "host";
+      reason += "; the host's pace that night (the mean of " + std::to_string(night->results) + " results) moved " +
+                Percent(moved) + " from the baseline's, the same way: the host's, not the code's";
+    }
+  }
+  if (!store_.DecideRegression(candidate_job_id, state, rerun_median, reason, night_pace).ok()) {
+    ++store_errors_;
+    return;
+  }
+  LOG_INFO("job " << candidate_job_id << ": regression candidate " << state << " (" << reason << ")");
 }
 
 }  // namespace benchfleet

@@ -22,7 +22,7 @@ StatusOr<std::vector<BaselinePoint>> RegressionStore::SeriesBaseline(const std::
   ASSIGN_OR_RETURN(auto stmt, db_->Prepare(
       "WITH step AS (SELECT coalesce(max(g.job_id), 0) AS job_id FROM regressions g "
       "  WHERE g.series = ?1 AND g.state = 'confirmed' AND g.job_id < ?2) "
-      "SELECT r.job_id, r.median_ms, r.received_at FROM results r JOIN jobs j ON j.job_id = r.job_id, step "
+      "SELECT r.job_id, r.median_ms, r.received_at, r.host_pace_ms FROM results r JOIN jobs j ON j.job_id = r.job_id, step "
       "WHERE r.series_key = ?6 AND r.series = ?1 AND r.job_id < ?2 AND r.ok = 1 AND coalesce(r.unsteady, 0) = 0 "
       "AND r.median_ms IS NOT NULL AND r.job_id >= step.job_id "
       "AND (j.confirms_job_id IS NULL OR j.confirms_job_id = step.job_id) "
@@ -39,20 +39,24 @@ StatusOr<std::vector<BaselinePoint>> RegressionStore::SeriesBaseline(const std::
   while (true) {
     ASSIGN_OR_RETURN(bool row, stmt.Step());
     if (!row) break;
-    out.push_back({stmt.Int(0), stmt.Real(1), stmt.Text(2)});
+    BaselinePoint point{stmt.Int(0), stmt.Real(1), stmt.Text(2), std::nullopt};
+    if (!stmt.IsNull(3)) point.host_pace_ms = stmt.Real(3);
+    out.push_back(std::move(point));
   }
   return out;
 }
 
-StatusOr<std::vector<int64_t>> RegressionStore::AddRegressionCandidate(const RegressionCandidate& c, const std::string& host,
-                                                             int reruns) {
-  Transaction tx(*db_);
-  RETURN_IF_ERROR(tx.Begin());
-  ASSIGN_OR_RETURN(QueuedReruns queued, jobs_->QueueReruns(c.job_id, host, reruns));
-  const int64_t sweep_id = queued.sweep_id;
-  const std::vector<int64_t>& ids = queued.job_ids;
-  const std::string now = UtcNowIso8601();
-  RETURN_IF_ERROR(InsertRow(*db_, "regressions", {{"job_id", c.job_id},
+namespace {
+
+json Optional(const std::optional<double>& value) { return value ? json(*value) : json(nullptr); }
+
+// A regressions row: the candidate's figures, then the columns of its state.
+ColumnValues RegressionRow(const RegressionCandidate& c, ColumnValues rest) {
+  std::optional<double> pace_change;
+  if (c.host_pace_ms && c.baseline_host_pace_ms && *c.baseline_host_pace_ms > 0) {
+    pace_change = *c.host_pace_ms / *c.baseline_host_pace_ms - 1;
+  }
+  ColumnValues row = {{"job_id", c.job_id},
                                          {"series", c.series},
                                          {"host_id", c.host_id},
                                          {"direction", c.slower ? "slower" : "faster"},
@@ -66,9 +70,25 @@ StatusOr<std::vector<int64_t>> RegressionStore::AddRegressionCandidate(const Reg
                                          {"z", c.z ? json(*c.z) : json(nullptr)},
                                          {"median_ci_low_ms", c.median_ci_low_ms ? json(*c.median_ci_low_ms) : json(nullptr)},
                                          {"median_ci_high_ms", c.median_ci_high_ms ? json(*c.median_ci_high_ms) : json(nullptr)},
-                                         {"sweep_id", sweep_id},
-                                         {"reruns", json(ids).dump()},
-                                         {"detected_at", now}}));
+                                         {"host_pace_ms", Optional(c.host_pace_ms)},
+                                         {"baseline_host_pace_ms", Optional(c.baseline_host_pace_ms)},
+                                         {"host_pace_change", Optional(pace_change)}};
+  for (auto& column : rest) row.push_back(std::move(column));
+  return row;
+}
+
+}  // namespace
+
+StatusOr<std::vector<int64_t>> RegressionStore::AddRegressionCandidate(const RegressionCandidate& c, const std::string& host,
+                                                             int reruns) {
+  Transaction tx(*db_);
+  RETURN_IF_ERROR(tx.Begin());
+  ASSIGN_OR_RETURN(QueuedReruns queued, jobs_->QueueReruns(c.job_id, host, reruns));
+  const std::vector<int64_t>& ids = queued.job_ids;
+  RETURN_IF_ERROR(InsertRow(*db_, "regressions",
+                            RegressionRow(c, {{"sweep_id", queued.sweep_id},
+                                              {"reruns", json(ids).dump()},
+                                              {"detected_at", UtcNowIso8601()}})));
   RETURN_IF_ERROR(tx.Commit());
   return ids;
 }
@@ -76,7 +96,8 @@ StatusOr<std::vector<int64_t>> RegressionStore::AddRegressionCandidate(const Reg
 StatusOr<std::optional<RegressionCandidate>> RegressionStore::CandidateOf(int64_t job_id) {
   ASSIGN_OR_RETURN(auto stmt, db_->Prepare(
       "SELECT series, host_id, direction, median_ms, baseline_median_ms, baseline_mad_ms, baseline_n, "
-      "baseline_from, baseline_to, change, z FROM regressions WHERE job_id = ?1 AND state = 'candidate'"));
+      "baseline_from, baseline_to, change, z, host_pace_ms, baseline_host_pace_ms FROM regressions "
+      "WHERE job_id = ?1 AND state = 'candidate'"));
   stmt.Bind(1, job_id);
   ASSIGN_OR_RETURN(bool row, stmt.Step());
   if (!row) return std::optional<RegressionCandidate>();
@@ -93,6 +114,8 @@ StatusOr<std::optional<RegressionCandidate>> RegressionStore::CandidateOf(int64_
   c.baseline_to = stmt.Text(8);
   c.change = stmt.Real(9);
   if (!stmt.IsNull(10)) c.z = stmt.Real(10);
+  if (!stmt.IsNull(11)) c.host_pace_ms = stmt.Real(11);
+  if (!stmt.IsNull(12)) c.baseline_host_pace_ms = stmt.Real(12);
   return std::optional<RegressionCandidate>(std::move(c));
 }
 
@@ -121,17 +144,41 @@ StatusOr<std::vector<Rerun>> RegressionStore::RerunsOf(int64_t job_id) {
   return out;
 }
 
-Status RegressionStore::DecideRegression(int64_t job_id, bool confirmed, std::optional<double> rerun_median_ms,
-                               const std::string& reason) {
+StatusOr<NightPace> RegressionStore::NightHostPace(int64_t job_id) {
+  ASSIGN_OR_RETURN(auto stmt, db_->Prepare(
+      "SELECT avg(r.host_pace_ms), count(r.host_pace_ms) FROM results r JOIN jobs c ON c.job_id = ?1 "
+      "WHERE r.sweep_id = c.sweep_id AND r.host_id = c.host_id AND r.host_pace_ms > 0"));
+  stmt.Bind(1, job_id);
+  ASSIGN_OR_RETURN(bool row, stmt.Step());
+  NightPace night;
+  if (row && !stmt.IsNull(0)) {
+    night.mean_ms = stmt.Real(0);
+    night.results = stmt.Int(1);
+  }
+  return night;
+}
+
+Status RegressionStore::DecideRegression(int64_t job_id, const std::string& state,
+                                         std::optional<double> rerun_median_ms, const std::string& reason,
+                                         std::optional<double> night_pace_ms) {
   Transaction tx(*db_);  // every write joins the loop round's group commit
   RETURN_IF_ERROR(tx.Begin());
-  ASSIGN_OR_RETURN(auto stmt, db_->Prepare("UPDATE regressions SET state = ?2, rerun_median_ms = ?3, "
-                                           "decided_at = ?4, reason = ?5 WHERE job_id = ?1 AND state = 'candidate'"));
-  stmt.Bind(1, job_id).Bind(2, confirmed ? "confirmed" : "noise").Bind(4, UtcNowIso8601()).Bind(5, reason);
+  ASSIGN_OR_RETURN(auto stmt, db_->Prepare(
+      "UPDATE regressions SET state = ?2, rerun_median_ms = ?3, decided_at = ?4, reason = ?5, "
+      "host_pace_ms = coalesce(?6, host_pace_ms), "
+      "host_pace_change = CASE WHEN coalesce(?6, host_pace_ms) > 0 AND baseline_host_pace_ms > 0 "
+      "  THEN coalesce(?6, host_pace_ms) / baseline_host_pace_ms - 1 END "
+      "WHERE job_id = ?1 AND state = 'candidate'"));
+  stmt.Bind(1, job_id).Bind(2, state).Bind(4, UtcNowIso8601()).Bind(5, reason);
   if (rerun_median_ms) {
     stmt.Bind(3, *rerun_median_ms);
   } else {
     stmt.BindNull(3);
+  }
+  if (night_pace_ms) {
+    stmt.Bind(6, *night_pace_ms);
+  } else {
+    stmt.BindNull(6);
   }
   RETURN_IF_ERROR(stmt.Run());
   return tx.Commit();

@@ -31,11 +31,18 @@ struct JudgedResult {
   bool unsteady = false;  // its statistics may mix two regimes: never judged
   std::optional<int64_t> confirms_job_id;  // a rerun confirming that job's candidate
   int64_t sweep_id = 0;
+  std::optional<double> host_pace_ms;  // the host's pace before it ran (agent/host_pace.h)
+};
+// The host's pace over a candidate's night: the mean over its sweep's results on its host.
+struct NightPace {
+  double mean_ms = 0;
+  int64_t results = 0;
 };
 struct BaselinePoint {
   int64_t job_id = 0;
   double median_ms = 0;
   std::string received_at;
+  std::optional<double> host_pace_ms;
 };
 // A regression candidate as detected (the regressions table).
 struct RegressionCandidate {
@@ -52,6 +59,9 @@ struct RegressionCandidate {
   std::optional<double> z;
   // The judged result's median interval, which widens the noise z is measured in.
   std::optional<double> median_ci_low_ms, median_ci_high_ms;
+  // The host's pace of the judged result and the baseline's (the mean of those of its
+  // results that have one): a change the host's pace explains is decided "host".
+  std::optional<double> host_pace_ms, baseline_host_pace_ms;
 };
 struct Rerun {
   int64_t job_id = 0;
@@ -81,8 +91,13 @@ class RegressionStore {
   // Whether the series has a candidate whose reruns are still undecided.
   StatusOr<bool> SeriesHasOpenCandidate(const std::string& series);
   StatusOr<std::vector<Rerun>> RerunsOf(int64_t job_id);
-  Status DecideRegression(int64_t job_id, bool confirmed, std::optional<double> rerun_median_ms,
-                          const std::string& reason);
+  // The host's pace over the night of candidate `job_id`: its sweep's results on its host
+  // that have one (its reruns included).
+  StatusOr<NightPace> NightHostPace(int64_t job_id);
+  // `state`: confirmed, noise or host. `night_pace_ms`, where known, replaces the
+  // candidate's own pace (and its change from the baseline's is recorded).
+  Status DecideRegression(int64_t job_id, const std::string& state, std::optional<double> rerun_median_ms,
+                          const std::string& reason, std::optional<double> night_pace_ms = std::nullopt);
   StatusOr<json> AddBaselineReset(const std::string& host, const std::string& model, const std::string& note);
 
  private:

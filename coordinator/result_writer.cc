@@ -277,6 +277,7 @@ StatusOr<ResultOutcome> ResultWriter::Write(int64_t job_id, int attempt, int64_t
     r.unsteady = ResultValue(result, "unsteady") == true;
     r.confirms_job_id = confirms_job_id;
     r.sweep_id = sweep_id;
+    if (const json& pace = ResultValue(result, "host_pace_ms"); pace.is_number()) r.host_pace_ms = pace.get<double>();
     *judged = std::move(r);
   }
   return ResultOutcome::kStored;

@@ -41,9 +41,11 @@ TEST_F(LegacyStoreTest, AFullyMigratedStoreKeepsEveryRowAndGetsTheNewStoresSchem
   // the worker (003_worker_needs.sql).
   // 004_processes.sql: its jobs queue by their ids (queue_order NULL) with their own
   // timing, and no process of them was kept (result_processes is new and empty).
+  // 005_host_pace.sql: its regressions were judged without the host's pace (NULL).
   auto after = RowsOf(*db, {"jobs.world_size", "jobs.spread", "jobs.local_processes", "jobs.replicated",
                             "jobs.local_cpus", "jobs.torch", "jobs.torch_min", "jobs.technique",
-                            "jobs.queue_order", "jobs.process_timing"});
+                            "jobs.queue_order", "jobs.process_timing", "regressions.host_pace_ms",
+                            "regressions.baseline_host_pace_ms", "regressions.host_pace_change"});
   EXPECT_EQ(after["result_processes"], std::vector<std::string>());
   after.erase("result_processes");
   EXPECT_EQ(after, before);

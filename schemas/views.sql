@@ -514,7 +514,8 @@ SELECT g.regression_id, g.detected_at AS first_seen_at, g.sweep_id AS first_seen
        round(g.change * 100, 1) AS change_pct, g.median_ms, g.median_ci_low_ms,
        g.median_ci_high_ms, g.rerun_median_ms,
        g.baseline_median_ms, g.baseline_mad_ms, g.baseline_n, g.baseline_from, g.baseline_to,
-       g.z, g.reruns, g.job_id, r.sweep_id, g.series
+       g.z, g.reruns, g.job_id, r.sweep_id, g.series,
+       round(g.host_pace_change * 100, 1) AS host_pace_change_pct
 FROM regressions g
 JOIN results r ON r.job_id = g.job_id
 JOIN hosts h ON h.host_id = g.host_id

@@ -7,6 +7,7 @@
 #include <iostream>
 #include <random>
 #include <sstream>
+#include <tuple>
 
 #include "cli/commands.h"
 #include "cli/reads.h"
@@ -46,9 +47,10 @@ size_t Occurrences(const std::string& text, const std::string& what) {
 class StoreFileTest : public CoordinatorTest {
  protected:
   // Answers every job offered to `peer` (reruns too) with kSamples samples around
-  // `median_ms(spec)`, spread by 1%; returns the jobs answered.
-  std::vector<int64_t> AnswerAll(const std::string& peer,
-                                 const std::function<double(const json&)>& median_ms) {
+  // `median_ms(spec)`, spread by 1%, and the host's pace `pace_ms(spec)` where given;
+  // returns the jobs answered.
+  std::vector<int64_t> AnswerAll(const std::string& peer, const std::function<double(const json&)>& median_ms,
+                                 const std::function<double(const json&)>& pace_ms = nullptr) {
     std::vector<int64_t> answered;
     for (int round = 0; round < 50; ++round) {
       coordinator_->Tick();
@@ -66,6 +68,7 @@ class StoreFileTest : public CoordinatorTest {
       result["stats"]["min_ms"] = samples.front();
       result["stats"]["max_ms"] = samples.back();
       result["samples_ms"] = samples;
+      if (pace_ms) result["host_pace"] = {{"ms", pace_ms(body["spec"])}};
       FromAgent(peer, {{"v", 1},
                        {"type", "result"},
                        {"job_id", body["job_id"]},
@@ -76,9 +79,10 @@ class StoreFileTest : public CoordinatorTest {
     }
     return answered;
   }
-  int64_t Sweep(const json& sweep, const std::function<double(const json&)>& median_ms) {
+  int64_t Sweep(const json& sweep, const std::function<double(const json&)>& median_ms,
+                const std::function<double(const json&)>& pace_ms = nullptr) {
     const int64_t id = Submit(sweep);
-    EXPECT_FALSE(AnswerAll("node-a/1", median_ms).empty());
+    EXPECT_FALSE(AnswerAll("node-a/1", median_ms, pace_ms).empty());
     return id;
   }
   std::string path() const { return (dir_ / "results.db").string(); }
@@ -205,6 +209,86 @@ TEST_F(StoreFileTest, RegressionsFailOnAConfirmedRegressionOnly) {
   EXPECT_EQ(junit.code, 1);
   EXPECT_EQ(Occurrences(junit.out, "<testcase "), 1u) << junit.out;
   EXPECT_EQ(Occurrences(junit.out, "<failure message=\"confirmed regression: "), 1u) << junit.out;
+}
+
+// The host's pace (docs/regressions.md, Host pace): every configuration 15% slower in a
+// second sweep whose host ran its pace reference 15% slower too, and in a third whose
+// host kept its pace.
+TEST_F(StoreFileTest, CompareCallsAChangeTheHostsWhenItsPaceMovedAlike) {
+  const json three = json::parse(
+      R"({"name": "pr", "placement": "any", "matrix": {"model": "mlp", "batch_size": [1, 8, 32]}})");
+  Register("node-a");
+  auto pace = [](double ms) { return [ms](const json&) { return ms; }; };
+  auto slower = [](const json&) { return 11.5; };
+  const int64_t a = Sweep(three, Steady, pace(0.1));
+  const int64_t slow_host = Sweep(three, slower, pace(0.115));
+  const int64_t slow_code = Sweep(three, slower, pace(0.1));
+  coordinator_.reset();
+  std::unique_ptr<Reads> reads = StoreFileReads(path());
+  CompareOptions options;
+  options.fail_on_slower = true;
+  for (const auto& [b, change, ratio] : {std::make_tuple(slow_host, "host slower", 1.15),
+                                         std::make_tuple(slow_code, "slower", 1.0)}) {
+    options.sweeps = {a, b};
+    Output table = Capture([&] { return CompareCommand(*reads, options, RowFormat::kJson); });
+    EXPECT_EQ(table.code, b == slow_code ? 1 : 0) << "only the code's slowdown fails the gate: " << table.out;
+    const json rows = json::parse(table.out, nullptr, false);
+    ASSERT_TRUE(rows.is_array() && rows.size() == 3) << table.out;
+    for (const json& row : rows) {
+      EXPECT_EQ(row["change"], change) << row.dump();
+      EXPECT_NEAR(row["host_pace_ratio"].get<double>(), ratio, 1e-9) << row.dump();
+      EXPECT_NEAR(row["ratio"].get<double>(), 1.15, 0.01) << row.dump();
+    }
+  }
+  options.sweeps = {a, slow_host};
+  Output markdown = Capture([&] { return CompareCommand(*reads, options, RowFormat::kMarkdown); });
+  EXPECT_EQ(markdown.out.rfind("**0 slower, 0 faster, 0 unchanged, 3 moved with the host's pace**", 0), 0u)
+      << markdown.out;
+  Output junit = Capture([&] { return CompareCommand(*reads, options, RowFormat::kJunit); });
+  EXPECT_EQ(Occurrences(junit.out, "<testcase "), 3u) << junit.out;
+  EXPECT_EQ(Occurrences(junit.out, "<failure "), 0u) << junit.out;
+  EXPECT_EQ(Occurrences(junit.out, "<skipped "), 0u) << junit.out;
+}
+
+TEST_F(StoreFileTest, AMedianThatMovedWithTheHostsPaceIsTheHostsAndNeverARegression) {
+  const json nightly = json::parse(
+      R"({"name": "nightly", "placement": "any", "matrix": {"model": "mlp", "batch_size": 32}})");
+  Register("node-a");
+  std::mt19937 random(11);
+  std::normal_distribution<double> noise(0.0, 0.01);  // quiet nights: no step of their own
+  auto pace = [](double ms) { return [ms](const json&) { return ms; }; };
+  for (int night = 0; night < 20; ++night) {
+    const double ms = 10.0 * (1 + noise(random));
+    Sweep(nightly, [&](const json&) { return ms; }, pace(0.1));
+  }
+  // 15% slower, and so was the host's pace all night (the candidate and its reruns): the
+  // host's, never a regression.
+  const int64_t host_night = Sweep(nightly, [](const json&) { return 11.5; }, pace(0.115));
+  const json host = Query("SELECT g.state, g.direction, round(g.host_pace_change, 3), json_array_length(g.reruns), "
+                          "g.sweep_id, round(g.change, 2), g.reason FROM regressions g");
+  ASSERT_EQ(host.size(), 1u) << host.dump();
+  EXPECT_EQ(host[0][0], "host") << host.dump();
+  EXPECT_EQ(host[0][1], "slower") << host.dump();
+  EXPECT_EQ(host[0][2], 0.15) << host.dump();
+  EXPECT_EQ(host[0][3], 3) << host.dump();
+  EXPECT_EQ(host[0][4], host_night) << host.dump();
+  EXPECT_EQ(host[0][5], 0.15) << host.dump();
+  EXPECT_NE(host[0][6].get<std::string>().find("the host's, not the code's"), std::string::npos) << host.dump();
+  // 15% slower on a host that kept its pace: the code's, confirmed by its reruns.
+  Sweep(nightly, [](const json&) { return 11.5; }, pace(0.1));
+  const json confirmed = Query("SELECT count(*), max(abs(host_pace_change_pct)) FROM confirmed_regressions");
+  EXPECT_EQ(confirmed[0][0], 1) << confirmed.dump();
+  EXPECT_LT(confirmed[0][1].get<double>(), 5) << "the host kept its pace: " << confirmed.dump();
+  // And 15% slower while the host ran 13% faster: the code's (a host never hides a change
+  // against its own).
+  Sweep(nightly, [](const json&) { return 13.2; }, pace(0.087));
+  coordinator_.reset();
+  std::unique_ptr<Reads> reads = StoreFileReads(path());
+  Output listed = Capture([&] { return RegressionsCommand(*reads, "24h", RowFormat::kJson, true); });
+  EXPECT_EQ(listed.code, 1) << listed.out;
+  const json listed_rows = json::parse(listed.out, nullptr, false);
+  ASSERT_TRUE(listed_rows.is_array()) << listed.out;
+  EXPECT_EQ(listed_rows.size(), 2u) << "the code's two steps, not the host's: " << listed.out;
 }
 
 }  // namespace

@@ -71,7 +71,7 @@ bool Fleet::StartAgent(const std::string& name, const std::vector<std::string>& 
                                    "--name",
                                    name,
                                    "--worker",
-                                   kWorkerBin,
+                                   options_.worker.empty() ? std::string(kWorkerBin) : options_.worker,
                                    "--state-dir",
                                    dir_ / ("agent-" + name),
                                    "--heartbeat-ms",

@@ -23,6 +23,8 @@ struct FleetOptions {
   int processes = 1;
   std::vector<std::string> coordinator_flags;
   std::string db_path;  // default: results.db in the fleet's directory
+  // The agents' --worker (a wrapper of benchfleet-worker); default: benchfleet-worker.
+  std::string worker;
 };
 
 class Fleet {

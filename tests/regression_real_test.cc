@@ -1,9 +1,12 @@
 // Regression detection on real measurements: a nightly sweep run by a real agent and
-// real workers on unmodified nights builds the baseline; then a real-time busy loop
-// takes half of the job's CPU, and the slowdown must be caught (confirmed by reruns that
-// run under the same load) on every configuration whose median moved beyond
-// min_change, and be listed once by `benchfleet regressions`, however many slow nights
-// follow.
+// real workers on unmodified nights builds the baseline. Then a real-time busy loop takes
+// half of the job's CPU twice over:
+// * on a night when it runs throughout, the agent's pace reference (agent/host_pace.h)
+//   slows as the jobs do: the host's, recorded so and never a regression;
+// * on a night when it runs beside the worker only (a wrapper starts it), the reference
+//   keeps its pace: the code's, caught (confirmed by reruns that run under the same load)
+//   on every configuration whose median moved beyond min_change, and listed once by
+//   `benchfleet regressions`, however many slow nights follow.
 #include <gtest/gtest.h>
 #include <sched.h>
 #include <signal.h>
@@ -11,6 +14,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <filesystem>
+#include <fstream>
 #include <map>
 
 #include "common/median.h"
@@ -97,6 +102,38 @@ int FirstAllowedCpu() {
   return 0;
 }
 
+// The slowdown beside the worker only: benchfleet-worker wrapped by a script that, while
+// `flag` exists, starts a real-time busy loop of kBusyUs in every kBusyUs + kIdleUs beside
+// it, on its CPUs (inherited). The agent's pace reference ran before it, undisturbed; the
+// loop ends with the worker's process group.
+std::string SlowedWorker(const std::filesystem::path& dir) {
+  std::filesystem::create_directories(dir);
+  const std::filesystem::path script = dir / "slowed-worker.sh";
+  std::ofstream out(script);
+  out << "#!/bin/sh\n"
+      << "if [ -e '" << (dir / "slow").string() << "' ]; then\n"
+      << "  chrt -f 1 python3 -c 'import time\n"
+      << "while True:\n"
+      << "    t = time.perf_counter()\n"
+      << "    while time.perf_counter() - t < " << kBusyUs * 1e-6 << ":\n"
+      << "        pass\n"
+      << "    time.sleep(" << kIdleUs * 1e-6 << ")' &\n"
+      << "fi\n"
+      << "exec '" << kWorkerBin << "' \"$@\"\n";
+  out.close();
+  std::filesystem::permissions(script, std::filesystem::perms::owner_all);
+  return script.string();
+}
+
+const std::filesystem::path kWrapperDir =
+    std::filesystem::temp_directory_path() / ("benchfleet-slowed-worker-" + std::to_string(getpid()));
+
+FleetOptions WithSlowedWorker() {
+  FleetOptions options;
+  options.worker = SlowedWorker(kWrapperDir);
+  return options;
+}
+
 class RealRegressionTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -106,6 +143,8 @@ class RealRegressionTest : public ::testing::Test {
   }
   void TearDown() override {
     if (HasFailure()) std::cerr << fleet_.Logs();
+    std::error_code ec;
+    std::filesystem::remove_all(kWrapperDir, ec);
   }
   // One night of the sweep, its reruns included; its id.
   int64_t Night() {
@@ -121,14 +160,14 @@ class RealRegressionTest : public ::testing::Test {
     std::map<int64_t, json> out;
     for (const json& row : QueryRows(fleet_.db_path(),
                                      "SELECT r.batch_size, r.median_ms, r.job_id, r.noisy, r.host_busy_cpus, "
-                                     "r.effective_threads, r.n, r.unsteady FROM result_summary r "
+                                     "r.effective_threads, r.n, r.unsteady, r.host_pace_ms FROM result_summary r "
                                      "JOIN jobs j ON j.job_id = r.job_id WHERE r.sweep_id = " +
                                          std::to_string(sweep_id) + " AND j.confirms_job_id IS NULL")) {
       out[row["batch_size"].get<int64_t>()] = row;
     }
     return out;
   }
-  Fleet fleet_;
+  Fleet fleet_{WithSlowedWorker()};
   const json sweep_ = json::parse(R"({
       "name": "nightly", "placement": "any",
       "matrix": {"model": "mlp", "batch_size": [1, 16, 64], "threads": 1},
@@ -137,12 +176,16 @@ class RealRegressionTest : public ::testing::Test {
       "regression": {"min_change": 0.3}})");
 };
 
-TEST_F(RealRegressionTest, ASlowdownOnTheJobsCpuIsCaughtWhereverTheMedianMovedAndListedOnce) {
-  std::map<int64_t, std::vector<double>> baseline;  // batch_size -> unmodified medians
+TEST_F(RealRegressionTest, ASlowerHostIsTheHostsAndSlowerCodeIsCaughtWhereverTheMedianMovedAndListedOnce) {
+  std::map<int64_t, std::vector<double>> baseline, baseline_pace;  // batch_size -> unmodified figures
   for (int night = 0; night < kBaselineNights; ++night) {
-    for (const auto& [batch, row] : Medians(Night())) baseline[batch].push_back(row["median_ms"].get<double>());
+    for (const auto& [batch, row] : Medians(Night())) {
+      baseline[batch].push_back(row["median_ms"].get<double>());
+      if (row["host_pace_ms"].is_number()) baseline_pace[batch].push_back(row["host_pace_ms"].get<double>());
+    }
   }
   ASSERT_EQ(baseline.size(), 3u);
+  ASSERT_EQ(baseline_pace[1].size(), static_cast<size_t>(kBaselineNights)) << "every result carries the host's pace";
   // Unmodified nights whose medians moved enough for a confirmed regression: this host's
   // pace drifts between worker processes by more than the judge's margin, and a step
   // induced now could not be told apart from it.
@@ -159,25 +202,49 @@ TEST_F(RealRegressionTest, ASlowdownOnTheJobsCpuIsCaughtWhereverTheMedianMovedAn
                    << before.dump();
     }
   }
+  std::map<int64_t, double> baseline_median;
+  for (const auto& [batch, medians] : baseline) baseline_median[batch] = Median(medians);
+  auto change_of = [&](int64_t batch, const json& row) {
+    const double change = row["median_ms"].get<double>() / baseline_median[batch] - 1;
+    std::cout << "FIGURE batch " << batch << ": " << baseline_median[batch] << " -> " << row["median_ms"] << " ms ("
+              << change * 100 << "%), host pace " << Median(baseline_pace[batch]) << " -> " << row["host_pace_ms"]
+              << " ms, noisy " << row["noisy"] << ", n " << row["n"] << ", unsteady " << row["unsteady"]
+              << ", the rest of the host kept " << row["host_busy_cpus"] << " CPUs busy\n";
+    return change;
+  };
+  auto verdict_of = [&](const json& row) {
+    return QueryRows(fleet_.db_path(),
+                     "SELECT state, direction, reason FROM regressions WHERE job_id = " + row["job_id"].dump());
+  };
 
-  // The job's CPU: a one-thread job runs on the agent's first allowed CPU (the test's).
-  Antagonist antagonist(FirstAllowedCpu());
-  if (!antagonist.started()) {
-    GTEST_SKIP() << "cannot run a real-time (SCHED_FIFO) busy loop here (needs root): no slowdown to induce";
+  // The host slows: the busy loop on the job's CPU (a one-thread job runs on the agent's
+  // first allowed CPU, the test's) the whole night, the pace reference's time included.
+  {
+    Antagonist antagonist(FirstAllowedCpu());
+    if (!antagonist.started()) {
+      GTEST_SKIP() << "cannot run a real-time (SCHED_FIFO) busy loop here (needs root): no slowdown to induce";
+    }
+    int moved = 0, hosts = 0;
+    for (const auto& [batch, row] : Medians(Night())) {
+      if (change_of(batch, row) <= kMinChange || row["unsteady"] == 1) continue;
+      ++moved;
+      const json verdict = verdict_of(row);
+      // A candidate, rerun under the same load, and decided the host's: never confirmed.
+      ASSERT_EQ(verdict.size(), 1u) << "batch " << batch << " moved and was not judged";
+      EXPECT_NE(verdict[0]["state"], "confirmed") << "batch " << batch << ": " << verdict.dump();
+      hosts += verdict[0]["state"] == "host" ? 1 : 0;
+    }
+    EXPECT_GT(moved, 0) << "the busy loop moved no steady median: nothing was tested";
+    EXPECT_GT(hosts, 0) << "no moved median was put down to the host";
   }
+
+  // The code slows: the busy loop beside the worker only, after the pace reference.
+  { std::ofstream(kWrapperDir / "slow") << "on\n"; }
   const int64_t slow_night = Night();
   int moved = 0;
-  std::map<int64_t, double> baseline_median;
   for (const auto& [batch, row] : Medians(slow_night)) {
-    baseline_median[batch] = Median(baseline[batch]);
-    const double change = row["median_ms"].get<double>() / baseline_median[batch] - 1;
-    std::cout << "FIGURE batch " << batch << ": " << baseline_median[batch] << " -> " << row["median_ms"]
-              << " ms (" << change * 100 << "%), noisy " << row["noisy"] << ", n " << row["n"]
-              << ", unsteady " << row["unsteady"] << ", the rest of the host kept " << row["host_busy_cpus"]
-              << " CPUs busy\n";
-    if (change <= kMinChange) continue;
-    const json verdict = QueryRows(fleet_.db_path(), "SELECT state, direction, reason FROM regressions WHERE job_id = " +
-                                                         row["job_id"].dump());
+    if (change_of(batch, row) <= kMinChange) continue;
+    const json verdict = verdict_of(row);
     // An unsteady result (the busy loop's bursts can leave fewer samples of the last
     // regime than a change needs to show) is not judged, by design (docs/regressions.md).
     if (row["unsteady"] == 1) {
@@ -185,7 +252,7 @@ TEST_F(RealRegressionTest, ASlowdownOnTheJobsCpuIsCaughtWhereverTheMedianMovedAn
       continue;
     }
     ++moved;
-    ASSERT_EQ(verdict.size(), 1u) << "batch " << batch << " moved " << change * 100 << "% and was not judged";
+    ASSERT_EQ(verdict.size(), 1u) << "batch " << batch << " moved and was not judged";
     EXPECT_EQ(verdict[0]["state"], "confirmed") << "batch " << batch << ": " << verdict.dump();
     EXPECT_EQ(verdict[0]["direction"], "slower") << verdict.dump();
   }
@@ -203,6 +270,7 @@ TEST_F(RealRegressionTest, ASlowdownOnTheJobsCpuIsCaughtWhereverTheMedianMovedAn
   std::map<int64_t, int> steps;  // batch_size -> such slowdowns listed
   for (const json& row : listed) {
     const int64_t batch = row["batch_size"].get<int64_t>();
+    EXPECT_GE(row["first_seen_sweep_id"].get<int64_t>(), slow_night) << "the host's night is never listed: " << row.dump();
     if (row["direction"] == "slower" && row["first_seen_sweep_id"].get<int64_t>() >= slow_night &&
         std::abs(row["baseline_median_ms"].get<double>() / baseline_median[batch] - 1) < kMinChange) {
       ++steps[batch];
