@@ -329,9 +329,16 @@ void AgentDaemon::RunJob(WorkerJob job, const std::string& rendezvous_store) {
   if (!rendezvous_store.empty() || LocalRanks(job) > 1 || IsCalibration(job) || job.spec.contains("distributed")) {
     return StartWorker(std::move(job), rendezvous_store);
   }
+  // Where its threads go (agent/thread_placement.h): a placement this agent cannot give
+  // fails the job, with the reason.
+  auto placement = runner_->PlacementFor(job);
+  if (!placement.ok()) {
+    Store(FailedResult(job, placement.status().message()), job.job_id, job.attempt);
+    return;
+  }
   const json& policy = job.spec.value("host_check", json("record"));
   checking_host_ = CheckingHost{std::move(job), policy.is_string() ? policy.get<std::string>() : "record",
-                                host_checker_.Read(), MonoNow(), MonoNow()};
+                                host_checker_.Read(), MonoNow(), MonoNow(), std::move(placement).value()};
 }
 
 void AgentDaemon::AdvanceHostCheck() {
@@ -340,9 +347,7 @@ void AgentDaemon::AdvanceHostCheck() {
   if (now - checking_host_->since < Millis(kHostCheckWindowMs)) return;
   const HostReading after = host_checker_.Read();
   const double window_s = std::chrono::duration<double>(now - checking_host_->since).count();
-  const WorkerJob& job = checking_host_->job;
-  const int threads = static_cast<int>(job.spec.value("threads", 1));
-  HostCheck check = host_checker_.Judge(checking_host_->before, after, window_s, runner_->CpusFor(threads));
+  HostCheck check = host_checker_.Judge(checking_host_->before, after, window_s, checking_host_->placement.cpus);
   const double waited_s = std::chrono::duration<double>(now - checking_host_->started).count();
   if (check.busy() && checking_host_->policy == "wait" && waited_s < kHostCheckMaxWaitS) {
     checking_host_->before = after;  // another window
@@ -367,9 +372,11 @@ void AgentDaemon::AdvanceHostCheck() {
   }
   // The host's pace last, just before the worker starts (agent/host_pace.h): nothing of
   // the agent ran in the check's window.
-  const HostPace pace = MeasureHostPace(runner_->CpusFor(threads));
+  const HostPace pace = MeasureHostPace(checked.placement.cpus);
   before_timing_ = std::make_pair(JobAttempt{checked.job.job_id, checked.job.attempt},
-                                  json{{"host_check", check.facts}, {"host_pace", pace.ToJson()}});
+                                  json{{"host_check", check.facts},
+                                       {"host_pace", pace.ToJson()},
+                                       {"placement", checked.placement.ToJson()}});
   StartWorker(std::move(checked.job), "");
 }
 

@@ -128,11 +128,12 @@ class AgentDaemon {
     HostReading before;
     MonoTime since;    // of `before`
     MonoTime started;  // of the check: what "wait" waits at most kHostCheckMaxWaitS from
+    ThreadPlacement placement;  // the CPUs its worker will run on
   };
   std::optional<CheckingHost> checking_host_;
   HostChecker host_checker_;
-  // What the agent measured just before the job's worker started (its host check and
-  // the host's pace: fields host_check and host_pace), for its result.
+  // What the agent measured just before the job's worker started and where it put it
+  // (fields host_check, host_pace and placement), for its result.
   std::optional<std::pair<JobAttempt, nlohmann::json>> before_timing_;
   std::string routing_id_;
   bool registered_ = false;

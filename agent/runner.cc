@@ -20,6 +20,7 @@
 #include <sstream>
 
 #include "common/cpu_list.h"
+#include "common/thread_placement.h"
 #include "common/files.h"
 #include "common/job_spec.h"
 #include "common/limits.h"
@@ -124,6 +125,11 @@ std::vector<int> WorkerRunner::CpusFor(int threads, int rank) const {
                           options_.cpus.begin() + static_cast<std::ptrdiff_t>(first + threads));
 }
 
+StatusOr<ThreadPlacement> WorkerRunner::PlacementFor(const WorkerJob& job) const {
+  const int threads = job.spec.is_object() ? job.spec.value("threads", 1) : 1;
+  return PlaceThreads(topology_, threads, JobThreadPlacement(job.spec));
+}
+
 std::vector<std::string> WorkerRunner::WorkerEnvironment(int threads,
                                                          const std::string& omp_wait_policy) const {
   std::vector<std::string> env;
@@ -172,7 +178,11 @@ Status WorkerRunner::Start(const WorkerJob& job) {
   const int threads =
       calibration ? static_cast<int>(options_.cpus.size()) : job.spec.value("threads", 1);
   const int ranks = LocalRanks(job);
-  if (ranks == 1) return StartProcess(worker_job, threads, 0, job_dir_);
+  if (ranks == 1) {
+    if (calibration) return StartProcess(worker_job, threads, 0, job_dir_, options_.cpus);
+    ASSIGN_OR_RETURN(const ThreadPlacement placement, PlacementFor(job));
+    return StartProcess(worker_job, threads, 0, job_dir_, placement.cpus);
+  }
 
   // A gang (or the replicas) on this agent: each rank its own slice of the CPUs, so that
   // no two ranks share a core and the scaling measured is the ranks', not the scheduler's.
@@ -193,8 +203,8 @@ Status WorkerRunner::Start(const WorkerJob& job) {
     if (ec) return Unavailable("cannot create " + barrier + ": " + ec.message());
     for (int r = 0; r < ranks; ++r) {
       worker_job["replica"] = {{"index", r}, {"count", ranks}, {"barrier", barrier}};
-      Status started =
-          StartProcess(worker_job, threads, r, job_dir_ + "/replica-" + std::to_string(r));
+      Status started = StartProcess(worker_job, threads, r, job_dir_ + "/replica-" + std::to_string(r),
+                                    CpusFor(threads, r));
       if (!started.ok()) {
         KillAll();
         return started;
@@ -211,7 +221,8 @@ Status WorkerRunner::Start(const WorkerJob& job) {
                                  {"store", std::string(kLoopback) + ":" + std::to_string(port)},
                                  {"address", kLoopback},
                                  {"timeout_s", rendezvous_s}};
-    Status started = StartProcess(worker_job, threads, rank, job_dir_ + "/rank-" + std::to_string(rank));
+    Status started = StartProcess(worker_job, threads, rank, job_dir_ + "/rank-" + std::to_string(rank),
+                                  CpusFor(threads, rank));
     if (!started.ok()) {
       KillAll();
       return started;
@@ -220,8 +231,8 @@ Status WorkerRunner::Start(const WorkerJob& job) {
   return Status::Ok();
 }
 
-Status WorkerRunner::StartProcess(const nlohmann::json& worker_job, int threads, int rank,
-                                  const std::string& dir) {
+Status WorkerRunner::StartProcess(const nlohmann::json& worker_job, int threads, int rank, const std::string& dir,
+                                  const std::vector<int>& cpus) {
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) return Unavailable("cannot create " + dir + ": " + ec.message());
@@ -249,7 +260,6 @@ Status WorkerRunner::StartProcess(const nlohmann::json& worker_job, int threads,
   options.own_process_group = true;
   options.die_with_parent = true;
   options.exec_failure_line = "benchfleet-agent: exec of the worker failed";
-  const std::vector<int> cpus = CpusFor(threads, rank);
   options.cpus = cpus;
   auto child = Subprocess::Start(options);
   if (!child.ok()) return child.status();

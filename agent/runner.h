@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "agent/thread_placement.h"
 #include "common/clock.h"
 #include "common/job_needs.h"
 #include "common/rank_results.h"
@@ -44,7 +45,8 @@ struct RunnerOptions {
 
 class WorkerRunner {
  public:
-  explicit WorkerRunner(RunnerOptions options) : options_(std::move(options)) {}
+  explicit WorkerRunner(RunnerOptions options)
+      : options_(std::move(options)), topology_(ReadCpuTopology(options_.cpus)) {}
   ~WorkerRunner();
 
   // Starts the worker for `job` (its ranks, for a job of several the sweep runs on one
@@ -70,6 +72,10 @@ class WorkerRunner {
   // gang takes the r-th slice of `threads` CPUs.
   std::vector<std::string> WorkerEnvironment(int threads, const std::string& omp_wait_policy) const;
   std::vector<int> CpusFor(int threads, int rank = 0) const;
+  // Where the worker of a job of one process goes, by its thread_placement
+  // (agent/thread_placement.h), or why this agent cannot give it. A gang's ranks and
+  // replicas take CpusFor's slices; a calibration every CPU.
+  StatusOr<ThreadPlacement> PlacementFor(const WorkerJob& job) const;
 
  private:
   // One worker process: a job's, or one rank's of a gang.
@@ -84,8 +90,8 @@ class WorkerRunner {
     double wall_s = 0;
     bool stopped = false;  // killed because another rank failed
   };
-  Status StartProcess(const nlohmann::json& worker_job, int threads, int rank,
-                      const std::string& dir);
+  Status StartProcess(const nlohmann::json& worker_job, int threads, int rank, const std::string& dir,
+                      const std::vector<int>& cpus);
   // The result of one ended process.
   nlohmann::json Finish(const Process& process);
   // The result of an ended gang: rank 0's with every rank's in `ranks`, or the failure
@@ -94,6 +100,7 @@ class WorkerRunner {
   void KillAll();
 
   RunnerOptions options_;
+  CpuTopology topology_;  // of options_.cpus
   WorkerJob job_;
   std::vector<Process> processes_;
   std::string job_dir_;

@@ -1,5 +1,7 @@
 #include "common/job_spec.h"
 
+#include "common/thread_placement.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
@@ -841,6 +843,25 @@ bool CheckProcesses(const JobSpec& spec, JobSpecError* error) {
                   " repeats a job of one worker process; " + what + " runs once");
 }
 
+// A placement other than the default is of one worker process's threads (a gang's
+// ranks and replicas each take their own slice of the agent's CPUs), and smt pairs
+// threads on a core: one thread has none to pair.
+bool CheckThreadPlacement(const JobSpec& spec, const std::string& placement, JobSpecError* error) {
+  if (placement == kDefaultThreadPlacement) return true;
+  if (!RunsInOneProcess(spec) || spec.device != "cpu") {
+    return Fail(error, "thread_placement",
+                "thread_placement " + Quoted(placement) + " places the threads of a CPU job of one worker process; " +
+                    (spec.device != "cpu" ? "a GPU job" : "a gang's ranks, replicas and a batch search") +
+                    " take the default, \"cores\"");
+  }
+  if (placement == "smt" && spec.threads < 2) {
+    return Fail(error, "thread_placement",
+                "thread_placement \"smt\" puts threads on the hardware threads of one core; a job of 1 thread "
+                "has none to pair (threads: 2 or more)");
+  }
+  return true;
+}
+
 bool CheckScenario(const JobSpec& spec, JobSpecError* error) {
   if (spec.scenario == "offline") return true;
   const std::string why =
@@ -1167,6 +1188,12 @@ std::optional<JobSpec> Parse(const json& job, bool require_identity, JobSpecErro
   if (job.contains("host_check") && !ReadChoice(job, "host_check", KnownHostCheckPolicies(), &spec.host_check, error)) {
     return std::nullopt;
   }
+  // The agent's (common/thread_placement.h): checked here, read there from the job.
+  std::string thread_placement = kDefaultThreadPlacement;
+  if (job.contains("thread_placement") && !job.at("thread_placement").is_null() &&
+      !ReadChoice(job, "thread_placement", KnownThreadPlacements(), &thread_placement, error)) {
+    return std::nullopt;
+  }
   if (job.contains("distributed")) {
     DistributedSpec distributed;
     if (!ReadDistributed(job.at("distributed"), &distributed, error)) return std::nullopt;
@@ -1196,7 +1223,7 @@ std::optional<JobSpec> Parse(const json& job, bool require_identity, JobSpecErro
   }
   if (!CheckCombination(spec, require_identity, error) || !CheckPruneAndReference(spec, error) ||
       !CheckTechniques(spec, error) || !CheckScenario(spec, error) || !CheckCompiled(spec, error) ||
-      !CheckProcesses(spec, error)) {
+      !CheckProcesses(spec, error) || !CheckThreadPlacement(spec, thread_placement, error)) {
     return std::nullopt;
   }
   return spec;

@@ -1,4 +1,5 @@
 #include "common/job_spec.h"
+#include "common/thread_placement.h"
 
 #include <gtest/gtest.h>
 
@@ -368,6 +369,46 @@ TEST(JobSpecTest, InteropThreadsAndOnednnAreAxes) {
   EXPECT_EQ(sweep->Combinations()[1].Spec()["onednn"], false);
   EXPECT_EQ(sweep->Combinations()[2].Spec()["interop_threads"], 2);
   EXPECT_FALSE(sweep->Combinations()[0].Spec().contains("model_args"));  // the worker's defaults
+}
+
+TEST(JobSpecTest, TheThreadPlacementIsAChoiceOfOneProcessesCpuJobsAndAnAxis) {
+  JobSpecError error;
+  json job = {{"model", "mlp"}, {"mode", "inference"}, {"dtype", "fp32"}, {"device", "cpu"},
+              {"batch_size", 2}, {"threads", 2}};
+  EXPECT_EQ(JobThreadPlacement(job), "cores");
+  for (const std::string& placement : KnownThreadPlacements()) {
+    job["thread_placement"] = placement;
+    EXPECT_TRUE(ParseJobConfig(job, &error)) << placement << ": " << error.message;
+    EXPECT_EQ(JobThreadPlacement(job), placement);
+  }
+  job["thread_placement"] = "compact";
+  EXPECT_FALSE(ParseJobConfig(job, &error));
+  EXPECT_EQ(error.field, "thread_placement");
+  EXPECT_NE(error.message.find("cores, spread, smt, node, os"), std::string::npos) << error.message;
+  job["thread_placement"] = "smt";
+  job["threads"] = 1;
+  EXPECT_FALSE(ParseJobConfig(job, &error));
+  EXPECT_EQ(error.field, "thread_placement");
+  EXPECT_NE(error.message.find("a job of 1 thread has none to pair"), std::string::npos) << error.message;
+  job["threads"] = 2;
+  job["replicas"] = 2;
+  EXPECT_FALSE(ParseJobConfig(job, &error));
+  EXPECT_EQ(error.field, "thread_placement");
+  job["thread_placement"] = "cores";  // the default: any job
+  EXPECT_TRUE(ParseJobConfig(job, &error)) << error.message;
+
+  const auto sweep = ParseSweepText(
+      R"({"name":"x","matrix":{"model":"mlp","batch_size":1,"threads":2,"thread_placement":["cores","spread"]}})");
+  ASSERT_TRUE(sweep.ok()) << sweep.status().ToString();
+  ASSERT_EQ(sweep->combination_count, 2u);
+  EXPECT_EQ(sweep->Combinations()[1].Spec()["thread_placement"], "spread");
+  const auto plain = ParseSweepText(R"({"name":"x","matrix":{"model":"mlp","batch_size":1}})");
+  ASSERT_TRUE(plain.ok());
+  EXPECT_FALSE(plain->Combinations()[0].Spec().contains("thread_placement"));
+  const auto bad = ParseSweepText(
+      R"({"name":"x","matrix":{"model":"mlp","batch_size":1,"thread_placement":["smt"]}})");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("thread_placement"), std::string::npos) << bad.status().message();
 }
 
 TEST(JobSpecTest, TheOpenMpWaitPolicyIsAChoiceAndAnAxisLeftOutWhenNotSwept) {

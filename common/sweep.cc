@@ -64,6 +64,8 @@ const std::vector<std::pair<std::string, json>>& AxisDefaults() {
       // How idle OpenMP threads wait (null: the runtime's default, and the job says
       // nothing).
       {"omp_wait_policy", json::array({nullptr})},
+      // Where the threads go (common/thread_placement.h; null: the default, cores).
+      {"thread_placement", json::array({nullptr})},
       // Techniques a job may add (schemas/worker.md); null: the job leaves the key out, so
       // a job without them keeps the spec, and the series, it had before they existed.
       {"profile", json::array({nullptr})},
@@ -92,7 +94,7 @@ const std::vector<std::pair<std::string, json>>& AxisDefaults() {
 const std::set<std::string> kAbsentWhenNull = {"parallel",      "prune",    "reference",
                                                "profile",       "checkpointing", "replicas",
                                                "batch_size",    "scenario", "omp_wait_policy",
-                                               "technique",     "torch"};
+                                               "technique",     "torch",    "thread_placement"};
 
 // A matrix axis: a non-empty array (or a single value, taken as a one-element array).
 // Only the sweep's own limits are checked here; what a worker accepts is checked per

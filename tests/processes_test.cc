@@ -2,7 +2,8 @@
 // default --processes, a real agent and real workers. Each job runs in fresh worker
 // processes, the jobs' processes interleaved on the agent, and its result is made
 // across them; the agent checks the host before each worker starts, records it with the
-// result, and refuses a job that asks it to on a busy host.
+// result, and refuses a job that asks it to on a busy host; each result says where its
+// threads went (thread_placement) and the host's pace before it ran.
 #include <gtest/gtest.h>
 #include <signal.h>
 
@@ -122,6 +123,46 @@ TEST_F(ProcessesFleetTest, ASweepAskingWhatCannotBeIsRefusedAtSubmitNamingTheFie
     std::string error;
     EXPECT_LT(fleet_.Submit(SmallSweep(extra), &error), 0) << extra.dump();
     EXPECT_NE(error.find(extra.begin().key()), std::string::npos) << error;
+  }
+  // A placement no host can give a job: smt for one thread, any but the default for a gang.
+  for (const json& matrix :
+       {json{{"model", "mlp"}, {"batch_size", 1}, {"threads", 1}, {"thread_placement", "smt"}},
+        json{{"model", "mlp"}, {"batch_size", 1}, {"replicas", 2}, {"thread_placement", "spread"}}}) {
+    std::string error;
+    EXPECT_LT(fleet_.Submit(SmallSweep({{"matrix", matrix}}), &error), 0) << matrix.dump();
+    EXPECT_NE(error.find("thread_placement"), std::string::npos) << error;
+  }
+}
+
+// Where the threads went and the host's pace, with every result: each placement this
+// host can give pins the worker where it says; smt, on a host without SMT, fails its job
+// with the reason.
+TEST_F(ProcessesFleetTest, EachResultSaysWhereItsThreadsWentAndTheHostsPace) {
+  Run(SmallSweep({{"processes", 1},
+                  {"matrix", {{"model", "mlp"}, {"batch_size", 1}, {"threads", 2},
+                              {"thread_placement", {"cores", "spread", "smt", "os"}}}}}));
+  const json rows = QueryRows(fleet_.db_path(),
+                              "SELECT json_extract(j.spec, '$.thread_placement') AS asked, r.ok, r.error, "
+                              "r.thread_placement, r.placement_cpus, r.placement_cores, r.placement_smt_shared, "
+                              "r.host_pace_ms FROM jobs j JOIN results r ON r.job_id = j.job_id WHERE j.sweep_id = " +
+                                  std::to_string(sweep_id_) + " ORDER BY j.job_id");
+  ASSERT_EQ(rows.size(), 4u) << rows.dump();
+  for (const json& row : rows) {
+    if (row["ok"] != 1) {
+      EXPECT_EQ(row["asked"], "smt") << row.dump();
+      EXPECT_NE(row["error"].get<std::string>().find("no core of this agent has two hardware threads"),
+                std::string::npos)
+          << row.dump();
+      continue;
+    }
+    EXPECT_EQ(row["thread_placement"], row["asked"]) << row.dump();
+    EXPECT_FALSE(row["placement_cpus"].get<std::string>().empty()) << row.dump();
+    EXPECT_GE(row["placement_cores"].get<int64_t>(), 1) << row.dump();
+    EXPECT_GT(row["host_pace_ms"].get<double>(), 0) << row.dump();
+    if (row["asked"] != "os") {
+      // smt pairs two threads on a core; cores and spread give each its own.
+      EXPECT_EQ(row["placement_smt_shared"], row["asked"] == "smt" ? 1 : 0) << row.dump();
+    }
   }
 }
 
