@@ -15,6 +15,7 @@
 #include "cli/ci_output.h"
 #include "cli/client.h"
 #include "cli/compare.h"
+#include "common/host_pace.h"
 #include "cli/model_upload.h"
 #include "cli/queries.h"
 #include "cli/results_table.h"
@@ -568,10 +569,10 @@ int CompareTwoSweeps(Reads& reads, const CompareOptions& options, RowFormat form
     const auto pa = processes_of.find(Cell(in_a, "job_id").get<int64_t>());
     const auto pb = processes_of.find(Cell(in_b, "job_id").get<int64_t>());
     // B's host pace over A's, each the mean over its sweep's results on the host; 0: a side
-    // has fewer than kComparePaceMinResults (one reference run spreads too much to say).
+    // has fewer than kHostPaceMinResults (one reference run spreads too much to say).
     auto sweep_pace = [&](int64_t sweep) {
       const auto it = paces.find({sweep, FormatCell(Cell(in_a, "host"))});
-      if (it == paces.end() || it->second.size() < kComparePaceMinResults) return 0.0;
+      if (it == paces.end() || static_cast<long>(it->second.size()) < kHostPaceMinResults) return 0.0;
       double sum = 0;
       for (double pace : it->second) sum += pace;
       return sum / static_cast<double>(it->second.size());
@@ -608,11 +609,9 @@ int CompareTwoSweeps(Reads& reads, const CompareOptions& options, RowFormat form
     };
     const SampleComparison c = judge();
     std::string change = ChangeName(c.change);
-    // The host's pace moved beyond the ratio a change must exceed (docs/regressions.md,
-    // Host pace): a change the same way is the host's.
-    const bool host_slower = pace_ratio > options.ratio;
-    const bool host_faster = pace_ratio > 0 && pace_ratio < 1 / options.ratio;
-    if ((host_slower && c.change == Change::kSlower) || (host_faster && c.change == Change::kFaster)) {
+    // The host's pace moved beyond the ratio a change must exceed, the same way, and far
+    // enough to explain it (common/host_pace.h): the host's.
+    if (c.change != Change::kUnchanged && HostPaceExplains(c.ratio, pace_ratio, options.ratio)) {
       change = std::string("host ") + ChangeName(c.change);
     }
     for (const json& v : {json(c.median_a), low_a, high_a, json(c.median_b), low_b, high_b, json(c.ratio),

@@ -28,10 +28,6 @@ inline constexpr double kCompareRatio = 1.05;
 // and the process's pace, the samples within one are not. Welch's t-test, at this level.
 inline constexpr double kCompareProcessesAlpha = 0.01;
 
-// A sweep's host pace (docs/regressions.md, Host pace) is the mean over at least this many
-// of its results on the host: one reference run spreads too much on a shared host.
-inline constexpr size_t kComparePaceMinResults = 3;
-
 // Welch's two-sample t-test (unequal variances), two-sided; needs two values a side.
 struct WelchTest {
   double t = 0;

@@ -1,4 +1,5 @@
 #include "cli/compare.h"
+#include "common/host_pace.h"
 
 #include <gtest/gtest.h>
 
@@ -81,6 +82,21 @@ TEST(CompareTest, WelchMatchesTheTextbookAndProcessesChangeOnlyWhenTheTestAndThe
   const SampleComparison c = CompareProcesses(base, close);
   EXPECT_LT(c.test.p, kCompareProcessesAlpha);
   EXPECT_EQ(c.change, Change::kUnchanged);
+}
+
+TEST(CompareTest, TheHostsPaceExplainsAChangeTheSameWayUpToItsSquare) {
+  // The host moved beyond 5% slower: a slowdown up to 1.2^2 = 1.44 is the host's.
+  EXPECT_TRUE(HostPaceExplains(1.15, 1.2, 1.05));
+  EXPECT_TRUE(HostPaceExplains(1.44, 1.2, 1.05));
+  EXPECT_FALSE(HostPaceExplains(1.5, 1.2, 1.05)) << "beyond what the host explains: the code's";
+  EXPECT_FALSE(HostPaceExplains(0.9, 1.2, 1.05)) << "faster on a slower host: the code's";
+  EXPECT_FALSE(HostPaceExplains(1.15, 1.04, 1.05)) << "the host did not move";
+  // And faster.
+  EXPECT_TRUE(HostPaceExplains(0.8, 0.85, 1.05));
+  EXPECT_FALSE(HostPaceExplains(0.6, 0.85, 1.05));
+  EXPECT_FALSE(HostPaceExplains(1.1, 0.85, 1.05));
+  // No pace, no explanation.
+  EXPECT_FALSE(HostPaceExplains(1.15, 0, 1.05));
 }
 
 }  // namespace

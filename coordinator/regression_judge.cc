@@ -4,6 +4,7 @@
 #include <cmath>
 #include <sstream>
 
+#include "common/host_pace.h"
 #include "common/log.h"
 #include "common/median.h"
 
@@ -53,23 +54,6 @@ Verdict Weigh(const JudgedResult& r, double median, double mad, int64_t n,
 
 // Sweeps whose policy is remembered, at most: one lookup per sweep, not per result.
 constexpr size_t kPoliciesRemembered = 1000;
-// A night's pace is the mean over at least this many of its results on the host: one
-// reference run spreads too much on a shared host (docs/regressions.md, Host pace).
-constexpr int64_t kHostPaceMinResults = 3;
-
-// The baseline's pace (docs/regressions.md, Host pace): the mean of its results' paces,
-// when at least half of them have one; else none, and the candidate's night is never
-// put down to the host.
-std::optional<double> BaselinePace(const std::vector<BaselinePoint>& baseline) {
-  std::vector<double> paces;
-  for (const BaselinePoint& p : baseline) {
-    if (p.host_pace_ms && *p.host_pace_ms > 0) paces.push_back(*p.host_pace_ms);
-  }
-  if (paces.empty() || 2 * paces.size() < baseline.size()) return std::nullopt;
-  double sum = 0;
-  for (double pace : paces) sum += pace;
-  return sum / static_cast<double>(paces.size());
-}
 
 std::string Percent(double change) {
   const double tenths = std::round(change * 1000) / 10;
@@ -136,7 +120,16 @@ void RegressionJudge::Judge(const JudgedResult& r) {
   c.median_ci_low_ms = r.median_ci_low_ms;
   c.median_ci_high_ms = r.median_ci_high_ms;
   c.host_pace_ms = r.host_pace_ms;
-  c.baseline_host_pace_ms = BaselinePace(*baseline);
+  // The baseline's pace, measured as a night's is: over every result of its nights'
+  // sweeps on the host (docs/regressions.md, Host pace).
+  std::vector<int64_t> nights;
+  for (const BaselinePoint& p : *baseline) nights.push_back(p.sweep_id);
+  auto baseline_pace = store_.HostPaceOfSweeps(r.host_id, nights);
+  if (!baseline_pace.ok()) {
+    ++store_errors_;
+    return;
+  }
+  if (baseline_pace->results >= kHostPaceMinResults) c.baseline_host_pace_ms = baseline_pace->mean_ms;
   auto reruns = store_.AddRegressionCandidate(c, r.host, policy.reruns);
   if (!reruns.ok()) {
     ++store_errors_;
@@ -195,11 +188,12 @@ void RegressionJudge::DecideIfRerunsDone(int64_t candidate_job_id, const Regress
   std::optional<double> night_pace;
   if (night->results >= kHostPaceMinResults) night_pace = night->mean_ms;
   if (confirmed && night_pace && c.baseline_host_pace_ms && *c.baseline_host_pace_ms > 0) {
-    const double moved = *night_pace / *c.baseline_host_pace_ms - 1;
-    if (std::abs(moved) > policy.min_change && (moved > 0) == c.slower) {
+    const double pace_ratio = *night_pace / *c.baseline_host_pace_ms;
+    if (HostPaceExplains(rerun_median / c.baseline_median_ms, pace_ratio, 1 + policy.min_change)) {
       state = "host";
       reason += "; the host's pace that night (the mean of " + std::to_string(night->results) + " results) moved " +
-                Percent(moved) + " from the baseline's, the same way: the host's, not the code's";
+                Percent(pace_ratio - 1) + " from the baseline's, the same way and enough to explain it: the host's, "
+                "not the code's";
     }
   }
   if (!store_.DecideRegression(candidate_job_id, state, rerun_median, reason, night_pace).ok()) {

@@ -22,10 +22,11 @@ StatusOr<std::vector<BaselinePoint>> RegressionStore::SeriesBaseline(const std::
   ASSIGN_OR_RETURN(auto stmt, db_->Prepare(
       "WITH step AS (SELECT coalesce(max(g.job_id), 0) AS job_id FROM regressions g "
       "  WHERE g.series = ?1 AND g.state = 'confirmed' AND g.job_id < ?2) "
-      "SELECT r.job_id, r.median_ms, r.received_at, r.host_pace_ms FROM results r JOIN jobs j ON j.job_id = r.job_id, step "
+      "SELECT r.job_id, r.median_ms, r.received_at, r.sweep_id FROM results r JOIN jobs j ON j.job_id = r.job_id, step "
       "WHERE r.series_key = ?6 AND r.series = ?1 AND r.job_id < ?2 AND r.ok = 1 AND coalesce(r.unsteady, 0) = 0 "
       "AND r.median_ms IS NOT NULL AND r.job_id >= step.job_id "
       "AND (j.confirms_job_id IS NULL OR j.confirms_job_id = step.job_id) "
+      "AND NOT EXISTS (SELECT 1 FROM regressions h WHERE h.job_id = r.job_id AND h.state = 'host') "
       "AND r.received_at > coalesce((SELECT max(b.at) FROM baseline_resets b "
       "  WHERE (b.host IS NULL OR b.host = ?4) AND (b.model IS NULL OR b.model = ?5)), '') "
       "ORDER BY r.job_id DESC LIMIT ?3"));
@@ -39,9 +40,7 @@ StatusOr<std::vector<BaselinePoint>> RegressionStore::SeriesBaseline(const std::
   while (true) {
     ASSIGN_OR_RETURN(bool row, stmt.Step());
     if (!row) break;
-    BaselinePoint point{stmt.Int(0), stmt.Real(1), stmt.Text(2), std::nullopt};
-    if (!stmt.IsNull(3)) point.host_pace_ms = stmt.Real(3);
-    out.push_back(std::move(point));
+    out.push_back({stmt.Int(0), stmt.Real(1), stmt.Text(2), stmt.IsNull(3) ? 0 : stmt.Int(3)});
   }
   return out;
 }
@@ -156,6 +155,22 @@ StatusOr<NightPace> RegressionStore::NightHostPace(int64_t job_id) {
     night.results = stmt.Int(1);
   }
   return night;
+}
+
+StatusOr<NightPace> RegressionStore::HostPaceOfSweeps(int64_t host_id, const std::vector<int64_t>& sweep_ids) {
+  NightPace pace;
+  if (sweep_ids.empty()) return pace;
+  // One statement for any list (the prepared-statement cache keeps each text it sees).
+  ASSIGN_OR_RETURN(auto stmt, db_->Prepare("SELECT avg(host_pace_ms), count(host_pace_ms) FROM results "
+                                           "WHERE host_id = ?1 AND host_pace_ms > 0 AND sweep_id IN "
+                                           "(SELECT value FROM json_each(?2))"));
+  stmt.Bind(1, host_id).Bind(2, json(sweep_ids).dump());
+  ASSIGN_OR_RETURN(bool row, stmt.Step());
+  if (row && !stmt.IsNull(0)) {
+    pace.mean_ms = stmt.Real(0);
+    pace.results = stmt.Int(1);
+  }
+  return pace;
 }
 
 Status RegressionStore::DecideRegression(int64_t job_id, const std::string& state,

@@ -33,7 +33,7 @@ struct JudgedResult {
   int64_t sweep_id = 0;
   std::optional<double> host_pace_ms;  // the host's pace before it ran (agent/host_pace.h)
 };
-// The host's pace over a candidate's night: the mean over its sweep's results on its host.
+// The host's pace over some nights: the mean over their sweeps' results on the host.
 struct NightPace {
   double mean_ms = 0;
   int64_t results = 0;
@@ -42,7 +42,7 @@ struct BaselinePoint {
   int64_t job_id = 0;
   double median_ms = 0;
   std::string received_at;
-  std::optional<double> host_pace_ms;
+  int64_t sweep_id = 0;
 };
 // A regression candidate as detected (the regressions table).
 struct RegressionCandidate {
@@ -79,7 +79,7 @@ class RegressionStore {
   // The last `window` good results of the series before job `before_job_id` (ok, not
   // unsteady, after the latest baseline reset covering `host` and `model`, and from the
   // series' latest confirmed change on: that candidate and its reruns start the new
-  // level; no other confirming rerun), newest first.
+  // level; no other confirming rerun; no result decided the host's), newest first.
   StatusOr<std::vector<BaselinePoint>> SeriesBaseline(const std::string& series, int64_t before_job_id,
                                                       int window, const std::string& host,
                                                       const std::string& model);
@@ -94,6 +94,8 @@ class RegressionStore {
   // The host's pace over the night of candidate `job_id`: its sweep's results on its host
   // that have one (its reruns included).
   StatusOr<NightPace> NightHostPace(int64_t job_id);
+  // The same over the sweeps `sweep_ids` (a baseline's nights) on host `host_id`.
+  StatusOr<NightPace> HostPaceOfSweeps(int64_t host_id, const std::vector<int64_t>& sweep_ids);
   // `state`: confirmed, noise or host. `night_pace_ms`, where known, replaces the
   // candidate's own pace (and its change from the baseline's is recorded).
   Status DecideRegression(int64_t job_id, const std::string& state, std::optional<double> rerun_median_ms,
