@@ -1,27 +1,19 @@
 #include "agent/thread_placement.h"
 
 #include <algorithm>
-#include <fstream>
+#include <filesystem>
 #include <map>
 #include <set>
-#include <sstream>
 
 #include "common/cpu_list.h"
+#include "common/files.h"
 
 namespace benchfleet {
 namespace {
 
-std::optional<std::string> ReadText(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return std::nullopt;
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 std::optional<int> ReadNumber(const std::string& path) {
-  const std::optional<std::string> text = ReadText(path);
-  if (!text) return std::nullopt;
+  const StatusOr<std::string> text = ReadWholeFile(path);
+  if (!text.ok()) return std::nullopt;
   try {
     return std::stoi(*text);
   } catch (...) {
@@ -73,7 +65,7 @@ std::vector<int> CoresFirst(const std::vector<std::vector<const CpuTopology::Cpu
   }
 }
 
-std::string Describe(const CpuTopology& topology) {
+std::string DescribeCpus(const CpuTopology& topology) {
   return "this agent's CPUs " + [&] {
     std::vector<int> ids;
     for (const CpuTopology::Cpu& cpu : topology.cpus) ids.push_back(cpu.id);
@@ -93,18 +85,19 @@ int CpuTopology::Cores() const {
 CpuTopology ReadCpuTopology(const std::vector<int>& cpus, const std::string& root) {
   CpuTopology topology;
   std::map<int, int> node_of;
-  for (int node = 0; node < 1024; ++node) {
-    const std::optional<std::string> list =
-        ReadText(root + "/sys/devices/system/node/node" + std::to_string(node) + "/cpulist");
-    if (!list) {
-      if (node > 0 && node_of.empty()) break;
-      if (node >= 64 && !node_of.empty()) break;
+  // Every node the kernel lists (none without NUMA support: every CPU on node 0).
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(root + "/sys/devices/system/node", ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("node", 0) != 0 || name.size() == 4 || name.size() > 9 ||
+        name.find_first_not_of("0123456789", 4) != std::string::npos) {
       continue;
     }
-    auto parsed = ParseCpuList(std::string(list->substr(0, list->find_last_not_of(" \n") + 1)));
-    if (parsed.ok()) {
-      for (int cpu : *parsed) node_of[cpu] = node;
-    }
+    const StatusOr<std::string> list = ReadWholeFile(entry.path().string() + "/cpulist");
+    if (!list.ok()) continue;
+    const auto parsed = ParseCpuList(list->substr(0, list->find_last_not_of(" \n") + 1));
+    if (!parsed.ok()) continue;
+    for (int cpu : *parsed) node_of[cpu] = std::stoi(name.substr(4));
   }
   // A core is (package, core_id); its number here is its first CPU's id, unique per core.
   std::map<std::pair<int, int>, int> core_number;
@@ -143,7 +136,7 @@ StatusOr<ThreadPlacement> PlaceThreads(const CpuTopology& topology, int threads,
   if (policy == "spread") {
     if (n > cores.size()) {
       return FailedPrecondition(field + "one thread per core needs " + std::to_string(n) + " cores; " +
-                                Describe(topology));
+                                DescribeCpus(topology));
     }
     // Cores taken in turn from each (node, package): the farthest apart first.
     std::map<std::pair<int, int>, std::vector<int>> groups;
@@ -164,7 +157,7 @@ StatusOr<ThreadPlacement> PlaceThreads(const CpuTopology& topology, int threads,
     const bool any_pair = std::any_of(cores.begin(), cores.end(), [](const auto& core) { return core.size() > 1; });
     if (!any_pair) {
       return FailedPrecondition(field + "no core of this agent has two hardware threads (no SMT); " +
-                                Describe(topology));
+                                DescribeCpus(topology));
     }
     return first(order);
   }
