@@ -116,6 +116,7 @@ Status AgentDaemon::Start() {
   if (workers.size() > 1) capabilities_.workers = workers;
   capabilities_.gpus = capabilities_.torch.gpus.value_or(std::vector<GpuInfo>());
   capabilities_.cpus = FormatCpuList(options_.cpus);
+  if (!runner_->topology().cpus.empty()) capabilities_.cpu_shape = runner_->topology().Shape();
   // A new routing id per process: a restarted agent is a new peer to the coordinator.
   routing_id_ = options_.name + "/" + std::to_string(getpid());
   RETURN_IF_ERROR(Connect());

@@ -76,6 +76,8 @@ class WorkerRunner {
   // (agent/thread_placement.h), or why this agent cannot give it. A gang's ranks and
   // replicas take CpusFor's slices; a calibration every CPU.
   StatusOr<ThreadPlacement> PlacementFor(const WorkerJob& job) const;
+  // The topology of the CPUs jobs run on, read from sysfs at start.
+  const CpuTopology& topology() const { return topology_; }
 
  private:
   // One worker process: a job's, or one rank's of a gang.

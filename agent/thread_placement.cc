@@ -7,6 +7,7 @@
 
 #include "common/cpu_list.h"
 #include "common/files.h"
+#include "common/thread_placement.h"
 
 namespace benchfleet {
 namespace {
@@ -65,16 +66,19 @@ std::vector<int> CoresFirst(const std::vector<std::vector<const CpuTopology::Cpu
   }
 }
 
-std::string DescribeCpus(const CpuTopology& topology) {
-  return "this agent's CPUs " + [&] {
-    std::vector<int> ids;
-    for (const CpuTopology::Cpu& cpu : topology.cpus) ids.push_back(cpu.id);
-    return FormatCpuList(ids);
-  }() + " are " + std::to_string(topology.cpus.size()) + " hardware threads on " +
-         std::to_string(topology.Cores()) + " cores";
-}
-
 }  // namespace
+
+CpuShape CpuTopology::Shape() const {
+  CpuShape shape;
+  shape.cpus = static_cast<int64_t>(cpus.size());
+  std::map<int, int64_t> per_core, per_node;
+  for (const Cpu& cpu : cpus) {
+    shape.threads_per_core = std::max(shape.threads_per_core, ++per_core[cpu.core]);
+    shape.largest_node = std::max(shape.largest_node, ++per_node[cpu.node]);
+  }
+  shape.cores = static_cast<int64_t>(per_core.size());
+  return shape;
+}
 
 int CpuTopology::Cores() const {
   std::set<int> cores;
@@ -128,16 +132,16 @@ StatusOr<ThreadPlacement> PlaceThreads(const CpuTopology& topology, int threads,
     order.resize(std::min(order.size(), n));
     return Describe(topology, policy, std::move(order));
   };
-  const std::string field = "thread_placement \"" + policy + "\": ";
+  // What this agent cannot give is refused by the rule the coordinator refuses a sweep
+  // by at submit (common/thread_placement.h), with the same words.
+  if (const std::string refusal = PlacementRefusal(topology.Shape(), threads, policy); !refusal.empty()) {
+    return FailedPrecondition(refusal);
+  }
   // The kernel's choice, or as many threads as CPUs or more (an oversubscription
   // measurement): every CPU of the agent.
   if (policy == "os" || (policy == "cores" && n >= all.size())) return Describe(topology, policy, all);
   if (policy == "cores") return first(CoresFirst(cores));
   if (policy == "spread") {
-    if (n > cores.size()) {
-      return FailedPrecondition(field + "one thread per core needs " + std::to_string(n) + " cores; " +
-                                DescribeCpus(topology));
-    }
     // Cores taken in turn from each (node, package): the farthest apart first.
     std::map<std::pair<int, int>, std::vector<int>> groups;
     for (const auto& core : cores) groups[{core[0]->node, core[0]->package}].push_back(core[0]->id);
@@ -154,11 +158,6 @@ StatusOr<ThreadPlacement> PlaceThreads(const CpuTopology& topology, int threads,
     for (const auto& core : cores) {
       for (const CpuTopology::Cpu* cpu : core) order.push_back(cpu->id);
     }
-    const bool any_pair = std::any_of(cores.begin(), cores.end(), [](const auto& core) { return core.size() > 1; });
-    if (!any_pair) {
-      return FailedPrecondition(field + "no core of this agent has two hardware threads (no SMT); " +
-                                DescribeCpus(topology));
-    }
     return first(order);
   }
   if (policy == "node") {
@@ -166,14 +165,9 @@ StatusOr<ThreadPlacement> PlaceThreads(const CpuTopology& topology, int threads,
     for (const CpuTopology::Cpu& cpu : topology.cpus) nodes[cpu.node].push_back(cpu);
     const auto largest = std::max_element(nodes.begin(), nodes.end(),
                                           [](const auto& a, const auto& b) { return a.second.size() < b.second.size(); });
-    if (n > largest->second.size()) {
-      return FailedPrecondition(field + std::to_string(n) + " threads; this agent's largest NUMA node " +
-                                std::to_string(largest->first) + " has " + std::to_string(largest->second.size()) +
-                                " of its CPUs");
-    }
     return first(CoresFirst(ByCore(largest->second)));
   }
-  return InvalidArgument(field + "unknown; known: cores, spread, smt, node, os");
+  return InvalidArgument("thread_placement \"" + policy + "\": unknown; known: cores, spread, smt, node, os");
 }
 
 }  // namespace benchfleet

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "common/thread_placement.h"
 
 namespace benchfleet {
 
@@ -22,6 +23,7 @@ struct CpuTopology {
   };
   std::vector<Cpu> cpus;  // the agent's CPUs, in its order
   int Cores() const;      // physical cores among them
+  CpuShape Shape() const;  // what register tells the coordinator of them
 };
 // The topology of `cpus` under `root` ("/" on a host; a test's directory with sys/).
 // A CPU whose files are missing (a VM may lack some) is its own core, package 0, node 0.

@@ -245,6 +245,12 @@ std::vector<TorchFacts> Capabilities::Workers() const {
 json Capabilities::ToJson() const {
   json out = {
       {"host", host.ToJson()}, {"torch", torch.ToJson()}, {"gpus", GpusJson(gpus)}, {"cpus", cpus}};
+  if (cpu_shape) {
+    out["cpu_shape"] = {{"cpus", cpu_shape->cpus},
+                        {"cores", cpu_shape->cores},
+                        {"threads_per_core", cpu_shape->threads_per_core},
+                        {"largest_node", cpu_shape->largest_node}};
+  }
   if (!workers.empty()) {
     out["workers"] = json::array();
     for (const TorchFacts& worker : workers) out["workers"].push_back(worker.ToJson());
@@ -282,6 +288,16 @@ StatusOr<Capabilities> Capabilities::FromJson(const json& capabilities) {
   ASSIGN_OR_RETURN(std::optional<std::string> cpus,
                    ReadCapabilityText(capabilities, where, "cpus"));
   out.cpus = cpus.value_or("");
+  ASSIGN_OR_RETURN(const json* shape, OptionalObject(capabilities, where, "cpu_shape"));
+  if (shape != nullptr) {
+    const std::string at = where + ".cpu_shape";
+    CpuShape read;
+    ASSIGN_OR_RETURN(read.cpus, ReadInteger(*shape, at, "cpus", kAtLeastOne));
+    ASSIGN_OR_RETURN(read.cores, ReadInteger(*shape, at, "cores", IntegerRange{1, read.cpus}));
+    ASSIGN_OR_RETURN(read.threads_per_core, ReadInteger(*shape, at, "threads_per_core", IntegerRange{1, read.cpus}));
+    ASSIGN_OR_RETURN(read.largest_node, ReadInteger(*shape, at, "largest_node", IntegerRange{1, read.cpus}));
+    out.cpu_shape = read;
+  }
   out.raw = capabilities;
   return out;
 }

@@ -13,6 +13,7 @@
 
 #include "common/job_needs.h"
 #include "common/status.h"
+#include "common/thread_placement.h"
 
 namespace benchfleet {
 
@@ -125,6 +126,10 @@ struct Capabilities {
   // GPUs this agent's worker can use (LibTorch's view); a cuda:N job needs more than N.
   std::vector<GpuInfo> gpus;
   std::string cpus;  // the CPU list jobs run on, "0-3"; empty when not said
+  // The cores, SMT and NUMA nodes of those CPUs, as far as placing a job's threads needs
+  // them (common/thread_placement.h): a sweep whose thread_placement no agent can give
+  // is refused at submit. None from an agent that did not say.
+  std::optional<CpuShape> cpu_shape;
 
   // The document as FromJson received it, with the members this version does not know
   // (a newer agent's): what the hosts table stores. Nothing reads a field out of it;
@@ -133,7 +138,7 @@ struct Capabilities {
 
   // The agent's workers: `workers`, or `torch` alone when it sent no list.
   std::vector<TorchFacts> Workers() const;
-  // {host, torch, workers, gpus, cpus}: the register message's `capabilities`.
+  // {host, torch, workers, gpus, cpus, cpu_shape}: the register message's `capabilities`.
   nlohmann::json ToJson() const;
   // Refuses a member of the wrong type, or a text too long, naming its path:
   // "capabilities.host.machine_id: must be a string, got 1".

@@ -45,7 +45,8 @@ json AgentCapabilities() {
             {"gpus", gpus},
             {"quantized_engines", {"x86", "fbgemm", "qnnpack"}}}},
           {"gpus", gpus},
-          {"cpus", "0-15"}};
+          {"cpus", "0-15"},
+          {"cpu_shape", {{"cpus", 16}, {"cores", 8}, {"threads_per_core", 2}, {"largest_node", 16}}}};
 }
 
 void ExpectSameFacts(const Capabilities& read, const Capabilities& written) {
@@ -53,6 +54,7 @@ void ExpectSameFacts(const Capabilities& read, const Capabilities& written) {
   EXPECT_TRUE(read.torch == written.torch) << read.torch.ToJson() << "\n" << written.torch.ToJson();
   EXPECT_TRUE(read.gpus == written.gpus);
   EXPECT_EQ(read.cpus, written.cpus);
+  EXPECT_EQ(read.cpu_shape, written.cpu_shape);
 }
 
 TEST(CapabilitiesTest, TheGoldenRegistersCapabilitiesReadAndWriteBackUnchanged) {
@@ -78,6 +80,7 @@ TEST(CapabilitiesTest, WhatAnAgentSendsReadsBackUnchanged) {
   ASSERT_EQ(read->gpus.size(), 2u);
   EXPECT_EQ(read->gpus[1].index, 1);
   EXPECT_EQ(read->gpus[1].memory_mb, 143771.0);
+  EXPECT_EQ(read->cpu_shape, (CpuShape{16, 8, 2, 16}));
 
   auto again = Capabilities::FromJson(read->ToJson());
   ASSERT_TRUE(again.ok()) << again.status().ToString();
@@ -173,6 +176,9 @@ TEST(CapabilitiesTest, AMemberOfTheWrongTypeIsRefusedByItsPath) {
       {"/gpus/0/name", 5, "capabilities.gpus[0].name: must be a string, got 5"},
       {"/gpus/0/index", -1, "capabilities.gpus[0].index: must be an integer >= 0, got -1"},
       {"/cpus", 3, "capabilities.cpus: must be a string, got 3"},
+      {"/cpu_shape", 4, "capabilities.cpu_shape: must be an object, got 4"},
+      {"/cpu_shape/cpus", 0, "capabilities.cpu_shape.cpus: must be an integer >= 1, got 0"},
+      {"/cpu_shape/cores", 17, "capabilities.cpu_shape.cores: must be an integer in [1, 16], got 17"},
       {"/workers", json::object(), "capabilities.workers: must be an array, got {}"},
       {"/workers/0", "2.15", "capabilities.workers[0]: must be an object, got \"2.15\""},
       {"/torch/techniques/0", 1, "capabilities.torch.techniques[0]: must be a string, got 1"},

@@ -1,9 +1,12 @@
 #include "coordinator/sweep_intake.h"
 
 #include <algorithm>
+#include <set>
+#include <tuple>
 
 #include "common/log.h"
 #include "common/model_files.h"
+#include "common/thread_placement.h"
 #include "coordinator/client_api.h"
 
 namespace benchfleet {
@@ -179,12 +182,67 @@ Status SweepIntake::CheckWorkers(const Sweep& sweep, const std::string& key,
                             "); nothing was enqueued");
 }
 
+Status SweepIntake::CheckThreadPlacements(const Sweep& sweep) const {
+  const auto axis = std::find_if(sweep.axes.begin(), sweep.axes.end(),
+                                 [](const MatrixAxis& a) { return a.key == "thread_placement"; });
+  if (axis == sweep.axes.end()) return Status::Ok();
+  const bool any_other = std::any_of(axis->values.begin(), axis->values.end(), [](const json& value) {
+    return value.is_string() && value.get<std::string>() != kDefaultThreadPlacement;
+  });
+  if (!any_other) return Status::Ok();
+  // Each (threads, policy, placement) once: a large sweep has a handful of them.
+  std::set<std::tuple<int64_t, std::string, std::string>> asked;
+  std::map<std::string, JobPlacement> placements;
+  RETURN_IF_ERROR(sweep.ForEachCombination([&](const Combination& combination) {
+    const json spec = combination.Spec();
+    const std::string policy = JobThreadPlacement(spec);
+    if (policy == kDefaultThreadPlacement) return Status::Ok();
+    asked.emplace(spec.value("threads", int64_t{1}), policy, combination.placement);
+    placements.try_emplace(combination.placement, Sweep::PlacementOf(spec, combination.needs));
+    return Status::Ok();
+  }));
+  for (const auto& [threads, policy, key] : asked) {
+    JobRequirement requirement;
+    requirement.select = SelectWithWorker(sweep.select, placements.at(key).worker);
+    requirement.device = placements.at(key).device;
+    // An agent that did not send its CPUs' shape (an older one) may be able to: only
+    // agents that said, and every one of them cannot, refuse the sweep.
+    std::string refusal;
+    bool can = false;
+    size_t matching = 0;
+    for (Agent* agent : ctx_.registry.All()) {
+      if (!AgentCanRun(requirement, agent->description)) continue;
+      ++matching;
+      const auto& shape = agent->description.capabilities.cpu_shape;
+      const std::string why = shape ? PlacementRefusal(*shape, threads, policy) : "";
+      if (why.empty()) {
+        can = true;
+        break;
+      }
+      refusal = agent->description.name + ": " + why;
+    }
+    if (can || matching == 0) continue;
+    size_t index = 0;
+    while (index < axis->values.size() && axis->values[index] != policy) ++index;
+    const std::string agents = DescribeRequirement(requirement) == "{}"
+                                   ? "no registered agent"
+                                   : "no agent that matches " + DescribeRequirement(requirement);
+    return FailedPrecondition("matrix.thread_placement[" + std::to_string(index) + "]: " + agents + " can place " + std::to_string(threads) +
+                              " thread" + (threads == 1 ? "" : "s") + " by \"" + policy + "\" (" +
+                              (matching == 1 ? refusal : refusal + ", and " + std::to_string(matching - 1) +
+                                                             " more like it") +
+                              "); nothing was enqueued");
+  }
+  return Status::Ok();
+}
+
 // Every placement of the sweep's jobs must be one some worker of the fleet can run, or
 // its jobs would wait for ever. Placement "each": every combination on every matching
 // agent that can run its placement (a cuda:1 combination only where the worker sees two
 // GPUs, a torch 1.13 one only where the agent has a 1.13 worker).
 StatusOr<PinnedAgents> SweepIntake::PinAgents(const Sweep& sweep) {
   PinnedAgents pinned;
+  RETURN_IF_ERROR(CheckThreadPlacements(sweep));
   for (const JobPlacement& placement : sweep.Placements()) {
     if (!placement.worker.empty()) RETURN_IF_ERROR(CheckWorkers(sweep, placement.Key(), placement.worker));
     if (sweep.placement != Placement::kEach) continue;

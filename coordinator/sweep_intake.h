@@ -63,6 +63,10 @@ class SweepIntake : public RoundParticipant {
   // An error naming the sweep field and the torch versions the fleet has when no worker
   // of any registered agent satisfies `needs` (of placement `key`).
   Status CheckWorkers(const Sweep& sweep, const std::string& key, const WorkerNeeds& needs) const;
+  // An error naming matrix.thread_placement[i] when a combination asks for a placement
+  // that no registered agent able to run it can give (spread on one core), by the rule
+  // the agent places by (common/thread_placement.h).
+  Status CheckThreadPlacements(const Sweep& sweep) const;
   // Returns false when the intake ended (refused: its clients were told why).
   bool CheckOrAccept(Intake& intake);
   void StoreSlice(Intake& intake);

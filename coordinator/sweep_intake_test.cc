@@ -253,5 +253,43 @@ TEST_F(CoordinatorTest, ALargeSweepsSliceWhoseCommitFailsIsStoredAgainAndItsAcce
   EXPECT_EQ(Query("select count(*) from sweeps"), json::parse("[[1]]"));
 }
 
+// A thread_placement no agent can give (spread on fewer cores than threads, smt without
+// SMT) is refused at submit naming the axis value, by the rule the agent places by.
+TEST_F(CoordinatorTest, AThreadPlacementNoAgentCanGiveIsRefusedAtSubmit) {
+  json capabilities = Capabilities(0, "node-a");
+  capabilities["cpu_shape"] = {{"cpus", 2}, {"cores", 2}, {"threads_per_core", 1}, {"largest_node", 2}};
+  FromAgent("node-a/1", {{"v", 1}, {"type", "register"}, {"agent", "node-a"}, {"tags", json::array()},
+                         {"capabilities", capabilities}});
+  auto submit = [&](const std::string& name, const json& threads, const json& placements) {
+    return Request({{"type", "submit"},
+                    {"sweep",
+                     {{"name", name},
+                      {"placement", "any"},
+                      {"matrix", {{"model", "mlp"}, {"batch_size", 8}, {"threads", threads}, {"thread_placement", placements}}}}}});
+  };
+  Message spread = submit("spread", {2, 4}, {nullptr, "spread"});
+  ASSERT_EQ(spread.type, "error") << spread.body.dump();
+  EXPECT_EQ(spread.body["message"],
+            "matrix.thread_placement[1]: no registered agent can place 4 threads by \"spread\" (node-a: "
+            "thread_placement \"spread\": one thread per core needs 4 cores; the agent has 2 CPUs on 2 cores, "
+            "1 hardware thread a core, 2 in the largest NUMA node); nothing was enqueued");
+  Message smt = submit("smt", {2}, {"smt"});
+  ASSERT_EQ(smt.type, "error") << smt.body.dump();
+  EXPECT_NE(smt.body["message"].get<std::string>().find(
+                "matrix.thread_placement[0]: no registered agent can place 2 threads by \"smt\""),
+            std::string::npos)
+      << smt.body.dump();
+  EXPECT_EQ(Query("select count(*) from sweeps"), json::parse("[[0]]"));
+  // What the agent can give is taken: spread of 2 threads on its 2 cores, and the default.
+  Message fits = submit("fits", {1, 2}, {nullptr, "spread", "node"});
+  ASSERT_EQ(fits.type, "submitted") << fits.body.dump();
+  EXPECT_EQ(fits.body["jobs"], 6);
+  // An agent that did not say its CPUs' shape (an older one) may be able to: taken, and
+  // that agent refuses the job itself if it cannot.
+  Register("node-b");
+  Message unknown = submit("unknown", {4}, {"spread"});
+  EXPECT_EQ(unknown.type, "submitted") << unknown.body.dump();
+}
+
 }  // namespace
 }  // namespace benchfleet
