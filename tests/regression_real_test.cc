@@ -1,5 +1,6 @@
 // Regression detection on real measurements: a nightly sweep run by a real agent and
-// real workers on unmodified nights builds the baseline. Then a real-time busy loop takes
+// real workers, each job in 5 fresh worker processes (its median and interval across
+// them), on unmodified nights builds the baseline. Then a real-time busy loop takes
 // half of the job's CPU twice over:
 // * on a night when it runs throughout, the agent's pace reference (agent/host_pace.h)
 //   slows as the jobs do: the host's, recorded so and never a regression;
@@ -35,6 +36,8 @@ using nlohmann::json;
 constexpr double kMinChange = 0.3;
 // Nights run before the slowdown: each configuration's baseline.
 constexpr int kBaselineNights = 3;
+// Slow nights of the host's at most, until one gives a result precise enough to judge.
+constexpr int kSlowNights = 2;
 // The slowdown: a real-time busy loop on the job's CPU that runs kBusyUs out of every
 // kBusyUs + kIdleUs. A real-time task preempts the job at once, so every timed block
 // (>= 1 ms) is stretched about alike, by about (busy + idle) / idle: 2x here. (A busy
@@ -161,7 +164,8 @@ class RealRegressionTest : public ::testing::Test {
     std::map<int64_t, json> out;
     for (const json& row : QueryRows(fleet_.db_path(),
                                      "SELECT r.batch_size, r.median_ms, r.job_id, r.noisy, r.host_busy_cpus, "
-                                     "r.effective_threads, r.n, r.unsteady, r.host_pace_ms FROM result_summary r "
+                                     "r.effective_threads, r.n, r.unsteady, r.host_pace_ms, r.median_ci_low_ms, r.median_ci_high_ms "
+                                     "FROM result_summary r "
                                      "JOIN jobs j ON j.job_id = r.job_id WHERE r.sweep_id = " +
                                          std::to_string(sweep_id) + " AND j.confirms_job_id IS NULL")) {
       out[row["batch_size"].get<int64_t>()] = row;
@@ -170,8 +174,8 @@ class RealRegressionTest : public ::testing::Test {
   }
   Fleet fleet_{WithSlowedWorker()};
   const json sweep_ = json::parse(R"({
-      "name": "nightly", "placement": "any",
-      "matrix": {"model": "mlp", "batch_size": [1, 16, 64], "threads": 1},
+      "name": "nightly", "placement": "any", "processes": 5,
+      "matrix": {"model": "mlp", "batch_size": [1, 64], "threads": 1},
       "models": {"mlp": {"layers": [256, 256, 10]}},
       "timing": {"warmup_s": 0.05, "min_time_s": 0.3, "max_time_s": 1.5, "target_ci": 0.01},
       "regression": {"min_change": 0.3}})");
@@ -185,7 +189,7 @@ TEST_F(RealRegressionTest, ASlowerHostIsTheHostsAndSlowerCodeIsCaughtWhereverThe
       if (row["host_pace_ms"].is_number()) baseline_pace[batch].push_back(row["host_pace_ms"].get<double>());
     }
   }
-  ASSERT_EQ(baseline.size(), 3u);
+  ASSERT_EQ(baseline.size(), 2u);
   ASSERT_EQ(baseline_pace[1].size(), static_cast<size_t>(kBaselineNights)) << "every result carries the host's pace";
   // Unmodified nights whose medians moved enough for a confirmed regression: this host's
   // pace drifts between worker processes by more than the judge's margin, and a step
@@ -207,11 +211,20 @@ TEST_F(RealRegressionTest, ASlowerHostIsTheHostsAndSlowerCodeIsCaughtWhereverThe
   for (const auto& [batch, medians] : baseline) baseline_median[batch] = Median(medians);
   auto change_of = [&](int64_t batch, const json& row) {
     const double change = row["median_ms"].get<double>() / baseline_median[batch] - 1;
-    std::cout << "FIGURE batch " << batch << ": " << baseline_median[batch] << " -> " << row["median_ms"] << " ms ("
+    std::cout << "FIGURE batch " << batch << ": " << baseline_median[batch] << " -> " << row["median_ms"] << " ms ["
+              << row["median_ci_low_ms"] << ", " << row["median_ci_high_ms"] << "] ("
               << change * 100 << "%), host pace " << Median(baseline_pace[batch]) << " -> " << row["host_pace_ms"]
               << " ms, noisy " << row["noisy"] << ", n " << row["n"] << ", unsteady " << row["unsteady"]
               << ", the rest of the host kept " << row["host_busy_cpus"] << " CPUs busy\n";
     return change;
+  };
+  // A result whose own interval (across its processes) holds the baseline's median is
+  // not beyond it while the series is short (docs/regressions.md): not a candidate, by
+  // design, whatever its median.
+  auto holds_baseline = [&](int64_t batch, const json& row) {
+    return row["median_ci_low_ms"].is_number() && row["median_ci_high_ms"].is_number() &&
+           row["median_ci_low_ms"].get<double>() <= baseline_median[batch] &&
+           baseline_median[batch] <= row["median_ci_high_ms"].get<double>();
   };
   auto verdict_of = [&](const json& row) {
     return QueryRows(fleet_.db_path(),
@@ -220,22 +233,32 @@ TEST_F(RealRegressionTest, ASlowerHostIsTheHostsAndSlowerCodeIsCaughtWhereverThe
 
   // The host slows: the busy loop on the job's CPU (a one-thread job runs on the agent's
   // first allowed CPU, the test's) the whole night, the pace reference's time included.
+  // A night whose moved results all held the baseline in their intervals judged none of
+  // them (their processes disagreed too much): the host slows another night.
   {
     Antagonist antagonist(FirstAllowedCpu());
     if (!antagonist.started()) {
       GTEST_SKIP() << "cannot run a real-time (SCHED_FIFO) busy loop here (needs root): no slowdown to induce";
     }
-    int moved = 0, hosts = 0;
-    for (const auto& [batch, row] : Medians(Night())) {
-      if (change_of(batch, row) <= kMinChange || row["unsteady"] == 1) continue;
-      ++moved;
-      const json verdict = verdict_of(row);
-      // A candidate, rerun under the same load, and decided the host's: never confirmed.
-      ASSERT_EQ(verdict.size(), 1u) << "batch " << batch << " moved and was not judged";
-      EXPECT_NE(verdict[0]["state"], "confirmed") << "batch " << batch << ": " << verdict.dump();
-      hosts += verdict[0]["state"] == "host" ? 1 : 0;
+    int moved = 0, judged = 0, hosts = 0;
+    for (int night = 0; night < kSlowNights && judged == 0; ++night) {
+      for (const auto& [batch, row] : Medians(Night())) {
+        if (change_of(batch, row) <= kMinChange) continue;
+        ++moved;
+        const json verdict = verdict_of(row);
+        if (row["unsteady"] == 1 || holds_baseline(batch, row)) {
+          EXPECT_TRUE(verdict.empty()) << "batch " << batch << " is unsteady or imprecise yet judged";
+          continue;
+        }
+        ++judged;
+        // A candidate, rerun under the same load, and decided the host's: never confirmed.
+        ASSERT_EQ(verdict.size(), 1u) << "batch " << batch << " moved and was not judged";
+        EXPECT_NE(verdict[0]["state"], "confirmed") << "batch " << batch << ": " << verdict.dump();
+        hosts += verdict[0]["state"] == "host" ? 1 : 0;
+      }
     }
-    EXPECT_GT(moved, 0) << "the busy loop moved no steady median: nothing was tested";
+    EXPECT_GT(moved, 0) << "the busy loop moved no median: nothing was tested";
+    EXPECT_GT(judged, 0) << "no moved median was steady and precise enough to judge in " << kSlowNights << " nights";
     EXPECT_GT(hosts, 0) << "no moved median was put down to the host";
   }
 
@@ -247,10 +270,11 @@ TEST_F(RealRegressionTest, ASlowerHostIsTheHostsAndSlowerCodeIsCaughtWhereverThe
     if (change_of(batch, row) <= kMinChange) continue;
     const json verdict = verdict_of(row);
     // An unsteady result (the busy loop's bursts can leave fewer samples of the last
-    // regime than a change needs to show) is not judged, by design (docs/regressions.md):
-    // its step is caught the next night.
-    if (row["unsteady"] == 1) {
-      EXPECT_TRUE(verdict.empty()) << "batch " << batch << " is unsteady yet judged: " << verdict.dump();
+    // regime than a change needs to show), or one whose processes disagree so that its
+    // interval holds the baseline, is not judged, by design (docs/regressions.md): its
+    // step is caught the next night.
+    if (row["unsteady"] == 1 || holds_baseline(batch, row)) {
+      EXPECT_TRUE(verdict.empty()) << "batch " << batch << " is unsteady or imprecise yet judged: " << verdict.dump();
       unsteady_batches.insert(batch);
       continue;
     }
@@ -259,9 +283,10 @@ TEST_F(RealRegressionTest, ASlowerHostIsTheHostsAndSlowerCodeIsCaughtWhereverThe
     EXPECT_EQ(verdict[0]["state"], "confirmed") << "batch " << batch << ": " << verdict.dump();
     EXPECT_EQ(verdict[0]["direction"], "slower") << verdict.dump();
   }
-  EXPECT_FALSE(moved_batches.empty()) << "the busy loop moved no steady median: nothing was tested";
+  EXPECT_FALSE(moved_batches.empty() && unsteady_batches.empty()) << "the busy loop moved no median";
 
-  // Another slow night: the step is not reported again.
+  // Another slow night: a step caught is not reported again; one whose results were too
+  // imprecise the first night may be caught now.
   Night();
   std::string out, err;
   const int code = RunCommand({kCliBin, "--coordinator", fleet_.clients_endpoint(), "regressions", "--format", "json"},
@@ -285,6 +310,7 @@ TEST_F(RealRegressionTest, ASlowerHostIsTheHostsAndSlowerCodeIsCaughtWhereverThe
         << "batch " << batch << " did not move on the slow night: " << listed.dump();
   }
   for (int64_t batch : moved_batches) EXPECT_EQ(steps[batch], 1) << "batch " << batch << ": " << listed.dump();
+  EXPECT_FALSE(steps.empty()) << "the slower code was caught on neither slow night: " << listed.dump();
 }
 
 }  // namespace
