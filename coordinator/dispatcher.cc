@@ -322,6 +322,7 @@ std::vector<WaitingRequirement> Dispatcher::Waiting(std::optional<int64_t> sweep
                  " runs jobs on " + std::to_string(largest);
         matching = 0;
       }
+      if (ranks > 1 && !requirement.pinned_host.empty()) matching = AgentsAbleToRun(requirement);
       if (ranks > 1 && ranks > matching) {
         reason = what + "; the oldest is a gang of " + std::to_string(ranks) +
                  " ranks spread over agents and only " + std::to_string(matching) +
@@ -340,11 +341,19 @@ std::vector<WaitingRequirement> Dispatcher::Waiting(std::optional<int64_t> sweep
 }
 
 int64_t Dispatcher::AgentsAbleToRun(const JobRequirement& requirement) {
-  int64_t able = 0;
+  int64_t able = 0, pinned = 0;
   for (Agent* agent : ctx_.registry.All()) {
-    if (CanRun(*agent, requirement)) ++able;
+    if (CanRun(*agent, requirement)) ++pinned;
+    if (CanBePartner(*agent, requirement)) ++able;
   }
-  return able;
+  return requirement.pinned_host.empty() ? pinned : (pinned > 0 ? able : 0);
+}
+
+bool Dispatcher::CanBePartner(Agent& agent, const JobRequirement& requirement) {
+  if (requirement.pinned_host.empty()) return CanRun(agent, requirement);
+  JobRequirement unpinned = requirement;
+  unpinned.pinned_host.clear();
+  return AgentCanRun(unpinned, agent.description);  // not cached: the cache is by requirement id
 }
 
 std::vector<Agent*> Dispatcher::GangPartners(Agent& rank0, const JobRequirement& requirement,
@@ -355,7 +364,7 @@ std::vector<Agent*> Dispatcher::GangPartners(Agent& rank0, const JobRequirement&
   const MonoTime now = ctx_.Now();
   for (Agent* agent : ctx_.registry.All()) {
     if (agent == &rank0 || ctx_.registry.LeasedJobOf(agent->description.name).has_value() ||
-        now < agent->offers_paused_until || !CanRun(*agent, requirement)) {
+        now < agent->offers_paused_until || !CanBePartner(*agent, requirement)) {
       continue;
     }
     if (!ctx_.options.share_machines && agent->machine_id != rank0.machine_id &&

@@ -89,7 +89,13 @@ class Dispatcher : public RoundParticipant, public OfferKeeper {
   // Takes back a hand-out that did not reach its agent or that it refused.
   void UndoHandOut(const Lease& lease);
   bool CanRun(Agent& agent, const JobRequirement& requirement);
+  // Agents able to take part in a job of `requirement`: those that can run it; for a
+  // pinned one (a spread gang's rerun, rank 0 on the host it confirms), every agent that
+  // could be a rank beside the pinned agent, while that agent is here to be rank 0.
   int64_t AgentsAbleToRun(const JobRequirement& requirement);
+  // Whether `agent` may be a rank other than 0 of a gang of `requirement`: a pinned
+  // requirement pins its rank 0 only, the other ranks go to agents matching the rest.
+  bool CanBePartner(Agent& agent, const JobRequirement& requirement);
   // `needed` idle agents besides `rank0` that can run `requirement`, by name; empty when
   // there are not that many.
   std::vector<Agent*> GangPartners(Agent& rank0, const JobRequirement& requirement, int64_t needed);

@@ -286,15 +286,23 @@ StatusOr<QueuedReruns> JobQueue::QueueReruns(int64_t job_id, const std::string& 
   RETURN_IF_ERROR(tx.Begin());
   // The reruns go where the job went, on the same device.
   ASSIGN_OR_RETURN(QueuedJob job, FindJob(job_id));
-  ASSIGN_OR_RETURN(auto device, db_->Prepare("SELECT device FROM requirements WHERE requirement_id = ?1"));
+  ASSIGN_OR_RETURN(auto device,
+                   db_->Prepare("SELECT device, select_json FROM requirements WHERE requirement_id = ?1"));
   device.Bind(1, job.requirement_id);
   ASSIGN_OR_RETURN(bool found, device.Step());
   if (!found) return NotFound("no requirement of job " + std::to_string(job_id));
   QueuedReruns queued;
   queued.sweep_id = job.sweep_id;
-  // On the same worker of that host: the job's own needs of it.
-  ASSIGN_OR_RETURN(int64_t requirement, RequirementId("benchmark", host, SelectWithWorker(json::object(), job.needs.worker),
-                                                      device.Text(0)));
+  // On the same worker of that host: the job's own needs of it. A gang spread over
+  // agents has its rank 0 there and its other ranks on agents its sweep's select
+  // matches (Dispatcher::CanBePartner): the rerun keeps that select.
+  json select = json::object();
+  if (job.needs.spread) {
+    select = json::parse(device.Text(1), nullptr, false);
+    if (!select.is_object()) select = json::object();
+  }
+  ASSIGN_OR_RETURN(int64_t requirement,
+                   RequirementId("benchmark", host, SelectWithWorker(select, job.needs.worker), device.Text(0)));
   const std::string now = UtcNowIso8601();
   for (int i = 0; i < count; ++i) {
     RETURN_IF_ERROR(InsertRow(*db_, "jobs", {{"sweep_id", queued.sweep_id},

@@ -106,36 +106,42 @@ void ResultAcceptor::Accept(Agent& agent, const Message& message) {
                                             << outcome.status().message());
     return;
   }
-  switch (*outcome) {
-    case ResultOutcome::kRejected:
-      return Reject(agent, job, rejection);
-    case ResultOutcome::kStored:
-      ++ctx_.counters.results_stored;
-      if (!result->ok) {
-        ++ctx_.counters.failed_jobs;
-        LOG_WARN("job " << job.job_id << " failed on " << agent.description.name << ": " << result->error);
-      }
-      if (judged) {
-        progress_.ResultArrived(judged->sweep_id);
-        judge_.Judge(*judged);
-      }
-      break;
-    case ResultOutcome::kDuplicate:
-    case ResultOutcome::kStaleAgain:
-      ++ctx_.counters.duplicate_results;
-      break;
-    case ResultOutcome::kStale:
-      ++ctx_.counters.stale_results;
-      LOG_WARN("stale result for job " << job.job_id << " attempt " << job.attempt << " from "
-                                       << agent.description.name << " recorded, not counted");
-      break;
-  }
+  if (*outcome == ResultOutcome::kRejected) return Reject(agent, job, rejection);
+  Written(job, agent.description.name, *outcome, *result, judged);
   agent.refusal_backoff_ms = 0;
   if (Lease* lease = ctx_.registry.FindLease(job.job_id); lease && lease->attempt == job.attempt) {
     ctx_.registry.RemoveLease(job.job_id);
   }
   ctx_.Reply(Side::kAgents, agent.routing_id, ToMessage(ResultAck{job, AckOutcome(*outcome), ""}));
   dispatcher_.Dispatch();
+}
+
+void ResultAcceptor::Written(const JobAttempt& job, const std::string& agent, ResultOutcome outcome,
+                             const WorkerResult& result, const std::optional<JudgedResult>& judged) {
+  switch (outcome) {
+    case ResultOutcome::kRejected:
+      return;  // the caller rejects it, and loses the attempt
+    case ResultOutcome::kStored:
+      ++ctx_.counters.results_stored;
+      if (!result.ok) {
+        ++ctx_.counters.failed_jobs;
+        LOG_WARN("job " << job.job_id << " failed on " << agent << ": " << result.error);
+      }
+      if (judged) {
+        progress_.ResultArrived(judged->sweep_id);
+        judge_.Judge(*judged);
+      }
+      return;
+    case ResultOutcome::kDuplicate:
+    case ResultOutcome::kStaleAgain:
+      ++ctx_.counters.duplicate_results;
+      return;
+    case ResultOutcome::kStale:
+      ++ctx_.counters.stale_results;
+      LOG_WARN("stale result for job " << job.job_id << " attempt " << job.attempt << " from " << agent
+                                       << " recorded, not counted");
+      return;
+  }
 }
 
 bool ResultAcceptor::AcceptGangRank(Agent& agent, const JobAttempt& job, const WorkerResult& result,
@@ -207,7 +213,9 @@ bool ResultAcceptor::AcceptGangRank(Agent& agent, const JobAttempt& job, const W
   Agent* rank0 = ctx_.registry.FindByName(lease.agent);
   const int64_t host_id = failed ? agent.host_id : (rank0 ? rank0->host_id : agent.host_id);
   std::string rejection;
-  auto outcome = ctx_.store.results().Write(job.job_id, job.attempt, host_id, lease.agent, combined, &rejection);
+  std::optional<JudgedResult> judged;
+  auto outcome =
+      ctx_.store.results().Write(job.job_id, job.attempt, host_id, lease.agent, combined, &rejection, &judged);
   if (!outcome.ok()) {
     ++ctx_.counters.store_errors;  // no ack: the ranks' agents send their results again
     LOG_ERROR("cannot store the result of gang job " << job.job_id << ": " << outcome.status().message());
@@ -221,13 +229,8 @@ bool ResultAcceptor::AcceptGangRank(Agent& agent, const JobAttempt& job, const W
     dispatcher_.LoseAttempt(lease, "its result was rejected: " + rejection);
     return true;
   }
-  if (*outcome == ResultOutcome::kStored) {
-    ++ctx_.counters.results_stored;
-    if (failed) {
-      ++ctx_.counters.failed_jobs;
-      LOG_WARN("job " << job.job_id << " failed: " << combined.error);
-    }
-  }
+  // Judged, counted and its sweep's progress told as any other job's result.
+  Written(job, failed ? agent.description.name : lease.agent, *outcome, combined, judged);
   // Every rank heard from is acknowledged; the others are stopped.
   std::vector<std::string> acked;
   for (const auto& [r, item] : gang.ranks) acked.push_back(holders[static_cast<size_t>(r)]);

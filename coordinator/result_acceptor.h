@@ -9,6 +9,8 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
+#include <string>
 
 #include "common/worker_result.h"
 #include "coordinator/context.h"
@@ -40,6 +42,11 @@ class ResultAcceptor {
   // together into the job's result (CombineRanks) and stored. False when `job` is no
   // such gang's. `sent`: the result as the agent sent it, `result` as parsed.
   bool AcceptGangRank(Agent& agent, const JobAttempt& job, const WorkerResult& result, const json& sent);
+  // What follows writing a job's one result, whoever sent it (an agent, or a spread
+  // gang's ranks put together): the counters, then, for a result stored, its sweep's
+  // progress and the regression judge. `agent` names where it ran, for the log.
+  void Written(const JobAttempt& job, const std::string& agent, ResultOutcome outcome, const WorkerResult& result,
+               const std::optional<JudgedResult>& judged);
 
   const CoordinatorContext& ctx_;
   Dispatcher& dispatcher_;

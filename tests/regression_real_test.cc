@@ -20,6 +20,7 @@
 #include <map>
 #include <set>
 
+#include "common/cpu_list.h"
 #include "common/median.h"
 #include "tests/fleet.h"
 #include "tests/process.h"
@@ -110,7 +111,7 @@ int FirstAllowedCpu() {
 // `flag` exists, starts a real-time busy loop of kBusyUs in every kBusyUs + kIdleUs beside
 // it, on its CPUs (inherited). The agent's pace reference ran before it, undisturbed; the
 // loop ends with the worker's process group.
-std::string SlowedWorker(const std::filesystem::path& dir) {
+std::string SlowedWorker(const std::filesystem::path& dir, int busy_us = kBusyUs, int idle_us = kIdleUs) {
   std::filesystem::create_directories(dir);
   const std::filesystem::path script = dir / "slowed-worker.sh";
   std::ofstream out(script);
@@ -119,9 +120,9 @@ std::string SlowedWorker(const std::filesystem::path& dir) {
       << "  chrt -f 1 python3 -c 'import time\n"
       << "while True:\n"
       << "    t = time.perf_counter()\n"
-      << "    while time.perf_counter() - t < " << kBusyUs * 1e-6 << ":\n"
+      << "    while time.perf_counter() - t < " << busy_us * 1e-6 << ":\n"
       << "        pass\n"
-      << "    time.sleep(" << kIdleUs * 1e-6 << ")' &\n"
+      << "    time.sleep(" << idle_us * 1e-6 << ")' &\n"
       << "fi\n"
       << "exec '" << kWorkerBin << "' \"$@\"\n";
   out.close();
@@ -132,9 +133,9 @@ std::string SlowedWorker(const std::filesystem::path& dir) {
 const std::filesystem::path kWrapperDir =
     std::filesystem::temp_directory_path() / ("benchfleet-slowed-worker-" + std::to_string(getpid()));
 
-FleetOptions WithSlowedWorker() {
+FleetOptions WithSlowedWorker(int busy_us = kBusyUs, int idle_us = kIdleUs) {
   FleetOptions options;
-  options.worker = SlowedWorker(kWrapperDir);
+  options.worker = SlowedWorker(kWrapperDir, busy_us, idle_us);
   return options;
 }
 
@@ -311,6 +312,110 @@ TEST_F(RealRegressionTest, ASlowerHostIsTheHostsAndSlowerCodeIsCaughtWhereverThe
   }
   for (int64_t batch : moved_batches) EXPECT_EQ(steps[batch], 1) << "batch " << batch << ": " << listed.dump();
   EXPECT_FALSE(steps.empty()) << "the slower code was caught on neither slow night: " << listed.dump();
+}
+
+// A data-parallel job spread over two agents goes through the judge like any other
+// result: unmodified nights build its series, then slower code on both ranks (the busy
+// loop beside each rank's worker) is a candidate, rerun as a gang again (rank 0 on the
+// same agent) and confirmed, and `benchfleet regressions` lists it.
+class RealGangRegressionTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const std::vector<int> cpus = AllowedCpus();
+    if (cpus.size() < 2) GTEST_SKIP() << "a gang of two one-CPU agents needs 2 CPUs; this host allows " << cpus.size();
+    ASSERT_TRUE(fleet_.StartCoordinator()) << fleet_.Logs();
+    ASSERT_TRUE(fleet_.StartAgent("left", {"--cpus", std::to_string(cpus[0])})) << fleet_.Logs();
+    ASSERT_TRUE(fleet_.StartAgent("right", {"--cpus", std::to_string(cpus[1])})) << fleet_.Logs();
+    ASSERT_TRUE(fleet_.WaitForAgents(2, 60s)) << fleet_.Logs();
+  }
+  void TearDown() override {
+    if (HasFailure()) std::cerr << fleet_.Logs();
+    std::error_code ec;
+    std::filesystem::remove_all(kWrapperDir, ec);
+  }
+  // One night, its reruns included: the night's own result (median_ms, job_id).
+  json Night(int64_t* sweep_id) {
+    std::string error;
+    *sweep_id = fleet_.Submit(sweep_, &error);
+    EXPECT_GT(*sweep_id, 0) << error;
+    const json done = fleet_.WaitForSweep(*sweep_id, 600s);
+    EXPECT_EQ(done.value("state", ""), "done") << done.dump();
+    const json rows = QueryRows(fleet_.db_path(),
+                                "SELECT r.job_id, r.ok, r.median_ms, r.median_ci_low_ms, r.median_ci_high_ms, "
+                                "r.unsteady, r.world_size FROM results r JOIN jobs j ON j.job_id = r.job_id "
+                                "WHERE j.sweep_id = " + std::to_string(*sweep_id) +
+                                    " AND j.confirms_job_id IS NULL");
+    EXPECT_EQ(rows.size(), 1u) << rows.dump();
+    return rows.empty() ? json::object() : rows[0];
+  }
+  // A data-parallel step is partly the ranks' all-reduce, which the busy loop does not
+  // stretch: 3 in 4 of each rank's CPU taken, for a step slower by well over min_change.
+  Fleet fleet_{WithSlowedWorker(3 * kBusyUs / 2, kIdleUs / 2)};
+  const json sweep_ = json::parse(R"({
+      "name": "nightly-dp", "placement": "spread",
+      "matrix": {"model": "mlp", "mode": "train", "batch_size": 16, "parallel": {"kind": "data", "world_size": 2}},
+      "models": {"mlp": {"layers": [256, 256, 10]}},
+      "timing": {"warmup_s": 0.05, "min_time_s": 0.3, "max_time_s": 1.5},
+      "regression": {"min_change": 0.3}})");
+};
+
+TEST_F(RealGangRegressionTest, ASlowerSpreadDataParallelJobIsConfirmedAndListed) {
+  std::vector<double> baseline;
+  for (int night = 0; night < kBaselineNights; ++night) {
+    int64_t id = 0;
+    const json row = Night(&id);
+    ASSERT_EQ(row.value("ok", 0), 1) << row.dump() << fleet_.Logs();
+    EXPECT_EQ(row["world_size"], 2) << row.dump();
+    baseline.push_back(row["median_ms"].get<double>());
+  }
+  const double baseline_median = Median(baseline);
+  const json before = QueryRows(fleet_.db_path(), "SELECT state, reason FROM regressions");
+  if (!before.empty()) {
+    GTEST_SKIP() << "the unmodified nights were already judged changed (run-to-run variation of this host, "
+                    "no slowdown induced): "
+                 << before.dump();
+  }
+  // Slower code on both ranks; a night whose result holds the baseline in its interval,
+  // or is unsteady, is not judged (docs/regressions.md): the next slow night may be.
+  { std::ofstream(kWrapperDir / "slow") << "on\n"; }
+  int64_t first_slow = 0;
+  json verdict = json::array();
+  for (int night = 0; night < kSlowNights && verdict.empty(); ++night) {
+    int64_t id = 0;
+    const json row = Night(&id);
+    if (first_slow == 0) first_slow = id;
+    std::cout << "FIGURE data-parallel: " << baseline_median << " -> " << row["median_ms"] << " ms ["
+              << row["median_ci_low_ms"] << ", " << row["median_ci_high_ms"] << "], unsteady " << row["unsteady"]
+              << "\n";
+    verdict = QueryRows(fleet_.db_path(), "SELECT state, direction, reruns, reason FROM regressions WHERE job_id = " +
+                                              row["job_id"].dump());
+  }
+  ASSERT_EQ(verdict.size(), 1u) << "the slower gang was judged on neither slow night" << fleet_.Logs();
+  EXPECT_EQ(verdict[0]["state"], "confirmed") << verdict.dump();
+  EXPECT_EQ(verdict[0]["direction"], "slower") << verdict.dump();
+  // Its reruns ran as gangs of two, each over both agents, rank 0 where the job's was.
+  const json reruns = QueryRows(fleet_.db_path(),
+                                "SELECT r.ok, r.world_size, (SELECT group_concat(h.name) FROM (SELECT host_id FROM "
+                                "result_ranks WHERE job_id = j.job_id ORDER BY rank) rr JOIN hosts h ON h.host_id = "
+                                "rr.host_id) AS hosts FROM jobs j JOIN results r ON r.job_id = j.job_id "
+                                "WHERE j.confirms_job_id IS NOT NULL");
+  ASSERT_FALSE(reruns.empty()) << fleet_.Logs();
+  for (const json& rerun : reruns) {
+    EXPECT_EQ(rerun["ok"], 1) << rerun.dump();
+    EXPECT_EQ(rerun["world_size"], 2) << rerun.dump();
+    EXPECT_EQ(rerun["hosts"], "left,right") << rerun.dump();
+  }
+  std::string out, err;
+  ASSERT_EQ(RunCommand({kCliBin, "--coordinator", fleet_.clients_endpoint(), "regressions", "--format", "json"},
+                       &out, &err),
+            0)
+      << err;
+  const json listed = json::parse(out, nullptr, false);
+  ASSERT_TRUE(listed.is_array()) << out;
+  ASSERT_EQ(listed.size(), 1u) << listed.dump();
+  EXPECT_EQ(listed[0]["direction"], "slower");
+  EXPECT_EQ(listed[0]["host"], "left") << "rank 0's host";
+  EXPECT_GE(listed[0]["first_seen_sweep_id"].get<int64_t>(), first_slow) << listed.dump();
 }
 
 }  // namespace
