@@ -7,7 +7,9 @@
 #
 #   bench/reproducibility.sh [SWEEP.json]   (default: examples/cpu-mlp.json, the quickstart's)
 #   SLOWDOWN=0.1: from the second run on, a real-time (SCHED_FIFO) loop on every CPU takes
-#   that share of each 10 ms, an induced slowdown compare must find (needs root)
+#   that share of each 200 us, an induced slowdown compare must find (needs root). The
+#   period is well below a timed block (>= 1 ms), so every block is stretched alike; a
+#   share of each 10 ms would leave most sub-ms blocks untouched and the median unmoved
 #   ROUNDS=2 (runs of the sweep, each in a fresh fleet: every later run's medians are
 #   checked against every earlier run's intervals)
 #   BUILD=build AGENTS=2 DB=reproducibility.db PROCESSES=   (the coordinator's --processes;
@@ -42,7 +44,7 @@ for round in $(seq "$rounds"); do
     for ((cpu = 0; cpu < $(nproc); ++cpu)); do
       taskset -c "$cpu" chrt -f 50 python3 -c '
 import sys, time
-busy, period = float(sys.argv[1]) * 0.01, 0.01
+busy, period = float(sys.argv[1]) * 0.0002, 0.0002
 while True:
     t = time.perf_counter()
     while time.perf_counter() - t < busy:

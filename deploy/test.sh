@@ -1,7 +1,17 @@
 #!/usr/bin/env bash
 # Installs dependencies, builds, and runs the whole test suite with ctest.
+#
+# usage: deploy/test.sh [--quick] [CTEST_ARGS...]
+#   --quick  the unit tests only (no fleets, no measurements, no sanitizer build, no
+#            fuzzing; the second worker is not built): the edit-test loop. CI runs the
+#            whole command.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+quick=0
+if [[ ${1:-} == --quick ]]; then
+  quick=1
+  shift
+fi
 # Each phase's start time, so a slow run shows where its minutes went.
 phase() { echo "== test.sh $(date -u +%H:%M:%S) $*"; }
 # The ten slowest tests of a ctest run (its cost file: name, runs, seconds of the last).
@@ -15,6 +25,17 @@ slowest() {
 }
 phase install
 deploy/install-deps.sh
+build_dir=${BENCHFLEET_BUILD_DIR:-build}
+timed_labels='integration|fault|engine'
+if ((quick)); then
+  phase build
+  deploy/build.sh
+  phase ctest-unit
+  ctest --test-dir "$build_dir" --output-on-failure --timeout 900 -j 2 -LE "$timed_labels" "$@"
+  slowest "$build_dir"
+  phase done
+  exit 0
+fi
 # Debian's LibTorch 1.13 beside the wheel's: a second worker, built alone, for the tests of
 # an agent that carries two LibTorch versions (the torch axis: tests/torch_axis_test.cc).
 deploy/install-legacy-torch.sh
@@ -22,11 +43,9 @@ phase build-legacy-worker
 legacy_worker=$(deploy/build-worker.sh legacy | tail -n 1)
 phase build
 deploy/build.sh -DBENCHFLEET_SECOND_WORKER="$legacy_worker"
-build_dir=${BENCHFLEET_BUILD_DIR:-build}
 # The unit tests two at a time; the tests that start fleets or measure (labelled
 # integration, fault, engine: liveness deadlines, thread scaling, induced slowdowns) need
 # the 2 cores to themselves and run one at a time.
-timed_labels='integration|fault|engine'
 phase ctest-unit
 ctest --test-dir "$build_dir" --output-on-failure --timeout 900 -j 2 -LE "$timed_labels" "$@"
 phase ctest-fleet
