@@ -392,5 +392,83 @@ TEST_F(CoordinatorTest, ARoundWhoseCommitFailsIsUndoneAndAcknowledgesNothing) {
   EXPECT_EQ(coordinator_->counters().results_stored, 1);
 }
 
+// A spread gang's result is judged as any result: a night twice as slow as its series
+// is a candidate, its reruns are gangs again (rank 0 on the agent the job's rank 0 ran
+// on, rank 1 on an agent the sweep's select matches, never one it does not), and they
+// confirm it.
+TEST_F(CoordinatorTest, ASpreadGangsResultIsJudgedAndItsRerunsRunAsGangs) {
+  Register("node-a");
+  Register("node-b");
+  Register("node-c");  // idle, but outside the sweep's select
+  const json nightly = json::parse(R"({"name": "dp", "placement": "spread",
+      "select": {"name": ["node-a", "node-b"]},
+      "matrix": {"model": "mlp", "mode": "train", "batch_size": 16,
+                 "parallel": {"kind": "data", "world_size": 2}}})");
+  auto rank_result = [](const json& offer, int rank, double median_ms) {
+    json result = GoodResult(offer["spec"]);
+    result["stats"] = {{"n", 10}, {"median_ms", median_ms}, {"mean_ms", median_ms}, {"min_ms", median_ms * 0.9},
+                       {"max_ms", median_ms * 1.2}, {"noisy", false}};
+    result["samples_ms"] = {median_ms, median_ms};
+    result["distributed"] = {{"rank", rank}, {"world_size", 2}, {"address", rank == 0 ? "10.0.0.1" : "10.0.0.2"}};
+    return json{{"v", 1}, {"type", "result"}, {"job_id", offer["job_id"]},
+                {"attempt", offer["attempt"]}, {"result", result}};
+  };
+  // Hands out the next gang (rank 0 on node-a, rank 1 where the coordinator puts it) and
+  // returns both ranks' results of `median_ms`; the job id.
+  // Runs the gang handed out last (rank 0 on node-a, rank 1 where the coordinator puts
+  // it), both ranks' results of `median_ms`; the job id. Offers are read from what was
+  // sent since the last gang ran: a submit or a result hands out the next one at once.
+  auto run_gang = [&](double median_ms) -> json {
+    coordinator_->Tick();
+    const std::vector<json> rank0s = OffersTo("node-a/1");
+    if (rank0s.size() != 1u) {
+      ADD_FAILURE() << rank0s.size() << " offers to node-a, not one gang";
+      return nullptr;
+    }
+    const json rank0 = rank0s.front();
+    sent_.clear();
+    FromAgent("node-a/1", {{"v", 1}, {"type", "rendezvous"}, {"job_id", rank0["job_id"]},
+                           {"attempt", rank0["attempt"]}, {"store", "10.0.0.1:41327"}});
+    EXPECT_TRUE(OffersTo("node-c/1").empty()) << "a rank went to an agent outside the select";
+    const std::vector<json> rank1s = OffersTo("node-b/1");
+    if (rank1s.size() != 1u) {
+      ADD_FAILURE() << "rank 1 of job " << rank0["job_id"] << " was not handed out";
+      return nullptr;
+    }
+    EXPECT_EQ(rank1s.front()["job_id"], rank0["job_id"]);
+    sent_.clear();
+    FromAgent("node-b/1", rank_result(rank1s.front(), 1, median_ms));
+    FromAgent("node-a/1", rank_result(rank0, 0, median_ms));
+    EXPECT_NE(LastTo("node-a/1", "ack"), nullptr);
+    EXPECT_NE(LastTo("node-b/1", "ack"), nullptr);
+    // What the result handed out next (a rerun) stays for the next call; the acks go.
+    sent_.erase(std::remove_if(sent_.begin(), sent_.end(),
+                               [](const Sent& sent) { return sent.message.type != "job"; }),
+                sent_.end());
+    return rank0["job_id"];
+  };
+  for (int night = 0; night < 3; ++night) {
+    sent_.clear();
+    Submit(nightly);
+    ASSERT_FALSE(run_gang(1.0).is_null());
+  }
+  EXPECT_EQ(Query("select count(*) from regressions"), json::parse("[[0]]"));
+  sent_.clear();
+  Submit(nightly);
+  const json slow = run_gang(2.0);
+  ASSERT_FALSE(slow.is_null());
+  EXPECT_EQ(Query("select state from regressions where job_id = " + slow.dump()), json::parse(R"([["candidate"]])"));
+  EXPECT_EQ(Query("select count(*), min(pinned_host), max(world_size), max(spread) from jobs where confirms_job_id = " +
+                  slow.dump()),
+            json::parse(R"([[3, "node-a", 2, 1]])"));
+  for (int rerun = 0; rerun < 3; ++rerun) ASSERT_FALSE(run_gang(2.0).is_null()) << "rerun " << rerun;
+  EXPECT_EQ(Query("select state, direction from regressions where job_id = " + slow.dump()),
+            json::parse(R"([["confirmed", "slower"]])"));
+  // Every night and rerun counted once as a stored result, none a duplicate.
+  EXPECT_EQ(coordinator_->counters().results_stored, 7);
+  EXPECT_EQ(coordinator_->counters().duplicate_results, 0);
+  EXPECT_EQ(coordinator_->counters().handler_exceptions, 0);
+}
+
 }  // namespace
 }  // namespace benchfleet
