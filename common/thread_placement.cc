@@ -19,8 +19,10 @@ bool CpuShape::operator==(const CpuShape& other) const {
 }
 
 std::string CpuShape::Describe() const {
-  return std::to_string(cpus) + " CPUs on " + std::to_string(cores) + " cores, " +
-         std::to_string(threads_per_core) + " hardware thread" + (threads_per_core == 1 ? "" : "s") +
+  auto count = [](int64_t n, const char* what) {
+    return std::to_string(n) + " " + what + (n == 1 ? "" : "s");
+  };
+  return count(cpus, "CPU") + " on " + count(cores, "core") + ", " + count(threads_per_core, "hardware thread") +
          " a core, " + std::to_string(largest_node) + " in the largest NUMA node";
 }
 
