@@ -470,5 +470,31 @@ TEST_F(CoordinatorTest, ASpreadGangsResultIsJudgedAndItsRerunsRunAsGangs) {
   EXPECT_EQ(coordinator_->counters().handler_exceptions, 0);
 }
 
+// Under placement "any" a job placed by a thread_placement goes only to an agent whose
+// CPUs can give it: an idle agent of one core is passed over for one of two.
+TEST_F(CoordinatorTest, AThreadPlacedJobGoesOnlyToAnAgentWhoseCpusCanPlaceIt) {
+  auto register_with = [&](const std::string& name, int64_t cores) {
+    json capabilities = Capabilities(0, name);
+    capabilities["cpu_shape"] = {{"cpus", cores}, {"cores", cores}, {"threads_per_core", 1}, {"largest_node", cores}};
+    FromAgent(name + "/1", {{"v", 1}, {"type", "register"}, {"agent", name}, {"tags", json::array()},
+                            {"capabilities", capabilities}});
+  };
+  register_with("node-a-small", 1);
+  register_with("node-b-large", 2);
+  Submit(json::parse(R"({"name": "placed", "placement": "any",
+      "matrix": {"model": "mlp", "batch_size": [1, 2], "threads": 2, "thread_placement": ["spread", null]}})"));
+  coordinator_->Tick();
+  // Two jobs spread over 2 cores, two by the default: the small agent takes only the latter.
+  ASSERT_FALSE(OffersTo("node-a-small/1").empty());
+  for (const json& offer : OffersTo("node-a-small/1")) {
+    EXPECT_FALSE(offer["spec"].contains("thread_placement")) << offer.dump();
+  }
+  ASSERT_FALSE(OffersTo("node-b-large/1").empty());
+  EXPECT_EQ(Query("select count(distinct requirement_id) from jobs"), json::parse("[[2]]"));
+  EXPECT_EQ(Query("select count(*) from requirements where json_extract(select_json, '$.thread_placement.policy') = "
+                  "'spread' and json_extract(select_json, '$.thread_placement.threads') = 2"),
+            json::parse("[[1]]"));
+}
+
 }  // namespace
 }  // namespace benchfleet

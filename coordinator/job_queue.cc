@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <set>
+#include <tuple>
 
 #include "common/clock.h"
 #include "common/job_spec.h"
@@ -208,13 +209,20 @@ StatusOr<bool> JobQueue::StoreJobs(int64_t sweep_id, const Sweep& sweep, const P
                    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)"));
   const std::string now = UtcNowIso8601();
   const double timeout_s = JobTimeoutSeconds(sweep);
-  std::map<std::pair<std::string, std::string>, int64_t> requirements;  // (host, placement)
+  // (host, placement, thread placement)
+  std::map<std::tuple<std::string, std::string, std::string>, int64_t> requirements;
   auto add = [&](const Combination& combination, const std::string& host) -> Status {
-    auto key = std::make_pair(host, combination.placement);
+    json select = SelectWithWorker(sweep.select, combination.needs.worker);
+    // A job free to go to any matching agent goes only to one whose CPUs can place its
+    // threads as asked (matching.h); one pinned to an agent runs there, or fails there
+    // with the reason.
+    if (host.empty() && combination.spec.find("\"thread_placement\"") != std::string::npos) {
+      select = SelectWithThreadPlacement(select, combination.Spec());
+    }
+    const auto placed = select.find(kThreadPlacementKey);
+    auto key = std::make_tuple(host, combination.placement, placed == select.end() ? "" : placed->dump());
     if (!requirements.count(key)) {
-      ASSIGN_OR_RETURN(requirements[key],
-                       RequirementId("benchmark", host, SelectWithWorker(sweep.select, combination.needs.worker),
-                                     combination.device));
+      ASSIGN_OR_RETURN(requirements[key], RequirementId("benchmark", host, select, combination.device));
     }
     insert_job.Bind(1, sweep_id);
     if (!host.empty()) {

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "common/thread_placement.h"
+
 namespace benchfleet {
 namespace {
 
@@ -43,6 +45,7 @@ bool AgentMatches(const json& select, const AgentDescription& agent) {
     return false;
   }
   if (!PickWorker(caps.Workers(), WorkerNeedsOfSelect(select))) return false;
+  if (!CanPlaceThreads(select, agent)) return false;
   if (select.contains("gpu_model")) {
     const std::string wanted = Text(select, "gpu_model");
     if (std::none_of(caps.gpus.begin(), caps.gpus.end(), [&](const GpuInfo& gpu) {
@@ -52,6 +55,28 @@ bool AgentMatches(const json& select, const AgentDescription& agent) {
     }
   }
   return true;
+}
+
+bool CanPlaceThreads(const json& select, const AgentDescription& agent) {
+  const auto it = select.find(kThreadPlacementKey);
+  if (it == select.end() || !it->is_object()) return true;
+  const auto policy = it->find("policy");
+  const auto threads = it->find("threads");
+  if (policy == it->end() || !policy->is_string() || threads == it->end() || !threads->is_number_integer()) {
+    return true;  // not one this coordinator wrote: the agent decides
+  }
+  const std::optional<CpuShape>& shape = agent.capabilities.cpu_shape;
+  return !shape || PlacementRefusal(*shape, threads->get<int64_t>(), policy->get<std::string>()).empty();
+}
+
+json SelectWithThreadPlacement(const json& select, const json& spec) {
+  json out = select.is_object() ? select : json::object();
+  const std::string policy = JobThreadPlacement(spec);
+  if (policy == kDefaultThreadPlacement) return out;
+  const auto threads = spec.find("threads");
+  out[kThreadPlacementKey] = {{"policy", policy},
+                              {"threads", threads != spec.end() && threads->is_number_integer() ? threads->get<int64_t>() : 1}};
+  return out;
 }
 
 json SelectWithWorker(const json& select, const WorkerNeeds& worker) {

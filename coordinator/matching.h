@@ -36,6 +36,15 @@ struct JobRequirement {
 // worker (SelectWithWorker): the agent must have a worker that satisfies it.
 bool AgentMatches(const json& select, const AgentDescription& agent);
 
+// A requirement's select may carry a job's thread placement other than the default
+// ({"policy": "spread", "threads": 4}, under this key): only an agent whose CPUs can
+// give it (capabilities.cpu_shape, PlacementRefusal) matches; one that sent no shape
+// does, and refuses the job itself if it cannot. A sweep's own select cannot name it.
+inline constexpr const char* kThreadPlacementKey = "thread_placement";
+bool CanPlaceThreads(const json& select, const AgentDescription& agent);
+// `select` with the thread placement of job `spec`, where it is not the default.
+json SelectWithThreadPlacement(const json& select, const json& spec);
+
 // `select` with what a job asks of the agent's worker (WorkerNeeds) as its keys "torch",
 // "torch_min" and "technique": jobs that ask for different workers have different
 // requirements (and so different rows of `requirements`).
