@@ -80,11 +80,6 @@ CpuShape CpuTopology::Shape() const {
   return shape;
 }
 
-int CpuTopology::Cores() const {
-  std::set<int> cores;
-  for (const Cpu& cpu : cpus) cores.insert(cpu.core);
-  return static_cast<int>(cores.size());
-}
 
 CpuTopology ReadCpuTopology(const std::vector<int>& cpus, const std::string& root) {
   CpuTopology topology;

@@ -22,8 +22,9 @@ struct CpuTopology {
     int node = 0;     // NUMA node (0 where the kernel has none)
   };
   std::vector<Cpu> cpus;  // the agent's CPUs, in its order
-  int Cores() const;      // physical cores among them
-  CpuShape Shape() const;  // what register tells the coordinator of them
+  // How many physical cores, hardware threads a core and CPUs of the largest NUMA node:
+  // what register tells the coordinator of them.
+  CpuShape Shape() const;
 };
 // The topology of `cpus` under `root` ("/" on a host; a test's directory with sys/).
 // A CPU whose files are missing (a VM may lack some) is its own core, package 0, node 0.

@@ -41,7 +41,7 @@ class ThreadPlacementTest : public ::testing::Test {
 
 TEST_F(ThreadPlacementTest, EachPolicyPutsTheThreadsWhereItSays) {
   const CpuTopology topology = TwoNodesWithSmt();
-  EXPECT_EQ(topology.Cores(), 4);
+  EXPECT_EQ(topology.Shape().cores, 4);
   auto place = [&](int threads, const std::string& policy) {
     auto placed = PlaceThreads(topology, threads, policy);
     EXPECT_TRUE(placed.ok()) << policy << ": " << placed.status().message();
@@ -93,7 +93,7 @@ TEST_F(ThreadPlacementTest, APlacementTheAgentCannotGiveIsRefusedWithWhy) {
   EXPECT_FALSE(PlaceThreads(topology, 1, "compact").ok());
   // A host without SMT (or a VM whose files say nothing: each CPU its own core).
   const CpuTopology bare = ReadCpuTopology({0, 1}, root_.string() + "/none");
-  EXPECT_EQ(bare.Cores(), 2);
+  EXPECT_EQ(bare.Shape().cores, 2);
   auto smt = PlaceThreads(bare, 2, "smt");
   ASSERT_FALSE(smt.ok());
   EXPECT_NE(smt.status().message().find("no core has two hardware threads (no SMT)"), std::string::npos);

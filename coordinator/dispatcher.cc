@@ -341,12 +341,16 @@ std::vector<WaitingRequirement> Dispatcher::Waiting(std::optional<int64_t> sweep
 }
 
 int64_t Dispatcher::AgentsAbleToRun(const JobRequirement& requirement) {
-  int64_t able = 0, pinned = 0;
-  for (Agent* agent : ctx_.registry.All()) {
-    if (CanRun(*agent, requirement)) ++pinned;
-    if (CanBePartner(*agent, requirement)) ++able;
+  const bool pinned = !requirement.pinned_host.empty();
+  if (pinned) {
+    Agent* rank0 = ctx_.registry.FindByName(requirement.pinned_host);
+    if (rank0 == nullptr || !CanRun(*rank0, requirement)) return 0;
   }
-  return requirement.pinned_host.empty() ? pinned : (pinned > 0 ? able : 0);
+  int64_t able = 0;
+  for (Agent* agent : ctx_.registry.All()) {
+    if (pinned ? CanBePartner(*agent, requirement) : CanRun(*agent, requirement)) ++able;
+  }
+  return able;
 }
 
 bool Dispatcher::CanBePartner(Agent& agent, const JobRequirement& requirement) {

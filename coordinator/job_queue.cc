@@ -212,16 +212,17 @@ StatusOr<bool> JobQueue::StoreJobs(int64_t sweep_id, const Sweep& sweep, const P
   // (host, placement, thread placement)
   std::map<std::tuple<std::string, std::string, std::string>, int64_t> requirements;
   auto add = [&](const Combination& combination, const std::string& host) -> Status {
-    json select = SelectWithWorker(sweep.select, combination.needs.worker);
     // A job free to go to any matching agent goes only to one whose CPUs can place its
     // threads as asked (matching.h); one pinned to an agent runs there, or fails there
     // with the reason.
+    json placed = json::object();
     if (host.empty() && combination.spec.find("\"thread_placement\"") != std::string::npos) {
-      select = SelectWithThreadPlacement(select, combination.Spec());
+      placed = SelectWithThreadPlacement(placed, combination.Spec());
     }
-    const auto placed = select.find(kThreadPlacementKey);
-    auto key = std::make_tuple(host, combination.placement, placed == select.end() ? "" : placed->dump());
+    auto key = std::make_tuple(host, combination.placement, placed.empty() ? "" : placed.dump());
     if (!requirements.count(key)) {
+      json select = SelectWithWorker(sweep.select, combination.needs.worker);
+      select.update(placed);
       ASSIGN_OR_RETURN(requirements[key], RequirementId("benchmark", host, select, combination.device));
     }
     insert_job.Bind(1, sweep_id);

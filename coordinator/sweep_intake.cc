@@ -227,8 +227,8 @@ Status SweepIntake::CheckThreadPlacements(const Sweep& sweep) const {
     const std::string agents = DescribeRequirement(requirement) == "{}"
                                    ? "no registered agent"
                                    : "no agent that matches " + DescribeRequirement(requirement);
-    return FailedPrecondition("matrix.thread_placement[" + std::to_string(index) + "]: " + agents + " can place " + std::to_string(threads) +
-                              " thread" + (threads == 1 ? "" : "s") + " by \"" + policy + "\" (" +
+    return FailedPrecondition("matrix.thread_placement[" + std::to_string(index) + "]: " + agents +
+                              " can place " + std::to_string(threads) + " thread" + (threads == 1 ? "" : "s") + " by \"" + policy + "\" (" +
                               (matching == 1 ? refusal : refusal + ", and " + std::to_string(matching - 1) +
                                                              " more like it") +
                               "); nothing was enqueued");
