@@ -564,6 +564,13 @@ void AgentDaemon::Store(const json& given, int64_t job_id, int attempt) {
     // It was just sent: the spool's resend timer, perhaps already due, must not send it
     // again in this same tick before the coordinator could answer.
     next_resend_ = std::max(next_resend_, MonoNow() + Millis(resend_interval_ms_));
+  } else if (socket_) {
+    // Registrations queued on a connection the coordinator has not answered yet list
+    // the spool as it was before this result: the first to arrive would let the
+    // coordinator hand the job out again before the result comes, and fence it as
+    // stale. A fresh socket drops them; the next registration names this result too.
+    Status connected = Connect();
+    if (!connected.ok()) LOG_ERROR(connected.message());
   }
 }
 
