@@ -44,12 +44,13 @@ legacy_worker=$(deploy/build-worker.sh legacy | tail -n 1)
 phase build
 deploy/build.sh -DBENCHFLEET_SECOND_WORKER="$legacy_worker"
 # The unit tests two at a time; the tests that start fleets or measure (labelled
-# integration, fault, engine: liveness deadlines, thread scaling, induced slowdowns) need
-# the 2 cores to themselves and run one at a time.
+# integration and engine: thread scaling, induced slowdowns) need the 2 cores to
+# themselves and run one at a time. The fault tests (label fault) run once, in the
+# sanitizer stage below, against the sanitized daemons.
 phase ctest-unit
 ctest --test-dir "$build_dir" --output-on-failure --timeout 900 -j 2 -LE "$timed_labels" "$@"
 phase ctest-fleet
-ctest --test-dir "$build_dir" --output-on-failure --timeout 900 -L "$timed_labels" "$@"
+ctest --test-dir "$build_dir" --output-on-failure --timeout 900 -L 'integration|engine' "$@"
 slowest "$build_dir"
 # The daemons again under AddressSanitizer + UndefinedBehaviorSanitizer: unit and fault
 # tests (the LibTorch worker is the one built above; the end-to-end tests ran above).
