@@ -38,15 +38,15 @@ std::vector<DepartedAgent> AgentSessions::Departed() const {
   return std::vector<DepartedAgent>(departed_.begin(), departed_.end());
 }
 
-void AgentSessions::RoundBegins() { ctx_.registry.BeginJournal(); }
+void AgentSessions::RoundBegins() { ctx_.leases.BeginJournal(); }
 
 void AgentSessions::RoundCommitted() {
-  ctx_.registry.EndJournal();
+  ctx_.leases.EndJournal();
   registered_in_round_.clear();
 }
 
 void AgentSessions::RoundFailed() {
-  ctx_.registry.RollBackJournal();
+  ctx_.leases.RollBackJournal();
   for (const std::string& routing_id : registered_in_round_) ctx_.registry.Remove(routing_id);
   registered_in_round_.clear();
 }
@@ -173,16 +173,15 @@ void AgentSessions::DropAgent(const std::string& routing_id, const std::string& 
   LOG_WARN("agent " << name << " " << reason << "; taken for gone");
   departed_.push_back(DepartedAgent{name, UtcNowIso8601(), reason});
   while (departed_.size() > kDepartedShown) departed_.pop_front();
-  for (const Lease& lease : ctx_.registry.TakeLeasesOf(name)) {
-    dispatcher_.LoseAttempt(lease, "agent " + name + " " + reason);
-  }
+  const std::string lost = "agent " + name + " " + reason;
+  for (const Lease& lease : ctx_.leases.ReleaseAllOf(name, lost)) dispatcher_.LoseAttempt(lease, lost);
 }
 
 void AgentSessions::ExpireSilentAgentsAndLeases(MonoTime now) {
   for (const std::string& routing_id : ctx_.registry.SilentAgents(now, ctx_.LivenessWindow())) {
     DropAgent(routing_id, "went silent for " + std::to_string(ctx_.LivenessWindow().count()) + " ms");
   }
-  for (const Lease& lease : ctx_.registry.TakeExpiredLeases(now, ctx_.LivenessWindow())) {
+  for (const Lease& lease : ctx_.leases.Expire(now, ctx_.LivenessWindow())) {
     dispatcher_.LoseAttempt(lease, "lease of agent " + lease.agent + " expired");
   }
 }

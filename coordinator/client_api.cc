@@ -170,7 +170,7 @@ Message ClientApi::StatusReply(const json& request_id, const SweepRequest& reque
   for (Agent* agent : ctx_.registry.All()) {
     AgentState entry;
     entry.agent = agent->description.name;
-    if (auto leased = ctx_.registry.LeasedJobOf(agent->description.name)) {
+    if (auto leased = ctx_.leases.LeasedJobOf(agent->description.name)) {
       entry.job_id = *leased;
       if (running.ok()) {
         if (auto it = running->find(*leased); it != running->end()) entry.job = it->second;

@@ -12,6 +12,7 @@
 #include "common/protocol.h"
 #include "common/status_reply.h"
 #include "coordinator/model_store.h"
+#include "coordinator/lease_table.h"
 #include "coordinator/registry.h"
 #include "coordinator/round.h"
 #include "coordinator/store.h"
@@ -71,6 +72,7 @@ struct CoordinatorContext {
   Round& round;
   Outlet& outlet;  // for what never waits for a round (heartbeats); else round.Send
   AgentRegistry& registry;
+  LeaseTable& leases;
   CoordinatorCounters& counters;
   ModelStore& models;
 

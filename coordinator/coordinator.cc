@@ -87,7 +87,7 @@ Status Coordinator::OpenStoreAndComponents() {
   ASSIGN_OR_RETURN(models_, ModelStore::Open(ModelsDirectory(options_)));
   round_ = std::make_unique<Round>(*store_, outlet_);
   ctx_ = std::make_unique<CoordinatorContext>(
-      CoordinatorContext{options_, clock_, *store_, *round_, outlet_, registry_, counters_, *models_});
+      CoordinatorContext{options_, clock_, *store_, *round_, outlet_, registry_, leases_, counters_, *models_});
   dispatcher_ = std::make_unique<Dispatcher>(
       *ctx_, [this](const std::string& routing_id, const std::string& reason) { sessions_->DropAgent(routing_id, reason); },
       [this](int64_t job_id) { results_->ForgetGang(job_id); });

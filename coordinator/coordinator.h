@@ -105,6 +105,7 @@ class Coordinator : private RoundParticipant {
   std::unique_ptr<ZapHandler> zap_;
   std::unique_ptr<QueryRunner> reads_;
   AgentRegistry registry_;
+  LeaseTable leases_{registry_};  // after the registry it tells of leases ending
   CoordinatorCounters counters_;
   Outlet outlet_{counters_.send_failures};  // the sockets, or the outbox in process
   std::unique_ptr<Round> round_;           // made once the store is open

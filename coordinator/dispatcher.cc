@@ -19,28 +19,43 @@ constexpr int kDispatchRefreshMs = 1000;
 // up to the maximum; a result resets it.
 constexpr int kMaxRefusalBackoffMs = 30000;
 
+// A job's timeout, what its lease allows it to run.
+Millis TimeoutOf(double timeout_s) {
+  return std::chrono::duration_cast<Millis>(std::chrono::duration<double>(timeout_s));
+}
+
 }  // namespace
 
 void Dispatcher::Refresh() {
   const MonoTime now = ctx_.Now();
   if (now < next_refresh_) return;
   next_refresh_ = now + Millis(kDispatchRefreshMs);
+  // Attempts over whose requeue (or take-back) the store could not write: again. One a
+  // lease holds again (a failed round put it back) is that lease's.
+  std::vector<Unrequeued> again;
+  again.swap(unrequeued_);
+  for (const Unrequeued& item : again) {
+    if (ctx_.leases.Find(item.lease.job_id) != nullptr) continue;
+    if (item.undo) {
+      UndoHandOut(item.lease);
+    } else {
+      LoseAttempt(item.lease, item.reason);
+    }
+  }
   if (reload_requirements_) reload_requirements_ = !ReloadRequirements().ok();
   MarkQueued();
 }
 
 void Dispatcher::RenewLease(const Agent& agent, const JobAttempt& running) {
-  Lease* lease = ctx_.registry.FindLease(running.job_id);
-  if (lease && lease->HeldBy(agent.description.name, running.attempt)) lease->renewed_at = ctx_.Now();
+  ctx_.leases.Renew(running.job_id, agent.description.name, running.attempt, ctx_.Now());
 }
 
 void Dispatcher::OfferRefused(Agent& agent, const JobAttempt& job) {
   // The job never started there, so the hand-out is taken back without costing an
   // attempt, and the agent gets no offer for a while.
-  Lease* lease = ctx_.registry.FindLease(job.job_id);
+  const Lease* lease = ctx_.leases.Find(job.job_id);
   if (!lease || !lease->HeldBy(agent.description.name, job.attempt)) return;
-  Lease refused = *lease;
-  ctx_.registry.RemoveLease(refused.job_id);
+  const Lease refused = *ctx_.leases.Release(job.job_id, "the offer was refused");
   ++ctx_.counters.refused_offers;
   UndoHandOut(refused);
   agent.refusal_backoff_ms =
@@ -67,14 +82,9 @@ void Dispatcher::HoldSpooledJobs(const std::string& agent, const std::vector<Job
   // expires like any other.
   MonoTime now = ctx_.Now();
   for (const JobAttempt& item : spooled) {
-    if (ctx_.registry.FindLease(item.job_id) != nullptr) continue;
-    Lease lease;
-    lease.job_id = item.job_id;
-    lease.attempt = item.attempt;
-    lease.agent = agent;
-    lease.renewed_at = now;
-    lease.hard_deadline = now + ctx_.LivenessWindow();
-    ctx_.registry.AddLease(lease);
+    if (ctx_.leases.Find(item.job_id) != nullptr) continue;
+    // Nothing left to run: the liveness window alone.
+    ctx_.leases.Grant(item.job_id, item.attempt, agent, {}, now, Millis(0), ctx_.LivenessWindow());
   }
 }
 
@@ -88,17 +98,14 @@ void Dispatcher::RecoverLeases() {
   for (const RunningJob& job : *running) {
     // The agent gets one liveness window to come back and name the job in a heartbeat
     // (or deliver its result); otherwise the attempt is lost and the job requeued.
-    Lease lease;
-    lease.job_id = job.job_id;
-    lease.attempt = job.attempt;
-    lease.agent = job.host;
-    lease.renewed_at = now;
-    lease.hard_deadline =
-        now + std::chrono::duration_cast<Millis>(std::chrono::duration<double>(job.timeout_s)) +
-        ctx_.LivenessWindow();
-    ctx_.registry.AddLease(lease);
+    ctx_.leases.Grant(job.job_id, job.attempt, job.host, {}, now, TimeoutOf(job.timeout_s),
+                      ctx_.LivenessWindow());
   }
   if (!running->empty()) LOG_INFO("recovered " << running->size() << " leases of running jobs");
+}
+
+void Dispatcher::Lose(int64_t job_id, const std::string& reason) {
+  if (std::optional<Lease> lease = ctx_.leases.Release(job_id, reason)) LoseAttempt(*lease, reason);
 }
 
 void Dispatcher::LoseAttempt(const Lease& lease, const std::string& reason) {
@@ -106,8 +113,12 @@ void Dispatcher::LoseAttempt(const Lease& lease, const std::string& reason) {
   auto requeued = ctx_.store.jobs().RequeueOrFail(lease.job_id, lease.attempt, ctx_.options.max_attempts, reason);
   if (!requeued.ok()) {
     ++ctx_.counters.store_errors;
-    LOG_ERROR("cannot requeue job " << lease.job_id << ": " << requeued.status().message());
-    ctx_.registry.AddLease(lease);  // try again on the next round
+    LOG_ERROR("cannot requeue job " << lease.job_id << " (tried again shortly): "
+                                    << requeued.status().message());
+    // The attempt is over (its lease ended), but the store still says it runs: the
+    // requeue is tried again by Refresh. The job is not leased meanwhile, so no agent
+    // looks busy with it.
+    unrequeued_.push_back({lease, reason, /*undo=*/false});
     return;
   }
   if (*requeued) {
@@ -125,8 +136,10 @@ void Dispatcher::UndoHandOut(const Lease& lease) {
   auto undone = ctx_.store.jobs().UndoHandOut(lease.job_id, lease.attempt);
   if (!undone.ok()) {
     ++ctx_.counters.store_errors;
-    LOG_ERROR("cannot take back job " << lease.job_id << ": " << undone.status().message());
-    ctx_.registry.AddLease(lease);  // it expires and is requeued the usual way
+    LOG_ERROR("cannot take back job " << lease.job_id << " (requeued shortly): "
+                                      << undone.status().message());
+    // The agent never had it, but the store says it runs: taken back by Refresh.
+    unrequeued_.push_back({lease, "", /*undo=*/true});
     return;
   }
   MarkQueued();
@@ -166,8 +179,8 @@ void Dispatcher::Dispatch() {
   for (const std::string& routing_id : ctx_.registry.OfferCandidates()) {
     Agent* agent = ctx_.registry.FindByRoutingId(routing_id);
     if (agent == nullptr) continue;
-    if (ctx_.registry.LeasedJobOf(agent->description.name).has_value() ||
-        (!ctx_.options.share_machines && ctx_.registry.MachineBusy(*agent))) {
+    if (ctx_.leases.LeasedJobOf(agent->description.name).has_value() ||
+        (!ctx_.options.share_machines && ctx_.leases.MachineBusy(*agent))) {
       ctx_.registry.NoOfferFor(routing_id);  // again a candidate when the lease ends
       continue;
     }
@@ -198,7 +211,7 @@ Dispatcher::Offer Dispatcher::OfferNextJob(Agent& agent) {
       continue;
     }
     for (QueuedJob& job : *queued) {
-      if (ctx_.registry.FindLease(job.job_id) != nullptr) continue;  // its result is on the way
+      if (ctx_.leases.Find(job.job_id) != nullptr) continue;  // its result is on the way
       // A gang wider than the agents that could ever run it now does not hold up the
       // jobs behind it (it waits, and says why in status).
       if (const int64_t agents = job.needs.Agents();
@@ -231,17 +244,8 @@ Dispatcher::Offer Dispatcher::HandOut(Agent& agent, const QueuedJob& job,
     LOG_ERROR("cannot hand out job " << job.job_id << ": " << attempt.status().message());
     return Offer::kNotNow;
   }
-  MonoTime now = ctx_.Now();
-  Lease lease;
-  lease.job_id = job.job_id;
-  lease.attempt = *attempt;
-  lease.agent = agent.description.name;
-  lease.ranks = std::move(ranks);
-  lease.renewed_at = now;
-  lease.hard_deadline =
-      now + std::chrono::duration_cast<Millis>(std::chrono::duration<double>(job.timeout_s)) +
-      ctx_.LivenessWindow();
-  ctx_.registry.AddLease(lease);
+  const Lease& lease = ctx_.leases.Grant(job.job_id, *attempt, agent.description.name, std::move(ranks),
+                                         ctx_.Now(), TimeoutOf(job.timeout_s), ctx_.LivenessWindow());
   JobOffer offer;
   offer.job = {job.job_id, *attempt};
   offer.spec = json::parse(job.spec, nullptr, false);
@@ -270,24 +274,20 @@ void Dispatcher::OfferUndelivered(const Lease& lease, const std::string& routing
   // knows no connection to it), so it leaves the registry now, not after its
   // liveness window, and the job goes to another agent.
   ++ctx_.counters.undelivered_offers;
-  ctx_.registry.RemoveLease(lease.job_id);
+  ctx_.leases.Release(lease.job_id, "the offer could not be sent");
   UndoHandOut(lease);
   if (sent.code() == StatusCode::kNotFound) drop_agent_(routing_id, "is unreachable (" + sent.message() + ")");
 }
 
 bool Dispatcher::StillLeased(const Lease& hand_out) {
-  const Lease* lease = ctx_.registry.FindLease(hand_out.job_id);
+  const Lease* lease = ctx_.leases.Find(hand_out.job_id);
   return lease != nullptr && lease->attempt == hand_out.attempt && lease->agent == hand_out.agent;
 }
 
 void Dispatcher::OfferSent(const Lease& hand_out) {
   // The lease runs from when the agent can have the job, not from when the round made
   // the offer: a long round must not expire it before it is even sent.
-  Lease* lease = ctx_.registry.FindLease(hand_out.job_id);
-  if (lease == nullptr) return;
-  const MonoTime now = ctx_.Now();
-  lease->hard_deadline += now - lease->renewed_at;
-  lease->renewed_at = now;
+  ctx_.leases.Restart(hand_out.job_id, ctx_.Now());
 }
 
 std::vector<WaitingRequirement> Dispatcher::Waiting(std::optional<int64_t> sweep_id) {
@@ -367,12 +367,12 @@ std::vector<Agent*> Dispatcher::GangPartners(Agent& rank0, const JobRequirement&
   std::vector<Agent*> partners;
   const MonoTime now = ctx_.Now();
   for (Agent* agent : ctx_.registry.All()) {
-    if (agent == &rank0 || ctx_.registry.LeasedJobOf(agent->description.name).has_value() ||
+    if (agent == &rank0 || ctx_.leases.LeasedJobOf(agent->description.name).has_value() ||
         now < agent->offers_paused_until || !CanBePartner(*agent, requirement)) {
       continue;
     }
     if (!ctx_.options.share_machines && agent->machine_id != rank0.machine_id &&
-        ctx_.registry.MachineBusy(*agent)) {
+        ctx_.leases.MachineBusy(*agent)) {
       continue;
     }
     partners.push_back(agent);
@@ -405,7 +405,7 @@ Dispatcher::Offer Dispatcher::OfferGang(Agent& rank0, const QueuedJob& job, int6
 
 void Dispatcher::Rendezvous(Agent& agent, const RendezvousReport& rendezvous) {
   const RendezvousReport* report = &rendezvous;
-  Lease* found = ctx_.registry.FindLease(report->job.job_id);
+  const Lease* found = ctx_.leases.Find(report->job.job_id);
   if (found == nullptr || found->attempt != report->job.attempt || found->ranks.empty() ||
       found->agent != agent.description.name) {
     LOG_WARN("rendezvous for job " << report->job.job_id << " attempt " << report->job.attempt
@@ -418,8 +418,7 @@ void Dispatcher::Rendezvous(Agent& agent, const RendezvousReport& rendezvous) {
   if (!job.ok()) {
     ++ctx_.counters.store_errors;
     LOG_ERROR("cannot read job " << lease.job_id << ": " << job.status().message());
-    ctx_.registry.RemoveLease(lease.job_id);
-    LoseAttempt(lease, "its spec could not be read to offer its ranks");
+    Lose(lease.job_id, "its spec could not be read to offer its ranks");
     return;
   }
   const std::string store = report->store();
@@ -429,8 +428,7 @@ void Dispatcher::Rendezvous(Agent& agent, const RendezvousReport& rendezvous) {
   for (size_t i = 0; i < lease.ranks.size(); ++i) {
     Agent* rank_agent = ctx_.registry.FindByName(lease.ranks[i]);
     if (rank_agent == nullptr) {
-      ctx_.registry.RemoveLease(lease.job_id);
-      LoseAttempt(lease, "agent " + lease.ranks[i] + " of rank " + std::to_string(i + 1) + " is gone");
+      Lose(lease.job_id, "agent " + lease.ranks[i] + " of rank " + std::to_string(i + 1) + " is gone");
       return;
     }
     JobOffer offer;

@@ -1,12 +1,12 @@
 // Dispatcher: who runs what. It hands queued jobs to idle agents that can run them,
-// each under a lease (AgentRegistry), and takes a hand-out back when its offer does not
+// each under a lease (LeaseTable), and takes a hand-out back when its offer does not
 // arrive or is refused; it loses an attempt (requeued, or failed after
 // --max-attempts) when its lease runs out. Gangs spread over agents (placement
 // "spread", docs/scheduling.md) are handed out whole: rank 0 first, the other ranks once
 // rank 0's agent names its c10d store (`rendezvous`); anything that ends such an
 // attempt stops every rank. What waits, and why, is its answer too (`status`).
 //
-// It joins every round: a failed round's hand-outs are undone by the registry's
+// It joins every round: a failed round's hand-outs are undone by the lease table's
 // journal, and the requirements it learnt in the round are read again.
 #pragma once
 
@@ -42,8 +42,11 @@ class Dispatcher : public RoundParticipant, public OfferKeeper {
   // Some requirement may have queued jobs again.
   void MarkQueued();
   // An attempt is over without a result: requeued, or failed after --max-attempts; a
-  // gang's other ranks are stopped.
+  // gang's other ranks are stopped. Where the store cannot write that now, Refresh
+  // tries again.
   void LoseAttempt(const Lease& lease, const std::string& reason);
+  // Ends the lease of `job_id`, if any, and loses its attempt.
+  void Lose(int64_t job_id, const std::string& reason);
   // A registering agent's spooled results are on their way: a lease for each keeps
   // their jobs from being handed out again meanwhile.
   void HoldSpooledJobs(const std::string& agent, const std::vector<JobAttempt>& spooled);
@@ -114,6 +117,14 @@ class Dispatcher : public RoundParticipant, public OfferKeeper {
   std::map<int64_t, RequirementState> requirements_;
   bool reload_requirements_ = false;  // a reload failed: tried again at the next refresh
   MonoTime next_refresh_;
+  // Attempts whose lease ended but whose requeue (or, `undo`, take-back) the store
+  // could not write: tried again at the next refresh.
+  struct Unrequeued {
+    Lease lease;
+    std::string reason;
+    bool undo = false;
+  };
+  std::vector<Unrequeued> unrequeued_;
 };
 
 }  // namespace benchfleet

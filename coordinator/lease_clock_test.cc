@@ -107,5 +107,41 @@ TEST_F(LeaseClockTest, ARefusingAgentIsOfferedTheJobAgainOnlyOnceItsPauseIsOver)
   EXPECT_EQ(coordinator_->counters().refused_offers, 1);
 }
 
+// An attempt whose lease ended while the disk was full cannot be requeued then; its
+// lease is not put back (the agent is not shown busy with it, and nothing renews it), and
+// the requeue is tried again until the store takes it: the job then goes out again.
+TEST_F(CoordinatorTest, ALostAttemptTheStoreCouldNotRequeueIsRequeuedOnceItCan) {
+  if (std::string why = MountSmallDisk("size=4m"); !why.empty()) {
+    GTEST_SKIP() << "cannot mount a small tmpfs here (needs root and CAP_SYS_ADMIN): " << why;
+  }
+  manual_time_ = true;
+  heartbeat_ms_ = 1000;
+  StartWithStoreAt(dir_ / "disk" / "results.db");
+  Register("quiet");
+  Submit(json::parse(kOneJob));
+  coordinator_->Tick();
+  const json offer = OffersTo("quiet/1").at(0);
+
+  FillSmallDisk();
+  clock_.Advance(Millis(3060));  // quiet is gone, its lease with it
+  coordinator_->Tick();
+  EXPECT_EQ(coordinator_->counters().requeued_jobs, 0);
+  EXPECT_GE(coordinator_->counters().store_errors, 1);
+  clock_.Advance(Millis(1000));  // tried again, and again it cannot be written
+  coordinator_->Tick();
+  EXPECT_EQ(coordinator_->counters().requeued_jobs, 0);
+
+  FreeSmallDisk();
+  clock_.Advance(Millis(1000));
+  coordinator_->Tick();
+  EXPECT_EQ(coordinator_->counters().requeued_jobs, 1);
+  Register("next");
+  coordinator_->Tick();
+  const auto offers = OffersTo("next/1");
+  ASSERT_EQ(offers.size(), 1u);
+  EXPECT_EQ(offers[0]["job_id"], offer["job_id"]);
+  EXPECT_EQ(offers[0]["attempt"], 2);
+}
+
 }  // namespace
 }  // namespace benchfleet

@@ -59,7 +59,7 @@ void MetricsPublisher::Publish(MonoTime now) {
   auto snapshot = std::make_shared<MetricsSnapshot>();
   for (const char* state : AgentState::kStates) snapshot->agents_by_state[state] = 0;
   for (Agent* agent : ctx_.registry.All()) {
-    ++snapshot->agents_by_state[AgentState::StateName(ctx_.registry.LeasedJobOf(agent->description.name).has_value())];
+    ++snapshot->agents_by_state[AgentState::StateName(ctx_.leases.LeasedJobOf(agent->description.name).has_value())];
   }
   // The job counts themselves are read by each scrape, on its own thread (JobCounts).
   snapshot->requirement_names = dispatcher_.RequirementNames();

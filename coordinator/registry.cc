@@ -71,23 +71,17 @@ std::vector<std::string> AgentRegistry::RoutingIdsAfter(const std::string& after
   return ids;
 }
 
-std::vector<std::string> Lease::Holders() const {
-  std::vector<std::string> holders = {agent};
-  holders.insert(holders.end(), ranks.begin(), ranks.end());
-  return holders;
+const std::set<std::string>& AgentRegistry::MachineAgents(const Agent& agent) const {
+  static const std::set<std::string> kNone;
+  auto machine = machine_agents_.find(agent.machine_id);
+  return machine == machine_agents_.end() ? kNone : machine->second;
 }
 
-void AgentRegistry::IndexLease(const Lease& lease) {
-  for (const std::string& holder : lease.Holders()) leases_by_agent_[holder].insert(lease.job_id);
-}
-
-void AgentRegistry::UnindexLease(const Lease& lease) {
-  for (const std::string& holder : lease.Holders()) {
-    auto it = leases_by_agent_.find(holder);
-    if (it == leases_by_agent_.end()) continue;
-    it->second.erase(lease.job_id);
-    if (it->second.empty()) leases_by_agent_.erase(it);
-    MachineFreed(holder);
+void AgentRegistry::Leased(const std::vector<std::string>& names) {
+  for (const std::string& name : names) {
+    if (auto holder = routing_id_by_name_.find(name); holder != routing_id_by_name_.end()) {
+      offer_candidates_.erase(holder->second);
+    }
   }
 }
 
@@ -103,90 +97,6 @@ void AgentRegistry::MachineFreed(const std::string& name) {
       }
     }
   }
-}
-
-void AgentRegistry::AddLease(Lease lease) {
-  if (auto old = leases_.find(lease.job_id); old != leases_.end()) {
-    if (journaling_) journal_.push_back({false, old->second});
-    UnindexLease(old->second);
-    leases_.erase(old);
-  }
-  if (journaling_) journal_.push_back({true, lease});
-  IndexLease(lease);
-  for (const std::string& name : lease.Holders()) {
-    if (auto holder = routing_id_by_name_.find(name); holder != routing_id_by_name_.end()) {
-      offer_candidates_.erase(holder->second);
-    }
-  }
-  leases_[lease.job_id] = std::move(lease);
-}
-
-Lease* AgentRegistry::FindLease(int64_t job_id) {
-  auto it = leases_.find(job_id);
-  return it == leases_.end() ? nullptr : &it->second;
-}
-
-void AgentRegistry::RemoveLease(int64_t job_id) {
-  auto it = leases_.find(job_id);
-  if (it == leases_.end()) return;
-  if (journaling_) journal_.push_back({false, it->second});
-  UnindexLease(it->second);
-  leases_.erase(it);
-}
-
-void AgentRegistry::BeginJournal() {
-  journal_.clear();
-  journaling_ = true;
-}
-
-void AgentRegistry::EndJournal() {
-  journal_.clear();
-  journaling_ = false;
-}
-
-void AgentRegistry::RollBackJournal() {
-  journaling_ = false;
-  for (auto change = journal_.rbegin(); change != journal_.rend(); ++change) {
-    if (change->added) {
-      RemoveLease(change->lease.job_id);
-    } else {
-      AddLease(change->lease);
-    }
-  }
-  journal_.clear();
-}
-
-std::optional<int64_t> AgentRegistry::LeasedJobOf(const std::string& agent_name) const {
-  auto it = leases_by_agent_.find(agent_name);
-  if (it == leases_by_agent_.end() || it->second.empty()) return std::nullopt;
-  return *it->second.rbegin();
-}
-
-bool AgentRegistry::MachineBusy(const Agent& agent) const {
-  auto machine = machine_agents_.find(agent.machine_id);
-  if (machine == machine_agents_.end()) return false;
-  for (const std::string& peer : machine->second) {
-    if (peer != agent.description.name && LeasedJobOf(peer).has_value()) return true;
-  }
-  return false;
-}
-
-std::vector<Lease> AgentRegistry::TakeExpiredLeases(MonoTime now, Millis window) {
-  std::vector<Lease> expired;
-  for (const auto& [job_id, lease] : leases_) {
-    if (now - lease.renewed_at > window || now > lease.hard_deadline) expired.push_back(lease);
-  }
-  for (const Lease& lease : expired) RemoveLease(lease.job_id);
-  return expired;
-}
-
-std::vector<Lease> AgentRegistry::TakeLeasesOf(const std::string& agent_name) {
-  std::vector<Lease> taken;
-  auto it = leases_by_agent_.find(agent_name);
-  if (it == leases_by_agent_.end()) return taken;
-  for (int64_t job_id : it->second) taken.push_back(leases_.at(job_id));
-  for (const Lease& lease : taken) RemoveLease(lease.job_id);
-  return taken;
 }
 
 std::vector<std::string> AgentRegistry::OfferCandidates() const {

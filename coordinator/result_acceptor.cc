@@ -34,11 +34,15 @@ void ResultAcceptor::Reject(Agent& agent, const JobAttempt& job, const std::stri
   // it must not come back after every reconnect.
   ctx_.Reply(Side::kAgents, agent.routing_id, ToMessage(ResultAck{job, ResultAck::Outcome::kRejected, reason}));
   // The attempt produced nothing usable: it is lost like a silent agent's.
-  if (Lease* lease = ctx_.registry.FindLease(job.job_id);
+  if (const Lease* lease = ctx_.leases.Find(job.job_id);
       lease && lease->HeldBy(agent.description.name, job.attempt)) {
-    Lease lost = *lease;
-    ctx_.registry.RemoveLease(job.job_id);
-    dispatcher_.LoseAttempt(lost, "its result was rejected: " + reason);
+    dispatcher_.Lose(job.job_id, "its result was rejected: " + reason);
+  }
+}
+
+void ResultAcceptor::ReleaseLease(const JobAttempt& job, std::string_view reason) {
+  if (const Lease* lease = ctx_.leases.Find(job.job_id); lease && lease->attempt == job.attempt) {
+    ctx_.leases.Release(job.job_id, reason);
   }
 }
 
@@ -75,9 +79,7 @@ void ResultAcceptor::Accept(Agent& agent, const Message& message) {
       ++ctx_.counters.duplicate_results;
     }
     agent.refusal_backoff_ms = 0;
-    if (Lease* lease = ctx_.registry.FindLease(job.job_id); lease && lease->attempt == job.attempt) {
-      ctx_.registry.RemoveLease(job.job_id);
-    }
+    ReleaseLease(job, kept ? "its process's result came" : "a duplicate of its process's result came");
     ctx_.Reply(Side::kAgents, agent.routing_id,
                ToMessage(ResultAck{job, kept ? ResultAck::Outcome::kStored : ResultAck::Outcome::kDuplicate, ""}));
     if (kept) {
@@ -109,9 +111,7 @@ void ResultAcceptor::Accept(Agent& agent, const Message& message) {
   if (*outcome == ResultOutcome::kRejected) return Reject(agent, job, rejection);
   Written(job, agent.description.name, *outcome, *result, judged);
   agent.refusal_backoff_ms = 0;
-  if (Lease* lease = ctx_.registry.FindLease(job.job_id); lease && lease->attempt == job.attempt) {
-    ctx_.registry.RemoveLease(job.job_id);
-  }
+  ReleaseLease(job, "its result came");
   ctx_.Reply(Side::kAgents, agent.routing_id, ToMessage(ResultAck{job, AckOutcome(*outcome), ""}));
   dispatcher_.Dispatch();
 }
@@ -146,7 +146,7 @@ void ResultAcceptor::Written(const JobAttempt& job, const std::string& agent, Re
 
 bool ResultAcceptor::AcceptGangRank(Agent& agent, const JobAttempt& job, const WorkerResult& result,
                                     const json& sent) {
-  Lease* found = ctx_.registry.FindLease(job.job_id);
+  const Lease* found = ctx_.leases.Find(job.job_id);
   if (found == nullptr || found->ranks.empty() || found->attempt != job.attempt) return false;
   const std::vector<std::string> holders = found->Holders();
   const auto at = std::find(holders.begin(), holders.end(), agent.description.name);
@@ -223,10 +223,7 @@ bool ResultAcceptor::AcceptGangRank(Agent& agent, const JobAttempt& job, const W
   }
   if (*outcome == ResultOutcome::kRejected) {
     gang_results_.erase(job.job_id);
-    ctx_.registry.RemoveLease(job.job_id);
-    dispatcher_.StopGang(lease, rejection);
-    Reject(agent, job, rejection);
-    dispatcher_.LoseAttempt(lease, "its result was rejected: " + rejection);
+    Reject(agent, job, rejection);  // the attempt is lost, every rank stopped
     return true;
   }
   // Judged, counted and its sweep's progress told as any other job's result.
@@ -235,7 +232,7 @@ bool ResultAcceptor::AcceptGangRank(Agent& agent, const JobAttempt& job, const W
   std::vector<std::string> acked;
   for (const auto& [r, item] : gang.ranks) acked.push_back(holders[static_cast<size_t>(r)]);
   gang_results_.erase(job.job_id);
-  ctx_.registry.RemoveLease(job.job_id);
+  ctx_.leases.Release(job.job_id, "its ranks' result came");
   for (const std::string& name : holders) {
     Agent* holder = ctx_.registry.FindByName(name);
     if (holder == nullptr) continue;

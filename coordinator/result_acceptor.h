@@ -11,6 +11,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "common/worker_result.h"
 #include "coordinator/context.h"
@@ -38,6 +39,8 @@ class ResultAcceptor {
   // A result that can never be stored: error and ack "rejected" (so the agent drops it
   // from its spool), and the attempt lost.
   void Reject(Agent& agent, const JobAttempt& job, const std::string& reason);
+  // The lease of `job` ends, if it is still that attempt's.
+  void ReleaseLease(const JobAttempt& job, std::string_view reason);
   // A rank's result of a spread gang: gathered, and once all are in (or one failed) put
   // together into the job's result (CombineRanks) and stored. False when `job` is no
   // such gang's. `sent`: the result as the agent sent it, `result` as parsed.

@@ -16,7 +16,7 @@
 
 #include "coordinator/metrics/histogram.h"
 #include "coordinator/outlet.h"
-#include "coordinator/registry.h"
+#include "coordinator/lease_table.h"
 #include "coordinator/store.h"
 
 namespace benchfleet {
