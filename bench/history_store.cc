@@ -17,8 +17,8 @@
 #include <random>
 #include <vector>
 
-#include "coordinator/sample_blob.h"
-#include "coordinator/store.h"
+#include "coordinator/store/sample_blob.h"
+#include "coordinator/store/store.h"
 #include "sqlite/sqlite.h"
 
 using benchfleet::Database;

@@ -2,7 +2,7 @@
 // characters), as zmq_curve_keypair makes them. A key-pair file holds two lines,
 // "public <key>" and "secret <key>", and must not be readable by others; a public key
 // file holds the public key, optionally followed by a name. (The coordinator's
-// allow-list, a file of such lines, lives in coordinator/allow_list.h.)
+// allow-list, a file of such lines, lives in coordinator/security/allow_list.h.)
 #pragma once
 
 #include <string>

@@ -1,7 +1,7 @@
 // Roles: what the holder of a CURVE key may do at the coordinator (docs/security.md).
-// The allow-list gives every key one role (coordinator/allow_list.h). An agent key is
+// The allow-list gives every key one role (coordinator/security/allow_list.h). An agent key is
 // admitted on the agents' socket only and every other key on the clients' socket only:
-// the two sockets have ZAP domains of their own, and the ZAP handler (coordinator/zap.h)
+// the two sockets have ZAP domains of their own, and the ZAP handler (coordinator/security/zap.h)
 // admits a key only on its role's domain, naming the role in its reply's User-Id. The
 // coordinator reads that User-Id from every client message and checks the request
 // against the one table below before anything is done for it.

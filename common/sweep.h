@@ -1,6 +1,6 @@
 // The sweep file: what a user writes (schemas/sweep.md), its validation and its
 // expansion into job specs. Matching jobs to agents is the coordinator's
-// (coordinator/matching.h).
+// (coordinator/core/matching.h).
 #pragma once
 
 #include <functional>

@@ -21,7 +21,7 @@ using Frames = std::vector<std::string>;
 // ROUTER_MANDATORY (sending to a vanished peer fails instead of vanishing silently)
 // and the maximum message size. Returns the endpoint actually bound (wildcard port
 // resolved) through `bound`. With `curve`, the socket is a CURVE server whose peers are
-// vetted by the ZAP handler (coordinator/zap.h) under `zap_domain`: the domain says which
+// vetted by the ZAP handler (coordinator/security/zap.h) under `zap_domain`: the domain says which
 // keys this socket admits (common/roles.h: kAgentsZapDomain, kClientsZapDomain).
 StatusOr<zmq::socket_t> BindRouter(zmq::context_t& context, const std::string& endpoint,
                                    std::string* bound, const CurveKeyPair* curve = nullptr,
@@ -35,7 +35,7 @@ StatusOr<zmq::socket_t> ConnectDealer(zmq::context_t& context, const std::string
 
 // Non-blocking receive of one multipart message. With `user_id`, also the message's
 // "User-Id" property: what the ZAP handler named the peer's key when its connection was
-// admitted (its role, coordinator/zap.h); "" on a socket without CURVE.
+// admitted (its role, coordinator/security/zap.h); "" on a socket without CURVE.
 StatusOr<std::optional<Frames>> ReceiveFrames(zmq::socket_t& socket, std::string* user_id = nullptr);
 
 // Non-blocking send; kNotFound when a ROUTER has no peer of that routing id (it

@@ -16,7 +16,7 @@
 #include "common/log.h"
 #include "common/transport.h"
 #include "common/worker_result.h"
-#include "coordinator/allow_list.h"
+#include "coordinator/security/allow_list.h"
 
 namespace benchfleet {
 namespace {

@@ -1,7 +1,7 @@
 // The coordinator daemon: accepts sweeps from clients, stores them, hands jobs to idle
 // matching agents under leases, stores results, answers status and queries.
 // One loop polls both sockets and owns the store; users' reads (query, results) run on
-// the query thread (coordinator/query_runner.h), so nothing slow delays a heartbeat.
+// the query thread (coordinator/store/query_runner.h), so nothing slow delays a heartbeat.
 #pragma once
 
 #include <atomic>
@@ -20,21 +20,21 @@
 #include "common/roles.h"
 #include "common/transport.h"
 #include "common/worker_result.h"
-#include "coordinator/agent_sessions.h"
-#include "coordinator/client_api.h"
-#include "coordinator/sweep_intake.h"
-#include "coordinator/context.h"
-#include "coordinator/dispatcher.h"
-#include "coordinator/metrics_publisher.h"
-#include "coordinator/result_acceptor.h"
-#include "coordinator/pruner.h"
-#include "coordinator/query_runner.h"
-#include "coordinator/registry.h"
-#include "coordinator/regression_judge.h"
-#include "coordinator/round.h"
-#include "coordinator/schedule_runner.h"
-#include "coordinator/store.h"
-#include "coordinator/zap.h"
+#include "coordinator/fleet/agent_sessions.h"
+#include "coordinator/api/client_api.h"
+#include "coordinator/intake/sweep_intake.h"
+#include "coordinator/loop/context.h"
+#include "coordinator/fleet/dispatcher.h"
+#include "coordinator/api/metrics_publisher.h"
+#include "coordinator/results/result_acceptor.h"
+#include "coordinator/store/pruner.h"
+#include "coordinator/store/query_runner.h"
+#include "coordinator/loop/registry.h"
+#include "coordinator/results/regression_judge.h"
+#include "coordinator/loop/round.h"
+#include "coordinator/intake/schedule_runner.h"
+#include "coordinator/store/store.h"
+#include "coordinator/security/zap.h"
 
 namespace benchfleet {
 
@@ -64,7 +64,7 @@ class Coordinator : private RoundParticipant {
   // Sends the replies of finished reads (query, results); waits up to `wait` for the
   // first. Returns how many were sent.
   int DeliverReadReplies(Millis wait);
-  // Group commit (coordinator/round.h): Run() makes each loop round one of these.
+  // Group commit (coordinator/loop/round.h): Run() makes each loop round one of these.
   void BeginRound();
   void EndRound();
   const CoordinatorCounters& counters() const { return counters_; }

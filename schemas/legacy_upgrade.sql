@@ -1,6 +1,6 @@
 -- Converting a store made before the baseline (schemas/README.md, Stores from before the
 -- baseline): what the old numbered steps 001..025 did to rows, for a store that stopped
--- at any of them. Run once, by coordinator/schema.cc, after every table of the baseline
+-- at any of them. Run once, by coordinator/store/schema.cc, after every table of the baseline
 -- was created anew and filled with the old tables' rows column by column, and before
 -- the baseline's indexes and triggers exist again. Each statement changes only rows
 -- that an old step never reached, so it is a no-op on a store at old version 25.
@@ -24,7 +24,7 @@ WHERE requirement_id IS NULL;
 
 -- Old step 005: one row per sample, in a table `samples` (now the view over
 -- result_samples), packed into one BLOB per result by benchfleet_pack_samples
--- (coordinator/sample_blob.h). A later store has no such table: an empty one stands in.
+-- (coordinator/store/sample_blob.h). A later store has no such table: an empty one stands in.
 CREATE TABLE IF NOT EXISTS samples (job_id INTEGER NOT NULL, idx INTEGER NOT NULL, ms REAL NOT NULL);
 INSERT INTO result_samples(job_id, n, ms_f32le)
   SELECT job_id, count(*), benchfleet_pack_samples(idx, ms) FROM samples GROUP BY job_id;
@@ -47,7 +47,7 @@ DELETE FROM stale_results WHERE stale_id NOT IN (
   SELECT MIN(stale_id) FROM stale_results GROUP BY job_id, attempt, host);
 
 -- Old step 016: the integer key of each result's series, the first 60 bits of its
--- SHA-256 (results.series, 64 hex digits), as coordinator/fingerprint.h SeriesKeyOf
+-- SHA-256 (results.series, 64 hex digits), as coordinator/core/fingerprint.h SeriesKeyOf
 -- computes it for a new result.
 UPDATE results SET series_key =
   ((instr('0123456789abcdef', substr(series, 1, 1)) - 1) << 56) |

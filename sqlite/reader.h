@@ -1,6 +1,6 @@
 // A read-only connection to results.db for what users ask: `query` (their own SQL) and
 // `results` (result_summary). The coordinator runs it on its query thread
-// (coordinator/query_runner.h), never on the loop that serves heartbeats; the CLI opens
+// (coordinator/store/query_runner.h), never on the loop that serves heartbeats; the CLI opens
 // one itself on a copied store (`--db`). SQLite refuses writes on it, the read guard
 // (sqlite/read_guard.h) refuses ATTACH and everything else that is not a read, and a
 // statement runs at most kQueryTimeLimitS and returns at most the rows asked for.

@@ -14,6 +14,18 @@
 #   worker/ itself (main, the job runner) includes them all. A unit test (foo_test.cc) in
 #   a folder may also run its code through the job runner (worker/job_runner.h), as the
 #   worker's process does.
+# and inside coordinator/ (coordinator/CMakeLists.txt, docs/architecture.md):
+#   coordinator/core      (pure rules: matching, fingerprints, statistics) includes none;
+#   coordinator/metrics   (the HTTP endpoint and its format) includes none;
+#   coordinator/security  (CURVE allow-list, ZAP) includes none;
+#   coordinator/store     (the SQLite store) includes core;
+#   coordinator/loop      (context, round, outlet, registry, lease table) includes store,
+#                         core and metrics;
+#   coordinator/fleet     (dispatcher, agent sessions) includes loop and below;
+#   coordinator/results, coordinator/intake   include fleet and below, not each other;
+#   coordinator/api       (client requests, the metrics' publisher) includes them all;
+#   coordinator/ itself (the loop that wires them, main) includes every folder. A unit
+#   test in a folder may also drive the whole coordinator (coordinator/coordinator_fixture.h).
 # Code that only one daemon uses belongs in that daemon's folder, not in common/.
 #
 #   layering_test.sh SOURCE_DIR   scan SOURCE_DIR; exit 1 naming every include that breaks the rule
@@ -39,24 +51,37 @@ declare -A WORKER_ALLOWED=(
   [parallel]="host measure models"
 )
 
-# Prints each include of the worker's own headers in worker/FOLDER/ that breaks
-# WORKER_ALLOWED, one line each.
-worker_folder_violations() {
-  local root=$1 folder=$2 hit file target allowed
-  allowed=${WORKER_ALLOWED[$folder]}
+# coordinator/'s folder -> the other coordinator folders it may include
+declare -A COORDINATOR_ALLOWED=(
+  [core]=""
+  [metrics]=""
+  [security]=""
+  [store]="core"
+  [loop]="core store metrics"
+  [fleet]="core store metrics loop"
+  [results]="core store metrics loop fleet"
+  [intake]="core store metrics loop fleet"
+  [api]="core store metrics loop fleet results intake security"
+)
+
+# Prints each include of DAEMON's own headers in DAEMON/FOLDER/ that breaks ALLOWED (the
+# folders it may include), one line each. A header at DAEMON/'s top (the job runner, the
+# coordinator's fixture) is for a unit test only.
+folder_violations() {
+  local root=$1 daemon=$2 folder=$3 allowed=$4 hit file target
   while IFS= read -r hit; do
     [[ -n "$hit" ]] || continue
     file=${hit%%:*}
-    target=$(sed -E 's|^[^:]*:[0-9]+:.*[<"]worker/([^">]*)[">].*|\1|' <<<"$hit")
+    target=$(sed -E "s|^[^:]*:[0-9]+:.*[<\"]$daemon/([^\">]*)[\">].*|\\1|" <<<"$hit")
     if [[ "$target" == */* ]]; then
       target=${target%%/*}
       [[ "$target" == "$folder" || " $allowed " == *" $target "* ]] && continue
     else
-      [[ "$file" == *_test.cc ]] && continue  # the job runner, driving a unit test
+      [[ "$file" == *_test.cc ]] && continue  # the whole daemon, driving a unit test
     fi
-    echo "layering: $hit  (worker/$folder/ may include of the worker: ${allowed:-nothing else})"
-  done < <(cd "$root" && grep -rnE '^[[:space:]]*#[[:space:]]*include[[:space:]]*["<]worker/' \
-             "worker/$folder" --include='*.h' --include='*.hpp' --include='*.cc' \
+    echo "layering: $hit  ($daemon/$folder/ may include of the $daemon: ${allowed:-nothing else})"
+  done < <(cd "$root" && grep -rnE "^[[:space:]]*#[[:space:]]*include[[:space:]]*[\"<]$daemon/" \
+             "$daemon/$folder" --include='*.h' --include='*.hpp' --include='*.cc' \
              --include='*.cpp' --include='*.cu' --include='*.cuh' --include='*.in' || true)
 }
 
@@ -77,7 +102,15 @@ check_tree() {
   done
   for folder in "${!WORKER_ALLOWED[@]}"; do
     [[ -d "$root/worker/$folder" ]] || continue
-    hits=$(worker_folder_violations "$root" "$folder")
+    hits=$(folder_violations "$root" worker "$folder" "${WORKER_ALLOWED[$folder]}")
+    if [[ -n "$hits" ]]; then
+      echo "$hits" >&2
+      violations=$((violations + $(wc -l <<<"$hits")))
+    fi
+  done
+  for folder in "${!COORDINATOR_ALLOWED[@]}"; do
+    [[ -d "$root/coordinator/$folder" ]] || continue
+    hits=$(folder_violations "$root" coordinator "$folder" "${COORDINATOR_ALLOWED[$folder]}")
     if [[ -n "$hits" ]]; then
       echo "$hits" >&2
       violations=$((violations + $(wc -l <<<"$hits")))
@@ -94,15 +127,21 @@ self_test() {
   local tree output status=0
   tree=$(mktemp -d)
   trap 'rm -rf "$tree"' RETURN
-  mkdir -p "$tree"/{common,agent,coordinator,cli,sqlite,worker/{host,measure,models,parallel}}
+  mkdir -p "$tree"/{common,agent,coordinator/{core,store,fleet},cli,sqlite,worker/{host,measure,models,parallel}}
+  printf '#include "coordinator/loop/context.h"\n#include "coordinator/core/matching.h"\n' \
+    >"$tree/coordinator/store/bad.cc"
+  printf '#include "coordinator/coordinator.h"\n' >"$tree/coordinator/core/bad.h"
+  printf '#include "coordinator/loop/round.h"\n#include "coordinator/store/store.h"\n' \
+    >"$tree/coordinator/fleet/good.cc"
+  printf '#include "coordinator/coordinator_fixture.h"\n' >"$tree/coordinator/fleet/good_test.cc"
   printf '#include "common/status.h"\n#include "agent/spool.h"\n' >"$tree/common/bad.h"
   printf '#include "common/log.h"\n' >"$tree/agent/good.cc"
   printf '#include <nlohmann/json.hpp>\n  #  include <worker/engine.h>\n' >"$tree/cli/bad.cc"
-  printf '#include "coordinator/store.h"\n#include "sqlite/reader.h"\n' >"$tree/coordinator/good.cc"
+  printf '#include "coordinator/store/store.h"\n#include "sqlite/reader.h"\n' >"$tree/coordinator/good.cc"
   printf '#include "sqlite/reader.h"\n' >"$tree/cli/good.cc"
-  printf '#include "common/status.h"\n#include "coordinator/store.h"\n' >"$tree/sqlite/bad.cc"
+  printf '#include "common/status.h"\n#include "coordinator/store/store.h"\n' >"$tree/sqlite/bad.cc"
   printf '#include "sqlite/sqlite.h"\n' >"$tree/agent/bad.h"
-  printf '#include "coordinator/store.h"\n' >"$tree/agent/bad.cc"
+  printf '#include "coordinator/store/store.h"\n' >"$tree/agent/bad.cc"
   printf '#include "worker/models/model.h"\n' >"$tree/worker/measure/bad.cc"
   printf '#include "worker/measure/clock.h"\n#include <worker/job_runner.h>\n' >"$tree/worker/host/bad.h"
   printf '#include "worker/serving_job.h"\n' >"$tree/worker/parallel/bad.cc"
@@ -114,7 +153,8 @@ self_test() {
   local expect
   for expect in "common/bad.h:2:" "cli/bad.cc:2:" "agent/bad.cc:1:" "worker/measure/bad.cc:1:" \
                 "worker/host/bad.h:1:" "worker/host/bad.h:2:" "worker/parallel/bad.cc:1:" \
-                "sqlite/bad.cc:2:" "agent/bad.h:1:" "9 include(s) break"; do
+                "sqlite/bad.cc:2:" "agent/bad.h:1:" "coordinator/store/bad.cc:1:" \
+                "coordinator/core/bad.h:1:" "11 include(s) break"; do
     if [[ "$output" != *"$expect"* ]]; then
       echo "self-test: expected \"$expect\" in:"$'\n'"$output" >&2
       return 1

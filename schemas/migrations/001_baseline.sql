@@ -5,7 +5,7 @@
 --   * the measured columns of results, calibrations and result_ranks: one per field
 --     declared in schemas/result_fields.json, added after this file's columns, in
 --     declaration order, right after this step and at every start for fields declared
---     since (coordinator/schema.cc);
+--     since (coordinator/store/schema.cc);
 --   * the views, recreated at every start from schemas/views.sql.
 -- Times are UTC ISO 8601 text ("2026-11-29T15:17:21.123Z"), which sorts correctly.
 
@@ -93,7 +93,7 @@ CREATE TABLE schedule_firings (
 -- column stored after `spec` costs a walk of every overflow page (docs/performance.md,
 -- Status replies at fleet scale). A column added to sweeps goes in by rebuilding the
 -- table, not by ALTER TABLE ADD COLUMN, which would put it after `spec`
--- (coordinator/schema_test.cc checks that `spec` is last).
+-- (coordinator/store/schema_test.cc checks that `spec` is last).
 CREATE TABLE sweeps (
   sweep_id         INTEGER PRIMARY KEY,
   name             TEXT NOT NULL,
@@ -250,7 +250,7 @@ CREATE INDEX results_by_series_key ON results(series_key, job_id);
 
 -- Raw samples, compactly: one row per result (one row per sample stored ~850 MB in a
 -- 10,000-job night). ms_f32le holds the samples in the order taken, each a float32 in
--- little-endian byte order (coordinator/sample_blob.h, docs/results.md); the view
+-- little-endian byte order (coordinator/store/sample_blob.h, docs/results.md); the view
 -- `samples` unpacks them in plain SQL. A result without a row here has no raw samples:
 -- a failed job, or samples dropped by `benchfleet prune`.
 CREATE TABLE result_samples (

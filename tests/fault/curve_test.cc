@@ -137,7 +137,7 @@ TEST(CurveKeysTest, KeyFilesAndAllowListsAreValidated) {
   EXPECT_EQ(*ReadCurvePublicKey(pair->public_key), pair->public_key);
   chmod((dir / "k.key").c_str(), 0644);
   EXPECT_NE(ReadCurveKeyPair(dir / "k.key").status().message().find("chmod 600"), std::string::npos);
-  // The allow-list and the loopback rule: coordinator/allow_list_test.cc.
+  // The allow-list and the loopback rule: coordinator/security/allow_list_test.cc.
 }
 
 TEST(CurveKeysTest, KeygenRefusesToReplaceAKeyWithoutForce) {

@@ -1,0 +1,55 @@
+// MetricsPublisher: the loop's side of --metrics (docs/metrics.md). It owns the HTTP
+// server (coordinator/metrics/), times each pass of the loop and each commit into
+// histograms, and at most every kMetricsPublishMs copies the coordinator's health into
+// a fresh snapshot the server renders on its own threads: the loop never waits for a
+// scrape, and a scrape never reads the loop's state.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "common/clock.h"
+#include "coordinator/loop/context.h"
+#include "coordinator/fleet/dispatcher.h"
+#include "coordinator/metrics/histogram.h"
+#include "coordinator/metrics/metrics_server.h"
+
+namespace benchfleet {
+
+// How often the loop copies its state for scrapes: Prometheus scrapes every 15 s or so,
+// and a copy walks the agents and the requirements (in memory; the job counts are read
+// by the scrape itself, off the loop).
+inline constexpr int kMetricsPublishMs = 1000;
+
+class MetricsPublisher {
+ public:
+  // Checks `address` (--metrics HOST:PORT), starts the HTTP server there and publishes
+  // a first snapshot. InvalidArgument for a malformed address, Unavailable when it
+  // cannot be bound.
+  static StatusOr<std::unique_ptr<MetricsPublisher>> Start(const std::string& address,
+                                                           const CoordinatorContext& context,
+                                                           const Dispatcher& dispatcher);
+
+  // Where scrapes go: "http://127.0.0.1:9464/metrics".
+  const std::string& url() const { return server_->url(); }
+  // The histogram Round times its commits into.
+  LatencyHistogram& store_commit() { return store_commit_; }
+  // A pass of the loop ran from `started` to `ended`: recorded, and a snapshot published
+  // when the last one is kMetricsPublishMs old.
+  void LoopPassDone(MonoTime started, MonoTime ended);
+
+ private:
+  MetricsPublisher(const CoordinatorContext& context, const Dispatcher& dispatcher,
+                   std::unique_ptr<MetricsServer> server);
+  void Publish(MonoTime now);
+
+  const CoordinatorContext& ctx_;
+  const Dispatcher& dispatcher_;
+  std::unique_ptr<MetricsServer> server_;
+  LatencyHistogram loop_iteration_;
+  LatencyHistogram store_commit_;
+  const double start_time_s_;
+  MonoTime next_publish_;
+};
+
+}  // namespace benchfleet

@@ -1,0 +1,69 @@
+// AgentSessions: the fleet as the coordinator knows it. Agents register (their host
+// stored, its calibration queued when asked), heartbeat both ways, and are taken for
+// gone when silent for a liveness window or unreachable; their leases' attempts are
+// then lost (the dispatcher's). The coordinator's own heartbeats go out a slice of the
+// fleet at a time. A fresh agent asks for its machine's calibration; a stale one is
+// taken again.
+//
+// It joins every round: the registry's journal undoes a failed round's changes to
+// agents and leases, and agents registered in it are forgotten (their host rows were
+// not kept: they register again when told they are unknown).
+#pragma once
+
+#include <deque>
+#include <string>
+#include <vector>
+
+#include "coordinator/loop/context.h"
+#include "coordinator/fleet/dispatcher.h"
+
+namespace benchfleet {
+
+class AgentSessions : public RoundParticipant {
+ public:
+  AgentSessions(const CoordinatorContext& context, Dispatcher& dispatcher)
+      : ctx_(context),
+        dispatcher_(dispatcher),
+        next_heartbeat_(context.Now()),
+        last_heartbeat_slice_(context.Now()),
+        next_calibration_check_(context.Now()) {}
+
+  void Register(const std::string& routing_id, const Message& message);
+  // The registered agent behind `routing_id`, marked seen now; null for a stranger,
+  // who is told to register first (rate-limited).
+  Agent* Seen(const std::string& routing_id);
+  void Heartbeat(Agent& agent, const Message& message);
+  // An agent's `error`: logged; a refused offer goes back to the dispatcher.
+  void AgentError(Agent& agent, const Message& message);
+  // Removes an agent that is gone (silent, unreachable) and loses its leases' attempts.
+  void DropAgent(const std::string& routing_id, const std::string& reason);
+  // Drops agents silent, and leases unrenewed, for a liveness window before `now`.
+  void ExpireSilentAgentsAndLeases(MonoTime now);
+  // To every agent, once per heartbeat interval, a slice at a time. An agent that cannot
+  // be reached is dropped.
+  void SendHeartbeats();
+  // Once a minute: machines whose calibration is older than --calibration-max-age.
+  void RecalibrateStaleMachines();
+  // Agents that left lately (`status_reply.departed`), oldest first.
+  std::vector<DepartedAgent> Departed() const;
+
+  void RoundBegins() override;
+  void RoundCommitted() override;
+  void RoundFailed() override;
+
+ private:
+  // Queues a calibration for `agent` unless its machine has a fresh one or one pending;
+  // `why` is logged.
+  void CalibrateMachineOf(const Agent& agent, const std::string& why, bool only_if_stale);
+
+  const CoordinatorContext& ctx_;
+  Dispatcher& dispatcher_;
+  std::vector<std::string> registered_in_round_;  // routing ids of agents new this round
+  std::deque<DepartedAgent> departed_;                   // newest last
+  MonoTime next_heartbeat_;  // the next slice of the fleet's heartbeats
+  MonoTime last_heartbeat_slice_;
+  std::string heartbeat_cursor_;  // the routing id the last slice ended with
+  MonoTime next_calibration_check_;
+};
+
+}  // namespace benchfleet
