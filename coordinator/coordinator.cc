@@ -88,14 +88,9 @@ Status Coordinator::OpenStoreAndComponents() {
   round_ = std::make_unique<Round>(*store_, outlet_);
   ctx_ = std::make_unique<CoordinatorContext>(
       CoordinatorContext{options_, clock_, *store_, *round_, outlet_, registry_, leases_, counters_, *models_});
-  dispatcher_ = std::make_unique<Dispatcher>(
-      *ctx_, [this](const std::string& routing_id, const std::string& reason) { sessions_->DropAgent(routing_id, reason); },
-      [this](int64_t job_id) { results_->ForgetGang(job_id); });
+  dispatcher_ = std::make_unique<Dispatcher>(*ctx_, static_cast<LoopEvents&>(*this));
   sessions_ = std::make_unique<AgentSessions>(*ctx_, *dispatcher_);
-  judge_ = std::make_unique<RegressionJudge>(store_->regressions(), counters_.store_errors, [this] {
-    Status reloaded = dispatcher_->ReloadRequirements();
-    if (!reloaded.ok()) LOG_ERROR("cannot read requirements: " << reloaded.message());
-  });
+  judge_ = std::make_unique<RegressionJudge>(store_->regressions(), counters_.store_errors);
   results_ = std::make_unique<ResultAcceptor>(*ctx_, *dispatcher_, *judge_, progress_);
   intake_ = std::make_unique<SweepIntake>(*ctx_, *dispatcher_);
   round_->set_offer_keeper(dispatcher_.get());
@@ -108,18 +103,27 @@ Status Coordinator::OpenStoreAndComponents() {
   schedules_ = std::make_unique<ScheduleRunner>(
       store_->schedules(), counters_.store_errors,
       [this] { return options_.wall_clock_s ? options_.wall_clock_s() : UnixMicrosNow() / 1000000; },
-      [this](const std::string& routing_id, const json& request_id, const SubmitRequest& request,
-             const ScheduledFiring* firing) { return intake_->Submit(routing_id, request_id, request, firing); },
-      [this](const std::string&, ReadRequest request) { return clients_->PostRead(std::move(request)); });
+      static_cast<LoopEvents&>(*this));
   RETURN_IF_ERROR(dispatcher_->ReloadRequirements());
   RETURN_IF_ERROR(intake_->ResumeIntakes());
   reads_ = std::make_unique<QueryRunner>(context_, options_.db_path);
   clients_ = std::make_unique<ClientApi>(
-      *ctx_, ClientApi::Parts{*dispatcher_, *sessions_, *schedules_, progress_, *reads_,
-                              [this](const std::string& routing_id, const json& request_id,
-                                     const SubmitRequest& request) { return intake_->Submit(routing_id, request_id, request); }});
+      *ctx_, ClientApi::Parts{*dispatcher_, *sessions_, *schedules_, progress_, *reads_, *intake_});
   return reads_->Start();
 }
+
+void Coordinator::AgentUnreachable(const std::string& routing_id, const std::string& reason) {
+  sessions_->DropAgent(routing_id, reason);
+}
+
+void Coordinator::GangStopped(int64_t job_id) { results_->ForgetGang(job_id); }
+
+std::optional<Message> Coordinator::SubmitScheduled(const std::string& routing_id, const json& request_id,
+                                                    const SubmitRequest& request, const ScheduledFiring& firing) {
+  return intake_->Submit(routing_id, request_id, request, &firing);
+}
+
+std::optional<Message> Coordinator::PostRead(ReadRequest request) { return clients_->PostRead(std::move(request)); }
 
 Status Coordinator::Start() {
   ASSIGN_OR_RETURN(auto curve, SecurityPolicy());

@@ -38,8 +38,9 @@
 
 namespace benchfleet {
 
-
-class Coordinator : private RoundParticipant {
+// The loop: it owns the components, calls them, and routes what one tells it for another
+// (LoopEvents, coordinator/loop/events.h).
+class Coordinator : private RoundParticipant, private LoopEvents {
  public:
   explicit Coordinator(CoordinatorOptions options);
   ~Coordinator();
@@ -110,6 +111,12 @@ class Coordinator : private RoundParticipant {
   Outlet outlet_{counters_.send_failures};  // the sockets, or the outbox in process
   std::unique_ptr<Round> round_;           // made once the store is open
   std::unique_ptr<CoordinatorContext> ctx_;  // what the components share
+  // LoopEvents: routed to the component that acts on each.
+  void AgentUnreachable(const std::string& routing_id, const std::string& reason) override;
+  void GangStopped(int64_t job_id) override;
+  std::optional<Message> SubmitScheduled(const std::string& routing_id, const json& request_id,
+                                         const SubmitRequest& request, const ScheduledFiring& firing) override;
+  std::optional<Message> PostRead(ReadRequest request) override;
   // A round's marks and undo (RoundParticipant).
   void RoundBegins() override;
   void RoundFailed() override;

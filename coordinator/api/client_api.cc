@@ -8,7 +8,6 @@
 #include "common/log.h"
 #include "common/model_files.h"
 #include "common/model_transfer.h"
-#include "coordinator/intake/sweep_intake.h"
 
 namespace benchfleet {
 namespace {
@@ -40,7 +39,7 @@ std::optional<Message> ClientApi::Reply(const std::string& routing_id, const Mes
   if (type == msg::kSubmit) {
     auto request = ParseSubmit(message);
     if (!request.ok()) return refuse(request.status());
-    return parts_.submit(routing_id, request_id, *request);
+    return parts_.intake.Submit(routing_id, request_id, *request);
   }
   if (type == msg::kStatus || type == msg::kCancel) {
     auto request = ParseSweepRequest(message);

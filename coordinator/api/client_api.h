@@ -18,22 +18,20 @@
 #include "coordinator/store/pruner.h"
 #include "coordinator/store/query_runner.h"
 #include "coordinator/intake/schedule_runner.h"
+#include "coordinator/intake/sweep_intake.h"
 #include "coordinator/results/sweep_progress.h"
 
 namespace benchfleet {
 
 class ClientApi {
  public:
-  // Submits a sweep (SweepIntake): the reply, or nullopt when it is answered later.
-  using SubmitFn = std::function<std::optional<Message>(const std::string& routing_id, const json& request_id,
-                                                        const SubmitRequest& request)>;
   struct Parts {
     Dispatcher& dispatcher;
     AgentSessions& sessions;
     ScheduleRunner& schedules;
     const SweepProgress& progress;
     QueryRunner& reads;
-    SubmitFn submit;
+    SweepIntake& intake;  // a submit: the reply, or nullopt when it is answered later
   };
   ClientApi(const CoordinatorContext& context, Parts parts) : ctx_(context), parts_(std::move(parts)) {}
 

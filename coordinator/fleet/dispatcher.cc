@@ -276,7 +276,7 @@ void Dispatcher::OfferUndelivered(const Lease& lease, const std::string& routing
   ++ctx_.counters.undelivered_offers;
   ctx_.leases.Release(lease.job_id, "the offer could not be sent");
   UndoHandOut(lease);
-  if (sent.code() == StatusCode::kNotFound) drop_agent_(routing_id, "is unreachable (" + sent.message() + ")");
+  if (sent.code() == StatusCode::kNotFound) events_.AgentUnreachable(routing_id, "is unreachable (" + sent.message() + ")");
 }
 
 bool Dispatcher::StillLeased(const Lease& hand_out) {
@@ -442,7 +442,7 @@ void Dispatcher::Rendezvous(Agent& agent, const RendezvousReport& rendezvous) {
 }
 
 void Dispatcher::StopGang(const Lease& lease, const std::string& reason) {
-  gang_stopped_(lease.job_id);
+  events_.GangStopped(lease.job_id);
   if (lease.ranks.empty()) return;
   for (const std::string& name : lease.Holders()) {
     Agent* holder = ctx_.registry.FindByName(name);

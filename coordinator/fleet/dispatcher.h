@@ -10,7 +10,6 @@
 // journal, and the requirements it learnt in the round are read again.
 #pragma once
 
-#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -18,17 +17,15 @@
 
 #include "common/agent_messages.h"
 #include "coordinator/loop/context.h"
+#include "coordinator/loop/events.h"
 
 namespace benchfleet {
 
 class Dispatcher : public RoundParticipant, public OfferKeeper {
  public:
-  // `drop_agent(routing_id, reason)` removes an agent found gone (an offer to it could
-  // not be sent); `gang_stopped(job_id)` forgets the ranks' results gathered so far.
-  Dispatcher(const CoordinatorContext& context,
-             std::function<void(const std::string&, const std::string&)> drop_agent,
-             std::function<void(int64_t)> gang_stopped)
-      : ctx_(context), drop_agent_(std::move(drop_agent)), gang_stopped_(std::move(gang_stopped)) {}
+  // `events`: an agent found gone (an offer to it could not be sent), a spread gang's
+  // attempt stopped; the loop routes them.
+  Dispatcher(const CoordinatorContext& context, LoopEvents& events) : ctx_(context), events_(events) {}
 
   // Offers a job to every idle agent that can run one (the offer candidates only).
   void Dispatch();
@@ -106,8 +103,7 @@ class Dispatcher : public RoundParticipant, public OfferKeeper {
   Offer OfferGang(Agent& rank0, const QueuedJob& job, int64_t world_size);
 
   const CoordinatorContext& ctx_;
-  std::function<void(const std::string&, const std::string&)> drop_agent_;
-  std::function<void(int64_t)> gang_stopped_;
+  LoopEvents& events_;
   // Requirements by id, each with whether it may have queued jobs (cleared when the
   // store finds none, set again by a submit or a requeue).
   struct RequirementState {

@@ -95,7 +95,7 @@ std::optional<Message> ScheduleRunner::Reply(const std::string& routing_id, cons
           !request.submission_id.empty() ? request.submission_id
                                          : "schedule-" + std::to_string(found->schedule_id) + "-now-" + slot;
       ScheduledFiring firing{found->schedule_id, slot, FiringOutcome::kRunNow};
-      return submit_(routing_id, request_id, {found->sweep, submission_id}, &firing);
+      return events_.SubmitScheduled(routing_id, request_id, {found->sweep, submission_id}, firing);
     }
     case Action::kHistory: {
       // The name was checked (letters, digits, '-', '_', '.'): safe inside quotes.
@@ -103,7 +103,7 @@ std::optional<Message> ScheduleRunner::Reply(const std::string& routing_id, cons
           "SELECT schedule, slot, outcome, reason, sweep_id, sweep_state, decided_at FROM schedule_history";
       if (!request.name.empty()) sql += " WHERE schedule = '" + request.name + "'";
       sql += " ORDER BY slot DESC";
-      return read_(routing_id, {routing_id, request_id, sql, std::nullopt, request.limit});
+      return events_.PostRead({routing_id, request_id, sql, std::nullopt, request.limit});
     }
   }
   return MakeError(InvalidArgument("schedule.action: unknown"), request_id);
@@ -181,7 +181,8 @@ void ScheduleRunner::FireDue(const StoredSchedule& s, int64_t now_s) {
   ScheduledFiring firing{s.schedule_id, slot, FiringOutcome::kStarted};
   // One sweep per slot, even if this round's decision is taken again: the submission
   // id is the slot's.
-  (void)submit_("", nullptr, {s.sweep, "schedule-" + std::to_string(s.schedule_id) + "@" + slot}, &firing);
+  (void)events_.SubmitScheduled("", nullptr, {s.sweep, "schedule-" + std::to_string(s.schedule_id) + "@" + slot},
+                                firing);
 }
 
 void RecordFiringStored(ScheduleStore& store, int64_t& store_errors, const ScheduledFiring& firing, int64_t sweep_id) {

@@ -15,6 +15,7 @@
 
 #include "common/messages.h"
 #include "common/sweep.h"
+#include "coordinator/loop/events.h"
 #include "coordinator/store/query_runner.h"
 #include "coordinator/store/schedule_store.h"
 
@@ -35,21 +36,12 @@ void RecordFiringRefused(ScheduleStore& store, int64_t& store_errors, const Sche
 
 class ScheduleRunner {
  public:
-  // Submits a schedule's sweep (SweepIntake): the reply for a client (run_now), none for
-  // a firing (no client: what became of it is recorded).
-  using SubmitFn = std::function<std::optional<Message>(const std::string& routing_id, const json& request_id,
-                                                        const SubmitRequest& request, const ScheduledFiring* firing)>;
-  // Posts a read to the query thread (the history); nullopt when it went there.
-  using ReadFn = std::function<std::optional<Message>(const std::string& routing_id, ReadRequest request)>;
-
-  // `wall_seconds` is the wall clock slots fire by (Unix seconds; tests move it).
-  ScheduleRunner(ScheduleStore& store, int64_t& store_errors, std::function<int64_t()> wall_seconds, SubmitFn submit,
-                 ReadFn read)
-      : store_(store),
-        store_errors_(store_errors),
-        wall_seconds_(std::move(wall_seconds)),
-        submit_(std::move(submit)),
-        read_(std::move(read)) {}
+  // `wall_seconds` is the wall clock slots fire by (Unix seconds; tests move it). A
+  // schedule's sweep is taken in, and its history read, through `events` (the loop
+  // routes them to the sweep intake and the query thread).
+  ScheduleRunner(ScheduleStore& store, int64_t& store_errors, std::function<int64_t()> wall_seconds,
+                 LoopEvents& events)
+      : store_(store), store_errors_(store_errors), wall_seconds_(std::move(wall_seconds)), events_(events) {}
 
   // A `schedule` request's reply, or nullopt when it went elsewhere to be answered (a
   // run_now sweep taken in, answered by SweepIntake; the history's read).
@@ -65,8 +57,7 @@ class ScheduleRunner {
   ScheduleStore& store_;
   int64_t& store_errors_;
   std::function<int64_t()> wall_seconds_;
-  SubmitFn submit_;
-  ReadFn read_;
+  LoopEvents& events_;
   int64_t next_check_s_ = 0;
   std::set<int64_t> reported_broken_;  // logged once each
 };

@@ -140,7 +140,7 @@ void RegressionJudge::Judge(const JudgedResult& r) {
   LOG_INFO("job " << r.job_id << " on " << r.host << ": " << (c.slower ? "slower" : "faster") << " by "
                   << std::lround(std::abs(c.change) * 1000) / 10.0 << "% than its series' median of " << n
                   << "; " << reruns->size() << " reruns queued to confirm it");
-  reruns_queued_();
+  reruns_queued_ = true;
 }
 
 void RegressionJudge::DecideIfRerunsDone(int64_t candidate_job_id, const RegressionPolicy& policy) {

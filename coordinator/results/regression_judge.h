@@ -11,8 +11,8 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <map>
+#include <utility>
 
 #include "coordinator/store/regression_store.h"
 
@@ -20,14 +20,15 @@ namespace benchfleet {
 
 class RegressionJudge {
  public:
-  // `store_errors` is counted for each store call that fails; `reruns_queued` is called
-  // when reruns were queued, so that the dispatcher looks for them.
-  RegressionJudge(RegressionStore& store, int64_t& store_errors, std::function<void()> reruns_queued)
-      : store_(store), store_errors_(store_errors), reruns_queued_(std::move(reruns_queued)) {}
+  // `store_errors` is counted for each store call that fails.
+  RegressionJudge(RegressionStore& store, int64_t& store_errors) : store_(store), store_errors_(store_errors) {}
 
   // A stored result: judged against its series, or, a rerun's, deciding its candidate
   // once every rerun is in.
   void Judge(const JudgedResult& result);
+  // Whether reruns were queued since the last call (the caller has the dispatcher look
+  // for them).
+  bool TakeRerunsQueued() { return std::exchange(reruns_queued_, false); }
 
  private:
   void DecideIfRerunsDone(int64_t candidate_job_id, const RegressionPolicy& policy);
@@ -36,7 +37,7 @@ class RegressionJudge {
 
   RegressionStore& store_;
   int64_t& store_errors_;
-  std::function<void()> reruns_queued_;
+  bool reruns_queued_ = false;
   std::map<int64_t, RegressionPolicy> policies_;
 };
 

@@ -130,6 +130,12 @@ void ResultAcceptor::Written(const JobAttempt& job, const std::string& agent, Re
       if (judged) {
         progress_.ResultArrived(judged->sweep_id);
         judge_.Judge(*judged);
+        if (judge_.TakeRerunsQueued()) {
+          // Reruns wait on requirements of their own, perhaps new ones.
+          if (Status reloaded = dispatcher_.ReloadRequirements(); !reloaded.ok()) {
+            LOG_ERROR("cannot read requirements: " << reloaded.message());
+          }
+        }
       }
       return;
     case ResultOutcome::kDuplicate:
