@@ -244,7 +244,7 @@ Dispatcher::Offer Dispatcher::HandOut(Agent& agent, const QueuedJob& job,
     LOG_ERROR("cannot hand out job " << job.job_id << ": " << attempt.status().message());
     return Offer::kNotNow;
   }
-  const Lease& lease = ctx_.leases.Grant(job.job_id, *attempt, agent.description.name, std::move(ranks),
+  const Lease lease = ctx_.leases.Grant(job.job_id, *attempt, agent.description.name, std::move(ranks),
                                          ctx_.Now(), TimeoutOf(job.timeout_s), ctx_.LivenessWindow());
   JobOffer offer;
   offer.job = {job.job_id, *attempt};
@@ -274,8 +274,9 @@ void Dispatcher::OfferUndelivered(const Lease& lease, const std::string& routing
   // knows no connection to it), so it leaves the registry now, not after its
   // liveness window, and the job goes to another agent.
   ++ctx_.counters.undelivered_offers;
-  ctx_.leases.Release(lease.job_id, "the offer could not be sent");
-  UndoHandOut(lease);
+  const Lease undelivered = lease;  // `lease` may be the table's own, which Release ends
+  ctx_.leases.Release(undelivered.job_id, "the offer could not be sent");
+  UndoHandOut(undelivered);
   if (sent.code() == StatusCode::kNotFound) events_.AgentUnreachable(routing_id, "is unreachable (" + sent.message() + ")");
 }
 

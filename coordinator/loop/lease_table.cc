@@ -10,9 +10,8 @@ std::vector<std::string> Lease::Holders() const {
   return holders;
 }
 
-const Lease& LeaseTable::Grant(int64_t job_id, int attempt, std::string agent,
-                               std::vector<std::string> ranks, MonoTime now, Millis allowed,
-                               Millis window) {
+Lease LeaseTable::Grant(int64_t job_id, int attempt, std::string agent,
+                         std::vector<std::string> ranks, MonoTime now, Millis allowed, Millis window) {
   Lease lease;
   lease.job_id = job_id;
   lease.attempt = attempt;

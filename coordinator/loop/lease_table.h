@@ -50,8 +50,9 @@ class LeaseTable {
   // A lease for (job_id, attempt) held by `agent` (and `ranks`, a gang spread over
   // agents), from `now`. Its hard deadline is the one formula for every lease: `allowed`
   // (the job's timeout; none for a result already on its way) plus the liveness window.
-  // A lease of the same job (an earlier attempt) is replaced.
-  const Lease& Grant(int64_t job_id, int attempt, std::string agent, std::vector<std::string> ranks,
+  // A lease of the same job (an earlier attempt) is replaced. Returns a copy: a lease in
+  // the table may end (be released) before its holder's caller is done with it.
+  Lease Grant(int64_t job_id, int attempt, std::string agent, std::vector<std::string> ranks,
                      MonoTime now, Millis allowed, Millis window);
   const Lease* Find(int64_t job_id) const;
   // A heartbeat of a holder naming the job: the lease lives on. False if `agent` does

@@ -30,7 +30,7 @@ TEST(LeaseTableTest, AGrantedLeaseLivesWhileAHolderRenewsItAndEndsAtItsDeadline)
   registry.Upsert(MakeAgent("b", "m2", t0));
   registry.Upsert(MakeAgent("c", "m3", t0));
   // A gang spread over a (rank 0) and b; its job may run 10 s.
-  const Lease& gang = leases.Grant(7, 2, "a", {"b"}, t0, Millis(10000), window);
+  const Lease gang = leases.Grant(7, 2, "a", {"b"}, t0, Millis(10000), window);
   EXPECT_EQ(gang.hard_deadline, t0 + Millis(11500));
   EXPECT_EQ(leases.LeasedJobOf("b"), 7);
   EXPECT_TRUE(registry.OfferCandidates() == std::vector<std::string>{"c/1"});
