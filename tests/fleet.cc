@@ -14,6 +14,7 @@ namespace benchfleet::testing {
 const char* kCoordinatorBin = BENCHFLEET_COORDINATOR_BIN;
 const char* kAgentBin = BENCHFLEET_AGENT_BIN;
 const char* kWorkerBin = BENCHFLEET_WORKER_BIN;
+const char* kResultWorkerBin = BENCHFLEET_RESULT_WORKER_BIN;
 const char* kCliBin = BENCHFLEET_CLI_BIN;
 const char* kSecondWorkerBin = BENCHFLEET_SECOND_WORKER_BIN;
 const char* kTorchPython = BENCHFLEET_TORCH_PYTHON;

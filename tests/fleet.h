@@ -23,7 +23,8 @@ struct FleetOptions {
   int processes = 1;
   std::vector<std::string> coordinator_flags;
   std::string db_path;  // default: results.db in the fleet's directory
-  // The agents' --worker (a wrapper of benchfleet-worker); default: benchfleet-worker.
+  // The agents' --worker: benchfleet-worker by default; kResultWorkerBin where a test is
+  // about the daemons, not about what LibTorch measures.
   std::string worker;
 };
 
@@ -80,6 +81,9 @@ nlohmann::json QueryRows(const std::string& path, const std::string& sql);
 extern const char* kCoordinatorBin;
 extern const char* kAgentBin;
 extern const char* kWorkerBin;
+// The result worker (tests/result_worker.cc): a job's result after the job's own time, no
+// LibTorch; for the tests of dispatch, leases, spools and faults.
+extern const char* kResultWorkerBin;
 extern const char* kCliBin;
 // A worker built against another LibTorch (deploy/build-worker.sh legacy: Debian's 1.13),
 // for an agent of two workers; "" when the build was not given one

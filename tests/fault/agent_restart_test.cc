@@ -38,6 +38,7 @@ TEST(AgentRestartFaultTest, SpooledResultIsDeliveredAfterKillAndRestart) {
   options.heartbeat_ms = kHeartbeatMs;
   options.liveness = kLiveness;
   options.coordinator_flags = {"--max-attempts", "50"};
+  options.worker = kResultWorkerBin;
   Fleet fleet(options);
   ASSERT_TRUE(fleet.StartCoordinator());
   ASSERT_TRUE(fleet.StartAgent("a"));

@@ -21,6 +21,7 @@ TEST(CoordinatorRestartFaultTest, TwentyKillsLoseAndDuplicateNothing) {
   options.heartbeat_ms = 500;
   options.liveness = 3;
   options.coordinator_flags = {"--max-attempts", "50"};
+  options.worker = kResultWorkerBin;
   Fleet fleet(options);
   ASSERT_TRUE(fleet.StartCoordinator());
   ASSERT_TRUE(fleet.StartAgent("a"));

@@ -47,6 +47,7 @@ class CurveTest : public ::testing::Test {
 TEST_F(CurveTest, OnlyAllowedKeysGetThrough) {
   FleetOptions options;
   options.coordinator_flags = {"--curve-key", dir_ / "server.key", "--allow", allow_};
+  options.worker = kResultWorkerBin;
   Fleet fleet(options);
   ASSERT_TRUE(fleet.StartCoordinator()) << fleet.Logs();
   const std::string server_pub = dir_ / "server.pub";

@@ -36,6 +36,7 @@ FleetOptions FaultOptions() {
   options.heartbeat_ms = kHeartbeatMs;
   options.liveness = kLiveness;
   options.coordinator_flags = {"--max-attempts", "50"};
+  options.worker = kResultWorkerBin;
   return options;
 }
 

@@ -24,6 +24,7 @@ FleetOptions LoopOptions(std::vector<std::string> flags = {}) {
   options.heartbeat_ms = kHeartbeatMs;
   options.liveness = kLiveness;
   options.coordinator_flags = std::move(flags);
+  options.worker = kResultWorkerBin;
   return options;
 }
 

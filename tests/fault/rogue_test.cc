@@ -61,7 +61,9 @@ int64_t Rogue(const std::string& endpoint, const std::atomic<bool>& stop, unsign
 }
 
 TEST(RogueFaultTest, HostilePeersDoNotStopAGoodAgentsHundredJobs) {
-  Fleet fleet;
+  FleetOptions options;
+  options.worker = kResultWorkerBin;
+  Fleet fleet(options);
   ASSERT_TRUE(fleet.StartCoordinator());
   ASSERT_TRUE(fleet.StartAgent("good"));
   ASSERT_TRUE(fleet.WaitForAgents(1, 60s)) << fleet.Logs();

@@ -40,6 +40,7 @@ class RolesTest : public ::testing::Test {
                                       << keys_["admin"].public_key << " admin alice\n";
     FleetOptions options;
     options.coordinator_flags = {"--curve-key", dir_ / "server.key", "--allow", dir_ / "allow.txt"};
+    options.worker = kResultWorkerBin;
     fleet_ = std::make_unique<Fleet>(options);
     ASSERT_TRUE(fleet_->StartCoordinator()) << fleet_->Logs();
   }

@@ -33,7 +33,9 @@ bool LogHas(Fleet& fleet, const std::string& words) {
 }
 
 TEST(StorageFaultTest, LockedDatabaseDelaysResultsButLosesNone) {
-  Fleet fleet;
+  FleetOptions options;
+  options.worker = kResultWorkerBin;
+  Fleet fleet(options);
   ASSERT_TRUE(fleet.StartCoordinator());
   ASSERT_TRUE(fleet.StartAgent("a"));
   ASSERT_TRUE(fleet.WaitForAgents(1, 60s)) << fleet.Logs();
@@ -76,6 +78,7 @@ TEST(StorageFaultTest, FullDiskStopsAcknowledgingAndRecoversWhenSpaceReturns) {
 
   FleetOptions options;
   options.db_path = disk / "results.db";
+  options.worker = kResultWorkerBin;
   Fleet fleet(options);  // declared after `unmount`: stopped before the tmpfs goes
   ASSERT_TRUE(fleet.StartCoordinator()) << fleet.Logs();
   ASSERT_TRUE(fleet.StartAgent("a"));
