@@ -134,14 +134,14 @@ Status AgentDaemon::Connect() {
   auto socket = ConnectDealer(context_, options_.coordinator, routing_id_,
                               options_.curve ? &*options_.curve : nullptr);
   if (!socket.ok()) {
-    reconnect_at_ = MonoNow() + Millis(reconnect_backoff_ms_);
+    reconnect_at_ = Now() + Millis(reconnect_backoff_ms_);
     return socket.status();
   }
   socket->set(zmq::sockopt::reconnect_ivl, kHeartbeatIntervalMs);
   socket->set(zmq::sockopt::reconnect_ivl_max, kReconnectBackoffMaxMs);
   socket_ = std::make_unique<zmq::socket_t>(std::move(*socket));
   registered_ = false;
-  MonoTime now = MonoNow();
+  MonoTime now = Now();
   last_heard_ = now;
   next_register_ = now;
   next_heartbeat_ = now;
@@ -156,52 +156,50 @@ void AgentDaemon::Send(const Message& message) {
 }
 
 Status AgentDaemon::Run(const std::atomic<bool>* stop) {
-  while (!stop->load()) {
-    if (!socket_ && MonoNow() >= reconnect_at_) {
-      Status connected = Connect();
-      if (!connected.ok()) LOG_ERROR(connected.message());
-    }
-    if (!socket_) {
-      usleep(kAgentTickMs * 1000);  // backing off before the next connection attempt
-      if (auto result = runner_->Poll())
-        Store(*result, runner_->job().job_id, runner_->job().attempt);
-      continue;
-    }
-    // While a cached model is being checked, a slice per pass: the poll does not wait.
-    const bool checking = waiting_ && !waiting_->needed.empty() && models_->checking(waiting_->needed.front());
-    auto readable = PollReadable({socket_.get()}, checking ? 0 : kAgentTickMs);
-    for (int i = 0; readable[0] && i < 100; ++i) {
-      auto frames = ReceiveFrames(*socket_);
-      if (!frames.ok() || !frames->has_value()) break;
-      last_heard_ = MonoNow();
-      reconnect_backoff_ms_ = kHeartbeatIntervalMs;  // the coordinator is there again
-      if ((*frames)->size() != 1) {
-        LOG_WARN("dropped a message of " << (*frames)->size() << " frames from the coordinator");
-        continue;
-      }
-      auto decoded = Decode((*frames)->front());
-      if (!decoded.ok()) {
-        LOG_WARN(
-            "dropped a malformed message from the coordinator: " << decoded.status().message());
-        continue;
-      }
-      Handle(*decoded);
-    }
-    if (auto result = runner_->Poll()) {
-      const WorkerJob& job = runner_->job();
-      LOG_INFO("job " << job.job_id << " attempt " << job.attempt << " finished: "
-                      << (result->value("ok", false)
-                              ? "ok"
-                              : result->value("error", std::string("failed"))));
-      Store(*result, job.job_id, job.attempt);
-    }
-    if (checking) AdvanceModels();
-    AdvanceHostCheck();
-    Timers();
-  }
+  while (!stop->load()) Tick(kAgentTickMs);
   runner_->Kill();
   LOG_INFO("stopping");
   return Status::Ok();
+}
+
+void AgentDaemon::Tick(int wait_ms) {
+  if (!socket_ && Now() >= reconnect_at_) {
+    Status connected = Connect();
+    if (!connected.ok()) LOG_ERROR(connected.message());
+  }
+  if (!socket_) {
+    if (wait_ms > 0) usleep(wait_ms * 1000);  // backing off before the next connection attempt
+    if (auto result = runner_->Poll()) Store(*result, runner_->job().job_id, runner_->job().attempt);
+    return;
+  }
+  // While a cached model is being checked, a slice per pass: the poll does not wait.
+  const bool checking = waiting_ && !waiting_->needed.empty() && models_->checking(waiting_->needed.front());
+  auto readable = PollReadable({socket_.get()}, checking ? 0 : wait_ms);
+  for (int i = 0; readable[0] && i < 100; ++i) {
+    auto frames = ReceiveFrames(*socket_);
+    if (!frames.ok() || !frames->has_value()) break;
+    last_heard_ = Now();
+    reconnect_backoff_ms_ = kHeartbeatIntervalMs;  // the coordinator is there again
+    if ((*frames)->size() != 1) {
+      LOG_WARN("dropped a message of " << (*frames)->size() << " frames from the coordinator");
+      continue;
+    }
+    auto decoded = Decode((*frames)->front());
+    if (!decoded.ok()) {
+      LOG_WARN("dropped a malformed message from the coordinator: " << decoded.status().message());
+      continue;
+    }
+    Handle(*decoded);
+  }
+  if (auto result = runner_->Poll()) {
+    const WorkerJob& job = runner_->job();
+    LOG_INFO("job " << job.job_id << " attempt " << job.attempt << " finished: "
+                    << (result->value("ok", false) ? "ok" : result->value("error", std::string("failed"))));
+    Store(*result, job.job_id, job.attempt);
+  }
+  if (checking) AdvanceModels();
+  AdvanceHostCheck();
+  Timers();
 }
 
 void AgentDaemon::Handle(const Message& message) {
@@ -268,7 +266,7 @@ void AgentDaemon::Handle(const Message& message) {
     if (!error.ok()) return malformed(error.status());
     if (error->code == StatusCodeName(StatusCode::kNotFound)) {
       registered_ = false;  // the coordinator restarted or took us for dead
-      next_register_ = MonoNow();
+      next_register_ = Now();
     } else {
       LOG_WARN("coordinator says " << error->code << ": " << error->message);
     }
@@ -318,7 +316,7 @@ void AgentDaemon::StartJob(const JobOffer& offer) {
     // Checked (or fetched) first, a slice or a chunk per pass of the loop, while
     // heartbeats go on (the job counts as running: its lease holds). Jobs with models
     // are one process: never a gang's rank.
-    waiting_ = WaitingForModels{std::move(job), std::move(*needed), {}, MonoNow()};
+    waiting_ = WaitingForModels{std::move(job), std::move(*needed), {}, Now()};
     AdvanceModels();
     return;
   }
@@ -338,6 +336,7 @@ void AgentDaemon::RunJob(WorkerJob job, const std::string& rendezvous_store) {
     return;
   }
   const json& policy = job.spec.value("host_check", json("record"));
+  // The host check reads the host's CPU use over a real window: the system clock's.
   checking_host_ = CheckingHost{std::move(job), policy.is_string() ? policy.get<std::string>() : "record",
                                 host_checker_.Read(), MonoNow(), MonoNow(), std::move(placement).value()};
 }
@@ -477,7 +476,7 @@ void AgentDaemon::FailWaitingJob(const std::string& reason) {
 
 void AgentDaemon::FetchNextChunk() {
   if (!waiting_) return;
-  waiting_->asked = MonoNow();
+  waiting_->asked = Now();
   Send(ToMessage(ModelFetchRequest{waiting_->needed.front(), models_->received()}));
 }
 
@@ -563,7 +562,7 @@ void AgentDaemon::Store(const json& given, int64_t job_id, int attempt) {
     Send(ResultReport::Make({job_id, attempt}, result));
     // It was just sent: the spool's resend timer, perhaps already due, must not send it
     // again in this same tick before the coordinator could answer.
-    next_resend_ = std::max(next_resend_, MonoNow() + Millis(resend_interval_ms_));
+    next_resend_ = std::max(next_resend_, Now() + Millis(resend_interval_ms_));
   } else if (socket_) {
     // Registrations queued on a connection the coordinator has not answered yet list
     // the spool as it was before this result: the first to arrive would let the
@@ -580,14 +579,14 @@ void AgentDaemon::SendSpooled() {
   for (const SpooledResult& entry : spool_->List()) {
     Send(ResultReport::Make({entry.job_id, entry.attempt}, entry.result));
   }
-  next_resend_ = MonoNow() + Millis(resend_interval_ms_);
+  next_resend_ = Now() + Millis(resend_interval_ms_);
   if (spool_->size() > 0) {
     resend_interval_ms_ = std::min(resend_interval_ms_ * 2, kResultResendMaxIntervalMs);
   }
 }
 
 void AgentDaemon::Timers() {
-  MonoTime now = MonoNow();
+  MonoTime now = Now();
   if (!registered_) {
     if (now >= next_register_) {
       RegisterRequest registration;

@@ -56,6 +56,11 @@ struct AgentOptions {
   std::string package_cache;
   // How much the cache of fetched models (state_dir/models) may hold (--model-cache-mb).
   int64_t model_cache_bytes = kDefaultModelCacheBytes;
+  // The time the protocol's timers run on: registration retries, heartbeats, the
+  // coordinator's liveness, result resends and the reconnect backoff, model fetch
+  // retries. A test moves a ManualMonotonicClock on instead of waiting. What measures
+  // real work (the host check's window, a worker's timeout) reads the system clock.
+  const MonotonicClock* clock = &SystemMonotonicClock();
 };
 
 class AgentDaemon {
@@ -66,8 +71,15 @@ class AgentDaemon {
   // Probes the worker (an error when it cannot run or its --probe fails: such an agent
   // could run no job) and the host, opens the spool, connects.
   Status Start();
-  // Serves until *stop becomes true.
+  // Serves until *stop becomes true: Tick with the loop's tick (100 ms) over and over.
   Status Run(const std::atomic<bool>* stop);
+  // One pass of the loop: reconnects when the backoff has passed, takes what the
+  // coordinator sent (waiting up to `wait_ms` for it), collects a finished worker's
+  // result, and runs the timers due by the clock. Tick(0) never waits: a test drives
+  // the agent with it, in its own process, moving the clock between passes.
+  void Tick(int wait_ms);
+  bool registered() const { return registered_; }
+  bool connected() const { return socket_ != nullptr; }
   // What it registers with: known once Start() succeeded.
   const Capabilities& capabilities() const { return capabilities_; }
 
@@ -105,6 +117,7 @@ class AgentDaemon {
   void SendSpooled();
   void Store(const json& result, int64_t job_id, int attempt);
   void Timers();
+  MonoTime Now() const { return options_.clock->Now(); }
 
   AgentOptions options_;
   Capabilities capabilities_;
