@@ -67,7 +67,7 @@ class RunnerTest : public ::testing::Test {
     MonoTime deadline = MonoNow() + std::chrono::seconds(120);
     while (MonoNow() < deadline) {
       if (auto result = runner.Poll()) return *result;
-      usleep(10000);
+      usleep(10000);  // polls a real worker process; the deadline guards a hang
     }
     ADD_FAILURE() << "worker did not end within 120 s";
     runner.Kill();
@@ -111,7 +111,7 @@ TEST_F(RunnerTest, CrashedWorkerBecomesAFailedResultWithTheSignal) {
     std::error_code ec;
     auto exe = std::filesystem::read_symlink("/proc/" + std::to_string(pid) + "/exe", ec);
     execd = !ec && exe.filename() == "benchfleet-worker";
-    if (!execd) usleep(10000);
+    if (!execd) usleep(10000);  // until the forked child has exec'd the worker
   }
   ASSERT_TRUE(execd);
   pid_t group = pid;
@@ -198,7 +198,7 @@ TEST_F(RunnerTest, ARankKilledStopsItsGangAtOnceWithTheReasonAndNoProcessLeft) {
     std::stringstream text;
     text << in.rdbuf();
     met = text.str().find("met the others") != std::string::npos;
-    if (!met) usleep(10000);
+    if (!met) usleep(10000);  // until the real ranks have met (their log says so)
   }
   ASSERT_TRUE(met) << "rank 1 never met rank 0";
   EXPECT_FALSE(runner.Poll()) << "the gang ended before its rank was killed";

@@ -117,7 +117,7 @@ TEST(SubprocessTest, ASignalToAProcessWithItsOwnGroupReachesWhatItStarted) {
       grandchild = *text;
       break;
     }
-    usleep(5000);
+    usleep(5000);  // until the real child has written its grandchild's pid
   }
   ASSERT_FALSE(grandchild.empty());
   const pid_t sleeper = std::stoi(grandchild);
@@ -130,7 +130,7 @@ TEST(SubprocessTest, ASignalToAProcessWithItsOwnGroupReachesWhatItStarted) {
   bool gone = false;
   for (int i = 0; i < 4000 && !gone; ++i) {
     gone = kill(sleeper, 0) != 0;
-    if (!gone) usleep(5000);
+    if (!gone) usleep(5000);  // until init has reaped the killed grandchild
   }
   EXPECT_TRUE(gone);
   std::filesystem::remove_all(dir);

@@ -250,6 +250,7 @@ double CpusGivenToTwoSpinningThreads(double seconds) {
       cpu_s[static_cast<std::size_t>(t)] = static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
     });
   }
+  // The measurement's window: how long the two busy threads run, on the real clock.
   std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
   stop = true;
   for (std::thread& t : threads) t.join();

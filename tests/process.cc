@@ -48,7 +48,7 @@ bool WaitFor(const std::function<bool()>& condition, std::chrono::milliseconds t
   while (true) {
     if (condition()) return true;
     if (std::chrono::steady_clock::now() >= deadline) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));  // between polls of the condition
   }
 }
 

@@ -76,7 +76,7 @@ class Antagonist {
         while (now_us() < until) {
         }
         const timespec idle{0, kIdleUs * 1000L};
-        nanosleep(&idle, nullptr);
+        nanosleep(&idle, nullptr);  // the antagonist's idle share of each period
       }
     }
     close(ready[1]);
@@ -122,7 +122,7 @@ std::string SlowedWorker(const std::filesystem::path& dir, int busy_us = kBusyUs
       << "    t = time.perf_counter()\n"
       << "    while time.perf_counter() - t < " << busy_us * 1e-6 << ":\n"
       << "        pass\n"
-      << "    time.sleep(" << idle_us * 1e-6 << ")' &\n"
+      << "    time.sleep(" << idle_us * 1e-6 << ")' &\n"  // its idle share
       << "fi\n"
       << "exec '" << kWorkerBin << "' \"$@\"\n";
   out.close();

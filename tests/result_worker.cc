@@ -79,7 +79,7 @@ std::vector<double> TimedSleeps(double seconds) {
   const auto slice = std::chrono::duration<double>(seconds / kSamples);
   for (int i = 0; i < kSamples; ++i) {
     const auto start = Clock::now();
-    std::this_thread::sleep_for(slice);
+    std::this_thread::sleep_for(slice);  // the job's time, slept: a sample
     samples.push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count());
   }
   return samples;
@@ -109,6 +109,7 @@ int RunJob(const std::string& job_path, const std::string& result_path) {
   if (behaviour == "hang") {
     for (;;) pause();
   }
+  // The job's warm-up and timed span, slept through.
   std::this_thread::sleep_for(std::chrono::duration<double>(spec->timing.warmup_s));
   const std::vector<double> samples = TimedSleeps(spec->timing.min_time_s);
   if (behaviour == "crash") std::abort();

@@ -61,7 +61,7 @@ TEST_F(CheckpointerTest, TheThreadCheckpointsAndTheLogStaysBounded) {
   }
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   while (c.checkpoints() == 0 && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));  // the checkpointer's own thread
   }
   EXPECT_GE(c.checkpoints(), 1) << "the thread ran no checkpoint";
   // However far this writer, which never pauses, outruns the thread, the log never

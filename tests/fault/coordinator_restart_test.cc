@@ -52,7 +52,8 @@ TEST(CoordinatorRestartFaultTest, TwentyKillsLoseAndDuplicateNothing) {
   }
   json done = fleet.WaitForSweep(sweep_id, 600s);
   ASSERT_TRUE(done.is_object()) << fleet.Logs();
-  EXPECT_EQ(done["jobs"]["done"], kJobs);
+  EXPECT_EQ(done["jobs"]["done"], kJobs)
+      << QueryRows(fleet.db_path(), "select job_id, attempts, error from job_failures").dump();
   ASSERT_TRUE(WaitFor([&] { return fleet.SpooledResults("a") + fleet.SpooledResults("b") == 0; }, 60s));
 
   const std::string where = " where sweep_id = " + std::to_string(sweep_id);

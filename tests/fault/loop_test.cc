@@ -70,7 +70,7 @@ TEST(LoopTest, ASlowQueryDoesNotStallTheFleet) {
     worst_status_ms = std::max(worst_status_ms, std::chrono::duration<double, std::milli>(Clock::now() - asked).count());
     ASSERT_FALSE(status.is_null()) << "status went unanswered during the query";
     EXPECT_EQ(status["agents"].size(), 2u) << status.dump();
-    std::this_thread::sleep_for(200ms);
+    std::this_thread::sleep_for(200ms);  // the pace of the probe: status five times a second
   }
   slow.join();
   double query_s = std::chrono::duration<double>(Clock::now() - query_start).count();

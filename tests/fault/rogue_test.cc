@@ -82,7 +82,7 @@ TEST(RogueFaultTest, HostilePeersDoNotStopAGoodAgentsHundredJobs) {
                 {"timing", {{"warmup_s", 0.01}, {"min_time_s", 0.05}, {"max_time_s", 0.2}, {"target_ci", 0.5}}}};
   int64_t sweep_id = fleet.Submit(sweep);
   ASSERT_GT(sweep_id, 0);
-  json done = fleet.WaitForSweep(sweep_id, 900s);
+  json done = fleet.WaitForSweep(sweep_id, 600s);
   stop = true;
   agent_side.join();
   client_side.join();
