@@ -50,19 +50,20 @@ StatusOr<std::int64_t> ReadRequiredInt(const json& holder, const char* key, std:
 
 StatusOr<std::string> ReadChoice(const json& holder, const char* key,
                                  const std::vector<std::string>& accepted) {
-  const std::string plural = std::string(key) + "s";
-  const std::string known = accepted.empty() ? kKnownDevices : Join(accepted);
-  if (!holder.contains(key)) {
-    return FieldError(key, std::string("missing ") + key + "; known " + plural + ": " + known);
-  }
+  // The known values are written out only for an error: every job read on the result
+  // path comes through here, and almost every one is valid.
+  auto known = [&] {
+    const std::string list = accepted.empty() ? kKnownDevices : Join(accepted);
+    return "; known " + std::string(key) + "s: " + list;
+  };
+  if (!holder.contains(key)) return FieldError(key, std::string("missing ") + key + known());
   const json& value = holder.at(key);
   if (!value.is_string()) {
     return FieldError(key, std::string(key) + " must be a string, got " + value.dump());
   }
   std::string choice = value.get<std::string>();
   if (!accepted.empty() && std::find(accepted.begin(), accepted.end(), choice) == accepted.end()) {
-    return FieldError(key, "unknown " + std::string(key) + " " + Quoted(choice) + "; known " +
-                               plural + ": " + known);
+    return FieldError(key, "unknown " + std::string(key) + " " + Quoted(choice) + known());
   }
   return choice;
 }

@@ -13,7 +13,6 @@
 //   fail   write an "ok": false result naming the reason, exit 2;
 //   crash  abort (SIGABRT) once the job's time is up, writing nothing;
 //   hang   never finish (the agent's timeout must kill it).
-#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -68,9 +67,13 @@ int WriteResult(const std::string& path, const json& result, int code) {
   return code;
 }
 
+// A failed result; the ids are echoed only when the job holds them as integers (a job
+// refused for its ids must not throw here).
 json Failure(const json& job, const std::string& error) {
-  return {{"ok", false}, {"job_id", job.value("job_id", 0)}, {"attempt", job.value("attempt", 1)},
-          {"error", error}};
+  auto id = [&](const char* key, int64_t absent) {
+    return job.contains(key) && job[key].is_number_integer() ? job[key].get<int64_t>() : absent;
+  };
+  return {{"ok", false}, {"job_id", id("job_id", 0)}, {"attempt", id("attempt", 1)}, {"error", error}};
 }
 
 // Sleeps `seconds` in kSamples slices and returns each slice's measured length in ms.
