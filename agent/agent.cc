@@ -14,9 +14,9 @@
 #include "agent/host_pace.h"
 #include "agent/host_probe.h"
 #include "agent/worker_probe.h"
+#include "common/agent_messages.h"
 #include "common/cpu_list.h"
 #include "common/log.h"
-#include "common/agent_messages.h"
 #include "common/transport.h"
 
 namespace benchfleet {
@@ -39,7 +39,8 @@ constexpr int kModelFetchRetryMs = 5000;
 StatusOr<std::string> AddressTowards(const std::string& endpoint) {
   std::string rest = endpoint.rfind("tcp://", 0) == 0 ? endpoint.substr(6) : endpoint;
   const size_t colon = rest.rfind(':');
-  if (colon == std::string::npos) return InvalidArgument("coordinator endpoint " + endpoint + " has no port");
+  if (colon == std::string::npos)
+    return InvalidArgument("coordinator endpoint " + endpoint + " has no port");
   std::string host = rest.substr(0, colon);
   const std::string port = rest.substr(colon + 1);
   if (host.size() > 2 && host.front() == '[') host = host.substr(1, host.size() - 2);
@@ -58,7 +59,8 @@ StatusOr<std::string> AddressTowards(const std::string& endpoint) {
                   getsockname(fd, reinterpret_cast<sockaddr*>(&local), &size) == 0;
   freeaddrinfo(found);
   if (fd >= 0) close(fd);
-  if (!ok) return Unavailable("no route to the coordinator's host " + host + "; give --advertise-address");
+  if (!ok)
+    return Unavailable("no route to the coordinator's host " + host + "; give --advertise-address");
   char text[INET_ADDRSTRLEN] = {};
   inet_ntop(AF_INET, &local.sin_addr, text, sizeof text);
   return std::string(text);
@@ -78,8 +80,8 @@ Status AgentDaemon::Start() {
   // every job it is given.
   if (options_.workers.empty()) return InvalidArgument("no worker: give --worker PATH");
   if (options_.workers.size() > kMaxAgentWorkers) {
-    return InvalidArgument("--worker: at most " + std::to_string(kMaxAgentWorkers) + " workers, got " +
-                           std::to_string(options_.workers.size()));
+    return InvalidArgument("--worker: at most " + std::to_string(kMaxAgentWorkers) +
+                           " workers, got " + std::to_string(options_.workers.size()));
   }
   std::vector<TorchFacts> workers;
   for (const std::string& path : options_.workers) {
@@ -106,9 +108,11 @@ Status AgentDaemon::Start() {
   spool_ = std::make_unique<SpoolDirectory>(options_.state_dir + "/spool");
   RETURN_IF_ERROR(spool_->Open());
   if (options_.package_cache.empty()) options_.package_cache = options_.state_dir + "/packages";
-  runner_ = std::make_unique<WorkerRunner>(
-      RunnerOptions{options_.workers.front(), options_.state_dir + "/jobs", options_.cpus, options_.package_cache});
-  ASSIGN_OR_RETURN(models_, ModelCache::Open(options_.state_dir + "/models", options_.model_cache_bytes));
+  runner_ = std::make_unique<WorkerRunner>(RunnerOptions{options_.workers.front(),
+                                                         options_.state_dir + "/jobs",
+                                                         options_.cpus, options_.package_cache});
+  ASSIGN_OR_RETURN(models_,
+                   ModelCache::Open(options_.state_dir + "/models", options_.model_cache_bytes));
 
   capabilities_.host = ProbeHost();
   capabilities_.torch = workers.front();
@@ -122,9 +126,8 @@ Status AgentDaemon::Start() {
   RETURN_IF_ERROR(Connect());
   size_t pending = spool_->size();
   LOG_INFO("agent " << options_.name << " on CPUs " << FormatCpuList(options_.cpus) << ", address "
-                    << options_.advertise_address << ", "
-                    << pending << " spooled results to deliver, coordinator "
-                    << options_.coordinator);
+                    << options_.advertise_address << ", " << pending
+                    << " spooled results to deliver, coordinator " << options_.coordinator);
   return Status::Ok();
 }
 
@@ -169,11 +172,13 @@ void AgentDaemon::Tick(int wait_ms) {
   }
   if (!socket_) {
     if (wait_ms > 0) usleep(wait_ms * 1000);  // backing off before the next connection attempt
-    if (auto result = runner_->Poll()) Store(*result, runner_->job().job_id, runner_->job().attempt);
+    if (auto result = runner_->Poll())
+      Store(*result, runner_->job().job_id, runner_->job().attempt);
     return;
   }
   // While a cached model is being checked, a slice per pass: the poll does not wait.
-  const bool checking = waiting_ && !waiting_->needed.empty() && models_->checking(waiting_->needed.front());
+  const bool checking =
+      waiting_ && !waiting_->needed.empty() && models_->checking(waiting_->needed.front());
   auto readable = PollReadable({socket_.get()}, checking ? 0 : wait_ms);
   for (int i = 0; readable[0] && i < 100; ++i) {
     auto frames = ReceiveFrames(*socket_);
@@ -194,7 +199,9 @@ void AgentDaemon::Tick(int wait_ms) {
   if (auto result = runner_->Poll()) {
     const WorkerJob& job = runner_->job();
     LOG_INFO("job " << job.job_id << " attempt " << job.attempt << " finished: "
-                    << (result->value("ok", false) ? "ok" : result->value("error", std::string("failed"))));
+                    << (result->value("ok", false)
+                            ? "ok"
+                            : result->value("error", std::string("failed"))));
     Store(*result, job.job_id, job.attempt);
   }
   if (checking) AdvanceModels();
@@ -206,7 +213,8 @@ void AgentDaemon::Handle(const Message& message) {
   // Parsed once, here; a message that does not parse is logged and dropped (the
   // coordinator that sent it is newer or broken: nothing in it can be acted on).
   auto malformed = [&](const Status& status) {
-    LOG_WARN("ignored a malformed \"" << message.type << "\" from the coordinator: " << status.message());
+    LOG_WARN("ignored a malformed \"" << message.type
+                                      << "\" from the coordinator: " << status.message());
   };
   if (message.type == msg::kRegistered) {
     auto registered = RegisteredReply::FromJson(message.body);
@@ -232,8 +240,8 @@ void AgentDaemon::Handle(const Message& message) {
       job.job_id = body["job_id"].get<int64_t>();
       job.attempt = static_cast<int>(body["attempt"].get<int64_t>());
       job.spec = body["spec"];
-      Store(FailedResult(job, "cannot run the job offered: " + offer.status().message()), job.job_id,
-            job.attempt);
+      Store(FailedResult(job, "cannot run the job offered: " + offer.status().message()),
+            job.job_id, job.attempt);
       return;
     }
     malformed(offer.status());
@@ -293,8 +301,8 @@ void AgentDaemon::StartJob(const JobOffer& offer) {
   const std::vector<TorchFacts> workers = capabilities_.Workers();
   const std::optional<size_t> worker = PickWorker(workers, job.needs.worker);
   if (!worker) {
-    Store(FailedResult(job, "this agent has no worker for " + job.needs.worker.Describe() + " (its workers have torch " +
-                                DescribeTorchVersions(workers) + ")"),
+    Store(FailedResult(job, "this agent has no worker for " + job.needs.worker.Describe() +
+                                " (its workers have torch " + DescribeTorchVersions(workers) + ")"),
           job.job_id, job.attempt);
     return;
   }
@@ -303,7 +311,8 @@ void AgentDaemon::StartJob(const JobOffer& offer) {
   if (offer.gang) {
     Status joined = JoinGang(*offer.gang, &job, &rendezvous_store);
     if (!joined.ok()) {
-      Store(FailedResult(job, "cannot join the gang: " + joined.message()), job.job_id, job.attempt);
+      Store(FailedResult(job, "cannot join the gang: " + joined.message()), job.job_id,
+            job.attempt);
       return;
     }
   }
@@ -325,7 +334,8 @@ void AgentDaemon::StartJob(const JobOffer& offer) {
 
 void AgentDaemon::RunJob(WorkerJob job, const std::string& rendezvous_store) {
   // A gang's ranks meet at a rendezvous that does not wait: they start at once.
-  if (!rendezvous_store.empty() || LocalRanks(job) > 1 || IsCalibration(job) || job.spec.contains("distributed")) {
+  if (!rendezvous_store.empty() || LocalRanks(job) > 1 || IsCalibration(job) ||
+      job.spec.contains("distributed")) {
     return StartWorker(std::move(job), rendezvous_store);
   }
   // Where its threads go (agent/thread_placement.h): a placement this agent cannot give
@@ -337,8 +347,12 @@ void AgentDaemon::RunJob(WorkerJob job, const std::string& rendezvous_store) {
   }
   const json& policy = job.spec.value("host_check", json("record"));
   // The host check reads the host's CPU use over a real window: the system clock's.
-  checking_host_ = CheckingHost{std::move(job), policy.is_string() ? policy.get<std::string>() : "record",
-                                host_checker_.Read(), MonoNow(), MonoNow(), std::move(placement).value()};
+  checking_host_ = CheckingHost{std::move(job),
+                                policy.is_string() ? policy.get<std::string>() : "record",
+                                host_checker_.Read(),
+                                MonoNow(),
+                                MonoNow(),
+                                std::move(placement).value()};
 }
 
 void AgentDaemon::AdvanceHostCheck() {
@@ -347,7 +361,8 @@ void AgentDaemon::AdvanceHostCheck() {
   if (now - checking_host_->since < Millis(kHostCheckWindowMs)) return;
   const HostReading after = host_checker_.Read();
   const double window_s = std::chrono::duration<double>(now - checking_host_->since).count();
-  HostCheck check = host_checker_.Judge(checking_host_->before, after, window_s, checking_host_->placement.cpus);
+  HostCheck check =
+      host_checker_.Judge(checking_host_->before, after, window_s, checking_host_->placement.cpus);
   const double waited_s = std::chrono::duration<double>(now - checking_host_->started).count();
   if (check.busy() && checking_host_->policy == "wait" && waited_s < kHostCheckMaxWaitS) {
     checking_host_->before = after;  // another window
@@ -360,15 +375,17 @@ void AgentDaemon::AdvanceHostCheck() {
   checking_host_.reset();
   if (check.busy() && checked.policy == "refuse") {
     std::string reasons;
-    for (const json& reason : check.facts["reasons"]) reasons += (reasons.empty() ? "" : "; ") + reason.get<std::string>();
+    for (const json& reason : check.facts["reasons"])
+      reasons += (reasons.empty() ? "" : "; ") + reason.get<std::string>();
     json failed = FailedResult(checked.job, "host_check \"refuse\": the host is busy: " + reasons);
     failed["host_check"] = check.facts;
     Store(failed, checked.job.job_id, checked.job.attempt);
     return;
   }
   if (check.busy()) {
-    LOG_WARN("job " << checked.job.job_id << " attempt " << checked.job.attempt << ": the host is busy ("
-                    << check.facts["reasons"].dump() << "); it runs, flagged");
+    LOG_WARN("job " << checked.job.job_id << " attempt " << checked.job.attempt
+                    << ": the host is busy (" << check.facts["reasons"].dump()
+                    << "); it runs, flagged");
   }
   // The host's pace last, just before the worker starts (agent/host_pace.h): nothing of
   // the agent ran in the check's window.
@@ -411,7 +428,8 @@ std::vector<std::pair<json*, std::string>> ModelArgsOfFiles(WorkerJob* job) {
     }
   };
   add(job->spec, "");
-  if (job->spec.contains("reference") && job->spec["reference"].is_object()) add(job->spec["reference"], "reference.");
+  if (job->spec.contains("reference") && job->spec["reference"].is_object())
+    add(job->spec["reference"], "reference.");
   return out;
 }
 
@@ -430,9 +448,11 @@ StatusOr<std::vector<std::string>> AgentDaemon::ModelsToPlace(WorkerJob* job) {
       (*args)["path"] = *local;
     } else {
       // A path straight from the coordinator would let any client read this host's files.
-      return PermissionDenied(where + "model_args.path: this agent loads a model file only by "
-                              "model_args.sha256 (uploaded by benchfleet submit) or by model_args.agent_path "
-                              "under its --models-dir");
+      return PermissionDenied(
+          where +
+          "model_args.path: this agent loads a model file only by "
+          "model_args.sha256 (uploaded by benchfleet submit) or by model_args.agent_path "
+          "under its --models-dir");
     }
   }
   return needed;
@@ -444,8 +464,8 @@ void AgentDaemon::AdvanceModels() {
     if (models_->fetching(sha256)) return;  // its chunks come as messages
     if (!models_->checking(sha256)) {
       if (!models_->Holds(sha256)) {
-        LOG_INFO("job " << waiting_->job.job_id << " attempt " << waiting_->job.attempt << ": fetching model "
-                        << sha256);
+        LOG_INFO("job " << waiting_->job.job_id << " attempt " << waiting_->job.attempt
+                        << ": fetching model " << sha256);
         models_->Begin(sha256);
         FetchNextChunk();
         return;
@@ -453,7 +473,7 @@ void AgentDaemon::AdvanceModels() {
       models_->BeginCheck(sha256);
     }
     auto checked = models_->StepCheck(kModelCheckSliceBytes);
-    if (!checked) return;  // more next pass
+    if (!checked) return;          // more next pass
     if (!checked->ok()) continue;  // changed on disk and removed: fetched next
     waiting_->placed[sha256] = **checked;
     waiting_->needed.erase(waiting_->needed.begin());
@@ -529,13 +549,15 @@ void AgentDaemon::StopJob(const StopOrder& stop) {
     checking_host_.reset();
     return;
   }
-  if (waiting_ && waiting_->job.job_id == stop.job.job_id && waiting_->job.attempt == stop.job.attempt) {
+  if (waiting_ && waiting_->job.job_id == stop.job.job_id &&
+      waiting_->job.attempt == stop.job.attempt) {
     LOG_WARN("job " << stop.job.job_id << " attempt " << stop.job.attempt
                     << " stopped by the coordinator while its model was fetched: " << stop.reason);
     waiting_.reset();
     return;
   }
-  if (!runner_->busy() || runner_->job().job_id != stop.job.job_id || runner_->job().attempt != stop.job.attempt) {
+  if (!runner_->busy() || runner_->job().job_id != stop.job.job_id ||
+      runner_->job().attempt != stop.job.attempt) {
     return;
   }
   LOG_WARN("job " << stop.job.job_id << " attempt " << stop.job.attempt
@@ -546,7 +568,8 @@ void AgentDaemon::StopJob(const StopOrder& stop) {
 void AgentDaemon::Store(const json& given, int64_t job_id, int attempt) {
   json result = given;
   // The host check and pace before its worker started go with the result.
-  if (before_timing_ && before_timing_->first.job_id == job_id && before_timing_->first.attempt == attempt) {
+  if (before_timing_ && before_timing_->first.job_id == job_id &&
+      before_timing_->first.attempt == attempt) {
     for (const auto& [key, value] : before_timing_->second.items()) {
       if (result.is_object() && !result.contains(key)) result[key] = value;
     }
@@ -573,7 +596,6 @@ void AgentDaemon::Store(const json& given, int64_t job_id, int attempt) {
   }
 }
 
-
 // Resends come from the spool's memory: no file is read or parsed on this path.
 void AgentDaemon::SendSpooled() {
   for (const SpooledResult& entry : spool_->List()) {
@@ -598,7 +620,8 @@ void AgentDaemon::Timers() {
       registration.calibrate = options_.calibrate_at_start && !ever_registered_;
       // Results waiting in the spool: the coordinator keeps those jobs for us until
       // they arrive, instead of handing them out again.
-      for (const SpooledResult& entry : spool_->List()) registration.spooled.push_back({entry.job_id, entry.attempt});
+      for (const SpooledResult& entry : spool_->List())
+        registration.spooled.push_back({entry.job_id, entry.attempt});
       // Sent with every registration; the coordinator records it when it changed.
       registration.price = options_.price;
       Send(ToMessage(registration));

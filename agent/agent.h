@@ -11,14 +11,14 @@
 #include <vector>
 #include <zmq.hpp>
 
-#include "agent/model_cache.h"
 #include "agent/host_check.h"
+#include "agent/model_cache.h"
 #include "agent/runner.h"
 #include "agent/spool.h"
-#include "common/clock.h"
-#include "common/curve.h"
 #include "common/agent_messages.h"
 #include "common/capabilities.h"
+#include "common/clock.h"
+#include "common/curve.h"
 #include "common/limits.h"
 #include "common/model_transfer.h"
 #include "common/protocol.h"
@@ -29,13 +29,13 @@ struct AgentOptions {
   std::string coordinator = "tcp://127.0.0.1:5556";
   std::string name;  // default: the host name
   std::vector<std::string> tags;
-  std::vector<int> cpus;    // default: every CPU this process may use
+  std::vector<int> cpus;  // default: every CPU this process may use
   // The workers (--worker, given once per LibTorch the agent carries): each is probed
   // and registered (capabilities.workers); a job runs on the first that satisfies its
   // needs (WorkerNeeds), one that asks nothing on the first. Default: benchfleet-worker
   // beside this program.
   std::vector<std::string> workers;
-  std::string state_dir;    // spool/ and jobs/ below it
+  std::string state_dir;  // spool/ and jobs/ below it
   int heartbeat_ms = kHeartbeatIntervalMs;
   int liveness = kHeartbeatLiveness;
   // Ask the coordinator for a calibration of this host when the agent starts.
@@ -108,7 +108,9 @@ class AgentDaemon {
   void FetchNextChunk();
   void FailWaitingJob(const std::string& reason);
   // Busy: a worker runs, or a job waits for its models or its host check.
-  bool Busy() const { return runner_->busy() || waiting_.has_value() || checking_host_.has_value(); }
+  bool Busy() const {
+    return runner_->busy() || waiting_.has_value() || checking_host_.has_value();
+  }
   std::optional<JobAttempt> CurrentJob() const;
   // A job offer's `gang` (one rank of a gang spread over agents): the worker's
   // distributed object. Rank 0 starts the store on a free port and reports it.
@@ -129,7 +131,7 @@ class AgentDaemon {
   // The job whose models are being fetched (one at a time, in order), if any.
   struct WaitingForModels {
     WorkerJob job;
-    std::vector<std::string> needed;          // sha256s still to place; the first is under way
+    std::vector<std::string> needed;            // sha256s still to place; the first is under way
     std::map<std::string, std::string> placed;  // sha256 -> the checked file
     MonoTime asked;                             // when the last chunk was asked for
   };
@@ -139,8 +141,8 @@ class AgentDaemon {
     WorkerJob job;
     std::string policy;  // "record", "wait" or "refuse"
     HostReading before;
-    MonoTime since;    // of `before`
-    MonoTime started;  // of the check: what "wait" waits at most kHostCheckMaxWaitS from
+    MonoTime since;             // of `before`
+    MonoTime started;           // of the check: what "wait" waits at most kHostCheckMaxWaitS from
     ThreadPlacement placement;  // the CPUs its worker will run on
   };
   std::optional<CheckingHost> checking_host_;

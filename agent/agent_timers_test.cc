@@ -102,7 +102,8 @@ class AgentTimersTest : public ::testing::Test {
   void Register(int heartbeat_ms, int liveness) {
     for (int tries = 0; tries < 3 && !agent_->registered(); ++tries) {
       ASSERT_TRUE(Next(msg::kRegister));
-      (void)SendMessageTo(*router_, peer_, ToMessage(RegisteredReply{"timed", heartbeat_ms, liveness}));
+      (void)SendMessageTo(*router_, peer_,
+                          ToMessage(RegisteredReply{"timed", heartbeat_ms, liveness}));
       TickUntil([&] { return agent_->registered(); }, 2s);
     }
     ASSERT_TRUE(agent_->registered());
@@ -179,7 +180,8 @@ TEST_F(AgentTimersTest, AnUnacknowledgedResultIsResentAtDoublingIntervalsUntilIt
   EXPECT_TRUE(Quiet(msg::kResult)) << "a result was resent after its ack";
 }
 
-TEST_F(AgentTimersTest, ASilentCoordinatorIsLeftAfterItsLivenessAndReconnectedToWithDoublingBackoff) {
+TEST_F(AgentTimersTest,
+       ASilentCoordinatorIsLeftAfterItsLivenessAndReconnectedToWithDoublingBackoff) {
   StartAgent();
   Register(/*heartbeat_ms=*/1000, /*liveness=*/3);
   ASSERT_TRUE(Next(msg::kHeartbeat));  // the first one at once

@@ -35,7 +35,8 @@ std::map<int, CpuTicks> ParseCpuTicks(const std::string& proc_stat) {
     int cpu = -1;
     if (name.size() > 3) {
       const std::string digits = name.substr(3);
-      if (digits.find_first_not_of("0123456789") != std::string::npos || digits.size() > 6) continue;
+      if (digits.find_first_not_of("0123456789") != std::string::npos || digits.size() > 6)
+        continue;
       cpu = std::stoi(digits);
     }
     // user nice system idle iowait irq softirq steal (guest is inside user)
@@ -69,7 +70,8 @@ HostCheck HostChecker::Judge(const HostReading& before, const HostReading& after
   // The governor of each job CPU, and boost: the host's own clock policy.
   std::set<std::string> governors;
   for (int cpu : job_cpus) {
-    auto governor = Text("sys/devices/system/cpu/cpu" + std::to_string(cpu) + "/cpufreq/scaling_governor");
+    auto governor =
+        Text("sys/devices/system/cpu/cpu" + std::to_string(cpu) + "/cpufreq/scaling_governor");
     governors.insert(governor ? *governor : "");
   }
   if (governors.empty() || governors.count("")) {
@@ -79,7 +81,8 @@ HostCheck HostChecker::Judge(const HostReading& before, const HostReading& after
     std::string joined;
     for (const std::string& g : governors) joined += (joined.empty() ? "" : ",") + g;
     f["governor"] = joined;
-    if (governors != std::set<std::string>{"performance"}) warn.push_back("governor " + joined + ", not performance");
+    if (governors != std::set<std::string>{"performance"})
+      warn.push_back("governor " + joined + ", not performance");
   }
   if (auto boost = Text("sys/devices/system/cpu/cpufreq/boost")) {
     f["boost"] = *boost == "1" ? "on" : "off";
@@ -89,22 +92,26 @@ HostCheck HostChecker::Judge(const HostReading& before, const HostReading& after
     f["boost"] = "unknown";
     unknown.push_back("no boost setting to read");
   }
-  if (f["boost"] == "on") warn.push_back("turbo boost on: the clock follows the load and the temperature");
+  if (f["boost"] == "on")
+    warn.push_back("turbo boost on: the clock follows the load and the temperature");
 
   // Thermal throttling the kernel counted on the job's CPUs (Intel's counters).
   int64_t throttled = 0;
   bool any_counter = false;
   for (int cpu : job_cpus) {
     for (const char* counter : {"core_throttle_count", "package_throttle_count"}) {
-      auto text = Text("sys/devices/system/cpu/cpu" + std::to_string(cpu) + "/thermal_throttle/" + counter);
-      if (!text || text->empty() || text->find_first_not_of("0123456789") != std::string::npos) continue;
+      auto text =
+          Text("sys/devices/system/cpu/cpu" + std::to_string(cpu) + "/thermal_throttle/" + counter);
+      if (!text || text->empty() || text->find_first_not_of("0123456789") != std::string::npos)
+        continue;
       any_counter = true;
       throttled += std::stoll(*text);
     }
   }
   f["throttle_count"] = any_counter ? json(throttled) : json("unknown");
   if (!any_counter) unknown.push_back("no thermal throttle counters");
-  if (throttled > 0) warn.push_back("thermal throttling counted " + std::to_string(throttled) + " times since boot");
+  if (throttled > 0)
+    warn.push_back("thermal throttling counted " + std::to_string(throttled) + " times since boot");
 
   // What ran between the readings: the host's busy CPUs, the hypervisor's steal, the
   // job CPUs' SMT siblings.
@@ -120,16 +127,20 @@ HostCheck HostChecker::Judge(const HostReading& before, const HostReading& after
     const CpuTicks& b = host_after->second;
     const double busy_cpus = std::max(0.0, static_cast<double>(b.busy - a.busy) / hz / wall_s);
     const int64_t total = b.total() - a.total();
-    const double steal = total > 0 ? static_cast<double>(b.steal - a.steal) / static_cast<double>(total) : 0;
+    const double steal =
+        total > 0 ? static_cast<double>(b.steal - a.steal) / static_cast<double>(total) : 0;
     f["busy_cpus"] = Round(busy_cpus, 0.01);
     f["steal_fraction"] = Round(steal, 0.001);
-    if (busy_cpus > kDisturbedBusyCpus) busy.push_back("other processes kept " + f["busy_cpus"].dump() + " CPUs busy");
-    if (steal > kDisturbedStealFraction) busy.push_back("the hypervisor took " + f["steal_fraction"].dump() + " of the CPU time");
+    if (busy_cpus > kDisturbedBusyCpus)
+      busy.push_back("other processes kept " + f["busy_cpus"].dump() + " CPUs busy");
+    if (steal > kDisturbedStealFraction)
+      busy.push_back("the hypervisor took " + f["steal_fraction"].dump() + " of the CPU time");
   }
   json siblings = json::object();
   bool sibling_files = !job_cpus.empty();
   for (int cpu : job_cpus) {
-    auto list = Text("sys/devices/system/cpu/cpu" + std::to_string(cpu) + "/topology/thread_siblings_list");
+    auto list =
+        Text("sys/devices/system/cpu/cpu" + std::to_string(cpu) + "/topology/thread_siblings_list");
     auto parsed = list ? ParseCpuList(*list) : StatusOr<std::vector<int>>(NotFound(""));
     if (!parsed.ok()) {
       sibling_files = false;
@@ -139,11 +150,13 @@ HostCheck HostChecker::Judge(const HostReading& before, const HostReading& after
       if (std::find(job_cpus.begin(), job_cpus.end(), sibling) != job_cpus.end()) continue;
       const auto sb = before.ticks.find(sibling), sa = after.ticks.find(sibling);
       if (sb == before.ticks.end() || sa == after.ticks.end()) continue;
-      const double fraction = std::max(0.0, static_cast<double>(sa->second.busy - sb->second.busy) / hz / wall_s);
+      const double fraction =
+          std::max(0.0, static_cast<double>(sa->second.busy - sb->second.busy) / hz / wall_s);
       siblings[std::to_string(sibling)] = Round(fraction, 0.01);
       if (fraction > kBusySiblingFraction) {
-        busy.push_back("CPU " + std::to_string(sibling) + ", an SMT sibling of job CPU " + std::to_string(cpu) +
-                       ", was " + siblings[std::to_string(sibling)].dump() + " busy");
+        busy.push_back("CPU " + std::to_string(sibling) + ", an SMT sibling of job CPU " +
+                       std::to_string(cpu) + ", was " + siblings[std::to_string(sibling)].dump() +
+                       " busy");
       }
     }
   }
@@ -154,7 +167,10 @@ HostCheck HostChecker::Judge(const HostReading& before, const HostReading& after
   for (const auto* list : {&busy, &warn, &unknown}) {
     for (const std::string& reason : *list) reasons.push_back(reason);
   }
-  check.state = !busy.empty() ? "busy" : !warn.empty() ? "warn" : !unknown.empty() ? "unknown" : "ok";
+  check.state = !busy.empty()      ? "busy"
+                : !warn.empty()    ? "warn"
+                : !unknown.empty() ? "unknown"
+                                   : "ok";
   f["state"] = check.state;
   f["reasons"] = std::move(reasons);
   return check;

@@ -20,8 +20,8 @@ namespace benchfleet {
 
 // One reading of /proc/stat, per CPU (-1: the "cpu" line of the whole host), in ticks.
 struct CpuTicks {
-  int64_t busy = 0;   // user + nice + system + irq + softirq
-  int64_t idle = 0;   // idle + iowait
+  int64_t busy = 0;  // user + nice + system + irq + softirq
+  int64_t idle = 0;  // idle + iowait
   int64_t steal = 0;
   int64_t total() const { return busy + idle + steal; }
 };

@@ -114,7 +114,8 @@ TEST_F(HostCheckTest, OtherProcessesStealAndABusySiblingMakeTheHostBusy) {
 }
 
 TEST(ParseCpuTicksTest, ReadsTheHostAndEachCpuAndSkipsTheRest) {
-  const auto ticks = ParseCpuTicks("cpu  10 1 2 100 3 4 5 6 0 0\ncpu0 5 0 1 50 0 0 0 3\ncpu1 5 1 1 50\nctxt 9\n");
+  const auto ticks =
+      ParseCpuTicks("cpu  10 1 2 100 3 4 5 6 0 0\ncpu0 5 0 1 50 0 0 0 3\ncpu1 5 1 1 50\nctxt 9\n");
   ASSERT_EQ(ticks.size(), 3u);
   EXPECT_EQ(ticks.at(-1).busy, 10 + 1 + 2 + 4 + 5);
   EXPECT_EQ(ticks.at(-1).idle, 103);

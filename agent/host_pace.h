@@ -25,8 +25,8 @@ inline constexpr int kHostPaceReps = 500;
 inline constexpr size_t kHostPaceMaxCpus = 8;
 
 struct HostPace {
-  double ms = 0;              // mean time of one product over the CPUs measured
-  std::vector<int> cpus;      // where it ran (empty: where the agent runs)
+  double ms = 0;               // mean time of one product over the CPUs measured
+  std::vector<int> cpus;       // where it ran (empty: where the agent runs)
   std::vector<double> cpu_ms;  // per CPU, in the order of `cpus`
   nlohmann::json ToJson() const;
 };

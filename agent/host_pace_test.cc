@@ -13,7 +13,8 @@ TEST(HostPaceTest, TheReferenceRunsOnEachJobCpuAndLeavesTheAgentsAffinityAsItWas
   ASSERT_FALSE(allowed.empty());
   const HostPace pace = MeasureHostPace(allowed);
   const size_t measured = std::min(allowed.size(), kHostPaceMaxCpus);
-  EXPECT_EQ(pace.cpus, std::vector<int>(allowed.begin(), allowed.begin() + static_cast<std::ptrdiff_t>(measured)));
+  EXPECT_EQ(pace.cpus, std::vector<int>(allowed.begin(),
+                                        allowed.begin() + static_cast<std::ptrdiff_t>(measured)));
   ASSERT_EQ(pace.cpu_ms.size(), measured);
   double sum = 0;
   for (double ms : pace.cpu_ms) {

@@ -40,23 +40,26 @@ int main(int argc, char** argv) {
   app.add_option("--advertise-address", options.advertise_address,
                  "IPv4 address the ranks of a gang spread over agents reach this host at "
                  "(default: the address this host reaches the coordinator from)");
-  app.add_option("--worker", options.workers,
-                 "path of benchfleet-worker; give it once per LibTorch this agent carries (each built "
-                 "against its own), the first for jobs that name no torch (default: "
-                 "benchfleet-worker beside this program)");
+  app.add_option(
+      "--worker", options.workers,
+      "path of benchfleet-worker; give it once per LibTorch this agent carries (each built "
+      "against its own), the first for jobs that name no torch (default: "
+      "benchfleet-worker beside this program)");
   app.add_option(
       "--state-dir", options.state_dir,
       "directory for the result spool and job files (default /var/tmp/benchfleet-agent-NAME)");
   app.add_option("--models-dir", options.models_dir,
                  "a directory whose TorchScript files jobs may name by model_args.agent_path "
                  "(default: none; models come by their sha256 from the coordinator)");
-  app.add_option("--package-cache", options.package_cache,
-                 "where workers keep the TorchScript files and AOTInductor packages they compile for "
-                 "the technique axis, by content (default: STATE_DIR/packages); agents of one host "
-                 "may share one");
+  app.add_option(
+      "--package-cache", options.package_cache,
+      "where workers keep the TorchScript files and AOTInductor packages they compile for "
+      "the technique axis, by content (default: STATE_DIR/packages); agents of one host "
+      "may share one");
   int64_t model_cache_mb = benchfleet::kDefaultModelCacheBytes >> 20;
-  app.add_option("--model-cache-mb", model_cache_mb,
-                 "MiB of fetched models kept in STATE_DIR/models; the least recently used go beyond it")
+  app.add_option(
+         "--model-cache-mb", model_cache_mb,
+         "MiB of fetched models kept in STATE_DIR/models; the least recently used go beyond it")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 30))
       ->capture_default_str();
   app.add_option("--heartbeat-ms", options.heartbeat_ms, "heartbeat interval before registration")
@@ -73,10 +76,12 @@ int main(int argc, char** argv) {
   std::string currency = benchfleet::kDefaultCurrency;
   app.add_option("--price-per-hour", price_per_hour,
                  "what an hour of this host costs, for the cost views (docs/results.md, Cost)");
-  app.add_option("--currency", currency, "the price's ISO 4217 currency code")->capture_default_str();
+  app.add_option("--currency", currency, "the price's ISO 4217 currency code")
+      ->capture_default_str();
   bool verbose = false;
   app.add_flag("-v,--verbose", verbose, "log debug messages");
-  if (const int exit_status = benchfleet::ParseCommandLine(app, argc, argv); exit_status >= 0) return exit_status;
+  if (const int exit_status = benchfleet::ParseCommandLine(app, argc, argv); exit_status >= 0)
+    return exit_status;
   options.calibrate_at_start = !no_calibrate;
   if (options.workers.empty()) options.workers.push_back(DefaultWorkerPath());
   options.model_cache_bytes = model_cache_mb << 20;

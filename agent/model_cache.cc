@@ -20,13 +20,15 @@ constexpr const char* kPartSuffix = ".part";
 
 }  // namespace
 
-StatusOr<std::unique_ptr<ModelCache>> ModelCache::Open(const std::string& directory, int64_t limit_bytes) {
+StatusOr<std::unique_ptr<ModelCache>> ModelCache::Open(const std::string& directory,
+                                                       int64_t limit_bytes) {
   std::error_code ec;
   fs::create_directories(directory, ec);
   if (ec) return Unavailable("cannot create the model cache " + directory + ": " + ec.message());
   for (const auto& entry : fs::directory_iterator(directory, ec)) {
     const std::string name = entry.path().filename().string();
-    if (name.size() > std::strlen(kPartSuffix) && name.substr(name.size() - std::strlen(kPartSuffix)) == kPartSuffix) {
+    if (name.size() > std::strlen(kPartSuffix) &&
+        name.substr(name.size() - std::strlen(kPartSuffix)) == kPartSuffix) {
       fs::remove(entry.path(), ec);
     }
   }
@@ -76,8 +78,8 @@ StatusOr<std::string> ModelCache::Checked(const std::string& sha256, const std::
   const std::string path = PathOf(sha256);
   std::error_code ec;
   if (got != sha256) {
-    LOG_WARN("cached model " << path << " no longer has the content it is named by (its sha256 is " << got
-                             << "); removed, to be fetched again");
+    LOG_WARN("cached model " << path << " no longer has the content it is named by (its sha256 is "
+                             << got << "); removed, to be fetched again");
     fs::remove(path, ec);
     return NotFound("model " + sha256 + " is not cached");
   }
@@ -101,7 +103,8 @@ void ModelCache::Begin(const std::string& sha256) {
 }
 
 StatusOr<ModelCache::Progress> ModelCache::Append(const ModelChunkReply& chunk) {
-  if (!fetch_ || chunk.sha256 != fetch_->sha256) return FailedPrecondition("no fetch of model " + chunk.sha256 + " is under way");
+  if (!fetch_ || chunk.sha256 != fetch_->sha256)
+    return FailedPrecondition("no fetch of model " + chunk.sha256 + " is under way");
   Fetch& fetch = *fetch_;
   auto fail = [&](Status status) {
     Drop();
@@ -109,8 +112,9 @@ StatusOr<ModelCache::Progress> ModelCache::Append(const ModelChunkReply& chunk) 
   };
   if (chunk.error) return fail(NotFound(*chunk.error));
   if (chunk.offset != fetch.received) {
-    return fail(FailedPrecondition("model " + fetch.sha256 + ": a chunk at " + std::to_string(chunk.offset) +
-                                   " came where " + std::to_string(fetch.received) + " was asked for"));
+    return fail(FailedPrecondition("model " + fetch.sha256 + ": a chunk at " +
+                                   std::to_string(chunk.offset) + " came where " +
+                                   std::to_string(fetch.received) + " was asked for"));
   }
   if (fetch.size >= 0 && chunk.size != fetch.size) {
     return fail(FailedPrecondition("model " + fetch.sha256 + " changed size while it was fetched"));
@@ -124,14 +128,17 @@ StatusOr<ModelCache::Progress> ModelCache::Append(const ModelChunkReply& chunk) 
     std::ofstream out(part, std::ios::binary | std::ios::app);
     out.write(chunk.data.data(), static_cast<std::streamsize>(chunk.data.size()));
     out.flush();
-    if (!out) return fail(Unavailable("cannot write " + part + " (is the disk full?): " + std::strerror(errno)));
+    if (!out)
+      return fail(
+          Unavailable("cannot write " + part + " (is the disk full?): " + std::strerror(errno)));
   }
   fetch.hash.Update(chunk.data);
   fetch.received += static_cast<int64_t>(chunk.data.size());
   if (fetch.received < fetch.size) return Progress{};
   const std::string got = fetch.hash.FinalHex();
   if (got != fetch.sha256) {
-    return fail(FailedPrecondition("model " + fetch.sha256 + " arrived with sha256 " + got + "; not kept"));
+    return fail(
+        FailedPrecondition("model " + fetch.sha256 + " arrived with sha256 " + got + "; not kept"));
   }
   std::error_code ec;
   const std::string sha256 = fetch.sha256;
@@ -160,20 +167,24 @@ void ModelCache::Evict(const std::string& keep) {
     if (entry.path().filename() == keep) continue;
     entries.push_back({entry.path(), entry.last_write_time(ec), size});
   }
-  std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) { return a.used < b.used; });
+  std::sort(entries.begin(), entries.end(),
+            [](const Entry& a, const Entry& b) { return a.used < b.used; });
   for (const Entry& entry : entries) {
     if (total <= limit_bytes_) break;
     fs::remove(entry.path, ec);
     total -= entry.size;
-    LOG_INFO("model cache over " << limit_bytes_ << " bytes: removed the least recently used " << entry.path.string());
+    LOG_INFO("model cache over " << limit_bytes_ << " bytes: removed the least recently used "
+                                 << entry.path.string());
   }
 }
 
-StatusOr<std::string> AllowedLocalModel(const std::string& path, const std::string& allowed_directory) {
+StatusOr<std::string> AllowedLocalModel(const std::string& path,
+                                        const std::string& allowed_directory) {
   if (allowed_directory.empty()) {
-    return PermissionDenied("model_args.agent_path: " + path +
-                            " is a file on this agent's host, and this agent allows none (start it with "
-                            "--models-dir DIR to allow the files under DIR)");
+    return PermissionDenied(
+        "model_args.agent_path: " + path +
+        " is a file on this agent's host, and this agent allows none (start it with "
+        "--models-dir DIR to allow the files under DIR)");
   }
   std::error_code ec;
   const fs::path root = fs::canonical(allowed_directory, ec);
@@ -182,10 +193,11 @@ StatusOr<std::string> AllowedLocalModel(const std::string& path, const std::stri
   if (ec) return NotFound("model_args.agent_path: " + path + ": " + ec.message());
   const auto [end, _] = std::mismatch(root.begin(), root.end(), file.begin(), file.end());
   if (end != root.end()) {
-    return PermissionDenied("model_args.agent_path: " + path + " is not under this agent's --models-dir " +
-                            root.string());
+    return PermissionDenied("model_args.agent_path: " + path +
+                            " is not under this agent's --models-dir " + root.string());
   }
-  if (!fs::is_regular_file(file, ec)) return InvalidArgument("model_args.agent_path: " + path + " is not a regular file");
+  if (!fs::is_regular_file(file, ec))
+    return InvalidArgument("model_args.agent_path: " + path + " is not a regular file");
   return file.string();
 }
 

@@ -27,7 +27,8 @@ inline constexpr int64_t kModelCheckSliceBytes = int64_t{32} << 20;
 class ModelCache {
  public:
   // `directory` is created if needed; a `.part` left by an interrupted fetch is removed.
-  static StatusOr<std::unique_ptr<ModelCache>> Open(const std::string& directory, int64_t limit_bytes);
+  static StatusOr<std::unique_ptr<ModelCache>> Open(const std::string& directory,
+                                                    int64_t limit_bytes);
 
   // The path of a copy of `sha256` whose content checks, marked as just used; NotFound
   // when there is none (a copy whose content no longer matches is removed first, and
@@ -77,7 +78,7 @@ class ModelCache {
   std::optional<Check> check_;
   // The end of a check: the path, or NotFound with the copy removed.
   StatusOr<std::string> Checked(const std::string& sha256, const std::string& got);
-    struct Fetch {
+  struct Fetch {
     std::string sha256;
     Sha256 hash;
     int64_t size = -1;  // known with the first chunk
@@ -91,6 +92,7 @@ class ModelCache {
 // The canonical path of `path` (symbolic links and `..` resolved) when it names a regular
 // file inside `allowed_directory`; an error naming both otherwise, or when no directory
 // is allowed (empty).
-StatusOr<std::string> AllowedLocalModel(const std::string& path, const std::string& allowed_directory);
+StatusOr<std::string> AllowedLocalModel(const std::string& path,
+                                        const std::string& allowed_directory);
 
 }  // namespace benchfleet

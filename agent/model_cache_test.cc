@@ -14,13 +14,14 @@ namespace fs = std::filesystem;
 class ModelCacheTest : public testing::Test {
  protected:
   void SetUp() override {
-    dir_ = testing::TempDir() + "/model_cache_test_" + testing::UnitTest::GetInstance()->current_test_info()->name();
+    dir_ = testing::TempDir() + "/model_cache_test_" +
+           testing::UnitTest::GetInstance()->current_test_info()->name();
     fs::remove_all(dir_);
   }
   // Fetches `bytes` into `cache` as the coordinator would send them, in chunks of 3 bytes
   // (or `chunk_bytes`).
-  static StatusOr<std::string> Fetch(ModelCache& cache, const std::string& bytes, const std::string& sha256,
-                                     size_t chunk_bytes = 3) {
+  static StatusOr<std::string> Fetch(ModelCache& cache, const std::string& bytes,
+                                     const std::string& sha256, size_t chunk_bytes = 3) {
     cache.Begin(sha256);
     while (true) {
       ModelChunkReply chunk;
@@ -76,7 +77,8 @@ TEST_F(ModelCacheTest, TheLeastRecentlyUsedGoBeyondTheLimit) {
   ASSERT_TRUE(Fetch(**cache, a, Sha256Hex(a)).ok());
   ASSERT_TRUE(Fetch(**cache, b, Sha256Hex(b)).ok());
   // a used after b: b is the least recently used when c comes.
-  fs::last_write_time(dir_ + "/" + Sha256Hex(b), fs::file_time_type::clock::now() - std::chrono::hours(1));
+  fs::last_write_time(dir_ + "/" + Sha256Hex(b),
+                      fs::file_time_type::clock::now() - std::chrono::hours(1));
   ASSERT_TRUE((*cache)->Lookup(Sha256Hex(a)).ok());
   ASSERT_TRUE(Fetch(**cache, c, Sha256Hex(c)).ok());
   EXPECT_TRUE((*cache)->Lookup(Sha256Hex(a)).ok());
@@ -119,11 +121,14 @@ TEST(AllowedLocalModelTest, OnlyFilesUnderTheAllowedDirectory) {
   std::ofstream(root + "/models-other/m.pt") << "m";
   fs::create_symlink(root + "/models-other/m.pt", root + "/models/escape.pt");
   EXPECT_TRUE(AllowedLocalModel(root + "/models/sub/m.pt", root + "/models").ok());
-  EXPECT_EQ(AllowedLocalModel(root + "/models/sub/../../models-other/m.pt", root + "/models").status().code(),
+  EXPECT_EQ(AllowedLocalModel(root + "/models/sub/../../models-other/m.pt", root + "/models")
+                .status()
+                .code(),
             StatusCode::kPermissionDenied);
   EXPECT_EQ(AllowedLocalModel(root + "/models/escape.pt", root + "/models").status().code(),
             StatusCode::kPermissionDenied);
-  EXPECT_EQ(AllowedLocalModel("/etc/shadow", root + "/models").status().code(), StatusCode::kPermissionDenied);
+  EXPECT_EQ(AllowedLocalModel("/etc/shadow", root + "/models").status().code(),
+            StatusCode::kPermissionDenied);
   auto none = AllowedLocalModel(root + "/models/sub/m.pt", "");
   EXPECT_EQ(none.status().code(), StatusCode::kPermissionDenied);
   EXPECT_NE(none.status().message().find("--models-dir"), std::string::npos);

@@ -20,12 +20,12 @@
 #include <sstream>
 
 #include "common/cpu_list.h"
-#include "common/thread_placement.h"
 #include "common/files.h"
 #include "common/job_spec.h"
 #include "common/limits.h"
 #include "common/log.h"
 #include "common/subprocess.h"
+#include "common/thread_placement.h"
 
 namespace fs = std::filesystem;
 
@@ -37,8 +37,9 @@ constexpr size_t kStderrTailBytes = 4096;
 
 // Variables a job's environment must not inherit from the agent's, because the runner
 // sets them per job.
-const char* kManagedVariables[] = {"OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
-                                   "GOTO_NUM_THREADS", "OMP_WAIT_POLICY", kPackageCacheVariable};
+const char* kManagedVariables[] = {"OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS",
+                                   "MKL_NUM_THREADS", "GOTO_NUM_THREADS",
+                                   "OMP_WAIT_POLICY", kPackageCacheVariable};
 
 std::string ReadTail(const std::string& path, size_t bytes) {
   std::ifstream in(path, std::ios::binary);
@@ -77,8 +78,8 @@ StatusOr<int> FreePort(const std::string& host) {
   const int saved = errno;
   close(fd);
   if (!ok) {
-    return Unavailable("cannot find a free port on " + host + " for the ranks' store: " +
-                       std::strerror(saved));
+    return Unavailable("cannot find a free port on " + host +
+                       " for the ranks' store: " + std::strerror(saved));
   }
   return static_cast<int>(ntohs(address.sin_port));
 }
@@ -147,7 +148,8 @@ std::vector<std::string> WorkerRunner::WorkerEnvironment(int threads,
   env.push_back("OMP_NUM_THREADS=" + n);
   env.push_back("OPENBLAS_NUM_THREADS=" + n);
   env.push_back("MKL_NUM_THREADS=" + n);
-  if (!options_.package_cache.empty()) env.push_back(std::string(kPackageCacheVariable) + "=" + options_.package_cache);
+  if (!options_.package_cache.empty())
+    env.push_back(std::string(kPackageCacheVariable) + "=" + options_.package_cache);
   // The wait policy is the job's: unset unless it asks for one, so that by default the
   // job runs under the OpenMP runtime's own behaviour, as a user's PyTorch does
   // (schemas/worker.md, OpenMP wait policy).
@@ -203,8 +205,8 @@ Status WorkerRunner::Start(const WorkerJob& job) {
     if (ec) return Unavailable("cannot create " + barrier + ": " + ec.message());
     for (int r = 0; r < ranks; ++r) {
       worker_job["replica"] = {{"index", r}, {"count", ranks}, {"barrier", barrier}};
-      Status started = StartProcess(worker_job, threads, r, job_dir_ + "/replica-" + std::to_string(r),
-                                    CpusFor(threads, r));
+      Status started = StartProcess(
+          worker_job, threads, r, job_dir_ + "/replica-" + std::to_string(r), CpusFor(threads, r));
       if (!started.ok()) {
         KillAll();
         return started;
@@ -213,16 +215,17 @@ Status WorkerRunner::Start(const WorkerJob& job) {
     return Status::Ok();
   }
   ASSIGN_OR_RETURN(int port, FreePort(kLoopback));
-  const double rendezvous_s = std::min(job.timeout_s > 0 ? job.timeout_s : kJobStartupAllowanceS,
-                                       kMaxRendezvousTimeoutS);
+  const double rendezvous_s =
+      std::min(job.timeout_s > 0 ? job.timeout_s : kJobStartupAllowanceS, kMaxRendezvousTimeoutS);
   for (int rank = 0; rank < ranks; ++rank) {
     worker_job["distributed"] = {{"rank", rank},
                                  {"world_size", ranks},
                                  {"store", std::string(kLoopback) + ":" + std::to_string(port)},
                                  {"address", kLoopback},
                                  {"timeout_s", rendezvous_s}};
-    Status started = StartProcess(worker_job, threads, rank, job_dir_ + "/rank-" + std::to_string(rank),
-                                  CpusFor(threads, rank));
+    Status started =
+        StartProcess(worker_job, threads, rank, job_dir_ + "/rank-" + std::to_string(rank),
+                     CpusFor(threads, rank));
     if (!started.ok()) {
       KillAll();
       return started;
@@ -231,8 +234,8 @@ Status WorkerRunner::Start(const WorkerJob& job) {
   return Status::Ok();
 }
 
-Status WorkerRunner::StartProcess(const nlohmann::json& worker_job, int threads, int rank, const std::string& dir,
-                                  const std::vector<int>& cpus) {
+Status WorkerRunner::StartProcess(const nlohmann::json& worker_job, int threads, int rank,
+                                  const std::string& dir, const std::vector<int>& cpus) {
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) return Unavailable("cannot create " + dir + ": " + ec.message());
@@ -299,7 +302,8 @@ std::optional<nlohmann::json> WorkerRunner::Poll() {
     const bool clean = status >= 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0;
     // Of the ranks found failed at once, the cause is the one a signal ended (a crash,
     // a kill): its peers then fail on their own when their calls to it break.
-    if (!clean && (failed_now < 0 || (WIFSIGNALED(status) && !WIFSIGNALED(processes_[failed_now].wait_status)))) {
+    if (!clean && (failed_now < 0 ||
+                   (WIFSIGNALED(status) && !WIFSIGNALED(processes_[failed_now].wait_status)))) {
       failed_now = static_cast<int>(&p - processes_.data());
     }
   }
@@ -308,8 +312,8 @@ std::optional<nlohmann::json> WorkerRunner::Poll() {
     // their timeout. Stop them now.
     const Process& cause = processes_[static_cast<size_t>(failed_now)];
     first_failed_rank_ = cause.rank;
-    LOG_WARN("job " << job_.job_id << " rank " << cause.rank << " " << DescribeExit(cause.wait_status)
-                    << "; stopping the other ranks");
+    LOG_WARN("job " << job_.job_id << " rank " << cause.rank << " "
+                    << DescribeExit(cause.wait_status) << "; stopping the other ranks");
     for (Process& other : processes_) {
       if (!other.ended) {
         other.stopped = true;
@@ -333,7 +337,8 @@ std::optional<nlohmann::json> WorkerRunner::Poll() {
   std::vector<nlohmann::json> results;
   for (const Process& p : processes_) results.push_back(Finish(p));
   processes_.clear();
-  nlohmann::json result = results.size() == 1 ? std::move(results.front()) : FinishGang(std::move(results));
+  nlohmann::json result =
+      results.size() == 1 ? std::move(results.front()) : FinishGang(std::move(results));
   std::error_code ec;
   if (result.value("ok", false) == true) fs::remove_all(job_dir_, ec);  // failures keep their files
   return result;
@@ -345,9 +350,11 @@ nlohmann::json WorkerRunner::Finish(const Process& process) {
   // Missing or unreadable: not an object, so the worker is said to have left no result.
   auto read = ReadJsonFile(process.dir + "/result.json");
   nlohmann::json result = read.ok() ? std::move(read).value() : nlohmann::json();
-  const std::string exit = wait_status < 0 ? "lost track of the worker process: it was reaped elsewhere"
-                                           : DescribeExit(wait_status);
-  const bool clean_exit = wait_status >= 0 && WIFEXITED(wait_status) && WEXITSTATUS(wait_status) == 0;
+  const std::string exit = wait_status < 0
+                               ? "lost track of the worker process: it was reaped elsewhere"
+                               : DescribeExit(wait_status);
+  const bool clean_exit =
+      wait_status >= 0 && WIFEXITED(wait_status) && WEXITSTATUS(wait_status) == 0;
   if (IsCalibration(job_) && clean_exit && result.is_object()) {
     result = {{"ok", true}, {"kind", "calibration"}, {"calibration", result}};
   }
@@ -355,8 +362,8 @@ nlohmann::json WorkerRunner::Finish(const Process& process) {
     result = FailedResult(
         job_, "worker timed out after " + std::to_string(job_.timeout_s) + " s and was killed");
   } else if (process.stopped) {
-    result = FailedResult(job_, "stopped: rank " + std::to_string(first_failed_rank_) +
-                                    " of its gang failed first");
+    result = FailedResult(
+        job_, "stopped: rank " + std::to_string(first_failed_rank_) + " of its gang failed first");
   } else if (result.is_discarded() || !result.is_object()) {
     result = FailedResult(job_, "worker " + exit + " without a result");
   } else if (!clean_exit && result.value("ok", false) == true) {
@@ -370,7 +377,8 @@ nlohmann::json WorkerRunner::Finish(const Process& process) {
     }
   }
   // A rank of a gang spread over agents: its failure still says which rank it was.
-  if (!result.contains("distributed") && job_.spec.is_object() && job_.spec.contains("distributed")) {
+  if (!result.contains("distributed") && job_.spec.is_object() &&
+      job_.spec.contains("distributed")) {
     result["distributed"] = job_.spec["distributed"];
   }
   result["job_id"] = job_.job_id;

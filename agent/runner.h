@@ -50,8 +50,8 @@ class WorkerRunner {
   ~WorkerRunner();
 
   // Starts the worker for `job` (its ranks, for a job of several the sweep runs on one
-  // agent, or its replicas: LocalRanks). Fails (and nothing runs) if one is already running, the ranks do
-  // not fit the agent's CPUs, or a process cannot be started.
+  // agent, or its replicas: LocalRanks). Fails (and nothing runs) if one is already running, the
+  // ranks do not fit the agent's CPUs, or a process cannot be started.
   Status Start(const WorkerJob& job);
   bool busy() const { return !processes_.empty(); }
   // The worker's pid (rank 0's for a gang); -1 when idle.
@@ -92,8 +92,8 @@ class WorkerRunner {
     double wall_s = 0;
     bool stopped = false;  // killed because another rank failed
   };
-  Status StartProcess(const nlohmann::json& worker_job, int threads, int rank, const std::string& dir,
-                      const std::vector<int>& cpus);
+  Status StartProcess(const nlohmann::json& worker_job, int threads, int rank,
+                      const std::string& dir, const std::vector<int>& cpus);
   // The result of one ended process.
   nlohmann::json Finish(const Process& process);
   // The result of an ended gang: rank 0's with every rank's in `ranks`, or the failure

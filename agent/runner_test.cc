@@ -147,14 +147,22 @@ WorkerJob GangJob(const nlohmann::json& spec, double timeout_s = 120) {
 bool ProcessGone(pid_t pid) { return kill(pid, 0) != 0 && errno == ESRCH; }
 
 TEST_F(RunnerTest, ALocalGangRunsEachRankOnItsOwnCpusAndReportsEveryRank) {
-  if (AllowedCpus().size() < 2) GTEST_SKIP() << "a gang of 2 one-thread ranks needs 2 CPUs; this host allows " << AllowedCpus().size();
+  if (AllowedCpus().size() < 2)
+    GTEST_SKIP() << "a gang of 2 one-thread ranks needs 2 CPUs; this host allows "
+                 << AllowedCpus().size();
   WorkerRunner runner(Options());
-  const WorkerJob job = GangJob({{"model", "allreduce"}, {"model_args", {{"bytes", 65536}}},
-                                 {"mode", "inference"}, {"dtype", "fp32"}, {"device", "cpu"},
-                                 {"batch_size", 1}, {"threads", 1}, {"seed", 0},
-                                 {"parallel", {{"kind", "collective"}, {"world_size", 2}}},
-                                 {"timing", {{"warmup_s", 0.02}, {"min_time_s", 0.1},
-                                             {"max_time_s", 0.3}, {"target_ci", 0.01}}}});
+  const WorkerJob job = GangJob(
+      {{"model", "allreduce"},
+       {"model_args", {{"bytes", 65536}}},
+       {"mode", "inference"},
+       {"dtype", "fp32"},
+       {"device", "cpu"},
+       {"batch_size", 1},
+       {"threads", 1},
+       {"seed", 0},
+       {"parallel", {{"kind", "collective"}, {"world_size", 2}}},
+       {"timing",
+        {{"warmup_s", 0.02}, {"min_time_s", 0.1}, {"max_time_s", 0.3}, {"target_ci", 0.01}}}});
   EXPECT_EQ(LocalRanks(job), 2);
   ASSERT_TRUE(runner.Start(job).ok());
   const std::vector<pid_t> pids = runner.pids();
@@ -177,16 +185,26 @@ TEST_F(RunnerTest, ALocalGangRunsEachRankOnItsOwnCpusAndReportsEveryRank) {
 }
 
 TEST_F(RunnerTest, ARankKilledStopsItsGangAtOnceWithTheReasonAndNoProcessLeft) {
-  if (AllowedCpus().size() < 2) GTEST_SKIP() << "a gang of 2 one-thread ranks needs 2 CPUs; this host allows " << AllowedCpus().size();
+  if (AllowedCpus().size() < 2)
+    GTEST_SKIP() << "a gang of 2 one-thread ranks needs 2 CPUs; this host allows "
+                 << AllowedCpus().size();
   WorkerRunner runner(Options());
   // Long enough that rank 1 is killed while the ranks still work together.
-  ASSERT_TRUE(runner.Start(GangJob({{"model", "allreduce"}, {"model_args", {{"bytes", 1048576}}},
-                                    {"mode", "inference"}, {"dtype", "fp32"}, {"device", "cpu"},
-                                    {"batch_size", 1}, {"threads", 1}, {"seed", 0},
-                                    {"parallel", {{"kind", "collective"}, {"world_size", 2}}},
-                                    {"timing", {{"warmup_s", 30}, {"min_time_s", 30},
-                                                {"max_time_s", 60}, {"target_ci", 0.01}}}}))
-                  .ok());
+  ASSERT_TRUE(
+      runner
+          .Start(GangJob(
+              {{"model", "allreduce"},
+               {"model_args", {{"bytes", 1048576}}},
+               {"mode", "inference"},
+               {"dtype", "fp32"},
+               {"device", "cpu"},
+               {"batch_size", 1},
+               {"threads", 1},
+               {"seed", 0},
+               {"parallel", {{"kind", "collective"}, {"world_size", 2}}},
+               {"timing",
+                {{"warmup_s", 30}, {"min_time_s", 30}, {"max_time_s", 60}, {"target_ci", 0.01}}}}))
+          .ok());
   const std::vector<pid_t> pids = runner.pids();
   ASSERT_EQ(pids.size(), 2u);
   // Mid-job: once rank 1's log says the gang formed, the ranks work together.
@@ -211,20 +229,26 @@ TEST_F(RunnerTest, ARankKilledStopsItsGangAtOnceWithTheReasonAndNoProcessLeft) {
   EXPECT_NE(error.find("rank 1 of 2: worker killed by signal 9"), std::string::npos) << error;
   EXPECT_NE(error.find("the gang was stopped"), std::string::npos) << error;
   ASSERT_EQ(result["ranks"].size(), 2u);
-  EXPECT_NE(result["ranks"][0]["error"].get<std::string>().find("stopped: rank 1"), std::string::npos)
+  EXPECT_NE(result["ranks"][0]["error"].get<std::string>().find("stopped: rank 1"),
+            std::string::npos)
       << result["ranks"][0].dump();
   // Rank 0 was not left waiting for its peer until the 60 s timeout.
-  EXPECT_LT(stop_s, kHeartbeatIntervalMs * kHeartbeatLiveness / 1000.0) << "stopping the gang took " << stop_s << " s";
+  EXPECT_LT(stop_s, kHeartbeatIntervalMs * kHeartbeatLiveness / 1000.0)
+      << "stopping the gang took " << stop_s << " s";
   for (pid_t pid : pids) EXPECT_TRUE(ProcessGone(pid)) << "worker " << pid << " left behind";
   EXPECT_FALSE(runner.busy());
 }
 
 TEST_F(RunnerTest, AGangLargerThanTheAgentsCpusIsRefusedBeforeAnyRankStarts) {
   WorkerRunner runner({kWorker, dir_.string(), {0}, ""});
-  const Status started = runner.Start(GangJob({{"model", "allreduce"}, {"mode", "inference"},
-                                               {"dtype", "fp32"}, {"device", "cpu"},
-                                               {"batch_size", 1}, {"threads", 1},
-                                               {"parallel", {{"kind", "collective"}, {"world_size", 2}}}}));
+  const Status started =
+      runner.Start(GangJob({{"model", "allreduce"},
+                            {"mode", "inference"},
+                            {"dtype", "fp32"},
+                            {"device", "cpu"},
+                            {"batch_size", 1},
+                            {"threads", 1},
+                            {"parallel", {{"kind", "collective"}, {"world_size", 2}}}}));
   EXPECT_FALSE(started.ok());
   EXPECT_NE(started.message().find("needs 2 CPUs"), std::string::npos) << started.message();
   EXPECT_FALSE(runner.busy());

@@ -47,8 +47,7 @@ Status SpoolDirectory::Open() {
     if (!EndsWith(name, kSuffix)) continue;
     auto read = ReadJsonFile(file.path().string());
     nlohmann::json doc = read.ok() ? std::move(read).value() : nlohmann::json();
-    if (!doc.is_object() ||
-        !doc.value("job_id", nlohmann::json()).is_number_integer() ||
+    if (!doc.is_object() || !doc.value("job_id", nlohmann::json()).is_number_integer() ||
         !doc.value("attempt", nlohmann::json()).is_number_integer() || !doc.contains("result")) {
       LOG_ERROR("spooled result " << file.path().string() << " is unreadable; moved aside");
       fs::rename(file.path(), file.path().string() + ".bad", ec);

@@ -40,7 +40,8 @@ ThreadPlacement Describe(const CpuTopology& topology, std::string policy, std::v
 }
 
 // Each core's CPUs, the cores in the order their first CPU comes in `cpus`.
-std::vector<std::vector<const CpuTopology::Cpu*>> ByCore(const std::vector<CpuTopology::Cpu>& cpus) {
+std::vector<std::vector<const CpuTopology::Cpu*>> ByCore(
+    const std::vector<CpuTopology::Cpu>& cpus) {
   std::vector<std::vector<const CpuTopology::Cpu*>> cores;
   std::map<int, size_t> index;
   for (const CpuTopology::Cpu& cpu : cpus) {
@@ -80,13 +81,13 @@ CpuShape CpuTopology::Shape() const {
   return shape;
 }
 
-
 CpuTopology ReadCpuTopology(const std::vector<int>& cpus, const std::string& root) {
   CpuTopology topology;
   std::map<int, int> node_of;
   // Every node the kernel lists (none without NUMA support: every CPU on node 0).
   std::error_code ec;
-  for (const auto& entry : std::filesystem::directory_iterator(root + "/sys/devices/system/node", ec)) {
+  for (const auto& entry :
+       std::filesystem::directory_iterator(root + "/sys/devices/system/node", ec)) {
     const std::string name = entry.path().filename().string();
     if (name.rfind("node", 0) != 0 || name.size() == 4 || name.size() > 9 ||
         name.find_first_not_of("0123456789", 4) != std::string::npos) {
@@ -101,7 +102,8 @@ CpuTopology ReadCpuTopology(const std::vector<int>& cpus, const std::string& roo
   // A core is (package, core_id); its number here is its first CPU's id, unique per core.
   std::map<std::pair<int, int>, int> core_number;
   for (int id : cpus) {
-    const std::string dir = root + "/sys/devices/system/cpu/cpu" + std::to_string(id) + "/topology/";
+    const std::string dir =
+        root + "/sys/devices/system/cpu/cpu" + std::to_string(id) + "/topology/";
     CpuTopology::Cpu cpu;
     cpu.id = id;
     const std::optional<int> core_id = ReadNumber(dir + "core_id");
@@ -114,11 +116,15 @@ CpuTopology ReadCpuTopology(const std::vector<int>& cpus, const std::string& roo
 }
 
 nlohmann::json ThreadPlacement::ToJson() const {
-  return {{"policy", policy}, {"cpus", FormatCpuList(cpus)}, {"cores", cores}, {"nodes", nodes},
+  return {{"policy", policy},
+          {"cpus", FormatCpuList(cpus)},
+          {"cores", cores},
+          {"nodes", nodes},
           {"smt_shared", smt_shared}};
 }
 
-StatusOr<ThreadPlacement> PlaceThreads(const CpuTopology& topology, int threads, const std::string& policy) {
+StatusOr<ThreadPlacement> PlaceThreads(const CpuTopology& topology, int threads,
+                                       const std::string& policy) {
   std::vector<int> all;
   for (const CpuTopology::Cpu& cpu : topology.cpus) all.push_back(cpu.id);
   const size_t n = static_cast<size_t>(std::max(threads, 1));
@@ -129,12 +135,14 @@ StatusOr<ThreadPlacement> PlaceThreads(const CpuTopology& topology, int threads,
   };
   // What this agent cannot give is refused by the rule the coordinator refuses a sweep
   // by at submit (common/thread_placement.h), with the same words.
-  if (const std::string refusal = PlacementRefusal(topology.Shape(), threads, policy); !refusal.empty()) {
+  if (const std::string refusal = PlacementRefusal(topology.Shape(), threads, policy);
+      !refusal.empty()) {
     return FailedPrecondition(refusal);
   }
   // The kernel's choice, or as many threads as CPUs or more (an oversubscription
   // measurement): every CPU of the agent.
-  if (policy == "os" || (policy == "cores" && n >= all.size())) return Describe(topology, policy, all);
+  if (policy == "os" || (policy == "cores" && n >= all.size()))
+    return Describe(topology, policy, all);
   if (policy == "cores") return first(CoresFirst(cores));
   if (policy == "spread") {
     // Cores taken in turn from each (node, package): the farthest apart first.
@@ -158,11 +166,13 @@ StatusOr<ThreadPlacement> PlaceThreads(const CpuTopology& topology, int threads,
   if (policy == "node") {
     std::map<int, std::vector<CpuTopology::Cpu>> nodes;
     for (const CpuTopology::Cpu& cpu : topology.cpus) nodes[cpu.node].push_back(cpu);
-    const auto largest = std::max_element(nodes.begin(), nodes.end(),
-                                          [](const auto& a, const auto& b) { return a.second.size() < b.second.size(); });
+    const auto largest = std::max_element(
+        nodes.begin(), nodes.end(),
+        [](const auto& a, const auto& b) { return a.second.size() < b.second.size(); });
     return first(CoresFirst(ByCore(largest->second)));
   }
-  return InvalidArgument("thread_placement \"" + policy + "\": unknown; known: cores, spread, smt, node, os");
+  return InvalidArgument("thread_placement \"" + policy +
+                         "\": unknown; known: cores, spread, smt, node, os");
 }
 
 }  // namespace benchfleet

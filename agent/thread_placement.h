@@ -39,6 +39,7 @@ struct ThreadPlacement {
   nlohmann::json ToJson() const;
 };
 // The CPUs of a job of `threads` threads under `policy`, or why this agent cannot give it.
-StatusOr<ThreadPlacement> PlaceThreads(const CpuTopology& topology, int threads, const std::string& policy);
+StatusOr<ThreadPlacement> PlaceThreads(const CpuTopology& topology, int threads,
+                                       const std::string& policy);
 
 }  // namespace benchfleet

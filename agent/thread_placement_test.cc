@@ -71,8 +71,10 @@ TEST_F(ThreadPlacementTest, EachPolicyPutsTheThreadsWhereItSays) {
   // os: every CPU, the kernel places them.
   p = place(2, "os");
   EXPECT_EQ(p.cpus.size(), 8u);
-  EXPECT_EQ(p.ToJson(), nlohmann::json({{"policy", "os"}, {"cpus", "0-7"}, {"cores", 4}, {"nodes", 2},
-                                        {"smt_shared", true}}));
+  EXPECT_EQ(
+      p.ToJson(),
+      nlohmann::json(
+          {{"policy", "os"}, {"cpus", "0-7"}, {"cores", 4}, {"nodes", 2}, {"smt_shared", true}}));
 }
 
 TEST_F(ThreadPlacementTest, APlacementTheAgentCannotGiveIsRefusedWithWhy) {
@@ -80,14 +82,16 @@ TEST_F(ThreadPlacementTest, APlacementTheAgentCannotGiveIsRefusedWithWhy) {
   auto spread = PlaceThreads(topology, 5, "spread");
   ASSERT_FALSE(spread.ok());
   EXPECT_EQ(spread.status().message(),
-            "thread_placement \"spread\": one thread per core needs 5 cores; the agent has 8 CPUs on 4 cores, "
+            "thread_placement \"spread\": one thread per core needs 5 cores; the agent has 8 CPUs "
+            "on 4 cores, "
             "2 hardware threads a core, 4 in the largest NUMA node");
   // What register sends the coordinator, which refuses a sweep at submit by the same rule.
   EXPECT_EQ(topology.Shape(), (CpuShape{8, 4, 2, 4}));
   EXPECT_EQ(PlacementRefusal(topology.Shape(), 5, "spread"), spread.status().message());
   auto node = PlaceThreads(topology, 5, "node");
   ASSERT_FALSE(node.ok());
-  EXPECT_NE(node.status().message().find("5 threads need a NUMA node of as many CPUs"), std::string::npos)
+  EXPECT_NE(node.status().message().find("5 threads need a NUMA node of as many CPUs"),
+            std::string::npos)
       << node.status().message();
   EXPECT_EQ(PlaceThreads(topology, 9, "smt")->cpus.size(), 8u);  // oversubscribed: every CPU
   EXPECT_FALSE(PlaceThreads(topology, 1, "compact").ok());
@@ -96,7 +100,8 @@ TEST_F(ThreadPlacementTest, APlacementTheAgentCannotGiveIsRefusedWithWhy) {
   EXPECT_EQ(bare.Shape().cores, 2);
   auto smt = PlaceThreads(bare, 2, "smt");
   ASSERT_FALSE(smt.ok());
-  EXPECT_NE(smt.status().message().find("no core has two hardware threads (no SMT)"), std::string::npos);
+  EXPECT_NE(smt.status().message().find("no core has two hardware threads (no SMT)"),
+            std::string::npos);
   EXPECT_TRUE(PlaceThreads(bare, 2, "spread").ok());
   // More threads than CPUs stays an oversubscription measurement by default.
   auto over = PlaceThreads(bare, 4, "cores");

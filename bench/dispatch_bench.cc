@@ -43,7 +43,8 @@ double Percentile(std::vector<double> values, double p) {
 int main(int argc, char** argv) {
   CLI::App app{"bench_dispatch: hand-out time of the coordinator with a long queue"};
   int queued = 100000, agents = 10, handouts = 1000;
-  std::string dir = std::filesystem::temp_directory_path() / ("bench-dispatch-" + std::to_string(getpid()));
+  std::string dir =
+      std::filesystem::temp_directory_path() / ("bench-dispatch-" + std::to_string(getpid()));
   // Its sweeps and the matched one must all be among the 20 that `status` lists.
   app.add_option("--queued", queued, "queued jobs no agent can run (in sweeps of 100000)")
       ->check(CLI::Range(0, 1900000));
@@ -82,20 +83,25 @@ int main(int argc, char** argv) {
     return benchfleet::Encode(message);
   };
   auto submit = [&](const json& sweep) {
-    coordinator.HandleClient({"bench", client_frame("submit", benchfleet::SubmitRequest{sweep, ""}.ToJson(), 1)});
+    coordinator.HandleClient(
+        {"bench", client_frame("submit", benchfleet::SubmitRequest{sweep, ""}.ToJson(), 1)});
   };
   Clock::time_point t0 = Clock::now();
   for (int done = 0; done < queued;) {
     int count = std::min(100000, queued - done);
     json batches = json::array();
     for (int b = 1; b <= count; ++b) batches.push_back(b);
-    submit({{"name", "unmatched"}, {"placement", "any"}, {"select", {{"gpu_model", "H100"}}},
+    submit({{"name", "unmatched"},
+            {"placement", "any"},
+            {"select", {{"gpu_model", "H100"}}},
             {"matrix", {{"model", "mlp"}, {"batch_size", batches}}}});
     done += count;
   }
   json batches = json::array();
   for (int b = 1; b <= handouts; ++b) batches.push_back(b);
-  submit({{"name", "matched"}, {"placement", "any"}, {"matrix", {{"model", "mlp"}, {"batch_size", batches}}}});
+  submit({{"name", "matched"},
+          {"placement", "any"},
+          {"matrix", {{"model", "mlp"}, {"batch_size", batches}}}});
   // A sweep of more than 1,000 jobs is checked and stored a slice per round (Tick), so
   // the rounds go on until every job of every sweep is stored: until then the queue
   // is shorter than asked, and the matched jobs are not all there to hand out.
@@ -105,7 +111,8 @@ int main(int argc, char** argv) {
     coordinator.Tick();
     coordinator.EndRound();
     last_status = nullptr;
-    coordinator.HandleClient({"bench", client_frame("status", benchfleet::SweepRequest{}.ToJson(), 2)});
+    coordinator.HandleClient(
+        {"bench", client_frame("status", benchfleet::SweepRequest{}.ToJson(), 2)});
     if (!last_status.is_object()) {
       std::cerr << "no status reply from the coordinator\n";
       return 1;
@@ -116,17 +123,21 @@ int main(int argc, char** argv) {
       return 1;
     }
     int64_t stored = 0;
-    for (const benchfleet::SweepOverview& sweep : status->sweeps) stored += sweep.jobs.total - sweep.jobs.storing;
+    for (const benchfleet::SweepOverview& sweep : status->sweeps)
+      stored += sweep.jobs.total - sweep.jobs.storing;
     if (stored == expected) break;
     if (refused) return 1;  // a sweep was refused: the coordinator's error is printed above
   }
   double enqueue_s = std::chrono::duration<double>(Clock::now() - t0).count();
   for (int a = 0; a < agents; ++a) {
     const std::string name = "cpu-" + std::to_string(a);
-    coordinator.HandleAgent({name + "/1", json({{"v", 1}, {"type", "register"}, {"agent", name},
-                                                {"tags", json::array()},
-                                                {"capabilities", {{"host", {{"machine_id", name}}}}}})
-                                              .dump()});
+    coordinator.HandleAgent(
+        {name + "/1", json({{"v", 1},
+                            {"type", "register"},
+                            {"agent", name},
+                            {"tags", json::array()},
+                            {"capabilities", {{"host", {{"machine_id", name}}}}}})
+                          .dump()});
   }
   // As the daemon's loop does: the agents' messages of one round (here: the results of
   // every job offered in the previous one) in one group commit, offers sent after it.
@@ -151,12 +162,20 @@ int main(int argc, char** argv) {
     for (const json& offer : round) {
       const json& body = offer["body"];
       json result = {{"ok", true},
-                     {"stats", {{"n", 10}, {"median_ms", 1.0}, {"mean_ms", 1.0}, {"min_ms", 0.9},
-                                {"max_ms", 1.1}, {"noisy", false}}}};
+                     {"stats",
+                      {{"n", 10},
+                       {"median_ms", 1.0},
+                       {"mean_ms", 1.0},
+                       {"min_ms", 0.9},
+                       {"max_ms", 1.1},
+                       {"noisy", false}}}};
       // Storing the result also dispatches the agent's next job.
-      coordinator.HandleAgent({offer["peer"].get<std::string>(),
-                               json({{"v", 1}, {"type", "result"}, {"job_id", body["job_id"]},
-                                     {"attempt", body["attempt"]}, {"result", result}}).dump()});
+      coordinator.HandleAgent({offer["peer"].get<std::string>(), json({{"v", 1},
+                                                                       {"type", "result"},
+                                                                       {"job_id", body["job_id"]},
+                                                                       {"attempt", body["attempt"]},
+                                                                       {"result", result}})
+                                                                     .dump()});
       ++handed;
     }
     coordinator.EndRound();
@@ -170,9 +189,10 @@ int main(int argc, char** argv) {
          queued, agents, handed, enqueue_s);
   printf("dispatch to idle agents (Tick / offers, %zu ticks): median %.3f ms, p99 %.3f ms\n",
          tick_ms.size(), Percentile(tick_ms, 0.5), Percentile(tick_ms, 0.99));
-  printf("a round of results (store, one commit, acks, next hand-outs), per job: median %.3f ms, "
-         "p99 %.3f ms\n",
-         Percentile(round_ms_per_job, 0.5), Percentile(round_ms_per_job, 0.99));
+  printf(
+      "a round of results (store, one commit, acks, next hand-outs), per job: median %.3f ms, "
+      "p99 %.3f ms\n",
+      Percentile(round_ms_per_job, 0.5), Percentile(round_ms_per_job, 0.99));
   printf("CPU per job: %.3f ms\n", cpu_ms_per_job);
   printf("throughput: %.0f jobs/s\n", handed / run_s);
   printf("peak RSS: %.1f MiB\n", usage.ru_maxrss / 1024.0);

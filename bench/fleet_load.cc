@@ -68,24 +68,15 @@ int Run(const Options& options) {
   } remove_dir{dir, options.keep_dir};
 
   CoordinatorProcess coordinator;
-  const std::vector<std::string> argv = {options.coordinator,
-                                         "--db",
-                                         dir + "/results.db",
-                                         "--agents",
-                                         "tcp://127.0.0.1:*",
-                                         "--clients",
-                                         "tcp://127.0.0.1:*",
-                                         "--heartbeat-ms",
-                                         std::to_string(options.heartbeat_ms),
-                                         "--liveness",
-                                         std::to_string(options.liveness),
-                                         "--ready-file",
-                                         dir + "/coordinator.ready",
-                                         // Each job one hand-out: the dispatch is what is
-                                         // measured, not repeats in processes.
-                                         "--processes",
-                                         "1"};
-  if (Status started = coordinator.Start(argv, dir + "/coordinator.log", dir + "/coordinator.ready");
+  const std::vector<std::string> argv = {
+      options.coordinator, "--db", dir + "/results.db", "--agents", "tcp://127.0.0.1:*",
+      "--clients", "tcp://127.0.0.1:*", "--heartbeat-ms", std::to_string(options.heartbeat_ms),
+      "--liveness", std::to_string(options.liveness), "--ready-file", dir + "/coordinator.ready",
+      // Each job one hand-out: the dispatch is what is
+      // measured, not repeats in processes.
+      "--processes", "1"};
+  if (Status started =
+          coordinator.Start(argv, dir + "/coordinator.log", dir + "/coordinator.ready");
       !started.ok()) {
     // The directory goes away with the run (unless --keep-dir): show the log now.
     const std::string log = ReadFile(dir + "/coordinator.log");
@@ -202,8 +193,9 @@ int Run(const Options& options) {
     row("  agents' first jobs p50 / p99 ms",
         json(report["commit_to_received_first_job_ms"]["p50"].dump() + " / " +
              report["commit_to_received_first_job_ms"]["p99"].dump()));
-    row("result sent -> next job p50 / p99 ms", json(report["dispatch_latency_ms"]["p50"].dump() + " / " +
-                                                     report["dispatch_latency_ms"]["p99"].dump()));
+    row("result sent -> next job p50 / p99 ms",
+        json(report["dispatch_latency_ms"]["p50"].dump() + " / " +
+             report["dispatch_latency_ms"]["p99"].dump()));
     row("submit reply max ms", report["submit_reply_max_ms"]);
     row("1-job submit at full load p50 / max ms",
         json(report["small_submit_reply_ms"]["p50"].dump() + " / " +

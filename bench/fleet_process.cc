@@ -30,8 +30,10 @@ Status CoordinatorProcess::Start(const std::vector<std::string>& argv, const std
   process_ = std::move(started).value();
   const auto deadline = Clock::now() + kCoordinatorStartTimeout;
   while (!std::filesystem::exists(ready_file)) {
-    if (process_.Poll().has_value()) return Unavailable("the coordinator exited at start; see " + log);
-    if (Clock::now() > deadline) return DeadlineExceeded("the coordinator wrote no ready file; see " + log);
+    if (process_.Poll().has_value())
+      return Unavailable("the coordinator exited at start; see " + log);
+    if (Clock::now() > deadline)
+      return DeadlineExceeded("the coordinator wrote no ready file; see " + log);
     usleep(10000);  // polling a file: no descriptor to wait on
   }
   ready_ = nlohmann::json::parse(ReadFile(ready_file), nullptr, false);

@@ -86,13 +86,13 @@ Status Simulator::RegisterAll() {
   if (!all) {
     const auto registered = std::count_if(agents_.begin(), agents_.end(),
                                           [](const SimAgent& a) { return a.registered; });
-    return DeadlineExceeded(std::to_string(registered) + " of " + std::to_string(agents_.size()) +
-             " agents registered within " + std::to_string(kRegisterTimeout.count()) + " s (" +
-             std::to_string(tally_.registers_sent) + " register messages sent, " +
-             std::to_string(tally_.reregistrations) + " re-registrations after not_found, " +
-             std::to_string(tally_.coordinator_silences) +
-             " after a silent coordinator, heartbeats " + "at most " +
-             std::to_string(static_cast<int>(tally_.heartbeat_late_max_ms)) + " ms late)");
+    return DeadlineExceeded(
+        std::to_string(registered) + " of " + std::to_string(agents_.size()) +
+        " agents registered within " + std::to_string(kRegisterTimeout.count()) + " s (" +
+        std::to_string(tally_.registers_sent) + " register messages sent, " +
+        std::to_string(tally_.reregistrations) + " re-registrations after not_found, " +
+        std::to_string(tally_.coordinator_silences) + " after a silent coordinator, heartbeats " +
+        "at most " + std::to_string(static_cast<int>(tally_.heartbeat_late_max_ms)) + " ms late)");
   }
   return Status::Ok();
 }
@@ -123,7 +123,8 @@ Status Simulator::RunJobs() {
         {"models", {{"mlp", {{"layers", {8, 8}}}}}},
         {"timing", {{"warmup_s", 0.01}, {"min_time_s", 0.01}, {"max_time_s", 0.01}}}};
     SendClient(msg::kSubmit,
-               benchfleet::SubmitRequest{sweep_file, "load-" + std::to_string(getpid()) + "-" + std::to_string(sweep)}
+               benchfleet::SubmitRequest{
+                   sweep_file, "load-" + std::to_string(getpid()) + "-" + std::to_string(sweep)}
                    .ToJson());
   }
   const size_t submits =
@@ -149,23 +150,26 @@ Status Simulator::RunJobs() {
     if (sweep_ids_.size() < submits) return false;
     // A user's small sweep at full load: one job no agent matches (it stays queued and
     // changes nothing for the fleet), stored and answered like any other.
-    const bool probe_in_flight = std::any_of(requests_.begin(), requests_.end(),
-                                             [](const auto& r) { return r.second.first == "probe"; });
+    const bool probe_in_flight = std::any_of(requests_.begin(), requests_.end(), [](const auto& r) {
+      return r.second.first == "probe";
+    });
     // At most kMaxProbes, so that status's latest sweeps still hold all of ours.
     if (!probe_in_flight && probes < kMaxProbes && Clock::now() >= next_probe &&
         tally_.acks["stored"] < options_.jobs) {
-      const json probe = {{"name", "probe-" + std::to_string(probes++)},
-                          {"placement", "any"},
-                          {"select", {{"gpu_model", "no-such-gpu"}}},
-                          {"matrix", {{"model", {"mlp"}}, {"batch_size", {1}}}},
-                          {"timing", {{"warmup_s", 0.01}, {"min_time_s", 0.01}, {"max_time_s", 0.01}}}};
+      const json probe = {
+          {"name", "probe-" + std::to_string(probes++)},
+          {"placement", "any"},
+          {"select", {{"gpu_model", "no-such-gpu"}}},
+          {"matrix", {{"model", {"mlp"}}, {"batch_size", {1}}}},
+          {"timing", {{"warmup_s", 0.01}, {"min_time_s", 0.01}, {"max_time_s", 0.01}}}};
       SendClient(msg::kSubmit, benchfleet::SubmitRequest{probe, ""}.ToJson(), "probe");
       next_probe = Clock::now() + std::chrono::seconds(1);
     }
     if (!last_status_) return false;
     int found = 0;
     for (const SweepOverview& sweep : last_status_->sweeps) {
-      if (std::find(sweep_ids_.begin(), sweep_ids_.end(), sweep.sweep_id) == sweep_ids_.end()) continue;
+      if (std::find(sweep_ids_.begin(), sweep_ids_.end(), sweep.sweep_id) == sweep_ids_.end())
+        continue;
       if (sweep.state == "running") return false;
       ++found;
     }
@@ -246,7 +250,8 @@ bool Simulator::Serve(Clock::time_point deadline, Done done) {
         to_check_.empty()
             ? static_cast<int>(std::min(wait, std::chrono::milliseconds(kStatusInterval)).count())
             : 0;
-    const int fired = epoll_wait(epoll_fd, events.data(), static_cast<int>(events.size()), timeout_ms);
+    const int fired =
+        epoll_wait(epoll_fd, events.data(), static_cast<int>(events.size()), timeout_ms);
     for (int e = 0; e < fired; ++e) CheckBeforeWaiting(static_cast<size_t>(events[e].data.u64));
     std::vector<size_t> readable;
     for (size_t i : to_check_) {
@@ -387,8 +392,8 @@ void Simulator::OnJob(SimAgent& agent, const json& job, int64_t received_at_us) 
   const auto now = Clock::now();
   // Same host, same wall clock: the offer's commit stamp gives job committed -> received.
   if (const auto it = job.find("committed_at_us"); it != job.end() && it->is_number_integer()) {
-    (agent.jobs_received++ == 0 ? tally_.commit_to_received_first_ms : tally_.commit_to_received_ms).push_back(
-        static_cast<double>(received_at_us - it->get<int64_t>()) / 1000.0);
+    (agent.jobs_received++ == 0 ? tally_.commit_to_received_first_ms : tally_.commit_to_received_ms)
+        .push_back(static_cast<double>(received_at_us - it->get<int64_t>()) / 1000.0);
   }
   if (agent.running) {
     // What a real agent does with an offer while busy (protocol.md, job).
@@ -457,8 +462,7 @@ void Simulator::Answer(SimAgent& agent, const json& job) {
   ++tally_.results_sent;
 }
 
-void Simulator::HandleClientMessage(const benchfleet::Message& decoded,
-                                    const std::string& frame) {
+void Simulator::HandleClientMessage(const benchfleet::Message& decoded, const std::string& frame) {
   const json& body = decoded.body;
   const json& id = body.contains("request_id") ? body["request_id"] : json();
   auto request = id.is_number_integer() ? requests_.find(id.get<int64_t>()) : requests_.end();

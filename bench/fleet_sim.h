@@ -11,8 +11,8 @@
 #include <optional>
 #include <random>
 #include <set>
-#include <unordered_map>
 #include <string>
+#include <unordered_map>
 #include <vector>
 #include <zmq.hpp>
 
@@ -71,7 +71,8 @@ struct Options {
 struct PendingResult {
   std::string frame;
   Clock::time_point sent;
-  int resend_interval_ms = benchfleet::kResultResendIntervalMs;  // doubles per resend, as the agent's
+  int resend_interval_ms =
+      benchfleet::kResultResendIntervalMs;  // doubles per resend, as the agent's
 };
 
 struct SimAgent {
@@ -103,7 +104,7 @@ struct Tally {
   std::map<std::string, int64_t> acks;    // by outcome
   std::map<std::string, int64_t> errors;  // by code
   std::vector<std::string> error_texts;
-  std::vector<double> dispatch_latency_ms;   // this agent's result sent -> its next job received
+  std::vector<double> dispatch_latency_ms;  // this agent's result sent -> its next job received
   // The offer's committed_at_us -> received here, for each agent's first job (the whole
   // fleet idle at once: one burst of offers as large as the fleet) and for the rest.
   std::vector<double> commit_to_received_first_ms;

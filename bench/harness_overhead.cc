@@ -47,9 +47,9 @@
 
 namespace {
 
+using benchfleet::Median;
 using benchfleet::worker::kBlockTargetMargin;
 using benchfleet::worker::kMinBlockSeconds;
-using benchfleet::Median;
 
 double Now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -58,9 +58,10 @@ double Now() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"Alternates a plain timing loop and the worker's sampler over a job's "
-               "forward pass, set up as the worker does; prints JSON.",
-               "bench_harness_overhead"};
+  CLI::App app{
+      "Alternates a plain timing loop and the worker's sampler over a job's "
+      "forward pass, set up as the worker does; prints JSON.",
+      "bench_harness_overhead"};
   std::string job_path;
   double warmup_s = 0.5;
   double time_s = 1.0;
@@ -124,8 +125,8 @@ int main(int argc, char** argv) {
     } while (elapsed < warmup_s);
     seconds_per_forward = elapsed / (2.0 * static_cast<double>(turns));
   }
-  const auto expected_iterations = static_cast<std::size_t>(
-      2.0 * time_s / std::max(seconds_per_forward, 1e-7)) + 64;
+  const auto expected_iterations =
+      static_cast<std::size_t>(2.0 * time_s / std::max(seconds_per_forward, 1e-7)) + 64;
 
   struct PlainSide {
     double block_median_ms;

@@ -93,13 +93,15 @@ void Generate(const std::string& path, int hosts, int nights, int samples_per_re
   std::vector<double> host_speed;
   for (int h = 1; h <= hosts; ++h) {
     host_speed.push_back(0.5 + (h % 17) / 10.0);
-    json capabilities = {{"host", {{"cpu_model", "AMD EPYC " + std::to_string(7000 + h % 5 * 100)},
-                                   {"cores", 16 + h % 4 * 16},
-                                   {"machine_id", "m" + std::to_string(h)}}},
+    json capabilities = {{"host",
+                          {{"cpu_model", "AMD EPYC " + std::to_string(7000 + h % 5 * 100)},
+                           {"cores", 16 + h % 4 * 16},
+                           {"machine_id", "m" + std::to_string(h)}}},
                          {"torch", {{"torch_version", "1.13.1"}, {"blas", "openblas"}}},
                          {"gpus", json::array({{{"name", "NVIDIA H200"}}})}};
-    auto host = db.Prepare("INSERT INTO hosts(host_id, name, machine_id, tags, capabilities, "
-                           "first_seen, last_seen) VALUES (?1, ?2, ?3, '[\"lab\"]', ?4, ?5, ?5)");
+    auto host = db.Prepare(
+        "INSERT INTO hosts(host_id, name, machine_id, tags, capabilities, "
+        "first_seen, last_seen) VALUES (?1, ?2, ?3, '[\"lab\"]', ?4, ?5, ?5)");
     Check(host->Bind(1, int64_t{h})
               .Bind(2, "host-" + std::to_string(h))
               .Bind(3, "m" + std::to_string(h))
@@ -112,23 +114,28 @@ void Generate(const std::string& path, int hosts, int nights, int samples_per_re
 
   auto job = db.Prepare(
       "INSERT INTO jobs(job_id, sweep_id, pinned_host, spec, timeout_s, state, attempts, host_id, "
-      "created_at, started_at, finished_at, kind, error) VALUES (?1, ?2, ?3, ?4, 80, ?8, 1, ?5, ?6, "
+      "created_at, started_at, finished_at, kind, error) VALUES (?1, ?2, ?3, ?4, 80, ?8, 1, ?5, "
+      "?6, "
       "?6, ?7, 'benchmark', ?9)");
   auto result = db.Prepare(
       "INSERT INTO results(job_id, attempt, host_id, ok, device, model, mode, dtype, batch_size, "
       "threads, n, median_ms, mean_ms, stdev_ms, min_ms, max_ms, p90_ms, p99_ms, q1_ms, q3_ms, "
       "iqr_ms, noisy, throughput_per_s, peak_rss_mb, effective_threads, worker_wall_s, detail, "
-      "received_at, model_args, interop_threads, onednn, sweep_id) VALUES (?1, 1, ?2, 1, ?3, ?4, ?5, "
-      "?6, ?7, ?8, ?9, ?10, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, 0, ?19, 180, ?8, 4.5, ?20, "
+      "received_at, model_args, interop_threads, onednn, sweep_id) VALUES (?1, 1, ?2, 1, ?3, ?4, "
+      "?5, "
+      "?6, ?7, ?8, ?9, ?10, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, 0, ?19, 180, ?8, 4.5, "
+      "?20, "
       "?21, '{}', 1, 1, ?22)");
   // One job in 200 fails (the worker ran out of memory): a result row with ok = 0, its
   // reason, and no samples, as the store keeps it.
   auto failure = db.Prepare(
       "INSERT INTO results(job_id, attempt, host_id, ok, device, model, mode, dtype, batch_size, "
-      "threads, error, detail, received_at, sweep_id) VALUES (?1, 1, ?2, 0, ?3, ?4, ?5, ?6, ?7, ?8, "
+      "threads, error, detail, received_at, sweep_id) VALUES (?1, 1, ?2, 0, ?3, ?4, ?5, ?6, ?7, "
+      "?8, "
       "?9, '{\"ok\": false}', ?10, ?11)");
   const std::string kFailure = "the worker was killed: out of memory (peak RSS 15.8 GiB)";
-  auto sample_row = db.Prepare("INSERT INTO result_samples(job_id, n, ms_f32le) VALUES (?1, ?2, ?3)");
+  auto sample_row =
+      db.Prepare("INSERT INTO result_samples(job_id, n, ms_f32le) VALUES (?1, ?2, ?3)");
   auto calibration = db.Prepare(
       "INSERT INTO calibrations(host_id, gemm_gflops_all, gemm_threads_all, gemm_gflops_1, "
       "stream_triad_gbps_all, stream_triad_gbps_1, detail, measured_at) VALUES (?1, ?2, 2, ?3, "
@@ -145,8 +152,9 @@ void Generate(const std::string& path, int hosts, int nights, int samples_per_re
   for (int night = 0; night < nights; ++night) {
     Check(db.Exec("BEGIN"), "begin night");
     const int64_t sweep_id = night + 1;
-    auto sweep = db.Prepare("INSERT INTO sweeps(sweep_id, name, spec, state, created_at, "
-                            "finished_at) VALUES (?1, 'nightly', '{}', 'done', ?2, ?3)");
+    auto sweep = db.Prepare(
+        "INSERT INTO sweeps(sweep_id, name, spec, state, created_at, "
+        "finished_at) VALUES (?1, 'nightly', '{}', 'done', ?2, ?3)");
     Check(sweep->Bind(1, sweep_id).Bind(2, Iso(night, 0)).Bind(3, Iso(night, 3600)).Run(), "sweep");
     for (int h = 1; h <= hosts; ++h) {
       if (night % 10 == 0) {  // hosts are calibrated every tenth night
@@ -168,19 +176,34 @@ void Generate(const std::string& path, int hosts, int nights, int samples_per_re
         std::vector<double> sorted = samples;
         std::sort(sorted.begin(), sorted.end());
         auto at = [&](double p) { return sorted[static_cast<size_t>(p * (sorted.size() - 1))]; };
-        json spec = {{"model", config.model},         {"mode", config.mode},
-                     {"device", config.device},       {"dtype", config.dtype},
+        json spec = {{"model", config.model},           {"mode", config.mode},
+                     {"device", config.device},         {"dtype", config.dtype},
                      {"batch_size", config.batch_size}, {"threads", config.threads}};
         json detail = {{"ok", true},
                        {"model", config.model},
-                       {"runtime", {{"affinity", {0, 1}}, {"blas", "openblas"}, {"intraop_threads", config.threads},
-                                    {"interop_threads", 1}, {"omp_wait_policy", "default"},
-                                    {"onednn", true}, {"torch_version", "1.13.1"}}},
-                       {"stats", {{"n", samples_per_result}, {"median_ms", median}, {"min_ms", sorted.front()},
-                                  {"max_ms", sorted.back()}, {"p90_ms", at(0.9)}, {"p99_ms", at(0.99)},
-                                  {"q1_ms", at(0.25)}, {"q3_ms", at(0.75)}, {"iqr_ms", at(0.75) - at(0.25)},
-                                  {"noisy", false}, {"unsteady", false}, {"discarded_samples", 0},
-                                  {"timed_s", median * samples_per_result / 1000}, {"warmup_s", 0.2}}},
+                       {"runtime",
+                        {{"affinity", {0, 1}},
+                         {"blas", "openblas"},
+                         {"intraop_threads", config.threads},
+                         {"interop_threads", 1},
+                         {"omp_wait_policy", "default"},
+                         {"onednn", true},
+                         {"torch_version", "1.13.1"}}},
+                       {"stats",
+                        {{"n", samples_per_result},
+                         {"median_ms", median},
+                         {"min_ms", sorted.front()},
+                         {"max_ms", sorted.back()},
+                         {"p90_ms", at(0.9)},
+                         {"p99_ms", at(0.99)},
+                         {"q1_ms", at(0.25)},
+                         {"q3_ms", at(0.75)},
+                         {"iqr_ms", at(0.75) - at(0.25)},
+                         {"noisy", false},
+                         {"unsteady", false},
+                         {"discarded_samples", 0},
+                         {"timed_s", median * samples_per_result / 1000},
+                         {"warmup_s", 0.2}}},
                        {"host_busy_cpus", 0.01},
                        {"steal_fraction", 0.001},
                        {"exit", "exited with code 0"},
@@ -287,7 +310,8 @@ void TimeViews(const std::string& path) {
       {"result_summary", "one host's history of one model",
        "SELECT sweep_id, batch_size, threads, dtype, median_ms FROM result_summary "
        "WHERE host = 'host-17' AND model = 'mlp' ORDER BY job_id"},
-      {"result_summary", "the latest 100", "SELECT * FROM result_summary ORDER BY job_id DESC LIMIT 100"},
+      {"result_summary", "the latest 100",
+       "SELECT * FROM result_summary ORDER BY job_id DESC LIMIT 100"},
       {"cpu_gpu_speedup", "one night", "SELECT * FROM cpu_gpu_speedup WHERE sweep_id = " + sweep},
       {"batch_scaling", "one night", "SELECT * FROM batch_scaling WHERE sweep_id = " + sweep},
       {"thread_scaling", "one night", "SELECT * FROM thread_scaling WHERE sweep_id = " + sweep},
@@ -295,7 +319,8 @@ void TimeViews(const std::string& path) {
       {"parallel_scaling", "one night", "SELECT * FROM parallel_scaling WHERE sweep_id = " + sweep},
       {"host_calibration", "every host", "SELECT * FROM host_calibration"},
       {"job_failures", "one night", "SELECT * FROM job_failures WHERE sweep_id = " + sweep},
-      {"samples", "one result", "SELECT idx, ms FROM samples WHERE job_id = " + std::to_string(some_job)},
+      {"samples", "one result",
+       "SELECT idx, ms FROM samples WHERE job_id = " + std::to_string(some_job)},
   };
   std::printf("store: %s, %lld results, %.1f GiB\n", path.c_str(), static_cast<long long>(results),
               std::filesystem::file_size(path) / 1073741824.0);

@@ -4,11 +4,11 @@
 //
 // Nothing of benchfleet is linked or included: the model, the int8 conversion and the
 // timing loop are written here from LibTorch's public API alone, and the process runs in
-// whatever environment it is started with, the quantized engine LibTorch picks by default, (the script starts it with none of the
-// OMP_* / OPENBLAS_* variables the agent sets). The only setting made is the one a user
-// makes, torch::set_num_threads. Timing is torch.utils.benchmark's blocked_autorange
-// in C++, without Python's per-call overhead: blocks of k forward passes, k chosen so a
-// block lasts at least 1 ms, each block's time / k a sample, their median reported.
+// whatever environment it is started with, the quantized engine LibTorch picks by default, (the
+// script starts it with none of the OMP_* / OPENBLAS_* variables the agent sets). The only setting
+// made is the one a user makes, torch::set_num_threads. Timing is torch.utils.benchmark's
+// blocked_autorange in C++, without Python's per-call overhead: blocks of k forward passes, k
+// chosen so a block lasts at least 1 ms, each block's time / k a sample, their median reported.
 #include <ATen/Parallel.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/core/stack.h>
@@ -119,7 +119,8 @@ int main(int argc, char** argv) {
   } while (Clock::now() < warmup_end);
 
   constexpr double kMinBlockS = 1e-3;
-  std::int64_t k = std::max<std::int64_t>(1, static_cast<std::int64_t>(std::ceil(kMinBlockS / last_s)));
+  std::int64_t k =
+      std::max<std::int64_t>(1, static_cast<std::int64_t>(std::ceil(kMinBlockS / last_s)));
   std::vector<double> samples_ms;
   const auto start = Clock::now();
   while (Seconds(start, Clock::now()) < time_s) {

@@ -101,7 +101,8 @@ std::string CompareJunit(const RowsReply& compared, int64_t sweep_a, int64_t swe
       c.failure = "slower in sweep " + std::to_string(sweep_b) + " than in sweep " +
                   std::to_string(sweep_a) + ": x" + Text(row, "ratio");
       c.detail = figures;
-    } else if (change != "faster" && change != "unchanged" && change != "host slower" && change != "host faster") {
+    } else if (change != "faster" && change != "unchanged" && change != "host slower" &&
+               change != "host faster") {
       // (A change the host's pace explains passes: the host's, not the code's.)
       c.skipped = change.empty() ? std::string("not compared") : change;
     }

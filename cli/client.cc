@@ -18,7 +18,8 @@ StatusOr<std::unique_ptr<CoordinatorClient>> CoordinatorClient::Connect(
 
 Status CoordinatorClient::Reconnect() {
   socket_.reset();  // linger 0: whatever the old socket queued is dropped
-  ASSIGN_OR_RETURN(auto socket, ConnectDealer(context_, endpoint_, "", curve_ ? &*curve_ : nullptr));
+  ASSIGN_OR_RETURN(auto socket,
+                   ConnectDealer(context_, endpoint_, "", curve_ ? &*curve_ : nullptr));
   socket_ = std::make_unique<zmq::socket_t>(std::move(socket));
   return Status::Ok();
 }
@@ -32,8 +33,8 @@ StatusOr<Message> CoordinatorClient::Call(const std::string& type, json fields, 
   const int tries = retry == Retry::kOnce ? 2 : 1;
   for (int attempt = 1; attempt <= tries; ++attempt) {
     if (attempt > 1) {
-      std::cerr << "benchfleet: no reply from the coordinator at " << endpoint_ << " within " << wait
-                << "; sending once more on a new connection\n";
+      std::cerr << "benchfleet: no reply from the coordinator at " << endpoint_ << " within "
+                << wait << "; sending once more on a new connection\n";
       RETURN_IF_ERROR(Reconnect());
     }
     // A DEALER queues while the TCP connection is being made, so a send right after
@@ -42,11 +43,12 @@ StatusOr<Message> CoordinatorClient::Call(const std::string& type, json fields, 
     ASSIGN_OR_RETURN(std::optional<Message> reply, AwaitReply(request_id));
     if (reply) return *reply;
   }
-  return Unavailable("the coordinator does not answer at " + endpoint_ + " (no reply within " + wait +
-                     (tries > 1 ? ", sent twice" : "") +
-                     "); is benchfleet-coordinator running there? (set --coordinator or "
-                     "BENCHFLEET_COORDINATOR; with CURVE, is this client's public key on its allow-list, "
-                     "with a client role (viewer, operator or admin)?)");
+  return Unavailable(
+      "the coordinator does not answer at " + endpoint_ + " (no reply within " + wait +
+      (tries > 1 ? ", sent twice" : "") +
+      "); is benchfleet-coordinator running there? (set --coordinator or "
+      "BENCHFLEET_COORDINATOR; with CURVE, is this client's public key on its allow-list, "
+      "with a client role (viewer, operator or admin)?)");
 }
 
 StatusOr<std::optional<Message>> CoordinatorClient::AwaitReply(const std::string& request_id) {
@@ -63,9 +65,9 @@ StatusOr<std::optional<Message>> CoordinatorClient::AwaitReply(const std::string
     if (reply.type == msg::kError) {
       StatusCode code = StatusCode::kInternal;
       const std::string name = reply.body["code"];
-      for (auto c :
-           {StatusCode::kInvalidArgument, StatusCode::kNotFound, StatusCode::kFailedPrecondition,
-            StatusCode::kUnavailable, StatusCode::kDeadlineExceeded, StatusCode::kPermissionDenied}) {
+      for (auto c : {StatusCode::kInvalidArgument, StatusCode::kNotFound,
+                     StatusCode::kFailedPrecondition, StatusCode::kUnavailable,
+                     StatusCode::kDeadlineExceeded, StatusCode::kPermissionDenied}) {
         if (name == StatusCodeName(c)) code = c;
       }
       return Status(code, reply.body["message"].get<std::string>());

@@ -15,17 +15,17 @@
 #include "cli/ci_output.h"
 #include "cli/client.h"
 #include "cli/compare.h"
-#include "common/host_pace.h"
 #include "cli/model_upload.h"
 #include "cli/queries.h"
 #include "cli/results_table.h"
 #include "common/client_replies.h"
 #include "common/clock.h"
 #include "common/files.h"
+#include "common/host_pace.h"
 #include "common/job_spec.h"
+#include "common/median.h"
 #include "common/messages.h"
 #include "common/model_files.h"
-#include "common/median.h"
 #include "common/result_fields.h"
 #include "common/status_reply.h"
 #include "common/sweep.h"
@@ -55,7 +55,7 @@ int Fail(const Status& status) {
 
 StatusOr<std::unique_ptr<CoordinatorClient>> Connect(const ClientOptions& client) {
   return CoordinatorClient::Connect(client.coordinator, client.timeout_ms,
-                                   client.curve ? &*client.curve : nullptr);
+                                    client.curve ? &*client.curve : nullptr);
 }
 
 // A reply that must be `rows`, read into its struct.
@@ -74,7 +74,8 @@ StatusOr<RowsReply> QueryRows(CoordinatorClient& client, const std::string& sql)
 StatusOr<StatusReply> ReadStatus(CoordinatorClient& client, std::optional<int64_t> sweep_id) {
   auto reply = client.Call(msg::kStatus, SweepRequest{sweep_id}.ToJson());
   if (!reply.ok()) return reply.status();
-  if (reply->type != msg::kStatusReply) return Internal("expected a status reply, got " + reply->type);
+  if (reply->type != msg::kStatusReply)
+    return Internal("expected a status reply, got " + reply->type);
   return StatusReply::FromJson(reply->body);
 }
 
@@ -130,7 +131,8 @@ int WaitForSweep(CoordinatorClient& client, int64_t sweep_id, double timeout_s) 
   std::string last_line;
   while (true) {
     auto reply = ReadStatus(client, sweep_id);
-    if (reply.ok() && reply->sweeps.empty()) reply = Internal("the status names no sweep " + std::to_string(sweep_id));
+    if (reply.ok() && reply->sweeps.empty())
+      reply = Internal("the status names no sweep " + std::to_string(sweep_id));
     if (!reply.ok()) {
       if (tty) std::cerr << "\n";
       return Fail(reply.status());
@@ -162,8 +164,9 @@ int WaitForSweep(CoordinatorClient& client, int64_t sweep_id, double timeout_s) 
     // Jobs that no registered agent can run would wait for ever: say so and stop.
     const std::vector<WaitingRequirement>& waiting = reply->waiting;
     const bool stuck = sweep.jobs.running == 0 && sweep.jobs.queued > 0 && !waiting.empty() &&
-                       std::all_of(waiting.begin(), waiting.end(),
-                                   [](const WaitingRequirement& w) { return w.matching_agents == 0; });
+                       std::all_of(waiting.begin(), waiting.end(), [](const WaitingRequirement& w) {
+                         return w.matching_agents == 0;
+                       });
     if (stuck) {
       if (tty) std::cerr << "\n";
       for (const WaitingRequirement& w : waiting) std::cerr << "benchfleet: " << w.reason << "\n";
@@ -190,7 +193,8 @@ StatusOr<Sweep> ReadSweepFile(const std::string& path, const std::string& outcom
   auto text = ReadWholeFile(path);
   if (!text.ok()) return InvalidArgument("cannot read sweep file: " + text.status().message());
   auto document = ParseSweepJson(*text);
-  if (!document.ok()) return InvalidArgument(path + ": " + document.status().message() + "; " + outcome);
+  if (!document.ok())
+    return InvalidArgument(path + ": " + document.status().message() + "; " + outcome);
   // A model file named by a relative path is beside the sweep file.
   ResolveModelPaths(&*document, std::filesystem::absolute(path).parent_path().string());
   if (!labels.empty() && document->is_object()) {
@@ -198,9 +202,11 @@ StatusOr<Sweep> ReadSweepFile(const std::string& path, const std::string& outcom
     for (const std::string& label : labels) {
       const size_t eq = label.find('=');
       if (eq == std::string::npos || eq == 0) {
-        return InvalidArgument("--label " + label + ": must be KEY=VALUE, e.g. --label commit=abc123; " + outcome);
+        return InvalidArgument("--label " + label +
+                               ": must be KEY=VALUE, e.g. --label commit=abc123; " + outcome);
       }
-      if ((*document)["labels"].is_object()) (*document)["labels"][label.substr(0, eq)] = label.substr(eq + 1);
+      if ((*document)["labels"].is_object())
+        (*document)["labels"][label.substr(0, eq)] = label.substr(eq + 1);
     }
   }
   auto sweep = ParseSweep(*document);
@@ -228,7 +234,8 @@ std::string Duration(double seconds) {
   if (s < 60) {
     std::snprintf(text, sizeof text, "%llds", static_cast<long long>(s));
   } else if (s < 3600) {
-    std::snprintf(text, sizeof text, "%lldm %02llds", static_cast<long long>(s / 60), static_cast<long long>(s % 60));
+    std::snprintf(text, sizeof text, "%lldm %02llds", static_cast<long long>(s / 60),
+                  static_cast<long long>(s % 60));
   } else {
     std::snprintf(text, sizeof text, "%lldh %02lldm", static_cast<long long>(s / 3600),
                   static_cast<long long>(s / 60 % 60));

@@ -51,13 +51,15 @@ StatusOr<double> ParseAge(const std::string& text);
 // Drops raw samples older than `age` (ParseAge) and waits for the coordinator's answer.
 int PruneCommand(ClientOptions client, const std::string& age, double wait_timeout_s);
 // Queues a calibration of the named agents (all when empty); --wait as for submit.
-int CalibrateCommand(const ClientOptions& client, const std::vector<std::string>& agents, bool wait);
+int CalibrateCommand(const ClientOptions& client, const std::vector<std::string>& agents,
+                     bool wait);
 
 // Confirmed regressions and improvements decided within `since` (ParseAge; empty: all),
 // from the view confirmed_regressions (docs/regressions.md). With `fail_on_confirmed`
 // (--fail-on confirmed, a CI gate) the exit status is 1 when any confirmed regression
 // (slower, not an improvement) is among them, the output unchanged.
-int RegressionsCommand(Reads& reads, const std::string& since, RowFormat format, bool fail_on_confirmed);
+int RegressionsCommand(Reads& reads, const std::string& since, RowFormat format,
+                       bool fail_on_confirmed);
 // Marks a known step in the series of `host`, of `model`, or both (empty: every).
 // `benchfleet host set-price HOST PRICE`: what an hour of the host costs from now on.
 int SetPriceCommand(const ClientOptions& client, const std::string& host, double per_hour,
@@ -68,8 +70,8 @@ int SetPriceCommand(const ClientOptions& client, const std::string& host, double
 int RecommendCommand(Reads& reads, const std::string& model, const RecommendOptions& options,
                      RowFormat format);
 
-int BaselineResetCommand(const ClientOptions& client, const std::string& host, const std::string& model,
-                         const std::string& note);
+int BaselineResetCommand(const ClientOptions& client, const std::string& host,
+                         const std::string& model, const std::string& note);
 
 // `benchfleet compare A [B]` (docs/results.md, Compare): with two sweeps, every
 // configuration both ran, B against A, tested on the raw samples (Mann-Whitney U,
@@ -78,10 +80,10 @@ int BaselineResetCommand(const ClientOptions& client, const std::string& host, c
 // column. With `fail_on_slower` (--fail-on slower, a CI gate; two sweeps only) the exit
 // status is 1 when any configuration is slower in B, the output unchanged.
 struct CompareOptions {
-  std::vector<int64_t> sweeps;     // one or two
-  std::vector<std::string> rows;   // pivot: model, batch_size, mode, dtype, threads, device, host
-  std::string cols;                // pivot: host, device, dtype, threads or sweep
-  std::string baseline;            // pivot: the column value ratios are to (default: the first)
+  std::vector<int64_t> sweeps;    // one or two
+  std::vector<std::string> rows;  // pivot: model, batch_size, mode, dtype, threads, device, host
+  std::string cols;               // pivot: host, device, dtype, threads or sweep
+  std::string baseline;           // pivot: the column value ratios are to (default: the first)
   double ratio = 1.05;
   bool fail_on_slower = false;
 };
@@ -93,10 +95,10 @@ struct ScheduleOptions {
   std::string name;
   std::string cron;
   std::string tz = "UTC";
-  std::string file;            // add: the sweep file
+  std::string file;  // add: the sweep file
   std::string overlap = "skip";
   std::optional<double> start_deadline_s;
-  int limit = 100;             // history
+  int limit = 100;                  // history
   std::vector<std::string> labels;  // add: KEY=VALUE, put into the sweep's labels
 };
 int ScheduleCommand(const ClientOptions& client, const ScheduleOptions& options, RowFormat format);

@@ -62,7 +62,8 @@ double Variance(const std::vector<double>& v, double mean) {
 double TwoSidedTailT(double t, double df) {
   t = std::abs(t);
   if (!(df > 0) || !std::isfinite(t)) return t > 0 ? 0 : 1;
-  const double norm = std::exp(std::lgamma((df + 1) / 2) - std::lgamma(df / 2)) / std::sqrt(df * M_PI);
+  const double norm =
+      std::exp(std::lgamma((df + 1) / 2) - std::lgamma(df / 2)) / std::sqrt(df * M_PI);
   auto density = [&](double x) { return norm * std::pow(1 + x * x / df, -(df + 1) / 2); };
   constexpr int kPanels = 2000;
   const double h = t / kPanels;
@@ -74,7 +75,8 @@ double TwoSidedTailT(double t, double df) {
 // Slower or faster only when the test and the size agree.
 void Classify(SampleComparison* out, double ratio, double alpha) {
   if (out->test.p < alpha && out->ratio > ratio) out->change = Change::kSlower;
-  if (out->test.p < alpha && out->ratio > 0 && out->ratio < 1 / ratio) out->change = Change::kFaster;
+  if (out->test.p < alpha && out->ratio > 0 && out->ratio < 1 / ratio)
+    out->change = Change::kFaster;
 }
 
 }  // namespace
@@ -90,14 +92,15 @@ WelchTest WelchT(const std::vector<double>& a, const std::vector<double>& b) {
     return out;
   }
   out.t = (mb - ma) / std::sqrt(va + vb);
-  out.df = (va + vb) * (va + vb) /
-           (va * va / static_cast<double>(a.size() - 1) + vb * vb / static_cast<double>(b.size() - 1));
+  out.df =
+      (va + vb) * (va + vb) /
+      (va * va / static_cast<double>(a.size() - 1) + vb * vb / static_cast<double>(b.size() - 1));
   out.p = TwoSidedTailT(out.t, out.df);
   return out;
 }
 
-SampleComparison CompareProcesses(const std::vector<double>& a, const std::vector<double>& b, double ratio,
-                                  double alpha) {
+SampleComparison CompareProcesses(const std::vector<double>& a, const std::vector<double>& b,
+                                  double ratio, double alpha) {
   SampleComparison out;
   out.median_a = Mean(a);
   out.median_b = Mean(b);
@@ -109,15 +112,18 @@ SampleComparison CompareProcesses(const std::vector<double>& a, const std::vecto
 
 const char* ChangeName(Change change) {
   switch (change) {
-    case Change::kFaster: return "faster";
-    case Change::kSlower: return "slower";
-    case Change::kUnchanged: return "unchanged";
+    case Change::kFaster:
+      return "faster";
+    case Change::kSlower:
+      return "slower";
+    case Change::kUnchanged:
+      return "unchanged";
   }
   return "unchanged";
 }
 
-SampleComparison CompareSamples(const std::vector<double>& a, const std::vector<double>& b, double ratio,
-                                double alpha) {
+SampleComparison CompareSamples(const std::vector<double>& a, const std::vector<double>& b,
+                                double ratio, double alpha) {
   SampleComparison out;
   out.median_a = Median(a);
   out.median_b = Median(b);

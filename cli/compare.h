@@ -53,6 +53,7 @@ SampleComparison CompareSamples(const std::vector<double>& a, const std::vector<
 // The same on the process medians of each side (two or more a side): the ratio of their
 // means, Welch's p (in test.p), slower or faster when p < `alpha` and the ratio is beyond.
 SampleComparison CompareProcesses(const std::vector<double>& a, const std::vector<double>& b,
-                                  double ratio = kCompareRatio, double alpha = kCompareProcessesAlpha);
+                                  double ratio = kCompareRatio,
+                                  double alpha = kCompareProcessesAlpha);
 
 }  // namespace benchfleet

@@ -1,6 +1,4 @@
 // `benchfleet compare`: two sweeps configuration by configuration, or a pivot.
-#include "cli/command_support.h"
-
 #include <unistd.h>
 
 #include <algorithm>
@@ -15,18 +13,19 @@
 
 #include "cli/ci_output.h"
 #include "cli/client.h"
+#include "cli/command_support.h"
 #include "cli/compare.h"
-#include "common/host_pace.h"
 #include "cli/model_upload.h"
 #include "cli/queries.h"
 #include "cli/results_table.h"
 #include "common/client_replies.h"
 #include "common/clock.h"
 #include "common/files.h"
+#include "common/host_pace.h"
 #include "common/job_spec.h"
+#include "common/median.h"
 #include "common/messages.h"
 #include "common/model_files.h"
-#include "common/median.h"
 #include "common/result_fields.h"
 #include "common/status_reply.h"
 #include "common/sweep.h"
@@ -60,7 +59,8 @@ int CompareTwoSweeps(Reads& reads, const CompareOptions& options, RowFormat form
   std::map<std::pair<int64_t, std::string>, std::vector<double>> paces;
   for (json& row : results->Objects()) {
     if (const json pace = Cell(row, "host_pace_ms"); pace.is_number() && pace.get<double>() > 0) {
-      paces[{Cell(row, "sweep_id").get<int64_t>(), FormatCell(Cell(row, "host"))}].push_back(pace.get<double>());
+      paces[{Cell(row, "sweep_id").get<int64_t>(), FormatCell(Cell(row, "host"))}].push_back(
+          pace.get<double>());
     }
     json config = json::array();
     for (const std::string& name : ConfigColumnNames()) config.push_back(Cell(row, name));
@@ -89,7 +89,8 @@ int CompareTwoSweeps(Reads& reads, const CompareOptions& options, RowFormat form
       const json list_text = Cell(row, column);
       std::stringstream list(list_text.is_string() ? list_text.get<std::string>() : "");
       std::string value;
-      while (std::getline(list, value, ',')) by_job[Cell(row, "job_id").get<int64_t>()].push_back(std::stod(value));
+      while (std::getline(list, value, ','))
+        by_job[Cell(row, "job_id").get<int64_t>()].push_back(std::stod(value));
     }
     return by_job;
   };
@@ -97,11 +98,13 @@ int CompareTwoSweeps(Reads& reads, const CompareOptions& options, RowFormat form
   // A store from before repeats in processes has no result_processes: compared on samples.
   auto process_rows = reads.Query(CompareProcessMediansSql(jobs));
   const std::map<int64_t, std::vector<double>> processes_of =
-      process_rows.ok() ? lists(*process_rows, "medians") : std::map<int64_t, std::vector<double>>();
+      process_rows.ok() ? lists(*process_rows, "medians")
+                        : std::map<int64_t, std::vector<double>>();
   // Each side's median with its 95% confidence interval as the worker measured it.
   std::vector<std::string> columns = ConfigColumnNames();
-  for (const char* name : {"a_median_ms", "a_ci_low_ms", "a_ci_high_ms", "b_median_ms", "b_ci_low_ms",
-                           "b_ci_high_ms", "ratio", "p", "change", "a_samples", "b_samples", "host_pace_ratio"}) {
+  for (const char* name :
+       {"a_median_ms", "a_ci_low_ms", "a_ci_high_ms", "b_median_ms", "b_ci_low_ms", "b_ci_high_ms",
+        "ratio", "p", "change", "a_samples", "b_samples", "host_pace_ratio"}) {
     columns.push_back(name);
   }
   json rows = json::array();
@@ -119,7 +122,8 @@ int CompareTwoSweeps(Reads& reads, const CompareOptions& options, RowFormat form
     // has fewer than kHostPaceMinResults (one reference run spreads too much to say).
     auto sweep_pace = [&](int64_t sweep) {
       const auto it = paces.find({sweep, FormatCell(Cell(in_a, "host"))});
-      if (it == paces.end() || static_cast<long>(it->second.size()) < kHostPaceMinResults) return 0.0;
+      if (it == paces.end() || static_cast<long>(it->second.size()) < kHostPaceMinResults)
+        return 0.0;
       double sum = 0;
       for (double pace : it->second) sum += pace;
       return sum / static_cast<double>(it->second.size());
@@ -127,15 +131,16 @@ int CompareTwoSweeps(Reads& reads, const CompareOptions& options, RowFormat form
     const double pace_a = sweep_pace(a), pace_b = sweep_pace(b);
     const double pace_ratio = pace_a > 0 && pace_b > 0 ? pace_b / pace_a : 0;
     const json pace_cell = pace_ratio > 0 ? json(pace_ratio) : json(nullptr);
-    const bool by_processes =
-        pa != processes_of.end() && pb != processes_of.end() && pa->second.size() >= 2 && pb->second.size() >= 2;
+    const bool by_processes = pa != processes_of.end() && pb != processes_of.end() &&
+                              pa->second.size() >= 2 && pb->second.size() >= 2;
     if (!by_processes && (sa.empty() || sb.empty())) {
       // Samples pruned: the medians alone cannot say whether the change is real.
       const json median_a = Cell(in_a, "median_ms"), median_b = Cell(in_b, "median_ms");
       const double ma = median_a.is_number() ? median_a.get<double>() : 0;
       const double mb = median_b.is_number() ? median_b.get<double>() : 0;
-      for (const json& v : {median_a, low_a, high_a, median_b, low_b, high_b, json(ma > 0 ? mb / ma : 0.0),
-                            json(nullptr), json("no samples"), json(sa.size()), json(sb.size()), pace_cell}) {
+      for (const json& v :
+           {median_a, low_a, high_a, median_b, low_b, high_b, json(ma > 0 ? mb / ma : 0.0),
+            json(nullptr), json("no samples"), json(sa.size()), json(sb.size()), pace_cell}) {
         row.push_back(v);
       }
       rows.push_back(std::move(row));
@@ -148,8 +153,10 @@ int CompareTwoSweeps(Reads& reads, const CompareOptions& options, RowFormat form
       // Samples taken one after another lean on each other, which the rank test takes
       // for more evidence than it is: a change must also part the two medians' intervals
       // (each already widened for that dependence).
-      const bool intervals = low_a.is_number() && high_a.is_number() && low_b.is_number() && high_b.is_number();
-      if (intervals && low_b.get<double>() <= high_a.get<double>() && low_a.get<double>() <= high_b.get<double>()) {
+      const bool intervals =
+          low_a.is_number() && high_a.is_number() && low_b.is_number() && high_b.is_number();
+      if (intervals && low_b.get<double>() <= high_a.get<double>() &&
+          low_a.get<double>() <= high_b.get<double>()) {
         c.change = Change::kUnchanged;
       }
       return c;
@@ -161,8 +168,9 @@ int CompareTwoSweeps(Reads& reads, const CompareOptions& options, RowFormat form
     if (c.change != Change::kUnchanged && HostPaceExplains(c.ratio, pace_ratio, options.ratio)) {
       change = std::string("host ") + ChangeName(c.change);
     }
-    for (const json& v : {json(c.median_a), low_a, high_a, json(c.median_b), low_b, high_b, json(c.ratio),
-                          json(c.test.p), json(change), json(sa.size()), json(sb.size()), pace_cell}) {
+    for (const json& v :
+         {json(c.median_a), low_a, high_a, json(c.median_b), low_b, high_b, json(c.ratio),
+          json(c.test.p), json(change), json(sa.size()), json(sb.size()), pace_cell}) {
       row.push_back(v);
     }
     rows.push_back(std::move(row));
@@ -183,21 +191,24 @@ int CompareTwoSweeps(Reads& reads, const CompareOptions& options, RowFormat form
 // median's 95% interval, half-width / median; the widest where a cell has several
 // results) and the ratio to the baseline column.
 int PivotSweeps(Reads& reads, const CompareOptions& options, RowFormat format) {
-  static const std::vector<std::string> kRowKeys = {"model", "batch_size", "mode", "dtype",
-                                                    "threads", "device", "host", "model_args"};
+  static const std::vector<std::string> kRowKeys = {"model",   "batch_size", "mode", "dtype",
+                                                    "threads", "device",     "host", "model_args"};
   static const std::vector<std::string> kColKeys = {"host", "device", "dtype", "threads", "sweep"};
   for (const std::string& r : options.rows) {
     if (std::find(kRowKeys.begin(), kRowKeys.end(), r) == kRowKeys.end()) {
-      return Fail(InvalidArgument("--rows: \"" + r + "\" is not one of model, batch_size, mode, dtype, threads, "
+      return Fail(InvalidArgument("--rows: \"" + r +
+                                  "\" is not one of model, batch_size, mode, dtype, threads, "
                                   "device, host, model_args"));
     }
   }
   if (std::find(kColKeys.begin(), kColKeys.end(), options.cols) == kColKeys.end()) {
-    return Fail(InvalidArgument("--cols must be host, device, dtype, threads or sweep, got \"" + options.cols + "\""));
+    return Fail(InvalidArgument("--cols must be host, device, dtype, threads or sweep, got \"" +
+                                options.cols + "\""));
   }
   auto results = reads.Query(PivotMediansSql(options.rows, options.cols, options.sweeps));
   if (!results.ok()) return Fail(results.status());
-  std::map<std::string, std::map<std::string, std::pair<std::vector<double>, std::vector<double>>>> cells;
+  std::map<std::string, std::map<std::string, std::pair<std::vector<double>, std::vector<double>>>>
+      cells;
   std::vector<std::string> row_order;
   std::vector<std::string> col_values;
   for (const json& row : results->Objects()) {
@@ -205,7 +216,8 @@ int PivotSweeps(Reads& reads, const CompareOptions& options, RowFormat format) {
     for (const std::string& name : options.rows) key.push_back(Cell(row, name));
     const std::string col_value = FormatCell(Cell(row, "pivot_column"));
     if (!cells.count(key.dump())) row_order.push_back(key.dump());
-    if (std::find(col_values.begin(), col_values.end(), col_value) == col_values.end()) col_values.push_back(col_value);
+    if (std::find(col_values.begin(), col_values.end(), col_value) == col_values.end())
+      col_values.push_back(col_value);
     auto& cell = cells[key.dump()][col_value];
     if (const json median = Cell(row, "median_ms"); median.is_number()) {
       cell.first.push_back(median.get<double>());
@@ -214,7 +226,8 @@ int PivotSweeps(Reads& reads, const CompareOptions& options, RowFormat format) {
       }
     }
   }
-  if (row_order.empty()) return Fail(NotFound("no results in sweep(s) " + SweepList(options.sweeps)));
+  if (row_order.empty())
+    return Fail(NotFound("no results in sweep(s) " + SweepList(options.sweeps)));
   std::sort(row_order.begin(), row_order.end());
   std::sort(col_values.begin(), col_values.end());
   const std::string baseline = options.baseline.empty() ? col_values.front() : options.baseline;
@@ -233,16 +246,18 @@ int PivotSweeps(Reads& reads, const CompareOptions& options, RowFormat format) {
     const auto& by_col = cells[key];
     auto median_at = [&](const std::string& v) -> json {
       auto it = by_col.find(v);
-      return it == by_col.end() || it->second.first.empty() ? json(nullptr) : json(Median(it->second.first));
+      return it == by_col.end() || it->second.first.empty() ? json(nullptr)
+                                                            : json(Median(it->second.first));
     };
     const json base = median_at(baseline);
     for (const std::string& v : col_values) {
       const json median = median_at(v);
       row.push_back(median);
       auto it = by_col.find(v);
-      row.push_back(it == by_col.end() || it->second.second.empty()
-                        ? json(nullptr)
-                        : json(*std::max_element(it->second.second.begin(), it->second.second.end())));
+      row.push_back(
+          it == by_col.end() || it->second.second.empty()
+              ? json(nullptr)
+              : json(*std::max_element(it->second.second.begin(), it->second.second.end())));
       if (v != baseline) {
         row.push_back(median.is_number() && base.is_number() && base.get<double>() > 0
                           ? json(median.get<double>() / base.get<double>())
@@ -270,7 +285,8 @@ int CompareCommand(Reads& reads, const CompareOptions& options, RowFormat format
   }
   if (!(options.ratio > 1)) return Fail(InvalidArgument("--ratio must be above 1"));
   // A pivot has medians, not verdicts: nothing to fail on, no tests to report.
-  if (pivot && options.fail_on_slower) return Fail(InvalidArgument("--fail-on slower needs two sweeps, not a pivot"));
+  if (pivot && options.fail_on_slower)
+    return Fail(InvalidArgument("--fail-on slower needs two sweeps, not a pivot"));
   if (pivot && format == RowFormat::kJunit) {
     return Fail(InvalidArgument("--format junit needs two sweeps, not a pivot"));
   }

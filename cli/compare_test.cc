@@ -1,9 +1,10 @@
 #include "cli/compare.h"
-#include "common/host_pace.h"
 
 #include <gtest/gtest.h>
 
 #include <random>
+
+#include "common/host_pace.h"
 
 namespace benchfleet {
 namespace {

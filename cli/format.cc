@@ -12,7 +12,8 @@ StatusOr<RowFormat> ParseRowFormat(const std::string& name) {
   if (name == "csv") return RowFormat::kCsv;
   if (name == "markdown") return RowFormat::kMarkdown;
   if (name == "junit") return RowFormat::kJunit;
-  return InvalidArgument("--format must be table, json, csv, markdown or junit, got \"" + name + "\"");
+  return InvalidArgument("--format must be table, json, csv, markdown or junit, got \"" + name +
+                         "\"");
 }
 
 std::string FormatCell(const nlohmann::json& value) {
@@ -83,7 +84,8 @@ std::string MarkdownRows(const std::vector<std::string>& columns, const nlohmann
   out += "\n";
   for (const auto& row : rows) {
     out += "|";
-    for (size_t c = 0; c < columns.size(); ++c) out += " " + (c < row.size() ? MarkdownCell(row[c]) : "") + " |";
+    for (size_t c = 0; c < columns.size(); ++c)
+      out += " " + (c < row.size() ? MarkdownCell(row[c]) : "") + " |";
     out += "\n";
   }
   return out;
@@ -102,7 +104,8 @@ std::string FormatRows(const std::vector<std::string>& columns, const nlohmann::
         // A column that holds JSON text (model_args, reruns) nests as JSON, not a string.
         const nlohmann::json& cell = row[c];
         if (cell.is_string() && !cell.get_ref<const std::string&>().empty() &&
-            (cell.get_ref<const std::string&>()[0] == '{' || cell.get_ref<const std::string&>()[0] == '[')) {
+            (cell.get_ref<const std::string&>()[0] == '{' ||
+             cell.get_ref<const std::string&>()[0] == '[')) {
           nlohmann::json nested = nlohmann::json::parse(cell.get<std::string>(), nullptr, false);
           if (!nested.is_discarded()) {
             object[columns[c]] = std::move(nested);

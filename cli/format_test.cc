@@ -31,9 +31,10 @@ TEST(FormatTest, JsonIsAnArrayOfObjects) {
   EXPECT_EQ(parsed[0]["batch_size"], 64);
   EXPECT_TRUE(parsed[1]["median_ms"].is_null());
   // model_args is stored as JSON text: it nests as an object, not a string.
-  auto nested = nlohmann::json::parse(FormatRows({"model", "model_args"},
-                                                 nlohmann::json::parse(R"([["mlp", "{\"layers\": [4, 2]}"], ["x", "{not json"]])"),
-                                                 RowFormat::kJson));
+  auto nested = nlohmann::json::parse(
+      FormatRows({"model", "model_args"},
+                 nlohmann::json::parse(R"([["mlp", "{\"layers\": [4, 2]}"], ["x", "{not json"]])"),
+                 RowFormat::kJson));
   EXPECT_EQ(nested[0]["model_args"]["layers"], nlohmann::json::parse("[4, 2]"));
   EXPECT_EQ(nested[1]["model_args"], "{not json");
 }

@@ -17,7 +17,8 @@ int main(int argc, char** argv) {
   client.coordinator = env && *env ? env : "tcp://127.0.0.1:5555";
   double timeout_s = kClientReplyTimeoutMs / 1000.0;
   auto* coordinator_flag =
-      app.add_option("--coordinator", client.coordinator, "coordinator's client endpoint (env BENCHFLEET_COORDINATOR)")
+      app.add_option("--coordinator", client.coordinator,
+                     "coordinator's client endpoint (env BENCHFLEET_COORDINATOR)")
           ->capture_default_str();
   app.add_option("--timeout", timeout_s, "seconds to wait for each reply")
       ->check(CLI::PositiveNumber)
@@ -57,26 +58,27 @@ int main(int argc, char** argv) {
   std::string view = "summary";
   auto* results_cmd = app.add_subcommand("results", "show results (the result_summary view)");
   results_cmd->add_option("--sweep", sweep_id, "only this sweep");
-  results_cmd->add_option("--format", format_name, "table, json, csv or markdown")->capture_default_str();
+  results_cmd->add_option("--format", format_name, "table, json, csv or markdown")
+      ->capture_default_str();
   auto* wide_flag = results_cmd->add_flag(
       "--wide", wide, "the wide table: the configuration and every result field marked `show`");
   auto* all_flag = results_cmd->add_flag("--all-columns", all_columns,
                                          "every column of result_summary in the table");
   results_cmd
-      ->add_option("--columns", result_columns,
-                   "only these columns, comma-separated, in every format (e.g. host,model,median,flags)")
+      ->add_option(
+          "--columns", result_columns,
+          "only these columns, comma-separated, in every format (e.g. host,model,median,flags)")
       ->excludes(wide_flag)
       ->excludes(all_flag);
   wide_flag->excludes(all_flag);
-  results_cmd
-      ->add_option("--view", view, ResultViewsHelp())
-      ->capture_default_str();
+  results_cmd->add_option("--view", view, ResultViewsHelp())->capture_default_str();
 
   std::vector<std::string> calibrate_agents;
   bool calibrate_wait = false;
   auto* calibrate_cmd =
       app.add_subcommand("calibrate", "measure the peak GFLOP/s and memory bandwidth of hosts");
-  calibrate_cmd->add_option("--agent", calibrate_agents, "agent to calibrate (repeatable; default all)");
+  calibrate_cmd->add_option("--agent", calibrate_agents,
+                            "agent to calibrate (repeatable; default all)");
   calibrate_cmd->add_flag("--wait", calibrate_wait, "wait and show the measured peaks");
 
   std::string sql;
@@ -84,7 +86,8 @@ int main(int argc, char** argv) {
       app.add_subcommand("query", "run a read-only SQL statement on the results store");
   query_cmd->add_option("SQL", sql, "one SQL statement, e.g. \"select * from result_summary\"")
       ->required();
-  query_cmd->add_option("--format", format_name, "table, json, csv or markdown")->capture_default_str();
+  query_cmd->add_option("--format", format_name, "table, json, csv or markdown")
+      ->capture_default_str();
 
   int64_t cancel_id = 0;
   auto* cancel_cmd = app.add_subcommand("cancel", "cancel the queued jobs of a sweep");
@@ -94,36 +97,50 @@ int main(int argc, char** argv) {
   double prune_wait_s = 3600;
   auto* prune_cmd = app.add_subcommand(
       "prune", "drop the raw samples of old results (their statistics stay), then vacuum");
-  prune_cmd->add_option("--samples-older-than", prune_age, "an age: 90d, 12h, 30m, 45s")->required();
-  prune_cmd->add_option("--wait-timeout", prune_wait_s, "seconds to wait for the coordinator to finish")
+  prune_cmd->add_option("--samples-older-than", prune_age, "an age: 90d, 12h, 30m, 45s")
+      ->required();
+  prune_cmd
+      ->add_option("--wait-timeout", prune_wait_s, "seconds to wait for the coordinator to finish")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
 
   CompareOptions compare;
   auto* compare_cmd = app.add_subcommand(
-      "compare", "two sweeps cell by cell (Mann-Whitney U on the raw samples), or a pivot of medians");
-  compare_cmd->add_option("SWEEPS", compare.sweeps, "SWEEP_A SWEEP_B, or one sweep with --rows/--cols")
+      "compare",
+      "two sweeps cell by cell (Mann-Whitney U on the raw samples), or a pivot of medians");
+  compare_cmd
+      ->add_option("SWEEPS", compare.sweeps, "SWEEP_A SWEEP_B, or one sweep with --rows/--cols")
       ->required()
       ->expected(1, 2);
-  compare_cmd->add_option("--rows", compare.rows, "pivot rows: model,batch_size,mode,dtype,threads,device,host")
+  compare_cmd
+      ->add_option("--rows", compare.rows,
+                   "pivot rows: model,batch_size,mode,dtype,threads,device,host")
       ->delimiter(',');
-  compare_cmd->add_option("--cols", compare.cols, "pivot columns: host, device, dtype, threads or sweep");
-  compare_cmd->add_option("--baseline", compare.baseline, "the column value ratios are to (default: the first)");
+  compare_cmd->add_option("--cols", compare.cols,
+                          "pivot columns: host, device, dtype, threads or sweep");
+  compare_cmd->add_option("--baseline", compare.baseline,
+                          "the column value ratios are to (default: the first)");
   compare_cmd->add_option("--ratio", compare.ratio, "a change smaller than this ratio is unchanged")
       ->capture_default_str();
-  compare_cmd->add_option("--format", format_name,
-                          "table, json, csv, markdown (a pull-request comment) or junit (a test per configuration)")
+  compare_cmd
+      ->add_option(
+          "--format", format_name,
+          "table, json, csv, markdown (a pull-request comment) or junit (a test per configuration)")
       ->capture_default_str();
   std::string compare_fail_on;
-  compare_cmd->add_option("--fail-on", compare_fail_on, "slower: exit 1 when any configuration is slower in SWEEP_B")
+  compare_cmd
+      ->add_option("--fail-on", compare_fail_on,
+                   "slower: exit 1 when any configuration is slower in SWEEP_B")
       ->check(CLI::IsMember({"slower"}));
 
   std::string regressions_since;
-  auto* regressions_cmd =
-      app.add_subcommand("regressions", "confirmed regressions and improvements (docs/regressions.md)");
-  regressions_cmd->add_option("--since", regressions_since, "only those decided within this age: 24h, 7d");
-  regressions_cmd->add_option("--format", format_name,
-                              "table, json, csv, markdown or junit (a test per configuration)")
+  auto* regressions_cmd = app.add_subcommand(
+      "regressions", "confirmed regressions and improvements (docs/regressions.md)");
+  regressions_cmd->add_option("--since", regressions_since,
+                              "only those decided within this age: 24h, 7d");
+  regressions_cmd
+      ->add_option("--format", format_name,
+                   "table, json, csv, markdown or junit (a test per configuration)")
       ->capture_default_str();
   std::string regressions_fail_on;
   regressions_cmd
@@ -136,7 +153,8 @@ int main(int argc, char** argv) {
   auto* baseline_reset = baseline_cmd->add_subcommand(
       "reset", "mark a known step: results before now leave the baseline, so it is not flagged");
   baseline_reset->add_option("--host", reset_host, "only this host's series (default: every host)");
-  baseline_reset->add_option("--model", reset_model, "only this model's series (default: every model)");
+  baseline_reset->add_option("--model", reset_model,
+                             "only this model's series (default: every model)");
   baseline_reset->add_option("--note", reset_note, "why (kept with the reset)");
 
   std::string price_host, price_currency = kDefaultCurrency;
@@ -144,62 +162,88 @@ int main(int argc, char** argv) {
   auto* host_cmd = app.add_subcommand("host", "facts the fleet keeps about a host");
   host_cmd->require_subcommand(1);
   auto* host_set_price = host_cmd->add_subcommand(
-      "set-price", "what an hour of a host costs from now on, for the cost views (docs/results.md, Cost)");
+      "set-price",
+      "what an hour of a host costs from now on, for the cost views (docs/results.md, Cost)");
   host_set_price->add_option("host", price_host, "the agent's name")->required();
-  host_set_price->add_option("price", price_per_hour, "price per hour")->required()->check(CLI::Range(0.0, kMaxPricePerHour));
+  host_set_price->add_option("price", price_per_hour, "price per hour")
+      ->required()
+      ->check(CLI::Range(0.0, kMaxPricePerHour));
   host_set_price->add_option("--currency", price_currency, "ISO 4217 code")->capture_default_str();
 
   std::string recommend_model, recommend_by = "throughput";
   std::optional<double> recommend_slo, recommend_drop;
   auto* recommend_cmd = app.add_subcommand(
-      "recommend", "per host, the Pareto-optimal configurations of a model and the best under constraints");
+      "recommend",
+      "per host, the Pareto-optimal configurations of a model and the best under constraints");
   recommend_cmd->add_option("--model", recommend_model, "the model")->required();
   recommend_cmd->add_option("--slo-p99-ms", recommend_slo, "p99 latency at most this (ms)");
-  recommend_cmd->add_option("--max-accuracy-drop", recommend_drop,
-                            "accuracy loss at most this (1 - top-1 agreement, else relative error)");
-  recommend_cmd->add_option("--by", recommend_by, "throughput, latency, cost or energy")->capture_default_str();
-  recommend_cmd->add_option("--format", format_name, "table, json or markdown")->capture_default_str();
+  recommend_cmd->add_option(
+      "--max-accuracy-drop", recommend_drop,
+      "accuracy loss at most this (1 - top-1 agreement, else relative error)");
+  recommend_cmd->add_option("--by", recommend_by, "throughput, latency, cost or energy")
+      ->capture_default_str();
+  recommend_cmd->add_option("--format", format_name, "table, json or markdown")
+      ->capture_default_str();
 
   ScheduleOptions schedule;
   auto* schedule_cmd = app.add_subcommand(
-      "schedule", "run a sweep file by itself at the slots of a cron expression (docs/schedules.md)");
+      "schedule",
+      "run a sweep file by itself at the slots of a cron expression (docs/schedules.md)");
   schedule_cmd->require_subcommand(1);
   auto* schedule_add = schedule_cmd->add_subcommand("add", "add a schedule");
-  schedule_add->add_option("--name", schedule.name, "its name: letters, digits, '-', '_', '.'")->required();
-  schedule_add->add_option("--cron", schedule.cron, "minute hour day-of-month month day-of-week, e.g. \"0 2 * * *\"")
+  schedule_add->add_option("--name", schedule.name, "its name: letters, digits, '-', '_', '.'")
       ->required();
-  schedule_add->add_option("--tz", schedule.tz, "IANA time zone the expression is read in")->capture_default_str();
-  schedule_add->add_option("--overlap", schedule.overlap,
-                           "skip: a slot while the last sweep still runs is skipped; queue: stored anyway")
+  schedule_add
+      ->add_option("--cron", schedule.cron,
+                   "minute hour day-of-month month day-of-week, e.g. \"0 2 * * *\"")
+      ->required();
+  schedule_add->add_option("--tz", schedule.tz, "IANA time zone the expression is read in")
+      ->capture_default_str();
+  schedule_add
+      ->add_option("--overlap", schedule.overlap,
+                   "skip: a slot while the last sweep still runs is skipped; queue: stored anyway")
       ->check(CLI::IsMember({"skip", "queue"}))
       ->capture_default_str();
-  schedule_add->add_option("--start-deadline", schedule.start_deadline_s,
-                           "seconds after its slot a firing may still start after downtime (default: one period)");
-  schedule_add->add_option("--label", schedule.labels,
-                           "KEY=VALUE stored with each of its sweeps (repeatable), e.g. --label team=infra");
-  schedule_add->add_option("FILE", schedule.file, "sweep file (JSON, see schemas/sweep.md)")->required();
-  auto* schedule_list = schedule_cmd->add_subcommand("list", "list the schedules and their next slots");
+  schedule_add->add_option(
+      "--start-deadline", schedule.start_deadline_s,
+      "seconds after its slot a firing may still start after downtime (default: one period)");
+  schedule_add->add_option(
+      "--label", schedule.labels,
+      "KEY=VALUE stored with each of its sweeps (repeatable), e.g. --label team=infra");
+  schedule_add->add_option("FILE", schedule.file, "sweep file (JSON, see schemas/sweep.md)")
+      ->required();
+  auto* schedule_list =
+      schedule_cmd->add_subcommand("list", "list the schedules and their next slots");
   schedule_list->add_option("--format", format_name, "table, json or csv")->capture_default_str();
-  auto* schedule_remove = schedule_cmd->add_subcommand("remove", "remove a schedule (its history stays)");
+  auto* schedule_remove =
+      schedule_cmd->add_subcommand("remove", "remove a schedule (its history stays)");
   schedule_remove->add_option("NAME", schedule.name, "the schedule")->required();
-  auto* schedule_run_now = schedule_cmd->add_subcommand("run-now", "submit a schedule's sweep at once");
+  auto* schedule_run_now =
+      schedule_cmd->add_subcommand("run-now", "submit a schedule's sweep at once");
   schedule_run_now->add_option("NAME", schedule.name, "the schedule")->required();
-  auto* schedule_history = schedule_cmd->add_subcommand("history", "every slot's outcome and sweep, newest first");
+  auto* schedule_history =
+      schedule_cmd->add_subcommand("history", "every slot's outcome and sweep, newest first");
   schedule_history->add_option("NAME", schedule.name, "only this schedule");
-  schedule_history->add_option("--limit", schedule.limit, "rows")->check(CLI::Range(1, 10000))->capture_default_str();
-  schedule_history->add_option("--format", format_name, "table, json or csv")->capture_default_str();
+  schedule_history->add_option("--limit", schedule.limit, "rows")
+      ->check(CLI::Range(1, 10000))
+      ->capture_default_str();
+  schedule_history->add_option("--format", format_name, "table, json or csv")
+      ->capture_default_str();
 
   ReportOptions report;
   auto* report_cmd = app.add_subcommand(
-      "report", "write one self-contained HTML page of charts of a sweep or a time range (docs/results.md)");
+      "report",
+      "write one self-contained HTML page of charts of a sweep or a time range (docs/results.md)");
   auto* report_sweep = report_cmd->add_option("--sweep", report.sweep, "only this sweep");
-  report_cmd->add_option("--since", report.since, "every sweep with results within this age: 24h, 7d")
+  report_cmd
+      ->add_option("--since", report.since, "every sweep with results within this age: 24h, 7d")
       ->excludes(report_sweep)
       ->capture_default_str();
   report_cmd->add_option("--out", report.out, "the HTML file to write")->required();
 
   std::string keygen_prefix;
-  auto* keygen_cmd = app.add_subcommand("keygen", "make a CURVE key pair: PREFIX.key and PREFIX.pub");
+  auto* keygen_cmd =
+      app.add_subcommand("keygen", "make a CURVE key pair: PREFIX.key and PREFIX.pub");
   keygen_cmd->add_option("PREFIX", keygen_prefix, "path prefix of the two files")->required();
   bool keygen_force = false;
   keygen_cmd->add_flag("--force", keygen_force,
@@ -209,14 +253,18 @@ int main(int argc, char** argv) {
   const char* env_db = std::getenv("BENCHFLEET_DB");
   std::string db_file = env_db ? env_db : "";
   bool db_flag = false;
-  for (CLI::App* read_cmd : {results_cmd, query_cmd, compare_cmd, regressions_cmd, recommend_cmd, report_cmd}) {
-    read_cmd->add_option("--db", db_file,
-                         "read this results store file (results.db) here, read-only, with no coordinator "
-                         "(env BENCHFLEET_DB)");
+  for (CLI::App* read_cmd :
+       {results_cmd, query_cmd, compare_cmd, regressions_cmd, recommend_cmd, report_cmd}) {
+    read_cmd->add_option(
+        "--db", db_file,
+        "read this results store file (results.db) here, read-only, with no coordinator "
+        "(env BENCHFLEET_DB)");
   }
 
-  if (const int exit_status = ParseCommandLine(app, argc, argv); exit_status >= 0) return exit_status;
-  for (CLI::App* read_cmd : {results_cmd, query_cmd, compare_cmd, regressions_cmd, recommend_cmd, report_cmd}) {
+  if (const int exit_status = ParseCommandLine(app, argc, argv); exit_status >= 0)
+    return exit_status;
+  for (CLI::App* read_cmd :
+       {results_cmd, query_cmd, compare_cmd, regressions_cmd, recommend_cmd, report_cmd}) {
     db_flag = db_flag || read_cmd->count("--db") > 0;
   }
   if (*keygen_cmd) return KeygenCommand(keygen_prefix, keygen_force);
@@ -242,16 +290,19 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (*format == RowFormat::kJunit && !*compare_cmd && !*regressions_cmd) {
-    std::cerr << "benchfleet: --format junit is for compare and regressions, whose rows pass or fail\n";
+    std::cerr
+        << "benchfleet: --format junit is for compare and regressions, whose rows pass or fail\n";
     return 2;
   }
   // --db on the command line, else BENCHFLEET_DB unless --coordinator is given.
   if (db_flag && coordinator_flag->count() > 0) {
-    std::cerr << "benchfleet: --db reads a store file here and --coordinator asks a coordinator: give one\n";
+    std::cerr << "benchfleet: --db reads a store file here and --coordinator asks a coordinator: "
+                 "give one\n";
     return 2;
   }
   const std::string store_file = db_flag || coordinator_flag->count() == 0 ? db_file : "";
-  const std::unique_ptr<Reads> reads = store_file.empty() ? CoordinatorReads(client) : StoreFileReads(store_file);
+  const std::unique_ptr<Reads> reads =
+      store_file.empty() ? CoordinatorReads(client) : StoreFileReads(store_file);
   if (*submit_cmd) return SubmitCommand(client, submit);
   if (*status_cmd) return StatusCommand(client, sweep_id, *format);
   if (*results_cmd) {
@@ -270,13 +321,15 @@ int main(int argc, char** argv) {
   if (*cancel_cmd) return CancelCommand(client, cancel_id);
   if (*prune_cmd) return PruneCommand(client, prune_age, prune_wait_s);
   if (*regressions_cmd) {
-    return RegressionsCommand(*reads, regressions_since, *format, regressions_fail_on == "confirmed");
+    return RegressionsCommand(*reads, regressions_since, *format,
+                              regressions_fail_on == "confirmed");
   }
   if (*recommend_cmd) {
     RecommendOptions options;
     const auto by = ParseRecommendBy(recommend_by);
     if (!by) {
-      std::cerr << "benchfleet: --by must be throughput, latency, cost or energy, got \"" << recommend_by << "\"\n";
+      std::cerr << "benchfleet: --by must be throughput, latency, cost or energy, got \""
+                << recommend_by << "\"\n";
       return 2;
     }
     options.by = *by;
@@ -292,7 +345,8 @@ int main(int argc, char** argv) {
   if (*baseline_reset) return BaselineResetCommand(client, reset_host, reset_model, reset_note);
   if (*host_set_price) return SetPriceCommand(client, price_host, price_per_hour, price_currency);
   if (*schedule_cmd) {
-    for (auto* sub : {schedule_add, schedule_list, schedule_remove, schedule_run_now, schedule_history}) {
+    for (auto* sub :
+         {schedule_add, schedule_list, schedule_remove, schedule_run_now, schedule_history}) {
       if (*sub) schedule.action = sub->get_name();
     }
     return ScheduleCommand(client, schedule, *format);

@@ -34,17 +34,19 @@ Status UploadFile(CoordinatorClient& client, const std::string& path, const File
     auto stored = ModelStoredReply::FromJson(reply->body);
     if (!stored.ok()) return stored.status();
     if (stored->stored) {
-      progress << "model " << path << ": " << (sent == 0 ? "already stored" : "uploaded") << ", sha256 "
-               << digest.sha256 << " (" << Mebibytes(digest.size) << ")\n";
+      progress << "model " << path << ": " << (sent == 0 ? "already stored" : "uploaded")
+               << ", sha256 " << digest.sha256 << " (" << Mebibytes(digest.size) << ")\n";
       return Status::Ok();
     }
     request.offset = stored->next_offset;
-    request.data.assign(static_cast<size_t>(std::min(kModelChunkBytes, digest.size - request.offset)), '\0');
+    request.data.assign(
+        static_cast<size_t>(std::min(kModelChunkBytes, digest.size - request.offset)), '\0');
     in.clear();
     in.seekg(request.offset);
     in.read(request.data.data(), static_cast<std::streamsize>(request.data.size()));
     if (in.gcount() != static_cast<std::streamsize>(request.data.size())) {
-      return FailedPrecondition("model file " + path + " changed while it was uploaded; submit again");
+      return FailedPrecondition("model file " + path +
+                                " changed while it was uploaded; submit again");
     }
     sent += static_cast<int64_t>(request.data.size());
   }
@@ -60,7 +62,8 @@ Status UploadModels(CoordinatorClient& client, nlohmann::json* sweep, std::ostre
     if (!digest.ok()) return InvalidArgument(ref.field + ": " + digest.status().message());
     if (digest->size == 0 || digest->size > kMaxModelBytes) {
       return InvalidArgument(ref.field + ": " + ref.value + " is " + std::to_string(digest->size) +
-                             " bytes; a model file is 1 byte to " + std::to_string(kMaxModelBytes) + " bytes");
+                             " bytes; a model file is 1 byte to " + std::to_string(kMaxModelBytes) +
+                             " bytes");
     }
     RETURN_IF_ERROR(UploadFile(client, ref.value, *digest, progress));
     sha256_of[ref.value] = digest->sha256;

@@ -1,6 +1,4 @@
 // The commands that read: status, results, query, the views, recommend, regressions.
-#include "cli/command_support.h"
-
 #include <unistd.h>
 
 #include <algorithm>
@@ -15,18 +13,19 @@
 
 #include "cli/ci_output.h"
 #include "cli/client.h"
+#include "cli/command_support.h"
 #include "cli/compare.h"
-#include "common/host_pace.h"
 #include "cli/model_upload.h"
 #include "cli/queries.h"
 #include "cli/results_table.h"
 #include "common/client_replies.h"
 #include "common/clock.h"
 #include "common/files.h"
+#include "common/host_pace.h"
 #include "common/job_spec.h"
+#include "common/median.h"
 #include "common/messages.h"
 #include "common/model_files.h"
-#include "common/median.h"
 #include "common/result_fields.h"
 #include "common/status_reply.h"
 #include "common/sweep.h"
@@ -48,8 +47,9 @@ int StatusCommand(const ClientOptions& client_options, std::optional<int64_t> sw
   json sweep_rows = json::array();
   for (const SweepOverview& s : reply->sweeps) {
     const SweepJobCounts& j = s.jobs;
-    sweep_rows.push_back({s.sweep_id, s.name, s.state, j.total, j.queued, j.running, j.done, j.failed, j.cancelled,
-                          s.eta_s ? json(Duration(*s.eta_s)) : json(nullptr), s.created_at, LabelsText(s.labels)});
+    sweep_rows.push_back({s.sweep_id, s.name, s.state, j.total, j.queued, j.running, j.done,
+                          j.failed, j.cancelled, s.eta_s ? json(Duration(*s.eta_s)) : json(nullptr),
+                          s.created_at, LabelsText(s.labels)});
   }
   std::cout << "sweeps\n"
             << FormatRows({"sweep_id", "name", "state", "jobs", "queued", "running", "done",
@@ -64,21 +64,26 @@ int StatusCommand(const ClientOptions& client_options, std::optional<int64_t> sw
       const RunningJobSummary& job = *a.job;
       sweep = job.sweep_id;
       auto text = [](const std::optional<std::string>& v) { return v.value_or("null"); };
-      auto number = [](const std::optional<int64_t>& v) { return v ? std::to_string(*v) : std::string("null"); };
-      what = job.kind == "calibration" ? "calibration"
-                                       : text(job.model) + " " + text(job.mode) + " " + text(job.dtype) + " batch " +
-                                             number(job.batch_size) + " threads " + number(job.threads) + " on " +
-                                             job.device;
+      auto number = [](const std::optional<int64_t>& v) {
+        return v ? std::to_string(*v) : std::string("null");
+      };
+      what = job.kind == "calibration"
+                 ? "calibration"
+                 : text(job.model) + " " + text(job.mode) + " " + text(job.dtype) + " batch " +
+                       number(job.batch_size) + " threads " + number(job.threads) + " on " +
+                       job.device;
       int64_t started_us = 0;
       if (ParseUtcIso8601(job.started_at, &started_us)) {
         running = Duration(static_cast<double>(now_us - started_us) / 1e6);
       }
     }
-    agent_rows.push_back({a.agent, a.Busy() ? "busy" : "idle", a.job_id ? json(*a.job_id) : json(nullptr), sweep,
-                          what, running, a.last_seen_ms_ago});
+    agent_rows.push_back({a.agent, a.Busy() ? "busy" : "idle",
+                          a.job_id ? json(*a.job_id) : json(nullptr), sweep, what, running,
+                          a.last_seen_ms_ago});
   }
   std::cout << "\nagents\n"
-            << FormatRows({"agent", "state", "job_id", "sweep_id", "job", "running_for", "last_seen_ms_ago"},
+            << FormatRows({"agent", "state", "job_id", "sweep_id", "job", "running_for",
+                           "last_seen_ms_ago"},
                           agent_rows, format);
   if (!reply->waiting.empty()) {
     std::cout << "\nwaiting\n";
@@ -92,14 +97,15 @@ int StatusCommand(const ClientOptions& client_options, std::optional<int64_t> sw
   }
   if (format == RowFormat::kTable) {
     std::cout << "\ncounters";
-    for (const auto& [name, value] : reply->counters.Named()) std::cout << "  " << name << "=" << value;
+    for (const auto& [name, value] : reply->counters.Named())
+      std::cout << "  " << name << "=" << value;
     std::cout << "\n";
   }
   return 0;
 }
 
-int ResultsCommand(Reads& reads, std::optional<int64_t> sweep_id,
-                   RowFormat format, const ResultColumnChoice& columns) {
+int ResultsCommand(Reads& reads, std::optional<int64_t> sweep_id, RowFormat format,
+                   const ResultColumnChoice& columns) {
   auto rows = reads.ResultSummary(sweep_id);
   if (!rows.ok()) return Fail(rows.status());
   // Which columns, and the compact table's derived cells: cli/results_table.h.
@@ -132,11 +138,12 @@ std::string ResultViewsHelp() {
   return help;
 }
 
-int ViewCommand(Reads& reads, const std::string& view,
-                std::optional<int64_t> sweep_id, RowFormat format) {
+int ViewCommand(Reads& reads, const std::string& view, std::optional<int64_t> sweep_id,
+                RowFormat format) {
   if (view == "summary") return ResultsCommand(reads, sweep_id, format, ResultColumnChoice{});
   const auto& views = ResultViewTable();
-  auto it = std::find_if(views.begin(), views.end(), [&](const ResultView& v) { return view == v.name; });
+  auto it =
+      std::find_if(views.begin(), views.end(), [&](const ResultView& v) { return view == v.name; });
   if (it == views.end()) {
     std::string names;
     for (const ResultView& v : views) names += (names.empty() ? "" : ", ") + std::string(v.name);
@@ -162,11 +169,21 @@ int RecommendCommand(Reads& reads, const std::string& model, const RecommendOpti
     std::cout << out.dump(2) << "\n";
     return 0;
   }
-  const std::vector<std::string> columns = {"job_id",           "device",           "dtype",
-                                            "threads",          "batch_size",       "replicas",
-                                            "scenario",         "throughput_per_s", "p99_ms",
-                                            "median_ms",        "median_ci_low_ms", "median_ci_high_ms",
-                                            "accuracy_loss",    "cost_per_1m_samples", "noisy",
+  const std::vector<std::string> columns = {"job_id",
+                                            "device",
+                                            "dtype",
+                                            "threads",
+                                            "batch_size",
+                                            "replicas",
+                                            "scenario",
+                                            "throughput_per_s",
+                                            "p99_ms",
+                                            "median_ms",
+                                            "median_ci_low_ms",
+                                            "median_ci_high_ms",
+                                            "accuracy_loss",
+                                            "cost_per_1m_samples",
+                                            "noisy",
                                             "stale"};
   for (const HostRecommendation& r : recommendations) {
     json rows = json::array();
@@ -189,7 +206,8 @@ int RecommendCommand(Reads& reads, const std::string& model, const RecommendOpti
   return 0;
 }
 
-int RegressionsCommand(Reads& reads, const std::string& since, RowFormat format, bool fail_on_confirmed) {
+int RegressionsCommand(Reads& reads, const std::string& since, RowFormat format,
+                       bool fail_on_confirmed) {
   std::optional<int64_t> within_s;
   if (!since.empty()) {
     auto seconds = ParseAge(since);
@@ -204,13 +222,14 @@ int RegressionsCommand(Reads& reads, const std::string& since, RowFormat format,
     return gate;
   }
   if (reply->rows.empty() && (format == RowFormat::kTable || format == RowFormat::kMarkdown)) {
-    std::cout << "no confirmed regression or improvement" << (since.empty() ? "" : " in the last " + since) << "\n";
+    std::cout << "no confirmed regression or improvement"
+              << (since.empty() ? "" : " in the last " + since) << "\n";
     return gate;
   }
   if (format == RowFormat::kMarkdown) {
     const int regressions = CountRegressions(*reply);
-    std::cout << "**" << regressions << " regression(s), " << static_cast<int>(reply->rows.size()) - regressions
-              << " improvement(s)**\n\n";
+    std::cout << "**" << regressions << " regression(s), "
+              << static_cast<int>(reply->rows.size()) - regressions << " improvement(s)**\n\n";
   }
   PrintRows(*reply, format);
   return gate;

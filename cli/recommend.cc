@@ -30,10 +30,14 @@ bool MeetsConstraints(const Candidate& c, const RecommendOptions& options, std::
 bool Better(const Candidate& a, const Candidate& b, RecommendBy by) {
   auto key = [by](const Candidate& c) -> double {
     switch (by) {
-      case RecommendBy::kThroughput: return -c.throughput_per_s;
-      case RecommendBy::kLatency: return c.p99_ms;
-      case RecommendBy::kCost: return c.cost_per_1m.value_or(INFINITY);
-      case RecommendBy::kEnergy: return c.joules_per_sample.value_or(INFINITY);
+      case RecommendBy::kThroughput:
+        return -c.throughput_per_s;
+      case RecommendBy::kLatency:
+        return c.p99_ms;
+      case RecommendBy::kCost:
+        return c.cost_per_1m.value_or(INFINITY);
+      case RecommendBy::kEnergy:
+        return c.joules_per_sample.value_or(INFINITY);
     }
     return 0;
   };
@@ -137,8 +141,8 @@ std::vector<HostRecommendation> Recommend(const std::vector<Candidate>& candidat
     HostRecommendation r;
     r.host = host;
     for (const Candidate& c : list) {
-      const bool dominated =
-          std::any_of(list.begin(), list.end(), [&](const Candidate& other) { return Dominates(other, c); });
+      const bool dominated = std::any_of(
+          list.begin(), list.end(), [&](const Candidate& other) { return Dominates(other, c); });
       if (!dominated) r.pareto.push_back(c);
     }
     std::sort(r.pareto.begin(), r.pareto.end(),
@@ -155,21 +159,25 @@ std::vector<HostRecommendation> Recommend(const std::vector<Candidate>& candidat
       if (!r.best || Better(c, *r.best, options.by)) r.best = c;
     }
     if (!r.best) {
-      r.warnings.push_back("no configuration meets the constraints (" + std::to_string(refused) + " of " +
-                           std::to_string(list.size()) + " refused; first: " + why_not + ")");
+      r.warnings.push_back("no configuration meets the constraints (" + std::to_string(refused) +
+                           " of " + std::to_string(list.size()) + " refused; first: " + why_not +
+                           ")");
     } else {
       if (options.by == RecommendBy::kCost && !r.best->cost_per_1m) {
-        r.warnings.push_back("the host has no price (benchfleet host set-price): cost could not decide");
+        r.warnings.push_back(
+            "the host has no price (benchfleet host set-price): cost could not decide");
       }
       if (options.by == RecommendBy::kEnergy && !r.best->joules_per_sample) {
         r.warnings.push_back("no energy counter on this host: energy could not decide");
       }
       if (r.best->noisy) {
-        r.warnings.push_back(Describe(*r.best) +
-                             " is noisy: its median's 95% interval stayed wider than the sweep's target_ci");
+        r.warnings.push_back(
+            Describe(*r.best) +
+            " is noisy: its median's 95% interval stayed wider than the sweep's target_ci");
       }
       if (r.best->stale) {
-        r.warnings.push_back(Describe(*r.best) + " is stale: measured before the host's last fingerprint change");
+        r.warnings.push_back(Describe(*r.best) +
+                             " is stale: measured before the host's last fingerprint change");
       }
     }
     out.push_back(std::move(r));
@@ -178,26 +186,29 @@ std::vector<HostRecommendation> Recommend(const std::vector<Candidate>& candidat
 }
 
 nlohmann::json CandidateJson(const Candidate& c) {
-  auto optional = [](const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
-  return nlohmann::json{{"job_id", c.job_id},
-                          {"model", c.model},
-                          {"device", c.device},
-                          {"dtype", c.dtype},
-                          {"threads", c.threads},
-                          {"batch_size", c.batch_size},
-                          {"replicas", c.replicas},
-                          {"scenario", c.scenario},
-                          {"throughput_per_s", c.throughput_per_s},
-                          {"p99_ms", c.p99_ms},
-                          {"median_ms", optional(c.median_ms)},
-                          {"median_ci_low_ms", optional(c.median_ci_low_ms)},
-                          {"median_ci_high_ms", optional(c.median_ci_high_ms)},
-                          {"accuracy_loss", optional(c.accuracy_loss)},
-                          {"cost_per_1m_samples", optional(c.cost_per_1m)},
-                          {"currency", c.currency.empty() ? nlohmann::json(nullptr) : nlohmann::json(c.currency)},
-                          {"joules_per_sample", optional(c.joules_per_sample)},
-                          {"noisy", c.noisy},
-                          {"stale", c.stale}};
+  auto optional = [](const std::optional<double>& v) {
+    return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+  };
+  return nlohmann::json{
+      {"job_id", c.job_id},
+      {"model", c.model},
+      {"device", c.device},
+      {"dtype", c.dtype},
+      {"threads", c.threads},
+      {"batch_size", c.batch_size},
+      {"replicas", c.replicas},
+      {"scenario", c.scenario},
+      {"throughput_per_s", c.throughput_per_s},
+      {"p99_ms", c.p99_ms},
+      {"median_ms", optional(c.median_ms)},
+      {"median_ci_low_ms", optional(c.median_ci_low_ms)},
+      {"median_ci_high_ms", optional(c.median_ci_high_ms)},
+      {"accuracy_loss", optional(c.accuracy_loss)},
+      {"cost_per_1m_samples", optional(c.cost_per_1m)},
+      {"currency", c.currency.empty() ? nlohmann::json(nullptr) : nlohmann::json(c.currency)},
+      {"joules_per_sample", optional(c.joules_per_sample)},
+      {"noisy", c.noisy},
+      {"stale", c.stale}};
 }
 
 nlohmann::json ToJson(const HostRecommendation& r) {

@@ -46,8 +46,8 @@ struct RecommendOptions {
 
 struct HostRecommendation {
   std::string host;
-  std::vector<Candidate> pareto;   // none dominated by another of the host's, best first
-  std::optional<Candidate> best;   // within the constraints, by options.by
+  std::vector<Candidate> pareto;  // none dominated by another of the host's, best first
+  std::optional<Candidate> best;  // within the constraints, by options.by
   std::vector<std::string> warnings;
 };
 

@@ -7,8 +7,9 @@
 namespace benchfleet {
 namespace {
 
-Candidate Make(int64_t job, const std::string& host, const std::string& dtype, int64_t threads, int64_t batch,
-               double throughput, double p99, std::optional<double> loss, std::optional<double> cost = std::nullopt) {
+Candidate Make(int64_t job, const std::string& host, const std::string& dtype, int64_t threads,
+               int64_t batch, double throughput, double p99, std::optional<double> loss,
+               std::optional<double> cost = std::nullopt) {
   Candidate c;
   c.job_id = job;
   c.host = host;
@@ -37,11 +38,11 @@ TEST(RecommendTest, DominanceNeedsEveryObjectiveAtLeastAsGoodAndOneBetter) {
   const Candidate lossy = Make(3, "a", "int8", 2, 64, 2000, 3, 0.02);
   EXPECT_TRUE(Dominates(fast, slow));
   EXPECT_FALSE(Dominates(slow, fast));
-  EXPECT_FALSE(Dominates(fast, fast));             // equal is not better
-  EXPECT_FALSE(Dominates(lossy, fast));            // faster, but loses accuracy
+  EXPECT_FALSE(Dominates(fast, fast));   // equal is not better
+  EXPECT_FALSE(Dominates(lossy, fast));  // faster, but loses accuracy
   EXPECT_FALSE(Dominates(fast, lossy));
   Candidate unmeasured = lossy;
-  unmeasured.accuracy_loss.reset();                // unknown loss counts as worst
+  unmeasured.accuracy_loss.reset();  // unknown loss counts as worst
   EXPECT_TRUE(Dominates(lossy, unmeasured));
 }
 
@@ -50,8 +51,7 @@ TEST(RecommendTest, ThePerHostParetoSetAndTheBestUnderTheConstraints) {
       Make(1, "a", "fp32", 1, 1, 400, 2.5, 0),     // lowest latency
       Make(2, "a", "fp32", 2, 64, 9000, 7.1, 0),   // most exact throughput
       Make(3, "a", "fp32", 1, 64, 5000, 12.8, 0),  // dominated by 2
-      Make(4, "a", "int8", 2, 64, 20000, 3.2, 0.03),
-      Make(5, "b", "fp32", 2, 64, 3000, 21, 0)};
+      Make(4, "a", "int8", 2, 64, 20000, 3.2, 0.03), Make(5, "b", "fp32", 2, 64, 3000, 21, 0)};
   RecommendOptions options;  // by throughput, no constraints
   auto r = Recommend(rows, options);
   ASSERT_EQ(r.size(), 2u);
@@ -70,7 +70,8 @@ TEST(RecommendTest, ThePerHostParetoSetAndTheBestUnderTheConstraints) {
   EXPECT_EQ(r[0].best->job_id, 1);
   EXPECT_FALSE(r[1].best);
   ASSERT_EQ(r[1].warnings.size(), 1u);
-  EXPECT_NE(r[1].warnings[0].find("no configuration meets the constraints (1 of 1 refused"), std::string::npos)
+  EXPECT_NE(r[1].warnings[0].find("no configuration meets the constraints (1 of 1 refused"),
+            std::string::npos)
       << r[1].warnings[0];
   // By latency, without constraints.
   options = {};
@@ -92,7 +93,8 @@ TEST(RecommendTest, ByCostOrEnergyAndTheWarningsOfWhatTheBestRestsOn) {
   rows[1].stale = true;
   r = Recommend(rows, options);
   ASSERT_EQ(r[0].warnings.size(), 2u);
-  EXPECT_NE(r[0].warnings[0].find("job 2 (cpu fp32, 1 thread, batch 64, offline) is noisy"), std::string::npos);
+  EXPECT_NE(r[0].warnings[0].find("job 2 (cpu fp32, 1 thread, batch 64, offline) is noisy"),
+            std::string::npos);
   EXPECT_NE(r[0].warnings[1].find("is stale"), std::string::npos);
   // No energy counter: the figure cannot decide, and the answer says so.
   options.by = RecommendBy::kEnergy;

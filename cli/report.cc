@@ -305,27 +305,28 @@ class Report {
           warnings += "<p class=\"warning\">" + EscapeXml(r.host + ": " + w) + "</p>\n";
         }
       }
-      out += Section(std::string(title) + ": " + model,
-                     "Per host, the configurations of " + model +
-                         " no other beats on throughput, p99 latency, accuracy loss and cost at once "
-                         "(the Pareto set), the one with the most throughput marked best; "
-                         "benchfleet recommend --model " + model +
-                         " applies an SLO, an accuracy limit or another criterion.",
-                     warnings + Table(rows, {{"host", "host"},
-                                             {"choice", "choice"},
-                                             {"job_id", "job"},
-                                             {"device", "device"},
-                                             {"dtype", "dtype"},
-                                             {"threads", "threads"},
-                                             {"batch_size", "batch"},
-                                             {"replicas", "replicas"},
-                                             {"scenario", "scenario"},
-                                             {"throughput_per_s", "samples/s"},
-                                             {"p99_ms", "p99 ms"},
-                                             {"accuracy_loss", "accuracy loss"},
-                                             {"cost_per_1m_samples", "cost per 1M"},
-                                             {"currency", "currency"},
-                                             {"flags", "flags"}}));
+      out +=
+          Section(std::string(title) + ": " + model,
+                  "Per host, the configurations of " + model +
+                      " no other beats on throughput, p99 latency, accuracy loss and cost at once "
+                      "(the Pareto set), the one with the most throughput marked best; "
+                      "benchfleet recommend --model " +
+                      model + " applies an SLO, an accuracy limit or another criterion.",
+                  warnings + Table(rows, {{"host", "host"},
+                                          {"choice", "choice"},
+                                          {"job_id", "job"},
+                                          {"device", "device"},
+                                          {"dtype", "dtype"},
+                                          {"threads", "threads"},
+                                          {"batch_size", "batch"},
+                                          {"replicas", "replicas"},
+                                          {"scenario", "scenario"},
+                                          {"throughput_per_s", "samples/s"},
+                                          {"p99_ms", "p99 ms"},
+                                          {"accuracy_loss", "accuracy loss"},
+                                          {"cost_per_1m_samples", "cost per 1M"},
+                                          {"currency", "currency"},
+                                          {"flags", "flags"}}));
     }
     return out;
   }
@@ -357,8 +358,9 @@ class Report {
       r["confirmed"] = direction.empty() ? "" : direction + " " + Str(r, "change_pct") + "%";
       medians.push_back(Real(r, "median_ms"));
       const bool interval = r["median_ci_low_ms"].is_number() && r["median_ci_high_ms"].is_number();
-      r["interval"] = interval ? FormatCell(r["median_ci_low_ms"]) + " - " + FormatCell(r["median_ci_high_ms"])
-                               : "";
+      r["interval"] =
+          interval ? FormatCell(r["median_ci_low_ms"]) + " - " + FormatCell(r["median_ci_high_ms"])
+                   : "";
       ChartPoint point{ParseUtc(Str(r, "received_at")), Real(r, "median_ms"), mark,
                        Str(r, "received_at") + " job " + Str(r, "job_id") + ": " +
                            FormatCell(r["median_ms"]) + " ms" +

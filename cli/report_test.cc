@@ -32,8 +32,8 @@ class FakeStore {
     return [this](const std::string& sql) -> StatusOr<RowsReply> {
       queries.push_back(sql);
       for (const std::string from :
-           {"result_capacity", "cpu_gpu_speedup", "parallel_scaling", "thread_scaling", "dtype_comparison",
-            "result_summary", "WITH chosen", "FROM sweeps"}) {
+           {"result_capacity", "cpu_gpu_speedup", "parallel_scaling", "thread_scaling",
+            "dtype_comparison", "result_summary", "WITH chosen", "FROM sweeps"}) {
         if (sql.find(from) == std::string::npos) continue;
         json body = {{"columns", json::array()}, {"rows", json::array()}, {"truncated", false}};
         const auto& rows = tables_[from];
@@ -173,13 +173,24 @@ std::string SectionText(const std::string& html, const std::string& title) {
 
 TEST(Report, RecommendationPerModelMarksTheBestAndDropsDominatedRows) {
   FakeStore store;
-  store.Add("FROM sweeps", {{"sweep_id", 3}, {"name", "night"}, {"labels", "{}"}, {"state", "done"}});
-  auto candidate = [](int job, const std::string& host, const std::string& dtype, int threads, double throughput,
-                      double p99, json loss) {
-    return json{{"job_id", job}, {"host", host}, {"model", "mlp"}, {"device", "cpu"}, {"dtype", dtype},
-                {"scenario", "offline"}, {"threads", threads}, {"batch_size", 64}, {"replicas", 1},
-                {"capacity_per_s", throughput}, {"latency_p99_ms", p99}, {"accuracy_loss", loss},
-                {"noisy", 0}, {"stale", 0}};
+  store.Add("FROM sweeps",
+            {{"sweep_id", 3}, {"name", "night"}, {"labels", "{}"}, {"state", "done"}});
+  auto candidate = [](int job, const std::string& host, const std::string& dtype, int threads,
+                      double throughput, double p99, json loss) {
+    return json{{"job_id", job},
+                {"host", host},
+                {"model", "mlp"},
+                {"device", "cpu"},
+                {"dtype", dtype},
+                {"scenario", "offline"},
+                {"threads", threads},
+                {"batch_size", 64},
+                {"replicas", 1},
+                {"capacity_per_s", throughput},
+                {"latency_p99_ms", p99},
+                {"accuracy_loss", loss},
+                {"noisy", 0},
+                {"stale", 0}};
   };
   store.Add("result_capacity", candidate(1, "box<1>", "fp32", 2, 1000, 5, 0));
   store.Add("result_capacity", candidate(2, "box<1>", "fp32", 1, 500, 8, 0));  // dominated by job 1
@@ -209,7 +220,8 @@ TEST(Report, RecommendationPerModelMarksTheBestAndDropsDominatedRows) {
 
 TEST(Report, NoInferenceResultsSaySoInTheRecommendationSection) {
   FakeStore store;
-  store.Add("FROM sweeps", {{"sweep_id", 4}, {"name", "empty"}, {"labels", "{}"}, {"state", "done"}});
+  store.Add("FROM sweeps",
+            {{"sweep_id", 4}, {"name", "empty"}, {"labels", "{}"}, {"state", "done"}});
   ReportOptions options;
   options.sweep = 4;
   auto html = BuildReport(store.Query(), options);

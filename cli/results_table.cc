@@ -45,7 +45,8 @@ std::optional<double> Number(const json& value) {
 }
 
 bool IsSet(const json& value) {
-  return (value.is_boolean() && value.get<bool>()) || (value.is_number() && value.get<double>() != 0);
+  return (value.is_boolean() && value.get<bool>()) ||
+         (value.is_number() && value.get<double>() != 0);
 }
 
 // "1.235 ms ±0.27%": the interval's half-width relative to the median, as sampling
@@ -61,7 +62,10 @@ json MedianCell(const RowView& row) {
   if (relative) {
     const double percent = *relative * 100;
     char buf[32];
-    std::snprintf(buf, sizeof buf, percent < 1 ? " ±%.2f%%" : percent < 10 ? " ±%.1f%%" : " ±%.0f%%",
+    std::snprintf(buf, sizeof buf,
+                  percent < 1    ? " ±%.2f%%"
+                  : percent < 10 ? " ±%.1f%%"
+                                 : " ±%.0f%%",
                   percent);
     text += buf;
   }
@@ -93,21 +97,23 @@ bool IsDerived(const std::string& name) {
 }  // namespace
 
 const std::vector<std::string>& CompactResultColumns() {
-  static const auto* columns = new std::vector<std::string>{
-      "host", "device", "model", "mode", "dtype", "batch", "threads", "median", "throughput", "flags"};
+  static const auto* columns =
+      new std::vector<std::string>{"host",  "device",  "model",  "mode",       "dtype",
+                                   "batch", "threads", "median", "throughput", "flags"};
   return *columns;
 }
 
 const std::vector<std::string>& DerivedResultColumns() {
-  static const auto* columns = new std::vector<std::string>{"batch", "median", "throughput", "flags"};
+  static const auto* columns =
+      new std::vector<std::string>{"batch", "median", "throughput", "flags"};
   return *columns;
 }
 
 std::vector<std::string> WideResultColumns() {
   // Across sweeps and models a row must say which sweep, which device and which model
   // arguments it is, and whether the threads asked for were the threads used.
-  std::vector<std::string> columns = {"sweep_id", "job_id", "host",       "device",  "model",
-                                      "model_args", "mode", "dtype", "batch_size", "threads"};
+  std::vector<std::string> columns = {"sweep_id",   "job_id", "host",  "device",     "model",
+                                      "model_args", "mode",   "dtype", "batch_size", "threads"};
   for (const ResultField& field : ResultFields()) {
     if (field.show && !field.column.empty()) columns.push_back(field.column);
   }

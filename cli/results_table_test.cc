@@ -15,13 +15,14 @@ using nlohmann::json;
 // result_summary's columns as a store has them: the configuration, every declared result
 // column, then the calibration and bookkeeping columns (docs/results.md).
 std::vector<std::string> SummaryColumns() {
-  std::vector<std::string> columns = {"sweep", "sweep_id", "job_id", "host", "device", "model",
-                                      "mode", "dtype", "batch_size", "threads", "interop_threads",
-                                      "onednn", "model_args"};
+  std::vector<std::string> columns = {
+      "sweep",      "sweep_id", "job_id",          "host",   "device",    "model", "mode", "dtype",
+      "batch_size", "threads",  "interop_threads", "onednn", "model_args"};
   for (const ResultField& field : ResultFields()) {
     if (!field.column.empty()) columns.push_back(field.column);
   }
-  for (const char* c : {"peak_gflops", "fraction_of_peak", "calibration_suspect", "attempt", "finished_at"}) {
+  for (const char* c :
+       {"peak_gflops", "fraction_of_peak", "calibration_suspect", "attempt", "finished_at"}) {
     columns.push_back(c);
   }
   return columns;
@@ -38,26 +39,69 @@ json Row(const std::vector<std::string>& columns, const json& values) {
 // mode names, a flagged result, a slow one and a fast one.
 json RealisticRows(const std::vector<std::string>& columns) {
   json rows = json::array();
-  rows.push_back(Row(columns, {{"sweep", "cpu-mlp"}, {"sweep_id", 1}, {"job_id", 3}, {"host", "quickstart-a"},
-                               {"device", "cpu"}, {"model", "mlp"}, {"mode", "inference"}, {"dtype", "fp32"},
-                               {"batch_size", 64}, {"threads", 2}, {"model_args", "{\"hidden\": [1024, 1024]}"},
-                               {"n", 1181}, {"median_ms", 1.0612}, {"median_ci_low_ms", 1.0581},
-                               {"median_ci_high_ms", 1.0639}, {"median_ci_relative", 0.0027}, {"noisy", 0},
-                               {"unsteady", 0}, {"disturbed", 0}, {"throughput_per_s", 60309.1},
-                               {"threads_mismatch", 0}, {"calibration_suspect", 0},
+  rows.push_back(Row(columns, {{"sweep", "cpu-mlp"},
+                               {"sweep_id", 1},
+                               {"job_id", 3},
+                               {"host", "quickstart-a"},
+                               {"device", "cpu"},
+                               {"model", "mlp"},
+                               {"mode", "inference"},
+                               {"dtype", "fp32"},
+                               {"batch_size", 64},
+                               {"threads", 2},
+                               {"model_args", "{\"hidden\": [1024, 1024]}"},
+                               {"n", 1181},
+                               {"median_ms", 1.0612},
+                               {"median_ci_low_ms", 1.0581},
+                               {"median_ci_high_ms", 1.0639},
+                               {"median_ci_relative", 0.0027},
+                               {"noisy", 0},
+                               {"unsteady", 0},
+                               {"disturbed", 0},
+                               {"throughput_per_s", 60309.1},
+                               {"threads_mismatch", 0},
+                               {"calibration_suspect", 0},
                                {"finished_at", "2026-12-03T17:49:12Z"}}));
-  rows.push_back(Row(columns, {{"sweep", "zoo"}, {"sweep_id", 2}, {"job_id", 41}, {"host", "quickstart-b"},
-                               {"device", "cpu"}, {"model", "transformer"}, {"mode", "inference"}, {"dtype", "int8"},
-                               {"batch_size", 8}, {"threads", 2}, {"n", 356}, {"median_ms", 18.734},
-                               {"median_ci_low_ms", 16.9}, {"median_ci_high_ms", 20.8},
-                               {"median_ci_relative", 0.104}, {"noisy", 1}, {"unsteady", 1}, {"disturbed", 1},
-                               {"throughput_per_s", 427.0}, {"threads_mismatch", 0}}));
-  rows.push_back(Row(columns, {{"sweep", "gpu-nightly"}, {"sweep_id", 3}, {"job_id", 9071}, {"host", "gpu-h100-01"},
-                               {"device", "cuda:0"}, {"model", "cnn"}, {"mode", "train"}, {"dtype", "bf16"},
-                               {"batch_size", 256}, {"threads", 1}, {"n", 40}, {"median_ms", 1234.6},
-                               {"median_ci_low_ms", 1230.1}, {"median_ci_high_ms", 1240.2}, {"noisy", 0},
-                               {"unsteady", 0}, {"disturbed", 0}, {"throughput_per_s", 207.4},
-                               {"threads_mismatch", 1}, {"calibration_suspect", 1}}));
+  rows.push_back(Row(columns, {{"sweep", "zoo"},
+                               {"sweep_id", 2},
+                               {"job_id", 41},
+                               {"host", "quickstart-b"},
+                               {"device", "cpu"},
+                               {"model", "transformer"},
+                               {"mode", "inference"},
+                               {"dtype", "int8"},
+                               {"batch_size", 8},
+                               {"threads", 2},
+                               {"n", 356},
+                               {"median_ms", 18.734},
+                               {"median_ci_low_ms", 16.9},
+                               {"median_ci_high_ms", 20.8},
+                               {"median_ci_relative", 0.104},
+                               {"noisy", 1},
+                               {"unsteady", 1},
+                               {"disturbed", 1},
+                               {"throughput_per_s", 427.0},
+                               {"threads_mismatch", 0}}));
+  rows.push_back(Row(columns, {{"sweep", "gpu-nightly"},
+                               {"sweep_id", 3},
+                               {"job_id", 9071},
+                               {"host", "gpu-h100-01"},
+                               {"device", "cuda:0"},
+                               {"model", "cnn"},
+                               {"mode", "train"},
+                               {"dtype", "bf16"},
+                               {"batch_size", 256},
+                               {"threads", 1},
+                               {"n", 40},
+                               {"median_ms", 1234.6},
+                               {"median_ci_low_ms", 1230.1},
+                               {"median_ci_high_ms", 1240.2},
+                               {"noisy", 0},
+                               {"unsteady", 0},
+                               {"disturbed", 0},
+                               {"throughput_per_s", 207.4},
+                               {"threads_mismatch", 1},
+                               {"calibration_suspect", 1}}));
   return rows;
 }
 
@@ -98,11 +142,13 @@ TEST(ResultsTableTest, TheDefaultTableIsCompactAndFitsIn120Columns) {
 TEST(ResultsTableTest, WideAndAllColumnsShowMore) {
   const auto columns = SummaryColumns();
   const json rows = RealisticRows(columns);
-  auto wide = ChooseResultColumns(columns, rows, RowFormat::kTable, {ResultColumnChoice::Kind::kWide, {}});
+  auto wide =
+      ChooseResultColumns(columns, rows, RowFormat::kTable, {ResultColumnChoice::Kind::kWide, {}});
   ASSERT_TRUE(wide.ok());
   EXPECT_EQ(wide->columns, WideResultColumns());
   EXPECT_EQ(wide->rows[2][wide->columns.size() - 1], nullptr);  // fraction_of_peak: not calibrated
-  auto all = ChooseResultColumns(columns, rows, RowFormat::kTable, {ResultColumnChoice::Kind::kAll, {}});
+  auto all =
+      ChooseResultColumns(columns, rows, RowFormat::kTable, {ResultColumnChoice::Kind::kAll, {}});
   ASSERT_TRUE(all.ok());
   EXPECT_EQ(all->columns, columns);
   EXPECT_EQ(all->rows, rows);
@@ -110,7 +156,8 @@ TEST(ResultsTableTest, WideAndAllColumnsShowMore) {
 
 TEST(ResultsTableTest, NamedColumnsInTheirOrderDerivedOnesIncluded) {
   const auto columns = SummaryColumns();
-  ResultColumnChoice choice{ResultColumnChoice::Kind::kNamed, SplitColumnList("model, median,p99_ms,flags")};
+  ResultColumnChoice choice{ResultColumnChoice::Kind::kNamed,
+                            SplitColumnList("model, median,p99_ms,flags")};
   auto shown = ChooseResultColumns(columns, RealisticRows(columns), RowFormat::kTable, choice);
   ASSERT_TRUE(shown.ok()) << shown.status().message();
   EXPECT_EQ(shown->columns, (std::vector<std::string>{"model", "median", "p99_ms", "flags"}));
@@ -153,7 +200,8 @@ TEST(ResultsTableTest, AnUnknownColumnIsAnErrorListingTheKnownOnes) {
 
 TEST(ResultsTableTest, ColumnsAnOlderStoreLacksAreLeftOutOfTheDefault) {
   const std::vector<std::string> columns = {"host", "model", "batch_size", "median_ms"};
-  auto shown = ChooseResultColumns(columns, json::parse(R"([["a", "mlp", 8, 2.5]])"), RowFormat::kTable, {});
+  auto shown =
+      ChooseResultColumns(columns, json::parse(R"([["a", "mlp", 8, 2.5]])"), RowFormat::kTable, {});
   ASSERT_TRUE(shown.ok());
   // host, model, then the derived ones, which read what there is.
   EXPECT_EQ(shown->columns,

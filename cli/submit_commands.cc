@@ -1,6 +1,4 @@
 // The commands that start or stop work: submit, calibrate, schedule, cancel.
-#include "cli/command_support.h"
-
 #include <unistd.h>
 
 #include <algorithm>
@@ -15,18 +13,19 @@
 
 #include "cli/ci_output.h"
 #include "cli/client.h"
+#include "cli/command_support.h"
 #include "cli/compare.h"
-#include "common/host_pace.h"
 #include "cli/model_upload.h"
 #include "cli/queries.h"
 #include "cli/results_table.h"
 #include "common/client_replies.h"
 #include "common/clock.h"
 #include "common/files.h"
+#include "common/host_pace.h"
 #include "common/job_spec.h"
+#include "common/median.h"
 #include "common/messages.h"
 #include "common/model_files.h"
-#include "common/median.h"
 #include "common/result_fields.h"
 #include "common/status_reply.h"
 #include "common/sweep.h"
@@ -38,14 +37,16 @@ int SubmitCommand(const ClientOptions& client_options, const SubmitOptions& opti
   if (!sweep.ok()) return Fail(sweep.status());
   auto client = Connect(client_options);
   if (!client.ok()) return Fail(client.status());
-  if (Status shipped = ShipModels(**client, &*sweep, "nothing was enqueued"); !shipped.ok()) return Fail(shipped);
+  if (Status shipped = ShipModels(**client, &*sweep, "nothing was enqueued"); !shipped.ok())
+    return Fail(shipped);
   const std::string submission_id =
       options.submission_id.empty() ? NewSubmissionId() : options.submission_id;
   StatusOr<Message> reply = Unavailable("not sent");
   for (int attempt = 1; attempt <= kSubmitTries; ++attempt) {
     reply = (*client)->Call(msg::kSubmit, SubmitRequest{sweep->source, submission_id}.ToJson());
     if (reply.ok() || reply.status().code() != StatusCode::kUnavailable) break;
-    if (attempt < kSubmitTries) std::cerr << "benchfleet: " << reply.status().message() << "; sending again\n";
+    if (attempt < kSubmitTries)
+      std::cerr << "benchfleet: " << reply.status().message() << "; sending again\n";
   }
   if (!reply.ok()) {
     if (reply.status().code() == StatusCode::kUnavailable) {
@@ -63,19 +64,22 @@ int SubmitCommand(const ClientOptions& client_options, const SubmitOptions& opti
   const int64_t sweep_id = submitted->sweep_id;
   std::string agents;
   for (const std::string& a : submitted->agents) agents += (agents.empty() ? "" : ", ") + a;
-  std::cout << "sweep " << sweep_id << " \"" << sweep->name << "\": " << submitted->jobs
-            << " jobs" << (agents.empty() ? " for any matching agent" : " on " + agents)
-            << (submitted->existing ? " (stored by an earlier send of this submission)" : "") << "\n";
+  std::cout << "sweep " << sweep_id << " \"" << sweep->name << "\": " << submitted->jobs << " jobs"
+            << (agents.empty() ? " for any matching agent" : " on " + agents)
+            << (submitted->existing ? " (stored by an earlier send of this submission)" : "")
+            << "\n";
   // What the sweep's exclude list and "invalid": "skip" left out.
   if (submitted->excluded > 0) {
-    std::cout << "  " << submitted->excluded << " combinations excluded by the sweep's exclude list\n";
+    std::cout << "  " << submitted->excluded
+              << " combinations excluded by the sweep's exclude list\n";
   }
   if (submitted->skipped > 0) {
     std::cout << "  " << submitted->skipped << " combinations skipped, refused by the job rules:\n";
     for (const json& one : submitted->skipped_first) {
       const json job = one.value("job", json::object());
       std::cout << "    " << job.value("model", "") << " " << job.value("mode", "") << " "
-                << job.value("dtype", "") << " batch " << job.value("batch_size", json(nullptr)).dump()
+                << job.value("dtype", "") << " batch "
+                << job.value("batch_size", json(nullptr)).dump()
                 << (job.contains("model_args") ? " " + job["model_args"].dump() : "") << ": "
                 << one.value("reason", "") << "\n";
     }
@@ -92,12 +96,14 @@ int CalibrateCommand(const ClientOptions& client_options, const std::vector<std:
                      bool wait) {
   auto client = Connect(client_options);
   if (!client.ok()) return Fail(client.status());
-  auto reply = (*client)->Call(msg::kCalibrate, CalibrateRequest{agents}.ToJson(), CoordinatorClient::Retry::kNever);
+  auto reply = (*client)->Call(msg::kCalibrate, CalibrateRequest{agents}.ToJson(),
+                               CoordinatorClient::Retry::kNever);
   if (!reply.ok()) return Fail(reply.status());
   auto queued = SubmittedReply::FromJson(reply->body);
   if (!queued.ok()) return Fail(queued.status());
   const int64_t sweep_id = queued->sweep_id;
-  std::cout << "calibration sweep " << sweep_id << " queued for " << queued->agents.size() << " agent(s)\n"
+  std::cout << "calibration sweep " << sweep_id << " queued for " << queued->agents.size()
+            << " agent(s)\n"
             << std::flush;
   if (!wait) return 0;
   int code = WaitForSweep(**client, sweep_id, 0);
@@ -108,7 +114,8 @@ int CalibrateCommand(const ClientOptions& client_options, const std::vector<std:
   return 0;
 }
 
-int ScheduleCommand(const ClientOptions& client_options, const ScheduleOptions& options, RowFormat format) {
+int ScheduleCommand(const ClientOptions& client_options, const ScheduleOptions& options,
+                    RowFormat format) {
   using Action = ScheduleRequest::Action;
   ScheduleRequest request;
   request.action = options.action == "add"       ? Action::kAdd
@@ -122,7 +129,8 @@ int ScheduleCommand(const ClientOptions& client_options, const ScheduleOptions& 
     if (!sweep.ok()) return Fail(sweep.status());
     auto client = Connect(client_options);
     if (!client.ok()) return Fail(client.status());
-    if (Status shipped = ShipModels(**client, &*sweep, "no schedule was added"); !shipped.ok()) return Fail(shipped);
+    if (Status shipped = ShipModels(**client, &*sweep, "no schedule was added"); !shipped.ok())
+      return Fail(shipped);
     request.sweep = sweep->source;
     request.cron = options.cron;
     request.tz = options.tz;
@@ -137,8 +145,9 @@ int ScheduleCommand(const ClientOptions& client_options, const ScheduleOptions& 
   // add and remove must not go twice (the second would be refused: "exists", "no
   // schedule"); run-now carries its own submission id.
   const bool once = options.action == "add" || options.action == "remove";
-  auto reply = (*client)->Call(msg::kSchedule, request.ToJson(),
-                               once ? CoordinatorClient::Retry::kNever : CoordinatorClient::Retry::kOnce);
+  auto reply =
+      (*client)->Call(msg::kSchedule, request.ToJson(),
+                      once ? CoordinatorClient::Retry::kNever : CoordinatorClient::Retry::kOnce);
   if (!reply.ok()) return Fail(reply.status());
   if (reply->type == msg::kRows) {
     auto rows = ReadRows(reply);
@@ -149,12 +158,13 @@ int ScheduleCommand(const ClientOptions& client_options, const ScheduleOptions& 
   if (reply->type == msg::kSubmitted) {
     auto submitted = SubmittedReply::FromJson(reply->body);
     if (!submitted.ok()) return Fail(submitted.status());
-    std::cout << "schedule " << options.name << ": sweep " << submitted->sweep_id << " with " << submitted->jobs
-              << " jobs\n";
+    std::cout << "schedule " << options.name << ": sweep " << submitted->sweep_id << " with "
+              << submitted->jobs << " jobs\n";
     return 0;
   }
   // `schedules`: one row per schedule, as a query's rows print.
-  const std::vector<std::string> columns = {"name", "cron", "tz", "next_slot", "overlap", "start_deadline_s",
+  const std::vector<std::string> columns = {"name",       "cron",          "tz",
+                                            "next_slot",  "overlap",       "start_deadline_s",
                                             "sweep_name", "handled_until", "created_at"};
   auto schedules = SchedulesReply::FromJson(reply->body);
   if (!schedules.ok()) return Fail(schedules.status());
@@ -177,7 +187,8 @@ int CancelCommand(const ClientOptions& client_options, int64_t sweep_id) {
   if (!reply.ok()) return Fail(reply.status());
   auto cancelled = CancelledReply::FromJson(reply->body);
   if (!cancelled.ok()) return Fail(cancelled.status());
-  std::cout << "sweep " << sweep_id << " cancelled; " << cancelled->jobs_cancelled << " queued jobs dropped\n";
+  std::cout << "sweep " << sweep_id << " cancelled; " << cancelled->jobs_cancelled
+            << " queued jobs dropped\n";
   return 0;
 }
 

@@ -359,9 +359,9 @@ std::string RenderLineChart(const LineChart& chart) {
         const double top = my(*p.y_high), bottom = my(*p.y_low);
         constexpr double kCap = 3;
         out += "<path class=\"error-bar\" d=\"M" + Num(cx) + "," + Num(bottom) + "V" + Num(top) +
-               "M" + Num(cx - kCap) + "," + Num(top) + "H" + Num(cx + kCap) + "M" +
-               Num(cx - kCap) + "," + Num(bottom) + "H" + Num(cx + kCap) + "\" stroke=\"" +
-               Colour(i) + "\" stroke-width=\"1.2\" fill=\"none\"/>\n";
+               "M" + Num(cx - kCap) + "," + Num(top) + "H" + Num(cx + kCap) + "M" + Num(cx - kCap) +
+               "," + Num(bottom) + "H" + Num(cx + kCap) + "\" stroke=\"" + Colour(i) +
+               "\" stroke-width=\"1.2\" fill=\"none\"/>\n";
       }
       if (p.mark != PointMark::kNone) {
         out += Ring(cx, cy,

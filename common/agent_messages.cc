@@ -21,10 +21,12 @@ constexpr size_t kMaxReasonLength = 64 * 1024;
 
 // {job_id >= 1, attempt >= 1}; `where` names the object.
 StatusOr<JobAttempt> ParseJobAttempt(const json& value, const std::string& where) {
-  if (!value.is_object()) return InvalidArgument(where + ": must be {job_id, attempt}, got " + ShownValue(value));
+  if (!value.is_object())
+    return InvalidArgument(where + ": must be {job_id, attempt}, got " + ShownValue(value));
   JobAttempt out;
   ASSIGN_OR_RETURN(out.job_id, ReadInteger(value, where, "job_id", kAtLeastOne));
-  ASSIGN_OR_RETURN(out.attempt, ReadInteger(value, where, "attempt", {1, std::numeric_limits<int>::max()}));
+  ASSIGN_OR_RETURN(out.attempt,
+                   ReadInteger(value, where, "attempt", {1, std::numeric_limits<int>::max()}));
   return out;
 }
 
@@ -37,11 +39,14 @@ bool ValidAgentName(const std::string& name) {
   });
 }
 
-StatusOr<HostPrice> ParseHostPrice(const json& per_hour, const json& currency, const std::string& context) {
+StatusOr<HostPrice> ParseHostPrice(const json& per_hour, const json& currency,
+                                   const std::string& context) {
   HostPrice out;
-  if (!per_hour.is_number() || !(per_hour.get<double>() >= 0) || per_hour.get<double>() > kMaxPricePerHour) {
+  if (!per_hour.is_number() || !(per_hour.get<double>() >= 0) ||
+      per_hour.get<double>() > kMaxPricePerHour) {
     return InvalidArgument(context + ".per_hour: must be a number in [0, " +
-                           std::to_string(static_cast<int64_t>(kMaxPricePerHour)) + "], got " + ShownValue(per_hour));
+                           std::to_string(static_cast<int64_t>(kMaxPricePerHour)) + "], got " +
+                           ShownValue(per_hour));
   }
   out.per_hour = per_hour.get<double>();
   out.currency = currency.is_null() ? kDefaultCurrency : "";
@@ -51,8 +56,10 @@ StatusOr<HostPrice> ParseHostPrice(const json& per_hour, const json& currency, c
                                   currency.get_ref<const std::string&>().end(),
                                   [](char c) { return c >= 'A' && c <= 'Z'; });
     if (!code) {
-      return InvalidArgument(context + ".currency: must be an ISO 4217 code of three capital letters (USD, EUR), got " +
-                             ShownValue(currency));
+      return InvalidArgument(
+          context +
+          ".currency: must be an ISO 4217 code of three capital letters (USD, EUR), got " +
+          ShownValue(currency));
     }
     out.currency = currency.get<std::string>();
   }
@@ -82,11 +89,13 @@ StatusOr<RegisterRequest> RegisterRequest::FromJson(const json& body) {
                            " letters, digits, '-', '_' or '.'");
   }
   const json& tags = body["tags"];
-  if (tags.size() > kMaxTags) return InvalidArgument("register.tags: at most " + std::to_string(kMaxTags) + " tags");
+  if (tags.size() > kMaxTags)
+    return InvalidArgument("register.tags: at most " + std::to_string(kMaxTags) + " tags");
   for (size_t i = 0; i < tags.size(); ++i) {
     if (!tags[i].is_string() || tags[i].get_ref<const std::string&>().empty() ||
         tags[i].get_ref<const std::string&>().size() > kMaxTagLength) {
-      return InvalidArgument("register.tags[" + std::to_string(i) + "]: must be a non-empty string of at most " +
+      return InvalidArgument("register.tags[" + std::to_string(i) +
+                             "]: must be a non-empty string of at most " +
                              std::to_string(kMaxTagLength) + " characters");
     }
     out.tags.push_back(tags[i].get<std::string>());
@@ -97,17 +106,20 @@ StatusOr<RegisterRequest> RegisterRequest::FromJson(const json& body) {
   out.calibrate = body.value("calibrate", json(false)) == true;
   auto spooled = body.find("spooled");
   if (spooled != body.end()) {
-    if (spooled->size() > kMaxSpooledListed) return InvalidArgument("register.spooled: too many entries");
+    if (spooled->size() > kMaxSpooledListed)
+      return InvalidArgument("register.spooled: too many entries");
     for (size_t i = 0; i < spooled->size(); ++i) {
-      ASSIGN_OR_RETURN(JobAttempt item,
-                       ParseJobAttempt((*spooled)[i], "register.spooled[" + std::to_string(i) + "]"));
+      ASSIGN_OR_RETURN(
+          JobAttempt item,
+          ParseJobAttempt((*spooled)[i], "register.spooled[" + std::to_string(i) + "]"));
       out.spooled.push_back(item);
     }
   }
   if (auto price = body.find("price"); price != body.end()) {
-    ASSIGN_OR_RETURN(HostPrice parsed, ParseHostPrice(price->contains("per_hour") ? (*price)["per_hour"] : json(),
-                                                      price->contains("currency") ? (*price)["currency"] : json(),
-                                                      "register.price"));
+    ASSIGN_OR_RETURN(HostPrice parsed,
+                     ParseHostPrice(price->contains("per_hour") ? (*price)["per_hour"] : json(),
+                                    price->contains("currency") ? (*price)["currency"] : json(),
+                                    "register.price"));
     out.price = parsed;
   }
   return out;
@@ -161,7 +173,8 @@ StatusOr<RendezvousReport> RendezvousReport::FromJson(const json& body) {
   const std::string& store = body["store"].get_ref<const std::string&>();
   const size_t colon = store.rfind(':');
   if (colon == std::string::npos || colon == 0 || colon + 1 >= store.size() || store.size() > 300 ||
-      store.size() - colon - 1 > 5 || store.find_first_not_of("0123456789", colon + 1) != std::string::npos ||
+      store.size() - colon - 1 > 5 ||
+      store.find_first_not_of("0123456789", colon + 1) != std::string::npos ||
       std::stol(store.substr(colon + 1)) < 1 || std::stol(store.substr(colon + 1)) > 65535) {
     return InvalidArgument("rendezvous.store: must be \"HOST:PORT\" with a port in [1, 65535]");
   }
@@ -200,14 +213,17 @@ StatusOr<ErrorReport> ErrorReport::FromJson(const json& body) {
 // ---- registered ----
 
 json RegisteredReply::ToJson() const {
-  return MakeMessage(kType, {{"agent", agent}, {"heartbeat_ms", heartbeat_ms}, {"liveness", liveness}}).body;
+  return MakeMessage(kType,
+                     {{"agent", agent}, {"heartbeat_ms", heartbeat_ms}, {"liveness", liveness}})
+      .body;
 }
 
 StatusOr<RegisteredReply> RegisteredReply::FromJson(const json& body) {
   RegisteredReply out;
   out.agent = body["agent"].get<std::string>();
   // From a millisecond to a day; liveness from 1 to 1000 intervals.
-  ASSIGN_OR_RETURN(out.heartbeat_ms, ReadInteger(body, "registered", "heartbeat_ms", {1, 86400000}));
+  ASSIGN_OR_RETURN(out.heartbeat_ms,
+                   ReadInteger(body, "registered", "heartbeat_ms", {1, 86400000}));
   ASSIGN_OR_RETURN(out.liveness, ReadInteger(body, "registered", "liveness", {1, 1000}));
   return out;
 }
@@ -227,7 +243,8 @@ StatusOr<GangRole> ParseGangRole(const json& gang) {
   ASSIGN_OR_RETURN(out.rank, ReadInteger(gang, "job.gang", "rank", {0, out.world_size - 1}));
   const json store = gang.value("store", json());
   if (out.rank > 0 && (!store.is_string() || store.get_ref<const std::string&>().empty())) {
-    return InvalidArgument("job.gang.store: rank " + std::to_string(out.rank) + " needs rank 0's store");
+    return InvalidArgument("job.gang.store: rank " + std::to_string(out.rank) +
+                           " needs rank 0's store");
   }
   if (store.is_string()) out.store = store.get<std::string>();
   return out;
@@ -251,10 +268,12 @@ StatusOr<JobOffer> JobOffer::FromJson(const json& body) {
   // A NaN timeout would never fire: the worker would run unbounded. 0 (none given) is the
   // agent's to fill in.
   if (!(timeout.get<double>() >= 0) || !std::isfinite(timeout.get<double>())) {
-    return InvalidArgument("job.timeout_s: must be a finite number >= 0, got " + ShownValue(timeout));
+    return InvalidArgument("job.timeout_s: must be a finite number >= 0, got " +
+                           ShownValue(timeout));
   }
   out.timeout_s = timeout.get<double>();
-  if (auto at = body.find("committed_at_us"); at != body.end()) out.committed_at_us = at->get<int64_t>();
+  if (auto at = body.find("committed_at_us"); at != body.end())
+    out.committed_at_us = at->get<int64_t>();
   if (auto gang = body.find("gang"); gang != body.end()) {
     ASSIGN_OR_RETURN(GangRole role, ParseGangRole(*gang));
     out.gang = role;
@@ -266,9 +285,11 @@ StatusOr<JobOffer> JobOffer::FromJson(const json& body) {
     if (!derived.ok()) return InvalidArgument("job.spec: " + derived.status().message());
     out.needs = *derived;
   }
-  if (out.gang && (out.needs.local_processes != 1 || out.needs.world_size != out.gang->world_size)) {
-    return InvalidArgument("job.needs: one rank of a gang of " + std::to_string(out.gang->world_size) +
-                           " is one process of a world of that size, got " + out.needs.ToJson().dump());
+  if (out.gang &&
+      (out.needs.local_processes != 1 || out.needs.world_size != out.gang->world_size)) {
+    return InvalidArgument(
+        "job.needs: one rank of a gang of " + std::to_string(out.gang->world_size) +
+        " is one process of a world of that size, got " + out.needs.ToJson().dump());
   }
   return out;
 }

@@ -39,8 +39,8 @@ Message ToMessage(const T& typed) {
 
 // What an hour of a host costs (docs/results.md, Cost).
 struct HostPrice {
-  double per_hour = 0;     // in [0, kMaxPricePerHour]
-  std::string currency;    // three capital letters (ISO 4217)
+  double per_hour = 0;   // in [0, kMaxPricePerHour]
+  std::string currency;  // three capital letters (ISO 4217)
 };
 // `per_hour` and `currency` of `value` (`context` names it in errors); a missing currency
 // is kDefaultCurrency.
@@ -134,7 +134,7 @@ struct JobOffer {
   // What the agent starts for it (the processes, replicas or ranks). Sent as computed
   // when the job was stored; an offer without `needs` gets it from `spec` (NeedsOfJobJson).
   JobNeeds needs;
-  double timeout_s = 0;                            // > 0
+  double timeout_s = 0;  // > 0
   std::optional<int64_t> committed_at_us;
   std::optional<GangRole> gang;
   nlohmann::json ToJson() const;

@@ -49,15 +49,27 @@ TEST(AgentMessagesTest, ValuesOutOfRangeAreRefusedNamingTheField) {
     std::string error;
   };
   const std::vector<Case> cases = {
-      {"registered", {{"heartbeat_ms", 0}}, "registered.heartbeat_ms: must be an integer in [1, 86400000], got 0"},
-      {"registered", {{"liveness", -3}}, "registered.liveness: must be an integer in [1, 1000], got -3"},
+      {"registered",
+       {{"heartbeat_ms", 0}},
+       "registered.heartbeat_ms: must be an integer in [1, 86400000], got 0"},
+      {"registered",
+       {{"liveness", -3}},
+       "registered.liveness: must be an integer in [1, 1000], got -3"},
       {"job", {{"job_id", 0}}, "job.job_id: must be an integer >= 1, got 0"},
       {"job", {{"timeout_s", -1}}, "job.timeout_s: must be a finite number >= 0, got -1"},
-      {"job", {{"gang", {{"rank", 2}, {"world_size", 2}, {"store", "h:1"}}}}, "job.gang.rank: must be an integer in [0, 1], got 2"},
-      {"job", {{"gang", {{"rank", 1}, {"world_size", 2}}}}, "job.gang.store: rank 1 needs rank 0's store"},
+      {"job",
+       {{"gang", {{"rank", 2}, {"world_size", 2}, {"store", "h:1"}}}},
+       "job.gang.rank: must be an integer in [0, 1], got 2"},
+      {"job",
+       {{"gang", {{"rank", 1}, {"world_size", 2}}}},
+       "job.gang.store: rank 1 needs rank 0's store"},
       {"stop", {{"attempt", -1}}, "stop.attempt: must be an integer in [1, 2147483647], got -1"},
-      {"ack", {{"outcome", "maybe"}}, "ack.outcome: must be stored, duplicate, stale or rejected, got \"maybe\""},
-      {"rendezvous", {{"store", "10.0.0.1:0"}}, "rendezvous.store: must be \"HOST:PORT\" with a port in [1, 65535]"},
+      {"ack",
+       {{"outcome", "maybe"}},
+       "ack.outcome: must be stored, duplicate, stale or rejected, got \"maybe\""},
+      {"rendezvous",
+       {{"store", "10.0.0.1:0"}},
+       "rendezvous.store: must be \"HOST:PORT\" with a port in [1, 65535]"},
       {"heartbeat", {{"running", {{"job_id", 4}}}}, "heartbeat.running.attempt: missing"},
   };
   for (const Case& c : cases) {

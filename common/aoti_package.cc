@@ -57,7 +57,8 @@ class ZipReader {
   }
 
   StatusOr<std::vector<Entry>> Entries() {
-    const size_t tail = static_cast<size_t>(std::min<uint64_t>(size_, kEndRecordBytes + kMaxCommentBytes));
+    const size_t tail =
+        static_cast<size_t>(std::min<uint64_t>(size_, kEndRecordBytes + kMaxCommentBytes));
     ASSIGN_OR_RETURN(std::vector<unsigned char> end, Read(size_ - tail, tail));
     std::optional<size_t> at;
     for (size_t i = tail >= kEndRecordBytes ? tail - kEndRecordBytes + 1 : 0; i-- > 0;) {
@@ -97,9 +98,11 @@ class ZipReader {
       entry.method = U16(h + 10);
       uint64_t compressed = U32(h + 20);
       entry.size = U32(h + 24);
-      const size_t name_length = U16(h + 28), extra_length = U16(h + 30), comment_length = U16(h + 32);
+      const size_t name_length = U16(h + 28), extra_length = U16(h + 30),
+                   comment_length = U16(h + 32);
       entry.local_offset = U32(h + 42);
-      if (p + kCentralHeaderBytes + name_length + extra_length + comment_length > directory.size()) {
+      if (p + kCentralHeaderBytes + name_length + extra_length + comment_length >
+          directory.size()) {
         return NotZip("its central directory is damaged at entry " + std::to_string(i));
       }
       entry.name.assign(reinterpret_cast<const char*>(h + kCentralHeaderBytes), name_length);
@@ -130,20 +133,25 @@ class ZipReader {
 
   StatusOr<std::string> Contents(const Entry& entry) {
     ASSIGN_OR_RETURN(std::vector<unsigned char> local, Read(entry.local_offset, kLocalHeaderBytes));
-    if (U32(local.data()) != kLocalHeader) return NotZip("entry " + entry.name + " has no local header");
-    const uint64_t data = entry.local_offset + kLocalHeaderBytes + U16(&local[26]) + U16(&local[28]);
+    if (U32(local.data()) != kLocalHeader)
+      return NotZip("entry " + entry.name + " has no local header");
+    const uint64_t data =
+        entry.local_offset + kLocalHeaderBytes + U16(&local[26]) + U16(&local[28]);
     ASSIGN_OR_RETURN(std::vector<unsigned char> bytes, Read(data, entry.size));
     return std::string(bytes.begin(), bytes.end());
   }
 
   Status NotZip(const std::string& why) const {
-    return InvalidArgument(path_ + " is not an AOTInductor package (a .pt2 zip from "
-                           "torch._inductor.aoti_compile_and_package): " + why);
+    return InvalidArgument(path_ +
+                           " is not an AOTInductor package (a .pt2 zip from "
+                           "torch._inductor.aoti_compile_and_package): " +
+                           why);
   }
 
  private:
   StatusOr<std::vector<unsigned char>> Read(uint64_t offset, uint64_t length) {
-    if (offset > size_ || length > size_ - offset) return NotZip("it ends before its zip records do");
+    if (offset > size_ || length > size_ - offset)
+      return NotZip("it ends before its zip records do");
     std::vector<unsigned char> out(static_cast<size_t>(length));
     file_.clear();
     file_.seekg(static_cast<std::streamoff>(offset));
@@ -158,7 +166,8 @@ class ZipReader {
 };
 
 bool EndsWith(const std::string& text, const std::string& suffix) {
-  return text.size() >= suffix.size() && text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return text.size() >= suffix.size() &&
+         text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 // "<archive>/data/aotinductor/<model>/<file>" -> <model>; empty for other entries.
@@ -188,25 +197,30 @@ StatusOr<AotiPackageFacts> ReadAotiPackage(const std::string& path) {
   int chosen_rank = 0;
   for (const Entry& entry : entries) {
     const std::string model = ModelOf(entry.name);
-    if (model.empty() || !EndsWith(entry.name, "metadata.json") || EndsWith(entry.name, "kernel_metadata.json")) {
+    if (model.empty() || !EndsWith(entry.name, "metadata.json") ||
+        EndsWith(entry.name, "kernel_metadata.json")) {
       continue;
     }
-    const int rank = (model == kAotiDefaultModel ? 2 : 1) * 2 + (EndsWith(entry.name, "wrapper_metadata.json") ? 1 : 0);
+    const int rank = (model == kAotiDefaultModel ? 2 : 1) * 2 +
+                     (EndsWith(entry.name, "wrapper_metadata.json") ? 1 : 0);
     if (rank > chosen_rank) {
       chosen = &entry;
       chosen_rank = rank;
     }
   }
   if (chosen == nullptr) {
-    return zip.NotZip("it is a zip without an AOTInductor model (no data/aotinductor/<model>/*_metadata.json)");
+    return zip.NotZip(
+        "it is a zip without an AOTInductor model (no data/aotinductor/<model>/*_metadata.json)");
   }
   if (chosen->method != kStored) {
-    return zip.NotZip(chosen->name + " is compressed (method " + std::to_string(chosen->method) +
-                      "); aoti_compile_and_package stores its entries, so write the package with it "
-                      "rather than zipping it again");
+    return zip.NotZip(
+        chosen->name + " is compressed (method " + std::to_string(chosen->method) +
+        "); aoti_compile_and_package stores its entries, so write the package with it "
+        "rather than zipping it again");
   }
   if (chosen->size > static_cast<uint64_t>(kMaxAotiMetadataBytes)) {
-    return zip.NotZip(chosen->name + " is larger than " + std::to_string(kMaxAotiMetadataBytes) + " bytes");
+    return zip.NotZip(chosen->name + " is larger than " + std::to_string(kMaxAotiMetadataBytes) +
+                      " bytes");
   }
   ASSIGN_OR_RETURN(std::string text, zip.Contents(*chosen));
   json metadata = json::parse(text, nullptr, false);

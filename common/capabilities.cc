@@ -175,8 +175,8 @@ StatusOr<HostFacts> HostFacts::FromJson(const json& host, const std::string& whe
 bool TorchFacts::operator==(const TorchFacts& other) const {
   return std::tie(torch_version, blas, blas_config, blas_threading, onednn, openmp, parallel_info,
                   cuda_available, cuda_device_count, cuda_version, cudnn_version, gpus,
-                  quantized_engines, blas_version, mkl_version, onednn_version, mkl_path, techniques,
-                  worker_path) ==
+                  quantized_engines, blas_version, mkl_version, onednn_version, mkl_path,
+                  techniques, worker_path) ==
          std::tie(other.torch_version, other.blas, other.blas_config, other.blas_threading,
                   other.onednn, other.openmp, other.parallel_info, other.cuda_available,
                   other.cuda_device_count, other.cuda_version, other.cudnn_version, other.gpus,
@@ -231,7 +231,8 @@ StatusOr<TorchFacts> TorchFacts::FromJson(const json& torch, const std::string& 
   ASSIGN_OR_RETURN(out.mkl_version, ReadNullableText(torch, where, "mkl_version"));
   ASSIGN_OR_RETURN(out.onednn_version, ReadNullableText(torch, where, "onednn_version"));
   ASSIGN_OR_RETURN(out.mkl_path, ReadNullableText(torch, where, "mkl_path"));
-  ASSIGN_OR_RETURN(out.techniques, ReadOptionalList<std::string>(torch, where, "techniques", TextItem));
+  ASSIGN_OR_RETURN(out.techniques,
+                   ReadOptionalList<std::string>(torch, where, "techniques", TextItem));
   ASSIGN_OR_RETURN(out.worker_path, ReadCapabilityText(torch, where, "worker_path"));
   return out;
 }
@@ -272,12 +273,12 @@ StatusOr<Capabilities> Capabilities::FromJson(const json& capabilities) {
   if (torch != nullptr) {
     ASSIGN_OR_RETURN(out.torch, TorchFacts::FromJson(*torch, where + ".torch"));
   }
-  ASSIGN_OR_RETURN(std::optional<std::vector<TorchFacts>> workers,
-                   ReadOptionalList<TorchFacts>(
-                       capabilities, where, "workers",
-                       [](const json& worker, const std::string& at, int64_t) {
-                         return TorchFacts::FromJson(worker, at);
-                       }));
+  ASSIGN_OR_RETURN(
+      std::optional<std::vector<TorchFacts>> workers,
+      ReadOptionalList<TorchFacts>(capabilities, where, "workers",
+                                   [](const json& worker, const std::string& at, int64_t) {
+                                     return TorchFacts::FromJson(worker, at);
+                                   }));
   out.workers = std::move(workers).value_or(std::vector<TorchFacts>());
   if (out.workers.size() > kMaxAgentWorkers) {
     return InvalidArgument(where + ".workers: at most " + std::to_string(kMaxAgentWorkers) +
@@ -294,8 +295,10 @@ StatusOr<Capabilities> Capabilities::FromJson(const json& capabilities) {
     CpuShape read;
     ASSIGN_OR_RETURN(read.cpus, ReadInteger(*shape, at, "cpus", kAtLeastOne));
     ASSIGN_OR_RETURN(read.cores, ReadInteger(*shape, at, "cores", IntegerRange{1, read.cpus}));
-    ASSIGN_OR_RETURN(read.threads_per_core, ReadInteger(*shape, at, "threads_per_core", IntegerRange{1, read.cpus}));
-    ASSIGN_OR_RETURN(read.largest_node, ReadInteger(*shape, at, "largest_node", IntegerRange{1, read.cpus}));
+    ASSIGN_OR_RETURN(read.threads_per_core,
+                     ReadInteger(*shape, at, "threads_per_core", IntegerRange{1, read.cpus}));
+    ASSIGN_OR_RETURN(read.largest_node,
+                     ReadInteger(*shape, at, "largest_node", IntegerRange{1, read.cpus}));
     out.cpu_shape = read;
   }
   out.raw = capabilities;

@@ -18,35 +18,36 @@ using nlohmann::json;
 json AgentCapabilities() {
   const json gpus = json::array({{{"index", 0}, {"name", "NVIDIA H200"}, {"memory_mb", 143771.0}},
                                  {{"index", 1}, {"name", "NVIDIA H200"}, {"memory_mb", 143771.0}}});
-  return {{"host",
-           {{"hostname", "gpu-1"},
-            {"machine_id", "9a0e"},
-            {"cpu_model", "Intel(R) Xeon(R) Platinum 8480+"},
-            {"logical_cpus", 16},
-            {"allowed_cpus", "0-15"},
-            {"memory_mb", 131072},
-            {"kernel", "Linux 6.8.0"},
-            {"arch", "x86_64"},
-            {"os", "Ubuntu 24.04 LTS"},
-            {"nvidia_driver", "NVRM version: NVIDIA UNIX x86_64 Kernel Module  570.86.15"},
-            {"benchfleet_version", "0.2.0"}}},
-          {"torch",
-           {{"torch_version", "2.11.0"},
-            {"blas", "unknown"},
-            {"blas_config", nullptr},
-            {"blas_threading", nullptr},
-            {"onednn", true},
-            {"openmp", true},
-            {"parallel_info", "ATen/Parallel:\n\tat::get_num_threads() : 8\n"},
-            {"cuda_available", true},
-            {"cuda_device_count", 2},
-            {"cuda_version", "13.0"},
-            {"cudnn_version", "9.10.2"},
-            {"gpus", gpus},
-            {"quantized_engines", {"x86", "fbgemm", "qnnpack"}}}},
-          {"gpus", gpus},
-          {"cpus", "0-15"},
-          {"cpu_shape", {{"cpus", 16}, {"cores", 8}, {"threads_per_core", 2}, {"largest_node", 16}}}};
+  return {
+      {"host",
+       {{"hostname", "gpu-1"},
+        {"machine_id", "9a0e"},
+        {"cpu_model", "Intel(R) Xeon(R) Platinum 8480+"},
+        {"logical_cpus", 16},
+        {"allowed_cpus", "0-15"},
+        {"memory_mb", 131072},
+        {"kernel", "Linux 6.8.0"},
+        {"arch", "x86_64"},
+        {"os", "Ubuntu 24.04 LTS"},
+        {"nvidia_driver", "NVRM version: NVIDIA UNIX x86_64 Kernel Module  570.86.15"},
+        {"benchfleet_version", "0.2.0"}}},
+      {"torch",
+       {{"torch_version", "2.11.0"},
+        {"blas", "unknown"},
+        {"blas_config", nullptr},
+        {"blas_threading", nullptr},
+        {"onednn", true},
+        {"openmp", true},
+        {"parallel_info", "ATen/Parallel:\n\tat::get_num_threads() : 8\n"},
+        {"cuda_available", true},
+        {"cuda_device_count", 2},
+        {"cuda_version", "13.0"},
+        {"cudnn_version", "9.10.2"},
+        {"gpus", gpus},
+        {"quantized_engines", {"x86", "fbgemm", "qnnpack"}}}},
+      {"gpus", gpus},
+      {"cpus", "0-15"},
+      {"cpu_shape", {{"cpus", 16}, {"cores", 8}, {"threads_per_core", 2}, {"largest_node", 16}}}};
 }
 
 void ExpectSameFacts(const Capabilities& read, const Capabilities& written) {
@@ -178,7 +179,8 @@ TEST(CapabilitiesTest, AMemberOfTheWrongTypeIsRefusedByItsPath) {
       {"/cpus", 3, "capabilities.cpus: must be a string, got 3"},
       {"/cpu_shape", 4, "capabilities.cpu_shape: must be an object, got 4"},
       {"/cpu_shape/cpus", 0, "capabilities.cpu_shape.cpus: must be an integer >= 1, got 0"},
-      {"/cpu_shape/cores", 17, "capabilities.cpu_shape.cores: must be an integer in [1, 16], got 17"},
+      {"/cpu_shape/cores", 17,
+       "capabilities.cpu_shape.cores: must be an integer in [1, 16], got 17"},
       {"/workers", json::object(), "capabilities.workers: must be an array, got {}"},
       {"/workers/0", "2.15", "capabilities.workers[0]: must be an object, got \"2.15\""},
       {"/torch/techniques/0", 1, "capabilities.torch.techniques[0]: must be a string, got 1"},
@@ -204,11 +206,13 @@ TEST(CapabilitiesTest, AMemberOfTheWrongTypeIsRefusedByItsPath) {
 // every one, and a job goes to the first whose version and techniques satisfy it.
 TEST(CapabilitiesTest, AnAgentsWorkersEachSayTheirTorch) {
   json sent = AgentCapabilities();
-  json wheel = {{"torch_version", "2.15.0"}, {"blas", "mkl"}, {"blas_version", "2024.2"},
-                {"mkl_version", "2024.2"}, {"onednn_version", "3.13.3"},
-                {"techniques", {"eager", "torchscript", "aoti"}}, {"worker_path", "/opt/w215"}};
-  json debian = {{"torch_version", "1.13.0"}, {"blas", "openblas"}, {"blas_version", "0.3.21"},
-                 {"onednn_version", "2.6.3"}, {"techniques", {"eager"}}, {"worker_path", "/opt/w113"}};
+  json wheel = {{"torch_version", "2.15.0"},  {"blas", "mkl"},
+                {"blas_version", "2024.2"},   {"mkl_version", "2024.2"},
+                {"onednn_version", "3.13.3"}, {"techniques", {"eager", "torchscript", "aoti"}},
+                {"worker_path", "/opt/w215"}};
+  json debian = {{"torch_version", "1.13.0"}, {"blas", "openblas"},
+                 {"blas_version", "0.3.21"},  {"onednn_version", "2.6.3"},
+                 {"techniques", {"eager"}},   {"worker_path", "/opt/w113"}};
   sent["torch"] = wheel;
   sent["workers"] = {wheel, debian};
   auto read = Capabilities::FromJson(sent);
@@ -246,7 +250,8 @@ TEST(CapabilitiesTest, AnAgentsWorkersEachSayTheirTorch) {
   json many = AgentCapabilities();
   many["workers"] = json::array();
   for (size_t i = 0; i <= kMaxAgentWorkers; ++i) many["workers"].push_back(debian);
-  EXPECT_EQ(Capabilities::FromJson(many).status().message(), "capabilities.workers: at most 16 workers, got 17");
+  EXPECT_EQ(Capabilities::FromJson(many).status().message(),
+            "capabilities.workers: at most 16 workers, got 17");
 }
 
 }  // namespace

@@ -27,7 +27,8 @@ inline int ParseCommandLine(CLI::App& app, int argc, char** argv) {
     if (!app.get_subcommands({}).empty() && app.get_subcommands().empty() && argc > 1 &&
         argv[1][0] != '-') {
       std::string known;
-      for (const CLI::App* sub : app.get_subcommands({})) known += (known.empty() ? "" : ", ") + sub->get_name();
+      for (const CLI::App* sub : app.get_subcommands({}))
+        known += (known.empty() ? "" : ", ") + sub->get_name();
       const std::string program = app.get_name().substr(app.get_name().rfind('/') + 1);
       std::cerr << program << ": unknown command \"" << argv[1] << "\"; commands: " << known
                 << " (--help for more)\n";

@@ -24,18 +24,23 @@ StatusOr<SubmittedReply> SubmittedReply::FromJson(const json& body) {
   ASSIGN_OR_RETURN(out.sweep_id, ReadIntegerOr(body, "submitted", "sweep_id", kAtLeastZero, 0));
   ASSIGN_OR_RETURN(out.jobs, ReadIntegerOr(body, "submitted", "jobs", kAtLeastZero, 0));
   for (const json& agent : body.at("agents")) {
-    if (!agent.is_string()) return InvalidArgument("submitted.agents: must hold names, got " + ShownValue(agent));
+    if (!agent.is_string())
+      return InvalidArgument("submitted.agents: must hold names, got " + ShownValue(agent));
     out.agents.push_back(agent.get<std::string>());
   }
   out.existing = body.value("existing", false);
   ASSIGN_OR_RETURN(out.excluded, ReadIntegerOr(body, "submitted", "excluded", kAtLeastZero, 0));
   if (const auto skipped = body.find("skipped"); skipped != body.end()) {
-    ASSIGN_OR_RETURN(out.skipped, ReadIntegerOr(*skipped, "submitted.skipped", "count", kAtLeastZero, 0));
+    ASSIGN_OR_RETURN(out.skipped,
+                     ReadIntegerOr(*skipped, "submitted.skipped", "count", kAtLeastZero, 0));
     if (const auto first = skipped->find("first"); first != skipped->end()) {
-      if (!first->is_array()) return InvalidArgument("submitted.skipped.first: must be an array, got " + ShownValue(*first));
+      if (!first->is_array())
+        return InvalidArgument("submitted.skipped.first: must be an array, got " +
+                               ShownValue(*first));
       for (const json& one : *first) {
         if (!one.is_object()) {
-          return InvalidArgument("submitted.skipped.first: must hold {job, reason} objects, got " + ShownValue(one));
+          return InvalidArgument("submitted.skipped.first: must hold {job, reason} objects, got " +
+                                 ShownValue(one));
         }
       }
       out.skipped_first = *first;
@@ -45,7 +50,9 @@ StatusOr<SubmittedReply> SubmittedReply::FromJson(const json& body) {
 }
 
 json CancelledReply::ToJson() const {
-  return MakeMessage(kType, {{"request_id", request_id}, {"sweep_id", sweep_id}, {"jobs_cancelled", jobs_cancelled}})
+  return MakeMessage(kType, {{"request_id", request_id},
+                             {"sweep_id", sweep_id},
+                             {"jobs_cancelled", jobs_cancelled}})
       .body;
 }
 
@@ -53,7 +60,8 @@ StatusOr<CancelledReply> CancelledReply::FromJson(const json& body) {
   CancelledReply out;
   out.request_id = body.value("request_id", json());
   ASSIGN_OR_RETURN(out.sweep_id, ReadIntegerOr(body, "cancelled", "sweep_id", kAtLeastZero, 0));
-  ASSIGN_OR_RETURN(out.jobs_cancelled, ReadIntegerOr(body, "cancelled", "jobs_cancelled", kAtLeastZero, 0));
+  ASSIGN_OR_RETURN(out.jobs_cancelled,
+                   ReadIntegerOr(body, "cancelled", "jobs_cancelled", kAtLeastZero, 0));
   return out;
 }
 
@@ -68,14 +76,19 @@ json PrunedReply::ToJson() const {
 StatusOr<PrunedReply> PrunedReply::FromJson(const json& body) {
   PrunedReply out;
   out.request_id = body.value("request_id", json());
-  ASSIGN_OR_RETURN(out.results_pruned, ReadIntegerOr(body, "pruned", "results_pruned", kAtLeastZero, 0));
-  ASSIGN_OR_RETURN(out.bytes_before, ReadIntegerOr(body, "pruned", "bytes_before", kAtLeastZero, 0));
+  ASSIGN_OR_RETURN(out.results_pruned,
+                   ReadIntegerOr(body, "pruned", "results_pruned", kAtLeastZero, 0));
+  ASSIGN_OR_RETURN(out.bytes_before,
+                   ReadIntegerOr(body, "pruned", "bytes_before", kAtLeastZero, 0));
   ASSIGN_OR_RETURN(out.bytes_after, ReadIntegerOr(body, "pruned", "bytes_after", kAtLeastZero, 0));
   return out;
 }
 
 json RowsReply::ToJson() const {
-  return MakeMessage(kType, {{"request_id", request_id}, {"columns", columns}, {"rows", rows}, {"truncated", truncated}})
+  return MakeMessage(kType, {{"request_id", request_id},
+                             {"columns", columns},
+                             {"rows", rows},
+                             {"truncated", truncated}})
       .body;
 }
 
@@ -83,7 +96,8 @@ StatusOr<RowsReply> RowsReply::FromJson(const json& body) {
   RowsReply out;
   out.request_id = body.value("request_id", json());
   for (const json& column : body.at("columns")) {
-    if (!column.is_string()) return InvalidArgument("rows.columns: must hold names, got " + ShownValue(column));
+    if (!column.is_string())
+      return InvalidArgument("rows.columns: must hold names, got " + ShownValue(column));
     out.columns.push_back(column.get<std::string>());
   }
   const json& rows = body.at("rows");
@@ -92,12 +106,14 @@ StatusOr<RowsReply> RowsReply::FromJson(const json& body) {
     const json& row = rows[r];
     if (!row.is_array() || row.size() != out.columns.size()) {
       return InvalidArgument("rows.rows[" + std::to_string(r) + "]: must be an array of " +
-                             std::to_string(out.columns.size()) + " values, one per column, got " + ShownValue(row));
+                             std::to_string(out.columns.size()) + " values, one per column, got " +
+                             ShownValue(row));
     }
     for (const json& value : row) {
       if (value.is_structured()) {
         return InvalidArgument("rows.rows[" + std::to_string(r) +
-                               "]: values are integers, reals, strings or null, got " + ShownValue(value));
+                               "]: values are integers, reals, strings or null, got " +
+                               ShownValue(value));
       }
     }
     out.rows.push_back(row);
@@ -142,7 +158,8 @@ StatusOr<SchedulesReply> SchedulesReply::FromJson(const json& body) {
   for (size_t i = 0; i < list.size(); ++i) {
     const json& entry = list[i];
     const std::string at = "schedules.schedules[" + std::to_string(i) + "]";
-    if (!entry.is_object()) return InvalidArgument(at + ": must be an object, got " + ShownValue(entry));
+    if (!entry.is_object())
+      return InvalidArgument(at + ": must be an object, got " + ShownValue(entry));
     ScheduleEntry one;
     ASSIGN_OR_RETURN(one.name, ReadText(entry, at, "name", kMaxMessageBytes));
     ASSIGN_OR_RETURN(one.cron, ReadText(entry, at, "cron", kMaxMessageBytes));
@@ -152,9 +169,12 @@ StatusOr<SchedulesReply> SchedulesReply::FromJson(const json& body) {
       return InvalidArgument(at + ".overlap: must be \"skip\" or \"queue\", got " +
                              ShownValue(entry.at("overlap")));
     }
-    if (const auto deadline = entry.find("start_deadline_s"); deadline != entry.end() && !deadline->is_null()) {
+    if (const auto deadline = entry.find("start_deadline_s");
+        deadline != entry.end() && !deadline->is_null()) {
       if (!deadline->is_number() || !(deadline->get<double>() > 0)) {
-        return InvalidArgument(at + ".start_deadline_s: must be a number of seconds > 0 or null, got " + ShownValue(*deadline));
+        return InvalidArgument(at +
+                               ".start_deadline_s: must be a number of seconds > 0 or null, got " +
+                               ShownValue(*deadline));
       }
       one.start_deadline_s = deadline->get<double>();
     }

@@ -78,8 +78,8 @@ struct ScheduleEntry {
   std::string overlap;                     // "skip" or "queue"
   std::optional<double> start_deadline_s;  // none: one period
   std::string created_at;
-  std::string handled_until;               // the latest slot handled
-  std::optional<std::string> next_slot;    // UTC ISO 8601; none if its cron no longer parses
+  std::string handled_until;             // the latest slot handled
+  std::optional<std::string> next_slot;  // UTC ISO 8601; none if its cron no longer parses
   std::optional<std::string> sweep_name;
   nlohmann::json ToJson() const;
 };

@@ -62,7 +62,8 @@ TEST(ClientRepliesTest, OutOfRangeValuesAreRefusedByName) {
             "submitted.jobs: must be an integer >= 0, got -1");
   submitted = Golden("submitted").body;
   submitted["agents"] = json::array({"node-a", 7});
-  EXPECT_EQ(SubmittedReply::FromJson(submitted).status().message(), "submitted.agents: must hold names, got 7");
+  EXPECT_EQ(SubmittedReply::FromJson(submitted).status().message(),
+            "submitted.agents: must hold names, got 7");
   submitted = Golden("submitted").body;
   submitted["skipped"]["count"] = "many";
   EXPECT_EQ(SubmittedReply::FromJson(submitted).status().message(),
@@ -77,7 +78,8 @@ TEST(ClientRepliesTest, OutOfRangeValuesAreRefusedByName) {
             "cancelled.jobs_cancelled: must be an integer >= 0, got -5");
   json pruned = Golden("pruned").body;
   pruned["bytes_after"] = -1;
-  EXPECT_EQ(PrunedReply::FromJson(pruned).status().message(), "pruned.bytes_after: must be an integer >= 0, got -1");
+  EXPECT_EQ(PrunedReply::FromJson(pruned).status().message(),
+            "pruned.bytes_after: must be an integer >= 0, got -1");
 }
 
 }  // namespace

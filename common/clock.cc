@@ -36,19 +36,21 @@ bool ParseUtcIso8601(const std::string& text, int64_t* unix_micros) {
   int millis = 0;
   int consumed = 0;
   if (sscanf(text.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d%n", &utc.tm_year, &utc.tm_mon, &utc.tm_mday,
-             &utc.tm_hour, &utc.tm_min, &utc.tm_sec, &consumed) != 6 || consumed != 19) {
+             &utc.tm_hour, &utc.tm_min, &utc.tm_sec, &consumed) != 6 ||
+      consumed != 19) {
     return false;
   }
   std::string rest = text.substr(19);
   if (rest.size() == 5 && rest[0] == '.' && rest[4] == 'Z' &&
-      std::isdigit(static_cast<unsigned char>(rest[1])) && std::isdigit(static_cast<unsigned char>(rest[2])) &&
+      std::isdigit(static_cast<unsigned char>(rest[1])) &&
+      std::isdigit(static_cast<unsigned char>(rest[2])) &&
       std::isdigit(static_cast<unsigned char>(rest[3]))) {
     millis = std::stoi(rest.substr(1, 3));
   } else if (rest != "Z") {
     return false;
   }
-  if (utc.tm_mon < 1 || utc.tm_mon > 12 || utc.tm_mday < 1 || utc.tm_mday > 31 || utc.tm_hour > 23 ||
-      utc.tm_min > 59 || utc.tm_sec > 60) {
+  if (utc.tm_mon < 1 || utc.tm_mon > 12 || utc.tm_mday < 1 || utc.tm_mday > 31 ||
+      utc.tm_hour > 23 || utc.tm_min > 59 || utc.tm_sec > 60) {
     return false;
   }
   utc.tm_year -= 1900;

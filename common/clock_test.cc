@@ -28,8 +28,9 @@ TEST(ClockTest, AStoredTimeReadsBackToTheMillisecond) {
     ASSERT_TRUE(ParseUtcIso8601(UtcIso8601(t), &micros));
     EXPECT_EQ(micros, t);
   }
-  for (const char* bad : {"", "2026-11-29", "2026-11-29T12:13:22", "2026-11-29T12:13:22.1Z",
-                          "2026-13-29T12:13:22Z", "2026-11-29T12:13:22.113Z ", "2026-11-29 12:13:22Z"}) {
+  for (const char* bad :
+       {"", "2026-11-29", "2026-11-29T12:13:22", "2026-11-29T12:13:22.1Z", "2026-13-29T12:13:22Z",
+        "2026-11-29T12:13:22.113Z ", "2026-11-29 12:13:22Z"}) {
     EXPECT_FALSE(ParseUtcIso8601(bad, &micros)) << bad;
   }
 }

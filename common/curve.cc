@@ -7,7 +7,6 @@
 
 #include <cerrno>
 #include <cstring>
-
 #include <fstream>
 #include <sstream>
 
@@ -76,7 +75,8 @@ Status WriteCurveKeyPair(const CurveKeyPair& pair, const std::string& prefix, bo
     struct stat info {};
     if (lstat(path.c_str(), &info) != 0) continue;
     if (!overwrite) {
-      return FailedPrecondition(path + " exists; replacing its key would lock out every peer "
+      return FailedPrecondition(path +
+                                " exists; replacing its key would lock out every peer "
                                 "that trusts the old one");
     }
     // Replaced by a new file rather than truncated, so the new secret never sits in a
@@ -108,9 +108,10 @@ StatusOr<CurveKeyPair> ReadCurveKeyPair(const std::string& path) {
     if (kind == "secret") pair.secret_key = key;
   }
   if (!ValidZ85Key(pair.public_key) || !ValidZ85Key(pair.secret_key)) {
-    return InvalidArgument("key file " + path +
-                           " must hold \"public <key>\" and \"secret <key>\" lines with 40-character "
-                           "Z85 keys (make one with benchfleet keygen)");
+    return InvalidArgument(
+        "key file " + path +
+        " must hold \"public <key>\" and \"secret <key>\" lines with 40-character "
+        "Z85 keys (make one with benchfleet keygen)");
   }
   return pair;
 }
@@ -119,14 +120,16 @@ StatusOr<std::string> CurveKeyOnLine(const std::string& line) {
   std::istringstream words(Trim(line));
   std::string key;
   words >> key;
-  if (!key.empty() && !ValidZ85Key(key)) return InvalidArgument("not a 40-character Z85 public key");
+  if (!key.empty() && !ValidZ85Key(key))
+    return InvalidArgument("not a 40-character Z85 public key");
   return key;
 }
 
 StatusOr<std::string> ReadCurvePublicKey(const std::string& key_or_path) {
   if (ValidZ85Key(key_or_path)) return key_or_path;
   std::ifstream in(key_or_path);
-  if (!in) return NotFound("\"" + key_or_path + "\" is neither a Z85 public key nor a readable file");
+  if (!in)
+    return NotFound("\"" + key_or_path + "\" is neither a Z85 public key nor a readable file");
   std::string line;
   while (std::getline(in, line)) {
     auto key = CurveKeyOnLine(line);

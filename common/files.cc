@@ -9,7 +9,9 @@
 namespace benchfleet {
 namespace {
 
-std::string SystemError(const std::string& what, int err) { return what + ": " + std::strerror(err); }
+std::string SystemError(const std::string& what, int err) {
+  return what + ": " + std::strerror(err);
+}
 
 Status WriteAll(int fd, const std::string& data, const std::string& path) {
   size_t written = 0;
@@ -79,7 +81,8 @@ Status WriteFileAtomically(const std::string& path, const std::string& content) 
   const int fd = open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return Unavailable(SystemError("cannot create " + temp, errno));
   Status written = WriteAll(fd, content, temp);
-  if (written.ok() && fsync(fd) != 0) written = Unavailable(SystemError("cannot fsync " + temp, errno));
+  if (written.ok() && fsync(fd) != 0)
+    written = Unavailable(SystemError("cannot fsync " + temp, errno));
   close(fd);
   if (written.ok() && rename(temp.c_str(), path.c_str()) != 0) {
     written = Unavailable(SystemError("cannot rename " + temp + " to " + path, errno));

@@ -70,8 +70,7 @@ TEST_F(FilesTest, AFailedRenameLeavesTheOldFileAndNoTemporary) {
   EXPECT_NE(status.message().find("cannot rename"), std::string::npos) << status.message();
   EXPECT_TRUE(fs::is_directory(path));
   for (const auto& entry : fs::directory_iterator(dir_)) {
-    EXPECT_FALSE(IsUnfinishedWrite(entry.path().filename().string(), "occupied"))
-        << entry.path();
+    EXPECT_FALSE(IsUnfinishedWrite(entry.path().filename().string(), "occupied")) << entry.path();
   }
 }
 

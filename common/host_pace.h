@@ -24,7 +24,8 @@ inline constexpr double kHostPaceExplainsPower = 2;
 inline bool HostPaceExplains(double ratio, double pace_ratio, double moved) {
   if (!(ratio > 0) || !(pace_ratio > 0) || !(moved > 0)) return false;
   if (pace_ratio > moved && ratio > 1) return ratio <= std::pow(pace_ratio, kHostPaceExplainsPower);
-  if (pace_ratio < 1 / moved && ratio < 1) return ratio >= std::pow(pace_ratio, kHostPaceExplainsPower);
+  if (pace_ratio < 1 / moved && ratio < 1)
+    return ratio >= std::pow(pace_ratio, kHostPaceExplainsPower);
   return false;
 }
 

@@ -74,7 +74,8 @@ JobNeeds NeedsOf(const JobSpec& spec) {
 StatusOr<JobNeeds> NeedsOfJobJson(const json& spec) {
   if (!spec.is_object()) return InvalidArgument("job spec: must be an object");
   const bool more_than_one = spec.contains("parallel") || spec.contains("distributed") ||
-                             spec.contains("replicas") || IsCollectiveModel(spec.value("model", ""));
+                             spec.contains("replicas") ||
+                             IsCollectiveModel(spec.value("model", ""));
   if (!more_than_one) {
     JobNeeds needs;
     needs.worker = WorkerNeedsOfJson(spec);
@@ -104,25 +105,30 @@ StatusOr<JobNeeds> JobNeeds::FromJson(const json& needs, const std::string& fiel
   JobNeeds out;
   ASSIGN_OR_RETURN(out.world_size, ReadInteger(needs, field, "world_size", {1, kMaxWorldSize}));
   ASSIGN_OR_RETURN(out.spread, ReadFlag(needs, field, "spread"));
-  ASSIGN_OR_RETURN(out.local_processes, ReadInteger(needs, field, "local_processes", {1, kMaxWorldSize}));
+  ASSIGN_OR_RETURN(out.local_processes,
+                   ReadInteger(needs, field, "local_processes", {1, kMaxWorldSize}));
   ASSIGN_OR_RETURN(out.replicated, ReadFlag(needs, field, "replicated"));
   ASSIGN_OR_RETURN(out.local_cpus,
                    ReadInteger(needs, field, "local_cpus", {0, kMaxWorldSize * kMaxJobThreads}));
-  for (auto [key, into] : {std::pair<const char*, std::string*>("torch", &out.worker.torch),
-                           std::pair<const char*, std::string*>("torch_min", &out.worker.torch_min)}) {
+  for (auto [key, into] :
+       {std::pair<const char*, std::string*>("torch", &out.worker.torch),
+        std::pair<const char*, std::string*>("torch_min", &out.worker.torch_min)}) {
     ASSIGN_OR_RETURN(std::optional<std::string> version,
                      ReadOptionalText(needs, field, key, kMaxTorchVersionLength));
     *into = version.value_or("");
   }
-  ASSIGN_OR_RETURN(std::optional<std::string> technique, ReadOptionalText(needs, field, "technique", 32));
+  ASSIGN_OR_RETURN(std::optional<std::string> technique,
+                   ReadOptionalText(needs, field, "technique", 32));
   out.worker.technique = technique.value_or("");
-  if (!out.worker.technique.empty() &&
-      std::find(KnownTechniques().begin(), KnownTechniques().end(), out.worker.technique) == KnownTechniques().end()) {
-    return InvalidArgument(field + ".technique: must be one of eager, torchscript, aoti, cuda_graph, got \"" +
-                           out.worker.technique + "\"");
+  if (!out.worker.technique.empty() && std::find(KnownTechniques().begin(), KnownTechniques().end(),
+                                                 out.worker.technique) == KnownTechniques().end()) {
+    return InvalidArgument(
+        field + ".technique: must be one of eager, torchscript, aoti, cuda_graph, got \"" +
+        out.worker.technique + "\"");
   }
   if (out.spread && (out.world_size < 2 || out.local_processes != 1)) {
-    return InvalidArgument(field + ": a spread gang has world_size >= 2 and one local process per agent");
+    return InvalidArgument(field +
+                           ": a spread gang has world_size >= 2 and one local process per agent");
   }
   if (out.local_processes > 1 && out.local_processes != out.world_size && !out.replicated) {
     return InvalidArgument(field + ".local_processes: a gang on one agent runs its world_size (" +

@@ -6,10 +6,9 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "common/job_spec.h"
 #include "common/status.h"
@@ -32,7 +31,8 @@ struct WorkerNeeds {
   bool empty() const { return torch.empty() && torch_min.empty() && technique.empty(); }
   bool operator==(const WorkerNeeds& other) const;
   // True when a worker of `torch_version` that runs `techniques` satisfies them.
-  bool SatisfiedBy(const std::string& torch_version, const std::vector<std::string>& techniques) const;
+  bool SatisfiedBy(const std::string& torch_version,
+                   const std::vector<std::string>& techniques) const;
   // For people and as a placement's key: "torch 1.13, torch >= 2.15.0, technique aoti";
   // empty when they ask nothing.
   std::string Describe() const;

@@ -12,8 +12,8 @@ namespace {
 using json = nlohmann::json;
 
 json Job(const json& patch) {
-  json job = {{"model", "mlp"},   {"mode", "train"}, {"dtype", "fp32"}, {"device", "cpu"},
-              {"batch_size", 12}, {"threads", 2}};
+  json job = {{"model", "mlp"},  {"mode", "train"},  {"dtype", "fp32"},
+              {"device", "cpu"}, {"batch_size", 12}, {"threads", 2}};
   job.merge_patch(patch);
   return job;
 }
@@ -44,7 +44,8 @@ TEST(JobNeedsTest, EachKindOfJobAsksForWhatItRuns) {
   EXPECT_EQ(spread.local_cpus, 0);
   EXPECT_EQ(spread.Agents(), 3);
   // Replicas share one agent even in a spread sweep.
-  const JobNeeds replicas = Needs({{"mode", "inference"}, {"placement", "spread"}, {"replicas", 4}});
+  const JobNeeds replicas =
+      Needs({{"mode", "inference"}, {"placement", "spread"}, {"replicas", 4}});
   EXPECT_FALSE(replicas.spread);
   EXPECT_TRUE(replicas.replicated);
   EXPECT_EQ(replicas.world_size, 1);
@@ -56,19 +57,22 @@ TEST(JobNeedsTest, EachKindOfJobAsksForWhatItRuns) {
                 .local_processes,
             2);
   const JobNeeds in_process =
-      Needs({{"model_args", {{"layers", {64, 64, 64, 10}}}}, {"device", "cuda"},
+      Needs({{"model_args", {{"layers", {64, 64, 64, 10}}}},
+             {"device", "cuda"},
              {"parallel", {{"kind", "pipeline"}, {"stages", 2}, {"in_process", true}}}});
   EXPECT_EQ(in_process, JobNeeds{});
 }
 
 TEST(JobNeedsTest, ARankThatNamesItsWorldIsOneProcess) {
   JobSpecError error;
-  auto rank = ParseJobConfig(
-      Job({{"placement", "spread"},
-           {"parallel", {{"kind", "data"}, {"world_size", 2}}},
-           {"distributed",
-            {{"rank", 1}, {"world_size", 2}, {"store", "10.0.0.1:4000"}, {"address", "10.0.0.2"}}}}),
-      &error);
+  auto rank = ParseJobConfig(Job({{"placement", "spread"},
+                                  {"parallel", {{"kind", "data"}, {"world_size", 2}}},
+                                  {"distributed",
+                                   {{"rank", 1},
+                                    {"world_size", 2},
+                                    {"store", "10.0.0.1:4000"},
+                                    {"address", "10.0.0.2"}}}}),
+                             &error);
   ASSERT_TRUE(rank) << error.message;
   const JobNeeds needs = NeedsOf(*rank);
   EXPECT_EQ(needs.world_size, 2);
@@ -138,18 +142,22 @@ TEST(JobNeedsTest, WhatAJobAsksOfTheWorkerTravelsWithItsNeeds) {
   const JobNeeds plain = Needs({{"mode", "inference"}});
   EXPECT_TRUE(plain.worker.empty());
   EXPECT_FALSE(plain.ToJson().contains("torch"));  // an offer as before
-  const JobNeeds versioned = Needs({{"mode", "inference"}, {"torch", "1.13"}, {"technique", "torchscript"}});
+  const JobNeeds versioned =
+      Needs({{"mode", "inference"}, {"torch", "1.13"}, {"technique", "torchscript"}});
   EXPECT_EQ(versioned.worker.torch, "1.13");
   EXPECT_EQ(versioned.worker.technique, "torchscript");
   EXPECT_EQ(versioned.worker.Describe(), "torch 1.13, technique torchscript");
   // eager asks nothing; a package asks for a worker that loads packages.
   EXPECT_TRUE(Needs({{"mode", "inference"}, {"technique", "eager"}}).worker.empty());
-  EXPECT_EQ(Needs({{"mode", "inference"}, {"model", "aoti"},
+  EXPECT_EQ(Needs({{"mode", "inference"},
+                   {"model", "aoti"},
                    {"model_args", {{"sha256", std::string(64, 'b')}, {"inputs", {{12}}}}}})
                 .worker.technique,
             "aoti");
   // A gang's needs are parsed whole, with the worker's.
-  EXPECT_EQ(Needs({{"parallel", {{"kind", "data"}, {"world_size", 2}}}, {"torch", "2.15"}}).worker.torch, "2.15");
+  EXPECT_EQ(
+      Needs({{"parallel", {{"kind", "data"}, {"world_size", 2}}}, {"torch", "2.15"}}).worker.torch,
+      "2.15");
 
   JobNeeds with_min = versioned;
   with_min.worker.torch_min = "2.15.0";
@@ -158,8 +166,9 @@ TEST(JobNeedsTest, WhatAJobAsksOfTheWorkerTravelsWithItsNeeds) {
   EXPECT_EQ(*read, with_min);
   json bad = with_min.ToJson();
   bad["technique"] = "inductor";
-  EXPECT_EQ(JobNeeds::FromJson(bad, "job.needs").status().message(),
-            "job.needs.technique: must be one of eager, torchscript, aoti, cuda_graph, got \"inductor\"");
+  EXPECT_EQ(
+      JobNeeds::FromJson(bad, "job.needs").status().message(),
+      "job.needs.technique: must be one of eager, torchscript, aoti, cuda_graph, got \"inductor\"");
   bad = with_min.ToJson();
   bad["torch"] = 2;
   EXPECT_FALSE(JobNeeds::FromJson(bad, "job.needs").ok());

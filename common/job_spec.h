@@ -14,9 +14,9 @@ namespace benchfleet {
 
 // The measurement budget of one job; the defaults are those of schemas/worker.md.
 struct TimingSpec {
-  double warmup_s = 0.2;     // run untimed iterations for at least this long
-  double min_time_s = 0.5;   // sample at least this long ...
-  double max_time_s = 5.0;   // ... and never longer than this
+  double warmup_s = 0.2;    // run untimed iterations for at least this long
+  double min_time_s = 0.5;  // sample at least this long ...
+  double max_time_s = 5.0;  // ... and never longer than this
   // Stop sampling once the median's 95% confidence interval lies within this fraction
   // of it on either side (half-width / median), min_time_s having passed.
   double target_ci = 0.01;
@@ -163,13 +163,13 @@ struct ReplicaSpec {
 inline constexpr double kMaxScenarioQps = 1e7;
 inline constexpr double kMaxScenarioSeconds = 86400;
 struct ServerScenario {
-  double qps = 0;                   // server: the arrival rate, queries per second
-  std::int64_t max_batch = 0;       // server: the batcher's largest batch (batch_size)
-  double max_wait_ms = 1;           // server: how long the oldest query may wait for more
-  std::optional<double> slo_p99_ms; // server: search the highest qps with p99 within it
+  double qps = 0;                    // server: the arrival rate, queries per second
+  std::int64_t max_batch = 0;        // server: the batcher's largest batch (batch_size)
+  double max_wait_ms = 1;            // server: how long the oldest query may wait for more
+  std::optional<double> slo_p99_ms;  // server: search the highest qps with p99 within it
   double min_duration_s = 10;
   std::int64_t min_queries = 100;
-  double max_duration_s = 60;       // a run still serving then stops, invalid
+  double max_duration_s = 60;  // a run still serving then stops, invalid
 };
 const std::vector<std::string>& KnownScenarios();
 // An SLO search runs at most this many server runs (worker/measure/serving.h).
@@ -192,7 +192,7 @@ struct JobSpec {
   std::optional<DistributedSpec> distributed;  // required by the collectives and `parallel`
   std::optional<ParallelSpec> parallel;
   std::optional<PruneSpec> prune;
-  ReferenceSpec reference;  // null: no reference (accuracy against fp32, if any)
+  ReferenceSpec reference;                  // null: no reference (accuracy against fp32, if any)
   std::optional<MaxBatchSearch> max_batch;  // the job's search.max_batch
   // Independent copies of the job, each its own worker on its own `threads` CPUs of one
   // agent (1: a job of one process); `replica` says which copy this worker is.
@@ -203,7 +203,7 @@ struct JobSpec {
   bool spread = false;
   std::string scenario = "offline";  // one of KnownScenarios()
   ServerScenario serving;            // single_stream and server: their figures and limits
-  std::string mode;    // "inference" or "train"
+  std::string mode;                  // "inference" or "train"
   // "fp32" (true fp32 on every device), "tf32" (fp32 tensors, TF32 tensor-core math in
   // cuBLAS and cuDNN; CUDA only), "bf16" or "int8"
   std::string dtype;
@@ -248,7 +248,6 @@ struct JobSpec {
 };
 const std::vector<std::string>& KnownHostCheckPolicies();
 
-
 // Why a job was refused: the job field at fault ("dtype", "model_args.layers[1]",
 // "timing.min_time_s"; empty for the job as a whole) and a message that names the
 // field and what it accepts.
@@ -262,8 +261,8 @@ struct JobSpecError {
 bool RunsInOneProcess(const JobSpec& spec);
 // Reads `processes` (1..kMaxJobProcesses) and `precision` ((0, 1)) of a job or a sweep,
 // each where present; a refusal names the field.
-bool ReadRepeats(const nlohmann::json& holder, std::int64_t* processes, std::optional<double>* precision,
-                 JobSpecError* error);
+bool ReadRepeats(const nlohmann::json& holder, std::int64_t* processes,
+                 std::optional<double>* precision, JobSpecError* error);
 
 // Validates `job` (the job JSON of schemas/worker.md). On failure returns nullopt and
 // fills *error. Unknown top-level keys are ignored (the coordinator may annotate jobs);

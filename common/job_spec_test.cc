@@ -1,5 +1,4 @@
 #include "common/job_spec.h"
-#include "common/thread_placement.h"
 
 #include <gtest/gtest.h>
 
@@ -8,6 +7,7 @@
 #include "common/job_needs.h"
 #include "common/limits.h"
 #include "common/sweep.h"
+#include "common/thread_placement.h"
 
 namespace benchfleet {
 namespace {
@@ -77,7 +77,7 @@ TEST(JobSpecTest, ACollectiveIsOneRankOfSeveralAndMovesWholeElements) {
     std::string field;
   };
   for (const Case& c : std::vector<Case>{
-           {{{"distributed", nullptr}}, "distributed"},  // removed below
+           {{{"distributed", nullptr}}, "distributed"},                // removed below
            {{{"model_args", {{"bytes", 4097}}}}, "model_args.bytes"},  // not whole fp32s
            {{{"model_args", {{"bytes", (int64_t{256} << 20) + 4}}}}, "model_args.bytes"},
            {{{"model_args", {{"size", 4}}}}, "model_args.size"},
@@ -91,15 +91,20 @@ TEST(JobSpecTest, ACollectiveIsOneRankOfSeveralAndMovesWholeElements) {
             "distributed.world_size"},
            {{{"distributed", {{"rank", 0}, {"world_size", 2}, {"store", "h"}, {"address", "a"}}}},
             "distributed.store"},
-           {{{"distributed", {{"rank", 0}, {"world_size", 2}, {"store", "h:70000"}, {"address", "a"}}}},
+           {{{"distributed",
+              {{"rank", 0}, {"world_size", 2}, {"store", "h:70000"}, {"address", "a"}}}},
             "distributed.store"},
            {{{"distributed", {{"rank", 0}, {"world_size", 2}, {"store", "h:1"}}}},
             "distributed.address"},
-           {{{"distributed", {{"rank", 0}, {"world_size", 2}, {"store", "h:1"}, {"address", "a"},
-                              {"timeout_s", 0}}}},
+           {{{"distributed",
+              {{"rank", 0},
+               {"world_size", 2},
+               {"store", "h:1"},
+               {"address", "a"},
+               {"timeout_s", 0}}}},
             "distributed.timeout_s"},
-           {{{"distributed", {{"rank", 0}, {"world_size", 2}, {"store", "h:1"}, {"address", "a"},
-                              {"port", 1}}}},
+           {{{"distributed",
+              {{"rank", 0}, {"world_size", 2}, {"store", "h:1"}, {"address", "a"}, {"port", 1}}}},
             "distributed.port"},
        }) {
     json job = base;
@@ -134,7 +139,8 @@ TEST(JobSpecTest, ACollectiveIsOneRankOfSeveralAndMovesWholeElements) {
   ASSERT_TRUE(ParseJobConfig(combinations[0].Spec(), &error)) << error.message;
   json rank_job = combinations[0].Spec();
   rank_job["job_id"] = 1;
-  EXPECT_FALSE(ParseJobSpec(rank_job, &error)) << "a worker runs one rank: it needs the distributed object";
+  EXPECT_FALSE(ParseJobSpec(rank_job, &error))
+      << "a worker runs one rank: it needs the distributed object";
   EXPECT_EQ(error.field, "distributed") << error.message;
   // The size axis is the collectives': another model refuses it, naming the axis.
   const auto mlp_sized = ParseSweep(json::parse(R"({"name": "bw", "matrix": {"model": "mlp",
@@ -213,9 +219,11 @@ TEST(JobSpecTest, APipelineSplitsTheModelIntoOneStagePerRank) {
            {{{"parallel", {{"kind", "pipeline"}, {"stages", 3}}}}, "parallel.stages"},  // 2 ranks
            {{{"parallel", {{"kind", "pipeline"}, {"stages", 2}, {"micro_batches", 3}}}},
             "parallel.micro_batches"},  // 8 rows do not split in 3
-           {{{"parallel", {{"kind", "pipeline"}, {"stages", 2}, {"bucket_mb", 1}}}}, "parallel.bucket_mb"},
-           {{{"parallel", {{"kind", "pipeline"}, {"stages", 2}, {"schedule", "zb"}}}}, "parallel.schedule"},
-           {{{"model_args", {{"layers", 1}}}}, "parallel.stages"},  // one layer, two stages
+           {{{"parallel", {{"kind", "pipeline"}, {"stages", 2}, {"bucket_mb", 1}}}},
+            "parallel.bucket_mb"},
+           {{{"parallel", {{"kind", "pipeline"}, {"stages", 2}, {"schedule", "zb"}}}},
+            "parallel.schedule"},
+           {{{"model_args", {{"layers", 1}}}}, "parallel.stages"},         // one layer, two stages
            {{{"model", "cnn"}, {"model_args", json::object()}}, "model"},  // no stack of layers
            {{{"dtype", "bf16"}}, "dtype"},
        }) {
@@ -227,7 +235,8 @@ TEST(JobSpecTest, APipelineSplitsTheModelIntoOneStagePerRank) {
 }
 
 TEST(JobSpecTest, AnInProcessPipelinePutsItsStagesOnTheGpusOfOneWorker) {
-  const json base = json::parse(R"({"job_id": 1, "model": "transformer", "model_args": {"layers": 4},
+  const json base =
+      json::parse(R"({"job_id": 1, "model": "transformer", "model_args": {"layers": 4},
       "mode": "train", "dtype": "fp32", "device": "cuda", "batch_size": 8, "threads": 1,
       "parallel": {"kind": "pipeline", "stages": 2, "micro_batches": 4, "in_process": true}})");
   JobSpecError error;
@@ -243,9 +252,12 @@ TEST(JobSpecTest, AnInProcessPipelinePutsItsStagesOnTheGpusOfOneWorker) {
   for (const Case& c : std::vector<Case>{
            {{{"device", "cpu"}}, "device"},
            {{{"device", "cuda:1"}}, "device"},  // stage s is cuda:s
-           {{{"distributed", {{"rank", 0}, {"world_size", 2}, {"store", "h:1"}, {"address", "a"}}}}, "distributed"},
-           {{{"parallel", {{"kind", "pipeline"}, {"stages", 2}, {"in_process", "yes"}}}}, "parallel.in_process"},
-           {{{"parallel", {{"kind", "pipeline"}, {"stages", 2}, {"in_process", true}, {"schedule", "1f1b"}}}},
+           {{{"distributed", {{"rank", 0}, {"world_size", 2}, {"store", "h:1"}, {"address", "a"}}}},
+            "distributed"},
+           {{{"parallel", {{"kind", "pipeline"}, {"stages", 2}, {"in_process", "yes"}}}},
+            "parallel.in_process"},
+           {{{"parallel",
+              {{"kind", "pipeline"}, {"stages", 2}, {"in_process", true}, {"schedule", "1f1b"}}}},
             "parallel.schedule"},
        }) {
     json job = base;
@@ -279,9 +291,15 @@ TEST(JobSpecTest, Tf32IsAGpuDtype) {
   EXPECT_FALSE(ParseJobSpec(cpu, &error));
   EXPECT_EQ(error.field, "dtype");
   EXPECT_NE(error.message.find("use \"fp32\""), std::string::npos) << error.message;
-  json collective = {{"job_id", 1}, {"model", "allreduce"}, {"mode", "inference"},
-                     {"dtype", "tf32"}, {"device", "cuda"}, {"batch_size", 1}, {"threads", 1},
-                     {"distributed", {{"rank", 0}, {"world_size", 2}, {"store", "h:1"}, {"address", "a"}}}};
+  json collective = {
+      {"job_id", 1},
+      {"model", "allreduce"},
+      {"mode", "inference"},
+      {"dtype", "tf32"},
+      {"device", "cuda"},
+      {"batch_size", 1},
+      {"threads", 1},
+      {"distributed", {{"rank", 0}, {"world_size", 2}, {"store", "h:1"}, {"address", "a"}}}};
   EXPECT_FALSE(ParseJobSpec(collective, &error));
   EXPECT_EQ(error.field, "dtype");
 }
@@ -373,8 +391,8 @@ TEST(JobSpecTest, InteropThreadsAndOnednnAreAxes) {
 
 TEST(JobSpecTest, TheThreadPlacementIsAChoiceOfOneProcessesCpuJobsAndAnAxis) {
   JobSpecError error;
-  json job = {{"model", "mlp"}, {"mode", "inference"}, {"dtype", "fp32"}, {"device", "cpu"},
-              {"batch_size", 2}, {"threads", 2}};
+  json job = {{"model", "mlp"},  {"mode", "inference"}, {"dtype", "fp32"},
+              {"device", "cpu"}, {"batch_size", 2},     {"threads", 2}};
   EXPECT_EQ(JobThreadPlacement(job), "cores");
   for (const std::string& placement : KnownThreadPlacements()) {
     job["thread_placement"] = placement;
@@ -389,7 +407,8 @@ TEST(JobSpecTest, TheThreadPlacementIsAChoiceOfOneProcessesCpuJobsAndAnAxis) {
   job["threads"] = 1;
   EXPECT_FALSE(ParseJobConfig(job, &error));
   EXPECT_EQ(error.field, "thread_placement");
-  EXPECT_NE(error.message.find("a job of 1 thread has none to pair"), std::string::npos) << error.message;
+  EXPECT_NE(error.message.find("a job of 1 thread has none to pair"), std::string::npos)
+      << error.message;
   job["threads"] = 2;
   job["replicas"] = 2;
   EXPECT_FALSE(ParseJobConfig(job, &error));
@@ -408,13 +427,14 @@ TEST(JobSpecTest, TheThreadPlacementIsAChoiceOfOneProcessesCpuJobsAndAnAxis) {
   const auto bad = ParseSweepText(
       R"({"name":"x","matrix":{"model":"mlp","batch_size":1,"thread_placement":["smt"]}})");
   ASSERT_FALSE(bad.ok());
-  EXPECT_NE(bad.status().message().find("thread_placement"), std::string::npos) << bad.status().message();
+  EXPECT_NE(bad.status().message().find("thread_placement"), std::string::npos)
+      << bad.status().message();
 }
 
 TEST(JobSpecTest, TheOpenMpWaitPolicyIsAChoiceAndAnAxisLeftOutWhenNotSwept) {
   JobSpecError error;
-  json job = {{"model", "mlp"}, {"mode", "inference"}, {"dtype", "fp32"}, {"device", "cpu"},
-              {"batch_size", 2}, {"threads", 1}};
+  json job = {{"model", "mlp"},  {"mode", "inference"}, {"dtype", "fp32"},
+              {"device", "cpu"}, {"batch_size", 2},     {"threads", 1}};
   auto parsed = ParseJobConfig(job, &error);
   ASSERT_TRUE(parsed) << error.message;
   EXPECT_EQ(parsed->omp_wait_policy, "default");
@@ -430,7 +450,8 @@ TEST(JobSpecTest, TheOpenMpWaitPolicyIsAChoiceAndAnAxisLeftOutWhenNotSwept) {
   job["omp_wait_policy"] = "PASSIVE";
   EXPECT_FALSE(ParseJobConfig(job, &error));
   EXPECT_EQ(error.field, "omp_wait_policy");
-  EXPECT_EQ(error.message, "omp_wait_policy must be one of default, passive, active, got \"PASSIVE\"");
+  EXPECT_EQ(error.message,
+            "omp_wait_policy must be one of default, passive, active, got \"PASSIVE\"");
   job["omp_wait_policy"] = nullptr;  // the default
   EXPECT_TRUE(ParseJobConfig(job, &error));
   EXPECT_EQ(JobOmpWaitPolicy(job), "default");
@@ -445,9 +466,10 @@ TEST(JobSpecTest, TheOpenMpWaitPolicyIsAChoiceAndAnAxisLeftOutWhenNotSwept) {
   const auto plain = ParseSweepText(R"({"name":"x","matrix":{"model":"mlp","batch_size":1}})");
   ASSERT_TRUE(plain.ok());
   EXPECT_FALSE(plain->Combinations()[0].Spec().contains("omp_wait_policy"));
-  EXPECT_FALSE(ParseSweepText(
-                   R"({"name":"x","matrix":{"model":"mlp","batch_size":1,"omp_wait_policy":["spin"]}})")
-                   .ok());
+  EXPECT_FALSE(
+      ParseSweepText(
+          R"({"name":"x","matrix":{"model":"mlp","batch_size":1,"omp_wait_policy":["spin"]}})")
+          .ok());
 }
 
 TEST(JobSpecTest, TimingStopsOnTheMediansPrecisionAndStillReadsTheOldSpreadTarget) {
@@ -472,23 +494,33 @@ TEST(JobSpecTest, TimingStopsOnTheMediansPrecisionAndStillReadsTheOldSpreadTarge
 
 TEST(JobSpecTest, MemoryFormatAndJitAreChoicesOfTheirModels) {
   JobSpecError error;
-  json cnn = {{"model", "cnn"}, {"mode", "train"}, {"dtype", "fp32"}, {"device", "cpu"},
-              {"batch_size", 2}, {"threads", 1}, {"model_args", {{"memory_format", "channels_last"}}}};
+  json cnn = {{"model", "cnn"},
+              {"mode", "train"},
+              {"dtype", "fp32"},
+              {"device", "cpu"},
+              {"batch_size", 2},
+              {"threads", 1},
+              {"model_args", {{"memory_format", "channels_last"}}}};
   auto parsed = ParseJobConfig(cnn, &error);
   ASSERT_TRUE(parsed) << error.message;
   EXPECT_EQ(parsed->cnn.memory_format, "channels_last");
   cnn["model_args"]["memory_format"] = "nchw";
   EXPECT_FALSE(ParseJobConfig(cnn, &error));
   EXPECT_EQ(error.field, "model_args.memory_format");
-  EXPECT_EQ(error.message, "model_args.memory_format must be one of contiguous, channels_last, got \"nchw\"");
+  EXPECT_EQ(error.message,
+            "model_args.memory_format must be one of contiguous, channels_last, got \"nchw\"");
   json mlp = cnn;
   mlp["model"] = "mlp";
   mlp["model_args"] = {{"memory_format", "channels_last"}};
   EXPECT_FALSE(ParseJobConfig(mlp, &error));  // the cnn's argument only
   EXPECT_EQ(error.field, "model_args.memory_format");
 
-  json ts = {{"model", "torchscript"}, {"mode", "inference"}, {"dtype", "fp32"}, {"device", "cpu"},
-             {"batch_size", 2}, {"threads", 1},
+  json ts = {{"model", "torchscript"},
+             {"mode", "inference"},
+             {"dtype", "fp32"},
+             {"device", "cpu"},
+             {"batch_size", 2},
+             {"threads", 1},
              {"model_args", {{"path", "/m.pt"}, {"inputs", {{4}}}, {"jit", "optimize"}}}};
   parsed = ParseJobConfig(ts, &error);
   ASSERT_TRUE(parsed) << error.message;
@@ -509,8 +541,13 @@ TEST(JobSpecTest, MemoryFormatAndJitAreChoicesOfTheirModels) {
 
 TEST(JobSpecTest, PruneIsAKindAndItsShare) {
   JobSpecError error;
-  json job = {{"model", "mlp"}, {"mode", "inference"}, {"dtype", "fp32"}, {"device", "cpu"},
-              {"batch_size", 2}, {"threads", 1}, {"prune", {{"kind", "structured"}, {"ratio", 0.5}}}};
+  json job = {{"model", "mlp"},
+              {"mode", "inference"},
+              {"dtype", "fp32"},
+              {"device", "cpu"},
+              {"batch_size", 2},
+              {"threads", 1},
+              {"prune", {{"kind", "structured"}, {"ratio", 0.5}}}};
   auto parsed = ParseJobConfig(job, &error);
   ASSERT_TRUE(parsed) << error.message;
   ASSERT_TRUE(parsed->prune);
@@ -528,13 +565,20 @@ TEST(JobSpecTest, PruneIsAKindAndItsShare) {
     std::string message;
   };
   for (const Case& c : std::vector<Case>{
-           {"mlp", {{"kind", "magnitude"}, {"sparsity", 2}}, "prune.sparsity",
-            "prune.sparsity must be a number in [0, 1), the share of each layer's weights set to zero, got 2"},
+           {"mlp",
+            {{"kind", "magnitude"}, {"sparsity", 2}},
+            "prune.sparsity",
+            "prune.sparsity must be a number in [0, 1), the share of each layer's weights set to "
+            "zero, got 2"},
            {"mlp", {{"kind", "structured"}, {"ratio", 1.0}}, "prune.ratio", ""},
            {"mlp", {{"kind", "structured"}}, "prune.ratio", ""},
-           {"mlp", {{"kind", "structured"}, {"sparsity", 0.5}}, "prune.sparsity",
+           {"mlp",
+            {{"kind", "structured"}, {"sparsity", 0.5}},
+            "prune.sparsity",
             "unknown key \"sparsity\" in prune of kind \"structured\"; known keys: kind, ratio"},
-           {"mlp", {{"kind", "random"}, {"ratio", 0.5}}, "prune.kind",
+           {"mlp",
+            {{"kind", "random"}, {"ratio", 0.5}},
+            "prune.kind",
             "prune.kind must be one of magnitude, structured, got \"random\""},
            {"mlp", 0.5, "prune", ""},
            {"matmul", {{"kind", "magnitude"}, {"sparsity", 0.5}}, "prune.kind", ""},
@@ -554,7 +598,8 @@ TEST(JobSpecTest, PruneIsAKindAndItsShare) {
   ts["model_args"] = {{"path", "/m.pt"}, {"inputs", {{4}}}};
   ts["prune"] = {{"kind", "magnitude"}, {"sparsity", 0.5}};
   EXPECT_FALSE(ParseJobConfig(ts, &error));
-  EXPECT_NE(error.message.find("prune the module before saving it"), std::string::npos) << error.message;
+  EXPECT_NE(error.message.find("prune the module before saving it"), std::string::npos)
+      << error.message;
   json shallow = job;
   shallow["model_args"] = {{"layers", {8, 4}}};  // no hidden layer
   shallow["prune"] = {{"kind", "structured"}, {"ratio", 0.5}};
@@ -570,8 +615,13 @@ TEST(JobSpecTest, PruneIsAKindAndItsShare) {
 
 TEST(JobSpecTest, AReferenceIsAModelOfItsOwnOnTheJobsInputs) {
   JobSpecError error;
-  json job = {{"model", "torchscript"}, {"mode", "inference"}, {"dtype", "fp32"}, {"device", "cpu"},
-              {"batch_size", 2}, {"threads", 1}, {"seed", 7},
+  json job = {{"model", "torchscript"},
+              {"mode", "inference"},
+              {"dtype", "fp32"},
+              {"device", "cpu"},
+              {"batch_size", 2},
+              {"threads", 1},
+              {"seed", 7},
               {"model_args", {{"path", "/student.pt"}, {"inputs", {{16}}}}},
               {"reference", {{"model", "torchscript"}, {"model_args", {{"path", "/teacher.pt"}}}}}};
   auto parsed = ParseJobConfig(job, &error);
@@ -595,11 +645,13 @@ TEST(JobSpecTest, AReferenceIsAModelOfItsOwnOnTheJobsInputs) {
     std::string message;
   };
   for (const Case& c : std::vector<Case>{
-           {{{"model", "torchscript"}, {"model_args", {{"path", "teacher.pt"}}}}, "reference.model_args.path",
+           {{{"model", "torchscript"}, {"model_args", {{"path", "teacher.pt"}}}},
+            "reference.model_args.path",
             "reference.model_args.path must be the absolute path of a TorchScript file (saved with "
             "torch.jit.save), got \"teacher.pt\""},
            {{{"model", "torchscript"}, {"model_args", {{"path", "/t.pt"}, {"inputs", {{16}}}}}},
-            "reference.model_args.inputs", ""},
+            "reference.model_args.inputs",
+            ""},
            {{{"model", "mlp"}, {"model_args", {{"width", 3}}}}, "reference.model_args.width", ""},
            {{{"model", "allreduce"}}, "reference.model", ""},
            {{{"model", "mlp"}, {"seed", 3}}, "reference.seed", ""},
@@ -634,22 +686,25 @@ TEST(JobSpecTest, PruneAndReferenceAreSweepAxes) {
   auto bad = ParseSweepText(R"({"name": "s", "matrix": {"model": "mlp", "batch_size": 4,
       "prune": [null, {"kind": "magnitude", "sparsity": 2}]}})");
   ASSERT_FALSE(bad.ok());
-  EXPECT_NE(bad.status().message().find("matrix.prune[1].sparsity: prune.sparsity must be a number in [0, 1)"),
+  EXPECT_NE(bad.status().message().find(
+                "matrix.prune[1].sparsity: prune.sparsity must be a number in [0, 1)"),
             std::string::npos)
       << bad.status().ToString();
   auto ref = ParseSweepText(R"({"name": "s", "matrix": {"model": "mlp", "batch_size": 4,
       "reference": [null, {"model": "mlp", "model_args": {"layers": [1024, 64, 10]}},
                     {"model": "cnn", "model_args": {"blocks": [1]}}]}})");
   ASSERT_FALSE(ref.ok());
-  EXPECT_NE(ref.status().message().find("matrix.reference[2].model_args.blocks: reference.model_args.blocks"),
+  EXPECT_NE(ref.status().message().find(
+                "matrix.reference[2].model_args.blocks: reference.model_args.blocks"),
             std::string::npos)
       << ref.status().ToString();
 }
 
 TEST(JobSpecTest, ProfileAndCheckpointingAreFlagsWithTheirRules) {
   JobSpecError error;
-  json train = {{"model", "transformer"}, {"mode", "train"}, {"dtype", "fp32"}, {"device", "cpu"},
-                {"batch_size", 2}, {"threads", 1}, {"profile", true}, {"checkpointing", true}};
+  json train = {{"model", "transformer"}, {"mode", "train"},      {"dtype", "fp32"},
+                {"device", "cpu"},        {"batch_size", 2},      {"threads", 1},
+                {"profile", true},        {"checkpointing", true}};
   auto parsed = ParseJobConfig(train, &error);
   ASSERT_TRUE(parsed) << error.message;
   EXPECT_TRUE(parsed->profile);
@@ -671,11 +726,16 @@ TEST(JobSpecTest, ProfileAndCheckpointingAreFlagsWithTheirRules) {
            {{{"checkpointing", 1}}, "checkpointing", "checkpointing must be true or false, got 1"},
            {{{"checkpointing", true}, {"mode", "inference"}},
             "checkpointing",
-            "checkpointing trades recomputation in backward for the activations a backward pass would "
+            "checkpointing trades recomputation in backward for the activations a backward pass "
+            "would "
             "keep: it runs in mode \"train\" only; got mode \"inference\""},
            {{{"checkpointing", true}, {"model", "matmul"}}, "checkpointing", ""},
-           {{{"profile", true}, {"parallel", {{"kind", "data"}, {"world_size", 2}}}}, "profile", ""},
-           {{{"checkpointing", true}, {"parallel", {{"kind", "data"}, {"world_size", 2}}}}, "checkpointing", ""},
+           {{{"profile", true}, {"parallel", {{"kind", "data"}, {"world_size", 2}}}},
+            "profile",
+            ""},
+           {{{"checkpointing", true}, {"parallel", {{"kind", "data"}, {"world_size", 2}}}},
+            "checkpointing",
+            ""},
        }) {
     SCOPED_TRACE(c.patch.dump());
     json job = train;
@@ -702,7 +762,8 @@ TEST(JobSpecTest, ProfileAndCheckpointingAreAxesLeftOutWhenNotSwept) {
   EXPECT_FALSE(sweep->Combinations()[0].Spec().contains("profile"));
   EXPECT_FALSE(sweep->Combinations()[0].Spec().contains("checkpointing"));
   // An inference job cannot be checkpointed: the sweep says which value of which axis.
-  sweep = ParseSweepText(R"({"name":"x","matrix":{"model":"mlp","batch_size":1,"checkpointing":[false,true]}})");
+  sweep = ParseSweepText(
+      R"({"name":"x","matrix":{"model":"mlp","batch_size":1,"checkpointing":[false,true]}})");
   ASSERT_FALSE(sweep.ok());
   EXPECT_EQ(sweep.status().message().rfind("matrix.checkpointing[1]: checkpointing trades", 0), 0u)
       << sweep.status().message();
@@ -891,8 +952,9 @@ TEST(JobSpecTest, TorchIsAVersionOrItsPrefix) {
     EXPECT_EQ(spec->torch, version);
   }
   EXPECT_EQ(ParseJobConfig(Inference(json::object()), &error)->torch, "");
-  for (const json& bad : {json("two"), json(""), json("2..15"), json(".2"), json("2.15."), json("2.15+"),
-                          json(2.15), json(std::string(kMaxTorchVersionLength + 1, '1'))}) {
+  for (const json& bad :
+       {json("two"), json(""), json("2..15"), json(".2"), json("2.15."), json("2.15+"), json(2.15),
+        json(std::string(kMaxTorchVersionLength + 1, '1'))}) {
     std::string field;
     const std::string why = Refusal(Inference({{"torch", bad}}), &field);
     EXPECT_EQ(field, "torch") << bad.dump();
@@ -923,22 +985,34 @@ TEST(JobSpecTest, ATechniqueCompilesAZooModelForInference) {
   }
   EXPECT_EQ(ParseJobConfig(Inference(json::object()), &error)->technique, "eager");
   // int8 goes into a package through PT2E; TorchScript takes it from the eager path only.
-  EXPECT_TRUE(ParseJobConfig(Inference({{"technique", "aoti"}, {"dtype", "int8"}}), &error)) << error.message;
+  EXPECT_TRUE(ParseJobConfig(Inference({{"technique", "aoti"}, {"dtype", "int8"}}), &error))
+      << error.message;
   struct Case {
     json patch;
     std::string field;
     std::string why;
   };
   for (const Case& c : std::vector<Case>{
-           {{{"technique", "inductor"}}, "technique", "known techniques: eager, torchscript, aoti, cuda_graph"},
-           {{{"technique", "aoti"}, {"mode", "train"}}, "technique", "runs in mode \"inference\" only"},
+           {{{"technique", "inductor"}},
+            "technique",
+            "known techniques: eager, torchscript, aoti, cuda_graph"},
+           {{{"technique", "aoti"}, {"mode", "train"}},
+            "technique",
+            "runs in mode \"inference\" only"},
            {{{"technique", "torchscript"}, {"dtype", "int8"}}, "dtype", "int8 goes through PT2E"},
-           {{{"technique", "aoti"}, {"model", "allreduce"}, {"batch_size", 1},
+           {{{"technique", "aoti"},
+             {"model", "allreduce"},
+             {"batch_size", 1},
              {"parallel", {{"kind", "collective"}, {"world_size", 2}}}},
-            "technique", "runs eager only"},
-           {{{"technique", "aoti"}, {"prune", {{"kind", "magnitude"}, {"sparsity", 0.5}}}}, "prune", "takes no prune"},
+            "technique",
+            "runs eager only"},
+           {{{"technique", "aoti"}, {"prune", {{"kind", "magnitude"}, {"sparsity", 0.5}}}},
+            "prune",
+            "takes no prune"},
            {{{"technique", "aoti"}, {"replicas", 2}}, "replicas", "takes no replicas"},
-           {{{"technique", "aoti"}, {"batch_size", 1}, {"scenario", "single_stream"}}, "scenario", "takes no scenario"},
+           {{{"technique", "aoti"}, {"batch_size", 1}, {"scenario", "single_stream"}},
+            "scenario",
+            "takes no scenario"},
            {{{"technique", 1}}, "technique", "technique must be a string"},
            {{{"technique", "cuda_graph"}}, "technique", "runs on device \"cuda\" only"},
        }) {
@@ -951,15 +1025,18 @@ TEST(JobSpecTest, ATechniqueCompilesAZooModelForInference) {
 
 TEST(JobSpecTest, AnAotiModelIsAPackageNamedAsATorchScriptFileIs) {
   JobSpecError error;
-  const json package = Inference({{"model", "aoti"},
-                                  {"model_args", {{"sha256", std::string(64, 'a')}, {"inputs", {{1024}}}}}});
+  const json package =
+      Inference({{"model", "aoti"},
+                 {"model_args", {{"sha256", std::string(64, 'a')}, {"inputs", {{1024}}}}}});
   auto spec = ParseJobConfig(package, &error);
   ASSERT_TRUE(spec) << error.message;
   EXPECT_EQ(spec->file.sha256, std::string(64, 'a'));
   EXPECT_EQ(spec->file.inputs, (std::vector<std::vector<std::int64_t>>{{1024}}));
-  EXPECT_TRUE(ParseJobConfig(Inference({{"model", "aoti"}, {"dtype", "bf16"},
-                                        {"model_args", {{"agent_path", "/models/m.pt2"}, {"inputs", {{3, 8}}}}}}),
-                             &error))
+  EXPECT_TRUE(ParseJobConfig(
+      Inference({{"model", "aoti"},
+                 {"dtype", "bf16"},
+                 {"model_args", {{"agent_path", "/models/m.pt2"}, {"inputs", {{3, 8}}}}}}),
+      &error))
       << error.message;
   struct Case {
     json patch;
@@ -968,16 +1045,28 @@ TEST(JobSpecTest, AnAotiModelIsAPackageNamedAsATorchScriptFileIs) {
   };
   for (const Case& c : std::vector<Case>{
            {{{"model_args", {{"inputs", {{8}}}}}}, "model_args.path", "an AOTInductor package"},
-           {{{"model_args", {{"path", "rel.pt2"}, {"inputs", {{8}}}}}}, "model_args.path", "absolute path of an AOTInductor package"},
-           {{{"model_args", {{"sha256", std::string(64, 'a')}}}}, "model_args.inputs", "one shape per forward() argument"},
-           {{{"model_args", {{"sha256", std::string(64, 'a')}, {"inputs", {{8}}}, {"jit", "freeze"}}}},
-            "model_args.jit", "unknown key \"jit\""},
-           {{{"model_args", {{"sha256", std::string(64, 'a')}, {"inputs", {{8}}}}}, {"mode", "train"}}, "mode",
+           {{{"model_args", {{"path", "rel.pt2"}, {"inputs", {{8}}}}}},
+            "model_args.path",
+            "absolute path of an AOTInductor package"},
+           {{{"model_args", {{"sha256", std::string(64, 'a')}}}},
+            "model_args.inputs",
+            "one shape per forward() argument"},
+           {{{"model_args",
+              {{"sha256", std::string(64, 'a')}, {"inputs", {{8}}}, {"jit", "freeze"}}}},
+            "model_args.jit",
+            "unknown key \"jit\""},
+           {{{"model_args", {{"sha256", std::string(64, 'a')}, {"inputs", {{8}}}}},
+             {"mode", "train"}},
+            "mode",
             "runs in mode \"inference\" only"},
-           {{{"model_args", {{"sha256", std::string(64, 'a')}, {"inputs", {{8}}}}}, {"dtype", "int8"}}, "dtype",
+           {{{"model_args", {{"sha256", std::string(64, 'a')}, {"inputs", {{8}}}}},
+             {"dtype", "int8"}},
+            "dtype",
             "runs as saved"},
-           {{{"model_args", {{"sha256", std::string(64, 'a')}, {"inputs", {{8}}}}}, {"technique", "aoti"}},
-            "technique", "compiled already"},
+           {{{"model_args", {{"sha256", std::string(64, 'a')}, {"inputs", {{8}}}}},
+             {"technique", "aoti"}},
+            "technique",
+            "compiled already"},
        }) {
     json job = Inference({{"model", "aoti"}});
     job.merge_patch(c.patch);
@@ -988,7 +1077,8 @@ TEST(JobSpecTest, AnAotiModelIsAPackageNamedAsATorchScriptFileIs) {
   }
   // Not a teacher: a reference runs eager.
   std::string field;
-  Refusal(Inference({{"reference", {{"model", "aoti"}, {"model_args", {{"sha256", std::string(64, 'a')}}}}}}),
+  Refusal(Inference({{"reference",
+                      {{"model", "aoti"}, {"model_args", {{"sha256", std::string(64, 'a')}}}}}}),
           &field);
   EXPECT_EQ(field, "reference.model");
 }

@@ -28,7 +28,8 @@ StatusOr<std::optional<int64_t>> PositiveId(const Message& message, const char* 
   auto it = message.body.find(key);
   if (it == message.body.end()) return std::optional<int64_t>();
   if (!it->is_number_integer() || it->get<int64_t>() < 1) {
-    return InvalidArgument(message.type + "." + key + ": must be a positive integer, got " + ShownValue(*it));
+    return InvalidArgument(message.type + "." + key + ": must be a positive integer, got " +
+                           ShownValue(*it));
   }
   return std::optional<int64_t>(it->get<int64_t>());
 }
@@ -102,15 +103,17 @@ StatusOr<BaselineResetRequest> ParseBaselineReset(const Message& message) {
     auto it = body.find(key);
     if (it == body.end() || it->is_null()) return Status::Ok();
     if (!it->is_string() || it->get_ref<const std::string&>().size() > max_length) {
-      return InvalidArgument(std::string("baseline_reset.") + key + ": must be a string of at most " +
-                             std::to_string(max_length) + " characters, got " + ShownValue(*it));
+      return InvalidArgument(std::string("baseline_reset.") + key +
+                             ": must be a string of at most " + std::to_string(max_length) +
+                             " characters, got " + ShownValue(*it));
     }
     *into = it->get<std::string>();
     return Status::Ok();
   };
   RETURN_IF_ERROR(text("host", kMaxAgentNameLength, &out.host));
   if (!out.host.empty() && !ValidAgentName(out.host)) {
-    return InvalidArgument("baseline_reset.host: must be an agent name, got " + ShownValue(body["host"]));
+    return InvalidArgument("baseline_reset.host: must be an agent name, got " +
+                           ShownValue(body["host"]));
   }
   RETURN_IF_ERROR(text("model", 128, &out.model));
   RETURN_IF_ERROR(text("note", 1024, &out.note));
@@ -121,8 +124,11 @@ StatusOr<SetPriceRequest> ParseSetPrice(const Message& message) {
   const json& body = message.body;
   SetPriceRequest out;
   out.host = body["host"].get<std::string>();
-  if (!ValidAgentName(out.host)) return InvalidArgument("set_price.host: must be an agent name, got " + ShownValue(body["host"]));
-  ASSIGN_OR_RETURN(out.price, ParseHostPrice(body["per_hour"], body.contains("currency") ? body["currency"] : json(),
+  if (!ValidAgentName(out.host))
+    return InvalidArgument("set_price.host: must be an agent name, got " +
+                           ShownValue(body["host"]));
+  ASSIGN_OR_RETURN(out.price, ParseHostPrice(body["per_hour"],
+                                             body.contains("currency") ? body["currency"] : json(),
                                              "set_price"));
   return out;
 }
@@ -143,21 +149,25 @@ StatusOr<ScheduleRequest> ParseSchedule(const Message& message) {
   auto text = [&](const char* key, size_t max_length, bool required, std::string* into) -> Status {
     auto it = body.find(key);
     if (it == body.end() || it->is_null()) {
-      return required ? InvalidArgument(std::string("schedule.") + key + ": required by action " + action)
+      return required ? InvalidArgument(std::string("schedule.") + key + ": required by action " +
+                                        action)
                       : Status::Ok();
     }
     if (!it->is_string() || it->get_ref<const std::string&>().empty() ||
         it->get_ref<const std::string&>().size() > max_length) {
-      return InvalidArgument(std::string("schedule.") + key + ": must be a non-empty string of at most " +
+      return InvalidArgument(std::string("schedule.") + key +
+                             ": must be a non-empty string of at most " +
                              std::to_string(max_length) + " characters, got " + ShownValue(*it));
     }
     *into = it->get<std::string>();
     return Status::Ok();
   };
-  const bool named = out.action == Action::kAdd || out.action == Action::kRemove || out.action == Action::kRunNow;
+  const bool named =
+      out.action == Action::kAdd || out.action == Action::kRemove || out.action == Action::kRunNow;
   RETURN_IF_ERROR(text("name", kMaxAgentNameLength, named, &out.name));
   if (!out.name.empty() && !ValidAgentName(out.name)) {
-    return InvalidArgument("schedule.name: letters, digits, '-', '_' and '.' only, got " + ShownValue(body["name"]));
+    return InvalidArgument("schedule.name: letters, digits, '-', '_' and '.' only, got " +
+                           ShownValue(body["name"]));
   }
   const bool add = out.action == Action::kAdd;
   RETURN_IF_ERROR(text("cron", kMaxCronLength, add, &out.cron));
@@ -165,7 +175,8 @@ StatusOr<ScheduleRequest> ParseSchedule(const Message& message) {
   RETURN_IF_ERROR(text("submission_id", kMaxSubmissionIdLength, false, &out.submission_id));
   auto sweep = body.find("sweep");
   if (sweep != body.end() && !sweep->is_null()) {
-    if (!sweep->is_object()) return InvalidArgument("schedule.sweep: must be an object, got " + ShownValue(*sweep));
+    if (!sweep->is_object())
+      return InvalidArgument("schedule.sweep: must be an object, got " + ShownValue(*sweep));
     out.sweep = *sweep;
   } else if (add) {
     return InvalidArgument("schedule.sweep: required by action add");
@@ -173,24 +184,28 @@ StatusOr<ScheduleRequest> ParseSchedule(const Message& message) {
   std::string overlap = "skip";
   RETURN_IF_ERROR(text("overlap", 8, false, &overlap));
   if (overlap != "skip" && overlap != "queue") {
-    return InvalidArgument("schedule.overlap: must be \"skip\" or \"queue\", got " + ShownValue(body["overlap"]));
+    return InvalidArgument("schedule.overlap: must be \"skip\" or \"queue\", got " +
+                           ShownValue(body["overlap"]));
   }
   out.overlap_queue = overlap == "queue";
   auto deadline = body.find("start_deadline_s");
   if (deadline != body.end() && !deadline->is_null()) {
     // From a second to a year: a firing later than that after its slot is no firing.
-    if (!deadline->is_number() || !(deadline->get<double>() >= 1) || deadline->get<double>() > 3.2e7) {
-      return InvalidArgument("schedule.start_deadline_s: must be a number of seconds from 1 to 3.2e7, got " +
-                             ShownValue(*deadline));
+    if (!deadline->is_number() || !(deadline->get<double>() >= 1) ||
+        deadline->get<double>() > 3.2e7) {
+      return InvalidArgument(
+          "schedule.start_deadline_s: must be a number of seconds from 1 to 3.2e7, got " +
+          ShownValue(*deadline));
     }
     out.start_deadline_s = deadline->get<double>();
   }
   out.limit = kMaxReplyRows;
   auto limit = body.find("limit");
   if (limit != body.end() && !limit->is_null()) {
-    if (!limit->is_number_integer() || limit->get<int64_t>() < 1 || limit->get<int64_t>() > kMaxReplyRows) {
-      return InvalidArgument("schedule.limit: must be an integer from 1 to " + std::to_string(kMaxReplyRows) +
-                             ", got " + ShownValue(*limit));
+    if (!limit->is_number_integer() || limit->get<int64_t>() < 1 ||
+        limit->get<int64_t>() > kMaxReplyRows) {
+      return InvalidArgument("schedule.limit: must be an integer from 1 to " +
+                             std::to_string(kMaxReplyRows) + ", got " + ShownValue(*limit));
     }
     out.limit = static_cast<int>(limit->get<int64_t>());
   }

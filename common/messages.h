@@ -25,8 +25,8 @@ inline constexpr size_t kMaxSubmissionIdLength = 128;
 
 // ---- client -> coordinator ----
 struct SubmitRequest {
-  nlohmann::json sweep;           // validated by ParseSweep
-  std::string submission_id;      // empty: none; a resend with the same id is not a new sweep
+  nlohmann::json sweep;       // validated by ParseSweep
+  std::string submission_id;  // empty: none; a resend with the same id is not a new sweep
   nlohmann::json ToJson() const;
 };
 StatusOr<SubmitRequest> ParseSubmit(const Message& message);
@@ -90,14 +90,14 @@ inline constexpr size_t kMaxTimeZoneLength = 64;
 struct ScheduleRequest {
   enum class Action { kAdd, kList, kRemove, kRunNow, kHistory };
   Action action = Action::kList;
-  std::string name;                   // add, remove, run_now; history (empty: all)
-  std::string cron;                   // add
-  std::string tz = "UTC";             // add
-  nlohmann::json sweep;               // add
-  bool overlap_queue = false;         // add: "queue" (else "skip")
+  std::string name;                        // add, remove, run_now; history (empty: all)
+  std::string cron;                        // add
+  std::string tz = "UTC";                  // add
+  nlohmann::json sweep;                    // add
+  bool overlap_queue = false;              // add: "queue" (else "skip")
   std::optional<double> start_deadline_s;  // add; none: one period
-  int limit = kMaxReplyRows;          // history
-  std::string submission_id;          // run_now: a resend with the same id fires once
+  int limit = kMaxReplyRows;               // history
+  std::string submission_id;               // run_now: a resend with the same id fires once
   // Empty texts, a null sweep and no deadline are left out; the rest is written.
   nlohmann::json ToJson() const;
 };

@@ -61,9 +61,12 @@ TEST(MessagesTest, NestedFieldsOfTheWrongTypeAreErrorsNamingThem) {
 }
 
 TEST(MessagesTest, HeartbeatRunningIsNullOrAJobAttempt) {
-  EXPECT_TRUE(Heartbeat::FromJson(Decoded({{"v", 1}, {"type", "heartbeat"}, {"running", nullptr}}).body).ok());
+  EXPECT_TRUE(
+      Heartbeat::FromJson(Decoded({{"v", 1}, {"type", "heartbeat"}, {"running", nullptr}}).body)
+          .ok());
   auto running = Heartbeat::FromJson(
-      Decoded({{"v", 1}, {"type", "heartbeat"}, {"running", {{"job_id", 3}, {"attempt", 1}}}}).body);
+      Decoded({{"v", 1}, {"type", "heartbeat"}, {"running", {{"job_id", 3}, {"attempt", 1}}}})
+          .body);
   ASSERT_TRUE(running.ok());
   EXPECT_EQ(running->running->job_id, 3);
   auto five = Heartbeat::FromJson(Decoded({{"v", 1}, {"type", "heartbeat"}, {"running", 5}}).body);
@@ -73,7 +76,8 @@ TEST(MessagesTest, HeartbeatRunningIsNullOrAJobAttempt) {
 
 TEST(MessagesTest, ResultsLimitMustBeWithinTheDocumentedRange) {
   for (int64_t limit : {0, -1, 20000}) {
-    auto parsed = ParseResults(Decoded({{"v", 1}, {"type", "results"}, {"request_id", 1}, {"limit", limit}}));
+    auto parsed =
+        ParseResults(Decoded({{"v", 1}, {"type", "results"}, {"request_id", 1}, {"limit", limit}}));
     ASSERT_FALSE(parsed.ok()) << limit;
     EXPECT_NE(parsed.status().message().find("results.limit"), std::string::npos);
   }
@@ -83,8 +87,9 @@ TEST(MessagesTest, ResultsLimitMustBeWithinTheDocumentedRange) {
 }
 
 TEST(MessagesTest, AnAgentErrorNamingAJobMustNameItFully) {
-  json refusal = {{"v", 1}, {"type", "error"}, {"code", "failed_precondition"}, {"message", "busy"},
-                  {"job_id", 4}, {"attempt", 1}};
+  json refusal = {
+      {"v", 1},      {"type", "error"}, {"code", "failed_precondition"}, {"message", "busy"},
+      {"job_id", 4}, {"attempt", 1}};
   auto parsed = ErrorReport::FromJson(Decoded(refusal).body);
   ASSERT_TRUE(parsed.ok());
   EXPECT_EQ(parsed->job->job_id, 4);

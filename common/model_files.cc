@@ -23,7 +23,8 @@ void VisitArgs(json& args, const std::string& where, const Visit& fn) {
 // A `reference` value (or an array of them): the TorchScript ones' model_args.
 void VisitReferences(json& value, const std::string& where, const Visit& fn) {
   auto one = [&](json& ref, const std::string& at) {
-    if (ref.is_object() && ref.value("model", json()) == json("torchscript") && ref.contains("model_args")) {
+    if (ref.is_object() && ref.value("model", json()) == json("torchscript") &&
+        ref.contains("model_args")) {
       VisitArgs(ref["model_args"], at + ".model_args", fn);
     }
   };
@@ -37,18 +38,21 @@ void VisitReferences(json& value, const std::string& where, const Visit& fn) {
 void VisitSweep(json& sweep, const Visit& fn) {
   if (!sweep.is_object()) return;
   for (const char* model : {"torchscript", "aoti"}) {
-    if (sweep.contains("models") && sweep["models"].is_object() && sweep["models"].contains(model)) {
+    if (sweep.contains("models") && sweep["models"].is_object() &&
+        sweep["models"].contains(model)) {
       VisitArgs(sweep["models"][model], std::string("models.") + model, fn);
     }
   }
-  if (sweep.contains("matrix") && sweep["matrix"].is_object() && sweep["matrix"].contains("reference")) {
+  if (sweep.contains("matrix") && sweep["matrix"].is_object() &&
+      sweep["matrix"].contains("reference")) {
     VisitReferences(sweep["matrix"]["reference"], "matrix.reference", fn);
   }
   if (sweep.contains("exclude") && sweep["exclude"].is_array()) {
     json& exclude = sweep["exclude"];
     for (size_t i = 0; i < exclude.size(); ++i) {
       if (exclude[i].is_object() && exclude[i].contains("reference")) {
-        VisitReferences(exclude[i]["reference"], "exclude[" + std::to_string(i) + "].reference", fn);
+        VisitReferences(exclude[i]["reference"], "exclude[" + std::to_string(i) + "].reference",
+                        fn);
       }
     }
   }
@@ -61,7 +65,8 @@ void EachString(const json& value, const std::string& field,
     fn(field, value.get<std::string>());
   } else if (value.is_array()) {
     for (size_t i = 0; i < value.size(); ++i) {
-      if (value[i].is_string()) fn(field + "[" + std::to_string(i) + "]", value[i].get<std::string>());
+      if (value[i].is_string())
+        fn(field + "[" + std::to_string(i) + "]", value[i].get<std::string>());
     }
   }
 }
@@ -110,8 +115,11 @@ void ResolveModelPaths(json* sweep, const std::string& directory) {
   VisitSweep(*sweep, [&](const std::string&, const std::string& key, json& holder) {
     if (key != "path") return;
     auto resolve = [&](json& path) {
-      if (path.is_string() && !path.get<std::string>().empty() && path.get<std::string>().front() != '/') {
-        path = (std::filesystem::path(directory) / path.get<std::string>()).lexically_normal().string();
+      if (path.is_string() && !path.get<std::string>().empty() &&
+          path.get<std::string>().front() != '/') {
+        path = (std::filesystem::path(directory) / path.get<std::string>())
+                   .lexically_normal()
+                   .string();
       }
     };
     json& paths = holder["path"];
@@ -123,18 +131,21 @@ void ResolveModelPaths(json* sweep, const std::string& directory) {
   });
 }
 
-Status CheckSubmittedModels(const json& sweep, const std::function<bool(const std::string&)>& is_stored) {
+Status CheckSubmittedModels(const json& sweep,
+                            const std::function<bool(const std::string&)>& is_stored) {
   for (const ModelFileRef& ref : FindModelFiles(sweep)) {
     if (ref.key == "path") {
-      return InvalidArgument(ref.field + ": " + ref.value +
-                             " is a file on the submitting machine, which the coordinator and agents cannot "
-                             "read; benchfleet submit uploads it and names it by model_args.sha256 (or name a "
-                             "file on the agents' hosts by model_args.agent_path)");
+      return InvalidArgument(
+          ref.field + ": " + ref.value +
+          " is a file on the submitting machine, which the coordinator and agents cannot "
+          "read; benchfleet submit uploads it and names it by model_args.sha256 (or name a "
+          "file on the agents' hosts by model_args.agent_path)");
     }
     if (ref.key == "sha256" && !is_stored(ref.value)) {
-      return FailedPrecondition(ref.field + ": no model with sha256 " + ref.value +
-                                " is stored on the coordinator; benchfleet submit uploads the file a sweep "
-                                "names by model_args.path");
+      return FailedPrecondition(
+          ref.field + ": no model with sha256 " + ref.value +
+          " is stored on the coordinator; benchfleet submit uploads the file a sweep "
+          "names by model_args.path");
     }
   }
   return Status::Ok();

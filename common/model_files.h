@@ -17,7 +17,8 @@ namespace benchfleet {
 
 // How a sweep names one model file (a TorchScript file or an AOTInductor package).
 struct ModelFileRef {
-  std::string field;  // the sweep field: "models.torchscript.path[1]", "matrix.reference[0].model_args.sha256"
+  std::string field;  // the sweep field: "models.torchscript.path[1]",
+                      // "matrix.reference[0].model_args.sha256"
   std::string key;    // "path", "sha256" or "agent_path"
   std::string value;  // the path or the hash, as written
 };
@@ -29,7 +30,8 @@ std::vector<ModelFileRef> FindModelFiles(const nlohmann::json& sweep);
 // Rewrites `sweep` so that each `path` value P is named by its content: the key becomes
 // `sha256` with value sha256_of.at(P) (an axis of paths becomes an axis of hashes, in the
 // same order). Every path must be in `sha256_of`.
-Status NameModelsByContent(nlohmann::json* sweep, const std::map<std::string, std::string>& sha256_of);
+Status NameModelsByContent(nlohmann::json* sweep,
+                           const std::map<std::string, std::string>& sha256_of);
 
 // Rewrites each relative `path` value to `directory`/value (how a sweep file names a
 // model beside it).
@@ -38,6 +40,7 @@ void ResolveModelPaths(nlohmann::json* sweep, const std::string& directory);
 // What the coordinator checks of a submitted sweep's files: none named by `path` (a file
 // only the submitter has; `benchfleet submit` uploads them), and every `sha256` one it
 // holds (`is_stored`). The error names the sweep field.
-Status CheckSubmittedModels(const nlohmann::json& sweep, const std::function<bool(const std::string&)>& is_stored);
+Status CheckSubmittedModels(const nlohmann::json& sweep,
+                            const std::function<bool(const std::string&)>& is_stored);
 
 }  // namespace benchfleet

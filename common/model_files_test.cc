@@ -43,7 +43,8 @@ TEST(ModelFilesTest, PathsBecomeHashesAndTheSweepStillParses) {
   json sweep = TwoModelsAndATeacher();
   ResolveModelPaths(&sweep, "/s");
   ASSERT_TRUE(ParseSweep(sweep).ok());
-  ASSERT_TRUE(NameModelsByContent(&sweep, {{"/m/a.pt", kA}, {"/s/b.pt", kB}, {"/s/teacher.pt", kA}}).ok());
+  ASSERT_TRUE(
+      NameModelsByContent(&sweep, {{"/m/a.pt", kA}, {"/s/b.pt", kB}, {"/s/teacher.pt", kA}}).ok());
   EXPECT_FALSE(sweep["models"]["torchscript"].contains("path"));
   EXPECT_EQ(sweep["models"]["torchscript"]["sha256"], json({kA, kB}));
   EXPECT_EQ(sweep["matrix"]["reference"][1]["model_args"], json({{"sha256", kA}}));
@@ -62,9 +63,11 @@ TEST(ModelFilesTest, TheCoordinatorRefusesPathsAndUnknownContent) {
   Status refused = CheckSubmittedModels(sweep, [](const std::string&) { return true; });
   EXPECT_EQ(refused.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(refused.message().find("models.torchscript.path[0]"), std::string::npos);
-  ASSERT_TRUE(NameModelsByContent(&sweep, {{"/m/a.pt", kA}, {"b.pt", kB}, {"teacher.pt", kA}}).ok());
+  ASSERT_TRUE(
+      NameModelsByContent(&sweep, {{"/m/a.pt", kA}, {"b.pt", kB}, {"teacher.pt", kA}}).ok());
   EXPECT_TRUE(CheckSubmittedModels(sweep, [](const std::string&) { return true; }).ok());
-  Status unknown = CheckSubmittedModels(sweep, [&](const std::string& sha256) { return sha256 == kA; });
+  Status unknown =
+      CheckSubmittedModels(sweep, [&](const std::string& sha256) { return sha256 == kA; });
   EXPECT_EQ(unknown.code(), StatusCode::kFailedPrecondition);
   EXPECT_NE(unknown.message().find("models.torchscript.sha256[1]"), std::string::npos);
   json local = json::parse(R"({"name": "l", "matrix": {"model": "torchscript", "batch_size": 1},

@@ -16,7 +16,8 @@ constexpr size_t kMaxChunkErrorLength = 1024;
 StatusOr<std::string> ReadSha256(const json& body, const std::string& where) {
   ASSIGN_OR_RETURN(std::string sha256, ReadText(body, where, "sha256", 64));
   if (!IsSha256Hex(sha256)) {
-    return InvalidArgument(where + ".sha256: must be 64 lowercase hex digits, got " + ShownValue(body["sha256"]));
+    return InvalidArgument(where + ".sha256: must be 64 lowercase hex digits, got " +
+                           ShownValue(body["sha256"]));
   }
   return sha256;
 }
@@ -26,7 +27,8 @@ StatusOr<std::string> ReadData(const json& body, const std::string& where) {
   constexpr size_t kMaxBase64 = (kModelChunkBytes + 2) / 3 * 4;
   ASSIGN_OR_RETURN(std::string text, ReadText(body, where, "data", kMaxBase64));
   auto bytes = Base64Decode(text);
-  if (!bytes.ok()) return InvalidArgument(where + ".data: must be base64, got " + ShownValue(body["data"]));
+  if (!bytes.ok())
+    return InvalidArgument(where + ".data: must be base64, got " + ShownValue(body["data"]));
   return std::move(*bytes);
 }
 
@@ -45,8 +47,9 @@ StatusOr<ModelUploadRequest> ParseModelUpload(const Message& message) {
   ASSIGN_OR_RETURN(out.offset, ReadInteger(body, where, "offset", kModelOffset));
   ASSIGN_OR_RETURN(out.data, ReadData(body, where));
   if (out.offset + static_cast<int64_t>(out.data.size()) > out.size) {
-    return InvalidArgument(where + ".data: " + std::to_string(out.data.size()) + " bytes at offset " +
-                           std::to_string(out.offset) + " run past the file's size " + std::to_string(out.size));
+    return InvalidArgument(where + ".data: " + std::to_string(out.data.size()) +
+                           " bytes at offset " + std::to_string(out.offset) +
+                           " run past the file's size " + std::to_string(out.size));
   }
   return out;
 }
@@ -66,7 +69,8 @@ StatusOr<ModelStoredReply> ModelStoredReply::FromJson(const json& body) {
   out.request_id = body.value("request_id", json());
   ASSIGN_OR_RETURN(out.sha256, ReadSha256(body, where));
   ASSIGN_OR_RETURN(out.size, ReadInteger(body, where, "size", kModelSize));
-  ASSIGN_OR_RETURN(out.next_offset, ReadInteger(body, where, "next_offset", IntegerRange{0, out.size}));
+  ASSIGN_OR_RETURN(out.next_offset,
+                   ReadInteger(body, where, "next_offset", IntegerRange{0, out.size}));
   ASSIGN_OR_RETURN(out.stored, ReadFlag(body, where, "stored"));
   return out;
 }

@@ -24,7 +24,7 @@ struct ModelUploadRequest {
   std::string sha256;
   int64_t size = 0;
   int64_t offset = 0;
-  std::string data;  // raw bytes, at most kModelChunkBytes
+  std::string data;               // raw bytes, at most kModelChunkBytes
   nlohmann::json ToJson() const;  // the fields; the client adds type and request_id
 };
 StatusOr<ModelUploadRequest> ParseModelUpload(const Message& message);

@@ -46,14 +46,16 @@ TEST(ModelTransferTest, RefusalsNameTheField) {
     EXPECT_FALSE(parsed.ok()) << change.dump();
     return parsed.ok() ? std::string() : parsed.status().message();
   };
-  EXPECT_NE(refused({{"sha256", "../../etc/passwd"}}).find("model_upload.sha256"), std::string::npos);
+  EXPECT_NE(refused({{"sha256", "../../etc/passwd"}}).find("model_upload.sha256"),
+            std::string::npos);
   EXPECT_NE(refused({{"size", 0}}).find("model_upload.size"), std::string::npos);
   EXPECT_NE(refused({{"size", kMaxModelBytes + 1}}).find("model_upload.size"), std::string::npos);
   EXPECT_NE(refused({{"offset", -1}}).find("model_upload.offset"), std::string::npos);
   EXPECT_NE(refused({{"data", "not base64!"}}).find("model_upload.data"), std::string::npos);
   EXPECT_NE(refused({{"offset", 2}}).find("past the file's size"), std::string::npos);
-  EXPECT_NE(refused({{"data", std::string(kModelChunkBytes / 3 * 4 + 8, 'A')}}).find("model_upload.data"),
-            std::string::npos);
+  EXPECT_NE(
+      refused({{"data", std::string(kModelChunkBytes / 3 * 4 + 8, 'A')}}).find("model_upload.data"),
+      std::string::npos);
 }
 
 }  // namespace

@@ -72,7 +72,8 @@ const std::vector<std::pair<std::string, std::vector<Field>>>& Schema() {
         {"limit", Kind::kInteger, false}}},
       {msg::kQuery, {{"request_id", Kind::kAny, true}, {"sql", Kind::kString, true}}},
       {msg::kCalibrate, {{"request_id", Kind::kAny, true}, {"agents", Kind::kArray, false}}},
-      {msg::kPrune, {{"request_id", Kind::kAny, true}, {"samples_older_than_s", Kind::kNumber, true}}},
+      {msg::kPrune,
+       {{"request_id", Kind::kAny, true}, {"samples_older_than_s", Kind::kNumber, true}}},
       {msg::kBaselineReset,
        {{"request_id", Kind::kAny, true},
         {"host", Kind::kString, false},
@@ -202,7 +203,8 @@ const std::vector<Field>* FieldsOf(const std::string& type) {
 std::vector<MessageField> MessageFields(const std::string& type) {
   std::vector<MessageField> out;
   if (const std::vector<Field>* fields = FieldsOf(type)) {
-    for (const Field& field : *fields) out.push_back({field.name, KindName(field.kind), field.required});
+    for (const Field& field : *fields)
+      out.push_back({field.name, KindName(field.kind), field.required});
   }
   return out;
 }

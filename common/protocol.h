@@ -42,7 +42,7 @@ inline constexpr const char* kModelStored = "model_stored";
 inline constexpr const char* kRegister = "register";
 inline constexpr const char* kHeartbeat = "heartbeat";  // both directions
 inline constexpr const char* kResult = "result";
-inline constexpr const char* kRendezvous = "rendezvous";  // rank 0's store of a spread gang
+inline constexpr const char* kRendezvous = "rendezvous";   // rank 0's store of a spread gang
 inline constexpr const char* kModelFetch = "model_fetch";  // a chunk of a stored model, by sha256
 // coordinator -> agent
 inline constexpr const char* kRegistered = "registered";

@@ -3,8 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
-#include <map>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "common/result_fields.h"
@@ -33,7 +33,8 @@ TEST(ProtocolTest, ProtocolMdListsEveryFieldTheDecoderChecks) {
     size_t start = spec.find("### `" + type + "`");
     ASSERT_NE(start, std::string::npos);
     size_t end = spec.find("\n### ", start + 1);
-    const std::string section = spec.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    const std::string section =
+        spec.substr(start, end == std::string::npos ? std::string::npos : end - start);
     std::map<std::string, std::pair<std::string, bool>> documented;
     std::istringstream lines(section);
     std::string line;
@@ -56,7 +57,8 @@ TEST(ProtocolTest, ProtocolMdListsEveryFieldTheDecoderChecks) {
       documented[name] = {cells[1], cells[2] == "yes"};
     }
     std::map<std::string, std::pair<std::string, bool>> decoded;
-    for (const MessageField& field : MessageFields(type)) decoded[field.name] = {field.kind, field.required};
+    for (const MessageField& field : MessageFields(type))
+      decoded[field.name] = {field.kind, field.required};
     EXPECT_EQ(documented, decoded);
   }
 }
@@ -97,8 +99,8 @@ TEST(ProtocolTest, TheAgentsResultFieldsAgreeWithTheResultFieldTable) {
     if (line.rfind("| `result.", 0) != 0) continue;
     SCOPED_TRACE(line);
     const size_t name_end = line.find('`', 3);
-    const std::string path = line.substr(std::string("| `result.").size(),
-                                         name_end - std::string("| `result.").size());
+    const std::string path =
+        line.substr(std::string("| `result.").size(), name_end - std::string("| `result.").size());
     const size_t type_start = line.find("| ", name_end) + 2;
     const std::string type = line.substr(type_start, line.find(" |", type_start) - type_start);
     const ResultField* declared = nullptr;

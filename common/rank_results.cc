@@ -5,8 +5,8 @@
 
 namespace benchfleet {
 
-nlohmann::json CombineRanks(std::vector<nlohmann::json> rank_results, const std::optional<RankFailure>& failure,
-                            bool replicas) {
+nlohmann::json CombineRanks(std::vector<nlohmann::json> rank_results,
+                            const std::optional<RankFailure>& failure, bool replicas) {
   const size_t world_size = rank_results.size();
   nlohmann::json ranks = nlohmann::json::array();
   double wall_s = 0;
@@ -18,28 +18,33 @@ nlohmann::json CombineRanks(std::vector<nlohmann::json> rank_results, const std:
     }
     nlohmann::json entry = result;
     for (const char* key : {"samples_ms", "runtime", "job_id", "attempt"}) entry.erase(key);
-    if (!entry.contains("distributed") || !entry["distributed"].is_object()) entry["distributed"] = nlohmann::json::object();
+    if (!entry.contains("distributed") || !entry["distributed"].is_object())
+      entry["distributed"] = nlohmann::json::object();
     if (!entry["distributed"].contains("rank")) entry["distributed"]["rank"] = r;
     ranks.push_back(std::move(entry));
   }
   nlohmann::json combined;
   const size_t failed = failure ? static_cast<size_t>(failure->rank) : world_size;
   if (failure) {
-    const nlohmann::json cause = failed < world_size && rank_results[failed].is_object() ? rank_results[failed]
-                                                                                         : nlohmann::json::object();
+    const nlohmann::json cause = failed < world_size && rank_results[failed].is_object()
+                                     ? rank_results[failed]
+                                     : nlohmann::json::object();
     const auto error = cause.find("error");
-    combined = {{"ok", false},
-                {"error", "rank " + std::to_string(failure->rank) + " of " + std::to_string(world_size) +
-                              failure->where + ": " +
-                              (error != cause.end() && error->is_string() ? error->get<std::string>() : "failed") +
-                              "; the gang was stopped"}};
+    combined = {
+        {"ok", false},
+        {"error",
+         "rank " + std::to_string(failure->rank) + " of " + std::to_string(world_size) +
+             failure->where + ": " +
+             (error != cause.end() && error->is_string() ? error->get<std::string>() : "failed") +
+             "; the gang was stopped"}};
     for (const char* key : {"exit", "stderr_tail"}) {
       if (const auto it = cause.find(key); it != cause.end()) combined[key] = *it;
     }
   } else {
     nlohmann::json summary = replicas ? SummarizeReplicas(rank_results) : nlohmann::json();
-    combined = world_size > 0 && rank_results.front().is_object() ? std::move(rank_results.front())
-                                                                   : nlohmann::json{{"ok", false}, {"error", "rank 0 was not heard from"}};
+    combined = world_size > 0 && rank_results.front().is_object()
+                   ? std::move(rank_results.front())
+                   : nlohmann::json{{"ok", false}, {"error", "rank 0 was not heard from"}};
     if (!summary.is_null()) combined["replicas"] = std::move(summary);
   }
   combined["worker_wall_s"] = wall_s;

@@ -25,8 +25,8 @@ struct RankFailure {
 // <its error>; the gang was stopped"} with the failed rank's exit and stderr_tail.
 // Without, the job's result is rank 0's, with a "replicas" summary when `replicas`
 // (SummarizeReplicas). Its worker_wall_s is the longest of the ranks'.
-nlohmann::json CombineRanks(std::vector<nlohmann::json> rank_results, const std::optional<RankFailure>& failure,
-                            bool replicas);
+nlohmann::json CombineRanks(std::vector<nlohmann::json> rank_results,
+                            const std::optional<RankFailure>& failure, bool replicas);
 
 // What the replicas of a job did together, from each one's result: count,
 // aggregate_throughput_per_s (the sum of each one's samples/s over its timed window,

@@ -24,8 +24,8 @@ const Tables& LoadedTables() {
     auto* t = new Tables;
     // The file is ours and checked by common_test; a broken one is a build defect.
     auto result = ParseFieldTable(doc.is_object() ? doc.value("result", json()) : json(), "result");
-    auto calibration = ParseFieldTable(doc.is_object() ? doc.value("calibration", json()) : json(),
-                                       "calibration");
+    auto calibration =
+        ParseFieldTable(doc.is_object() ? doc.value("calibration", json()) : json(), "calibration");
     auto rank = ParseFieldTable(doc.is_object() ? doc.value("rank", json()) : json(), "rank");
     if (!result.ok() || !calibration.ok() || !rank.ok()) {
       fprintf(stderr, "schemas/result_fields.json is invalid: %s%s%s\n",
@@ -59,7 +59,6 @@ bool HasType(const json& value, FieldType type) {
   }
   return false;
 }
-
 
 }  // namespace
 
@@ -103,7 +102,8 @@ const json* FindPath(const json& object, const std::string& path) {
   while (true) {
     if (!at->is_object()) return nullptr;
     size_t dot = path.find('.', start);
-    auto it = at->find(path.substr(start, dot == std::string::npos ? std::string::npos : dot - start));
+    auto it =
+        at->find(path.substr(start, dot == std::string::npos ? std::string::npos : dot - start));
     if (it == at->end()) return nullptr;
     at = &*it;
     if (dot == std::string::npos) return at;
@@ -117,17 +117,19 @@ Status CheckField(const ResultField& field, const json& value, const std::string
   static const char* const kArticle[] = {"a number", "an integer", "a boolean",
                                          "a string", "an object",  "an array"};
   if (!HasType(value, field.type)) {
-    return InvalidArgument(name + ": must be " + kArticle[static_cast<int>(field.type)] +
-                           ", got " + ShownValue(value));
+    return InvalidArgument(name + ": must be " + kArticle[static_cast<int>(field.type)] + ", got " +
+                           ShownValue(value));
   }
   if (value.is_number()) {
     double x = value.get<double>();
     if (!std::isfinite(x) || (field.min && x < *field.min) || (field.max && x > *field.max)) {
-      std::string range = field.min && field.max
-                              ? " in [" + ShownValue(*field.min) + ", " + ShownValue(*field.max) + "]"
-                              : field.min ? " >= " + ShownValue(*field.min)
-                                          : field.max ? " <= " + ShownValue(*field.max) : "";
-      return InvalidArgument(name + ": must be a finite number" + range + ", got " + ShownValue(value));
+      std::string range = field.min && field.max ? " in [" + ShownValue(*field.min) + ", " +
+                                                       ShownValue(*field.max) + "]"
+                          : field.min ? " >= " + ShownValue(*field.min)
+                          : field.max ? " <= " + ShownValue(*field.max)
+                                      : "";
+      return InvalidArgument(name + ": must be a finite number" + range + ", got " +
+                             ShownValue(value));
     }
   }
   return Status::Ok();
@@ -143,8 +145,8 @@ Status CheckFields(const std::vector<ResultField>& fields, const json& object,
     bool reached = true;
     while (true) {
       size_t dot = field.path.find('.', start);
-      std::string step = field.path.substr(start, dot == std::string::npos ? std::string::npos
-                                                                           : dot - start);
+      std::string step =
+          field.path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
       auto it = at->find(step);
       if (it == at->end() || it->is_null()) {
         reached = false;
@@ -155,14 +157,15 @@ Status CheckFields(const std::vector<ResultField>& fields, const json& object,
         break;
       }
       if (!it->is_object()) {
-        return InvalidArgument(where + "." + field.path.substr(0, dot) + ": must be an object, got " +
-                               ShownValue(*it));
+        return InvalidArgument(where + "." + field.path.substr(0, dot) +
+                               ": must be an object, got " + ShownValue(*it));
       }
       at = &*it;
       start = dot + 1;
     }
     if (!reached && require && field.required) {
-      return InvalidArgument(where + "." + field.path + ": missing (a successful result must carry it)");
+      return InvalidArgument(where + "." + field.path +
+                             ": missing (a successful result must carry it)");
     }
   }
   return Status::Ok();
@@ -183,9 +186,9 @@ StatusOr<std::vector<ResultField>> ParseFieldTable(const json& table, const std:
     field.path = entry["path"];
     const std::string type = entry["type"];
     const std::vector<std::pair<std::string, FieldType>> kTypes = {
-        {"real", FieldType::kReal},     {"integer", FieldType::kInteger},
+        {"real", FieldType::kReal},       {"integer", FieldType::kInteger},
         {"boolean", FieldType::kBoolean}, {"text", FieldType::kText},
-        {"object", FieldType::kObject}, {"array", FieldType::kArray}};
+        {"object", FieldType::kObject},   {"array", FieldType::kArray}};
     bool known = false;
     for (const auto& [name, kind] : kTypes) {
       if (name == type) {
@@ -201,7 +204,8 @@ StatusOr<std::vector<ResultField>> ParseFieldTable(const json& table, const std:
         return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
       });
       if (!identifier || !columns.insert(field.column).second) {
-        return InvalidArgument(at + ": column \"" + field.column + "\" is not a unique lower_case name");
+        return InvalidArgument(at + ": column \"" + field.column +
+                               "\" is not a unique lower_case name");
       }
       if (field.type == FieldType::kObject || field.type == FieldType::kArray) {
         return InvalidArgument(at + ": objects and arrays have no column");

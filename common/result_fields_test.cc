@@ -55,23 +55,23 @@ TEST(ResultFieldsTest, WrongTypesAtAnyDepthAreErrorsNamingTheField) {
     json value;
     const char* names;
   };
-  for (const Case& c : std::vector<Case>{
-           {"/ok", 1, "result.ok"},
-           {"/stats", "fast", "result.stats"},
-           {"/stats/median_ms", "1.5", "result.stats.median_ms"},
-           {"/stats/median_ms", -1.0, "result.stats.median_ms"},
-           {"/stats/noisy", 0, "result.stats.noisy"},
-           {"/stats/n", 1.5, "result.stats.n"},
-           {"/accuracy", json::array(), "result.accuracy"},
-           {"/gpu_telemetry", 3, "result.gpu_telemetry"},
-           {"/samples_ms", json::object(), "result.samples_ms"},
-           {"/samples_ms/0", "x", "result.samples_ms[0]"},
-           {"/model", 7, "result.model"},
-           {"/batch_size", "8", "result.batch_size"},
-           {"/job_id", json::object(), "result.job_id"},
-           {"/peak_rss_mb", true, "result.peak_rss_mb"},
-           // The agent's words for how the worker ended, never a bare exit code.
-           {"/exit", 2, "result.exit"}}) {
+  for (const Case& c :
+       std::vector<Case>{{"/ok", 1, "result.ok"},
+                         {"/stats", "fast", "result.stats"},
+                         {"/stats/median_ms", "1.5", "result.stats.median_ms"},
+                         {"/stats/median_ms", -1.0, "result.stats.median_ms"},
+                         {"/stats/noisy", 0, "result.stats.noisy"},
+                         {"/stats/n", 1.5, "result.stats.n"},
+                         {"/accuracy", json::array(), "result.accuracy"},
+                         {"/gpu_telemetry", 3, "result.gpu_telemetry"},
+                         {"/samples_ms", json::object(), "result.samples_ms"},
+                         {"/samples_ms/0", "x", "result.samples_ms[0]"},
+                         {"/model", 7, "result.model"},
+                         {"/batch_size", "8", "result.batch_size"},
+                         {"/job_id", json::object(), "result.job_id"},
+                         {"/peak_rss_mb", true, "result.peak_rss_mb"},
+                         // The agent's words for how the worker ended, never a bare exit code.
+                         {"/exit", 2, "result.exit"}}) {
     json result = GoodResult();
     result[json::json_pointer(c.pointer)] = c.value;
     auto parsed = ParseWorkerResult(result);

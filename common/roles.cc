@@ -44,7 +44,9 @@ std::string RoleNames() {
   return names;
 }
 
-const char* ZapDomainOf(Role role) { return role == Role::kAgent ? kAgentsZapDomain : kClientsZapDomain; }
+const char* ZapDomainOf(Role role) {
+  return role == Role::kAgent ? kAgentsZapDomain : kClientsZapDomain;
+}
 
 Role ClientRoleOf(const std::string& user_id, bool curve) {
   if (!curve) return Role::kAdmin;

@@ -60,7 +60,8 @@ TEST(RolesTest, ScheduleReadsAreAViewersAndChangesAnOperators) {
 
 TEST(RolesTest, EveryScheduleActionHasARow) {
   using Action = ScheduleRequest::Action;
-  for (Action action : {Action::kAdd, Action::kList, Action::kRemove, Action::kRunNow, Action::kHistory}) {
+  for (Action action :
+       {Action::kAdd, Action::kList, Action::kRemove, Action::kRunNow, Action::kHistory}) {
     const std::string_view name = ScheduleActionName(action);
     ASSERT_FALSE(name.empty());
     bool found = false;
@@ -115,9 +116,11 @@ TEST(RolesTest, TheDocListsTheTable) {
     documented.emplace_back(cells[0], cells[1], cells[2]);
   }
   std::vector<std::tuple<std::string, std::string, std::string>> table;
-  for (const RequestRole& row : ClientRequestRoles()) table.emplace_back(row.type, row.action, RoleName(row.least));
-  EXPECT_EQ(documented, table) << "docs/security.md, \"| request | action | least role |\": one row per "
-                                  "ClientRequestRoles() row, in its order";
+  for (const RequestRole& row : ClientRequestRoles())
+    table.emplace_back(row.type, row.action, RoleName(row.least));
+  EXPECT_EQ(documented, table)
+      << "docs/security.md, \"| request | action | least role |\": one row per "
+         "ClientRequestRoles() row, in its order";
 }
 
 }  // namespace

@@ -12,8 +12,8 @@ namespace {
 using nlohmann::json;
 
 json Mlp(json scenario, int batch = 8) {
-  return {{"job_id", 1},        {"model", "mlp"}, {"mode", "inference"}, {"dtype", "fp32"},
-          {"device", "cpu"},    {"batch_size", batch}, {"threads", 1},   {"scenario", scenario}};
+  return {{"job_id", 1},     {"model", "mlp"},      {"mode", "inference"}, {"dtype", "fp32"},
+          {"device", "cpu"}, {"batch_size", batch}, {"threads", 1},        {"scenario", scenario}};
 }
 
 TEST(ScenarioTest, AbsentOrNullIsOffline) {
@@ -38,8 +38,13 @@ TEST(ScenarioTest, ServerTakesItsRateAndBatcherWithLoadGenDefaults) {
   EXPECT_FALSE(spec->serving.slo_p99_ms);
   EXPECT_DOUBLE_EQ(spec->serving.min_duration_s, 10);
   EXPECT_EQ(spec->serving.min_queries, 100);
-  spec = ParseJobSpec(Mlp({{"kind", "server"}, {"qps", 500}, {"max_batch", 4}, {"max_wait_ms", 0},
-                           {"slo_p99_ms", 5}, {"min_duration_s", 0.5}, {"min_queries", 20},
+  spec = ParseJobSpec(Mlp({{"kind", "server"},
+                           {"qps", 500},
+                           {"max_batch", 4},
+                           {"max_wait_ms", 0},
+                           {"slo_p99_ms", 5},
+                           {"min_duration_s", 0.5},
+                           {"min_queries", 20},
                            {"max_duration_s", 3}}),
                       &error);
   ASSERT_TRUE(spec) << error.message;
@@ -81,8 +86,9 @@ TEST(ScenarioTest, ErrorsNameTheField) {
        "scenario.min_duration_s", "scenario.min_duration_s (5.0) must not exceed"},
       {Mlp("single_stream", 4), "batch_size",
        "scenario \"single_stream\" runs one query at a time: batch_size must be 1, got 4"},
-      {train, "scenario", "scenario \"server\" serves queries from one inference model; it needs "
-                          "mode \"inference\""},
+      {train, "scenario",
+       "scenario \"server\" serves queries from one inference model; it needs "
+       "mode \"inference\""},
   };
   for (const Case& c : cases) {
     JobSpecError error;

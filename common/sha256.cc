@@ -68,8 +68,8 @@ StatusOr<FileDigest> Sha256OfFile(const std::string& path) {
 std::string Base64Encode(const std::string& bytes) {
   const int variant = sodium_base64_VARIANT_ORIGINAL;
   std::string out(sodium_base64_ENCODED_LEN(bytes.size(), variant), '\0');
-  sodium_bin2base64(out.data(), out.size(), reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size(),
-                    variant);
+  sodium_bin2base64(out.data(), out.size(), reinterpret_cast<const unsigned char*>(bytes.data()),
+                    bytes.size(), variant);
   out.resize(std::strlen(out.c_str()));
   return out;
 }
@@ -78,8 +78,8 @@ StatusOr<std::string> Base64Decode(const std::string& text) {
   std::string out(text.size() / 4 * 3 + 3, '\0');
   size_t length = 0;
   const char* end = nullptr;
-  if (sodium_base642bin(reinterpret_cast<unsigned char*>(out.data()), out.size(), text.data(), text.size(),
-                        nullptr, &length, &end, sodium_base64_VARIANT_ORIGINAL) != 0 ||
+  if (sodium_base642bin(reinterpret_cast<unsigned char*>(out.data()), out.size(), text.data(),
+                        text.size(), nullptr, &length, &end, sodium_base64_VARIANT_ORIGINAL) != 0 ||
       end != text.data() + text.size()) {
     return InvalidArgument("not base64");
   }

@@ -47,8 +47,8 @@ TEST(Sha256Test, IsSha256HexTakesOnly64LowercaseHexDigits) {
 }
 
 TEST(Sha256Test, Base64RoundTripsAndRefusesNoise) {
-  for (const std::string& bytes : {std::string(), std::string("a"), std::string("ab"), std::string("abc"),
-                                  std::string("\0\xff\x10", 3)}) {
+  for (const std::string& bytes : {std::string(), std::string("a"), std::string("ab"),
+                                   std::string("abc"), std::string("\0\xff\x10", 3)}) {
     auto back = Base64Decode(Base64Encode(bytes));
     ASSERT_TRUE(back.ok());
     EXPECT_EQ(*back, bytes);

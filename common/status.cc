@@ -28,7 +28,8 @@ const char* StatusCodeName(StatusCode code) {
 }
 
 void DieOnValueOfError(const Status& status) {
-  std::fprintf(stderr, "benchfleet: fatal: the value of a StatusOr holding an error was read (%s)\n",
+  std::fprintf(stderr,
+               "benchfleet: fatal: the value of a StatusOr holding an error was read (%s)\n",
                status.ToString().c_str());
   std::abort();
 }

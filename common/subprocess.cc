@@ -17,7 +17,9 @@
 namespace benchfleet {
 namespace {
 
-std::string SystemError(const std::string& what, int err) { return what + ": " + std::strerror(err); }
+std::string SystemError(const std::string& what, int err) {
+  return what + ": " + std::strerror(err);
+}
 
 void CloseAll(std::initializer_list<int> fds) {
   for (int fd : fds) {
@@ -118,7 +120,9 @@ bool Drain(int fd, std::string* into, size_t limit) {
 
 }  // namespace
 
-bool ProcessExit::exited_cleanly() const { return WIFEXITED(wait_status) && WEXITSTATUS(wait_status) == 0; }
+bool ProcessExit::exited_cleanly() const {
+  return WIFEXITED(wait_status) && WEXITSTATUS(wait_status) == 0;
+}
 
 int ProcessExit::code() const {
   if (WIFEXITED(wait_status)) return WEXITSTATUS(wait_status);

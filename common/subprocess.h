@@ -96,7 +96,8 @@ struct CommandOutput {
 
 // Runs `options.argv` to its end (or kills it past `timeout`), capturing stdout and
 // stderr through pipes (options' paths are ignored).
-[[nodiscard]] StatusOr<CommandOutput> RunCommand(ProcessOptions options, std::chrono::milliseconds timeout,
+[[nodiscard]] StatusOr<CommandOutput> RunCommand(ProcessOptions options,
+                                                 std::chrono::milliseconds timeout,
                                                  size_t max_output_bytes = size_t{64} << 20);
 
 }  // namespace benchfleet

@@ -71,7 +71,8 @@ TEST(SubprocessTest, OutputIsKeptUpToItsLimit) {
 }
 
 TEST(SubprocessTest, EnvironmentAndCpusAreTheChildsOnly) {
-  ProcessOptions options = Shell("echo \"$BF_ONLY_HERE:$HOME\"; grep Cpus_allowed_list /proc/self/status");
+  ProcessOptions options =
+      Shell("echo \"$BF_ONLY_HERE:$HOME\"; grep Cpus_allowed_list /proc/self/status");
   options.environment = std::vector<std::string>{"BF_ONLY_HERE=yes"};
   options.cpus = {0};
   auto run = RunCommand(options, milliseconds(30000));
@@ -82,8 +83,9 @@ TEST(SubprocessTest, EnvironmentAndCpusAreTheChildsOnly) {
 TEST(SubprocessTest, AStartedProcessWritesItsFileAndStopsOnSigterm) {
   std::string dir = (std::filesystem::temp_directory_path() / "bf-subprocess-XXXXXX").string();
   ASSERT_NE(mkdtemp(dir.data()), nullptr);
-  ProcessOptions options = Shell("echo ready; echo warn >&2; trap 'echo bye; exit 0' TERM; "
-                                 "while :; do sleep 0.05; done");
+  ProcessOptions options = Shell(
+      "echo ready; echo warn >&2; trap 'echo bye; exit 0' TERM; "
+      "while :; do sleep 0.05; done");
   options.stdout_path = dir + "/log";
   options.stderr_path = dir + "/log";
   auto process = Subprocess::Start(options);

@@ -12,10 +12,10 @@
 namespace benchfleet {
 namespace {
 
-const std::vector<std::string> kTopKeys = {"name",   "select",      "placement",  "matrix",
-                                           "timing", "models",      "timeout_s",  "seed",
-                                           "description", "regression", "labels", "exclude",
-                                           "invalid", "search", "processes", "precision", "host_check"};
+const std::vector<std::string> kTopKeys = {
+    "name",      "select", "placement",   "matrix",     "timing",    "models",
+    "timeout_s", "seed",   "description", "regression", "labels",    "exclude",
+    "invalid",   "search", "processes",   "precision",  "host_check"};
 const std::vector<std::string> kSelectKeys = {"device", "name", "tags", "cpu_model", "gpu_model"};
 
 // Upper bounds that catch typos (batch 1e9) before they reach a worker.
@@ -91,10 +91,9 @@ const std::vector<std::pair<std::string, json>>& AxisDefaults() {
 // Axes whose null value leaves the key out of the job (its default: none, or off), so a
 // sweep that does not name them gives its jobs the spec, and the series, they had before.
 // A null batch_size is a search's (it starts at 1).
-const std::set<std::string> kAbsentWhenNull = {"parallel",      "prune",    "reference",
-                                               "profile",       "checkpointing", "replicas",
-                                               "batch_size",    "scenario", "omp_wait_policy",
-                                               "technique",     "torch",    "thread_placement"};
+const std::set<std::string> kAbsentWhenNull = {
+    "parallel",   "prune",    "reference",       "profile",   "checkpointing", "replicas",
+    "batch_size", "scenario", "omp_wait_policy", "technique", "torch",         "thread_placement"};
 
 // A matrix axis: a non-empty array (or a single value, taken as a one-element array).
 // Only the sweep's own limits are checked here; what a worker accepts is checked per
@@ -195,10 +194,12 @@ StatusOr<std::map<std::string, std::vector<ModelVariant>>> ParseModels(const jso
     for (const auto& [key, value] : args.items()) {
       const std::optional<int> depth = ModelArgDepth(model, key);
       if (!depth || NestDepth(value) != *depth + 1) {
-        for (ModelVariant& v : expanded) v.args[key] = value;  // one value (ParseJobConfig judges it)
+        for (ModelVariant& v : expanded)
+          v.args[key] = value;  // one value (ParseJobConfig judges it)
         continue;
       }
-      if (value.empty()) return InvalidArgument("models." + model + "." + key + ": an axis must not be empty");
+      if (value.empty())
+        return InvalidArgument("models." + model + "." + key + ": an axis must not be empty");
       if (expanded.size() * value.size() > kMaxCombinations) {
         return InvalidArgument("models." + model + ": more combinations than the limit of " +
                                std::to_string(kMaxCombinations));
@@ -221,9 +222,11 @@ StatusOr<std::map<std::string, std::vector<ModelVariant>>> ParseModels(const jso
       JobSpecError error;
       if (!ParseJobConfig(probe, &error)) {
         std::string field = SweepField(error.field, model, {}, {});
-        const std::string arg = error.field.substr(0, error.field.find_first_of(".[", sizeof("model_args")));
+        const std::string arg =
+            error.field.substr(0, error.field.find_first_of(".[", sizeof("model_args")));
         for (const auto& [key, i] : v.index) {
-          if (arg == "model_args." + key) field = "models." + model + "." + key + "[" + std::to_string(i) + "]";
+          if (arg == "model_args." + key)
+            field = "models." + model + "." + key + "[" + std::to_string(i) + "]";
         }
         return InvalidArgument(field + ": " + error.message);
       }
@@ -240,10 +243,11 @@ Status ValidateLabels(const json& labels) {
                            std::to_string(labels.size()));
   }
   for (const auto& [key, value] : labels.items()) {
-    const bool key_ok = !key.empty() && key.size() <= kMaxLabelKey &&
-                        std::all_of(key.begin(), key.end(), [](char c) {
-                          return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.';
-                        });
+    const bool key_ok =
+        !key.empty() && key.size() <= kMaxLabelKey &&
+        std::all_of(key.begin(), key.end(), [](char c) {
+          return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.';
+        });
     if (!key_ok) {
       return InvalidArgument("labels: the key \"" + key.substr(0, kMaxLabelKey) +
                              "\" must be 1 to 64 letters, digits, '_', '-' or '.'");
@@ -256,7 +260,8 @@ Status ValidateLabels(const json& labels) {
 }
 
 Status ValidateExclude(const json& exclude) {
-  if (!exclude.is_array()) return InvalidArgument("exclude: must be an array of partial combinations");
+  if (!exclude.is_array())
+    return InvalidArgument("exclude: must be an array of partial combinations");
   if (exclude.size() > kMaxExcludes) {
     return InvalidArgument("exclude: at most " + std::to_string(kMaxExcludes) + " entries");
   }
@@ -265,7 +270,8 @@ Status ValidateExclude(const json& exclude) {
   for (size_t i = 0; i < exclude.size(); ++i) {
     const std::string where = "exclude[" + std::to_string(i) + "]";
     if (!exclude[i].is_object() || exclude[i].empty()) {
-      return InvalidArgument(where + ": must be a non-empty object of matrix axes, e.g. "
+      return InvalidArgument(where +
+                             ": must be a non-empty object of matrix axes, e.g. "
                              "{\"model\": \"mlp\", \"dtype\": \"int8\"}");
     }
     RETURN_IF_ERROR(CheckKeys(exclude[i], axis_keys, where));
@@ -307,7 +313,8 @@ Status Expand(const Sweep& sweep, size_t first, size_t count,
     index[a] = rest % size;
     rest /= size;
   }
-  const size_t end = std::min(sweep.combination_count, first + std::min(count, sweep.combination_count));
+  const size_t end =
+      std::min(sweep.combination_count, first + std::min(count, sweep.combination_count));
   for (size_t c = first; c < end; ++c) {
     json spec = {{"seed", sweep.seed}, {"timing", timing}};
     if (!sweep.search.is_null()) spec["search"] = sweep.search;
@@ -331,7 +338,8 @@ Status Expand(const Sweep& sweep, size_t first, size_t count,
     // The size axis sets the collectives' model_args.bytes; any other model refuses it
     // (CheckCombinations), since it would only repeat the same job.
     if (!bytes.is_null()) {
-      if (!spec.contains("model_args") || !spec["model_args"].is_object()) spec["model_args"] = json::object();
+      if (!spec.contains("model_args") || !spec["model_args"].is_object())
+        spec["model_args"] = json::object();
       spec["model_args"]["bytes"] = bytes;
     }
     RETURN_IF_ERROR(fn(spec, index));
@@ -362,14 +370,17 @@ std::string PlacementDevice(const json& device, const json& parallel) {
 
 StatusOr<RegressionPolicy> ParseRegressionPolicy(const json& value) {
   RegressionPolicy policy;
-  if (!value.is_object()) return InvalidArgument("regression: must be an object, got " + value.dump());
-  RETURN_IF_ERROR(CheckKeys(value, {"window", "z", "min_change", "min_for_z", "reruns"}, "regression"));
+  if (!value.is_object())
+    return InvalidArgument("regression: must be an object, got " + value.dump());
+  RETURN_IF_ERROR(
+      CheckKeys(value, {"window", "z", "min_change", "min_for_z", "reruns"}, "regression"));
   auto integer = [&](const char* key, int low, int high, int* into) -> Status {
     if (!value.contains(key)) return Status::Ok();
     const json& v = value[key];
     if (!v.is_number_integer() || v.get<int64_t>() < low || v.get<int64_t>() > high) {
       return InvalidArgument(std::string("regression.") + key + ": must be an integer from " +
-                             std::to_string(low) + " to " + std::to_string(high) + ", got " + v.dump());
+                             std::to_string(low) + " to " + std::to_string(high) + ", got " +
+                             v.dump());
     }
     *into = static_cast<int>(v.get<int64_t>());
     return Status::Ok();
@@ -379,7 +390,8 @@ StatusOr<RegressionPolicy> ParseRegressionPolicy(const json& value) {
     const json& v = value[key];
     if (!v.is_number() || !(v.get<double>() > low) || v.get<double>() > high) {
       return InvalidArgument(std::string("regression.") + key + ": must be a number above " +
-                             json(low).dump() + " and at most " + json(high).dump() + ", got " + v.dump());
+                             json(low).dump() + " and at most " + json(high).dump() + ", got " +
+                             v.dump());
     }
     *into = v.get<double>();
     return Status::Ok();
@@ -422,16 +434,19 @@ std::string Sweep::LeftOut(const json& spec, const std::vector<size_t>& index) c
 std::string Sweep::ErrorField(const json& spec, const std::vector<size_t>& index,
                               const JobSpecError& error) const {
   const auto model = spec.find("model");
-  const std::string name = model != spec.end() && model->is_string() ? model->get<std::string>() : "";
+  const std::string name =
+      model != spec.end() && model->is_string() ? model->get<std::string>() : "";
   // model_args.bytes from the size axis is the axis' fault, not models.<model>'s.
   for (size_t a = 0; a < axes.size(); ++a) {
-    if (axes[a].key == "bytes" && !axes[a].values[index[a]].is_null() && error.field == "model_args.bytes") {
+    if (axes[a].key == "bytes" && !axes[a].values[index[a]].is_null() &&
+        error.field == "model_args.bytes") {
       return "matrix.bytes[" + std::to_string(index[a]) + "]: " + error.message;
     }
   }
   // A model argument of an axis is that axis' value; the model axis as written.
   const size_t variant = index[kModelAxis];
-  const std::string arg = error.field.substr(0, error.field.find_first_of(".[", sizeof("model_args")));
+  const std::string arg =
+      error.field.substr(0, error.field.find_first_of(".[", sizeof("model_args")));
   for (const auto& [key, i] : model_axis_arg_index[variant]) {
     if (arg == "model_args." + key) {
       return "models." + name + "." + key + "[" + std::to_string(i) + "]: " + error.message;
@@ -462,8 +477,8 @@ StatusOr<JobNeeds> Sweep::NeedsOf(const json& spec) const {
         if (kind != it->second.device) {
           return InvalidArgument("device: the AOTInductor package " + sha256.get<std::string>() +
                                  " was compiled for " + it->second.device + ", not for device " +
-                                 device + "; compile it for " + kind +
-                                 " or run it on a " + it->second.device + " device");
+                                 device + "; compile it for " + kind + " or run it on a " +
+                                 it->second.device + " device");
         }
         needs.worker.torch_min = it->second.torch_version;
       }
@@ -473,8 +488,9 @@ StatusOr<JobNeeds> Sweep::NeedsOf(const json& spec) const {
 }
 
 JobPlacement Sweep::PlacementOf(const json& spec, const JobNeeds& needs) {
-  return {PlacementDevice(spec.value("device", json(nullptr)), spec.value("parallel", json(nullptr))),
-          needs.worker};
+  return {
+      PlacementDevice(spec.value("device", json(nullptr)), spec.value("parallel", json(nullptr))),
+      needs.worker};
 }
 
 Status Sweep::ForEachCombination(size_t first, size_t count,
@@ -490,40 +506,42 @@ Status Sweep::ForEachCombination(size_t first, size_t count,
 
 Status Sweep::CheckCombinations(size_t first, size_t count) {
   CombinationTally tally = checked;
-  Status status = Expand(*this, first, count, [&](const json& spec, const std::vector<size_t>& index) {
-    ++tally.checked;
-    if (Excluded(index)) {
-      ++tally.excluded;
-      return Status::Ok();
-    }
-    JobSpecError error;
-    StatusOr<JobNeeds> needs = InvalidArgument("unchecked");
-    bool valid = ParseJobConfig(spec, &error).has_value();
-    if (valid) {
-      needs = NeedsOf(spec);
-      if (!needs.ok()) {
-        // "<job field>: why" (NeedsOf names the job field at fault).
-        const std::string& message = needs.status().message();
-        const size_t colon = message.find(": ");
-        error = {message.substr(0, colon), colon == std::string::npos ? message : message.substr(colon + 2)};
-        valid = false;
-      }
-    }
-    if (!valid) {
-      const std::string reason = ErrorField(spec, index, error);
-      if (!skip_invalid) return InvalidArgument(reason);
-      if (tally.invalid_listed.size() < CombinationTally::kListed) {
-        tally.invalid_listed.push_back({{"job", spec}, {"reason", reason}});
-      }
-      ++tally.invalid;
-      return Status::Ok();
-    }
-    const JobPlacement placement = PlacementOf(spec, *needs);
-    ++tally.kept[placement.Key()];
-    tally.placements.emplace(placement.Key(), placement);
-    tally.first_index.emplace(placement.Key(), index);
-    return Status::Ok();
-  });
+  Status status =
+      Expand(*this, first, count, [&](const json& spec, const std::vector<size_t>& index) {
+        ++tally.checked;
+        if (Excluded(index)) {
+          ++tally.excluded;
+          return Status::Ok();
+        }
+        JobSpecError error;
+        StatusOr<JobNeeds> needs = InvalidArgument("unchecked");
+        bool valid = ParseJobConfig(spec, &error).has_value();
+        if (valid) {
+          needs = NeedsOf(spec);
+          if (!needs.ok()) {
+            // "<job field>: why" (NeedsOf names the job field at fault).
+            const std::string& message = needs.status().message();
+            const size_t colon = message.find(": ");
+            error = {message.substr(0, colon),
+                     colon == std::string::npos ? message : message.substr(colon + 2)};
+            valid = false;
+          }
+        }
+        if (!valid) {
+          const std::string reason = ErrorField(spec, index, error);
+          if (!skip_invalid) return InvalidArgument(reason);
+          if (tally.invalid_listed.size() < CombinationTally::kListed) {
+            tally.invalid_listed.push_back({{"job", spec}, {"reason", reason}});
+          }
+          ++tally.invalid;
+          return Status::Ok();
+        }
+        const JobPlacement placement = PlacementOf(spec, *needs);
+        ++tally.kept[placement.Key()];
+        tally.placements.emplace(placement.Key(), placement);
+        tally.first_index.emplace(placement.Key(), index);
+        return Status::Ok();
+      });
   if (status.ok()) checked = std::move(tally);
   return status;
 }
@@ -550,7 +568,8 @@ std::vector<std::string> Sweep::Devices() const {
   }
   std::vector<std::string> devices;
   for (const json& device : device_values) {
-    for (const json& parallel : parallel_values) devices.push_back(PlacementDevice(device, parallel));
+    for (const json& parallel : parallel_values)
+      devices.push_back(PlacementDevice(device, parallel));
   }
   return devices;
 }
@@ -566,9 +585,10 @@ std::vector<Combination> Sweep::Combinations() const {
 
 Status Sweep::CheckJobsLeft() const {
   if (checked.Kept() > 0) return Status::Ok();
-  std::string why = std::to_string(checked.excluded) + " excluded, " + std::to_string(checked.invalid) +
-                    " refused by the job rules";
-  if (!checked.invalid_listed.empty()) why += " (the first: " + checked.invalid_listed[0]["reason"].get<std::string>() + ")";
+  std::string why = std::to_string(checked.excluded) + " excluded, " +
+                    std::to_string(checked.invalid) + " refused by the job rules";
+  if (!checked.invalid_listed.empty())
+    why += " (the first: " + checked.invalid_listed[0]["reason"].get<std::string>() + ")";
   return InvalidArgument("every combination of the matrix is left out: " + why);
 }
 
@@ -617,15 +637,18 @@ StatusOr<Sweep> ParseSweepShape(const json& document) {
     JobSpecError error;
     int64_t processes = 1;
     std::optional<double> precision;
-    if (!ReadRepeats(document, &processes, &precision, &error)) return InvalidArgument(error.message);
+    if (!ReadRepeats(document, &processes, &precision, &error))
+      return InvalidArgument(error.message);
     if (document.contains("processes")) sweep.processes = processes;
     sweep.precision = precision;
   }
   if (document.contains("host_check")) {
     const json& policy = document["host_check"];
     const std::vector<std::string>& known = KnownHostCheckPolicies();
-    if (!policy.is_string() || std::find(known.begin(), known.end(), policy.get<std::string>()) == known.end()) {
-      return InvalidArgument("host_check: must be \"record\", \"wait\" or \"refuse\", got " + policy.dump());
+    if (!policy.is_string() ||
+        std::find(known.begin(), known.end(), policy.get<std::string>()) == known.end()) {
+      return InvalidArgument("host_check: must be \"record\", \"wait\" or \"refuse\", got " +
+                             policy.dump());
     }
     sweep.host_check = policy.get<std::string>();
   }
@@ -655,7 +678,8 @@ StatusOr<Sweep> ParseSweepShape(const json& document) {
   if (document.contains("invalid")) {
     const json& invalid = document["invalid"];
     if (invalid != "refuse" && invalid != "skip") {
-      return InvalidArgument("invalid: must be \"refuse\" (the default) or \"skip\", got " + invalid.dump());
+      return InvalidArgument("invalid: must be \"refuse\" (the default) or \"skip\", got " +
+                             invalid.dump());
     }
     sweep.skip_invalid = invalid == "skip";
   }
@@ -687,7 +711,8 @@ StatusOr<Sweep> ParseSweepShape(const json& document) {
       // Each model once per combination of its argument axes (ParseModels).
       json expanded = json::array();
       for (size_t i = 0; i < values.size(); ++i) {
-        const auto it = values[i].is_string() ? variants.find(values[i].get<std::string>()) : variants.end();
+        const auto it =
+            values[i].is_string() ? variants.find(values[i].get<std::string>()) : variants.end();
         const std::vector<ModelVariant> one = {{json(nullptr), {}}};
         for (const ModelVariant& variant : it == variants.end() ? one : it->second) {
           expanded.push_back(values[i]);

@@ -40,7 +40,7 @@ struct JobPlacement {
 // store keeps and the agent receives).
 struct Combination {
   std::string spec;
-  JobNeeds needs;  // what it asks of the fleet, stored with the job
+  JobNeeds needs;         // what it asks of the fleet, stored with the job
   std::string device;     // its placement's device (JobPlacement::device)
   std::string placement;  // its placement's key (JobPlacement::Key)
   json Spec() const { return json::parse(spec); }
@@ -74,8 +74,8 @@ struct MatrixAxis {
 // device, and which are left out (an `exclude` entry matched, or, with "invalid":
 // "skip", the job rules refused them).
 struct CombinationTally {
-  size_t checked = 0;                     // combinations looked at so far
-  std::map<std::string, size_t> kept;     // per placement (JobPlacement::Key)
+  size_t checked = 0;                              // combinations looked at so far
+  std::map<std::string, size_t> kept;              // per placement (JobPlacement::Key)
   std::map<std::string, JobPlacement> placements;  // each key's placement
   // The first combination of each placement, by its index on every axis: which sweep
   // field a placement no agent has comes from.

@@ -57,19 +57,25 @@ TEST(SweepTest, ASliceOfTheCombinationsIsTheSameWhereverItStarts) {
   ASSERT_EQ(all.size(), 24u);
   for (size_t first : {0u, 1u, 5u, 11u, 23u}) {
     std::vector<std::string> slice;
-    ASSERT_TRUE(sweep->ForEachCombination(first, 7, [&](const Combination& c) {
-                  slice.push_back(c.spec);
-                  return Status::Ok();
-                }).ok());
+    ASSERT_TRUE(sweep
+                    ->ForEachCombination(first, 7,
+                                         [&](const Combination& c) {
+                                           slice.push_back(c.spec);
+                                           return Status::Ok();
+                                         })
+                    .ok());
     ASSERT_EQ(slice.size(), std::min<size_t>(7, 24 - first)) << first;
     for (size_t i = 0; i < slice.size(); ++i) EXPECT_EQ(slice[i], all[first + i].spec) << first + i;
   }
   // Past the end: nothing.
   int calls = 0;
-  ASSERT_TRUE(sweep->ForEachCombination(24, 5, [&](const Combination&) {
-                ++calls;
-                return Status::Ok();
-              }).ok());
+  ASSERT_TRUE(sweep
+                  ->ForEachCombination(24, 5,
+                                       [&](const Combination&) {
+                                         ++calls;
+                                         return Status::Ok();
+                                       })
+                  .ok());
   EXPECT_EQ(calls, 0);
   EXPECT_EQ(sweep->Devices(), (std::vector<std::string>{"cpu", "cuda"}));
 }
@@ -83,10 +89,14 @@ TEST(SweepTest, ShapeFirstThenTheCombinationsASliceAtATime) {
   EXPECT_EQ(shape->combination_count, 8u);
   EXPECT_TRUE(shape->CheckCombinations(0, 6).ok());
   Status bad = shape->CheckCombinations(6, 2);
-  EXPECT_EQ(bad.message(), "matrix.dtype[1]: int8 dynamic quantization needs Linear layers; model matmul has none");
+  EXPECT_EQ(
+      bad.message(),
+      "matrix.dtype[1]: int8 dynamic quantization needs Linear layers; model matmul has none");
   EXPECT_EQ(ParseSweep(document).status().message(), bad.message());
   // What the shape alone refuses: a value no combination could take.
-  EXPECT_FALSE(ParseSweepShape(json::parse(R"({"name": "s", "matrix": {"model": "mlp", "batch_size": -1}})")).ok());
+  EXPECT_FALSE(
+      ParseSweepShape(json::parse(R"({"name": "s", "matrix": {"model": "mlp", "batch_size": -1}})"))
+          .ok());
 }
 
 TEST(SweepTest, DefaultsApplyAndModelArgsTravelWithTheJob) {
@@ -157,9 +167,9 @@ TEST(SweepTest, BadInputNamesTheField) {
   }
 }
 
-
 TEST(SweepTest, ModelArgumentsCanBeAxes) {
-  auto sweep = ParseSweepText(R"({"name": "s", "matrix": {"model": ["mlp", "transformer"], "batch_size": [1, 8]},
+  auto sweep = ParseSweepText(
+      R"({"name": "s", "matrix": {"model": ["mlp", "transformer"], "batch_size": [1, 8]},
     "models": {"transformer": {"hidden": 64, "heads": 4, "seq_len": [128, 512]},
                "mlp": {"layers": [[64, 10], [128, 64, 10]]}}})");
   ASSERT_TRUE(sweep.ok()) << sweep.status().ToString();
@@ -180,13 +190,15 @@ TEST(SweepTest, ModelArgumentsCanBeAxes) {
   auto bad = ParseSweepText(R"({"name": "s", "matrix": {"model": "transformer", "batch_size": 1},
     "models": {"transformer": {"seq_len": [16, 0]}}})");
   ASSERT_FALSE(bad.ok());
-  EXPECT_EQ(bad.status().message().rfind("models.transformer.seq_len[1]: ", 0), 0u) << bad.status().message();
+  EXPECT_EQ(bad.status().message().rfind("models.transformer.seq_len[1]: ", 0), 0u)
+      << bad.status().message();
   auto empty = ParseSweepText(R"({"name": "s", "matrix": {"model": "transformer", "batch_size": 1},
     "models": {"transformer": {"seq_len": []}}})");
   ASSERT_FALSE(empty.ok());
   EXPECT_EQ(empty.status().message(), "models.transformer.seq_len: an axis must not be empty");
   // An objection to a later axis still names the matrix' own model index.
-  auto later = ParseSweepText(R"({"name": "s", "matrix": {"model": ["transformer", "matmul"], "batch_size": 1,
+  auto later = ParseSweepText(
+      R"({"name": "s", "matrix": {"model": ["transformer", "matmul"], "batch_size": 1,
     "dtype": ["fp32", "int8"]}, "models": {"transformer": {"seq_len": [16, 32]}}})");
   ASSERT_FALSE(later.ok());
   EXPECT_EQ(later.status().message().rfind("matrix.dtype[1]: ", 0), 0u) << later.status().message();
@@ -209,25 +221,32 @@ TEST(SweepTest, ExcludeAndSkipLeaveCombinationsOutAndCountThem) {
   EXPECT_EQ(sweep->checked.kept.at("cpu"), 7u);
   ASSERT_EQ(sweep->checked.invalid_listed.size(), 5u);
   EXPECT_EQ(sweep->checked.invalid_listed[0]["job"]["model"], "mlp");
-  EXPECT_EQ(sweep->checked.invalid_listed[0]["reason"].get<std::string>().rfind("matrix.dtype[1]: ", 0), 0u);
+  EXPECT_EQ(
+      sweep->checked.invalid_listed[0]["reason"].get<std::string>().rfind("matrix.dtype[1]: ", 0),
+      0u);
   const std::vector<Combination> jobs = sweep->Combinations();
   ASSERT_EQ(jobs.size(), 7u);
   for (const Combination& c : jobs) {
     const json spec = c.Spec();
     EXPECT_FALSE(spec["model"] == "mlp" && spec["batch_size"] == 8) << c.spec;
-    EXPECT_FALSE(spec["dtype"] == "int8" && (spec["mode"] == "train" || spec["model"] == "matmul")) << c.spec;
+    EXPECT_FALSE(spec["dtype"] == "int8" && (spec["mode"] == "train" || spec["model"] == "matmul"))
+        << c.spec;
   }
   // A slice of the matrix keeps the same combinations as the whole.
   std::vector<std::string> sliced;
   for (size_t first = 0; first < 16; first += 5) {
-    ASSERT_TRUE(sweep->ForEachCombination(first, 5, [&](const Combination& c) {
-      sliced.push_back(c.spec);
-      return Status::Ok();
-    }).ok());
+    ASSERT_TRUE(sweep
+                    ->ForEachCombination(first, 5,
+                                         [&](const Combination& c) {
+                                           sliced.push_back(c.spec);
+                                           return Status::Ok();
+                                         })
+                    .ok());
   }
   ASSERT_EQ(sliced.size(), jobs.size());
   for (size_t i = 0; i < jobs.size(); ++i) EXPECT_EQ(sliced[i], jobs[i].spec);
-  // Without "invalid": "skip" the first refusal refuses the sweep; leaving everything out is an error.
+  // Without "invalid": "skip" the first refusal refuses the sweep; leaving everything out is an
+  // error.
   json refuse = json::parse(text);
   refuse.erase("invalid");
   EXPECT_FALSE(ParseSweep(refuse).ok());
@@ -235,16 +254,20 @@ TEST(SweepTest, ExcludeAndSkipLeaveCombinationsOutAndCountThem) {
   nothing["exclude"] = json::array({{{"model", "mlp"}}, {{"model", "matmul"}}});
   auto none = ParseSweep(nothing);
   ASSERT_FALSE(none.ok());
-  EXPECT_EQ(none.status().message().rfind("every combination of the matrix is left out: 16 excluded", 0), 0u)
+  EXPECT_EQ(
+      none.status().message().rfind("every combination of the matrix is left out: 16 excluded", 0),
+      0u)
       << none.status().message();
   json bad = json::parse(text);
   bad["exclude"] = json::array({{{"modle", "mlp"}}});
   EXPECT_EQ(ParseSweep(bad).status().message().rfind("exclude[0]: unknown key \"modle\"", 0), 0u);
   bad["exclude"] = json::array({json::object()});
-  EXPECT_EQ(ParseSweep(bad).status().message().rfind("exclude[0]: must be a non-empty object", 0), 0u);
+  EXPECT_EQ(ParseSweep(bad).status().message().rfind("exclude[0]: must be a non-empty object", 0),
+            0u);
   json odd = json::parse(text);
   odd["invalid"] = "ignore";
-  EXPECT_EQ(ParseSweep(odd).status().message(), "invalid: must be \"refuse\" (the default) or \"skip\", got \"ignore\"");
+  EXPECT_EQ(ParseSweep(odd).status().message(),
+            "invalid: must be \"refuse\" (the default) or \"skip\", got \"ignore\"");
 }
 
 TEST(SweepTest, LabelsAreShortStrings) {
@@ -254,12 +277,14 @@ TEST(SweepTest, LabelsAreShortStrings) {
   ASSERT_TRUE(parsed.ok());
   EXPECT_EQ(parsed->labels["commit"], "abc123");
   EXPECT_EQ(parsed->source["labels"]["team"], "infra");  // stored with the sweep
-  for (const char* bad : {R"({"commit": 5})", R"({"bad key": "x"})", R"({"": "x"})", R"(["commit=abc"])"}) {
+  for (const char* bad :
+       {R"({"commit": 5})", R"({"bad key": "x"})", R"({"": "x"})", R"(["commit=abc"])"}) {
     sweep["labels"] = json::parse(bad);
     EXPECT_FALSE(ParseSweep(sweep).ok()) << bad;
   }
   sweep["labels"] = {{"long", std::string(257, 'x')}};
-  EXPECT_EQ(ParseSweep(sweep).status().message(), "labels.long: must be a string of at most 256 characters");
+  EXPECT_EQ(ParseSweep(sweep).status().message(),
+            "labels.long: must be a string of at most 256 characters");
 }
 
 // The torch and technique axes turn fastest: one configuration's versions (and
@@ -272,15 +297,16 @@ TEST(SweepTest, TorchAndTechniqueAreTheInnermostAxesAndPlaceTheirJobs) {
   std::vector<std::string> order;
   for (const Combination& c : sweep->Combinations()) {
     const json spec = c.Spec();
-    order.push_back(std::to_string(spec["batch_size"].get<int>()) + " " + spec.value("technique", "-") + " " +
-                    spec.value("torch", "-"));
-    EXPECT_EQ(c.placement, c.needs.worker.technique.empty()
-                               ? "cpu [torch " + spec["torch"].get<std::string>() + "]"
-                               : "cpu [torch " + spec["torch"].get<std::string>() + ", technique aoti]");
+    order.push_back(std::to_string(spec["batch_size"].get<int>()) + " " +
+                    spec.value("technique", "-") + " " + spec.value("torch", "-"));
+    EXPECT_EQ(c.placement,
+              c.needs.worker.technique.empty()
+                  ? "cpu [torch " + spec["torch"].get<std::string>() + "]"
+                  : "cpu [torch " + spec["torch"].get<std::string>() + ", technique aoti]");
   }
   // (eager is what a job without the key runs: left out.)
-  EXPECT_EQ(order, (std::vector<std::string>{"1 - 2.15", "1 - 1.13", "1 aoti 2.15",
-                                             "8 - 2.15", "8 - 1.13", "8 aoti 2.15"}));
+  EXPECT_EQ(order, (std::vector<std::string>{"1 - 2.15", "1 - 1.13", "1 aoti 2.15", "8 - 2.15",
+                                             "8 - 1.13", "8 aoti 2.15"}));
   std::vector<std::string> keys;
   for (const JobPlacement& p : sweep->Placements()) keys.push_back(p.Key());
   EXPECT_EQ(keys, (std::vector<std::string>{"cpu [torch 1.13]", "cpu [torch 2.15, technique aoti]",
@@ -292,9 +318,11 @@ TEST(SweepTest, TorchAndTechniqueAreTheInnermostAxesAndPlaceTheirJobs) {
   EXPECT_FALSE(plain->Combinations()[0].Spec().contains("technique"));
   EXPECT_EQ(plain->Combinations()[0].placement, "cpu");
   // Refused by the job rules, named by the axis.
-  auto bad = ParseSweepText(R"({"name": "b", "matrix": {"model": "mlp", "batch_size": 1, "torch": ["2.15", "x"]}})");
+  auto bad = ParseSweepText(
+      R"({"name": "b", "matrix": {"model": "mlp", "batch_size": 1, "torch": ["2.15", "x"]}})");
   ASSERT_FALSE(bad.ok());
-  EXPECT_NE(bad.status().message().find("matrix.torch[1]: torch must be"), std::string::npos) << bad.status().message();
+  EXPECT_NE(bad.status().message().find("matrix.torch[1]: torch must be"), std::string::npos)
+      << bad.status().message();
 }
 
 // What the coordinator read of a package: its device is the job's, its torch a need.
@@ -302,7 +330,8 @@ TEST(SweepTest, APackagesDeviceAndTorchComeWithItsJobs) {
   const std::string sha = std::string(64, 'c');
   auto sweep = ParseSweepShape(json::parse(R"({"name": "pkg", "placement": "any",
       "matrix": {"model": "aoti", "batch_size": 4, "device": ["cpu", "cuda"]},
-      "models": {"aoti": {"sha256": ")" + sha + R"(", "inputs": [[16]]}}})"));
+      "models": {"aoti": {"sha256": ")" + sha +
+                                           R"(", "inputs": [[16]]}}})"));
   ASSERT_TRUE(sweep.ok()) << sweep.status().ToString();
   sweep->packages[sha] = {"cpu", "2.15.0+cu132"};
   const Status checked = sweep->CheckCombinations(0, sweep->combination_count);
@@ -324,7 +353,8 @@ TEST(SweepTest, APackagesDeviceAndTorchComeWithItsJobs) {
 // Every example sweep is one the coordinator takes (its files named beside it, as
 // `benchfleet submit` resolves them).
 TEST(SweepTest, EveryExampleSweepParses) {
-  const std::filesystem::path examples = std::filesystem::path(BENCHFLEET_SCHEMAS_DIR) / ".." / "examples";
+  const std::filesystem::path examples =
+      std::filesystem::path(BENCHFLEET_SCHEMAS_DIR) / ".." / "examples";
   size_t parsed = 0;
   for (const auto& entry : std::filesystem::directory_iterator(examples)) {
     if (entry.path().extension() != ".json") continue;

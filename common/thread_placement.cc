@@ -22,8 +22,9 @@ std::string CpuShape::Describe() const {
   auto count = [](int64_t n, const char* what) {
     return std::to_string(n) + " " + what + (n == 1 ? "" : "s");
   };
-  return count(cpus, "CPU") + " on " + count(cores, "core") + ", " + count(threads_per_core, "hardware thread") +
-         " a core, " + std::to_string(largest_node) + " in the largest NUMA node";
+  return count(cpus, "CPU") + " on " + count(cores, "core") + ", " +
+         count(threads_per_core, "hardware thread") + " a core, " + std::to_string(largest_node) +
+         " in the largest NUMA node";
 }
 
 std::string PlacementRefusal(const CpuShape& shape, int64_t threads, const std::string& policy) {
@@ -32,7 +33,8 @@ std::string PlacementRefusal(const CpuShape& shape, int64_t threads, const std::
   if (policy == "cores" || policy == "os") return "";
   if (policy == "spread") {
     if (n <= shape.cores) return "";
-    return field + "one thread per core needs " + std::to_string(n) + " cores; the agent has " + shape.Describe();
+    return field + "one thread per core needs " + std::to_string(n) + " cores; the agent has " +
+           shape.Describe();
   }
   if (policy == "smt") {
     if (shape.threads_per_core >= 2) return "";

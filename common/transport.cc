@@ -17,7 +17,8 @@ void ApplyCommonOptions(zmq::socket_t& socket) {
 // "127.0.0.1:5555" is the commonest slip; ZeroMQ's own answer is "Invalid argument".
 Status CheckEndpoint(const std::string& endpoint) {
   if (endpoint.find("://") != std::string::npos) return Status::Ok();
-  return InvalidArgument("endpoint \"" + endpoint + "\" names no transport: write tcp://HOST:PORT, e.g. tcp://" +
+  return InvalidArgument("endpoint \"" + endpoint +
+                         "\" names no transport: write tcp://HOST:PORT, e.g. tcp://" +
                          (endpoint.empty() ? std::string("127.0.0.1:5555") : endpoint));
 }
 

@@ -36,7 +36,8 @@ StatusOr<zmq::socket_t> ConnectDealer(zmq::context_t& context, const std::string
 // Non-blocking receive of one multipart message. With `user_id`, also the message's
 // "User-Id" property: what the ZAP handler named the peer's key when its connection was
 // admitted (its role, coordinator/security/zap.h); "" on a socket without CURVE.
-StatusOr<std::optional<Frames>> ReceiveFrames(zmq::socket_t& socket, std::string* user_id = nullptr);
+StatusOr<std::optional<Frames>> ReceiveFrames(zmq::socket_t& socket,
+                                              std::string* user_id = nullptr);
 
 // Non-blocking send; kNotFound when a ROUTER has no peer of that routing id (it
 // disconnected), kUnavailable when the peer's queue is full.

@@ -8,7 +8,8 @@ namespace {
 
 using nlohmann::json;
 
-void Collect(const json& value, const json::json_pointer& at, std::vector<json::json_pointer>* out) {
+void Collect(const json& value, const json::json_pointer& at,
+             std::vector<json::json_pointer>* out) {
   out->push_back(at);
   if (value.is_object()) {
     for (const auto& [key, member] : value.items()) Collect(member, at / key, out);

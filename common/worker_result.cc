@@ -69,7 +69,8 @@ Status ParseRanks(const json& ranks, WorkerResult* out) {
     ASSIGN_OR_RETURN(WorkerResult::Rank rank, ParseRankEntry(ranks[i], where));
     if (rank.rank >= static_cast<int64_t>(ranks.size()) || !seen.insert(rank.rank).second) {
       return InvalidArgument(where + ".distributed.rank: " + std::to_string(rank.rank) +
-                             " is repeated or beyond the " + std::to_string(ranks.size()) + " ranks");
+                             " is repeated or beyond the " + std::to_string(ranks.size()) +
+                             " ranks");
     }
     out->ranks.push_back(std::move(rank));
   }
@@ -109,9 +110,11 @@ StatusOr<WorkerResult> ParseWorkerResult(const json& result) {
   ASSIGN_OR_RETURN(echo.model, ReadOptionalText(result, "result", "model", kMaxMessageBytes));
   ASSIGN_OR_RETURN(echo.mode, ReadOptionalText(result, "result", "mode", kMaxMessageBytes));
   ASSIGN_OR_RETURN(echo.dtype, ReadOptionalText(result, "result", "dtype", kMaxMessageBytes));
-  ASSIGN_OR_RETURN(echo.batch_size, ReadOptionalInteger(result, "result", "batch_size", kAtLeastOne));
+  ASSIGN_OR_RETURN(echo.batch_size,
+                   ReadOptionalInteger(result, "result", "batch_size", kAtLeastOne));
   ASSIGN_OR_RETURN(echo.threads, ReadOptionalInteger(result, "result", "threads", kAtLeastOne));
-  ASSIGN_OR_RETURN(echo.interop_threads, ReadOptionalInteger(result, "result", "interop_threads", kAtLeastOne));
+  ASSIGN_OR_RETURN(echo.interop_threads,
+                   ReadOptionalInteger(result, "result", "interop_threads", kAtLeastOne));
 
   // A successful benchmark must carry its statistics; a failure carries what it has.
   const bool benchmark = out.ok && !out.calibration_kind;
@@ -142,7 +145,7 @@ StatusOr<WorkerResult> ParseWorkerResult(const json& result) {
   }
   out.detail = result;
   out.detail.erase("samples_ms");
-  out.detail.erase("ranks");  // kept per rank, in result_ranks
+  out.detail.erase("ranks");       // kept per rank, in result_ranks
   out.detail.erase("op_profile");  // kept per operator, in op_profile
   return out;
 }

@@ -22,10 +22,10 @@ struct ResultEcho {
 
 struct WorkerResult {
   bool ok = false;
-  std::string error;                  // why the job failed (ok = false)
-  bool calibration_kind = false;      // "kind": "calibration"
-  std::optional<int64_t> job_id;      // the inner echo of the envelope's job_id ...
-  std::optional<int64_t> attempt;     // ... and attempt, when present
+  std::string error;               // why the job failed (ok = false)
+  bool calibration_kind = false;   // "kind": "calibration"
+  std::optional<int64_t> job_id;   // the inner echo of the envelope's job_id ...
+  std::optional<int64_t> attempt;  // ... and attempt, when present
   ResultEcho echo;
   // One value per ResultFields() entry, in its order; null when absent.
   std::vector<nlohmann::json> values;
@@ -48,7 +48,7 @@ struct WorkerResult {
   // A profiled job's top operators (`op_profile`, common/op_profile.h): the op_profile
   // table, not detail.
   std::vector<OpProfileRow> op_profile;
-  nlohmann::json detail;       // the result minus samples_ms, kept as detail
+  nlohmann::json detail;  // the result minus samples_ms, kept as detail
 };
 
 // The GEMM peak of a GPU's calibration (benchfleet-gpu-calibrate's gpus[i],

@@ -12,8 +12,8 @@
 #include "common/clock.h"
 #include "common/cpu_list.h"
 #include "common/files.h"
-#include "common/model_transfer.h"
 #include "common/log.h"
+#include "common/model_transfer.h"
 #include "common/transport.h"
 #include "common/worker_result.h"
 #include "coordinator/security/allow_list.h"
@@ -39,7 +39,8 @@ constexpr int kExpiryCheckMs = 50;
 std::string ModelsDirectory(const CoordinatorOptions& options) {
   if (!options.models_dir.empty()) return options.models_dir;
   const std::filesystem::path db(options.db_path);
-  return (db.has_parent_path() ? db.parent_path() / "models" : std::filesystem::path("models")).string();
+  return (db.has_parent_path() ? db.parent_path() / "models" : std::filesystem::path("models"))
+      .string();
 }
 
 json RequestId(const Message& message) {
@@ -48,7 +49,6 @@ json RequestId(const Message& message) {
 }
 
 }  // namespace
-
 
 Coordinator::Coordinator(CoordinatorOptions options)
     : options_(std::move(options)),
@@ -66,7 +66,8 @@ StatusOr<std::unique_ptr<CurveKeyPair>> Coordinator::SecurityPolicy() const {
     for (const std::string& endpoint : {options_.agents_endpoint, options_.clients_endpoint}) {
       if (!IsLoopbackEndpoint(endpoint) && !options_.insecure) {
         return FailedPrecondition(
-            "binding " + endpoint + " beyond loopback needs CURVE: give --curve-key and --allow "
+            "binding " + endpoint +
+            " beyond loopback needs CURVE: give --curve-key and --allow "
             "(make keys with benchfleet keygen), or --insecure to let anyone in");
       }
     }
@@ -86,8 +87,8 @@ Status Coordinator::OpenStoreAndComponents() {
   ASSIGN_OR_RETURN(store_, Store::Open(options_.db_path));
   ASSIGN_OR_RETURN(models_, ModelStore::Open(ModelsDirectory(options_)));
   round_ = std::make_unique<Round>(*store_, outlet_);
-  ctx_ = std::make_unique<CoordinatorContext>(
-      CoordinatorContext{options_, clock_, *store_, *round_, outlet_, registry_, leases_, counters_, *models_});
+  ctx_ = std::make_unique<CoordinatorContext>(CoordinatorContext{
+      options_, clock_, *store_, *round_, outlet_, registry_, leases_, counters_, *models_});
   dispatcher_ = std::make_unique<Dispatcher>(*ctx_, static_cast<LoopEvents&>(*this));
   sessions_ = std::make_unique<AgentSessions>(*ctx_, *dispatcher_);
   judge_ = std::make_unique<RegressionJudge>(store_->regressions(), counters_.store_errors);
@@ -102,7 +103,9 @@ Status Coordinator::OpenStoreAndComponents() {
   round_->Join(this);
   schedules_ = std::make_unique<ScheduleRunner>(
       store_->schedules(), counters_.store_errors,
-      [this] { return options_.wall_clock_s ? options_.wall_clock_s() : UnixMicrosNow() / 1000000; },
+      [this] {
+        return options_.wall_clock_s ? options_.wall_clock_s() : UnixMicrosNow() / 1000000;
+      },
       static_cast<LoopEvents&>(*this));
   RETURN_IF_ERROR(dispatcher_->ReloadRequirements());
   RETURN_IF_ERROR(intake_->ResumeIntakes());
@@ -118,12 +121,16 @@ void Coordinator::AgentUnreachable(const std::string& routing_id, const std::str
 
 void Coordinator::GangStopped(int64_t job_id) { results_->ForgetGang(job_id); }
 
-std::optional<Message> Coordinator::SubmitScheduled(const std::string& routing_id, const json& request_id,
-                                                    const SubmitRequest& request, const ScheduledFiring& firing) {
+std::optional<Message> Coordinator::SubmitScheduled(const std::string& routing_id,
+                                                    const json& request_id,
+                                                    const SubmitRequest& request,
+                                                    const ScheduledFiring& firing) {
   return intake_->Submit(routing_id, request_id, request, &firing);
 }
 
-std::optional<Message> Coordinator::PostRead(ReadRequest request) { return clients_->PostRead(std::move(request)); }
+std::optional<Message> Coordinator::PostRead(ReadRequest request) {
+  return clients_->PostRead(std::move(request));
+}
 
 Status Coordinator::Start() {
   ASSIGN_OR_RETURN(auto curve, SecurityPolicy());
@@ -133,22 +140,23 @@ Status Coordinator::Start() {
     ASSIGN_OR_RETURN(zap_, ZapHandler::Start(context_, options_.allow_list_path));
   }
   std::string agents_bound, clients_bound;
-  ASSIGN_OR_RETURN(auto agents,
-                   BindRouter(context_, options_.agents_endpoint, &agents_bound, curve.get(), kAgentsZapDomain));
-  ASSIGN_OR_RETURN(auto clients,
-                   BindRouter(context_, options_.clients_endpoint, &clients_bound, curve.get(), kClientsZapDomain));
+  ASSIGN_OR_RETURN(auto agents, BindRouter(context_, options_.agents_endpoint, &agents_bound,
+                                           curve.get(), kAgentsZapDomain));
+  ASSIGN_OR_RETURN(auto clients, BindRouter(context_, options_.clients_endpoint, &clients_bound,
+                                            curve.get(), kClientsZapDomain));
   agents_socket_ = std::make_unique<zmq::socket_t>(std::move(agents));
   clients_socket_ = std::make_unique<zmq::socket_t>(std::move(clients));
   outlet_.UseSockets(agents_socket_.get(), clients_socket_.get());
   dispatcher_->RecoverLeases();
   if (!options_.metrics_address.empty()) {
-    ASSIGN_OR_RETURN(metrics_, MetricsPublisher::Start(options_.metrics_address, *ctx_, *dispatcher_));
+    ASSIGN_OR_RETURN(metrics_,
+                     MetricsPublisher::Start(options_.metrics_address, *ctx_, *dispatcher_));
     round_->set_commit_histogram(&metrics_->store_commit());
   }
   ASSIGN_OR_RETURN(const int schema_version, store_->SchemaVersion());
   LOG_INFO("serving agents on " << agents_bound << ", clients on " << clients_bound << ", store "
-                                << options_.db_path << " (schema v" << schema_version
-                                << ")" << (curve ? ", CURVE on" : ", CURVE off"));
+                                << options_.db_path << " (schema v" << schema_version << ")"
+                                << (curve ? ", CURVE on" : ", CURVE off"));
   if (!options_.ready_file.empty()) {
     json ready = {{"agents", agents_bound}, {"clients", clients_bound}, {"pid", getpid()}};
     if (metrics_) ready["metrics"] = metrics_->url();
@@ -168,14 +176,14 @@ Status Coordinator::Run(const std::atomic<bool>* stop, std::atomic<bool>* reload
   while (!stop->load()) {
     if (reload != nullptr && reload->exchange(false) && zap_) {
       Status reloaded = zap_->Reload();
-      if (!reloaded.ok()) LOG_ERROR("allow-list not reloaded, the old one stays: " << reloaded.message());
+      if (!reloaded.ok())
+        LOG_ERROR("allow-list not reloaded, the old one stays: " << reloaded.message());
     }
     // CURVE handshakes are vetted on the ZAP handler's own thread, users' reads on the
     // query thread; the loop only picks up the reads' replies.
-    auto readable = PollReadable({agents_socket_.get(), clients_socket_.get(), &reads_->reply_socket()},
-                                 clients_->pruning() || intake_->busy()
-                                     ? 0
-                                     : kCoordinatorTickMs);
+    auto readable =
+        PollReadable({agents_socket_.get(), clients_socket_.get(), &reads_->reply_socket()},
+                     clients_->pruning() || intake_->busy() ? 0 : kCoordinatorTickMs);
     const MonoTime polled_at = Now();
     const MonoTime pass_started = MonoNow();  // real work, whatever clock the protocol runs on
     // Clients first: a user's submit or status is answered ahead of the agents' flood.
@@ -252,7 +260,8 @@ void Coordinator::Tick() {
     schedules_->FireDueSchedules();
     intake_->AdvanceIntake();
     dispatcher_->Dispatch();
-    if (!round_->open()) clients_->AdvancePrune();  // in a round, Run() advances it after the commit
+    if (!round_->open())
+      clients_->AdvancePrune();  // in a round, Run() advances it after the commit
     sessions_->SendHeartbeats();
   } catch (const std::exception& e) {
     ++counters_.handler_exceptions;
@@ -283,8 +292,6 @@ void Coordinator::RoundFailed() {
   ++counters_.store_errors;
 }
 
-
-
 Status Coordinator::Send(Side side, const std::string& routing_id, Message message) {
   return round_->Send(side, routing_id, std::move(message));
 }
@@ -300,7 +307,8 @@ void Coordinator::HandleClient(const Frames& frames, Role role) {
   if (frames.size() != 2) {
     if (!frames.empty()) {
       Refuse(Side::kClients, frames[0],
-             InvalidArgument("expected one frame per message, got " + std::to_string(frames.size() - 1)));
+             InvalidArgument("expected one frame per message, got " +
+                             std::to_string(frames.size() - 1)));
     }
     return;
   }
@@ -313,25 +321,18 @@ void Coordinator::HandleClient(const Frames& frames, Role role) {
   } catch (const std::exception& e) {
     ++counters_.handler_exceptions;
     LOG_ERROR("handling a \"" << decoded->type << "\" from a client failed: " << e.what());
-    (void)Send(Side::kClients, frames[0],
-               MakeError(Internal("the coordinator could not handle this " + decoded->type +
-                                  " (logged)"),
-                         RequestId(*decoded)));
+    (void)Send(
+        Side::kClients, frames[0],
+        MakeError(Internal("the coordinator could not handle this " + decoded->type + " (logged)"),
+                  RequestId(*decoded)));
   }
 }
 
-void Coordinator::HandleClientMessage(const std::string& routing_id, const Message& message, Role role) {
+void Coordinator::HandleClientMessage(const std::string& routing_id, const Message& message,
+                                      Role role) {
   std::optional<Message> reply = clients_->Reply(routing_id, message, role);
   if (reply) (void)Send(Side::kClients, routing_id, std::move(*reply));
 }
-
-
-
-
-
-
-
-
 
 // ---- agents ----
 
@@ -339,7 +340,8 @@ void Coordinator::HandleAgent(const Frames& frames) {
   if (frames.size() != 2) {
     if (!frames.empty()) {
       Refuse(Side::kAgents, frames[0],
-             InvalidArgument("expected one frame per message, got " + std::to_string(frames.size() - 1)));
+             InvalidArgument("expected one frame per message, got " +
+                             std::to_string(frames.size() - 1)));
     }
     return;
   }
@@ -378,12 +380,6 @@ void Coordinator::HandleAgentMessage(const std::string& routing_id, const Messag
     Refuse(Side::kAgents, routing_id, InvalidArgument("\"" + type + "\" is not an agent message"));
   }
 }
-
-
-
-
-
-
 
 // ---- calibrations ----
 

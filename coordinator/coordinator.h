@@ -20,21 +20,21 @@
 #include "common/roles.h"
 #include "common/transport.h"
 #include "common/worker_result.h"
-#include "coordinator/fleet/agent_sessions.h"
 #include "coordinator/api/client_api.h"
+#include "coordinator/api/metrics_publisher.h"
+#include "coordinator/fleet/agent_sessions.h"
+#include "coordinator/fleet/dispatcher.h"
+#include "coordinator/intake/schedule_runner.h"
 #include "coordinator/intake/sweep_intake.h"
 #include "coordinator/loop/context.h"
-#include "coordinator/fleet/dispatcher.h"
-#include "coordinator/api/metrics_publisher.h"
+#include "coordinator/loop/registry.h"
+#include "coordinator/loop/round.h"
+#include "coordinator/results/regression_judge.h"
 #include "coordinator/results/result_acceptor.h"
+#include "coordinator/security/zap.h"
 #include "coordinator/store/pruner.h"
 #include "coordinator/store/query_runner.h"
-#include "coordinator/loop/registry.h"
-#include "coordinator/results/regression_judge.h"
-#include "coordinator/loop/round.h"
-#include "coordinator/intake/schedule_runner.h"
 #include "coordinator/store/store.h"
-#include "coordinator/security/zap.h"
 
 namespace benchfleet {
 
@@ -108,14 +108,15 @@ class Coordinator : private RoundParticipant, private LoopEvents {
   AgentRegistry registry_;
   LeaseTable leases_{registry_};  // after the registry it tells of leases ending
   CoordinatorCounters counters_;
-  Outlet outlet_{counters_.send_failures};  // the sockets, or the outbox in process
-  std::unique_ptr<Round> round_;           // made once the store is open
+  Outlet outlet_{counters_.send_failures};   // the sockets, or the outbox in process
+  std::unique_ptr<Round> round_;             // made once the store is open
   std::unique_ptr<CoordinatorContext> ctx_;  // what the components share
   // LoopEvents: routed to the component that acts on each.
   void AgentUnreachable(const std::string& routing_id, const std::string& reason) override;
   void GangStopped(int64_t job_id) override;
   std::optional<Message> SubmitScheduled(const std::string& routing_id, const json& request_id,
-                                         const SubmitRequest& request, const ScheduledFiring& firing) override;
+                                         const SubmitRequest& request,
+                                         const ScheduledFiring& firing) override;
   std::optional<Message> PostRead(ReadRequest request) override;
   // A round's marks and undo (RoundParticipant).
   void RoundBegins() override;

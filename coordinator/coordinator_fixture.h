@@ -36,7 +36,8 @@ struct Sent {
 
 inline json Capabilities(int gpus, const std::string& machine_id) {
   json list = json::array();
-  for (int i = 0; i < gpus; ++i) list.push_back({{"index", i}, {"name", "NVIDIA H200"}, {"memory_mb", 141000}});
+  for (int i = 0; i < gpus; ++i)
+    list.push_back({{"index", i}, {"name", "NVIDIA H200"}, {"memory_mb", 141000}});
   return {{"host", {{"hostname", "h"}, {"machine_id", machine_id}, {"cpu_model", "AMD EPYC"}}},
           {"torch", {{"torch_version", "1.13.0"}, {"cuda_available", gpus > 0}}},
           {"gpus", list},
@@ -51,7 +52,12 @@ inline json GoodResult(const json& spec) {
           {"model", spec.at("model")},
           {"batch_size", spec.value("batch_size", json(1))},
           {"stats",
-           {{"n", 10}, {"median_ms", 1.0}, {"mean_ms", 1.0}, {"min_ms", 0.9}, {"max_ms", 1.2}, {"noisy", false}}},
+           {{"n", 10},
+            {"median_ms", 1.0},
+            {"mean_ms", 1.0},
+            {"min_ms", 0.9},
+            {"max_ms", 1.2},
+            {"noisy", false}}},
           {"samples_ms", {1.0, 1.0}}};
 }
 
@@ -127,7 +133,9 @@ class CoordinatorTest : public ::testing::Test {
   // The coordinator's reply to the client request `request_id`, if sent.
   const Sent* AnswerTo(const json& request_id) const {
     for (const Sent& sent : sent_) {
-      if (sent.side == Side::kClients && sent.message.body.value("request_id", json()) == request_id) return &sent;
+      if (sent.side == Side::kClients &&
+          sent.message.body.value("request_id", json()) == request_id)
+        return &sent;
     }
     return nullptr;
   }
@@ -136,11 +144,12 @@ class CoordinatorTest : public ::testing::Test {
     coordinator_->HandleAgent({peer, body.dump()});
   }
   void Register(const std::string& name, int gpus = 0, const std::string& machine = "") {
-    FromAgent(name + "/1", {{"v", 1},
-                            {"type", "register"},
-                            {"agent", name},
-                            {"tags", json::array()},
-                            {"capabilities", Capabilities(gpus, machine.empty() ? name : machine)}});
+    FromAgent(name + "/1",
+              {{"v", 1},
+               {"type", "register"},
+               {"agent", name},
+               {"tags", json::array()},
+               {"capabilities", Capabilities(gpus, machine.empty() ? name : machine)}});
   }
   // Sends a client request and returns the coordinator's reply to it.
   Message Request(json body) {
@@ -149,7 +158,8 @@ class CoordinatorTest : public ::testing::Test {
     coordinator_->HandleClient({"client", body.dump()});
     for (int i = 0; i < 100; ++i) {
       for (auto it = sent_.rbegin(); it != sent_.rend(); ++it) {
-        if (it->side == Side::kClients && it->message.body.value("request_id", json()) == body["request_id"]) {
+        if (it->side == Side::kClients &&
+            it->message.body.value("request_id", json()) == body["request_id"]) {
           return it->message;
         }
       }

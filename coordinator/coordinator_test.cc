@@ -9,7 +9,6 @@
 
 #include <cerrno>
 #include <cstring>
-
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -55,7 +54,8 @@ TEST_F(CoordinatorTest, TypeSwapSweepOverEveryGoldenMessage) {
       coordinator_->Tick();
     });
   }
-  std::cout << "FIGURE type-swap messages tried: " << tried << " (each sent as agent and as client)\n";
+  std::cout << "FIGURE type-swap messages tried: " << tried
+            << " (each sent as agent and as client)\n";
   EXPECT_GT(tried, 1000u);
   EXPECT_EQ(coordinator_->counters().handler_exceptions, 0);
   EXPECT_GT(coordinator_->counters().malformed_messages, 0);
@@ -71,8 +71,11 @@ TEST_F(CoordinatorTest, ForgedOrEmptyResultsAreRejectedAndNothingIsStored) {
   coordinator_->Tick();
   json offer = OffersTo("node-a/1").at(0);
   auto deliver = [&](const json& result) {
-    FromAgent("node-a/1", {{"v", 1}, {"type", "result"}, {"job_id", offer["job_id"]},
-                           {"attempt", offer["attempt"]}, {"result", result}});
+    FromAgent("node-a/1", {{"v", 1},
+                           {"type", "result"},
+                           {"job_id", offer["job_id"]},
+                           {"attempt", offer["attempt"]},
+                           {"result", result}});
     const Sent* ack = LastTo("node-a/1", "ack");
     return ack ? ack->message.body : json();
   };
@@ -90,8 +93,14 @@ TEST_F(CoordinatorTest, ForgedOrEmptyResultsAreRejectedAndNothingIsStored) {
     };
   };
   std::vector<Case> cases = {
-      {[](const json&) { return json{{"ok", true}}; }, "result.stats.n"},
-      {[](const json&) { return json{{"ok", 1}}; }, "result.ok"},
+      {[](const json&) {
+         return json{{"ok", true}};
+       },
+       "result.stats.n"},
+      {[](const json&) {
+         return json{{"ok", 1}};
+       },
+       "result.ok"},
       {with("model", "cnn"), "result.model"},
       {with("batch_size", 999), "result.batch_size"},
       {[](const json& offer) {
@@ -102,14 +111,18 @@ TEST_F(CoordinatorTest, ForgedOrEmptyResultsAreRejectedAndNothingIsStored) {
        "result.job_id"},
       // A gang's per-rank entries are checked to their depth, like the result itself.
       {with("ranks", json::array({json{{"ok", true}}})), "result.ranks[0].distributed.rank"},
-      {with("ranks", {{{"ok", true}, {"distributed", {{"rank", "0"}}}}}), "result.ranks[0].distributed.rank"},
-      {with("ranks", {{{"ok", true}, {"distributed", {{"rank", 0}}}, {"stats", {{"median_ms", "fast"}}}}}),
+      {with("ranks", {{{"ok", true}, {"distributed", {{"rank", "0"}}}}}),
+       "result.ranks[0].distributed.rank"},
+      {with("ranks",
+            {{{"ok", true}, {"distributed", {{"rank", 0}}}, {"stats", {{"median_ms", "fast"}}}}}),
        "result.ranks[0].stats.median_ms"},
-      {with("ranks", {{{"ok", true}, {"distributed", {{"rank", 1}}}}, {{"ok", true}, {"distributed", {{"rank", 1}}}}}),
+      {with("ranks", {{{"ok", true}, {"distributed", {{"rank", 1}}}},
+                      {{"ok", true}, {"distributed", {{"rank", 1}}}}}),
        "result.ranks[1].distributed.rank"},
       {with("ranks", "all"), "result.ranks"},
       // Well formed, but this job runs in one process.
-      {with("ranks", {{{"ok", true}, {"distributed", {{"rank", 0}}}}}), "result.ranks: 1 ranks for job"}};
+      {with("ranks", {{{"ok", true}, {"distributed", {{"rank", 0}}}}}),
+       "result.ranks: 1 ranks for job"}};
   for (const Case& c : cases) {
     sent_.clear();
     json ack = deliver(c.result(offer));
@@ -130,13 +143,17 @@ TEST_F(CoordinatorTest, ForgedOrEmptyResultsAreRejectedAndNothingIsStored) {
 
 TEST_F(CoordinatorTest, StatusSaysWhichJobRunsWhereAndWhenTheSweepShouldEnd) {
   Register("node-a");
-  const int64_t id = Submit(json::parse(R"({"name": "s", "placement": "any", "labels": {"commit": "abc123"},
+  const int64_t id =
+      Submit(json::parse(R"({"name": "s", "placement": "any", "labels": {"commit": "abc123"},
       "matrix": {"model": "mlp", "batch_size": [1, 2, 3, 4], "threads": 2}})"));
   auto finish_next = [&] {
     coordinator_->Tick();
     const json offer = LastTo("node-a/1", "job")->message.body;
-    FromAgent("node-a/1", {{"v", 1}, {"type", "result"}, {"job_id", offer["job_id"]},
-                           {"attempt", offer["attempt"]}, {"result", GoodResult(offer["spec"])}});
+    FromAgent("node-a/1", {{"v", 1},
+                           {"type", "result"},
+                           {"job_id", offer["job_id"]},
+                           {"attempt", offer["attempt"]},
+                           {"result", GoodResult(offer["spec"])}});
   };
   coordinator_->Tick();
   Message status = Request({{"type", "status"}});
@@ -170,7 +187,8 @@ TEST_F(CoordinatorTest, AHeartbeatMustNameItsJobProperly) {
   FromAgent("node-a/1", {{"v", 1}, {"type", "heartbeat"}, {"running", 5}});
   const Sent* error = LastTo("node-a/1", "error");
   ASSERT_NE(error, nullptr);
-  EXPECT_NE(error->message.body["message"].get<std::string>().find("heartbeat.running"), std::string::npos);
+  EXPECT_NE(error->message.body["message"].get<std::string>().find("heartbeat.running"),
+            std::string::npos);
 }
 
 TEST_F(CoordinatorTest, ARequestRefusedAsMalformedStillGetsItsRequestIdBack) {
@@ -202,13 +220,18 @@ TEST_F(CoordinatorTest, ResultsLimitAndMultipleStatementsAreRefused) {
   }
   Message two = Request({{"type", "query"}, {"sql", "select 1; delete from hosts"}});
   ASSERT_EQ(two.type, "error");
-  EXPECT_NE(two.body["message"].get<std::string>().find("only one SQL statement"), std::string::npos);
+  EXPECT_NE(two.body["message"].get<std::string>().find("only one SQL statement"),
+            std::string::npos);
 }
 
 TEST_F(CoordinatorTest, CalibrationIsSharedByTheAgentsOfAMachineAndMatchesTheDtype) {
   auto start = [&](const std::string& name) {
-    FromAgent(name + "/1", {{"v", 1}, {"type", "register"}, {"agent", name}, {"tags", json::array()},
-                            {"calibrate", true}, {"capabilities", Capabilities(0, "box")}});
+    FromAgent(name + "/1", {{"v", 1},
+                            {"type", "register"},
+                            {"agent", name},
+                            {"tags", json::array()},
+                            {"calibrate", true},
+                            {"capabilities", Capabilities(0, "box")}});
   };
   start("a1");
   start("a2");  // same machine: the calibration queued for a1 serves it too
@@ -218,11 +241,18 @@ TEST_F(CoordinatorTest, CalibrationIsSharedByTheAgentsOfAMachineAndMatchesTheDty
   json calibration = {{"ok", true},
                       {"kind", "calibration"},
                       {"calibration",
-                       {{"cpu", {{"gemm_gflops_all", 200.0}, {"gemm_threads_all", 2}, {"gemm_gflops_1", 110.0},
-                                 {"gemm_bf16_gflops_all", 400.0}, {"gemm_bf16_gflops_1", 220.0}}},
+                       {{"cpu",
+                         {{"gemm_gflops_all", 200.0},
+                          {"gemm_threads_all", 2},
+                          {"gemm_gflops_1", 110.0},
+                          {"gemm_bf16_gflops_all", 400.0},
+                          {"gemm_bf16_gflops_1", 220.0}}},
                         {"gpus", json::array()}}}};
-  FromAgent("a1/1", {{"v", 1}, {"type", "result"}, {"job_id", calibration_job["job_id"]},
-                     {"attempt", calibration_job["attempt"]}, {"result", calibration}});
+  FromAgent("a1/1", {{"v", 1},
+                     {"type", "result"},
+                     {"job_id", calibration_job["job_id"]},
+                     {"attempt", calibration_job["attempt"]},
+                     {"result", calibration}});
   start("a3");  // started after the calibration: nothing new is queued
   EXPECT_EQ(Query("select count(*) from jobs where kind = 'calibration'"), json::parse("[[1]]"));
 
@@ -233,19 +263,22 @@ TEST_F(CoordinatorTest, CalibrationIsSharedByTheAgentsOfAMachineAndMatchesTheDty
   json offer = LastTo("a2/1", "job")->message.body;
   json result = GoodResult(offer["spec"]);
   result["gflops"] = 100.0;
-  FromAgent("a2/1", {{"v", 1}, {"type", "result"}, {"job_id", offer["job_id"]},
-                     {"attempt", offer["attempt"]}, {"result", result}});
+  FromAgent("a2/1", {{"v", 1},
+                     {"type", "result"},
+                     {"job_id", offer["job_id"]},
+                     {"attempt", offer["attempt"]},
+                     {"result", result}});
   EXPECT_EQ(Query("select peak_gflops, fraction_of_peak from result_summary"),
             json::parse("[[400.0, 0.25]]"));
 }
-
 
 TEST_F(CoordinatorTest, RepliesHaveTheShapeOfTheirGoldenExamples) {
   auto golden = [](const std::string& type) {
     return json::parse(ReadFile(kSchemas / "golden" / (type + ".json")));
   };
   Register("node-a");
-  ExpectSameKeys(golden("registered"), LastTo("node-a/1", "registered")->message.body, "registered");
+  ExpectSameKeys(golden("registered"), LastTo("node-a/1", "registered")->message.body,
+                 "registered");
   json gpu_sweep = json::parse(R"({"name": "g", "placement": "any", "select": {"device": "cpu"},
       "matrix": {"model": "mlp", "batch_size": [1, 2, 3], "device": "cuda"}})");
   json cpu_sweep = kCpuSweep;
@@ -262,13 +295,19 @@ TEST_F(CoordinatorTest, RepliesHaveTheShapeOfTheirGoldenExamples) {
   plain_job["spec"].erase("placement");
   ExpectSameKeys(plain_job, LastTo("node-a/1", "job")->message.body, "job");
   json offer = LastTo("node-a/1", "job")->message.body;
-  FromAgent("node-a/1", {{"v", 1}, {"type", "result"}, {"job_id", offer["job_id"]},
-                         {"attempt", offer["attempt"]}, {"result", {{"ok", true}}}});
+  FromAgent("node-a/1", {{"v", 1},
+                         {"type", "result"},
+                         {"job_id", offer["job_id"]},
+                         {"attempt", offer["attempt"]},
+                         {"result", {{"ok", true}}}});
   ExpectSameKeys(golden("ack"), LastTo("node-a/1", "ack")->message.body, "ack");
   coordinator_->Tick();  // the rejected attempt is lost; the job is offered again
   offer = LastTo("node-a/1", "job")->message.body;
-  FromAgent("node-a/1", {{"v", 1}, {"type", "result"}, {"job_id", offer["job_id"]},
-                         {"attempt", offer["attempt"]}, {"result", GoodResult(offer["spec"])}});
+  FromAgent("node-a/1", {{"v", 1},
+                         {"type", "result"},
+                         {"job_id", offer["job_id"]},
+                         {"attempt", offer["attempt"]},
+                         {"result", GoodResult(offer["spec"])}});
   EXPECT_EQ(LastTo("node-a/1", "ack")->message.body["outcome"], "stored");
   Submit(kCpuSweep);
   Register("node-c");
@@ -280,7 +319,8 @@ TEST_F(CoordinatorTest, RepliesHaveTheShapeOfTheirGoldenExamples) {
   ASSERT_FALSE(status.body["departed"].empty()) << status.body.dump();
   ExpectSameKeys(golden("status_reply"), status.body, "status_reply");
   ExpectSameKeys(golden("rows"), Request({{"type", "results"}, {"limit", 5}}).body, "rows");
-  ExpectSameKeys(golden("cancelled"), Request({{"type", "cancel"}, {"sweep_id", 1}}).body, "cancelled");
+  ExpectSameKeys(golden("cancelled"), Request({{"type", "cancel"}, {"sweep_id", 1}}).body,
+                 "cancelled");
 }
 
 TEST_F(CoordinatorTest, AServerScenarioIsARowOfTheServingView) {
@@ -293,13 +333,12 @@ TEST_F(CoordinatorTest, AServerScenarioIsARowOfTheServingView) {
   EXPECT_EQ(offer["spec"]["scenario"]["qps"], 1000);
   json result = GoodResult(offer["spec"]);
   result["scenario"] = "server";
-  result["serving"] = {{"target_qps", 4000.0},     {"achieved_qps", 3990.0},
-                       {"latency_p50_ms", 1.0},    {"latency_p90_ms", 2.0},
-                       {"latency_p99_ms", 4.5},    {"queries", 40000},
-                       {"batches", 10000},         {"mean_batch", 4.0},
-                       {"max_batch", 8},           {"max_wait_ms", 1.0},
-                       {"slo_p99_ms", 5.0},        {"max_qps_within_slo", 4000.0},
-                       {"probes", json::array()},  {"valid", true}};
+  result["serving"] = {
+      {"target_qps", 4000.0},    {"achieved_qps", 3990.0}, {"latency_p50_ms", 1.0},
+      {"latency_p90_ms", 2.0},   {"latency_p99_ms", 4.5},  {"queries", 40000},
+      {"batches", 10000},        {"mean_batch", 4.0},      {"max_batch", 8},
+      {"max_wait_ms", 1.0},      {"slo_p99_ms", 5.0},      {"max_qps_within_slo", 4000.0},
+      {"probes", json::array()}, {"valid", true}};
   FromAgent("node-a/1", {{"v", 1},
                          {"type", "result"},
                          {"job_id", offer["job_id"]},
@@ -318,8 +357,11 @@ TEST_F(CoordinatorTest, PruneDropsOldSamplesInStepsAndAnswersWhenDone) {
   for (int job = 0; job < 2; ++job) {
     coordinator_->Tick();
     json offer = LastTo("node-a/1", "job")->message.body;
-    FromAgent("node-a/1", {{"v", 1}, {"type", "result"}, {"job_id", offer["job_id"]},
-                           {"attempt", offer["attempt"]}, {"result", GoodResult(offer["spec"])}});
+    FromAgent("node-a/1", {{"v", 1},
+                           {"type", "result"},
+                           {"job_id", offer["job_id"]},
+                           {"attempt", offer["attempt"]},
+                           {"result", GoodResult(offer["spec"])}});
     ASSERT_EQ(LastTo("node-a/1", "ack")->message.body["outcome"], "stored");
   }
   ASSERT_EQ(Query("select count(*) as n from result_samples")[0][0], 2);
@@ -330,13 +372,16 @@ TEST_F(CoordinatorTest, PruneDropsOldSamplesInStepsAndAnswersWhenDone) {
   }
   // Nothing is a day old: nothing goes. The reply comes from the loop's timer work.
   auto prune = [&](double older_than_s, const std::string& id) {
-    coordinator_->HandleClient(
-        {"client", json({{"v", 1}, {"type", "prune"}, {"request_id", id},
-                         {"samples_older_than_s", older_than_s}}).dump()});
+    coordinator_->HandleClient({"client", json({{"v", 1},
+                                                {"type", "prune"},
+                                                {"request_id", id},
+                                                {"samples_older_than_s", older_than_s}})
+                                              .dump()});
   };
   auto reply_to = [&](const std::string& id) -> const Sent* {
     for (auto it = sent_.rbegin(); it != sent_.rend(); ++it) {
-      if (it->side == Side::kClients && it->message.body.value("request_id", json()) == id) return &*it;
+      if (it->side == Side::kClients && it->message.body.value("request_id", json()) == id)
+        return &*it;
     }
     return nullptr;
   };
@@ -371,7 +416,8 @@ TEST_F(CoordinatorTest, ResultsOfASweepThatDoesNotExistAreAnError) {
   EXPECT_EQ(reply.body.value("code", ""), "not_found");
   EXPECT_NE(reply.body.value("message", "").find("999"), std::string::npos);
   const int64_t sweep = Submit(kCpuSweep);
-  EXPECT_EQ(Request({{"type", "results"}, {"sweep_id", sweep}}).type, "rows");  // none yet: no error
+  EXPECT_EQ(Request({{"type", "results"}, {"sweep_id", sweep}}).type,
+            "rows");  // none yet: no error
 }
 
 }  // namespace

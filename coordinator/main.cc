@@ -21,8 +21,9 @@ int main(int argc, char** argv) {
       "stores results in SQLite"};
   app.add_option("--db", options.db_path, "SQLite database file (created if missing)")
       ->capture_default_str();
-  app.add_option("--models", options.models_dir,
-                 "directory users' model files are kept in by their SHA-256 (default: models/ beside --db)");
+  app.add_option(
+      "--models", options.models_dir,
+      "directory users' model files are kept in by their SHA-256 (default: models/ beside --db)");
   app.add_option("--agents", options.agents_endpoint, "ZeroMQ endpoint agents connect to")
       ->capture_default_str();
   app.add_option("--clients", options.clients_endpoint, "ZeroMQ endpoint clients connect to")
@@ -73,7 +74,8 @@ int main(int argc, char** argv) {
                "serve plain TCP beyond loopback: anyone who reaches the port gets in");
   bool verbose = false;
   app.add_flag("-v,--verbose", verbose, "log debug messages");
-  if (const int exit_status = benchfleet::ParseCommandLine(app, argc, argv); exit_status >= 0) return exit_status;
+  if (const int exit_status = benchfleet::ParseCommandLine(app, argc, argv); exit_status >= 0)
+    return exit_status;
 
   benchfleet::SetLogComponent("coordinator");
   if (verbose) benchfleet::SetLogLevel(benchfleet::LogLevel::kDebug);

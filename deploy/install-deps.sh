@@ -27,6 +27,8 @@ packages=(
   libgtest-dev libgmock-dev
   # the fuzz targets (libFuzzer) and the sanitizer builds
   clang libclang-rt-14-dev
+  # the tree's formatting (tests/format_test.sh checks it with this version, 14)
+  clang-format
   # ip netns and veth pairs: the cross-host gang test (tests/netns_gang_test.sh)
   iproute2
   # headless rendering of `benchfleet report` pages (tests/report_test.cc)

@@ -47,19 +47,26 @@ std::unique_ptr<benchfleet::Coordinator> NewCoordinator() {
   options.default_processes = 1;  // each job runs once
   options.db_path = ":memory:";
   // The models its inputs upload (model_upload) are kept out of the working tree.
-  options.models_dir =
-      (std::filesystem::temp_directory_path() / ("benchfleet-fuzz-models-" + std::to_string(getpid()))).string();
+  options.models_dir = (std::filesystem::temp_directory_path() /
+                        ("benchfleet-fuzz-models-" + std::to_string(getpid())))
+                           .string();
   options.heartbeat_ms = 3600 * 1000;  // nothing expires while fuzzing
   auto coordinator = std::make_unique<benchfleet::Coordinator>(options);
   benchfleet::Status started = coordinator->StartInProcess(
-      [](benchfleet::Side, const std::string&, const benchfleet::Message&) { return benchfleet::Status::Ok(); });
+      [](benchfleet::Side, const std::string&, const benchfleet::Message&) {
+        return benchfleet::Status::Ok();
+      });
   if (!started.ok()) abort();
-  coordinator->HandleAgent({kAgent, json({{"v", 1}, {"type", "register"}, {"agent", "fuzz-agent"},
+  coordinator->HandleAgent({kAgent, json({{"v", 1},
+                                          {"type", "register"},
+                                          {"agent", "fuzz-agent"},
                                           {"tags", json::array({"fuzz"})},
                                           {"capabilities", FuzzCapabilities()}})
                                         .dump()});
   coordinator->HandleClient(
-      {"fuzz-client", json({{"v", 1}, {"type", "submit"}, {"request_id", 1},
+      {"fuzz-client", json({{"v", 1},
+                            {"type", "submit"},
+                            {"request_id", 1},
                             {"sweep", json::parse(R"({"name": "fuzz", "placement": "any",
                                 "matrix": {"model": "mlp", "batch_size": [1, 2, 3, 4, 5, 6, 7, 8]}})")}})
                           .dump()});

@@ -201,7 +201,8 @@ Status Database::JoinGroup() {
     return Status::Ok();
   }
   if (sqlite3_get_autocommit(db_) != 0) {
-    group_error_ = Unavailable("SQLite: this group's transaction was rolled back by an earlier error");
+    group_error_ =
+        Unavailable("SQLite: this group's transaction was rolled back by an earlier error");
     return group_error_;
   }
   return Status::Ok();
@@ -260,7 +261,8 @@ Status InsertRow(Database& db, const std::string& table, const ColumnValues& col
   }
   ASSIGN_OR_RETURN(auto insert,
                    db.Prepare("INSERT INTO " + table + "(" + names + ") VALUES (" + slots + ")"));
-  for (size_t i = 0; i < columns.size(); ++i) insert.BindJson(static_cast<int>(i + 1), columns[i].second);
+  for (size_t i = 0; i < columns.size(); ++i)
+    insert.BindJson(static_cast<int>(i + 1), columns[i].second);
   return insert.Run();
 }
 

@@ -88,7 +88,8 @@ Status InsertRow(Database& db, const std::string& table, const ColumnValues& col
 // A prepared statement; Bind* take 1-based positions as SQLite does.
 class Statement {
  public:
-  Statement(Statement&& other) noexcept : db_(other.db_), stmt_(other.stmt_), in_use_(other.in_use_) {
+  Statement(Statement&& other) noexcept
+      : db_(other.db_), stmt_(other.stmt_), in_use_(other.in_use_) {
     other.stmt_ = nullptr;
     other.in_use_ = nullptr;
   }

@@ -65,8 +65,9 @@ TEST_F(AgentStartTest, WorkerThatCannotBeExecutedIsRefused) {
 }
 
 TEST_F(AgentStartTest, FailingProbeIsRefusedWithItsStderr) {
-  ExpectRefusal(Script("broken", "echo 'libtorch_cpu.so: cannot open shared object file' >&2\n"
-                                 "exit 1"),
+  ExpectRefusal(Script("broken",
+                       "echo 'libtorch_cpu.so: cannot open shared object file' >&2\n"
+                       "exit 1"),
                 "--probe exited with code 1: libtorch_cpu.so: cannot open shared object file");
 }
 
@@ -88,10 +89,13 @@ TEST_F(AgentStartTest, WorkingProbeStartsTheAgent) {
   ASSERT_TRUE(agent.Start({kAgentBin, "--coordinator", "tcp://127.0.0.1:9", "--name", "t",
                            "--worker", worker, "--state-dir", dir_ / "state", "--no-calibrate"},
                           dir_ / "agent.log"));
-  ASSERT_TRUE(WaitFor([&] {
-    return ReadFile(dir_ / "agent.log").find("spooled results to deliver") != std::string::npos ||
-           !agent.running();
-  }, 30s));
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        return ReadFile(dir_ / "agent.log").find("spooled results to deliver") !=
+                   std::string::npos ||
+               !agent.running();
+      },
+      30s));
   EXPECT_TRUE(agent.running()) << ReadFile(dir_ / "agent.log");
   EXPECT_EQ(agent.Stop(), 0);
 }

@@ -49,7 +49,8 @@ class StoreFileTest : public CoordinatorTest {
   // Answers every job offered to `peer` (reruns too) with kSamples samples around
   // `median_ms(spec)`, spread by 1%, and the host's pace `pace_ms(spec)` where given;
   // returns the jobs answered.
-  std::vector<int64_t> AnswerAll(const std::string& peer, const std::function<double(const json&)>& median_ms,
+  std::vector<int64_t> AnswerAll(const std::string& peer,
+                                 const std::function<double(const json&)>& median_ms,
                                  const std::function<double(const json&)>& pace_ms = nullptr) {
     std::vector<int64_t> answered;
     for (int round = 0; round < 50; ++round) {
@@ -231,7 +232,8 @@ TEST_F(StoreFileTest, CompareCallsAChangeTheHostsWhenItsPaceMovedAlike) {
                                          std::make_tuple(slow_code, "slower", 1.0)}) {
     options.sweeps = {a, b};
     Output table = Capture([&] { return CompareCommand(*reads, options, RowFormat::kJson); });
-    EXPECT_EQ(table.code, b == slow_code ? 1 : 0) << "only the code's slowdown fails the gate: " << table.out;
+    EXPECT_EQ(table.code, b == slow_code ? 1 : 0)
+        << "only the code's slowdown fails the gate: " << table.out;
     const json rows = json::parse(table.out, nullptr, false);
     ASSERT_TRUE(rows.is_array() && rows.size() == 3) << table.out;
     for (const json& row : rows) {
@@ -242,7 +244,9 @@ TEST_F(StoreFileTest, CompareCallsAChangeTheHostsWhenItsPaceMovedAlike) {
   }
   options.sweeps = {a, slow_host};
   Output markdown = Capture([&] { return CompareCommand(*reads, options, RowFormat::kMarkdown); });
-  EXPECT_EQ(markdown.out.rfind("**0 slower, 0 faster, 0 unchanged, 3 moved with the host's pace**", 0), 0u)
+  EXPECT_EQ(
+      markdown.out.rfind("**0 slower, 0 faster, 0 unchanged, 3 moved with the host's pace**", 0),
+      0u)
       << markdown.out;
   Output junit = Capture([&] { return CompareCommand(*reads, options, RowFormat::kJunit); });
   EXPECT_EQ(Occurrences(junit.out, "<testcase "), 3u) << junit.out;
@@ -259,13 +263,16 @@ TEST_F(StoreFileTest, AMedianThatMovedWithTheHostsPaceIsTheHostsAndNeverARegress
   auto pace = [](double ms) { return [ms](const json&) { return ms; }; };
   for (int night = 0; night < 20; ++night) {
     const double ms = 10.0 * (1 + noise(random));
-    Sweep(nightly, [&](const json&) { return ms; }, pace(0.1));
+    Sweep(
+        nightly, [&](const json&) { return ms; }, pace(0.1));
   }
   // 15% slower, and so was the host's pace all night (the candidate and its reruns): the
   // host's, never a regression.
-  const int64_t host_night = Sweep(nightly, [](const json&) { return 11.5; }, pace(0.115));
-  const json host = Query("SELECT g.state, g.direction, round(g.host_pace_change, 3), json_array_length(g.reruns), "
-                          "g.sweep_id, round(g.change, 2), g.reason FROM regressions g");
+  const int64_t host_night = Sweep(
+      nightly, [](const json&) { return 11.5; }, pace(0.115));
+  const json host = Query(
+      "SELECT g.state, g.direction, round(g.host_pace_change, 3), json_array_length(g.reruns), "
+      "g.sweep_id, round(g.change, 2), g.reason FROM regressions g");
   ASSERT_EQ(host.size(), 1u) << host.dump();
   EXPECT_EQ(host[0][0], "host") << host.dump();
   EXPECT_EQ(host[0][1], "slower") << host.dump();
@@ -273,18 +280,23 @@ TEST_F(StoreFileTest, AMedianThatMovedWithTheHostsPaceIsTheHostsAndNeverARegress
   EXPECT_EQ(host[0][3], 3) << host.dump();
   EXPECT_EQ(host[0][4], host_night) << host.dump();
   EXPECT_EQ(host[0][5], 0.15) << host.dump();
-  EXPECT_NE(host[0][6].get<std::string>().find("the host's, not the code's"), std::string::npos) << host.dump();
+  EXPECT_NE(host[0][6].get<std::string>().find("the host's, not the code's"), std::string::npos)
+      << host.dump();
   // 15% slower on a host that kept its pace: the code's, confirmed by its reruns.
-  Sweep(nightly, [](const json&) { return 11.5; }, pace(0.1));
-  const json confirmed = Query("SELECT count(*), max(abs(host_pace_change_pct)) FROM confirmed_regressions");
+  Sweep(
+      nightly, [](const json&) { return 11.5; }, pace(0.1));
+  const json confirmed =
+      Query("SELECT count(*), max(abs(host_pace_change_pct)) FROM confirmed_regressions");
   EXPECT_EQ(confirmed[0][0], 1) << confirmed.dump();
   EXPECT_LT(confirmed[0][1].get<double>(), 5) << "the host kept its pace: " << confirmed.dump();
   // And 15% slower while the host ran 13% faster: the code's (a host never hides a change
   // against its own).
-  Sweep(nightly, [](const json&) { return 13.2; }, pace(0.087));
+  Sweep(
+      nightly, [](const json&) { return 13.2; }, pace(0.087));
   coordinator_.reset();
   std::unique_ptr<Reads> reads = StoreFileReads(path());
-  Output listed = Capture([&] { return RegressionsCommand(*reads, "24h", RowFormat::kJson, true); });
+  Output listed =
+      Capture([&] { return RegressionsCommand(*reads, "24h", RowFormat::kJson, true); });
   EXPECT_EQ(listed.code, 1) << listed.out;
   const json listed_rows = json::parse(listed.out, nullptr, false);
   ASSERT_TRUE(listed_rows.is_array()) << listed.out;

@@ -69,7 +69,8 @@ TEST(CommandLineTest, BadCommandLinesExitTwoSayingWhy) {
   EXPECT_EQ(gate.code, 2) << gate.err;
   EXPECT_NE(gate.err.find("--fail-on"), std::string::npos) << gate.err;
   // A store file here or a coordinator there, not both.
-  const Outcome both = Invoke({kCliBin, "--coordinator", "tcp://127.0.0.1:9", "results", "--db", "results.db"});
+  const Outcome both =
+      Invoke({kCliBin, "--coordinator", "tcp://127.0.0.1:9", "results", "--db", "results.db"});
   EXPECT_EQ(both.code, 2) << both.err;
   EXPECT_NE(both.err.find("give one"), std::string::npos) << both.err;
 }
@@ -77,12 +78,15 @@ TEST(CommandLineTest, BadCommandLinesExitTwoSayingWhy) {
 // No coordinator at the address: the request goes once more on a new connection (the
 // Lazy Pirate pattern), then the CLI says plainly that nothing answers there.
 TEST(CommandLineTest, ASilentCoordinatorIsAskedTwiceThenNamed) {
-  const Outcome o = Invoke({kCliBin, "--coordinator", "tcp://127.0.0.1:9", "--timeout", "0.3", "status"});
+  const Outcome o =
+      Invoke({kCliBin, "--coordinator", "tcp://127.0.0.1:9", "--timeout", "0.3", "status"});
   EXPECT_EQ(o.code, 1) << o.err;
   EXPECT_NE(o.err.find("sending once more on a new connection"), std::string::npos) << o.err;
-  EXPECT_NE(o.err.find("the coordinator does not answer at tcp://127.0.0.1:9"), std::string::npos) << o.err;
+  EXPECT_NE(o.err.find("the coordinator does not answer at tcp://127.0.0.1:9"), std::string::npos)
+      << o.err;
   // A request that must not go twice goes once.
-  const Outcome once = Invoke({kCliBin, "--coordinator", "tcp://127.0.0.1:9", "--timeout", "0.3", "calibrate"});
+  const Outcome once =
+      Invoke({kCliBin, "--coordinator", "tcp://127.0.0.1:9", "--timeout", "0.3", "calibrate"});
   EXPECT_EQ(once.code, 1) << once.err;
   EXPECT_EQ(once.err.find("sending once more"), std::string::npos) << once.err;
 }

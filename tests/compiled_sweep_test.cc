@@ -32,7 +32,8 @@ class CompiledSweepTest : public ::testing::Test {
   static std::string Packages() { return std::string(kTestPackageCache) + "/test-packages"; }
 
   void SetUp() override {
-    if (std::string(kTorchPython).empty()) GTEST_SKIP() << "built without BENCHFLEET_TORCH_PYTHON: nothing compiles";
+    if (std::string(kTorchPython).empty())
+      GTEST_SKIP() << "built without BENCHFLEET_TORCH_PYTHON: nothing compiles";
     ASSERT_TRUE(made_) << "tests/make_aoti_packages.py failed";
     fleet_ = std::make_unique<Fleet>();
     ASSERT_TRUE(fleet_->StartCoordinator());
@@ -48,15 +49,20 @@ class CompiledSweepTest : public ::testing::Test {
   // names copied beside it; the exit code.
   int Submit(const json& sweep, std::string* err, const std::vector<std::string>& files = {}) {
     for (const std::string& file : files) {
-      fs::copy_file(Packages() + "/" + file, client_dir_ + "/" + file, fs::copy_options::overwrite_existing);
+      fs::copy_file(Packages() + "/" + file, client_dir_ + "/" + file,
+                    fs::copy_options::overwrite_existing);
     }
     const std::string path = client_dir_ + "/sweep.json";
     std::ofstream(path, std::ios::trunc) << sweep.dump(2);
     std::string out;
-    return RunCommand({kCliBin, "--coordinator", fleet_->clients_endpoint(), "submit", path, "--wait"}, &out, err);
+    return RunCommand(
+        {kCliBin, "--coordinator", fleet_->clients_endpoint(), "submit", path, "--wait"}, &out,
+        err);
   }
   static json Timing() { return {{"warmup_s", 0.05}, {"min_time_s", 0.3}, {"max_time_s", 1}}; }
-  int64_t LastSweep() { return QueryValue(fleet_->db_path(), "SELECT max(sweep_id) FROM sweeps").get<int64_t>(); }
+  int64_t LastSweep() {
+    return QueryValue(fleet_->db_path(), "SELECT max(sweep_id) FROM sweeps").get<int64_t>();
+  }
 
   std::unique_ptr<Fleet> fleet_;
   std::string client_dir_;
@@ -64,24 +70,30 @@ class CompiledSweepTest : public ::testing::Test {
 };
 
 TEST_F(CompiledSweepTest, EagerTorchScriptAndAotiInOneTableEachWithItsInterval) {
-  const json sweep = {{"name", "techniques"},
-                      {"matrix", {{"model", {"mlp", "aoti"}}, {"batch_size", 4},
-                                  {"technique", {"eager", "torchscript", "aoti"}}}},
-                      {"models", {{"mlp", {{"layers", {32, 32, 4}}}},
-                                  {"aoti", {{"path", "mlp.pt2"}, {"inputs", {{32}}}}}}},
-                      {"exclude", {{{"model", "aoti"}, {"technique", "torchscript"}},
-                                   {{"model", "aoti"}, {"technique", "aoti"}}}},
-                      {"timing", Timing()}};
+  const json sweep = {
+      {"name", "techniques"},
+      {"matrix",
+       {{"model", {"mlp", "aoti"}},
+        {"batch_size", 4},
+        {"technique", {"eager", "torchscript", "aoti"}}}},
+      {"models",
+       {{"mlp", {{"layers", {32, 32, 4}}}}, {"aoti", {{"path", "mlp.pt2"}, {"inputs", {{32}}}}}}},
+      {"exclude",
+       {{{"model", "aoti"}, {"technique", "torchscript"}},
+        {{"model", "aoti"}, {"technique", "aoti"}}}},
+      {"timing", Timing()}};
   std::string err;
   ASSERT_EQ(Submit(sweep, &err, {"mlp.pt2"}), 0) << err;
   auto package = Sha256OfFile(Packages() + "/mlp.pt2");
   ASSERT_TRUE(package.ok());
   EXPECT_NE(err.find("uploaded, sha256 " + package->sha256), std::string::npos) << err;
   const int64_t sweep_id = LastSweep();
-  const json rows = QueryRows(fleet_->db_path(),
-                              "SELECT model, coalesce(technique, 'eager') AS technique, median_ms, median_ci_low_ms, "
-                              "median_ci_high_ms, compile_s, model_args, torch_version FROM result_summary "
-                              "WHERE sweep_id = " + std::to_string(sweep_id) + " ORDER BY job_id");
+  const json rows = QueryRows(
+      fleet_->db_path(),
+      "SELECT model, coalesce(technique, 'eager') AS technique, median_ms, median_ci_low_ms, "
+      "median_ci_high_ms, compile_s, model_args, torch_version FROM result_summary "
+      "WHERE sweep_id = " +
+          std::to_string(sweep_id) + " ORDER BY job_id");
   ASSERT_EQ(rows.size(), 4u) << rows.dump();
   for (const json& row : rows) {
     EXPECT_GT(row["median_ms"].get<double>(), 0) << row.dump();
@@ -97,9 +109,10 @@ TEST_F(CompiledSweepTest, EagerTorchScriptAndAotiInOneTableEachWithItsInterval) 
   // The zoo model compiled on the agent's host.
   EXPECT_TRUE(rows[2]["compile_s"].is_number()) << rows[2].dump();
 
-  const json side = QueryRows(fleet_->db_path(), "SELECT variant, baseline, speedup, baseline_ci_low_ms, "
-                                                 "median_ci_low_ms, max_abs_err FROM technique_comparison "
-                                                 "WHERE technique = 'technique' ORDER BY variant");
+  const json side = QueryRows(fleet_->db_path(),
+                              "SELECT variant, baseline, speedup, baseline_ci_low_ms, "
+                              "median_ci_low_ms, max_abs_err FROM technique_comparison "
+                              "WHERE technique = 'technique' ORDER BY variant");
   ASSERT_EQ(side.size(), 2u) << side.dump();
   EXPECT_EQ(side[0]["variant"], "aoti");
   EXPECT_EQ(side[1]["variant"], "torchscript");
@@ -109,8 +122,8 @@ TEST_F(CompiledSweepTest, EagerTorchScriptAndAotiInOneTableEachWithItsInterval) 
     EXPECT_LT(row["max_abs_err"].get<double>(), 1e-5) << row.dump();
   }
   std::string out;
-  ASSERT_EQ(RunCommand({kCliBin, "--coordinator", fleet_->clients_endpoint(), "results", "--view", "technique",
-                        "--sweep", std::to_string(sweep_id)},
+  ASSERT_EQ(RunCommand({kCliBin, "--coordinator", fleet_->clients_endpoint(), "results", "--view",
+                        "technique", "--sweep", std::to_string(sweep_id)},
                        &out, &err),
             0)
       << err;
@@ -127,7 +140,8 @@ TEST_F(CompiledSweepTest, APackageTheCoordinatorCanTellIsWrongIsRefusedAtSubmit)
   for (const Case& c : std::vector<Case>{
            {"not_zip.pt2", "cpu", "models.aoti.sha256: "},
            {"cuda.pt2", "cpu", "matrix.device[0]: the AOTInductor package "},
-           {"newer.pt2", "cpu", "the package was made by torch 99.0.0 and needs a worker of that torch or newer"},
+           {"newer.pt2", "cpu",
+            "the package was made by torch 99.0.0 and needs a worker of that torch or newer"},
        }) {
     const json sweep = {{"name", "bad"},
                         {"matrix", {{"model", "aoti"}, {"batch_size", 4}, {"device", c.device}}},
@@ -143,14 +157,16 @@ TEST_F(CompiledSweepTest, APackageTheCoordinatorCanTellIsWrongIsRefusedAtSubmit)
 TEST_F(CompiledSweepTest, APackageOnlyTheWorkerCanTellIsWrongFailsItsJobOnceAndTheAgentGoesOn) {
   // Files on the agent's host (its --models-dir): nothing of them reaches the coordinator.
   for (const char* file : {"broken_so.pt2", "arm.pt2", "newer.pt2"}) {
-    const json sweep = {{"name", std::string("local ") + file},
-                        {"matrix", {{"model", "aoti"}, {"batch_size", 4}}},
-                        {"models", {{"aoti", {{"agent_path", Packages() + "/" + file}, {"inputs", {{32}}}}}}},
-                        {"timing", Timing()}};
+    const json sweep = {
+        {"name", std::string("local ") + file},
+        {"matrix", {{"model", "aoti"}, {"batch_size", 4}}},
+        {"models", {{"aoti", {{"agent_path", Packages() + "/" + file}, {"inputs", {{32}}}}}}},
+        {"timing", Timing()}};
     std::string err;
     Submit(sweep, &err);
-    const json job = QueryRows(fleet_->db_path(), "SELECT state, attempts, error FROM jobs WHERE sweep_id = " +
-                                                      std::to_string(LastSweep()));
+    const json job =
+        QueryRows(fleet_->db_path(), "SELECT state, attempts, error FROM jobs WHERE sweep_id = " +
+                                         std::to_string(LastSweep()));
     ASSERT_EQ(job.size(), 1u) << job.dump();
     EXPECT_EQ(job[0]["state"], "failed") << file;
     EXPECT_EQ(job[0]["attempts"], 1) << file << ": no retry can help";
@@ -162,10 +178,11 @@ TEST_F(CompiledSweepTest, APackageOnlyTheWorkerCanTellIsWrongFailsItsJobOnceAndT
         << file << ": " << why;
   }
   // The agent still serves: a good package runs.
-  const json good = {{"name", "good"},
-                     {"matrix", {{"model", "aoti"}, {"batch_size", 4}}},
-                     {"models", {{"aoti", {{"agent_path", Packages() + "/mlp.pt2"}, {"inputs", {{32}}}}}}},
-                     {"timing", Timing()}};
+  const json good = {
+      {"name", "good"},
+      {"matrix", {{"model", "aoti"}, {"batch_size", 4}}},
+      {"models", {{"aoti", {{"agent_path", Packages() + "/mlp.pt2"}, {"inputs", {{32}}}}}}},
+      {"timing", Timing()}};
   std::string err;
   ASSERT_EQ(Submit(good, &err), 0) << err;
   EXPECT_EQ(QueryValue(fleet_->db_path(), "SELECT count(*) FROM results WHERE ok AND sweep_id = " +

@@ -153,10 +153,11 @@ TEST_F(RealSweepTest, CompareTestsEachConfigurationOnItsRawSamples) {
   int with_interval = 0;  // sides of a cell whose median has an interval
   for (const nlohmann::json& cell : cells) {
     const std::string change = cell.at("change");
-    EXPECT_TRUE(change == "faster" || change == "slower" || change == "unchanged" || change == "host slower" ||
-                change == "host faster")
+    EXPECT_TRUE(change == "faster" || change == "slower" || change == "unchanged" ||
+                change == "host slower" || change == "host faster")
         << cell.dump();
-    EXPECT_TRUE(cell.at("host_pace_ratio").is_number()) << "every result carries the host's pace: " << cell.dump();
+    EXPECT_TRUE(cell.at("host_pace_ratio").is_number())
+        << "every result carries the host's pace: " << cell.dump();
     // Every sample is kept here, so every cell is tested on them.
     ASSERT_TRUE(cell.at("p").is_number() && cell.at("ratio").is_number()) << cell.dump();
     EXPECT_GE(cell.at("p").get<double>(), 0);
@@ -185,16 +186,18 @@ TEST_F(RealSweepTest, CompareTestsEachConfigurationOnItsRawSamples) {
   }
   // A result without one is marked noisy (imprecise), never passed off as precise.
   EXPECT_GT(with_interval, 0) << cells.dump();
-  EXPECT_EQ(QueryValue(fleet_->db_path(), "SELECT count(*) FROM result_summary WHERE sweep_id IN (" +
-                                              std::to_string(sweeps_[0]) + ", " + std::to_string(sweeps_[1]) +
-                                              ") AND median_ci_low_ms IS NULL AND NOT noisy"),
+  EXPECT_EQ(QueryValue(fleet_->db_path(),
+                       "SELECT count(*) FROM result_summary WHERE sweep_id IN (" +
+                           std::to_string(sweeps_[0]) + ", " + std::to_string(sweeps_[1]) +
+                           ") AND median_ci_low_ms IS NULL AND NOT noisy"),
             0);
-  std::cout << "FIGURE compare of two nights of the same sweep: " << changed << " of " << cells.size()
-            << " cells marked changed, " << with_interval << " of " << 2 * cells.size()
-            << " medians with an interval\n";
+  std::cout << "FIGURE compare of two nights of the same sweep: " << changed << " of "
+            << cells.size() << " cells marked changed, " << with_interval << " of "
+            << 2 * cells.size() << " medians with an interval\n";
   // The pivot: rows by model and batch size, a column group per thread count.
-  const nlohmann::json pivot = Cli({"compare", std::to_string(sweeps_[1]), "--rows", "model,batch_size",
-                                    "--cols", "threads"}, &code);
+  const nlohmann::json pivot = Cli(
+      {"compare", std::to_string(sweeps_[1]), "--rows", "model,batch_size", "--cols", "threads"},
+      &code);
   ASSERT_EQ(code, 0);
   ASSERT_EQ(pivot.size(), 4u) << pivot.dump();  // 2 models x 2 batch sizes
   for (const nlohmann::json& row : pivot) {

@@ -85,9 +85,9 @@ std::vector<RankRun> RunRanks(const TempDir& dir, const std::vector<json>& jobs)
   for (size_t r = 0; r < jobs.size(); ++r) {
     const std::string job = dir / ("job" + std::to_string(r) + ".json");
     std::ofstream(job) << jobs[r].dump();
-    EXPECT_TRUE(workers[r].Start({kWorkerBin, "--job", job, "--out",
-                                  dir / ("result" + std::to_string(r) + ".json")},
-                                 dir / ("worker" + std::to_string(r) + ".log")));
+    EXPECT_TRUE(workers[r].Start(
+        {kWorkerBin, "--job", job, "--out", dir / ("result" + std::to_string(r) + ".json")},
+        dir / ("worker" + std::to_string(r) + ".log")));
   }
   std::vector<RankRun> runs(jobs.size());
   for (size_t r = 0; r < jobs.size(); ++r) {
@@ -95,8 +95,8 @@ std::vector<RankRun> RunRanks(const TempDir& dir, const std::vector<json>& jobs)
     runs[r].wall_s =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     runs[r].exit_code = status >= 0 && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    runs[r].result = json::parse(ReadFile(dir / ("result" + std::to_string(r) + ".json")),
-                                 nullptr, false);
+    runs[r].result =
+        json::parse(ReadFile(dir / ("result" + std::to_string(r) + ".json")), nullptr, false);
     EXPECT_FALSE(runs[r].result.is_discarded()) << ReadFile(workers[r].log_path());
   }
   return runs;
@@ -112,7 +112,8 @@ TEST(CollectiveTest, TwoRanksCheckAndTimeEachCollectiveWithBusBandwidthByTheForm
     SCOPED_TRACE(op);
     const int port = FreePort();
     ASSERT_GT(port, 0);
-    const std::vector<RankRun> runs = RunRanks(dir, {Job(op, bytes, 0, 2, port), Job(op, bytes, 1, 2, port)});
+    const std::vector<RankRun> runs =
+        RunRanks(dir, {Job(op, bytes, 0, 2, port), Job(op, bytes, 1, 2, port)});
     for (int rank = 0; rank < 2; ++rank) {
       const json& result = runs[rank].result;
       ASSERT_EQ(runs[rank].exit_code, 0) << result.dump();
@@ -128,14 +129,15 @@ TEST(CollectiveTest, TwoRanksCheckAndTimeEachCollectiveWithBusBandwidthByTheForm
       EXPECT_DOUBLE_EQ(c.at("call_bytes").get<double>(), call_bytes);
       const double median_ms = result.at("stats").at("median_ms").get<double>();
       EXPECT_NEAR(c.at("algbw_gbps").get<double>(), call_bytes / (median_ms * 1e-3) / 1e9, 1e-9);
-      EXPECT_NEAR(c.at("busbw_gbps").get<double>(), c.at("algbw_gbps").get<double>() * factor, 1e-9);
+      EXPECT_NEAR(c.at("busbw_gbps").get<double>(), c.at("algbw_gbps").get<double>() * factor,
+                  1e-9);
       EXPECT_GT(c.at("busbw_gbps").get<double>(), 0);
       // The coordinator takes it as any result.
       auto parsed = ParseWorkerResult(result);
       EXPECT_TRUE(parsed.ok()) << parsed.status().ToString();
-      std::cout << "FIGURE " << op << " 1 MiB, 2 ranks on loopback, rank " << rank
-                << ": median " << median_ms << " ms, algbw " << c.at("algbw_gbps").get<double>()
-                << " GB/s, busbw " << c.at("busbw_gbps").get<double>() << " GB/s\n";
+      std::cout << "FIGURE " << op << " 1 MiB, 2 ranks on loopback, rank " << rank << ": median "
+                << median_ms << " ms, algbw " << c.at("algbw_gbps").get<double>() << " GB/s, busbw "
+                << c.at("busbw_gbps").get<double>() << " GB/s\n";
     }
     // Rank 0 took every timing decision: both ranks ran blocks of the same size.
     EXPECT_EQ(runs[0].result.at("stats").at("iters_per_sample"),
@@ -165,7 +167,8 @@ TEST(DataParallelTest, TwoRanksTrainIdenticallyToOneProcessAndReportTheirScaling
   std::vector<json> jobs;
   for (int rank = 0; rank < 2; ++rank) {
     // The global batch 16: 8 per rank; buckets of 10 KiB: several.
-    jobs.push_back(MlpJob(rank, port, {64, 128, 10}, "train", 16, {{"kind", "data"}, {"bucket_mb", 0.01}}));
+    jobs.push_back(
+        MlpJob(rank, port, {64, 128, 10}, "train", 16, {{"kind", "data"}, {"bucket_mb", 0.01}}));
   }
   const std::vector<RankRun> runs = RunRanks(dir, jobs);
   // mlp 64-128-10: (64 + 1) x 128 + (128 + 1) x 10 fp32 parameters.
@@ -181,13 +184,15 @@ TEST(DataParallelTest, TwoRanksTrainIdenticallyToOneProcessAndReportTheirScaling
     EXPECT_GE(p.at("buckets").get<int>(), 2);  // 10 KiB buckets for 37 KiB of gradients
     const json& check = p.at("check");
     EXPECT_TRUE(check.at("ranks_identical").get<bool>());
-    EXPECT_LE(check.at("max_abs_diff_vs_one_process").get<double>(), check.at("tolerance").get<double>());
+    EXPECT_LE(check.at("max_abs_diff_vs_one_process").get<double>(),
+              check.at("tolerance").get<double>());
     const double median_ms = result.at("stats").at("median_ms").get<double>();
     EXPECT_DOUBLE_EQ(p.at("samples_per_s").get<double>(), 16 * 1e3 / median_ms);
     const double efficiency = p.at("scaling_efficiency").get<double>();
-    EXPECT_NEAR(efficiency,
-                p.at("samples_per_s").get<double>() / (2 * p.at("baseline_samples_per_s").get<double>()),
-                1e-9);
+    EXPECT_NEAR(
+        efficiency,
+        p.at("samples_per_s").get<double>() / (2 * p.at("baseline_samples_per_s").get<double>()),
+        1e-9);
     EXPECT_GT(efficiency, 0);
     EXPECT_GT(p.at("comm_share").get<double>(), 0);
     EXPECT_LT(p.at("comm_share").get<double>(), 1);
@@ -223,13 +228,17 @@ TEST(DataParallelTest, OverlappedBucketsTrainAsBeforeAndReportTheShareHidden) {
     // The checks ran with the overlapped buckets: the same parameters as one process.
     const json& check = p.at("check");
     EXPECT_TRUE(check.at("ranks_identical").get<bool>());
-    EXPECT_LE(check.at("max_abs_diff_vs_one_process").get<double>(), check.at("tolerance").get<double>());
+    EXPECT_LE(check.at("max_abs_diff_vs_one_process").get<double>(),
+              check.at("tolerance").get<double>());
     EXPECT_GT(p.at("comm_ms_sequential").get<double>(), 0);
     const double hidden = p.at("overlap_share").get<double>();
     EXPECT_GE(hidden, 0);
     EXPECT_LE(hidden, 1);
-    EXPECT_NEAR(hidden, std::clamp(1 - p.at("comm_ms_per_step").get<double>() /
-                                           p.at("comm_ms_sequential").get<double>(), 0.0, 1.0), 1e-9);
+    EXPECT_NEAR(hidden,
+                std::clamp(1 - p.at("comm_ms_per_step").get<double>() /
+                                   p.at("comm_ms_sequential").get<double>(),
+                           0.0, 1.0),
+                1e-9);
     EXPECT_TRUE(ParseWorkerResult(result).ok());
     std::cout << "FIGURE data-parallel with overlap, mlp 64-128-128-10, rank " << rank
               << ": exposed comm " << p.at("comm_ms_per_step").get<double>() << " ms of "
@@ -249,7 +258,8 @@ TEST(DataParallelTest, ACnnsBatchNormTakesTheGlobalBatchsStatisticsSoTheRanksTra
     json job = MlpJob(rank, port, {1}, "train", 8,
                       {{"kind", "data"}, {"bucket_mb", 0.05}, {"overlap", true}});
     job["model"] = "cnn";
-    job["model_args"] = {{"width", 8}, {"blocks", {1, 1, 1, 1}}, {"image_size", 32}, {"classes", 10}};
+    job["model_args"] = {
+        {"width", 8}, {"blocks", {1, 1, 1, 1}}, {"image_size", 32}, {"classes", 10}};
     jobs.push_back(job);
   }
   const std::vector<RankRun> runs = RunRanks(dir, jobs);
@@ -261,7 +271,8 @@ TEST(DataParallelTest, ACnnsBatchNormTakesTheGlobalBatchsStatisticsSoTheRanksTra
     EXPECT_EQ(p.at("batchnorm_layers_synced"), 1 + 2 * 4 + 3);
     const json& check = p.at("check");
     EXPECT_TRUE(check.at("ranks_identical").get<bool>());
-    EXPECT_LE(check.at("max_abs_diff_vs_one_process").get<double>(), check.at("tolerance").get<double>());
+    EXPECT_LE(check.at("max_abs_diff_vs_one_process").get<double>(),
+              check.at("tolerance").get<double>());
     const double batchnorm_ms = p.at("batchnorm_sync_ms_per_step").get<double>();
     EXPECT_GT(batchnorm_ms, 0);
     EXPECT_LE(batchnorm_ms, p.at("comm_ms_per_step").get<double>() + 1e-9);
@@ -273,8 +284,8 @@ TEST(DataParallelTest, ACnnsBatchNormTakesTheGlobalBatchsStatisticsSoTheRanksTra
               << ": step p50 " << result.at("stats").at("median_ms").get<double>()
               << " ms, efficiency " << p.at("scaling_efficiency").get<double>() << ", comm "
               << p.at("comm_ms_per_step").get<double>() << " ms of which BatchNorm " << batchnorm_ms
-              << " ms, max diff vs one process " << check.at("max_abs_diff_vs_one_process").get<double>()
-              << "\n";
+              << " ms, max diff vs one process "
+              << check.at("max_abs_diff_vs_one_process").get<double>() << "\n";
   }
 }
 
@@ -299,7 +310,8 @@ TEST(PipelineTest, TwoStagesMatchTheUnsplitModelAndMeasureTheirBubble) {
       EXPECT_EQ(p.at("kind"), "pipeline");
       const json& check = p.at("check");
       EXPECT_EQ(check.at("compared"), mode == "train" ? "outputs and gradients" : "outputs");
-      EXPECT_LE(check.at("max_rel_diff_vs_unsplit").get<double>(), check.at("tolerance").get<double>());
+      EXPECT_LE(check.at("max_rel_diff_vs_unsplit").get<double>(),
+                check.at("tolerance").get<double>());
       EXPECT_DOUBLE_EQ(p.at("bubble_gpipe_theory").get<double>(), 1.0 / 5);  // (S-1)/(M+S-1)
       EXPECT_GE(p.at("bubble").get<double>(), 0);
       EXPECT_LT(p.at("bubble").get<double>(), 1);
@@ -313,9 +325,11 @@ TEST(PipelineTest, TwoStagesMatchTheUnsplitModelAndMeasureTheirBubble) {
       EXPECT_GT(p.at("speedup_vs_unsplit").get<double>(), 0);
       auto parsed = ParseWorkerResult(result);
       EXPECT_TRUE(parsed.ok()) << parsed.status().ToString();
-      std::cout << "FIGURE pipeline mlp 64-128-128-10 " << mode << ", 2 stages x 4 micro-batches, rank "
-                << rank << ": bubble " << p.at("bubble").get<double>() << " (GPipe theory 0.2), "
-                << "max rel diff vs unsplit " << check.at("max_rel_diff_vs_unsplit").get<double>() << "\n";
+      std::cout << "FIGURE pipeline mlp 64-128-128-10 " << mode
+                << ", 2 stages x 4 micro-batches, rank " << rank << ": bubble "
+                << p.at("bubble").get<double>() << " (GPipe theory 0.2), "
+                << "max rel diff vs unsplit " << check.at("max_rel_diff_vs_unsplit").get<double>()
+                << "\n";
     }
   }
 }
@@ -326,8 +340,9 @@ TEST(PipelineTest, OneForwardOneBackwardMatchesTheUnsplitModelHoldingFewerMicroB
   ASSERT_GT(port, 0);
   std::vector<json> jobs;
   for (int rank = 0; rank < 2; ++rank) {
-    jobs.push_back(MlpJob(rank, port, {64, 128, 128, 10}, "train", 16,
-                          {{"kind", "pipeline"}, {"stages", 2}, {"micro_batches", 4}, {"schedule", "1f1b"}}));
+    jobs.push_back(
+        MlpJob(rank, port, {64, 128, 128, 10}, "train", 16,
+               {{"kind", "pipeline"}, {"stages", 2}, {"micro_batches", 4}, {"schedule", "1f1b"}}));
   }
   const std::vector<RankRun> runs = RunRanks(dir, jobs);
   for (int rank = 0; rank < 2; ++rank) {
@@ -337,12 +352,13 @@ TEST(PipelineTest, OneForwardOneBackwardMatchesTheUnsplitModelHoldingFewerMicroB
     EXPECT_EQ(p.at("schedule"), "1f1b");
     const json& check = p.at("check");
     EXPECT_EQ(check.at("compared"), "outputs and gradients");
-    EXPECT_LE(check.at("max_rel_diff_vs_unsplit").get<double>(), check.at("tolerance").get<double>());
+    EXPECT_LE(check.at("max_rel_diff_vs_unsplit").get<double>(),
+              check.at("tolerance").get<double>());
     // Stage s holds at most S - s micro-batches' activations (GPipe: all 4).
     EXPECT_EQ(p.at("max_micro_batches_held"), 2 - rank);
     EXPECT_TRUE(ParseWorkerResult(result).ok());
-    std::cout << "FIGURE pipeline 1F1B mlp 64-128-128-10 train, 2 stages x 4 micro-batches, rank " << rank
-              << ": bubble " << p.at("bubble").get<double>() << ", held at most "
+    std::cout << "FIGURE pipeline 1F1B mlp 64-128-128-10 train, 2 stages x 4 micro-batches, rank "
+              << rank << ": bubble " << p.at("bubble").get<double>() << ", held at most "
               << p.at("max_micro_batches_held") << " micro-batches\n";
   }
 }

@@ -4,7 +4,6 @@
 // statistics, memory, FLOP and accuracy columns. Bad jobs fail with a reason and the agent
 // keeps serving.
 #include <gtest/gtest.h>
-
 #include <time.h>
 
 #include <algorithm>
@@ -26,7 +25,8 @@ namespace {
 using namespace std::chrono_literals;
 using nlohmann::json;
 
-const json kTiming = {{"warmup_s", 0.02}, {"min_time_s", 0.05}, {"max_time_s", 0.3}, {"target_ci", 0.2}};
+const json kTiming = {
+    {"warmup_s", 0.02}, {"min_time_s", 0.05}, {"max_time_s", 0.3}, {"target_ci", 0.2}};
 const json kSmallModels = {
     {"matmul", {{"m", 128}, {"k", 128}, {"n", 128}}},
     {"mlp", {{"layers", {64, 64, 10}}}},
@@ -35,8 +35,12 @@ const json kSmallModels = {
 
 json Sweep(const std::string& name, json models, json modes, json dtypes, json model_args) {
   return {{"name", name},
-          {"matrix", {{"model", models}, {"mode", modes}, {"dtype", dtypes},
-                      {"batch_size", {4}}, {"threads", {1, 2}}}},
+          {"matrix",
+           {{"model", models},
+            {"mode", modes},
+            {"dtype", dtypes},
+            {"batch_size", {4}},
+            {"threads", {1, 2}}}},
           {"models", model_args},
           {"timing", kTiming}};
 }
@@ -78,10 +82,13 @@ TEST_F(CalibratedEngineSweepTest, EveryModelModeAndDtypeProducesAFullRow) {
   json torchscript_args = {{"torchscript", {{"path", script}, {"inputs", {{16}}}}}};
   // int8 applies to inference of models with Linear layers; the other sweeps cover the rest.
   std::vector<json> sweeps = {
-      Sweep("inference", {"mlp", "cnn", "transformer"}, {"inference"}, {"fp32", "bf16", "int8"}, kSmallModels),
-      Sweep("train", {"matmul", "mlp", "cnn", "transformer"}, {"train"}, {"fp32", "bf16"}, kSmallModels),
+      Sweep("inference", {"mlp", "cnn", "transformer"}, {"inference"}, {"fp32", "bf16", "int8"},
+            kSmallModels),
+      Sweep("train", {"matmul", "mlp", "cnn", "transformer"}, {"train"}, {"fp32", "bf16"},
+            kSmallModels),
       Sweep("matmul", {"matmul"}, {"inference"}, {"fp32", "bf16"}, kSmallModels),
-      Sweep("torchscript", {"torchscript"}, {"inference", "train"}, {"fp32", "bf16"}, torchscript_args),
+      Sweep("torchscript", {"torchscript"}, {"inference", "train"}, {"fp32", "bf16"},
+            torchscript_args),
   };
   int expected = 0;
   for (const json& sweep : sweeps) {
@@ -97,20 +104,20 @@ TEST_F(CalibratedEngineSweepTest, EveryModelModeAndDtypeProducesAFullRow) {
   const bool calibrated =
       QueryValue(fleet_->db_path(), "select count(*) from calibrations") != json(0);
   if (!calibrated) {
-    json refused = QueryValue(fleet_->db_path(),
-                              "select error from job_failures where sweep = 'calibration'");
+    json refused =
+        QueryValue(fleet_->db_path(), "select error from job_failures where sweep = 'calibration'");
     ASSERT_TRUE(refused.is_string()) << "no calibration and no reason";
     std::cout << "calibration refused: " << refused.get<std::string>() << "\n";
   }
   std::set<std::string> combinations;
   for (const json& row : rows) {
     SCOPED_TRACE(row.dump());
-    combinations.insert(row["model"].get<std::string>() + "/" + row["mode"].get<std::string>() + "/" +
-                        row["dtype"].get<std::string>());
-    for (const char* column : {"n", "median_ms", "mean_ms", "p90_ms", "p99_ms", "iqr_ms",
-                               "throughput_per_s", "effective_threads", "peak_rss_mb",
-                               "rss_before_model_mb", "param_bytes", "threads_mismatch",
-                               "model_build_s", "startup_s"}) {
+    combinations.insert(row["model"].get<std::string>() + "/" + row["mode"].get<std::string>() +
+                        "/" + row["dtype"].get<std::string>());
+    for (const char* column :
+         {"n", "median_ms", "mean_ms", "p90_ms", "p99_ms", "iqr_ms", "throughput_per_s",
+          "effective_threads", "peak_rss_mb", "rss_before_model_mb", "param_bytes",
+          "threads_mismatch", "model_build_s", "startup_s"}) {
       EXPECT_FALSE(row[column].is_null()) << column;
     }
     EXPECT_GE(row["n"].get<int>(), 1);
@@ -135,11 +142,17 @@ TEST_F(CalibratedEngineSweepTest, EveryModelModeAndDtypeProducesAFullRow) {
   EXPECT_EQ(combinations.size(), 3u * 3 + 4 * 2 + 2 + 4);
 
   // The comparison views pair what they should.
-  EXPECT_EQ(QueryValue(fleet_->db_path(), "select count(*) from dtype_comparison where dtype = 'int8'"), 6);
-  EXPECT_GT(QueryValue(fleet_->db_path(), "select count(*) from thread_scaling where threads = 2 "
-                                          "and speedup is not null").get<int>(), 0);
-  EXPECT_EQ(QueryValue(fleet_->db_path(), "select count(*) from host_calibration where "
-                                          "gemm_gflops_all > 0 and stream_triad_gbps_all > 0"),
+  EXPECT_EQ(
+      QueryValue(fleet_->db_path(), "select count(*) from dtype_comparison where dtype = 'int8'"),
+      6);
+  EXPECT_GT(QueryValue(fleet_->db_path(),
+                       "select count(*) from thread_scaling where threads = 2 "
+                       "and speedup is not null")
+                .get<int>(),
+            0);
+  EXPECT_EQ(QueryValue(fleet_->db_path(),
+                       "select count(*) from host_calibration where "
+                       "gemm_gflops_all > 0 and stream_triad_gbps_all > 0"),
             calibrated ? 1 : 0);
   json int8 = QueryRows(fleet_->db_path(),
                         "select speedup, rel_err, top1_agreement from dtype_comparison where "
@@ -154,13 +167,15 @@ TEST_F(CalibratedEngineSweepTest, EveryModelModeAndDtypeProducesAFullRow) {
 TEST_F(EngineSweepTest, PrunedAndReferencedJobsLandInTheirColumnsAndView) {
   json prune = Sweep("prune", {"mlp", "cnn"}, {"inference"}, {"fp32"}, kSmallModels);
   prune["matrix"]["threads"] = 1;
-  prune["matrix"]["prune"] = {nullptr, {{"kind", "structured"}, {"ratio", 0.5}},
+  prune["matrix"]["prune"] = {nullptr,
+                              {{"kind", "structured"}, {"ratio", 0.5}},
                               {{"kind", "magnitude"}, {"sparsity", 0.5}}};
   json done = RunSweep(prune);
   EXPECT_EQ(done["jobs"]["done"], 6) << done.dump();
-  json rows = QueryRows(fleet_->db_path(),
-                        "select model, prune_kind, speedup, params_unpruned, params, weight_sparsity, "
-                        "top1_agreement from prune_comparison order by model, prune_kind");
+  json rows =
+      QueryRows(fleet_->db_path(),
+                "select model, prune_kind, speedup, params_unpruned, params, weight_sparsity, "
+                "top1_agreement from prune_comparison order by model, prune_kind");
   ASSERT_EQ(rows.size(), 4u);
   for (const json& row : rows) {
     SCOPED_TRACE(row.dump());
@@ -178,7 +193,8 @@ TEST_F(EngineSweepTest, PrunedAndReferencedJobsLandInTheirColumnsAndView) {
   // A student judged against a teacher: the accuracy columns against the reference.
   json reference = Sweep("reference", {"mlp"}, {"inference"}, {"fp32", "int8"}, kSmallModels);
   reference["matrix"]["threads"] = 1;
-  reference["matrix"]["reference"] = {{{"model", "mlp"}, {"model_args", {{"layers", {64, 256, 10}}}}}};
+  reference["matrix"]["reference"] = {
+      {{"model", "mlp"}, {"model_args", {{"layers", {64, 256, 10}}}}}};
   done = RunSweep(reference);
   EXPECT_EQ(done["jobs"]["done"], 2) << done.dump();
   rows = QueryRows(fleet_->db_path(),
@@ -225,7 +241,8 @@ TEST_F(EngineSweepTest, BadJobsFailWithTheirReasonAndTheAgentKeepsServing) {
     json errors = QueryRows(fleet_->db_path(), "select error from job_failures where sweep_id = " +
                                                    done["sweep_id"].dump());
     ASSERT_EQ(errors.size(), 2u);
-    EXPECT_NE(errors[0]["error"].get<std::string>().find(words), std::string::npos) << errors.dump();
+    EXPECT_NE(errors[0]["error"].get<std::string>().find(words), std::string::npos)
+        << errors.dump();
   }
   // The agent is still there and still works.
   json fine = RunSweep(Sweep("fine", {"mlp"}, {"inference"}, {"fp32"}, kSmallModels));
@@ -247,14 +264,16 @@ double CpusGivenToTwoSpinningThreads(double seconds) {
       while (!stop.load(std::memory_order_relaxed)) x = x + 1;
       timespec ts{};
       clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-      cpu_s[static_cast<std::size_t>(t)] = static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+      cpu_s[static_cast<std::size_t>(t)] =
+          static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
     });
   }
   // The measurement's window: how long the two busy threads run, on the real clock.
   std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
   stop = true;
   for (std::thread& t : threads) t.join();
-  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double wall =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return (cpu_s[0] + cpu_s[1]) / wall;
 }
 
@@ -265,10 +284,11 @@ double CpusGivenToTwoSpinningThreads(double seconds) {
 // host had no second CPU to give and the claim cannot be tested: skipped, saying so.
 TEST_F(EngineSweepTest, TwoThreadsBeatOneForGemm) {
   if (std::thread::hardware_concurrency() < 2) GTEST_SKIP() << "needs 2 CPUs";
-  json sweep = {{"name", "gemm-threads"},
-                {"matrix", {{"model", {"matmul"}}, {"batch_size", {1}}, {"threads", {1, 2}}}},
-                {"models", {{"matmul", {{"m", 768}, {"k", 768}, {"n", 768}}}}},
-                {"timing", {{"warmup_s", 0.2}, {"min_time_s", 1}, {"max_time_s", 3}, {"target_ci", 0.01}}}};
+  json sweep = {
+      {"name", "gemm-threads"},
+      {"matrix", {{"model", {"matmul"}}, {"batch_size", {1}}, {"threads", {1, 2}}}},
+      {"models", {{"matmul", {{"m", 768}, {"k", 768}, {"n", 768}}}}},
+      {"timing", {{"warmup_s", 0.2}, {"min_time_s", 1}, {"max_time_s", 3}, {"target_ci", 0.01}}}};
   json scaling;
   double most_cpus_given = 0;  // after each losing run
   for (int run = 0; run < 3; ++run) {
@@ -276,7 +296,8 @@ TEST_F(EngineSweepTest, TwoThreadsBeatOneForGemm) {
     ASSERT_EQ(done["jobs"]["done"], 2);
     scaling = QueryRows(fleet_->db_path(),
                         "select threads, median_ms, effective_threads, speedup from thread_scaling "
-                        "where sweep_id = " + done["sweep_id"].dump() + " order by threads");
+                        "where sweep_id = " +
+                            done["sweep_id"].dump() + " order by threads");
     ASSERT_EQ(scaling.size(), 2u);
     if (scaling[1]["speedup"].get<double>() > 1.2) break;
     most_cpus_given = std::max(most_cpus_given, CpusGivenToTwoSpinningThreads(0.5));
@@ -285,8 +306,8 @@ TEST_F(EngineSweepTest, TwoThreadsBeatOneForGemm) {
   if (scaling[1]["speedup"].get<double>() <= 1.2 && most_cpus_given < 1.7) {
     GTEST_SKIP() << "three runs found no gain from a second thread, and after each the host "
                     "gave two spinning threads at most "
-                 << most_cpus_given << " CPUs: there was no second CPU to use ("
-                 << scaling.dump() << ")";
+                 << most_cpus_given << " CPUs: there was no second CPU to use (" << scaling.dump()
+                 << ")";
   }
   EXPECT_GT(scaling[1]["speedup"].get<double>(), 1.2);
   EXPECT_NEAR(scaling[0]["effective_threads"].get<double>(), 1.0, 0.25);
@@ -299,24 +320,27 @@ TEST_F(EngineSweepTest, TwoThreadsBeatOneForGemm) {
 // that the host was disturbed while it ran). A 2 s cap that fits fewer samples than
 // a change needs to show is always unsteady.
 TEST_F(CalibratedEngineSweepTest, MatmulAfterAShortWarmupReportsNearPeakOrIsFlagged) {
-  json sweep = {{"name", "gemm-steady"},
-                {"matrix", {{"model", {"matmul"}}, {"batch_size", {1}}, {"threads", {1}}}},
-                {"timing", {{"warmup_s", 0.1}, {"min_time_s", 0.5}, {"max_time_s", 2}, {"target_ci", 0.01}}}};
+  json sweep = {
+      {"name", "gemm-steady"},
+      {"matrix", {{"model", {"matmul"}}, {"batch_size", {1}}, {"threads", {1}}}},
+      {"timing", {{"warmup_s", 0.1}, {"min_time_s", 0.5}, {"max_time_s", 2}, {"target_ci", 0.01}}}};
   json done = RunSweep(sweep);
   ASSERT_EQ(done["jobs"]["done"], 1);
-  const json row = QueryRows(fleet_->db_path(),
-                             "select fraction_of_peak, peak_gflops, gflops, unsteady, disturbed, n, "
-                             "discarded_samples, discarded_median_ms, median_ms from result_summary "
-                             "where sweep_id = " + done["sweep_id"].dump())
-                       .at(0);
+  const json row =
+      QueryRows(fleet_->db_path(),
+                "select fraction_of_peak, peak_gflops, gflops, unsteady, disturbed, n, "
+                "discarded_samples, discarded_median_ms, median_ms from result_summary "
+                "where sweep_id = " +
+                    done["sweep_id"].dump())
+          .at(0);
   std::cout << "FIGURE matmul 2048, warmup 0.1 s, max 2 s, 1 thread: " << row.dump() << "\n";
   if (row["n"].get<int>() < static_cast<int>(worker::kSamplesToSeeRegimeChange)) {
     EXPECT_EQ(row["unsteady"], 1) << row.dump();
   }
   if (row["fraction_of_peak"].is_null()) {
     // The only excuse for no peak: the calibration was refused as noisy, and says so.
-    json refused = QueryValue(fleet_->db_path(),
-                              "select error from job_failures where sweep = 'calibration'");
+    json refused =
+        QueryValue(fleet_->db_path(), "select error from job_failures where sweep = 'calibration'");
     ASSERT_TRUE(refused.is_string()) << row.dump();
     EXPECT_NE(refused.get<std::string>().find("noisy"), std::string::npos);
     return;

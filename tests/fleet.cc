@@ -66,20 +66,13 @@ bool Fleet::StartCoordinator() {
 
 bool Fleet::StartAgent(const std::string& name, const std::vector<std::string>& extra_flags,
                        const std::string& endpoint) {
-  std::vector<std::string> argv = {kAgentBin,
-                                   "--coordinator",
-                                   endpoint.empty() ? agents_endpoint_ : endpoint,
-                                   "--name",
-                                   name,
-                                   "--worker",
-                                   options_.worker.empty() ? std::string(kWorkerBin) : options_.worker,
-                                   "--state-dir",
-                                   dir_ / ("agent-" + name),
-                                   "--heartbeat-ms",
-                                   std::to_string(options_.heartbeat_ms),
-                                   // One cache of compiled packages for every test's agents.
-                                   "--package-cache",
-                                   kTestPackageCache};
+  std::vector<std::string> argv = {
+      kAgentBin, "--coordinator", endpoint.empty() ? agents_endpoint_ : endpoint, "--name", name,
+      "--worker", options_.worker.empty() ? std::string(kWorkerBin) : options_.worker,
+      "--state-dir", dir_ / ("agent-" + name), "--heartbeat-ms",
+      std::to_string(options_.heartbeat_ms),
+      // One cache of compiled packages for every test's agents.
+      "--package-cache", kTestPackageCache};
   if (!options_.calibrate_agents) argv.push_back("--no-calibrate");
   argv.insert(argv.end(), extra_flags.begin(), extra_flags.end());
   auto process = std::make_unique<ChildProcess>();

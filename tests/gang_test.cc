@@ -21,7 +21,8 @@ namespace {
 using namespace std::chrono_literals;
 using nlohmann::json;
 
-const json kTiming = {{"warmup_s", 0.05}, {"min_time_s", 0.2}, {"max_time_s", 0.5}, {"target_ci", 0.1}};
+const json kTiming = {
+    {"warmup_s", 0.05}, {"min_time_s", 0.2}, {"max_time_s", 0.5}, {"target_ci", 0.1}};
 
 // The pids of benchfleet-worker processes whose command line names `needle`.
 std::vector<pid_t> WorkersNaming(const std::string& needle) {
@@ -38,7 +39,8 @@ std::vector<pid_t> WorkersNaming(const std::string& needle) {
     // The program is the worker (an agent's command line names the worker too).
     const std::string program = cmdline.substr(0, cmdline.find('\0'));
     std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
-    if (program.size() >= 17 && program.compare(program.size() - 17, 17, "benchfleet-worker") == 0 &&
+    if (program.size() >= 17 &&
+        program.compare(program.size() - 17, 17, "benchfleet-worker") == 0 &&
         cmdline.find(needle) != std::string::npos) {
       pids.push_back(pid);
     }
@@ -70,25 +72,37 @@ class GangTest : public ::testing::Test {
 };
 
 TEST_F(GangTest, DataParallelPipelineAndAllReduceSweepsRunAsGangsAndFillParallelScaling) {
-  const json data = {{"name", "dp"},
-                     {"placement", "any"},
-                     {"matrix", {{"model", "transformer"}, {"mode", "train"}, {"batch_size", 8},
-                                 {"parallel", {{"kind", "data"}, {"world_size", 2}}}}},
-                     {"models", {{"transformer", {{"hidden", 32}, {"heads", 4}, {"layers", 2},
-                                                  {"ffn", 64}, {"seq_len", 16}}}}},
-                     {"timing", kTiming}};
-  const json pipeline = {{"name", "pipe"},
-                         {"placement", "any"},
-                         {"matrix", {{"model", "transformer"}, {"mode", "train"}, {"batch_size", 8},
-                                     {"parallel", {{"kind", "pipeline"}, {"stages", 2}, {"micro_batches", 4}}}}},
-                         {"models", {{"transformer", {{"hidden", 32}, {"heads", 4}, {"layers", 2},
-                                                      {"ffn", 64}, {"seq_len", 16}}}}},
-                         {"timing", kTiming}};
+  const json data = {
+      {"name", "dp"},
+      {"placement", "any"},
+      {"matrix",
+       {{"model", "transformer"},
+        {"mode", "train"},
+        {"batch_size", 8},
+        {"parallel", {{"kind", "data"}, {"world_size", 2}}}}},
+      {"models",
+       {{"transformer",
+         {{"hidden", 32}, {"heads", 4}, {"layers", 2}, {"ffn", 64}, {"seq_len", 16}}}}},
+      {"timing", kTiming}};
+  const json pipeline = {
+      {"name", "pipe"},
+      {"placement", "any"},
+      {"matrix",
+       {{"model", "transformer"},
+        {"mode", "train"},
+        {"batch_size", 8},
+        {"parallel", {{"kind", "pipeline"}, {"stages", 2}, {"micro_batches", 4}}}}},
+      {"models",
+       {{"transformer",
+         {{"hidden", 32}, {"heads", 4}, {"layers", 2}, {"ffn", 64}, {"seq_len", 16}}}}},
+      {"timing", kTiming}};
   const json allreduce = {{"name", "allreduce sizes"},
                           {"placement", "any"},
-                          {"matrix", {{"model", "allreduce"}, {"batch_size", 1},
-                                      {"bytes", {1024, 65536, 1048576}},
-                                      {"parallel", {{"kind", "collective"}, {"world_size", 2}}}}},
+                          {"matrix",
+                           {{"model", "allreduce"},
+                            {"batch_size", 1},
+                            {"bytes", {1024, 65536, 1048576}},
+                            {"parallel", {{"kind", "collective"}, {"world_size", 2}}}}},
                           {"timing", kTiming}};
   std::vector<int64_t> sweeps;
   for (const json& sweep : {data, pipeline, allreduce}) {
@@ -101,13 +115,16 @@ TEST_F(GangTest, DataParallelPipelineAndAllReduceSweepsRunAsGangsAndFillParallel
   ASSERT_TRUE(failures.empty()) << failures.dump(1);
 
   // The correctness checks passed (a failed check fails the job) and say so.
-  EXPECT_EQ(QueryValue(fleet_->db_path(),
-                       "select json_extract(detail, '$.parallel.check.ranks_identical') from results "
-                       "where sweep_id = " + std::to_string(sweeps[0])),
-            1);
+  EXPECT_EQ(
+      QueryValue(fleet_->db_path(),
+                 "select json_extract(detail, '$.parallel.check.ranks_identical') from results "
+                 "where sweep_id = " +
+                     std::to_string(sweeps[0])),
+      1);
   EXPECT_EQ(QueryValue(fleet_->db_path(),
                        "select json_extract(detail, '$.parallel.check.compared') from results "
-                       "where sweep_id = " + std::to_string(sweeps[1])),
+                       "where sweep_id = " +
+                           std::to_string(sweeps[1])),
             "outputs and gradients");
 
   const json rows = Rows("select * from parallel_scaling order by sweep_id, bytes");
@@ -117,7 +134,8 @@ TEST_F(GangTest, DataParallelPipelineAndAllReduceSweepsRunAsGangsAndFillParallel
   EXPECT_EQ(dp["world_size"], 2);
   EXPECT_EQ(dp["host_set"], "gang");
   for (const char* column : {"samples_per_s", "scaling_efficiency", "comm_share", "busbw_gbps"}) {
-    EXPECT_TRUE(dp[column].is_number() && dp[column].get<double>() > 0) << column << ": " << dp.dump();
+    EXPECT_TRUE(dp[column].is_number() && dp[column].get<double>() > 0)
+        << column << ": " << dp.dump();
   }
   const json& pipe = rows[1];
   EXPECT_EQ(pipe["kind"], "pipeline");
@@ -131,15 +149,16 @@ TEST_F(GangTest, DataParallelPipelineAndAllReduceSweepsRunAsGangsAndFillParallel
   }
 
   // Every rank's own figures, one row each, with the address it used.
-  const json ranks = Rows("select job_id, rank, ok, address, median_ms, comm_share, stage_busy_ms "
-                          "from result_ranks order by job_id, rank");
+  const json ranks = Rows(
+      "select job_id, rank, ok, address, median_ms, comm_share, stage_busy_ms "
+      "from result_ranks order by job_id, rank");
   ASSERT_EQ(ranks.size(), 10u) << ranks.dump(1);
   for (const json& rank : ranks) {
     EXPECT_EQ(rank["ok"], 1);
     EXPECT_EQ(rank["address"], "127.0.0.1");
     EXPECT_GT(rank["median_ms"].get<double>(), 0);
   }
-  EXPECT_TRUE(ranks[0]["comm_share"].is_number()) << ranks[0].dump();    // data-parallel
+  EXPECT_TRUE(ranks[0]["comm_share"].is_number()) << ranks[0].dump();     // data-parallel
   EXPECT_TRUE(ranks[3]["stage_busy_ms"].is_number()) << ranks[3].dump();  // pipeline stage 1
 
   // The CLI's view shows the same rows.
@@ -158,8 +177,11 @@ TEST_F(GangTest, ARankKilledMidJobStopsTheGangWithinTheLivenessWindowAndLeavesNo
   // Long enough that the kill comes while the ranks work together.
   const json sweep = {{"name", "killed rank"},
                       {"placement", "any"},
-                      {"matrix", {{"model", "allreduce"}, {"batch_size", 1}, {"bytes", 1048576},
-                                  {"parallel", {{"kind", "collective"}, {"world_size", 2}}}}},
+                      {"matrix",
+                       {{"model", "allreduce"},
+                        {"batch_size", 1},
+                        {"bytes", 1048576},
+                        {"parallel", {{"kind", "collective"}, {"world_size", 2}}}}},
                       {"timing", {{"warmup_s", 60}, {"min_time_s", 60}, {"max_time_s", 60}}},
                       {"timeout_s", 600}};
   std::string error;
@@ -194,8 +216,8 @@ TEST_F(GangTest, ARankKilledMidJobStopsTheGangWithinTheLivenessWindowAndLeavesNo
   const double stop_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - at_kill).count();
   EXPECT_LT(stop_s, 3.0) << "the liveness window is 3 s (heartbeat 1 s x 3)";
-  const std::string reason = QueryValue(fleet_->db_path(), "select error from jobs where sweep_id = " +
-                                                               std::to_string(id));
+  const std::string reason = QueryValue(
+      fleet_->db_path(), "select error from jobs where sweep_id = " + std::to_string(id));
   EXPECT_NE(reason.find("rank 1 of 2: worker killed by signal 9"), std::string::npos) << reason;
   EXPECT_NE(reason.find("the gang was stopped"), std::string::npos) << reason;
   EXPECT_TRUE(WorkersNaming(ours).empty()) << "a rank's worker outlived its gang";
@@ -203,8 +225,11 @@ TEST_F(GangTest, ARankKilledMidJobStopsTheGangWithinTheLivenessWindowAndLeavesNo
   // The agent keeps serving: a short job after it runs.
   const json after = {{"name", "after"},
                       {"placement", "any"},
-                      {"matrix", {{"model", "allreduce"}, {"batch_size", 1}, {"bytes", 1024},
-                                  {"parallel", {{"kind", "collective"}, {"world_size", 2}}}}},
+                      {"matrix",
+                       {{"model", "allreduce"},
+                        {"batch_size", 1},
+                        {"bytes", 1024},
+                        {"parallel", {{"kind", "collective"}, {"world_size", 2}}}}},
                       {"timing", kTiming}};
   const int64_t next = fleet_->Submit(after, &error);
   ASSERT_GT(next, 0) << error;
@@ -222,8 +247,11 @@ TEST_F(GangTest, ASpreadGangPutsEachRankOnItsOwnAgentAndMeetsAtRankZerosStore) {
   const json sweep = {{"name", "spread dp"},
                       {"placement", "spread"},
                       {"select", {{"name", {"left", "right"}}}},
-                      {"matrix", {{"model", "mlp"}, {"mode", "train"}, {"batch_size", 16},
-                                  {"parallel", {{"kind", "data"}, {"world_size", 2}}}}},
+                      {"matrix",
+                       {{"model", "mlp"},
+                        {"mode", "train"},
+                        {"batch_size", 16},
+                        {"parallel", {{"kind", "data"}, {"world_size", 2}}}}},
                       {"models", {{"mlp", {{"layers", {64, 128, 10}}}}}},
                       {"timing", kTiming}};
   std::string error;
@@ -232,16 +260,19 @@ TEST_F(GangTest, ASpreadGangPutsEachRankOnItsOwnAgentAndMeetsAtRankZerosStore) {
   ASSERT_TRUE(fleet_->WaitForSweep(id, 300s).is_object());
   const json job = Rows("select state, error from jobs where sweep_id = " + std::to_string(id));
   ASSERT_EQ(job.at(0)["state"], "done") << job.dump();
-  const json ranks = Rows("select rr.rank, h.name as host, rr.store, rr.address, rr.ok from result_ranks rr "
-                          "join hosts h on h.host_id = rr.host_id join jobs j on j.job_id = rr.job_id "
-                          "where j.sweep_id = " + std::to_string(id) + " order by rr.rank");
+  const json ranks = Rows(
+      "select rr.rank, h.name as host, rr.store, rr.address, rr.ok from result_ranks rr "
+      "join hosts h on h.host_id = rr.host_id join jobs j on j.job_id = rr.job_id "
+      "where j.sweep_id = " +
+      std::to_string(id) + " order by rr.rank");
   ASSERT_EQ(ranks.size(), 2u) << ranks.dump(1);
   EXPECT_EQ(ranks[0]["host"], "left");  // rank 0 on the first agent by name
   EXPECT_EQ(ranks[1]["host"], "right");
   EXPECT_EQ(ranks[0]["store"], ranks[1]["store"]);  // both met at rank 0's store
   EXPECT_EQ(ranks[0]["store"].get<std::string>().rfind("127.0.0.1:", 0), 0u) << ranks.dump();
-  const json row = Rows("select host_set, scaling_efficiency from parallel_scaling where sweep_id = " +
-                        std::to_string(id));
+  const json row =
+      Rows("select host_set, scaling_efficiency from parallel_scaling where sweep_id = " +
+           std::to_string(id));
   ASSERT_EQ(row.size(), 1u);
   EXPECT_EQ(row[0]["host_set"], "left,right");
   EXPECT_GT(row[0]["scaling_efficiency"].get<double>(), 0);
@@ -254,8 +285,11 @@ TEST_F(GangTest, ARankAgentKilledMidJobStopsTheSpreadGangWithinTheLivenessWindow
   const json sweep = {{"name", "spread, killed"},
                       {"placement", "spread"},
                       {"select", {{"name", {"left", "right"}}}},
-                      {"matrix", {{"model", "allreduce"}, {"batch_size", 1}, {"bytes", 1048576},
-                                  {"parallel", {{"kind", "collective"}, {"world_size", 2}}}}},
+                      {"matrix",
+                       {{"model", "allreduce"},
+                        {"batch_size", 1},
+                        {"bytes", 1048576},
+                        {"parallel", {{"kind", "collective"}, {"world_size", 2}}}}},
                       {"timing", {{"warmup_s", 60}, {"min_time_s", 60}, {"max_time_s", 60}}},
                       {"timeout_s", 600}};
   std::string error;
@@ -293,9 +327,10 @@ TEST_F(GangTest, ARankAgentKilledMidJobStopsTheSpreadGangWithinTheLivenessWindow
   const double stop_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - at_kill).count();
   EXPECT_LT(stop_s, 3.0 + 1.0) << "the liveness window is 3 s; the expiry sweep runs within 1 s";
-  const json job = Rows("select state, error, attempts from jobs where sweep_id = " + std::to_string(id));
-  std::cerr << "FIGURE spread gang stopped " << stop_s << " s after its rank's agent was killed: "
-            << job.dump() << "\n";
+  const json job =
+      Rows("select state, error, attempts from jobs where sweep_id = " + std::to_string(id));
+  std::cerr << "FIGURE spread gang stopped " << stop_s
+            << " s after its rank's agent was killed: " << job.dump() << "\n";
   // Retried (the attempt lost) or failed, with the reason either way.
   EXPECT_TRUE(job[0]["state"] == "queued" || job[0]["state"] == "failed") << job.dump();
   EXPECT_FALSE(job[0]["error"].get<std::string>().empty()) << job.dump();

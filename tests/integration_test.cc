@@ -225,8 +225,10 @@ TEST_F(IntegrationTest, CliSubmitWaitsWithProgressAndShowsResults) {
   EXPECT_NE(err.find("read-only"), std::string::npos) << err;
   // The query thread's connection opens no other file: ATTACH, and a read through it.
   const std::string other = fleet_.dir("other.db");
-  for (const std::string& sql : {"ATTACH '" + other + "' AS o", std::string("select * from o.sqlite_master")}) {
-    code = RunCommand({kCliBin, "--coordinator", fleet_.clients_endpoint(), "query", sql}, &out, &err);
+  for (const std::string& sql :
+       {"ATTACH '" + other + "' AS o", std::string("select * from o.sqlite_master")}) {
+    code =
+        RunCommand({kCliBin, "--coordinator", fleet_.clients_endpoint(), "query", sql}, &out, &err);
     EXPECT_EQ(code, 2) << sql << ": " << err;
   }
   EXPECT_FALSE(std::ifstream(other).good()) << "ATTACH made " << other;
@@ -243,12 +245,14 @@ TEST_F(IntegrationTest, StoreIsReadWithEveryDaemonStopped) {
   for (const char* agent : {"node-a", "node-b"}) EXPECT_EQ(fleet_.agent(agent).Stop(), 0);
   EXPECT_EQ(fleet_.coordinator().Stop(), 0);
   std::string out, err;
-  int code = RunCommand({kCliBin, "results", "--db", fleet_.db_path(), "--format", "csv"}, &out, &err);
+  int code =
+      RunCommand({kCliBin, "results", "--db", fleet_.db_path(), "--format", "csv"}, &out, &err);
   ASSERT_EQ(code, 0) << err;
   EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 2) << out;  // the header and the one result
   EXPECT_NE(out.find("integration"), std::string::npos) << out;
   const std::string page = fleet_.dir("r.html");
-  code = RunCommand({kCliBin, "report", "--db", fleet_.db_path(), "--sweep", std::to_string(sweep_id), "--out", page},
+  code = RunCommand({kCliBin, "report", "--db", fleet_.db_path(), "--sweep",
+                     std::to_string(sweep_id), "--out", page},
                     &out, &err);
   ASSERT_EQ(code, 0) << err;
   std::stringstream html;

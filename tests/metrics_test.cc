@@ -52,7 +52,8 @@ TEST(MetricsTest, ScrapeShowsTheFleetInPrometheusFormat) {
   options.coordinator_flags = {"--metrics", "127.0.0.1:0"};
   Fleet fleet(options);
   ASSERT_TRUE(fleet.StartCoordinator()) << fleet.Logs();
-  const auto ready = nlohmann::json::parse(ReadFile(fleet.dir("coordinator.ready")), nullptr, false);
+  const auto ready =
+      nlohmann::json::parse(ReadFile(fleet.dir("coordinator.ready")), nullptr, false);
   ASSERT_TRUE(ready.is_object() && ready.contains("metrics")) << ready.dump();
   const Endpoint endpoint = ParseUrl(ready["metrics"].get<std::string>());
   ASSERT_GT(endpoint.port, 0) << ready.dump();
@@ -76,7 +77,9 @@ TEST(MetricsTest, ScrapeShowsTheFleetInPrometheusFormat) {
         return status == 200 && SampleValue(text, "benchfleet_agents{state=\"idle\"}") == 1;
       },
       15s);
-  ASSERT_TRUE(shown) << "from " << ready["metrics"] << ": " << status << "\n" << text << "\n" << fleet.Logs();
+  ASSERT_TRUE(shown) << "from " << ready["metrics"] << ": " << status << "\n"
+                     << text << "\n"
+                     << fleet.Logs();
   EXPECT_EQ(status, 200);
   EXPECT_EQ(content_type.rfind("text/plain; version=0.0.4", 0), 0u) << content_type;
   EXPECT_EQ(SampleValue(text, "benchfleet_agents{state=\"busy\"}"), 0);
@@ -119,7 +122,8 @@ TEST(MetricsTest, ScrapeShowsTheFleetInPrometheusFormat) {
 
   // Both histograms: +Inf equals _count, buckets never decrease; the loop has run and the
   // agent's registration was committed.
-  for (const std::string family : {"benchfleet_loop_iteration_seconds", "benchfleet_store_commit_seconds"}) {
+  for (const std::string family :
+       {"benchfleet_loop_iteration_seconds", "benchfleet_store_commit_seconds"}) {
     EXPECT_EQ(types[family], "histogram");
     const double count = SampleValue(text, family + "_count");
     EXPECT_GT(count, 0) << family;
@@ -155,7 +159,8 @@ TEST(MetricsTest, ScrapeShowsTheFleetInPrometheusFormat) {
         text = scraped->body;
         queued = 0;
         for (const std::string& line : Lines(text)) {
-          if (line.rfind("benchfleet_jobs_queued{requirement=\"", 0) == 0 && line.find("nowhere") != std::string::npos) {
+          if (line.rfind("benchfleet_jobs_queued{requirement=\"", 0) == 0 &&
+              line.find("nowhere") != std::string::npos) {
             queued += std::stod(line.substr(line.rfind(' ') + 1));
           }
         }
@@ -170,22 +175,25 @@ TEST(MetricsTest, ScrapeShowsTheFleetInPrometheusFormat) {
 TEST(MetricsTest, ABadAddressStopsTheCoordinatorAtStart) {
   TempDir dir("bf-metrics");
   std::string out, err;
-  EXPECT_EQ(RunCommand({kCoordinatorBin, "--db", dir / "a.db", "--metrics", "127.0.0.1"}, &out, &err), 2);
+  EXPECT_EQ(
+      RunCommand({kCoordinatorBin, "--db", dir / "a.db", "--metrics", "127.0.0.1"}, &out, &err), 2);
   EXPECT_NE(err.find("--metrics"), std::string::npos) << err;
 
   FleetOptions options;
   options.coordinator_flags = {"--metrics", "127.0.0.1:0"};
   Fleet fleet(options);
   ASSERT_TRUE(fleet.StartCoordinator()) << fleet.Logs();
-  const auto ready = nlohmann::json::parse(ReadFile(fleet.dir("coordinator.ready")), nullptr, false);
+  const auto ready =
+      nlohmann::json::parse(ReadFile(fleet.dir("coordinator.ready")), nullptr, false);
   const Endpoint taken = ParseUrl(ready.value("metrics", ""));
   ASSERT_GT(taken.port, 0);
-  const int code = RunCommand({kCoordinatorBin, "--db", dir / "b.db", "--agents", "tcp://127.0.0.1:*",
-                               "--clients", "tcp://127.0.0.1:*", "--metrics",
-                               "127.0.0.1:" + std::to_string(taken.port)},
-                              &out, &err);
+  const int code = RunCommand(
+      {kCoordinatorBin, "--db", dir / "b.db", "--agents", "tcp://127.0.0.1:*", "--clients",
+       "tcp://127.0.0.1:*", "--metrics", "127.0.0.1:" + std::to_string(taken.port)},
+      &out, &err);
   EXPECT_EQ(code, 1) << out << err;
-  EXPECT_NE((out + err).find("cannot listen on 127.0.0.1:" + std::to_string(taken.port)), std::string::npos)
+  EXPECT_NE((out + err).find("cannot listen on 127.0.0.1:" + std::to_string(taken.port)),
+            std::string::npos)
       << out << err;
 }
 

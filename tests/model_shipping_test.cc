@@ -52,18 +52,24 @@ class ModelShippingTest : public ::testing::Test {
     const std::string file = client_dir_ + "/sweep.json";
     std::ofstream(file) << sweep.dump(2);
     std::string out;
-    return RunCommand({kCliBin, "--coordinator", fleet_->clients_endpoint(), "submit", file, "--wait"}, &out, err);
+    return RunCommand(
+        {kCliBin, "--coordinator", fleet_->clients_endpoint(), "submit", file, "--wait"}, &out,
+        err);
   }
 
   json Results(int64_t sweep_id) {
     // Each host's first job of the sweep: not the reruns a suspected regression (the
     // tiny model's timings are noisy) queues into the same sweep.
     const std::string sweep = std::to_string(sweep_id);
-    return QueryRows(fleet_->db_path(), "SELECT h.name AS host, r.ok, r.model_args, r.series, r.error FROM results r "
-                                        "JOIN hosts h USING (host_id) WHERE r.job_id IN (SELECT min(job_id) FROM "
-                                        "results WHERE sweep_id = " + sweep + " GROUP BY host_id) ORDER BY h.name");
+    return QueryRows(fleet_->db_path(),
+                     "SELECT h.name AS host, r.ok, r.model_args, r.series, r.error FROM results r "
+                     "JOIN hosts h USING (host_id) WHERE r.job_id IN (SELECT min(job_id) FROM "
+                     "results WHERE sweep_id = " +
+                         sweep + " GROUP BY host_id) ORDER BY h.name");
   }
-  int64_t LastSweep() { return QueryValue(fleet_->db_path(), "SELECT max(sweep_id) FROM sweeps").get<int64_t>(); }
+  int64_t LastSweep() {
+    return QueryValue(fleet_->db_path(), "SELECT max(sweep_id) FROM sweeps").get<int64_t>();
+  }
   std::string CachedCopy(const std::string& agent, const std::string& sha256) {
     return fleet_->dir("agent-" + agent) + "/models/" + sha256;
   }
@@ -96,7 +102,8 @@ TEST_F(ModelShippingTest, AFileOnlyTheClientHasRunsEverywhereAndItsContentIsItsS
   EXPECT_TRUE(fs::exists(fleet_->dir("models/" + v1->sha256)));
   EXPECT_TRUE(fs::exists(CachedCopy("ship-a", v1->sha256)));
   EXPECT_TRUE(fs::exists(CachedCopy("ship-b", v1->sha256)));
-  EXPECT_EQ(QueryValue(fleet_->db_path(), "SELECT count(*) FROM jobs WHERE spec LIKE '%model.pt%'"), 0);
+  EXPECT_EQ(QueryValue(fleet_->db_path(), "SELECT count(*) FROM jobs WHERE spec LIKE '%model.pt%'"),
+            0);
 
   // A tampered cached copy is never run: ship-a fetches the model again, and the same
   // content continues the same series.
@@ -136,12 +143,14 @@ TEST_F(ModelShippingTest, ATeacherModelGoesByContentToo) {
   auto teacher = Sha256OfFile(client_dir_ + "/teacher.pt");
   ASSERT_TRUE(teacher.ok());
   json sweep = Sweep("distilled", {{"path", "student.pt"}, {"inputs", {{16}}}});
-  sweep["matrix"]["reference"] = {{{"model", "torchscript"}, {"model_args", {{"path", "teacher.pt"}}}}};
+  sweep["matrix"]["reference"] = {
+      {{"model", "torchscript"}, {"model_args", {{"path", "teacher.pt"}}}}};
   std::string err;
   ASSERT_EQ(SubmitWithCli(sweep, &err), 0) << err;
-  json rows = QueryRows(fleet_->db_path(), "SELECT h.name AS host, r.ok, j.spec, r.detail FROM results r JOIN jobs j "
-                                           "USING (job_id) JOIN hosts h USING (host_id) WHERE r.sweep_id = " +
-                                               std::to_string(LastSweep()));
+  json rows = QueryRows(fleet_->db_path(),
+                        "SELECT h.name AS host, r.ok, j.spec, r.detail FROM results r JOIN jobs j "
+                        "USING (job_id) JOIN hosts h USING (host_id) WHERE r.sweep_id = " +
+                            std::to_string(LastSweep()));
   ASSERT_GE(rows.size(), 2u);
   for (const json& row : rows) {
     EXPECT_EQ(row["ok"], 1) << row.dump();
@@ -157,14 +166,15 @@ TEST_F(ModelShippingTest, ATeacherModelGoesByContentToo) {
 TEST_F(ModelShippingTest, PathsOnAnAgentsHostRunOnlyUnderTheDirectoryItAllows) {
   // A raw path sent straight to the coordinator (not through submit) is refused there.
   std::string error;
-  auto raw = fleet_->client().Call(msg::kSubmit,
-                                   {{"sweep", Sweep("raw", {{"path", "/etc/shadow"}, {"inputs", {{16}}}})}});
+  auto raw = fleet_->client().Call(
+      msg::kSubmit, {{"sweep", Sweep("raw", {{"path", "/etc/shadow"}, {"inputs", {{16}}}})}});
   ASSERT_FALSE(raw.ok());
   EXPECT_NE(raw.status().message().find("is a file on the submitting machine"), std::string::npos)
       << raw.status().ToString();
   // A hash the coordinator does not hold is refused too.
   auto unknown = fleet_->client().Call(
-      msg::kSubmit, {{"sweep", Sweep("unknown", {{"sha256", Sha256Hex("never uploaded")}, {"inputs", {{16}}}})}});
+      msg::kSubmit,
+      {{"sweep", Sweep("unknown", {{"sha256", Sha256Hex("never uploaded")}, {"inputs", {{16}}}})}});
   ASSERT_FALSE(unknown.ok());
   EXPECT_NE(unknown.status().message().find("no model with sha256"), std::string::npos);
 
@@ -172,21 +182,27 @@ TEST_F(ModelShippingTest, PathsOnAnAgentsHostRunOnlyUnderTheDirectoryItAllows) {
   // refuses it; neither reads a file outside (here /etc/shadow).
   const std::string local = fleet_->dir("local-models") + "/model.pt";
   ASSERT_TRUE(WriteTinyTorchScript(local));
-  ASSERT_GE(fleet_->Submit(Sweep("local", {{"agent_path", local}, {"inputs", {{16}}}}), &error), 1) << error;
+  ASSERT_GE(fleet_->Submit(Sweep("local", {{"agent_path", local}, {"inputs", {{16}}}}), &error), 1)
+      << error;
   json done = fleet_->WaitForSweep(LastSweep(), 120s);
   ASSERT_TRUE(done.is_object()) << fleet_->Logs();
   json rows = Results(LastSweep());
   ASSERT_EQ(rows.size(), 2u) << rows.dump();
   EXPECT_EQ(rows[0]["host"], "ship-a");
   EXPECT_EQ(rows[0]["ok"], 0);
-  EXPECT_NE(rows[0]["error"].get<std::string>().find("--models-dir"), std::string::npos) << rows[0].dump();
+  EXPECT_NE(rows[0]["error"].get<std::string>().find("--models-dir"), std::string::npos)
+      << rows[0].dump();
   EXPECT_EQ(rows[1]["ok"], 1) << rows[1].dump();
 
-  ASSERT_GE(fleet_->Submit(Sweep("shadow", {{"agent_path", "/etc/shadow"}, {"inputs", {{16}}}}), &error), 1) << error;
+  ASSERT_GE(
+      fleet_->Submit(Sweep("shadow", {{"agent_path", "/etc/shadow"}, {"inputs", {{16}}}}), &error),
+      1)
+      << error;
   ASSERT_TRUE(fleet_->WaitForSweep(LastSweep(), 120s).is_object());
   for (const json& row : Results(LastSweep())) {
     EXPECT_EQ(row["ok"], 0) << row.dump();
-    EXPECT_NE(row["error"].get<std::string>().find("--models-dir"), std::string::npos) << row.dump();
+    EXPECT_NE(row["error"].get<std::string>().find("--models-dir"), std::string::npos)
+        << row.dump();
   }
 }
 

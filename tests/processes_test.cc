@@ -54,10 +54,12 @@ class ProcessesFleetTest : public ::testing::Test {
 
 TEST_F(ProcessesFleetTest, EachJobRunsInFreshInterleavedProcessesAndItsIntervalIsAcrossThem) {
   Run(SmallSweep());
-  const json results = QueryRows(fleet_.db_path(),
-                                 "SELECT job_id, processes, median_ms, median_ci_low_ms, median_ci_high_ms, "
-                                 "within_ci_low_ms, between_process_sd_ms, host_check, detail FROM results "
-                                 "WHERE sweep_id = " + std::to_string(sweep_id_) + " ORDER BY job_id");
+  const json results =
+      QueryRows(fleet_.db_path(),
+                "SELECT job_id, processes, median_ms, median_ci_low_ms, median_ci_high_ms, "
+                "within_ci_low_ms, between_process_sd_ms, host_check, detail FROM results "
+                "WHERE sweep_id = " +
+                    std::to_string(sweep_id_) + " ORDER BY job_id");
   ASSERT_EQ(results.size(), 2u);
   for (const json& row : results) {
     EXPECT_EQ(row["processes"], kDefaultProcesses);
@@ -71,10 +73,10 @@ TEST_F(ProcessesFleetTest, EachJobRunsInFreshInterleavedProcessesAndItsIntervalI
     // The interval within is the representative process's own: null only where that
     // process's samples gave none (too few effective samples), never lost on the way.
     const json details = json::parse(row["detail"].get<std::string>())["processes"];
-    const json own = QueryRows(fleet_.db_path(),
-                               "SELECT median_ci_low_ms FROM result_processes WHERE job_id = " +
-                                   row["job_id"].dump() + " AND process = " +
-                                   details["representative"].dump());
+    const json own = QueryRows(
+        fleet_.db_path(),
+        "SELECT median_ci_low_ms FROM result_processes WHERE job_id = " + row["job_id"].dump() +
+            " AND process = " + details["representative"].dump());
     ASSERT_EQ(own.size(), 1u) << row.dump();
     EXPECT_EQ(row["within_ci_low_ms"], own[0]["median_ci_low_ms"]) << row.dump();
     // The host check ran before each worker; on a host without cpufreq it cannot say "ok".
@@ -82,9 +84,10 @@ TEST_F(ProcessesFleetTest, EachJobRunsInFreshInterleavedProcessesAndItsIntervalI
   }
   // Every process its own hand-out, in a worker of its own; the two jobs' processes
   // interleave: both first processes come back before either job's second.
-  const json processes = QueryRows(fleet_.db_path(),
-                                   "SELECT job_id, process, attempt, json_extract(detail, '$.pid') AS pid "
-                                   "FROM result_processes ORDER BY received_at, job_id");
+  const json processes =
+      QueryRows(fleet_.db_path(),
+                "SELECT job_id, process, attempt, json_extract(detail, '$.pid') AS pid "
+                "FROM result_processes ORDER BY received_at, job_id");
   ASSERT_EQ(processes.size(), 2u * kDefaultProcesses);
   EXPECT_EQ(processes[0]["process"], 0);
   EXPECT_EQ(processes[1]["process"], 0);
@@ -103,17 +106,20 @@ TEST_F(ProcessesFleetTest, ABusyHostRefusesAJobThatAsksAndIsRecordedForOneThatDo
   ChildProcess busy;
   ASSERT_TRUE(busy.Start({"/bin/sh", "-c", "while :; do :; done"}, fleet_.dir("busy.log")));
   Run(SmallSweep({{"name", "refused"}, {"processes", 1}, {"host_check", "refuse"}}));
-  const json refused = QueryRows(fleet_.db_path(), "SELECT error, host_check FROM results WHERE sweep_id = " +
-                                                       std::to_string(sweep_id_));
+  const json refused =
+      QueryRows(fleet_.db_path(), "SELECT error, host_check FROM results WHERE sweep_id = " +
+                                      std::to_string(sweep_id_));
   ASSERT_EQ(refused.size(), 2u);
   for (const json& row : refused) {
-    EXPECT_NE(row["error"].get<std::string>().find("the host is busy: other processes kept"), std::string::npos)
+    EXPECT_NE(row["error"].get<std::string>().find("the host is busy: other processes kept"),
+              std::string::npos)
         << row.dump();
     EXPECT_EQ(row["host_check"], "busy");
   }
   Run(SmallSweep({{"name", "recorded"}, {"processes", 1}}));
-  const json recorded = QueryRows(fleet_.db_path(), "SELECT ok, host_check, detail FROM results WHERE sweep_id = " +
-                                                        std::to_string(sweep_id_));
+  const json recorded =
+      QueryRows(fleet_.db_path(), "SELECT ok, host_check, detail FROM results WHERE sweep_id = " +
+                                      std::to_string(sweep_id_));
   ASSERT_EQ(recorded.size(), 2u);
   for (const json& row : recorded) {
     EXPECT_EQ(row["ok"], 1);
@@ -126,8 +132,9 @@ TEST_F(ProcessesFleetTest, ABusyHostRefusesAJobThatAsksAndIsRecordedForOneThatDo
 }
 
 TEST_F(ProcessesFleetTest, ASweepAskingWhatCannotBeIsRefusedAtSubmitNamingTheField) {
-  for (const json& extra : {json{{"processes", 0}}, json{{"processes", kMaxJobProcesses + 1}},
-                            json{{"precision", 0}}, json{{"precision", 1}}, json{{"host_check", "sometimes"}}}) {
+  for (const json& extra :
+       {json{{"processes", 0}}, json{{"processes", kMaxJobProcesses + 1}}, json{{"precision", 0}},
+        json{{"precision", 1}}, json{{"host_check", "sometimes"}}}) {
     std::string error;
     EXPECT_LT(fleet_.Submit(SmallSweep(extra), &error), 0) << extra.dump();
     EXPECT_NE(error.find(extra.begin().key()), std::string::npos) << error;
@@ -135,7 +142,10 @@ TEST_F(ProcessesFleetTest, ASweepAskingWhatCannotBeIsRefusedAtSubmitNamingTheFie
   // A placement no host can give a job: smt for one thread, any but the default for a gang.
   for (const json& matrix :
        {json{{"model", "mlp"}, {"batch_size", 1}, {"threads", 1}, {"thread_placement", "smt"}},
-        json{{"model", "mlp"}, {"batch_size", 1}, {"replicas", 2}, {"thread_placement", "spread"}}}) {
+        json{{"model", "mlp"},
+             {"batch_size", 1},
+             {"replicas", 2},
+             {"thread_placement", "spread"}}}) {
     std::string error;
     EXPECT_LT(fleet_.Submit(SmallSweep({{"matrix", matrix}}), &error), 0) << matrix.dump();
     EXPECT_NE(error.find("thread_placement"), std::string::npos) << error;
@@ -148,9 +158,10 @@ TEST_F(ProcessesFleetTest, ASweepAskingWhatCannotBeIsRefusedAtSubmitNamingTheFie
 TEST_F(ProcessesFleetTest, EachResultSaysWhereItsThreadsWentAndTheHostsPace) {
   // The agent told the coordinator its CPUs' shape when it registered: smt is refused at
   // submit on a host without SMT, and taken where the host has it.
-  const json shape = QueryRows(fleet_.db_path(),
-                               "SELECT json_extract(capabilities, '$.cpu_shape.cpus') AS cpus, "
-                               "json_extract(capabilities, '$.cpu_shape.threads_per_core') AS smt FROM hosts");
+  const json shape =
+      QueryRows(fleet_.db_path(),
+                "SELECT json_extract(capabilities, '$.cpu_shape.cpus') AS cpus, "
+                "json_extract(capabilities, '$.cpu_shape.threads_per_core') AS smt FROM hosts");
   ASSERT_EQ(shape.size(), 1u) << shape.dump();
   ASSERT_GE(shape[0]["cpus"].get<int64_t>(), 1) << shape.dump();
   const bool smt = shape[0]["smt"].get<int64_t>() >= 2;
@@ -160,21 +171,28 @@ TEST_F(ProcessesFleetTest, EachResultSaysWhereItsThreadsWentAndTheHostsPace) {
   } else {
     std::string error;
     EXPECT_EQ(fleet_.Submit(SmallSweep({{"processes", 1},
-                                        {"matrix", {{"model", "mlp"}, {"batch_size", 1}, {"threads", 2},
-                                                    {"thread_placement", {"smt"}}}}}),
+                                        {"matrix",
+                                         {{"model", "mlp"},
+                                          {"batch_size", 1},
+                                          {"threads", 2},
+                                          {"thread_placement", {"smt"}}}}}),
                             &error),
               -1);
-    EXPECT_NE(error.find("matrix.thread_placement[0]: no registered agent can place 2 threads by \"smt\""),
+    EXPECT_NE(error.find(
+                  "matrix.thread_placement[0]: no registered agent can place 2 threads by \"smt\""),
               std::string::npos)
         << error;
   }
-  Run(SmallSweep({{"processes", 1},
-                  {"matrix", {{"model", "mlp"}, {"batch_size", 1}, {"threads", 2}, {"thread_placement", placements}}}}));
-  const json rows = QueryRows(fleet_.db_path(),
-                              "SELECT json_extract(j.spec, '$.thread_placement') AS asked, r.ok, r.error, "
-                              "r.thread_placement, r.placement_cpus, r.placement_cores, r.placement_smt_shared, "
-                              "r.host_pace_ms FROM jobs j JOIN results r ON r.job_id = j.job_id WHERE j.sweep_id = " +
-                                  std::to_string(sweep_id_) + " ORDER BY j.job_id");
+  Run(SmallSweep(
+      {{"processes", 1},
+       {"matrix",
+        {{"model", "mlp"}, {"batch_size", 1}, {"threads", 2}, {"thread_placement", placements}}}}));
+  const json rows = QueryRows(
+      fleet_.db_path(),
+      "SELECT json_extract(j.spec, '$.thread_placement') AS asked, r.ok, r.error, "
+      "r.thread_placement, r.placement_cpus, r.placement_cores, r.placement_smt_shared, "
+      "r.host_pace_ms FROM jobs j JOIN results r ON r.job_id = j.job_id WHERE j.sweep_id = " +
+          std::to_string(sweep_id_) + " ORDER BY j.job_id");
   ASSERT_EQ(rows.size(), placements.size()) << rows.dump();
   for (const json& row : rows) {
     // Each placement asked is one this host gives (the test's hosts have two cores or

@@ -111,7 +111,8 @@ int FirstAllowedCpu() {
 // `flag` exists, starts a real-time busy loop of kBusyUs in every kBusyUs + kIdleUs beside
 // it, on its CPUs (inherited). The agent's pace reference ran before it, undisturbed; the
 // loop ends with the worker's process group.
-std::string SlowedWorker(const std::filesystem::path& dir, int busy_us = kBusyUs, int idle_us = kIdleUs) {
+std::string SlowedWorker(const std::filesystem::path& dir, int busy_us = kBusyUs,
+                         int idle_us = kIdleUs) {
   std::filesystem::create_directories(dir);
   const std::filesystem::path script = dir / "slowed-worker.sh";
   std::ofstream out(script);
@@ -130,8 +131,8 @@ std::string SlowedWorker(const std::filesystem::path& dir, int busy_us = kBusyUs
   return script.string();
 }
 
-const std::filesystem::path kWrapperDir =
-    std::filesystem::temp_directory_path() / ("benchfleet-slowed-worker-" + std::to_string(getpid()));
+const std::filesystem::path kWrapperDir = std::filesystem::temp_directory_path() /
+                                          ("benchfleet-slowed-worker-" + std::to_string(getpid()));
 
 FleetOptions WithSlowedWorker(int busy_us = kBusyUs, int idle_us = kIdleUs) {
   FleetOptions options;
@@ -163,12 +164,14 @@ class RealRegressionTest : public ::testing::Test {
   // batch_size -> median_ms of the night's own results (not its reruns').
   std::map<int64_t, json> Medians(int64_t sweep_id) {
     std::map<int64_t, json> out;
-    for (const json& row : QueryRows(fleet_.db_path(),
-                                     "SELECT r.batch_size, r.median_ms, r.job_id, r.noisy, r.host_busy_cpus, "
-                                     "r.effective_threads, r.n, r.unsteady, r.host_pace_ms, r.median_ci_low_ms, r.median_ci_high_ms "
-                                     "FROM result_summary r "
-                                     "JOIN jobs j ON j.job_id = r.job_id WHERE r.sweep_id = " +
-                                         std::to_string(sweep_id) + " AND j.confirms_job_id IS NULL")) {
+    for (const json& row :
+         QueryRows(fleet_.db_path(),
+                   "SELECT r.batch_size, r.median_ms, r.job_id, r.noisy, r.host_busy_cpus, "
+                   "r.effective_threads, r.n, r.unsteady, r.host_pace_ms, r.median_ci_low_ms, "
+                   "r.median_ci_high_ms "
+                   "FROM result_summary r "
+                   "JOIN jobs j ON j.job_id = r.job_id WHERE r.sweep_id = " +
+                       std::to_string(sweep_id) + " AND j.confirms_job_id IS NULL")) {
       out[row["batch_size"].get<int64_t>()] = row;
     }
     return out;
@@ -182,40 +185,47 @@ class RealRegressionTest : public ::testing::Test {
       "regression": {"min_change": 0.3}})");
 };
 
-TEST_F(RealRegressionTest, ASlowerHostIsTheHostsAndSlowerCodeIsCaughtWhereverTheMedianMovedAndListedOnce) {
-  std::map<int64_t, std::vector<double>> baseline, baseline_pace;  // batch_size -> unmodified figures
+TEST_F(RealRegressionTest,
+       ASlowerHostIsTheHostsAndSlowerCodeIsCaughtWhereverTheMedianMovedAndListedOnce) {
+  std::map<int64_t, std::vector<double>> baseline,
+      baseline_pace;  // batch_size -> unmodified figures
   for (int night = 0; night < kBaselineNights; ++night) {
     for (const auto& [batch, row] : Medians(Night())) {
       baseline[batch].push_back(row["median_ms"].get<double>());
-      if (row["host_pace_ms"].is_number()) baseline_pace[batch].push_back(row["host_pace_ms"].get<double>());
+      if (row["host_pace_ms"].is_number())
+        baseline_pace[batch].push_back(row["host_pace_ms"].get<double>());
     }
   }
   ASSERT_EQ(baseline.size(), 2u);
-  ASSERT_EQ(baseline_pace[1].size(), static_cast<size_t>(kBaselineNights)) << "every result carries the host's pace";
+  ASSERT_EQ(baseline_pace[1].size(), static_cast<size_t>(kBaselineNights))
+      << "every result carries the host's pace";
   // Unmodified nights whose medians moved enough for a confirmed regression: this host's
   // pace drifts between worker processes by more than the judge's margin, and a step
   // induced now could not be told apart from it.
   {
     std::string out, err;
-    ASSERT_EQ(RunCommand({kCliBin, "--coordinator", fleet_.clients_endpoint(), "regressions", "--format", "json"},
+    ASSERT_EQ(RunCommand({kCliBin, "--coordinator", fleet_.clients_endpoint(), "regressions",
+                          "--format", "json"},
                          &out, &err),
               0)
         << err;
     const json before = json::parse(out, nullptr, false);
     if (before.is_array() && !before.empty()) {
-      GTEST_SKIP() << "the unmodified nights already gave confirmed regressions (run-to-run variation of "
-                      "this host, no slowdown induced): "
-                   << before.dump();
+      GTEST_SKIP()
+          << "the unmodified nights already gave confirmed regressions (run-to-run variation of "
+             "this host, no slowdown induced): "
+          << before.dump();
     }
   }
   std::map<int64_t, double> baseline_median;
   for (const auto& [batch, medians] : baseline) baseline_median[batch] = Median(medians);
   auto change_of = [&](int64_t batch, const json& row) {
     const double change = row["median_ms"].get<double>() / baseline_median[batch] - 1;
-    std::cout << "FIGURE batch " << batch << ": " << baseline_median[batch] << " -> " << row["median_ms"] << " ms ["
-              << row["median_ci_low_ms"] << ", " << row["median_ci_high_ms"] << "] ("
-              << change * 100 << "%), host pace " << Median(baseline_pace[batch]) << " -> " << row["host_pace_ms"]
-              << " ms, noisy " << row["noisy"] << ", n " << row["n"] << ", unsteady " << row["unsteady"]
+    std::cout << "FIGURE batch " << batch << ": " << baseline_median[batch] << " -> "
+              << row["median_ms"] << " ms [" << row["median_ci_low_ms"] << ", "
+              << row["median_ci_high_ms"] << "] (" << change * 100 << "%), host pace "
+              << Median(baseline_pace[batch]) << " -> " << row["host_pace_ms"] << " ms, noisy "
+              << row["noisy"] << ", n " << row["n"] << ", unsteady " << row["unsteady"]
               << ", the rest of the host kept " << row["host_busy_cpus"] << " CPUs busy\n";
     return change;
   };
@@ -228,8 +238,9 @@ TEST_F(RealRegressionTest, ASlowerHostIsTheHostsAndSlowerCodeIsCaughtWhereverThe
            baseline_median[batch] <= row["median_ci_high_ms"].get<double>();
   };
   auto verdict_of = [&](const json& row) {
-    return QueryRows(fleet_.db_path(),
-                     "SELECT state, direction, reason FROM regressions WHERE job_id = " + row["job_id"].dump());
+    return QueryRows(
+        fleet_.db_path(),
+        "SELECT state, direction, reason FROM regressions WHERE job_id = " + row["job_id"].dump());
   };
 
   // The host slows: the busy loop on the job's CPU (a one-thread job runs on the agent's
@@ -239,7 +250,8 @@ TEST_F(RealRegressionTest, ASlowerHostIsTheHostsAndSlowerCodeIsCaughtWhereverThe
   {
     Antagonist antagonist(FirstAllowedCpu());
     if (!antagonist.started()) {
-      GTEST_SKIP() << "cannot run a real-time (SCHED_FIFO) busy loop here (needs root): no slowdown to induce";
+      GTEST_SKIP() << "cannot run a real-time (SCHED_FIFO) busy loop here (needs root): no "
+                      "slowdown to induce";
     }
     int moved = 0, judged = 0, hosts = 0;
     for (int night = 0; night < kSlowNights && judged == 0; ++night) {
@@ -248,7 +260,8 @@ TEST_F(RealRegressionTest, ASlowerHostIsTheHostsAndSlowerCodeIsCaughtWhereverThe
         ++moved;
         const json verdict = verdict_of(row);
         if (row["unsteady"] == 1 || holds_baseline(batch, row)) {
-          EXPECT_TRUE(verdict.empty()) << "batch " << batch << " is unsteady or imprecise yet judged";
+          EXPECT_TRUE(verdict.empty())
+              << "batch " << batch << " is unsteady or imprecise yet judged";
           continue;
         }
         ++judged;
@@ -259,7 +272,8 @@ TEST_F(RealRegressionTest, ASlowerHostIsTheHostsAndSlowerCodeIsCaughtWhereverThe
       }
     }
     EXPECT_GT(moved, 0) << "the busy loop moved no median: nothing was tested";
-    EXPECT_GT(judged, 0) << "no moved median was steady and precise enough to judge in " << kSlowNights << " nights";
+    EXPECT_GT(judged, 0) << "no moved median was steady and precise enough to judge in "
+                         << kSlowNights << " nights";
     EXPECT_GT(hosts, 0) << "no moved median was put down to the host";
   }
 
@@ -275,7 +289,8 @@ TEST_F(RealRegressionTest, ASlowerHostIsTheHostsAndSlowerCodeIsCaughtWhereverThe
     // interval holds the baseline, is not judged, by design (docs/regressions.md): its
     // step is caught the next night.
     if (row["unsteady"] == 1 || holds_baseline(batch, row)) {
-      EXPECT_TRUE(verdict.empty()) << "batch " << batch << " is unsteady or imprecise yet judged: " << verdict.dump();
+      EXPECT_TRUE(verdict.empty())
+          << "batch " << batch << " is unsteady or imprecise yet judged: " << verdict.dump();
       unsteady_batches.insert(batch);
       continue;
     }
@@ -284,14 +299,16 @@ TEST_F(RealRegressionTest, ASlowerHostIsTheHostsAndSlowerCodeIsCaughtWhereverThe
     EXPECT_EQ(verdict[0]["state"], "confirmed") << "batch " << batch << ": " << verdict.dump();
     EXPECT_EQ(verdict[0]["direction"], "slower") << verdict.dump();
   }
-  EXPECT_FALSE(moved_batches.empty() && unsteady_batches.empty()) << "the busy loop moved no median";
+  EXPECT_FALSE(moved_batches.empty() && unsteady_batches.empty())
+      << "the busy loop moved no median";
 
   // Another slow night: a step caught is not reported again; one whose results were too
   // imprecise the first night may be caught now.
   Night();
   std::string out, err;
-  const int code = RunCommand({kCliBin, "--coordinator", fleet_.clients_endpoint(), "regressions", "--format", "json"},
-                              &out, &err);
+  const int code = RunCommand(
+      {kCliBin, "--coordinator", fleet_.clients_endpoint(), "regressions", "--format", "json"},
+      &out, &err);
   ASSERT_EQ(code, 0) << err;
   const json listed = json::parse(out, nullptr, false);
   ASSERT_TRUE(listed.is_array()) << out;
@@ -299,9 +316,11 @@ TEST_F(RealRegressionTest, ASlowerHostIsTheHostsAndSlowerCodeIsCaughtWhereverThe
   std::map<int64_t, int> steps;  // batch_size -> such slowdowns listed
   for (const json& row : listed) {
     const int64_t batch = row["batch_size"].get<int64_t>();
-    EXPECT_GE(row["first_seen_sweep_id"].get<int64_t>(), slow_night) << "the host's night is never listed: " << row.dump();
+    EXPECT_GE(row["first_seen_sweep_id"].get<int64_t>(), slow_night)
+        << "the host's night is never listed: " << row.dump();
     if (row["direction"] == "slower" && row["first_seen_sweep_id"].get<int64_t>() >= slow_night &&
-        std::abs(row["baseline_median_ms"].get<double>() / baseline_median[batch] - 1) < kMinChange) {
+        std::abs(row["baseline_median_ms"].get<double>() / baseline_median[batch] - 1) <
+            kMinChange) {
       ++steps[batch];
     }
   }
@@ -310,8 +329,10 @@ TEST_F(RealRegressionTest, ASlowerHostIsTheHostsAndSlowerCodeIsCaughtWhereverThe
     EXPECT_TRUE(moved_batches.count(batch) || unsteady_batches.count(batch))
         << "batch " << batch << " did not move on the slow night: " << listed.dump();
   }
-  for (int64_t batch : moved_batches) EXPECT_EQ(steps[batch], 1) << "batch " << batch << ": " << listed.dump();
-  EXPECT_FALSE(steps.empty()) << "the slower code was caught on neither slow night: " << listed.dump();
+  for (int64_t batch : moved_batches)
+    EXPECT_EQ(steps[batch], 1) << "batch " << batch << ": " << listed.dump();
+  EXPECT_FALSE(steps.empty()) << "the slower code was caught on neither slow night: "
+                              << listed.dump();
 }
 
 // A data-parallel job spread over two agents goes through the judge like any other
@@ -322,7 +343,8 @@ class RealGangRegressionTest : public ::testing::Test {
  protected:
   void SetUp() override {
     const std::vector<int> cpus = AllowedCpus();
-    if (cpus.size() < 2) GTEST_SKIP() << "a gang of two one-CPU agents needs 2 CPUs; this host allows " << cpus.size();
+    if (cpus.size() < 2)
+      GTEST_SKIP() << "a gang of two one-CPU agents needs 2 CPUs; this host allows " << cpus.size();
     ASSERT_TRUE(fleet_.StartCoordinator()) << fleet_.Logs();
     ASSERT_TRUE(fleet_.StartAgent("left", {"--cpus", std::to_string(cpus[0])})) << fleet_.Logs();
     ASSERT_TRUE(fleet_.StartAgent("right", {"--cpus", std::to_string(cpus[1])})) << fleet_.Logs();
@@ -340,11 +362,12 @@ class RealGangRegressionTest : public ::testing::Test {
     EXPECT_GT(*sweep_id, 0) << error;
     const json done = fleet_.WaitForSweep(*sweep_id, 600s);
     EXPECT_EQ(done.value("state", ""), "done") << done.dump();
-    const json rows = QueryRows(fleet_.db_path(),
-                                "SELECT r.job_id, r.ok, r.median_ms, r.median_ci_low_ms, r.median_ci_high_ms, "
-                                "r.unsteady, r.world_size FROM results r JOIN jobs j ON j.job_id = r.job_id "
-                                "WHERE j.sweep_id = " + std::to_string(*sweep_id) +
-                                    " AND j.confirms_job_id IS NULL");
+    const json rows =
+        QueryRows(fleet_.db_path(),
+                  "SELECT r.job_id, r.ok, r.median_ms, r.median_ci_low_ms, r.median_ci_high_ms, "
+                  "r.unsteady, r.world_size FROM results r JOIN jobs j ON j.job_id = r.job_id "
+                  "WHERE j.sweep_id = " +
+                      std::to_string(*sweep_id) + " AND j.confirms_job_id IS NULL");
     EXPECT_EQ(rows.size(), 1u) << rows.dump();
     return rows.empty() ? json::object() : rows[0];
   }
@@ -371,9 +394,10 @@ TEST_F(RealGangRegressionTest, ASlowerSpreadDataParallelJobIsConfirmedAndListed)
   const double baseline_median = Median(baseline);
   const json before = QueryRows(fleet_.db_path(), "SELECT state, reason FROM regressions");
   if (!before.empty()) {
-    GTEST_SKIP() << "the unmodified nights were already judged changed (run-to-run variation of this host, "
-                    "no slowdown induced): "
-                 << before.dump();
+    GTEST_SKIP()
+        << "the unmodified nights were already judged changed (run-to-run variation of this host, "
+           "no slowdown induced): "
+        << before.dump();
   }
   // Slower code on both ranks; a night whose result holds the baseline in its interval,
   // or is unsteady, is not judged (docs/regressions.md): the next slow night may be.
@@ -384,21 +408,24 @@ TEST_F(RealGangRegressionTest, ASlowerSpreadDataParallelJobIsConfirmedAndListed)
     int64_t id = 0;
     const json row = Night(&id);
     if (first_slow == 0) first_slow = id;
-    std::cout << "FIGURE data-parallel: " << baseline_median << " -> " << row["median_ms"] << " ms ["
-              << row["median_ci_low_ms"] << ", " << row["median_ci_high_ms"] << "], unsteady " << row["unsteady"]
-              << "\n";
-    verdict = QueryRows(fleet_.db_path(), "SELECT state, direction, reruns, reason FROM regressions WHERE job_id = " +
-                                              row["job_id"].dump());
+    std::cout << "FIGURE data-parallel: " << baseline_median << " -> " << row["median_ms"]
+              << " ms [" << row["median_ci_low_ms"] << ", " << row["median_ci_high_ms"]
+              << "], unsteady " << row["unsteady"] << "\n";
+    verdict = QueryRows(fleet_.db_path(),
+                        "SELECT state, direction, reruns, reason FROM regressions WHERE job_id = " +
+                            row["job_id"].dump());
   }
-  ASSERT_EQ(verdict.size(), 1u) << "the slower gang was judged on neither slow night" << fleet_.Logs();
+  ASSERT_EQ(verdict.size(), 1u) << "the slower gang was judged on neither slow night"
+                                << fleet_.Logs();
   EXPECT_EQ(verdict[0]["state"], "confirmed") << verdict.dump();
   EXPECT_EQ(verdict[0]["direction"], "slower") << verdict.dump();
   // Its reruns ran as gangs of two, each over both agents, rank 0 where the job's was.
-  const json reruns = QueryRows(fleet_.db_path(),
-                                "SELECT r.ok, r.world_size, (SELECT group_concat(h.name) FROM (SELECT host_id FROM "
-                                "result_ranks WHERE job_id = j.job_id ORDER BY rank) rr JOIN hosts h ON h.host_id = "
-                                "rr.host_id) AS hosts FROM jobs j JOIN results r ON r.job_id = j.job_id "
-                                "WHERE j.confirms_job_id IS NOT NULL");
+  const json reruns = QueryRows(
+      fleet_.db_path(),
+      "SELECT r.ok, r.world_size, (SELECT group_concat(h.name) FROM (SELECT host_id FROM "
+      "result_ranks WHERE job_id = j.job_id ORDER BY rank) rr JOIN hosts h ON h.host_id = "
+      "rr.host_id) AS hosts FROM jobs j JOIN results r ON r.job_id = j.job_id "
+      "WHERE j.confirms_job_id IS NOT NULL");
   ASSERT_FALSE(reruns.empty()) << fleet_.Logs();
   for (const json& rerun : reruns) {
     EXPECT_EQ(rerun["ok"], 1) << rerun.dump();
@@ -406,7 +433,8 @@ TEST_F(RealGangRegressionTest, ASlowerSpreadDataParallelJobIsConfirmedAndListed)
     EXPECT_EQ(rerun["hosts"], "left,right") << rerun.dump();
   }
   std::string out, err;
-  ASSERT_EQ(RunCommand({kCliBin, "--coordinator", fleet_.clients_endpoint(), "regressions", "--format", "json"},
+  ASSERT_EQ(RunCommand({kCliBin, "--coordinator", fleet_.clients_endpoint(), "regressions",
+                        "--format", "json"},
                        &out, &err),
             0)
       << err;

@@ -64,7 +64,8 @@ bool RunChromium(const std::string& chromium, const TempDir& dir, const std::str
 std::map<std::string, std::string> Charts(const std::string& dom) {
   std::map<std::string, std::string> charts;
   const std::string attribute = "data-chart=\"";
-  for (size_t start = dom.find("<svg"); start != std::string::npos; start = dom.find("<svg", start + 1)) {
+  for (size_t start = dom.find("<svg"); start != std::string::npos;
+       start = dom.find("<svg", start + 1)) {
     const size_t tag_end = dom.find('>', start);
     const size_t name_at = dom.find(attribute, start);
     if (tag_end == std::string::npos || name_at == std::string::npos || name_at > tag_end) continue;

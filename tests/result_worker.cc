@@ -73,7 +73,8 @@ json Failure(const json& job, const std::string& error) {
   auto id = [&](const char* key, int64_t absent) {
     return job.contains(key) && job[key].is_number_integer() ? job[key].get<int64_t>() : absent;
   };
-  return {{"ok", false}, {"job_id", id("job_id", 0)}, {"attempt", id("attempt", 1)}, {"error", error}};
+  return {
+      {"ok", false}, {"job_id", id("job_id", 0)}, {"attempt", id("attempt", 1)}, {"error", error}};
 }
 
 // Sleeps `seconds` in kSamples slices and returns each slice's measured length in ms.
@@ -93,17 +94,25 @@ json Stats(std::vector<double> samples) {
   const size_t n = samples.size();
   const double median = n % 2 ? samples[n / 2] : (samples[n / 2 - 1] + samples[n / 2]) / 2;
   const double mean = std::accumulate(samples.begin(), samples.end(), 0.0) / n;
-  return {{"n", n}, {"median_ms", median}, {"mean_ms", mean}, {"min_ms", samples.front()},
-          {"max_ms", samples.back()}, {"noisy", false}};
+  return {{"n", n},
+          {"median_ms", median},
+          {"mean_ms", mean},
+          {"min_ms", samples.front()},
+          {"max_ms", samples.back()},
+          {"noisy", false}};
 }
 
 int RunJob(const std::string& job_path, const std::string& result_path) {
   std::ifstream in(job_path);
   const json job = json::parse(in, nullptr, false);
-  if (!job.is_object()) return WriteResult(result_path, Failure(json::object(), "job: not a JSON object"), kExitJobFailed);
+  if (!job.is_object())
+    return WriteResult(result_path, Failure(json::object(), "job: not a JSON object"),
+                       kExitJobFailed);
   benchfleet::JobSpecError error;
   const std::optional<benchfleet::JobSpec> spec = benchfleet::ParseJobSpec(job, &error);
-  if (!spec) return WriteResult(result_path, Failure(job, error.field + ": " + error.message), kExitJobFailed);
+  if (!spec)
+    return WriteResult(result_path, Failure(job, error.field + ": " + error.message),
+                       kExitJobFailed);
   if (!benchfleet::RunsInOneProcess(*spec)) {
     return WriteResult(result_path, Failure(job, "the result worker runs jobs of one process only"),
                        kExitJobFailed);
@@ -116,7 +125,8 @@ int RunJob(const std::string& job_path, const std::string& result_path) {
   std::this_thread::sleep_for(std::chrono::duration<double>(spec->timing.warmup_s));
   const std::vector<double> samples = TimedSleeps(spec->timing.min_time_s);
   if (behaviour == "crash") std::abort();
-  if (behaviour == "fail") return WriteResult(result_path, Failure(job, "told to fail"), kExitJobFailed);
+  if (behaviour == "fail")
+    return WriteResult(result_path, Failure(job, "told to fail"), kExitJobFailed);
   if (behaviour != "ok") {
     std::cerr << "benchfleet-result-worker: unknown behaviour \"" << behaviour << "\"\n";
     return kExitInternal;

@@ -51,18 +51,28 @@ TEST_F(TechniqueSweepTest, OneSweepCrossesEveryTechniqueAndEveryRowHasItsFigures
         {"threads", 1},
         {"profile", true},
         {"checkpointing", {false, true}},
-        {"prune", {nullptr, {{"kind", "structured"}, {"ratio", 0.5}}, {{"kind", "magnitude"}, {"sparsity", 0.5}}}},
+        {"prune",
+         {nullptr,
+          {{"kind", "structured"}, {"ratio", 0.5}},
+          {{"kind", "magnitude"}, {"sparsity", 0.5}}}},
         {"replicas", {1, 2}}}},
       // Replicas with the unpruned, uncheckpointed jobs only: enough to pair them.
-      {"exclude", {{{"replicas", 2}, {"checkpointing", true}},
-                   {{"replicas", 2}, {"prune", {{"kind", "structured"}, {"ratio", 0.5}}}},
-                   {{"replicas", 2}, {"prune", {{"kind", "magnitude"}, {"sparsity", 0.5}}}}}},
+      {"exclude",
+       {{{"replicas", 2}, {"checkpointing", true}},
+        {{"replicas", 2}, {"prune", {{"kind", "structured"}, {"ratio", 0.5}}}},
+        {{"replicas", 2}, {"prune", {{"kind", "magnitude"}, {"sparsity", 0.5}}}}}},
       {"models",
        {{"mlp", {{"layers", {64, 64, 10}}}},
-        {"cnn", {{"width", 8}, {"blocks", {1, 1, 1, 1}}, {"image_size", 32}, {"classes", 10},
-                 {"memory_format", {"contiguous", "channels_last"}}}},
-        {"torchscript", {{"path", script}, {"inputs", {{3, 16, 16}}}, {"jit", {"none", "freeze", "optimize"}}}}}},
-      {"timing", {{"warmup_s", 0.02}, {"min_time_s", 0.05}, {"max_time_s", 0.2}, {"target_ci", 0.2}}}};
+        {"cnn",
+         {{"width", 8},
+          {"blocks", {1, 1, 1, 1}},
+          {"image_size", 32},
+          {"classes", 10},
+          {"memory_format", {"contiguous", "channels_last"}}}},
+        {"torchscript",
+         {{"path", script}, {"inputs", {{3, 16, 16}}}, {"jit", {"none", "freeze", "optimize"}}}}}},
+      {"timing",
+       {{"warmup_s", 0.02}, {"min_time_s", 0.05}, {"max_time_s", 0.2}, {"target_ci", 0.2}}}};
   std::string error;
   const int64_t id = fleet_->Submit(sweep, &error);
   ASSERT_GT(id, 0) << error;
@@ -77,8 +87,9 @@ TEST_F(TechniqueSweepTest, OneSweepCrossesEveryTechniqueAndEveryRowHasItsFigures
   for (const json& row : rows) {
     SCOPED_TRACE(row.dump());
     const json args = json::parse(row["model_args"].get<std::string>());
-    const json spec = json::parse(
-        Rows("select spec from jobs where job_id = " + row["job_id"].dump())[0]["spec"].get<std::string>());
+    const json spec =
+        json::parse(Rows("select spec from jobs where job_id = " + row["job_id"].dump())[0]["spec"]
+                        .get<std::string>());
     // The figures every row has.
     for (const char* column : {"median_ms", "throughput_per_s", "peak_rss_mb", "params"}) {
       EXPECT_FALSE(row[column].is_null()) << column;
@@ -86,7 +97,10 @@ TEST_F(TechniqueSweepTest, OneSweepCrossesEveryTechniqueAndEveryRowHasItsFigures
     // Energy: measured, or null with the reason (this VM has no powercap).
     EXPECT_TRUE(!row["energy_cpu_j"].is_null() || row["energy_note"].is_string());
     // Every job was profiled: its operators are in op_profile.
-    EXPECT_GT(Rows("select count(*) as n from op_profile where job_id = " + row["job_id"].dump())[0]["n"].get<int>(), 0);
+    EXPECT_GT(
+        Rows("select count(*) as n from op_profile where job_id = " + row["job_id"].dump())[0]["n"]
+            .get<int>(),
+        0);
     ++seen["profile"];
     if (!row["prune_kind"].is_null()) {
       ++seen["prune " + row["prune_kind"].get<std::string>()];
@@ -106,7 +120,9 @@ TEST_F(TechniqueSweepTest, OneSweepCrossesEveryTechniqueAndEveryRowHasItsFigures
       ++seen["replicas"];
       EXPECT_EQ(row["replicas"], 2);
       EXPECT_GT(row["aggregate_throughput_per_s"].get<double>(), 0);
-      EXPECT_EQ(Rows("select count(*) as n from result_ranks where job_id = " + row["job_id"].dump())[0]["n"], 2);
+      EXPECT_EQ(Rows("select count(*) as n from result_ranks where job_id = " +
+                     row["job_id"].dump())[0]["n"],
+                2);
     }
     if (row["model"] == "cnn") ++seen["cnn " + args.value("memory_format", "contiguous")];
     if (row["model"] == "torchscript") {
@@ -118,16 +134,32 @@ TEST_F(TechniqueSweepTest, OneSweepCrossesEveryTechniqueAndEveryRowHasItsFigures
       }
     }
   }
-  for (const char* technique : {"profile", "prune structured", "prune magnitude", "checkpointing", "replicas",
-                                "cnn contiguous", "cnn channels_last", "jit none", "jit freeze", "jit optimize"}) {
+  for (const char* technique :
+       {"profile", "prune structured", "prune magnitude", "checkpointing", "replicas",
+        "cnn contiguous", "cnn channels_last", "jit none", "jit freeze", "jit optimize"}) {
     EXPECT_GT(seen[technique], 0) << technique;
   }
   // Each comparison view pairs what it should.
-  EXPECT_GT(Rows("select count(*) as n from prune_comparison where sweep_id = " + std::to_string(id))[0]["n"].get<int>(), 0);
-  EXPECT_GT(Rows("select count(*) as n from checkpointing_comparison where sweep_id = " + std::to_string(id))[0]["n"].get<int>(), 0);
-  EXPECT_GT(Rows("select count(*) as n from technique_comparison where sweep_id = " + std::to_string(id))[0]["n"].get<int>(), 0);
-  EXPECT_GT(Rows("select count(*) as n from replica_scaling where replicas = 2 and sweep_id = " + std::to_string(id))[0]["n"].get<int>(), 0);
-  EXPECT_GT(Rows("select count(*) as n from op_comparison where sweep_id = " + std::to_string(id))[0]["n"].get<int>(), 0);
+  EXPECT_GT(Rows("select count(*) as n from prune_comparison where sweep_id = " +
+                 std::to_string(id))[0]["n"]
+                .get<int>(),
+            0);
+  EXPECT_GT(Rows("select count(*) as n from checkpointing_comparison where sweep_id = " +
+                 std::to_string(id))[0]["n"]
+                .get<int>(),
+            0);
+  EXPECT_GT(Rows("select count(*) as n from technique_comparison where sweep_id = " +
+                 std::to_string(id))[0]["n"]
+                .get<int>(),
+            0);
+  EXPECT_GT(Rows("select count(*) as n from replica_scaling where replicas = 2 and sweep_id = " +
+                 std::to_string(id))[0]["n"]
+                .get<int>(),
+            0);
+  EXPECT_GT(
+      Rows("select count(*) as n from op_comparison where sweep_id = " + std::to_string(id))[0]["n"]
+          .get<int>(),
+      0);
   std::cout << "FIGURE technique sweep: " << jobs << " jobs";
   for (const auto& [technique, n] : seen) std::cout << ", " << technique << " " << n;
   std::cout << "\n";
@@ -148,37 +180,49 @@ TEST_F(TechniqueSweepTest, ServingScenariosRunThroughTheFleetAndRecommendWeighsT
         {"threads", 1},
         {"scenario",
          {json{{"kind", "single_stream"}, {"min_duration_s", 0.1}, {"min_queries", 50}},
-          json{{"kind", "server"}, {"qps", 200}, {"max_batch", 8}, {"max_wait_ms", 1}, {"slo_p99_ms", 50},
-               {"min_duration_s", 0.1}, {"min_queries", 30}, {"max_duration_s", 5}}}}}},
+          json{{"kind", "server"},
+               {"qps", 200},
+               {"max_batch", 8},
+               {"max_wait_ms", 1},
+               {"slo_p99_ms", 50},
+               {"min_duration_s", 0.1},
+               {"min_queries", 30},
+               {"max_duration_s", 5}}}}}},
       {"models", {{"mlp", {{"layers", {64, 128, 10}}}}}},
-      {"timing", {{"warmup_s", 0.02}, {"min_time_s", 0.05}, {"max_time_s", 0.2}, {"target_ci", 0.2}}}};
+      {"timing",
+       {{"warmup_s", 0.02}, {"min_time_s", 0.05}, {"max_time_s", 0.2}, {"target_ci", 0.2}}}};
   std::string error;
   const int64_t id = fleet_->Submit(sweep, &error);
   ASSERT_GT(id, 0) << error;
   ASSERT_TRUE(fleet_->WaitForSweep(id, 300s).is_object());
-  const json rows = Rows("select scenario, achieved_qps, p99_ms, slo_p99_ms, max_qps_within_slo, queries "
-                         "from serving where sweep_id = " + std::to_string(id) + " order by scenario");
+  const json rows = Rows(
+      "select scenario, achieved_qps, p99_ms, slo_p99_ms, max_qps_within_slo, queries "
+      "from serving where sweep_id = " +
+      std::to_string(id) + " order by scenario");
   ASSERT_EQ(rows.size(), 2u) << rows.dump() << fleet_->Logs();
   const json& server = rows[0];
   const json& single = rows[1];
   EXPECT_EQ(server["scenario"], "server");
   EXPECT_EQ(server["slo_p99_ms"], 50.0);
   ASSERT_TRUE(server["max_qps_within_slo"].is_number()) << server.dump();
-  EXPECT_GE(server["max_qps_within_slo"].get<double>(), 200.0) << "200 qps is far below this mlp's capacity";
+  EXPECT_GE(server["max_qps_within_slo"].get<double>(), 200.0)
+      << "200 qps is far below this mlp's capacity";
   EXPECT_LE(server["p99_ms"].get<double>(), 50.0);
   EXPECT_EQ(single["scenario"], "single_stream");
   EXPECT_GE(single["queries"].get<int64_t>(), 50);
   // result_capacity weighs the server run by its rate within the SLO and its p99 from
   // arrival.
-  const json capacity = Rows("select capacity_per_s, latency_p99_ms from result_capacity where scenario = 'server' "
-                             "and sweep_id = " + std::to_string(id));
+  const json capacity = Rows(
+      "select capacity_per_s, latency_p99_ms from result_capacity where scenario = 'server' "
+      "and sweep_id = " +
+      std::to_string(id));
   ASSERT_EQ(capacity.size(), 1u);
   EXPECT_EQ(capacity[0]["capacity_per_s"], server["max_qps_within_slo"]);
   EXPECT_EQ(capacity[0]["latency_p99_ms"], server["p99_ms"]);
 
   std::string out, err;
-  ASSERT_EQ(RunCommand({kCliBin, "--coordinator", fleet_->clients_endpoint(), "recommend", "--model", "mlp",
-                        "--slo-p99-ms", "50", "--format", "json"},
+  ASSERT_EQ(RunCommand({kCliBin, "--coordinator", fleet_->clients_endpoint(), "recommend",
+                        "--model", "mlp", "--slo-p99-ms", "50", "--format", "json"},
                        &out, &err),
             0)
       << err;
@@ -190,11 +234,16 @@ TEST_F(TechniqueSweepTest, ServingScenariosRunThroughTheFleetAndRecommendWeighsT
 }
 
 TEST_F(TechniqueSweepTest, RecommendOnARealSweepNamesAConfigurationAndTheRowsBehindIt) {
-  const json sweep = {{"name", "decide"},
-                      {"matrix", {{"model", "mlp"}, {"dtype", {"fp32", "int8"}}, {"batch_size", {1, 32}},
-                                  {"threads", {1, 2}}}},
-                      {"models", {{"mlp", {{"layers", {128, 128, 10}}}}}},
-                      {"timing", {{"warmup_s", 0.02}, {"min_time_s", 0.05}, {"max_time_s", 0.2}, {"target_ci", 0.2}}}};
+  const json sweep = {
+      {"name", "decide"},
+      {"matrix",
+       {{"model", "mlp"},
+        {"dtype", {"fp32", "int8"}},
+        {"batch_size", {1, 32}},
+        {"threads", {1, 2}}}},
+      {"models", {{"mlp", {{"layers", {128, 128, 10}}}}}},
+      {"timing",
+       {{"warmup_s", 0.02}, {"min_time_s", 0.05}, {"max_time_s", 0.2}, {"target_ci", 0.2}}}};
   std::string error;
   const int64_t id = fleet_->Submit(sweep, &error);
   ASSERT_GT(id, 0) << error;
@@ -216,11 +265,13 @@ TEST_F(TechniqueSweepTest, RecommendOnARealSweepNamesAConfigurationAndTheRowsBeh
   ASSERT_TRUE(answer[0]["best"].is_object()) << out;
   EXPECT_TRUE(answer[0]["best"]["cost_per_1m_samples"].is_number());
   std::set<int64_t> jobs;
-  for (const json& row : Rows("select job_id from result_summary where sweep = 'decide'")) jobs.insert(row["job_id"].get<int64_t>());
+  for (const json& row : Rows("select job_id from result_summary where sweep = 'decide'"))
+    jobs.insert(row["job_id"].get<int64_t>());
   EXPECT_EQ(jobs.size(), 8u);
   EXPECT_TRUE(jobs.count(answer[0]["best"]["job_id"].get<int64_t>()));
   ASSERT_FALSE(answer[0]["pareto"].empty());
-  for (const json& row : answer[0]["pareto"]) EXPECT_TRUE(jobs.count(row["job_id"].get<int64_t>())) << row.dump();
+  for (const json& row : answer[0]["pareto"])
+    EXPECT_TRUE(jobs.count(row["job_id"].get<int64_t>())) << row.dump();
   // No accuracy may be lost: the best is an fp32 configuration.
   cli({"recommend", "--model", "mlp", "--max-accuracy-drop", "0", "--format", "json"}, &out);
   const json exact = json::parse(out);
@@ -235,8 +286,8 @@ TEST_F(TechniqueSweepTest, RecommendOnARealSweepNamesAConfigurationAndTheRowsBeh
   const std::string html((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
   const size_t section = html.find("<h2>Recommendation: mlp");
   ASSERT_NE(section, std::string::npos);
-  EXPECT_NE(html.find("<td>best</td><td class=\"num\">" + std::to_string(fastest[0]["best"]["job_id"].get<int64_t>()) +
-                          "</td>",
+  EXPECT_NE(html.find("<td>best</td><td class=\"num\">" +
+                          std::to_string(fastest[0]["best"]["job_id"].get<int64_t>()) + "</td>",
                       section),
             std::string::npos);
   std::cout << "FIGURE recommend (mlp 128-128-10, cheapest): " << answer[0]["best"].dump() << "\n";

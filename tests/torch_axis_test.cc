@@ -23,7 +23,8 @@ class TorchAxisTest : public ::testing::Test {
   void SetUp() override {
     if (std::string(kSecondWorkerBin).empty()) {
       GTEST_SKIP() << "no second worker: configure with -DBENCHFLEET_SECOND_WORKER=PATH "
-                      "(deploy/test.sh builds Debian's LibTorch 1.13 one with deploy/build-worker.sh legacy)";
+                      "(deploy/test.sh builds Debian's LibTorch 1.13 one with "
+                      "deploy/build-worker.sh legacy)";
     }
     ASSERT_TRUE(std::filesystem::exists(kSecondWorkerBin)) << kSecondWorkerBin;
     fleet_ = std::make_unique<Fleet>();
@@ -44,9 +45,9 @@ class TorchAxisTest : public ::testing::Test {
 
 TEST_F(TorchAxisTest, EachVersionRunsOnItsWorkerAndTheyStandSideBySide) {
   // Both workers registered, each with its torch, BLAS and techniques.
-  const json workers = json::parse(QueryValue(fleet_->db_path(),
-                                              "SELECT json_extract(capabilities, '$.workers') FROM hosts")
-                                       .get<std::string>());
+  const json workers = json::parse(
+      QueryValue(fleet_->db_path(), "SELECT json_extract(capabilities, '$.workers') FROM hosts")
+          .get<std::string>());
   ASSERT_EQ(workers.size(), 2u) << workers.dump();
   EXPECT_EQ(workers[0]["torch_version"].get<std::string>().substr(0, 2), "2.");
   EXPECT_EQ(workers[0]["blas"], "mkl");
@@ -55,8 +56,11 @@ TEST_F(TorchAxisTest, EachVersionRunsOnItsWorkerAndTheyStandSideBySide) {
   EXPECT_EQ(workers[1]["techniques"], json({"eager"}));
 
   const json sweep = {{"name", "upgrade"},
-                      {"matrix", {{"model", "mlp"}, {"batch_size", 8}, {"dtype", {"fp32", "int8"}},
-                                  {"torch", {"2", "1.13"}}}},
+                      {"matrix",
+                       {{"model", "mlp"},
+                        {"batch_size", 8},
+                        {"dtype", {"fp32", "int8"}},
+                        {"torch", {"2", "1.13"}}}},
                       {"models", {{"mlp", {{"layers", {64, 64, 10}}}}}},
                       {"timing", {{"warmup_s", 0.05}, {"min_time_s", 0.2}, {"max_time_s", 0.5}}}};
   std::string error;
@@ -65,10 +69,11 @@ TEST_F(TorchAxisTest, EachVersionRunsOnItsWorkerAndTheyStandSideBySide) {
   const json done = fleet_->WaitForSweep(sweep_id, 180s);
   ASSERT_EQ(done["jobs"]["done"], 4) << done.dump();
 
-  const json rows = QueryRows(fleet_->db_path(),
-                              "SELECT dtype, torch_version, quantization, json_extract(detail, '$.runtime.blas') AS blas, "
-                              "series, fingerprint FROM results WHERE sweep_id = " + std::to_string(sweep_id) +
-                                  " AND ok ORDER BY job_id");
+  const json rows = QueryRows(
+      fleet_->db_path(),
+      "SELECT dtype, torch_version, quantization, json_extract(detail, '$.runtime.blas') AS blas, "
+      "series, fingerprint FROM results WHERE sweep_id = " +
+          std::to_string(sweep_id) + " AND ok ORDER BY job_id");
   ASSERT_EQ(rows.size(), 4u) << rows.dump();
   std::set<std::string> series, fingerprints;
   for (const json& row : rows) {
@@ -88,12 +93,14 @@ TEST_F(TorchAxisTest, EachVersionRunsOnItsWorkerAndTheyStandSideBySide) {
   EXPECT_EQ(fingerprints.size(), 2u);
 
   std::string out, err;
-  ASSERT_EQ(Cli({"results", "--view", "torch", "--sweep", std::to_string(sweep_id)}, &out, &err), 0) << err;
+  ASSERT_EQ(Cli({"results", "--view", "torch", "--sweep", std::to_string(sweep_id)}, &out, &err), 0)
+      << err;
   EXPECT_NE(out.find("base_torch"), std::string::npos) << out;
   EXPECT_NE(out.find("1.13."), std::string::npos) << out;
   EXPECT_NE(out.find("speedup"), std::string::npos) << out;
-  const json side = QueryRows(fleet_->db_path(), "SELECT dtype, base_torch, torch, speedup, base_ci_low_ms, "
-                                                 "median_ci_high_ms FROM torch_comparison ORDER BY dtype");
+  const json side = QueryRows(fleet_->db_path(),
+                              "SELECT dtype, base_torch, torch, speedup, base_ci_low_ms, "
+                              "median_ci_high_ms FROM torch_comparison ORDER BY dtype");
   ASSERT_EQ(side.size(), 2u) << side.dump();
   for (const json& row : side) {
     EXPECT_EQ(row["base_torch"].get<std::string>().substr(0, 5), "1.13.") << row.dump();
@@ -105,17 +112,20 @@ TEST_F(TorchAxisTest, EachVersionRunsOnItsWorkerAndTheyStandSideBySide) {
 TEST_F(TorchAxisTest, AVersionNoAgentHasIsRefusedAtSubmitNamingTheFleetsVersions) {
   const std::string file = fleet_->dir("nope.json");
   std::ofstream(file) << json({{"name", "nope"},
-                               {"matrix", {{"model", "mlp"}, {"batch_size", 8}, {"torch", {"2", "2.9"}}}}})
+                               {"matrix",
+                                {{"model", "mlp"}, {"batch_size", 8}, {"torch", {"2", "2.9"}}}}})
                              .dump();
   std::string out, err;
   EXPECT_NE(Cli({"submit", file}, &out, &err), 0);
-  EXPECT_NE(err.find("matrix.torch[1]: no agent has a worker of torch 2.9"), std::string::npos) << err;
+  EXPECT_NE(err.find("matrix.torch[1]: no agent has a worker of torch 2.9"), std::string::npos)
+      << err;
   EXPECT_NE(err.find("1.13."), std::string::npos) << err;
   EXPECT_EQ(QueryValue(fleet_->db_path(), "SELECT count(*) FROM sweeps"), 0);
   // aoti on the 1.13 worker: no worker of the fleet runs it.
   std::ofstream(file, std::ios::trunc)
       << json({{"name", "old-aoti"},
-               {"matrix", {{"model", "mlp"}, {"batch_size", 8}, {"technique", "aoti"}, {"torch", "1.13"}}}})
+               {"matrix",
+                {{"model", "mlp"}, {"batch_size", 8}, {"technique", "aoti"}, {"torch", "1.13"}}}})
              .dump();
   EXPECT_NE(Cli({"submit", file}, &out, &err), 0);
   EXPECT_NE(err.find("that runs technique aoti"), std::string::npos) << err;

@@ -35,7 +35,8 @@ bool WriteTorchScriptCnn(const std::string& path, int64_t width) {
     for (int stage = 1; stage <= 3; ++stage) {
       const int64_t out = width << (stage - 1);
       const std::string s = std::to_string(stage);
-      module.register_parameter("conv" + s, torch::randn({out, in, 3, 3}) * std::sqrt(2.0 / (9.0 * in)), false);
+      module.register_parameter("conv" + s,
+                                torch::randn({out, in, 3, 3}) * std::sqrt(2.0 / (9.0 * in)), false);
       module.register_parameter("gamma" + s, torch::ones({out}) + 0.1 * torch::randn({out}), false);
       module.register_parameter("beta" + s, 0.1 * torch::randn({out}), false);
       module.register_buffer("mean" + s, 0.1 * torch::randn({out}));

@@ -37,14 +37,16 @@ inline std::int64_t DeviceTotalBytes(int device) {
 // Bytes the caching allocator holds from `device` (in use and cached): what
 // setMemoryFraction's cap is compared with.
 inline std::int64_t ReservedBytes(int device) {
-  const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(static_cast<c10::DeviceIndex>(device));
+  const auto stats =
+      c10::cuda::CUDACachingAllocator::getDeviceStats(static_cast<c10::DeviceIndex>(device));
   return stats.reserved_bytes[0].current;  // [0]: every pool together
 }
 
 // From now on an allocation that would take the allocator past `fraction` of `device`'s
 // memory frees the cache, retries, then throws c10::OutOfMemoryError. 1.0: no cap.
 inline void SetMemoryFraction(double fraction, int device) {
-  c10::cuda::CUDACachingAllocator::setMemoryFraction(fraction, static_cast<c10::DeviceIndex>(device));
+  c10::cuda::CUDACachingAllocator::setMemoryFraction(fraction,
+                                                     static_cast<c10::DeviceIndex>(device));
 }
 
 // Hands every cached, unused block back to the driver.

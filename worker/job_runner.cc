@@ -4,8 +4,8 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cerrno>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -124,7 +124,8 @@ constexpr double kThreadsMismatchTolerance = 0.25;
 std::string ThreadsMismatchReason(const Measurement& m, const JobSpec& spec, std::size_t cpus) {
   const auto threads = static_cast<double>(spec.threads);
   const std::string effective = json(std::round(m.effective_threads * 100) / 100).dump();
-  const std::string asked = std::to_string(spec.threads) + " thread" + (spec.threads == 1 ? "" : "s");
+  const std::string asked =
+      std::to_string(spec.threads) + " thread" + (spec.threads == 1 ? "" : "s");
   if (cpus > 0 && cpus < static_cast<std::size_t>(spec.threads)) {
     return "effective " + effective + " of " + asked + ": the process may run on " +
            std::to_string(cpus) + " CPUs only (its affinity)";
@@ -161,13 +162,14 @@ JobOutcome RunValidJob(JobSpec spec, json result) {
   // The OpenMP runtime read its wait policy before main: a job measured under another
   // one than it asks for would be filed as what it is not.
   if (!OmpWaitPolicyMatches(spec.omp_wait_policy)) {
-    return Fail(std::move(result), kExitRejected,
-                "omp_wait_policy \"" + spec.omp_wait_policy +
-                    "\": this process started under OMP_WAIT_POLICY " +
-                    (std::getenv("OMP_WAIT_POLICY") ? std::string("=") + std::getenv("OMP_WAIT_POLICY")
-                                                    : std::string("unset")) +
-                    ", and the OpenMP runtime reads it only at start-up; run the job through "
-                    "benchfleet-worker --job, which starts itself again under the job's policy");
+    return Fail(
+        std::move(result), kExitRejected,
+        "omp_wait_policy \"" + spec.omp_wait_policy +
+            "\": this process started under OMP_WAIT_POLICY " +
+            (std::getenv("OMP_WAIT_POLICY") ? std::string("=") + std::getenv("OMP_WAIT_POLICY")
+                                            : std::string("unset")) +
+            ", and the OpenMP runtime reads it only at start-up; run the job through "
+            "benchfleet-worker --job, which starts itself again under the job's policy");
   }
   if (std::string error = ApplyThreadSettings(spec.threads, spec.interop_threads); !error.empty()) {
     return Fail(std::move(result), kExitRejected, error);
@@ -191,12 +193,12 @@ JobOutcome RunValidJob(JobSpec spec, json result) {
   const std::optional<double> rss_before = ResidentSetMiB();
   const auto build_start = std::chrono::steady_clock::now();
   const bool pipeline = spec.parallel && spec.parallel->kind == "pipeline";
-  const PreparedWorkload workload = collective      ? PrepareCollective(spec)
-                                    : pipeline      ? (spec.parallel->in_process
-                                                           ? PrepareInProcessPipeline(spec)
-                                                           : PreparePipeline(spec))
-                                    : spec.parallel ? PrepareDataParallel(spec)
-                                                    : PrepareWorkload(spec);
+  const PreparedWorkload workload =
+      collective ? PrepareCollective(spec)
+      : pipeline
+          ? (spec.parallel->in_process ? PrepareInProcessPipeline(spec) : PreparePipeline(spec))
+      : spec.parallel ? PrepareDataParallel(spec)
+                      : PrepareWorkload(spec);
   const double model_build_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - build_start).count();
   std::unique_ptr<GpuTelemetry> telemetry;
@@ -327,14 +329,13 @@ JobOutcome RunValidJob(JobSpec spec, json result) {
   const bool spin = spec.threads > 1 && spec.omp_wait_policy != "passive";
   result["effective_threads_includes_spin"] = threads_say_nothing ? json(nullptr) : json(spin);
   result["threads_mismatch_reason"] =
-      threads_say_nothing || !mismatch
-          ? json(nullptr)
-          : json(ThreadsMismatchReason(m, spec, AllowedCpus().size()));
+      threads_say_nothing || !mismatch ? json(nullptr)
+                                       : json(ThreadsMismatchReason(m, spec, AllowedCpus().size()));
   result["rss_before_model_mb"] = rss_before ? json(*rss_before) : json(nullptr);
   result["param_bytes"] = workload.param_bytes;
   result["model_build_s"] = model_build_s;
-  result["startup_s"] = age_at_end ? json(std::max(0.0, *age_at_end - m.timed_s - model_build_s))
-                                   : json(nullptr);
+  result["startup_s"] =
+      age_at_end ? json(std::max(0.0, *age_at_end - m.timed_s - model_build_s)) : json(nullptr);
   result["accuracy"] = workload.accuracy;
   result["step_peak_alloc_mb"] = step_peak_alloc_mb;
   if (spec.profile) {
@@ -343,13 +344,15 @@ JobOutcome RunValidJob(JobSpec spec, json result) {
     result["op_profile"] = op_profile;
   }
   if (gpu) {
-    result["gpu_peak_mem_mb"] = device_peaks ? json(device_peaks->peak_allocated_mb) : json(nullptr);
+    result["gpu_peak_mem_mb"] =
+        device_peaks ? json(device_peaks->peak_allocated_mb) : json(nullptr);
     result["gpu_peak_reserved_mb"] =
         device_peaks ? json(device_peaks->peak_reserved_mb) : json(nullptr);
     if (!device_peaks) result["gpu_peak_mem_note"] = device_memory_note;
   }
   result["gpu_telemetry"] = telemetry_summary;
-  result["energy"] = energy.Report(static_cast<double>(m.timed_iterations * spec.batch_size), m.timed_s);
+  result["energy"] =
+      energy.Report(static_cast<double>(m.timed_iterations * spec.batch_size), m.timed_s);
   if (!telemetry) result["gpu_telemetry_note"] = telemetry_note;
   result["runtime"] = RuntimeInfo(quantized, gpu);
   if (spec.distributed) {
@@ -406,8 +409,8 @@ ExitCode RunJobFile(const std::string& job_path, const std::string& result_path)
     outcome = Fail(json::object(), kExitInternal, std::string("internal error: ") + e.what());
   }
   // Whole or not at all, and durable before the worker exits: the agent reads it then.
-  const Status written =
-      WriteFileAtomically(result_path, outcome.result.dump(-1, ' ', false, json::error_handler_t::replace) + "\n");
+  const Status written = WriteFileAtomically(
+      result_path, outcome.result.dump(-1, ' ', false, json::error_handler_t::replace) + "\n");
   if (!written.ok()) {
     std::cerr << "benchfleet-worker: " << written.message() << "\n";
     return kExitInternal;

@@ -202,13 +202,15 @@ MaxBatchResult SearchMaxBatch(const JobSpec& spec) {
     // the allocator keeps) exist before the baseline is read, and the job runs at all.
     const BatchProbe one = ProbeBatch(spec, 1);
     if (!one.fits) {
-      throw WorkloadError("search.max_batch: batch 1 does not fit in " + spec.device + "'s memory: " +
-                          one.reason);
+      throw WorkloadError("search.max_batch: batch 1 does not fit in " + spec.device +
+                          "'s memory: " + one.reason);
     }
     cuda_allocator_compat::EmptyCache();
     const double total_bytes = static_cast<double>(cuda_allocator_compat::DeviceTotalBytes(device));
-    out.baseline_mb = static_cast<double>(cuda_allocator_compat::ReservedBytes(device)) / kBytesPerMiB;
-    out.limit_mb = std::min(*out.baseline_mb + static_cast<double>(out.memory_mb), total_bytes / kBytesPerMiB);
+    out.baseline_mb =
+        static_cast<double>(cuda_allocator_compat::ReservedBytes(device)) / kBytesPerMiB;
+    out.limit_mb =
+        std::min(*out.baseline_mb + static_cast<double>(out.memory_mb), total_bytes / kBytesPerMiB);
     const DeviceMemoryLimit limit(device, *out.limit_mb * kBytesPerMiB, total_bytes);
     out.probes = SearchLargestBatch(spec.batch_size, kMaxSearchBatch, probe);
   } else {

@@ -149,9 +149,10 @@ TEST(MaxBatchSearchTest, OnAGpuMemoryMbCapsTheCachingAllocator) {
   tiny["device"] = "cuda";
   const JobOutcome refused = RunJob(tiny);
   EXPECT_EQ(refused.exit_code, kExitRejected);
-  EXPECT_NE(refused.result.value("error", "")
-                .find("search.max_batch: not even batch_size 1 fits within memory_mb 1 MiB of cuda"),
-            std::string::npos)
+  EXPECT_NE(
+      refused.result.value("error", "")
+          .find("search.max_batch: not even batch_size 1 fits within memory_mb 1 MiB of cuda"),
+      std::string::npos)
       << refused.result.dump();
 
   const std::int64_t memory_mb = 256;

@@ -40,15 +40,14 @@ ScenarioOutcome RunScenario(const JobSpec& spec) {
     if (found.max_qps == 0) {
       out.error = "scenario.slo_p99_ms: no server run kept p99 within " +
                   json(*s.slo_p99_ms).dump() + " ms (" + std::to_string(found.probes.size()) +
-                  " rates tried, down to " + json(found.probes.back().target_qps).dump() +
-                  " qps)";
+                  " rates tried, down to " + json(found.probes.back().target_qps).dump() + " qps)";
     }
   } else {
     run = RunServer(s, s.qps, spec.seed, run_batch, SystemServingClock());
   }
   if (out.error.empty() && !run.valid) {
-    out.error = "scenario " + spec.scenario + ": the run is invalid, not a result: " +
-                run.invalid_reason;
+    out.error =
+        "scenario " + spec.scenario + ": the run is invalid, not a result: " + run.invalid_reason;
   }
   out.serving = run.Json();
   out.serving["scenario"] = spec.scenario;

@@ -28,10 +28,13 @@ json ServingJob(json scenario, int batch) {
 
 TEST(ServingJobTest, ServerAtASustainableRateReportsLatencyFromArrival) {
   // A 64-128-10 mlp at batch 4 takes tens of microseconds: 200 qps is far below capacity.
-  const JobOutcome outcome = RunJob(ServingJob(
-      {{"kind", "server"}, {"qps", 200}, {"max_wait_ms", 1}, {"min_duration_s", 0.3},
-       {"min_queries", 40}, {"max_duration_s", 5}},
-      4));
+  const JobOutcome outcome = RunJob(ServingJob({{"kind", "server"},
+                                                {"qps", 200},
+                                                {"max_wait_ms", 1},
+                                                {"min_duration_s", 0.3},
+                                                {"min_queries", 40},
+                                                {"max_duration_s", 5}},
+                                               4));
   const json& r = outcome.result;
   ASSERT_EQ(outcome.exit_code, kExitOk) << r.dump();
   EXPECT_EQ(r.at("scenario"), "server");
@@ -56,8 +59,8 @@ TEST(ServingJobTest, ServerAtASustainableRateReportsLatencyFromArrival) {
 }
 
 TEST(ServingJobTest, SingleStreamRunsBatchOne) {
-  const JobOutcome outcome = RunJob(ServingJob(
-      {{"kind", "single_stream"}, {"min_duration_s", 0.1}, {"min_queries", 50}}, 1));
+  const JobOutcome outcome = RunJob(
+      ServingJob({{"kind", "single_stream"}, {"min_duration_s", 0.1}, {"min_queries", 50}}, 1));
   const json& r = outcome.result;
   ASSERT_EQ(outcome.exit_code, kExitOk) << r.dump();
   const json& s = r.at("serving");
@@ -69,10 +72,12 @@ TEST(ServingJobTest, SingleStreamRunsBatchOne) {
 
 TEST(ServingJobTest, ARunCutShortIsInvalidNotAResult) {
   // Arrivals go on until 1e6 queries (~14 min at 1200 qps), the run stops at 0.3 s.
-  const JobOutcome outcome = RunJob(ServingJob(
-      {{"kind", "server"}, {"qps", 1200}, {"min_duration_s", 0.1}, {"min_queries", 1000000},
-       {"max_duration_s", 0.3}},
-      2));
+  const JobOutcome outcome = RunJob(ServingJob({{"kind", "server"},
+                                                {"qps", 1200},
+                                                {"min_duration_s", 0.1},
+                                                {"min_queries", 1000000},
+                                                {"max_duration_s", 0.3}},
+                                               2));
   const json& r = outcome.result;
   ASSERT_EQ(outcome.exit_code, kExitRejected) << r.dump();
   EXPECT_FALSE(r.at("ok").get<bool>());
@@ -83,10 +88,13 @@ TEST(ServingJobTest, ARunCutShortIsInvalidNotAResult) {
 
 TEST(ServingJobTest, SloSearchReportsTheHighestRateWithinIt) {
   // A generous SLO for a tiny model: the search brackets and bisects on short runs.
-  const JobOutcome outcome = RunJob(ServingJob(
-      {{"kind", "server"}, {"qps", 100}, {"slo_p99_ms", 50}, {"min_duration_s", 0.05},
-       {"min_queries", 20}, {"max_duration_s", 2}},
-      4));
+  const JobOutcome outcome = RunJob(ServingJob({{"kind", "server"},
+                                                {"qps", 100},
+                                                {"slo_p99_ms", 50},
+                                                {"min_duration_s", 0.05},
+                                                {"min_queries", 20},
+                                                {"max_duration_s", 2}},
+                                               4));
   const json& r = outcome.result;
   ASSERT_EQ(outcome.exit_code, kExitOk) << r.dump();
   const json& s = r.at("serving");

@@ -203,7 +203,8 @@ std::vector<torch::Tensor> CnnRunningMeans(const std::string& device, torch::Dev
   EXPECT_EQ(built.inputs.front().device(), torch::Device(torch::kCPU));  // inputs stay on the CPU
   std::vector<torch::Tensor> means;
   for (const auto& buffer : built.model->Root()->named_buffers()) {
-    if (buffer.key().find("running_mean") != std::string::npos) means.push_back(buffer.value().cpu());
+    if (buffer.key().find("running_mean") != std::string::npos)
+      means.push_back(buffer.value().cpu());
   }
   return means;
 }

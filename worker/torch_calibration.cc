@@ -88,8 +88,7 @@ GemmPeak MeasureTorchGemm(GemmDtype dtype, std::int64_t n, int threads) {
     const torch::Tensor a = RandomMatrix(n, type);
     const torch::Tensor b = RandomMatrix(n, type);
     torch::Tensor c = torch::empty({n, n}, torch::TensorOptions().dtype(type));
-    const TimingOptions timing{kGemmWarmupSeconds, kGemmMinSeconds, kGemmMaxSeconds,
-                               kGemmTargetCi};
+    const TimingOptions timing{kGemmWarmupSeconds, kGemmMinSeconds, kGemmMaxSeconds, kGemmTargetCi};
     peak = RepeatUntilAgreement([&] {
       const Measurement m = MeasureWorkload([&] { torch::mm_out(c, a, b); }, timing, SystemClock());
       const SampleStats stats = Summarize(m.samples_ms, kGemmTargetCi);

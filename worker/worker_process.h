@@ -25,16 +25,16 @@ inline JobOutcome RunWorkerProcess(const nlohmann::json& job, const std::string&
                            ("bf-worker-" + std::to_string(getpid()) + "-" +
                             ::testing::UnitTest::GetInstance()->current_test_info()->name());
   std::ofstream(base + ".job.json") << job.dump();
-  const std::string command = prefix + " " + std::string(BENCHFLEET_WORKER_BIN) + " --job " +
-                              base + ".job.json --out " + base + ".out.json > " + base +
-                              ".log 2>&1";
+  const std::string command = prefix + " " + std::string(BENCHFLEET_WORKER_BIN) + " --job " + base +
+                              ".job.json --out " + base + ".out.json > " + base + ".log 2>&1";
   const int status = std::system(command.c_str());
   JobOutcome outcome;
   outcome.exit_code =
       static_cast<ExitCode>(WIFEXITED(status) ? WEXITSTATUS(status) : kExitInternal);
   std::ifstream in(base + ".out.json");
   outcome.result = nlohmann::json::parse(in, nullptr, false);
-  for (const char* suffix : {".job.json", ".out.json", ".log"}) std::remove((base + suffix).c_str());
+  for (const char* suffix : {".job.json", ".out.json", ".log"})
+    std::remove((base + suffix).c_str());
   return outcome;
 }
 

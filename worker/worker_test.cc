@@ -175,9 +175,10 @@ TEST(WorkerTest, BadInputIsRejectedNamingTheField) {
 TEST(WorkerTest, UnknownModelListsKnownModels) {
   json job = SmallJob();
   job["model"] = "resnet";
-  EXPECT_EQ(RunJob(job).result.at("error"),
-            "unknown model \"resnet\"; known models: matmul, mlp, cnn, transformer, torchscript, aoti, "
-            "allreduce, broadcast, allgather");
+  EXPECT_EQ(
+      RunJob(job).result.at("error"),
+      "unknown model \"resnet\"; known models: matmul, mlp, cnn, transformer, torchscript, aoti, "
+      "allreduce, broadcast, allgather");
 }
 
 TEST(WorkerTest, CudaDeviceIsRefusedWithoutCuda) {
@@ -215,11 +216,13 @@ TEST(WorkerTest, AGpuJobReportsItsMathBlocksAndTheAllocatorsPeaks) {
     EXPECT_EQ(runtime.at("allow_tf32_cudnn").get<bool>(), dtype == "tf32");
     EXPECT_TRUE(runtime.at("cudnn_benchmark").get<bool>());
     const json& stats = r.at("stats");
-    EXPECT_GE(stats.at("median_ms").get<double>() * static_cast<double>(stats.at("iters_per_sample").get<std::int64_t>()),
+    EXPECT_GE(stats.at("median_ms").get<double>() *
+                  static_cast<double>(stats.at("iters_per_sample").get<std::int64_t>()),
               0.9 * kMinGpuBlockSeconds * 1e3);
     ASSERT_TRUE(r.at("gpu_peak_mem_mb").is_number()) << r.dump();
     EXPECT_GE(r.at("gpu_peak_reserved_mb").get<double>(), r.at("gpu_peak_mem_mb").get<double>());
-    const double weights_mb = static_cast<double>(r.at("param_bytes").get<std::int64_t>()) / (1 << 20);
+    const double weights_mb =
+        static_cast<double>(r.at("param_bytes").get<std::int64_t>()) / (1 << 20);
     EXPECT_GE(r.at("gpu_peak_mem_mb").get<double>(), weights_mb);
     ASSERT_TRUE(r.at("step_peak_alloc_mb").is_number()) << r.dump();
     EXPECT_GT(r.at("step_peak_alloc_mb").get<double>(), 0);
@@ -231,9 +234,16 @@ TEST(WorkerTest, AGpuJobReportsItsMathBlocksAndTheAllocatorsPeaks) {
 // unsplit model on cuda:0 and timed, the baseline in blocks ended by the same wait for
 // every GPU as the pipeline's; without them, refused naming what it needs.
 TEST(WorkerTest, AnInProcessPipelineRunsOnTwoGpusOrIsRefused) {
-  json job = {{"job_id", 1}, {"model", "mlp"}, {"model_args", {{"layers", {64, 128, 128, 10}}}},
-              {"mode", "train"}, {"dtype", "fp32"}, {"device", "cuda"}, {"batch_size", 16}, {"threads", 1},
-              {"parallel", {{"kind", "pipeline"}, {"stages", 2}, {"micro_batches", 4}, {"in_process", true}}},
+  json job = {{"job_id", 1},
+              {"model", "mlp"},
+              {"model_args", {{"layers", {64, 128, 128, 10}}}},
+              {"mode", "train"},
+              {"dtype", "fp32"},
+              {"device", "cuda"},
+              {"batch_size", 16},
+              {"threads", 1},
+              {"parallel",
+               {{"kind", "pipeline"}, {"stages", 2}, {"micro_batches", 4}, {"in_process", true}}},
               {"timing", {{"warmup_s", 0.02}, {"min_time_s", 0.1}, {"max_time_s", 0.3}}}};
   const JobOutcome outcome = RunJob(job);
   const std::int64_t gpus = CudaDeviceCount();
@@ -247,10 +257,12 @@ TEST(WorkerTest, AnInProcessPipelineRunsOnTwoGpusOrIsRefused) {
   ASSERT_EQ(outcome.exit_code, kExitOk) << outcome.result.dump();
   const json& p = outcome.result.at("parallel");
   EXPECT_EQ(p.at("in_process"), true);
-  EXPECT_LE(p.at("check").at("max_rel_diff_vs_unsplit").get<double>(), p.at("check").at("tolerance").get<double>());
+  EXPECT_LE(p.at("check").at("max_rel_diff_vs_unsplit").get<double>(),
+            p.at("check").at("tolerance").get<double>());
   const double baseline_ms = p.at("baseline_step_ms").get<double>();
   EXPECT_GT(baseline_ms, 0);
-  EXPECT_NEAR(p.at("speedup_vs_unsplit").get<double>(), baseline_ms / p.at("step_p50_ms").get<double>(), 1e-9);
+  EXPECT_NEAR(p.at("speedup_vs_unsplit").get<double>(),
+              baseline_ms / p.at("step_p50_ms").get<double>(), 1e-9);
 }
 
 TEST(WorkerTest, NonObjectJobIsRejected) {
@@ -380,7 +392,8 @@ TEST(WorkerTest, RequestedThreadsAreTheThreadsThatWork) {
 // must.
 TEST(WorkerTest, AJobRunsUnderTheWaitPolicyItNames) {
   if (std::getenv("OMP_WAIT_POLICY") != nullptr) {
-    GTEST_SKIP() << "this test process runs under OMP_WAIT_POLICY=" << std::getenv("OMP_WAIT_POLICY");
+    GTEST_SKIP() << "this test process runs under OMP_WAIT_POLICY="
+                 << std::getenv("OMP_WAIT_POLICY");
   }
   json job = SmallJob();
   const JobOutcome plain = RunJob(job);
@@ -401,7 +414,8 @@ TEST(WorkerTest, AJobRunsUnderTheWaitPolicyItNames) {
     ASSERT_EQ(run.exit_code, kExitOk) << run.result.dump();
     const json& runtime = run.result.at("runtime");
     EXPECT_EQ(runtime.at("omp_wait_policy"), policy);
-    EXPECT_EQ(runtime.at("env").at("OMP_WAIT_POLICY"), std::string(policy) == "passive" ? "PASSIVE" : "ACTIVE");
+    EXPECT_EQ(runtime.at("env").at("OMP_WAIT_POLICY"),
+              std::string(policy) == "passive" ? "PASSIVE" : "ACTIVE");
   }
   // Started under another policy than the job's default: again at once, without it.
   job["omp_wait_policy"] = "default";
@@ -454,8 +468,8 @@ TEST(ProfileTest, DeviceTimeIsTheKernelsEachCallLaunched) {
   // aten::linear (0..100 us on the host) holds aten::addmm (10..90), which launched 40 us
   // of kernels, and aten::t (2..5), which launched none; aten::relu (110..115) 7.5 us.
   const std::vector<ProfiledCall> calls = {
-      {"aten::linear", 1, 0, 100, {}, 0.0},  {"aten::addmm", 1, 10, 80, {{8, 64}}, 40.0},
-      {"aten::t", 1, 2, 3, {}, 0.0},         {"aten::relu", 1, 110, 5, {{8, 64}}, 7.5},
+      {"aten::linear", 1, 0, 100, {}, 0.0},   {"aten::addmm", 1, 10, 80, {{8, 64}}, 40.0},
+      {"aten::t", 1, 2, 3, {}, 0.0},          {"aten::relu", 1, 110, 5, {{8, 64}}, 7.5},
       {"aten::linear", 1, 200, 100, {}, 0.0}, {"aten::addmm", 1, 210, 80, {{8, 64}}, 42.0}};
   const json top = TopOperators(calls, 10, ProfileTime::kDevice);
   ASSERT_GE(top.size(), 3u) << top.dump();

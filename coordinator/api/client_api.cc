@@ -3,11 +3,11 @@
 #include <algorithm>
 
 #include "common/client_replies.h"
-#include "common/status_reply.h"
 #include "common/limits.h"
 #include "common/log.h"
 #include "common/model_files.h"
 #include "common/model_transfer.h"
+#include "common/status_reply.h"
 
 namespace benchfleet {
 namespace {
@@ -27,7 +27,8 @@ Message Denied(const Status& denied, const json& request_id) {
 
 }  // namespace
 
-std::optional<Message> ClientApi::Reply(const std::string& routing_id, const Message& message, Role role) {
+std::optional<Message> ClientApi::Reply(const std::string& routing_id, const Message& message,
+                                        Role role) {
   const json request_id = message.body.value("request_id", json());
   const std::string& type = message.type;
   auto refuse = [&](const Status& status) -> std::optional<Message> {
@@ -69,13 +70,15 @@ std::optional<Message> ClientApi::Reply(const std::string& routing_id, const Mes
   if (type == msg::kBaselineReset) {
     auto request = ParseBaselineReset(message);
     if (!request.ok()) return refuse(request.status());
-    auto reset = ctx_.store.regressions().AddBaselineReset(request->host, request->model, request->note);
+    auto reset =
+        ctx_.store.regressions().AddBaselineReset(request->host, request->model, request->note);
     if (!reset.ok()) return MakeError(reset.status(), request_id);
     LOG_INFO("baseline reset " << reset->dump());
-    return ToMessage(RowsReply{request_id,
-                               {"reset_id", "host", "model", "at"},
-                               {json::array({(*reset)["reset_id"], (*reset)["host"], (*reset)["model"], (*reset)["at"]})},
-                               false});
+    return ToMessage(RowsReply{
+        request_id,
+        {"reset_id", "host", "model", "at"},
+        {json::array({(*reset)["reset_id"], (*reset)["host"], (*reset)["model"], (*reset)["at"]})},
+        false});
   }
   if (type == msg::kSetPrice) {
     auto request = ParseSetPrice(message);
@@ -85,7 +88,8 @@ std::optional<Message> ClientApi::Reply(const std::string& routing_id, const Mes
     LOG_INFO("price set " << price->dump());
     return ToMessage(RowsReply{request_id,
                                {"host", "per_hour", "currency", "set_at"},
-                               {json::array({(*price)["host"], (*price)["per_hour"], (*price)["currency"], (*price)["set_at"]})},
+                               {json::array({(*price)["host"], (*price)["per_hour"],
+                                             (*price)["currency"], (*price)["set_at"]})},
                                false});
   }
   if (type == msg::kModelUpload) {
@@ -99,12 +103,14 @@ std::optional<Message> ClientApi::Reply(const std::string& routing_id, const Mes
   if (type == msg::kSchedule) {
     auto request = ParseSchedule(message);
     if (!request.ok()) return refuse(request.status());
-    if (Status allowed = CheckRole(role, type, ScheduleActionName(request->action)); !allowed.ok()) {
+    if (Status allowed = CheckRole(role, type, ScheduleActionName(request->action));
+        !allowed.ok()) {
       return Denied(allowed, request_id);
     }
     if (request->action == ScheduleRequest::Action::kAdd) {
       // Its sweep's models must be stored now, as a submit's are (they are never removed).
-      Status models = CheckSubmittedModels(request->sweep, [&](const std::string& sha256) { return ctx_.models.Has(sha256); });
+      Status models = CheckSubmittedModels(
+          request->sweep, [&](const std::string& sha256) { return ctx_.models.Has(sha256); });
       if (!models.ok()) return MakeError(models, request_id);
     }
     return parts_.schedules.Reply(routing_id, request_id, *request);
@@ -112,8 +118,8 @@ std::optional<Message> ClientApi::Reply(const std::string& routing_id, const Mes
   return refuse(InvalidArgument("\"" + type + "\" is not a client request"));
 }
 
-std::optional<Message> ClientApi::StartPrune(const std::string& routing_id,
-                                               const json& request_id, const PruneRequest& request) {
+std::optional<Message> ClientApi::StartPrune(const std::string& routing_id, const json& request_id,
+                                             const PruneRequest& request) {
   if (prune_) {
     return MakeError(Unavailable("a prune is already running; try again once it has answered"),
                      request_id);
@@ -137,12 +143,12 @@ void ClientApi::AdvancePrune() {
   }
   if (!*done) return;
   const SamplePruner::Progress& progress = prune_->pruner.progress();
-  LOG_INFO("pruned the raw samples of " << progress.results_pruned << " results: "
-                                        << progress.bytes_before << " -> " << progress.bytes_after
-                                        << " bytes");
+  LOG_INFO("pruned the raw samples of " << progress.results_pruned
+                                        << " results: " << progress.bytes_before << " -> "
+                                        << progress.bytes_after << " bytes");
   ctx_.Reply(Side::kClients, prune_->routing_id,
-             ToMessage(PrunedReply{prune_->request_id, progress.results_pruned, progress.bytes_before,
-                                   progress.bytes_after}));
+             ToMessage(PrunedReply{prune_->request_id, progress.results_pruned,
+                                   progress.bytes_before, progress.bytes_after}));
   prune_.reset();
 }
 
@@ -159,7 +165,8 @@ Message ClientApi::StatusReply(const json& request_id, const SweepRequest& reque
   if (!sweeps.ok()) return MakeError(sweeps.status(), request_id);
   reply.sweeps = std::move(*sweeps);
   for (SweepOverview& sweep : reply.sweeps) {
-    if (sweep.state == "running") sweep.eta_s = parts_.progress.EtaSeconds(sweep.sweep_id, sweep.jobs.Unfinished());
+    if (sweep.state == "running")
+      sweep.eta_s = parts_.progress.EtaSeconds(sweep.sweep_id, sweep.jobs.Unfinished());
   }
   // Which job runs where: one read of the running jobs, not one per agent. A gang's job
   // shows beside each of its agents, so running jobs are copied, not moved.

@@ -13,13 +13,13 @@
 #include "common/messages.h"
 #include "common/roles.h"
 #include "coordinator/fleet/agent_sessions.h"
-#include "coordinator/loop/context.h"
 #include "coordinator/fleet/dispatcher.h"
-#include "coordinator/store/pruner.h"
-#include "coordinator/store/query_runner.h"
 #include "coordinator/intake/schedule_runner.h"
 #include "coordinator/intake/sweep_intake.h"
+#include "coordinator/loop/context.h"
 #include "coordinator/results/sweep_progress.h"
+#include "coordinator/store/pruner.h"
+#include "coordinator/store/query_runner.h"
 
 namespace benchfleet {
 
@@ -33,7 +33,8 @@ class ClientApi {
     QueryRunner& reads;
     SweepIntake& intake;  // a submit: the reply, or nullopt when it is answered later
   };
-  ClientApi(const CoordinatorContext& context, Parts parts) : ctx_(context), parts_(std::move(parts)) {}
+  ClientApi(const CoordinatorContext& context, Parts parts)
+      : ctx_(context), parts_(std::move(parts)) {}
 
   // A client's request: its reply, or nullopt when it is answered later (a large
   // submit, a read, a prune) or was refused as malformed (the refusal is sent). A

@@ -1,7 +1,7 @@
 #include "coordinator/api/metrics_publisher.h"
 
-#include "common/log.h"
 #include "common/limits.h"
+#include "common/log.h"
 #include "sqlite/reader.h"
 
 namespace benchfleet {
@@ -15,17 +15,15 @@ constexpr const char* kActiveJobCountsSql =
 
 }  // namespace
 
-
-StatusOr<std::unique_ptr<MetricsPublisher>> MetricsPublisher::Start(const std::string& address,
-                                                                    const CoordinatorContext& context,
-                                                                    const Dispatcher& dispatcher) {
+StatusOr<std::unique_ptr<MetricsPublisher>> MetricsPublisher::Start(
+    const std::string& address, const CoordinatorContext& context, const Dispatcher& dispatcher) {
   ASSIGN_OR_RETURN(const MetricsAddress parsed, ParseMetricsAddress(address));
   // Queued and running jobs per requirement, read by each scrape on its own read-only
   // connection: a scan of the per-sweep counts, which on a store of many sweeps took
   // ~12 ms (20,000 sweeps), too long for the loop that serves heartbeats.
   auto reader = std::make_shared<std::unique_ptr<StoreReader>>();
-  MetricsServer::JobCounts job_counts = [reader, db = context.options.db_path]()
-      -> StatusOr<std::vector<RequirementJobCount>> {
+  MetricsServer::JobCounts job_counts =
+      [reader, db = context.options.db_path]() -> StatusOr<std::vector<RequirementJobCount>> {
     if (!*reader) {
       ASSIGN_OR_RETURN(*reader, StoreReader::Open(db));
     }
@@ -37,7 +35,8 @@ StatusOr<std::unique_ptr<MetricsPublisher>> MetricsPublisher::Start(const std::s
     return out;
   };
   ASSIGN_OR_RETURN(auto server, MetricsServer::Start(parsed, std::move(job_counts)));
-  std::unique_ptr<MetricsPublisher> publisher(new MetricsPublisher(context, dispatcher, std::move(server)));
+  std::unique_ptr<MetricsPublisher> publisher(
+      new MetricsPublisher(context, dispatcher, std::move(server)));
   publisher->Publish(MonoNow());
   return publisher;
 }
@@ -59,7 +58,8 @@ void MetricsPublisher::Publish(MonoTime now) {
   auto snapshot = std::make_shared<MetricsSnapshot>();
   for (const char* state : AgentState::kStates) snapshot->agents_by_state[state] = 0;
   for (Agent* agent : ctx_.registry.All()) {
-    ++snapshot->agents_by_state[AgentState::StateName(ctx_.leases.LeasedJobOf(agent->description.name).has_value())];
+    ++snapshot->agents_by_state[AgentState::StateName(
+        ctx_.leases.LeasedJobOf(agent->description.name).has_value())];
   }
   // The job counts themselves are read by each scrape, on its own thread (JobCounts).
   snapshot->requirement_names = dispatcher_.RequirementNames();

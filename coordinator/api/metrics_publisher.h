@@ -9,8 +9,8 @@
 #include <string>
 
 #include "common/clock.h"
-#include "coordinator/loop/context.h"
 #include "coordinator/fleet/dispatcher.h"
+#include "coordinator/loop/context.h"
 #include "coordinator/metrics/histogram.h"
 #include "coordinator/metrics/metrics_server.h"
 

@@ -57,9 +57,12 @@ std::optional<int64_t> SeriesKeyOf(const std::string& series) {
   for (size_t i = 0; i < kHexDigits; ++i) {
     const char c = series[i];
     int digit;
-    if (c >= '0' && c <= '9') digit = c - '0';
-    else if (c >= 'a' && c <= 'f') digit = c - 'a' + 10;
-    else return std::nullopt;
+    if (c >= '0' && c <= '9')
+      digit = c - '0';
+    else if (c >= 'a' && c <= 'f')
+      digit = c - 'a' + 10;
+    else
+      return std::nullopt;
     key = (key << 4) | digit;
   }
   return key;

@@ -15,8 +15,8 @@
 namespace benchfleet {
 
 struct HostFingerprint {
-  std::string sha256;      // hex
-  nlohmann::json parts;    // what was hashed, as an object
+  std::string sha256;    // hex
+  nlohmann::json parts;  // what was hashed, as an object
 };
 
 // From what the agent registered: CPU model, logical CPUs, memory (whole GiB), GPU
@@ -36,6 +36,5 @@ std::string SeriesOf(const std::string& fingerprint, const nlohmann::json& job_s
 // series may share a key; lookups compare the series too. None for a malformed series
 // (stored as NULL: it is found by no lookup).
 std::optional<int64_t> SeriesKeyOf(const std::string& series);
-
 
 }  // namespace benchfleet

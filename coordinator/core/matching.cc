@@ -62,11 +62,13 @@ bool CanPlaceThreads(const json& select, const AgentDescription& agent) {
   if (it == select.end() || !it->is_object()) return true;
   const auto policy = it->find("policy");
   const auto threads = it->find("threads");
-  if (policy == it->end() || !policy->is_string() || threads == it->end() || !threads->is_number_integer()) {
+  if (policy == it->end() || !policy->is_string() || threads == it->end() ||
+      !threads->is_number_integer()) {
     return true;  // not one this coordinator wrote: the agent decides
   }
   const std::optional<CpuShape>& shape = agent.capabilities.cpu_shape;
-  return !shape || PlacementRefusal(*shape, threads->get<int64_t>(), policy->get<std::string>()).empty();
+  return !shape ||
+         PlacementRefusal(*shape, threads->get<int64_t>(), policy->get<std::string>()).empty();
 }
 
 json SelectWithThreadPlacement(const json& select, const json& spec) {
@@ -74,8 +76,10 @@ json SelectWithThreadPlacement(const json& select, const json& spec) {
   const std::string policy = JobThreadPlacement(spec);
   if (policy == kDefaultThreadPlacement) return out;
   const auto threads = spec.find("threads");
-  out[kThreadPlacementKey] = {{"policy", policy},
-                              {"threads", threads != spec.end() && threads->is_number_integer() ? threads->get<int64_t>() : 1}};
+  out[kThreadPlacementKey] = {
+      {"policy", policy},
+      {"threads",
+       threads != spec.end() && threads->is_number_integer() ? threads->get<int64_t>() : 1}};
   return out;
 }
 

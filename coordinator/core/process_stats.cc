@@ -32,7 +32,8 @@ double StudentT975(int64_t df) {
   if (df < 1) return std::numeric_limits<double>::infinity();
   if (df <= 30) return kTable[df - 1];
   const double z = kZ975, v = static_cast<double>(df);
-  return z + (z * z * z + z) / (4 * v) + (5 * std::pow(z, 5) + 16 * z * z * z + 3 * z) / (96 * v * v);
+  return z + (z * z * z + z) / (4 * v) +
+         (5 * std::pow(z, 5) + 16 * z * z * z + 3 * z) / (96 * v * v);
 }
 
 double AcrossProcesses::relative_half_width() const {
@@ -65,7 +66,8 @@ AcrossProcesses Summarize(const std::vector<ProcessFigures>& processes) {
   if (within_n > 0) out.sd_within_ms = std::sqrt(within_sum / within_n);
   if (processes.size() < 2) return out;
   double squares = 0;
-  for (const ProcessFigures& p : processes) squares += (p.median_ms - out.mean_ms) * (p.median_ms - out.mean_ms);
+  for (const ProcessFigures& p : processes)
+    squares += (p.median_ms - out.mean_ms) * (p.median_ms - out.mean_ms);
   const double variance = squares / static_cast<double>(processes.size() - 1);
   // Kalibera and Jones' estimator of the upper level: the medians' variance less what
   // each one's own sampling error puts into it.
@@ -73,13 +75,15 @@ AcrossProcesses Summarize(const std::vector<ProcessFigures>& processes) {
   out.sd_between_ms = std::sqrt(std::max(0.0, variance - within));
   // Where a repeat run of as many processes lands: the mean's own variance and the
   // repeat's, s^2 / K each (a prediction interval).
-  const double half = StudentT975(out.count - 1) * std::sqrt(2 * variance / static_cast<double>(out.count));
+  const double half =
+      StudentT975(out.count - 1) * std::sqrt(2 * variance / static_cast<double>(out.count));
   out.ci_low_ms = std::max(0.0, out.mean_ms - half);
   out.ci_high_ms = out.mean_ms + half;
   return out;
 }
 
-ProcessPlan PlanProcesses(const RepeatRequest& request, const std::vector<ProcessFigures>& processes) {
+ProcessPlan PlanProcesses(const RepeatRequest& request,
+                          const std::vector<ProcessFigures>& processes) {
   ProcessPlan plan;
   const int64_t count = static_cast<int64_t>(processes.size());
   if (!request.precision) {
@@ -140,14 +144,16 @@ ProcessPlan PlanProcesses(const RepeatRequest& request, const std::vector<Proces
   // No variance seen between processes: a process's samples are worth as much as
   // another process; its sampling stays as the job set it.
   double samples = static_cast<double>(processes.back().samples);
-  if (between_var > 0) samples = std::sqrt(process_cost_s * per_sample_var / (sample_cost_s * between_var));
+  if (between_var > 0)
+    samples = std::sqrt(process_cost_s * per_sample_var / (sample_cost_s * between_var));
   const double sample_s = std::clamp(samples * sample_cost_s, std::max(0.05, 10 * sample_cost_s),
                                      std::max(request.max_time_s, 0.05));
   samples = sample_s / sample_cost_s;
   const double one = between_var + per_sample_var / samples;  // one process's variance
   int64_t needed = count + 1;
   while (needed <= kMaxJobProcesses &&
-         StudentT975(needed - 1) * std::sqrt(2 * one / static_cast<double>(needed)) > target * across.mean_ms) {
+         StudentT975(needed - 1) * std::sqrt(2 * one / static_cast<double>(needed)) >
+             target * across.mean_ms) {
     ++needed;
   }
   plan.sample_s = sample_s;

@@ -51,8 +51,8 @@ AcrossProcesses Summarize(const std::vector<ProcessFigures>& processes);
 
 // What a job asks of its processes.
 struct RepeatRequest {
-  int64_t processes = 1;             // fixed K, or with precision the most it may take
-  std::optional<double> precision;   // the half-width wanted, a fraction of the estimate
+  int64_t processes = 1;                    // fixed K, or with precision the most it may take
+  std::optional<double> precision;          // the half-width wanted, a fraction of the estimate
   double min_time_s = 0.5, max_time_s = 5;  // the job's own timing (per process)
 };
 
@@ -63,6 +63,7 @@ struct ProcessPlan {
   std::optional<double> sample_s;  // precision: sample this long in each later process
   nlohmann::json decision;         // precision: the figures the choice came from
 };
-ProcessPlan PlanProcesses(const RepeatRequest& request, const std::vector<ProcessFigures>& processes);
+ProcessPlan PlanProcesses(const RepeatRequest& request,
+                          const std::vector<ProcessFigures>& processes);
 
 }  // namespace benchfleet

@@ -25,7 +25,8 @@ Agent* AgentSessions::Seen(const std::string& routing_id) {
     // After a coordinator restart, or after we declared the agent dead: it registers again.
     ++ctx_.counters.unknown_peers;
     // Rate-limited like malformed messages: a stranger may repeat this endlessly.
-    if (ctx_.counters.unknown_peers <= kUnknownPeersAnsweredInFull || ctx_.counters.unknown_peers % 100 == 0) {
+    if (ctx_.counters.unknown_peers <= kUnknownPeersAnsweredInFull ||
+        ctx_.counters.unknown_peers % 100 == 0) {
       ctx_.Reply(Side::kAgents, routing_id, MakeError(NotFound("unknown agent; register first")));
     }
     return nullptr;
@@ -56,8 +57,9 @@ void AgentSessions::Register(const std::string& routing_id, const Message& messa
   if (!request.ok()) return ctx_.Refuse(Side::kAgents, routing_id, request.status());
   const std::string& name = request->agent;
   if (Agent* other = ctx_.registry.FindByName(name); other && other->routing_id != routing_id) {
-    ctx_.Reply(Side::kAgents, routing_id, MakeError(FailedPrecondition("agent name \"" + name +
-                                                          "\" is in use by a live agent")));
+    ctx_.Reply(
+        Side::kAgents, routing_id,
+        MakeError(FailedPrecondition("agent name \"" + name + "\" is in use by a live agent")));
     return;
   }
   Agent agent;
@@ -67,18 +69,21 @@ void AgentSessions::Register(const std::string& routing_id, const Message& messa
   // --share-machines; an agent that does not say is a machine of its own.
   const std::string machine_id = request->capabilities.host.machine_id.value_or("");
   agent.machine_id = machine_id.empty() ? name : machine_id;
-  auto host_id = ctx_.store.hosts().UpsertHost(name, agent.machine_id, request->tags, request->capabilities.raw,
-                                    FingerprintOf(request->capabilities));
+  auto host_id = ctx_.store.hosts().UpsertHost(name, agent.machine_id, request->tags,
+                                               request->capabilities.raw,
+                                               FingerprintOf(request->capabilities));
   if (!host_id.ok()) {
     ++ctx_.counters.store_errors;
     LOG_ERROR("cannot store host " << name << ": " << host_id.status().message());
-    ctx_.Reply(Side::kAgents, routing_id, MakeError(Unavailable("coordinator store unavailable: " +
-                                                   host_id.status().message())));
+    ctx_.Reply(
+        Side::kAgents, routing_id,
+        MakeError(Unavailable("coordinator store unavailable: " + host_id.status().message())));
     return;
   }
   agent.host_id = *host_id;
   if (request->price) {
-    if (Status priced = ctx_.store.hosts().RecordAgentPrice(*host_id, *request->price); !priced.ok()) {
+    if (Status priced = ctx_.store.hosts().RecordAgentPrice(*host_id, *request->price);
+        !priced.ok()) {
       ++ctx_.counters.store_errors;  // the agent still registers; its price waits for the next time
       LOG_ERROR("cannot store the price of host " << name << ": " << priced.message());
     }
@@ -102,7 +107,8 @@ void AgentSessions::Register(const std::string& routing_id, const Message& messa
       }
     }
   }
-  ctx_.Reply(Side::kAgents, routing_id, ToMessage(RegisteredReply{name, ctx_.options.heartbeat_ms, ctx_.options.liveness}));
+  ctx_.Reply(Side::kAgents, routing_id,
+             ToMessage(RegisteredReply{name, ctx_.options.heartbeat_ms, ctx_.options.liveness}));
 }
 
 void AgentSessions::Heartbeat(Agent& agent, const Message& message) {
@@ -121,7 +127,7 @@ void AgentSessions::AgentError(Agent& agent, const Message& message) {
 }
 
 void AgentSessions::CalibrateMachineOf(const Agent& agent, const std::string& why,
-                                     bool only_if_stale) {
+                                       bool only_if_stale) {
   auto pending = ctx_.store.hosts().CalibrationPending(agent.machine_id);
   auto age = ctx_.store.hosts().CalibrationAge(agent.machine_id);
   if (!pending.ok() || !age.ok()) {
@@ -139,7 +145,8 @@ void AgentSessions::CalibrateMachineOf(const Agent& agent, const std::string& wh
     return;
   }
   if (only_if_stale && !*age) return;  // never calibrated: only on request
-  auto calibration = ctx_.store.jobs().CreateCalibration({agent.description.name}, kCalibrationTimeoutS);
+  auto calibration =
+      ctx_.store.jobs().CreateCalibration({agent.description.name}, kCalibrationTimeoutS);
   if (!calibration.ok()) {
     ++ctx_.counters.store_errors;
     LOG_ERROR("cannot queue the calibration of " << agent.description.name << ": "
@@ -159,9 +166,10 @@ void AgentSessions::RecalibrateStaleMachines() {
   std::set<std::string> machines;
   for (Agent* agent : ctx_.registry.All()) {
     if (!machines.insert(agent->machine_id).second) continue;
-    CalibrateMachineOf(*agent, "calibration older than " +
-                                   std::to_string(ctx_.options.calibration_max_age_h) + " h",
-                       /*only_if_stale=*/true);
+    CalibrateMachineOf(
+        *agent,
+        "calibration older than " + std::to_string(ctx_.options.calibration_max_age_h) + " h",
+        /*only_if_stale=*/true);
   }
 }
 
@@ -174,12 +182,14 @@ void AgentSessions::DropAgent(const std::string& routing_id, const std::string& 
   departed_.push_back(DepartedAgent{name, UtcNowIso8601(), reason});
   while (departed_.size() > kDepartedShown) departed_.pop_front();
   const std::string lost = "agent " + name + " " + reason;
-  for (const Lease& lease : ctx_.leases.ReleaseAllOf(name, lost)) dispatcher_.LoseAttempt(lease, lost);
+  for (const Lease& lease : ctx_.leases.ReleaseAllOf(name, lost))
+    dispatcher_.LoseAttempt(lease, lost);
 }
 
 void AgentSessions::ExpireSilentAgentsAndLeases(MonoTime now) {
   for (const std::string& routing_id : ctx_.registry.SilentAgents(now, ctx_.LivenessWindow())) {
-    DropAgent(routing_id, "went silent for " + std::to_string(ctx_.LivenessWindow().count()) + " ms");
+    DropAgent(routing_id,
+              "went silent for " + std::to_string(ctx_.LivenessWindow().count()) + " ms");
   }
   for (const Lease& lease : ctx_.leases.Expire(now, ctx_.LivenessWindow())) {
     dispatcher_.LoseAttempt(lease, "lease of agent " + lease.agent + " expired");
@@ -198,9 +208,9 @@ void AgentSessions::SendHeartbeats() {
   next_heartbeat_ = now + std::max(Millis(1), interval / kHeartbeatSlices);
   const auto elapsed = std::min<MonoClock::duration>(now - last_heartbeat_slice_, interval);
   last_heartbeat_slice_ = now;
-  const auto count = static_cast<size_t>(std::ceil(static_cast<double>(ctx_.registry.size()) *
-                                                   std::chrono::duration<double>(elapsed).count() /
-                                                   std::chrono::duration<double>(interval).count()));
+  const auto count = static_cast<size_t>(std::ceil(
+      static_cast<double>(ctx_.registry.size()) * std::chrono::duration<double>(elapsed).count() /
+      std::chrono::duration<double>(interval).count()));
   const std::vector<std::string> peers = ctx_.registry.RoutingIdsAfter(heartbeat_cursor_, count);
   if (peers.empty()) return;
   heartbeat_cursor_ = peers.back();
@@ -208,8 +218,9 @@ void AgentSessions::SendHeartbeats() {
   const Message heartbeat = ToMessage(benchfleet::Heartbeat{std::nullopt, /*from_agent=*/false});
   const std::string encoded = Encode(heartbeat);
   for (const std::string& peer : peers) {
-    Status sent = ctx_.outlet.takes_encoded() ? ctx_.outlet.SendEncoded(Side::kAgents, peer, heartbeat.type, encoded)
-                                          : ctx_.outlet.Send(Side::kAgents, peer, heartbeat);
+    Status sent = ctx_.outlet.takes_encoded()
+                      ? ctx_.outlet.SendEncoded(Side::kAgents, peer, heartbeat.type, encoded)
+                      : ctx_.outlet.Send(Side::kAgents, peer, heartbeat);
     if (sent.code() == StatusCode::kNotFound) {
       DropAgent(peer, "is unreachable (" + sent.message() + ")");
     }

@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
-#include "coordinator/loop/context.h"
 #include "coordinator/fleet/dispatcher.h"
+#include "coordinator/loop/context.h"
 
 namespace benchfleet {
 
@@ -59,8 +59,8 @@ class AgentSessions : public RoundParticipant {
   const CoordinatorContext& ctx_;
   Dispatcher& dispatcher_;
   std::vector<std::string> registered_in_round_;  // routing ids of agents new this round
-  std::deque<DepartedAgent> departed_;                   // newest last
-  MonoTime next_heartbeat_;  // the next slice of the fleet's heartbeats
+  std::deque<DepartedAgent> departed_;            // newest last
+  MonoTime next_heartbeat_;                       // the next slice of the fleet's heartbeats
   MonoTime last_heartbeat_slice_;
   std::string heartbeat_cursor_;  // the routing id the last slice ended with
   MonoTime next_calibration_check_;

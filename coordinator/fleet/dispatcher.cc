@@ -58,8 +58,8 @@ void Dispatcher::OfferRefused(Agent& agent, const JobAttempt& job) {
   const Lease refused = *ctx_.leases.Release(job.job_id, "the offer was refused");
   ++ctx_.counters.refused_offers;
   UndoHandOut(refused);
-  agent.refusal_backoff_ms =
-      std::min(kMaxRefusalBackoffMs, std::max(ctx_.options.heartbeat_ms, agent.refusal_backoff_ms * 2));
+  agent.refusal_backoff_ms = std::min(
+      kMaxRefusalBackoffMs, std::max(ctx_.options.heartbeat_ms, agent.refusal_backoff_ms * 2));
   agent.offers_paused_until = ctx_.Now() + Millis(agent.refusal_backoff_ms);
 }
 
@@ -110,11 +110,12 @@ void Dispatcher::Lose(int64_t job_id, const std::string& reason) {
 
 void Dispatcher::LoseAttempt(const Lease& lease, const std::string& reason) {
   StopGang(lease, reason);
-  auto requeued = ctx_.store.jobs().RequeueOrFail(lease.job_id, lease.attempt, ctx_.options.max_attempts, reason);
+  auto requeued = ctx_.store.jobs().RequeueOrFail(lease.job_id, lease.attempt,
+                                                  ctx_.options.max_attempts, reason);
   if (!requeued.ok()) {
     ++ctx_.counters.store_errors;
-    LOG_ERROR("cannot requeue job " << lease.job_id << " (tried again shortly): "
-                                    << requeued.status().message());
+    LOG_ERROR("cannot requeue job " << lease.job_id
+                                    << " (tried again shortly): " << requeued.status().message());
     // The attempt is over (its lease ended), but the store still says it runs: the
     // requeue is tried again by Refresh. The job is not leased meanwhile, so no agent
     // looks busy with it.
@@ -136,8 +137,8 @@ void Dispatcher::UndoHandOut(const Lease& lease) {
   auto undone = ctx_.store.jobs().UndoHandOut(lease.job_id, lease.attempt);
   if (!undone.ok()) {
     ++ctx_.counters.store_errors;
-    LOG_ERROR("cannot take back job " << lease.job_id << " (requeued shortly): "
-                                      << undone.status().message());
+    LOG_ERROR("cannot take back job " << lease.job_id
+                                      << " (requeued shortly): " << undone.status().message());
     // The agent never had it, but the store says it runs: taken back by Refresh.
     unrequeued_.push_back({lease, "", /*undo=*/true});
     return;
@@ -224,8 +225,9 @@ Dispatcher::Offer Dispatcher::OfferNextJob(Agent& agent) {
         continue;
       }
       const bool calibration = job.kind == "calibration";
-      const bool better = !best || (calibration && best->kind != "calibration") ||
-                          (calibration == (best->kind == "calibration") && job.queue_order < best->queue_order);
+      const bool better =
+          !best || (calibration && best->kind != "calibration") ||
+          (calibration == (best->kind == "calibration") && job.queue_order < best->queue_order);
       if (better) best = std::move(job);
       break;
     }
@@ -237,15 +239,17 @@ Dispatcher::Offer Dispatcher::OfferNextJob(Agent& agent) {
 }
 
 Dispatcher::Offer Dispatcher::HandOut(Agent& agent, const QueuedJob& job,
-                                        std::vector<std::string> ranks, std::optional<GangRole> gang) {
+                                      std::vector<std::string> ranks,
+                                      std::optional<GangRole> gang) {
   auto attempt = ctx_.store.jobs().MarkRunning(job.job_id, agent.host_id);
   if (!attempt.ok()) {
     ++ctx_.counters.store_errors;
     LOG_ERROR("cannot hand out job " << job.job_id << ": " << attempt.status().message());
     return Offer::kNotNow;
   }
-  const Lease lease = ctx_.leases.Grant(job.job_id, *attempt, agent.description.name, std::move(ranks),
-                                         ctx_.Now(), TimeoutOf(job.timeout_s), ctx_.LivenessWindow());
+  const Lease lease =
+      ctx_.leases.Grant(job.job_id, *attempt, agent.description.name, std::move(ranks), ctx_.Now(),
+                        TimeoutOf(job.timeout_s), ctx_.LivenessWindow());
   JobOffer offer;
   offer.job = {job.job_id, *attempt};
   offer.spec = json::parse(job.spec, nullptr, false);
@@ -265,11 +269,12 @@ Dispatcher::Offer Dispatcher::HandOut(Agent& agent, const QueuedJob& job,
 Dispatcher::Offer Dispatcher::SendOffer(Agent& agent, const JobOffer& offer, const Lease& lease) {
   // Sent once the hand-out is committed (the round's end); an undelivered one is taken
   // back (OfferUndelivered).
-  return ctx_.round.SendOffer(agent.routing_id, ToMessage(offer), lease) ? Offer::kOffered : Offer::kNotNow;
+  return ctx_.round.SendOffer(agent.routing_id, ToMessage(offer), lease) ? Offer::kOffered
+                                                                         : Offer::kNotNow;
 }
 
 void Dispatcher::OfferUndelivered(const Lease& lease, const std::string& routing_id,
-                                   const Status& sent) {
+                                  const Status& sent) {
   // The job never reached the agent: not an attempt. The peer is gone (the ROUTER
   // knows no connection to it), so it leaves the registry now, not after its
   // liveness window, and the job goes to another agent.
@@ -277,7 +282,8 @@ void Dispatcher::OfferUndelivered(const Lease& lease, const std::string& routing
   const Lease undelivered = lease;  // `lease` may be the table's own, which Release ends
   ctx_.leases.Release(undelivered.job_id, "the offer could not be sent");
   UndoHandOut(undelivered);
-  if (sent.code() == StatusCode::kNotFound) events_.AgentUnreachable(routing_id, "is unreachable (" + sent.message() + ")");
+  if (sent.code() == StatusCode::kNotFound)
+    events_.AgentUnreachable(routing_id, "is unreachable (" + sent.message() + ")");
 }
 
 bool Dispatcher::StillLeased(const Lease& hand_out) {
@@ -303,13 +309,14 @@ std::vector<WaitingRequirement> Dispatcher::Waiting(std::optional<int64_t> sweep
     for (Agent* agent : ctx_.registry.All()) matching += CanRun(*agent, requirement) ? 1 : 0;
     const std::string what = std::to_string(jobs) + (jobs == 1 ? " job waits" : " jobs wait");
     std::string reason =
-        matching == 0
-            ? what + " for an agent matching " + DescribeRequirement(requirement) + "; none is registered"
-            : what + " for one of " + std::to_string(matching) + " agents matching " +
-                  DescribeRequirement(requirement) + " to be free";
+        matching == 0 ? what + " for an agent matching " + DescribeRequirement(requirement) +
+                            "; none is registered"
+                      : what + " for one of " + std::to_string(matching) + " agents matching " +
+                            DescribeRequirement(requirement) + " to be free";
     // A gang spread over agents needs that many at once: wider than the agents that
     // match, it cannot run (and counts no matching agents, so submit --wait stops).
-    if (auto oldest = ctx_.store.jobs().OldestQueued(requirement_id, 1); oldest.ok() && !oldest->empty()) {
+    if (auto oldest = ctx_.store.jobs().OldestQueued(requirement_id, 1);
+        oldest.ok() && !oldest->empty()) {
       const int64_t ranks = oldest->front().needs.Agents();
       const int64_t cpus = oldest->front().needs.local_cpus;
       int64_t largest = 0;
@@ -330,13 +337,15 @@ std::vector<WaitingRequirement> Dispatcher::Waiting(std::optional<int64_t> sweep
                  " agents match " + DescribeRequirement(requirement);
         matching = 0;
       } else if (ranks > 1) {
-        reason = what + "; the oldest is a gang of " + std::to_string(ranks) + " ranks: it starts when " +
-                 std::to_string(ranks) + " of the " + std::to_string(matching) + " agents matching " +
-                 DescribeRequirement(requirement) + " are free at once";
+        reason = what + "; the oldest is a gang of " + std::to_string(ranks) +
+                 " ranks: it starts when " + std::to_string(ranks) + " of the " +
+                 std::to_string(matching) + " agents matching " + DescribeRequirement(requirement) +
+                 " are free at once";
       }
     }
-    waiting.push_back(WaitingRequirement{jobs, requirement.kind, requirement.pinned_host, requirement.select,
-                                         requirement.device, matching, std::move(reason)});
+    waiting.push_back(WaitingRequirement{jobs, requirement.kind, requirement.pinned_host,
+                                         requirement.select, requirement.device, matching,
+                                         std::move(reason)});
   }
   return waiting;
 }
@@ -362,7 +371,7 @@ bool Dispatcher::CanBePartner(Agent& agent, const JobRequirement& requirement) {
 }
 
 std::vector<Agent*> Dispatcher::GangPartners(Agent& rank0, const JobRequirement& requirement,
-                                              int64_t needed) {
+                                             int64_t needed) {
   // Idle as Dispatch means it, and able to run the job. Agents of one machine may share
   // a gang: its ranks are one job.
   std::vector<Agent*> partners;
@@ -429,7 +438,8 @@ void Dispatcher::Rendezvous(Agent& agent, const RendezvousReport& rendezvous) {
   for (size_t i = 0; i < lease.ranks.size(); ++i) {
     Agent* rank_agent = ctx_.registry.FindByName(lease.ranks[i]);
     if (rank_agent == nullptr) {
-      Lose(lease.job_id, "agent " + lease.ranks[i] + " of rank " + std::to_string(i + 1) + " is gone");
+      Lose(lease.job_id,
+           "agent " + lease.ranks[i] + " of rank " + std::to_string(i + 1) + " is gone");
       return;
     }
     JobOffer offer;

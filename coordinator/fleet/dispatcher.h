@@ -25,7 +25,8 @@ class Dispatcher : public RoundParticipant, public OfferKeeper {
  public:
   // `events`: an agent found gone (an offer to it could not be sent), a spread gang's
   // attempt stopped; the loop routes them.
-  Dispatcher(const CoordinatorContext& context, LoopEvents& events) : ctx_(context), events_(events) {}
+  Dispatcher(const CoordinatorContext& context, LoopEvents& events)
+      : ctx_(context), events_(events) {}
 
   // Offers a job to every idle agent that can run one (the offer candidates only).
   void Dispatch();
@@ -71,7 +72,8 @@ class Dispatcher : public RoundParticipant, public OfferKeeper {
   void RoundFailed() override;
   bool StillLeased(const Lease& hand_out) override;
   void OfferSent(const Lease& hand_out) override;
-  void OfferUndelivered(const Lease& lease, const std::string& routing_id, const Status& sent) override;
+  void OfferUndelivered(const Lease& lease, const std::string& routing_id,
+                        const Status& sent) override;
 
  private:
   enum class Offer {

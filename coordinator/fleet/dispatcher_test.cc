@@ -1,15 +1,12 @@
 // The dispatcher and the round driven through the coordinator in process
 // (coordinator_fixture.h): who gets which job, offers lost or refused, gangs and
 // replicas, and what a round sends only after its commit.
-#include "coordinator/coordinator.h"
-
 #include <gtest/gtest.h>
 #include <sys/mount.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
-
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -17,6 +14,7 @@
 #include <sstream>
 
 #include "common/type_swap.h"
+#include "coordinator/coordinator.h"
 #include "coordinator/coordinator_fixture.h"
 
 namespace benchfleet {
@@ -39,7 +37,8 @@ TEST_F(CoordinatorTest, JobsNobodyCanRunDoNotBlockJobsSomebodyCan) {
   int64_t blocked = Submit(gpu_sweep);
   ASSERT_GT(blocked, 0);
   TickUntilStored(blocked);
-  Submit(json::parse(R"({"name": "one", "placement": "any", "matrix": {"model": "mlp", "batch_size": 3}})"));
+  Submit(json::parse(
+      R"({"name": "one", "placement": "any", "matrix": {"model": "mlp", "batch_size": 3}})"));
   coordinator_->Tick();
   auto offers = OffersTo("cpu-box/1");
   ASSERT_EQ(offers.size(), 1u);
@@ -65,8 +64,8 @@ TEST_F(CoordinatorTest, CudaJobsGoOnlyToAgentsWithEnoughGpus) {
   coordinator_->Tick();
   EXPECT_EQ(OffersTo("two-gpus/1").size(), 1u);
   // placement "each" pins only to agents that can run the device; none: refused.
-  Message refused = Request({{"type", "submit"},
-                             {"sweep", json::parse(R"({"name": "e", "select": {"name": "cpu-only"},
+  Message refused = Request(
+      {{"type", "submit"}, {"sweep", json::parse(R"({"name": "e", "select": {"name": "cpu-only"},
                                  "matrix": {"model": "mlp", "batch_size": 1, "device": "cuda"}})")}});
   EXPECT_EQ(refused.type, "error");
 }
@@ -74,7 +73,8 @@ TEST_F(CoordinatorTest, CudaJobsGoOnlyToAgentsWithEnoughGpus) {
 TEST_F(CoordinatorTest, AnOfferToADeadAgentCostsNoAttempt) {
   Register("dead");
   gone_.insert("dead/1");  // killed: the ROUTER no longer knows its peer
-  Submit(json::parse(R"({"name": "one", "placement": "any", "matrix": {"model": "mlp", "batch_size": 1}})"));
+  Submit(json::parse(
+      R"({"name": "one", "placement": "any", "matrix": {"model": "mlp", "batch_size": 1}})"));
   coordinator_->Tick();
   EXPECT_EQ(coordinator_->counters().undelivered_offers, 1);
   Register("alive");
@@ -90,12 +90,16 @@ TEST_F(CoordinatorTest, AnOfferToADeadAgentCostsNoAttempt) {
 
 TEST_F(CoordinatorTest, ARefusedOfferCostsNoAttemptAndPausesTheAgent) {
   Register("busy");
-  Submit(json::parse(R"({"name": "one", "placement": "any", "matrix": {"model": "mlp", "batch_size": 1}})"));
+  Submit(json::parse(
+      R"({"name": "one", "placement": "any", "matrix": {"model": "mlp", "batch_size": 1}})"));
   coordinator_->Tick();
   json offer = OffersTo("busy/1").at(0);
   for (int i = 0; i < 5; ++i) {
-    FromAgent("busy/1", {{"v", 1}, {"type", "error"}, {"code", "failed_precondition"},
-                         {"message", "agent is busy with job 7"}, {"job_id", offer["job_id"]},
+    FromAgent("busy/1", {{"v", 1},
+                         {"type", "error"},
+                         {"code", "failed_precondition"},
+                         {"message", "agent is busy with job 7"},
+                         {"job_id", offer["job_id"]},
                          {"attempt", offer["attempt"]}});
     coordinator_->Tick();
   }
@@ -125,8 +129,11 @@ TEST_F(CoordinatorTest, ASpreadGangIsHandedOutWholeAndItsRanksMeetAtRankZerosSto
   const json rank0 = OffersTo("node-a/1").front();
   EXPECT_EQ(rank0["gang"], json({{"rank", 0}, {"world_size", 2}}));
   EXPECT_TRUE(OffersTo("node-b/1").empty());
-  FromAgent("node-a/1", {{"v", 1}, {"type", "rendezvous"}, {"job_id", rank0["job_id"]},
-                         {"attempt", rank0["attempt"]}, {"store", "10.0.0.1:41327"}});
+  FromAgent("node-a/1", {{"v", 1},
+                         {"type", "rendezvous"},
+                         {"job_id", rank0["job_id"]},
+                         {"attempt", rank0["attempt"]},
+                         {"store", "10.0.0.1:41327"}});
   ASSERT_EQ(OffersTo("node-b/1").size(), 1u);
   const json rank1 = OffersTo("node-b/1").front();
   ExpectSameKeys(golden("job"), rank1, "job");
@@ -134,16 +141,23 @@ TEST_F(CoordinatorTest, ASpreadGangIsHandedOutWholeAndItsRanksMeetAtRankZerosSto
   EXPECT_EQ(rank1["attempt"], rank0["attempt"]);
   // A rendezvous from anyone but rank 0's agent is ignored.
   sent_.clear();
-  FromAgent("node-b/1", {{"v", 1}, {"type", "rendezvous"}, {"job_id", rank0["job_id"]},
-                         {"attempt", rank0["attempt"]}, {"store", "10.0.0.2:1"}});
+  FromAgent("node-b/1", {{"v", 1},
+                         {"type", "rendezvous"},
+                         {"job_id", rank0["job_id"]},
+                         {"attempt", rank0["attempt"]},
+                         {"store", "10.0.0.2:1"}});
   EXPECT_TRUE(OffersTo("node-a/1").empty());
 
   auto rank_result = [](const json& offer, int rank, bool ok) {
     json result = GoodResult(offer["spec"]);
-    result["distributed"] = {{"rank", rank}, {"world_size", 2}, {"address", rank == 0 ? "10.0.0.1" : "10.0.0.2"}};
+    result["distributed"] = {
+        {"rank", rank}, {"world_size", 2}, {"address", rank == 0 ? "10.0.0.1" : "10.0.0.2"}};
     if (!ok) result = {{"ok", false}, {"error", "boom"}, {"distributed", {{"rank", rank}}}};
-    return json{{"v", 1}, {"type", "result"}, {"job_id", offer["job_id"]},
-                {"attempt", offer["attempt"]}, {"result", result}};
+    return json{{"v", 1},
+                {"type", "result"},
+                {"job_id", offer["job_id"]},
+                {"attempt", offer["attempt"]},
+                {"result", result}};
   };
   // Rank 1's result waits for rank 0's; then both are acknowledged with the job's one result.
   FromAgent("node-b/1", rank_result(rank1, 1, true));
@@ -162,8 +176,11 @@ TEST_F(CoordinatorTest, ASpreadGangIsHandedOutWholeAndItsRanksMeetAtRankZerosSto
   Submit(spread);
   coordinator_->Tick();
   const json again0 = OffersTo("node-a/1").back();
-  FromAgent("node-a/1", {{"v", 1}, {"type", "rendezvous"}, {"job_id", again0["job_id"]},
-                         {"attempt", again0["attempt"]}, {"store", "10.0.0.1:41328"}});
+  FromAgent("node-a/1", {{"v", 1},
+                         {"type", "rendezvous"},
+                         {"job_id", again0["job_id"]},
+                         {"attempt", again0["attempt"]},
+                         {"store", "10.0.0.1:41328"}});
   const json again1 = OffersTo("node-b/1").back();
   ASSERT_EQ(again1["job_id"], again0["job_id"]);
   FromAgent("node-b/1", rank_result(again1, 1, false));
@@ -171,8 +188,9 @@ TEST_F(CoordinatorTest, ASpreadGangIsHandedOutWholeAndItsRanksMeetAtRankZerosSto
   ASSERT_NE(stop, nullptr);
   ExpectSameKeys(golden("stop"), stop->message.body, "stop");
   EXPECT_EQ(stop->message.body["job_id"], again0["job_id"]);
-  EXPECT_EQ(Query("select state, error from jobs where job_id = " + again0["job_id"].dump()),
-            json::parse(R"([["failed", "rank 1 of 2 on agent node-b: boom; the gang was stopped"]])"));
+  EXPECT_EQ(
+      Query("select state, error from jobs where job_id = " + again0["job_id"].dump()),
+      json::parse(R"([["failed", "rank 1 of 2 on agent node-b: boom; the gang was stopped"]])"));
 
   // A gang wider than the fleet waits, and does not hold up the jobs behind it.
   json wide = spread;
@@ -184,12 +202,15 @@ TEST_F(CoordinatorTest, ASpreadGangIsHandedOutWholeAndItsRanksMeetAtRankZerosSto
   coordinator_->Tick();
   ASSERT_EQ(OffersTo("node-a/1").size() + OffersTo("node-b/1").size(), 2u);
   EXPECT_EQ(Query("select state from jobs where sweep_id = 3"), json::parse(R"([["queued"]])"));
-  EXPECT_EQ(Query("select state from jobs where sweep_id = 4"), json::parse(R"([["running"], ["running"]])"));
+  EXPECT_EQ(Query("select state from jobs where sweep_id = 4"),
+            json::parse(R"([["running"], ["running"]])"));
   const json waiting = Request({{"type", "status"}, {"sweep_id", 3}}).body["waiting"];
   ASSERT_EQ(waiting.size(), 1u) << waiting.dump();
   EXPECT_EQ(waiting[0]["matching_agents"], 0);
-  EXPECT_NE(waiting[0]["reason"].get<std::string>().find("gang of 3 ranks spread over agents and only 2"),
-            std::string::npos) << waiting.dump();
+  EXPECT_NE(
+      waiting[0]["reason"].get<std::string>().find("gang of 3 ranks spread over agents and only 2"),
+      std::string::npos)
+      << waiting.dump();
   EXPECT_EQ(coordinator_->counters().handler_exceptions, 0);
 }
 
@@ -212,8 +233,11 @@ TEST_F(CoordinatorTest, AGangOnOneAgentGoesOnlyToAnAgentWithACpuPerThreadOfEvery
   EXPECT_NE(waiting[0]["reason"].get<std::string>().find("needing 4 CPUs"), std::string::npos)
       << waiting.dump();
   // An agent with four takes it.
-  FromAgent("node-big/1", {{"v", 1}, {"type", "register"}, {"agent", "node-big"},
-                           {"tags", json::array()}, {"capabilities", big}});
+  FromAgent("node-big/1", {{"v", 1},
+                           {"type", "register"},
+                           {"agent", "node-big"},
+                           {"tags", json::array()},
+                           {"capabilities", big}});
   coordinator_->Tick();
   ASSERT_EQ(OffersTo("node-big/1").size(), 1u);
   EXPECT_TRUE(OffersTo("node-big/1").front()["spec"].contains("parallel"));
@@ -307,8 +331,11 @@ TEST_F(CoordinatorTest, ASearchIsFiledAtTheBatchItFound) {
 }
 
 json ResultFor(const json& offer) {
-  return {{"v", 1}, {"type", "result"}, {"job_id", offer["job_id"]},
-          {"attempt", offer["attempt"]}, {"result", GoodResult(offer["spec"])}};
+  return {{"v", 1},
+          {"type", "result"},
+          {"job_id", offer["job_id"]},
+          {"attempt", offer["attempt"]},
+          {"result", GoodResult(offer["spec"])}};
 }
 
 TEST_F(CoordinatorTest, ARoundSendsWhatDependsOnItsWritesOnlyAfterItsCommit) {
@@ -355,8 +382,9 @@ TEST_F(CoordinatorTest, ARoundWhoseCommitFailsIsUndoneAndAcknowledgesNothing) {
   coordinator_->BeginRound();
   FromAgent("node-a/1", ResultFor(first));
   Register("node-b");
-  coordinator_->HandleClient({"client", json{{"v", 1}, {"type", "submit"}, {"request_id", "full"},
-                                             {"sweep", kCpuSweep}}.dump()});
+  coordinator_->HandleClient(
+      {"client",
+       json{{"v", 1}, {"type", "submit"}, {"request_id", "full"}, {"sweep", kCpuSweep}}.dump()});
   coordinator_->Tick();
   coordinator_->EndRound();
 
@@ -406,12 +434,20 @@ TEST_F(CoordinatorTest, ASpreadGangsResultIsJudgedAndItsRerunsRunAsGangs) {
                  "parallel": {"kind": "data", "world_size": 2}}})");
   auto rank_result = [](const json& offer, int rank, double median_ms) {
     json result = GoodResult(offer["spec"]);
-    result["stats"] = {{"n", 10}, {"median_ms", median_ms}, {"mean_ms", median_ms}, {"min_ms", median_ms * 0.9},
-                       {"max_ms", median_ms * 1.2}, {"noisy", false}};
+    result["stats"] = {{"n", 10},
+                       {"median_ms", median_ms},
+                       {"mean_ms", median_ms},
+                       {"min_ms", median_ms * 0.9},
+                       {"max_ms", median_ms * 1.2},
+                       {"noisy", false}};
     result["samples_ms"] = {median_ms, median_ms};
-    result["distributed"] = {{"rank", rank}, {"world_size", 2}, {"address", rank == 0 ? "10.0.0.1" : "10.0.0.2"}};
-    return json{{"v", 1}, {"type", "result"}, {"job_id", offer["job_id"]},
-                {"attempt", offer["attempt"]}, {"result", result}};
+    result["distributed"] = {
+        {"rank", rank}, {"world_size", 2}, {"address", rank == 0 ? "10.0.0.1" : "10.0.0.2"}};
+    return json{{"v", 1},
+                {"type", "result"},
+                {"job_id", offer["job_id"]},
+                {"attempt", offer["attempt"]},
+                {"result", result}};
   };
   // Hands out the next gang (rank 0 on node-a, rank 1 where the coordinator puts it) and
   // returns both ranks' results of `median_ms`; the job id.
@@ -427,8 +463,11 @@ TEST_F(CoordinatorTest, ASpreadGangsResultIsJudgedAndItsRerunsRunAsGangs) {
     }
     const json rank0 = rank0s.front();
     sent_.clear();
-    FromAgent("node-a/1", {{"v", 1}, {"type", "rendezvous"}, {"job_id", rank0["job_id"]},
-                           {"attempt", rank0["attempt"]}, {"store", "10.0.0.1:41327"}});
+    FromAgent("node-a/1", {{"v", 1},
+                           {"type", "rendezvous"},
+                           {"job_id", rank0["job_id"]},
+                           {"attempt", rank0["attempt"]},
+                           {"store", "10.0.0.1:41327"}});
     EXPECT_TRUE(OffersTo("node-c/1").empty()) << "a rank went to an agent outside the select";
     const std::vector<json> rank1s = OffersTo("node-b/1");
     if (rank1s.size() != 1u) {
@@ -457,11 +496,14 @@ TEST_F(CoordinatorTest, ASpreadGangsResultIsJudgedAndItsRerunsRunAsGangs) {
   Submit(nightly);
   const json slow = run_gang(2.0);
   ASSERT_FALSE(slow.is_null());
-  EXPECT_EQ(Query("select state from regressions where job_id = " + slow.dump()), json::parse(R"([["candidate"]])"));
-  EXPECT_EQ(Query("select count(*), min(pinned_host), max(world_size), max(spread) from jobs where confirms_job_id = " +
+  EXPECT_EQ(Query("select state from regressions where job_id = " + slow.dump()),
+            json::parse(R"([["candidate"]])"));
+  EXPECT_EQ(Query("select count(*), min(pinned_host), max(world_size), max(spread) from jobs where "
+                  "confirms_job_id = " +
                   slow.dump()),
             json::parse(R"([[3, "node-a", 2, 1]])"));
-  for (int rerun = 0; rerun < 3; ++rerun) ASSERT_FALSE(run_gang(2.0).is_null()) << "rerun " << rerun;
+  for (int rerun = 0; rerun < 3; ++rerun)
+    ASSERT_FALSE(run_gang(2.0).is_null()) << "rerun " << rerun;
   EXPECT_EQ(Query("select state, direction from regressions where job_id = " + slow.dump()),
             json::parse(R"([["confirmed", "slower"]])"));
   // Every night and rerun counted once as a stored result, none a duplicate.
@@ -475,8 +517,12 @@ TEST_F(CoordinatorTest, ASpreadGangsResultIsJudgedAndItsRerunsRunAsGangs) {
 TEST_F(CoordinatorTest, AThreadPlacedJobGoesOnlyToAnAgentWhoseCpusCanPlaceIt) {
   auto register_with = [&](const std::string& name, int64_t cores) {
     json capabilities = Capabilities(0, name);
-    capabilities["cpu_shape"] = {{"cpus", cores}, {"cores", cores}, {"threads_per_core", 1}, {"largest_node", cores}};
-    FromAgent(name + "/1", {{"v", 1}, {"type", "register"}, {"agent", name}, {"tags", json::array()},
+    capabilities["cpu_shape"] = {
+        {"cpus", cores}, {"cores", cores}, {"threads_per_core", 1}, {"largest_node", cores}};
+    FromAgent(name + "/1", {{"v", 1},
+                            {"type", "register"},
+                            {"agent", name},
+                            {"tags", json::array()},
                             {"capabilities", capabilities}});
   };
   register_with("node-a-small", 1);
@@ -491,7 +537,8 @@ TEST_F(CoordinatorTest, AThreadPlacedJobGoesOnlyToAnAgentWhoseCpusCanPlaceIt) {
   }
   ASSERT_FALSE(OffersTo("node-b-large/1").empty());
   EXPECT_EQ(Query("select count(distinct requirement_id) from jobs"), json::parse("[[2]]"));
-  EXPECT_EQ(Query("select count(*) from requirements where json_extract(select_json, '$.thread_placement.policy') = "
+  EXPECT_EQ(Query("select count(*) from requirements where json_extract(select_json, "
+                  "'$.thread_placement.policy') = "
                   "'spread' and json_extract(select_json, '$.thread_placement.threads') = 2"),
             json::parse("[[1]]"));
 }

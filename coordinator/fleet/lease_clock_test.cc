@@ -88,8 +88,11 @@ TEST_F(LeaseClockTest, ARefusingAgentIsOfferedTheJobAgainOnlyOnceItsPauseIsOver)
   Submit(json::parse(kOneJob));
   coordinator_->Tick();
   const json offer = OffersTo("busy/1").at(0);
-  FromAgent("busy/1", {{"v", 1}, {"type", "error"}, {"code", "failed_precondition"},
-                       {"message", "agent is busy with job 7"}, {"job_id", offer["job_id"]},
+  FromAgent("busy/1", {{"v", 1},
+                       {"type", "error"},
+                       {"code", "failed_precondition"},
+                       {"message", "agent is busy with job 7"},
+                       {"job_id", offer["job_id"]},
                        {"attempt", offer["attempt"]}});
   // Paused: however often the loop runs, no offer while the clock stands still.
   for (int i = 0; i < 10; ++i) coordinator_->Tick();

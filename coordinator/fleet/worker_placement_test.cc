@@ -58,8 +58,11 @@ TEST_F(WorkerPlacementTest, ATorchAxisRunsEachVersionOnlyWhereAWorkerOfItIs) {
       for (const json& offer : OffersTo(peer)) {
         // The offer's needs say which worker: the agent runs it there.
         EXPECT_EQ(offer["needs"].value("torch", ""), offer["spec"].value("torch", ""));
-        FromAgent(peer, {{"v", 1}, {"type", "result"}, {"job_id", offer["job_id"]},
-                         {"attempt", offer["attempt"]}, {"result", GoodResult(offer["spec"])}});
+        FromAgent(peer, {{"v", 1},
+                         {"type", "result"},
+                         {"job_id", offer["job_id"]},
+                         {"attempt", offer["attempt"]},
+                         {"result", GoodResult(offer["spec"])}});
       }
     }
   }
@@ -72,30 +75,37 @@ TEST_F(WorkerPlacementTest, ATorchNoAgentHasIsRefusedNamingTheVersionsTheFleetHa
   for (const char* placement : {"each", "any"}) {
     Message refused = Request(
         {{"type", "submit"},
-         {"sweep", {{"name", "nope"}, {"placement", placement},
-                    {"matrix", {{"model", "mlp"}, {"batch_size", 4}, {"torch", {"2.15", "2.9"}}}}}}});
+         {"sweep",
+          {{"name", "nope"},
+           {"placement", placement},
+           {"matrix", {{"model", "mlp"}, {"batch_size", 4}, {"torch", {"2.15", "2.9"}}}}}}});
     ASSERT_EQ(refused.type, "error") << refused.body.dump();
     const std::string message = refused.body.value("message", "");
-    EXPECT_NE(message.find("matrix.torch[1]: no agent has a worker of torch 2.9"), std::string::npos) << message;
+    EXPECT_NE(message.find("matrix.torch[1]: no agent has a worker of torch 2.9"),
+              std::string::npos)
+        << message;
     EXPECT_NE(message.find("1.13.0, 2.15.0"), std::string::npos) << message;
   }
   // A prefix matches whole components only: "2.1" is not 2.15.
-  Message partial = Request({{"type", "submit"},
-                             {"sweep", {{"name", "p"}, {"placement", "any"},
-                                        {"matrix", {{"model", "mlp"}, {"batch_size", 4}, {"torch", "2.1"}}}}}});
+  Message partial =
+      Request({{"type", "submit"},
+               {"sweep",
+                {{"name", "p"},
+                 {"placement", "any"},
+                 {"matrix", {{"model", "mlp"}, {"batch_size", 4}, {"torch", "2.1"}}}}}});
   EXPECT_EQ(partial.type, "error") << partial.body.dump();
 }
 
 TEST_F(WorkerPlacementTest, ATechniqueGoesOnlyToAWorkerThatRunsIt) {
   RegisterTwoWorkers("two-torches");
   // aoti on 1.13: no worker of the fleet runs it.
-  Message refused = Request(
-      {{"type", "submit"},
-       {"sweep", json::parse(R"({"name": "t", "placement": "any",
+  Message refused =
+      Request({{"type", "submit"}, {"sweep", json::parse(R"({"name": "t", "placement": "any",
            "matrix": {"model": "mlp", "batch_size": 4, "technique": ["eager", "aoti"], "torch": "1.13"}})")}});
   ASSERT_EQ(refused.type, "error");
-  EXPECT_NE(refused.body.value("message", "").find("matrix.technique[1]: no agent has a worker of torch 1.13 "
-                                                   "that runs technique aoti"),
+  EXPECT_NE(refused.body.value("message", "")
+                .find("matrix.technique[1]: no agent has a worker of torch 1.13 "
+                      "that runs technique aoti"),
             std::string::npos)
       << refused.body.dump();
   // Without the torch: the 2.15 worker takes it.
@@ -115,16 +125,22 @@ TEST_F(WorkerPlacementTest, AResultIsOfTheSeriesOfTheWorkerThatRanIt) {
     coordinator_->Tick();
     if (const Sent* last = LastTo("two-torches/1", "job")) {
       const json offer = last->message.body;
-      if (Query("SELECT count(*) FROM results WHERE job_id = " + offer["job_id"].dump())[0][0] == 0) {
+      if (Query("SELECT count(*) FROM results WHERE job_id = " + offer["job_id"].dump())[0][0] ==
+          0) {
         json result = GoodResult(offer["spec"]);
-        result["runtime"] = {{"torch_version", offer["spec"]["torch"] == "2.15" ? "2.15.0" : "1.13.0"}};
-        FromAgent("two-torches/1", {{"v", 1}, {"type", "result"}, {"job_id", offer["job_id"]},
-                                    {"attempt", offer["attempt"]}, {"result", result}});
+        result["runtime"] = {
+            {"torch_version", offer["spec"]["torch"] == "2.15" ? "2.15.0" : "1.13.0"}};
+        FromAgent("two-torches/1", {{"v", 1},
+                                    {"type", "result"},
+                                    {"job_id", offer["job_id"]},
+                                    {"attempt", offer["attempt"]},
+                                    {"result", result}});
       }
     }
   }
-  const json rows = Query("SELECT r.torch_version, r.fingerprint, h.fingerprint FROM results r "
-                          "JOIN hosts h USING (host_id) ORDER BY r.torch_version");
+  const json rows = Query(
+      "SELECT r.torch_version, r.fingerprint, h.fingerprint FROM results r "
+      "JOIN hosts h USING (host_id) ORDER BY r.torch_version");
   ASSERT_EQ(rows.size(), 2u) << rows.dump();
   EXPECT_EQ(rows[0][0], "1.13.0");
   EXPECT_EQ(rows[1][0], "2.15.0");

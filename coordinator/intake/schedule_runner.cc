@@ -56,8 +56,8 @@ std::optional<Message> ScheduleRunner::Reply(const std::string& routing_id, cons
       if (!cron.ok()) return MakeError(cron.status(), request_id);
       auto sweep = ParseSweepShape(request.sweep);
       if (!sweep.ok()) return MakeError(sweep.status(), request_id);
-      Status checked =
-          sweep->CheckCombinations(0, std::min(sweep->combination_count, kCombinationsCheckedAtAdd));
+      Status checked = sweep->CheckCombinations(
+          0, std::min(sweep->combination_count, kCombinationsCheckedAtAdd));
       if (!checked.ok()) return MakeError(checked, request_id);
       StoredSchedule schedule;
       schedule.name = request.name;
@@ -71,7 +71,8 @@ std::optional<Message> ScheduleRunner::Reply(const std::string& routing_id, cons
       schedule.handled_until = IsoSeconds(now_s);
       auto added = store_.AddSchedule(std::move(schedule));
       if (!added.ok()) return MakeError(added.status(), request_id);
-      LOG_INFO("schedule \"" << added->name << "\" added: " << added->cron << " (" << added->tz << ")");
+      LOG_INFO("schedule \"" << added->name << "\" added: " << added->cron << " (" << added->tz
+                             << ")");
       return ToMessage(SchedulesReply{request_id, {EntryOf(*added, now_s)}});
     }
     case Action::kList: {
@@ -92,15 +93,17 @@ std::optional<Message> ScheduleRunner::Reply(const std::string& routing_id, cons
       if (!found.ok()) return MakeError(found.status(), request_id);
       const std::string slot = UtcNowIso8601();
       const std::string submission_id =
-          !request.submission_id.empty() ? request.submission_id
-                                         : "schedule-" + std::to_string(found->schedule_id) + "-now-" + slot;
+          !request.submission_id.empty()
+              ? request.submission_id
+              : "schedule-" + std::to_string(found->schedule_id) + "-now-" + slot;
       ScheduledFiring firing{found->schedule_id, slot, FiringOutcome::kRunNow};
       return events_.SubmitScheduled(routing_id, request_id, {found->sweep, submission_id}, firing);
     }
     case Action::kHistory: {
       // The name was checked (letters, digits, '-', '_', '.'): safe inside quotes.
       std::string sql =
-          "SELECT schedule, slot, outcome, reason, sweep_id, sweep_state, decided_at FROM schedule_history";
+          "SELECT schedule, slot, outcome, reason, sweep_id, sweep_state, decided_at FROM "
+          "schedule_history";
       if (!request.name.empty()) sql += " WHERE schedule = '" + request.name + "'";
       sql += " ORDER BY slot DESC";
       return events_.PostRead({routing_id, request_id, sql, std::nullopt, request.limit});
@@ -127,7 +130,8 @@ void ScheduleRunner::FireDue(const StoredSchedule& s, int64_t now_s) {
   if (!cron.ok()) {
     // It parsed when it was added: only a change of the rules or the zone data since.
     if (reported_broken_.insert(s.schedule_id).second) {
-      LOG_ERROR("schedule \"" << s.name << "\" no longer parses and does not fire: " << cron.status().message());
+      LOG_ERROR("schedule \"" << s.name << "\" no longer parses and does not fire: "
+                              << cron.status().message());
     }
     return;
   }
@@ -142,12 +146,14 @@ void ScheduleRunner::FireDue(const StoredSchedule& s, int64_t now_s) {
   int missed = 0;
   for (int64_t slot_s = first; slot_s < latest; slot_s = cron->NextSlot(slot_s)) {
     if (++missed > kMaxMissedRecorded) break;
-    record(slot_s, FiringOutcome::kMissed, "the coordinator was not running at this slot; only the latest "
-                                           "slot missed runs");
+    record(slot_s, FiringOutcome::kMissed,
+           "the coordinator was not running at this slot; only the latest "
+           "slot missed runs");
   }
   if (missed > kMaxMissedRecorded) {
-    LOG_WARN("schedule \"" << s.name << "\": more than " << kMaxMissedRecorded << " slots missed before "
-                           << IsoSeconds(latest) << "; the first " << kMaxMissedRecorded << " are recorded");
+    LOG_WARN("schedule \"" << s.name << "\": more than " << kMaxMissedRecorded
+                           << " slots missed before " << IsoSeconds(latest) << "; the first "
+                           << kMaxMissedRecorded << " are recorded");
   }
   const std::string slot = IsoSeconds(latest);
   auto handled = [&] {
@@ -157,8 +163,9 @@ void ScheduleRunner::FireDue(const StoredSchedule& s, int64_t now_s) {
       s.start_deadline_s.value_or(static_cast<double>(cron->NextSlot(latest) - latest));
   if (static_cast<double>(now_s - latest) > deadline_s) {
     record(latest, FiringOutcome::kMissed,
-           "past its start deadline: " + std::to_string(now_s - latest) + " s late, the deadline is " +
-               std::to_string(static_cast<int64_t>(deadline_s)) + " s");
+           "past its start deadline: " + std::to_string(now_s - latest) +
+               " s late, the deadline is " + std::to_string(static_cast<int64_t>(deadline_s)) +
+               " s");
     handled();
     return;
   }
@@ -181,11 +188,12 @@ void ScheduleRunner::FireDue(const StoredSchedule& s, int64_t now_s) {
   ScheduledFiring firing{s.schedule_id, slot, FiringOutcome::kStarted};
   // One sweep per slot, even if this round's decision is taken again: the submission
   // id is the slot's.
-  (void)events_.SubmitScheduled("", nullptr, {s.sweep, "schedule-" + std::to_string(s.schedule_id) + "@" + slot},
-                                firing);
+  (void)events_.SubmitScheduled(
+      "", nullptr, {s.sweep, "schedule-" + std::to_string(s.schedule_id) + "@" + slot}, firing);
 }
 
-void RecordFiringStored(ScheduleStore& store, int64_t& store_errors, const ScheduledFiring& firing, int64_t sweep_id) {
+void RecordFiringStored(ScheduleStore& store, int64_t& store_errors, const ScheduledFiring& firing,
+                        int64_t sweep_id) {
   const bool ok = store.TagScheduledSweep(sweep_id, firing.schedule_id, firing.slot).ok() &&
                   store.RecordFiring(firing.schedule_id, firing.slot, firing.outcome, "").ok() &&
                   (firing.outcome != FiringOutcome::kStarted ||
@@ -196,9 +204,10 @@ void RecordFiringStored(ScheduleStore& store, int64_t& store_errors, const Sched
 void RecordFiringRefused(ScheduleStore& store, int64_t& store_errors, const ScheduledFiring& firing,
                          const std::string& reason) {
   LOG_WARN("schedule " << firing.schedule_id << ": slot " << firing.slot << " refused: " << reason);
-  const bool ok = store.RecordFiring(firing.schedule_id, firing.slot, FiringOutcome::kFailed, reason).ok() &&
-                  (firing.outcome != FiringOutcome::kStarted ||
-                   store.SetHandledUntil(firing.schedule_id, firing.slot).ok());
+  const bool ok =
+      store.RecordFiring(firing.schedule_id, firing.slot, FiringOutcome::kFailed, reason).ok() &&
+      (firing.outcome != FiringOutcome::kStarted ||
+       store.SetHandledUntil(firing.schedule_id, firing.slot).ok());
   if (!ok) ++store_errors;
 }
 

@@ -24,13 +24,14 @@ namespace benchfleet {
 // A schedule's firing, as it travels with the sweep it submits through the intake.
 struct ScheduledFiring {
   int64_t schedule_id = 0;
-  std::string slot;  // UTC ISO 8601
+  std::string slot;                                 // UTC ISO 8601
   FiringOutcome outcome = FiringOutcome::kStarted;  // or kRunNow
 };
 
 // What became of a firing, recorded by whoever decided it (the sweep intake): its sweep
 // stored, or refused with `reason`. Failures count in `store_errors`.
-void RecordFiringStored(ScheduleStore& store, int64_t& store_errors, const ScheduledFiring& firing, int64_t sweep_id);
+void RecordFiringStored(ScheduleStore& store, int64_t& store_errors, const ScheduledFiring& firing,
+                        int64_t sweep_id);
 void RecordFiringRefused(ScheduleStore& store, int64_t& store_errors, const ScheduledFiring& firing,
                          const std::string& reason);
 
@@ -41,7 +42,10 @@ class ScheduleRunner {
   // routes them to the sweep intake and the query thread).
   ScheduleRunner(ScheduleStore& store, int64_t& store_errors, std::function<int64_t()> wall_seconds,
                  LoopEvents& events)
-      : store_(store), store_errors_(store_errors), wall_seconds_(std::move(wall_seconds)), events_(events) {}
+      : store_(store),
+        store_errors_(store_errors),
+        wall_seconds_(std::move(wall_seconds)),
+        events_(events) {}
 
   // A `schedule` request's reply, or nullopt when it went elsewhere to be answered (a
   // run_now sweep taken in, answered by SweepIntake; the history's read).

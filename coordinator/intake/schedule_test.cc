@@ -39,8 +39,10 @@ class ScheduleTest : public CoordinatorTest {
   // The slots of the schedule's sweeps, oldest first.
   std::vector<std::string> SweepSlots(const std::string& schedule) {
     std::vector<std::string> slots;
-    for (const json& row : Query("SELECT s.schedule_slot FROM sweeps s JOIN schedules c USING (schedule_id) "
-                                 "WHERE c.name = '" + schedule + "' ORDER BY s.sweep_id")) {
+    for (const json& row :
+         Query("SELECT s.schedule_slot FROM sweeps s JOIN schedules c USING (schedule_id) "
+               "WHERE c.name = '" +
+               schedule + "' ORDER BY s.sweep_id")) {
       slots.push_back(row[0].get<std::string>());
     }
     return slots;
@@ -48,8 +50,8 @@ class ScheduleTest : public CoordinatorTest {
   // {slot, outcome} of the schedule's history, oldest first.
   std::vector<std::pair<std::string, std::string>> Firings(const std::string& schedule) {
     std::vector<std::pair<std::string, std::string>> out;
-    for (const json& row : Query("SELECT slot, outcome FROM schedule_history WHERE schedule = '" + schedule +
-                                 "' ORDER BY slot")) {
+    for (const json& row : Query("SELECT slot, outcome FROM schedule_history WHERE schedule = '" +
+                                 schedule + "' ORDER BY slot")) {
       out.emplace_back(row[0].get<std::string>(), row[1].get<std::string>());
     }
     return out;
@@ -65,9 +67,9 @@ TEST_F(ScheduleTest, ThreeNightsMakeThreeSweepsEachTaggedWithItsSlotAndNoMore) {
     At(kDec1 + night * kDay + 2 * kHour + 5);
     At(kDec1 + night * kDay + 2 * kHour + 6);  // looked at again: still one sweep for it
   }
-  EXPECT_EQ(SweepSlots("nightly"), (std::vector<std::string>{"2026-12-01T02:00:00.000Z",
-                                                             "2026-12-02T02:00:00.000Z",
-                                                             "2026-12-03T02:00:00.000Z"}));
+  EXPECT_EQ(SweepSlots("nightly"),
+            (std::vector<std::string>{"2026-12-01T02:00:00.000Z", "2026-12-02T02:00:00.000Z",
+                                      "2026-12-03T02:00:00.000Z"}));
   // Each sweep has the sweep file's jobs.
   for (const json& row : Query("SELECT count(*) FROM jobs j JOIN sweeps s USING (sweep_id) "
                                "WHERE s.schedule_id IS NOT NULL GROUP BY s.sweep_id")) {
@@ -90,7 +92,7 @@ TEST_F(ScheduleTest, ARestartAcrossMissedSlotsRunsOnlyTheLatestOnceWithinItsDead
   At(kDec1);
   Add("hourly", "0 * * * *", {{"overlap", "queue"}});
   Add("strict", "0 * * * *", {{"overlap", "queue"}, {"start_deadline_s", 600}});
-  coordinator_.reset();  // down from 00:00 ...
+  coordinator_.reset();                   // down from 00:00 ...
   wall_s_ = kDec1 + 3 * kHour + 20 * 60;  // ... to 03:20
   StartWithStoreAt(dir_ / "results.db");
   At(wall_s_);
@@ -103,8 +105,8 @@ TEST_F(ScheduleTest, ARestartAcrossMissedSlotsRunsOnlyTheLatestOnceWithinItsDead
                                    {"2026-12-01T03:00:00.000Z", "started"}}));
   // With a 10-minute start deadline the 03:00 slot is too late to start at 03:20.
   EXPECT_TRUE(SweepSlots("strict").empty());
-  EXPECT_EQ(Firings("strict").back(), std::make_pair(std::string("2026-12-01T03:00:00.000Z"),
-                                                     std::string("missed")));
+  EXPECT_EQ(Firings("strict").back(),
+            std::make_pair(std::string("2026-12-01T03:00:00.000Z"), std::string("missed")));
   // And the next slot runs as usual.
   At(kDec1 + 4 * kHour + 1);
   EXPECT_EQ(SweepSlots("strict"), (std::vector<std::string>{"2026-12-01T04:00:00.000Z"}));
@@ -140,14 +142,16 @@ TEST_F(ScheduleTest, ASlotWhileTheLastSweepStillRunsIsSkippedUnlessTheScheduleQu
   At(kDec1 + 10 * 60 + 1);  // both fire; no agent runs their jobs, so they still run
   At(kDec1 + 20 * 60 + 1);
   EXPECT_EQ(SweepSlots("skipping"), (std::vector<std::string>{"2026-12-01T00:10:00.000Z"}));
-  EXPECT_EQ(Firings("skipping").back(), std::make_pair(std::string("2026-12-01T00:20:00.000Z"),
-                                                       std::string("skipped")));
-  json reason = Query("SELECT reason FROM schedule_history WHERE schedule = 'skipping' AND outcome = 'skipped'");
+  EXPECT_EQ(Firings("skipping").back(),
+            std::make_pair(std::string("2026-12-01T00:20:00.000Z"), std::string("skipped")));
+  json reason = Query(
+      "SELECT reason FROM schedule_history WHERE schedule = 'skipping' AND outcome = 'skipped'");
   EXPECT_NE(reason[0][0].get<std::string>().find("still runs"), std::string::npos) << reason.dump();
   EXPECT_EQ(SweepSlots("queueing").size(), 2u);
   // Once the running sweep is cancelled, the next slot fires again.
-  const int64_t running = Query("SELECT max(sweep_id) FROM sweeps s JOIN schedules c USING (schedule_id) "
-                                "WHERE c.name = 'skipping'")[0][0];
+  const int64_t running = Query(
+      "SELECT max(sweep_id) FROM sweeps s JOIN schedules c USING (schedule_id) "
+      "WHERE c.name = 'skipping'")[0][0];
   EXPECT_EQ(Request({{"type", "cancel"}, {"sweep_id", running}}).type, "cancelled");
   At(kDec1 + 30 * 60 + 1);
   EXPECT_EQ(SweepSlots("skipping").size(), 2u);
@@ -170,7 +174,8 @@ TEST_F(ScheduleTest, BadSchedulesAreRefusedNamingWhyAndRunNowFiresOnce) {
   refused({{"cron", "0 25 * * *"}}, "invalid_argument", "hour");
   refused({{"cron", "0 2 * *"}}, "invalid_argument", "5 fields");
   refused({{"tz", "Mars/Olympus"}}, "invalid_argument", "Mars/Olympus");
-  refused({{"sweep", {{"name", "x"}, {"matrix", {{"model", "resnet"}, {"batch_size", 1}}}}}}, "invalid_argument", "resnet");
+  refused({{"sweep", {{"name", "x"}, {"matrix", {{"model", "resnet"}, {"batch_size", 1}}}}}},
+          "invalid_argument", "resnet");
   refused({{"name", "has space"}}, "invalid_argument", "schedule.name");
   refused({{"action", "remove"}, {"name", "nope"}}, "not_found", "nope");
   refused({{"action", "run_now"}, {"name", "nope"}}, "not_found", "nope");

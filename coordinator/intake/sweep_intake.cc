@@ -19,15 +19,15 @@ constexpr int64_t kWholeSweepJobs = 1000;
 // jobs stored (about 12 us each).
 constexpr size_t kIntakeCheckCombinations = 5000;
 constexpr size_t kIntakeStoreJobs = 1000;
-// Large submits taken in at once (being checked or stored), at most: each holds its parsed matrix (a few MB for
-// 100,000 combinations), so a client that sends them without end must not exhaust
-// the coordinator's memory. Past it a submit is refused as unavailable (the CLI sends
-// again).
+// Large submits taken in at once (being checked or stored), at most: each holds its parsed matrix
+// (a few MB for 100,000 combinations), so a client that sends them without end must not exhaust the
+// coordinator's memory. Past it a submit is refused as unavailable (the CLI sends again).
 constexpr size_t kMaxIntakes = 16;
 
 }  // namespace
 
-Message Submitted(const json& request_id, const StoredSweep& stored, const CombinationTally& tally) {
+Message Submitted(const json& request_id, const StoredSweep& stored,
+                  const CombinationTally& tally) {
   // What the sweep's exclude list and "invalid": "skip" left out (0 for a resend of a
   // submission already stored: it is not checked again).
   const bool counted = !stored.existing;
@@ -44,10 +44,13 @@ Message Submitted(const json& request_id, const StoredSweep& stored, const Combi
 }
 
 std::optional<Message> SweepIntake::Submit(const std::string& routing_id, const json& request_id,
-                                           const SubmitRequest& request, const ScheduledFiring* firing) {
+                                           const SubmitRequest& request,
+                                           const ScheduledFiring* firing) {
   // A refused sweep: its client is told why, a schedule's firing records it.
   auto refuse = [&](const Status& status) {
-    if (firing) RecordFiringRefused(ctx_.store.schedules(), ctx_.counters.store_errors, *firing, status.message());
+    if (firing)
+      RecordFiringRefused(ctx_.store.schedules(), ctx_.counters.store_errors, *firing,
+                          status.message());
     return MakeError(status, request_id);
   };
   auto sweep = ParseSweepShape(request.sweep);
@@ -55,7 +58,8 @@ std::optional<Message> SweepIntake::Submit(const std::string& routing_id, const 
   sweep->default_processes = ctx_.options.default_processes;
   // Its model files by content, each already uploaded (schemas/sweep.md), and what each
   // AOTInductor package among them needs of the worker that runs it.
-  Status models = CheckSubmittedModels(request.sweep, [&](const std::string& sha256) { return ctx_.models.Has(sha256); });
+  Status models = CheckSubmittedModels(
+      request.sweep, [&](const std::string& sha256) { return ctx_.models.Has(sha256); });
   if (!models.ok()) return refuse(models);
   Status packages = ReadPackages(request.sweep, &*sweep);
   if (!packages.ok()) return refuse(packages);
@@ -88,7 +92,9 @@ std::optional<Message> SweepIntake::Submit(const std::string& routing_id, const 
   if (firing) intake.firing = *firing;
   const int64_t jobs_at_most =
       static_cast<int64_t>(sweep->combination_count) *
-      (sweep->placement == Placement::kEach ? std::max<int64_t>(1, static_cast<int64_t>(ctx_.registry.size())) : 1);
+      (sweep->placement == Placement::kEach
+           ? std::max<int64_t>(1, static_cast<int64_t>(ctx_.registry.size()))
+           : 1);
   intake.sweep = std::move(*sweep);
   if (jobs_at_most <= kWholeSweepJobs) {
     // Taken in at once, within its request, by the same steps as a large one: checked,
@@ -116,8 +122,8 @@ std::optional<Message> SweepIntake::Submit(const std::string& routing_id, const 
 }
 
 size_t SweepIntake::LargeIntakes() const {
-  return static_cast<size_t>(
-      std::count_if(intakes_.begin(), intakes_.end(), [](const Intake& intake) { return !intake.whole; }));
+  return static_cast<size_t>(std::count_if(intakes_.begin(), intakes_.end(),
+                                           [](const Intake& intake) { return !intake.whole; }));
 }
 
 Status SweepIntake::ReadPackages(const json& document, Sweep* sweep) {
@@ -138,7 +144,8 @@ std::string AxisField(const Sweep& sweep, const std::string& placement, const st
   for (size_t a = 0; a < sweep.axes.size(); ++a) {
     if (sweep.axes[a].key != axis) continue;
     auto index = sweep.checked.first_index.find(placement);
-    if (index == sweep.checked.first_index.end() || a >= index->second.size()) return "matrix." + axis;
+    if (index == sweep.checked.first_index.end() || a >= index->second.size())
+      return "matrix." + axis;
     return "matrix." + axis + "[" + std::to_string(index->second[a]) + "]";
   }
   return axis == "technique" ? "matrix.model" : "matrix." + axis;
@@ -151,11 +158,13 @@ Status SweepIntake::CheckWorkers(const Sweep& sweep, const std::string& key,
   // What the fleet's workers are: every registered agent's, whatever its select.
   std::vector<TorchFacts> fleet;
   for (Agent* agent : ctx_.registry.All()) {
-    for (TorchFacts& worker : agent->description.capabilities.Workers()) fleet.push_back(std::move(worker));
+    for (TorchFacts& worker : agent->description.capabilities.Workers())
+      fleet.push_back(std::move(worker));
   }
   if (PickWorker(fleet, needs)) return Status::Ok();
   std::vector<std::string> versions;
-  for (const TorchFacts& worker : fleet) versions.push_back(worker.torch_version.value_or("(unknown)"));
+  for (const TorchFacts& worker : fleet)
+    versions.push_back(worker.torch_version.value_or("(unknown)"));
   std::sort(versions.begin(), versions.end());
   versions.erase(std::unique(versions.begin(), versions.end()), versions.end());
   std::string has;
@@ -170,25 +179,26 @@ Status SweepIntake::CheckWorkers(const Sweep& sweep, const std::string& key,
   WorkerNeeds version_only = torch_only;
   version_only.torch_min = needs.torch_min;
   if (!needs.torch_min.empty() && !PickWorker(fleet, version_only)) {
-    return FailedPrecondition("models.aoti.sha256: the package was made by torch " + needs.torch_min +
-                              " and needs a worker of that torch or newer" +
-                              (needs.torch.empty() ? "" : " matching torch " + needs.torch) + " (" + has +
-                              "); nothing was enqueued");
+    return FailedPrecondition("models.aoti.sha256: the package was made by torch " +
+                              needs.torch_min + " and needs a worker of that torch or newer" +
+                              (needs.torch.empty() ? "" : " matching torch " + needs.torch) + " (" +
+                              has + "); nothing was enqueued");
   }
   return FailedPrecondition(AxisField(sweep, key, "technique") + ": no agent has a worker" +
-                            (needs.torch.empty() ? "" : " of torch " + needs.torch) + " that runs technique " +
-                            needs.technique +
-                            " (it takes a LibTorch with AOTInductor and the python of its torch; " + has +
-                            "); nothing was enqueued");
+                            (needs.torch.empty() ? "" : " of torch " + needs.torch) +
+                            " that runs technique " + needs.technique +
+                            " (it takes a LibTorch with AOTInductor and the python of its torch; " +
+                            has + "); nothing was enqueued");
 }
 
 Status SweepIntake::CheckThreadPlacements(const Sweep& sweep) const {
   const auto axis = std::find_if(sweep.axes.begin(), sweep.axes.end(),
                                  [](const MatrixAxis& a) { return a.key == "thread_placement"; });
   if (axis == sweep.axes.end()) return Status::Ok();
-  const bool any_other = std::any_of(axis->values.begin(), axis->values.end(), [](const json& value) {
-    return value.is_string() && value.get<std::string>() != kDefaultThreadPlacement;
-  });
+  const bool any_other =
+      std::any_of(axis->values.begin(), axis->values.end(), [](const json& value) {
+        return value.is_string() && value.get<std::string>() != kDefaultThreadPlacement;
+      });
   if (!any_other) return Status::Ok();
   // Each (threads, policy, placement) once: a large sweep has a handful of them.
   std::set<std::tuple<int64_t, std::string, std::string>> asked;
@@ -227,11 +237,13 @@ Status SweepIntake::CheckThreadPlacements(const Sweep& sweep) const {
     const std::string agents = DescribeRequirement(requirement) == "{}"
                                    ? "no registered agent"
                                    : "no agent that matches " + DescribeRequirement(requirement);
-    return FailedPrecondition("matrix.thread_placement[" + std::to_string(index) + "]: " + agents +
-                              " can place " + std::to_string(threads) + " thread" + (threads == 1 ? "" : "s") + " by \"" + policy + "\" (" +
-                              (matching == 1 ? refusal : refusal + ", and " + std::to_string(matching - 1) +
-                                                             " more like it") +
-                              "); nothing was enqueued");
+    return FailedPrecondition(
+        "matrix.thread_placement[" + std::to_string(index) + "]: " + agents + " can place " +
+        std::to_string(threads) + " thread" + (threads == 1 ? "" : "s") + " by \"" + policy +
+        "\" (" +
+        (matching == 1 ? refusal
+                       : refusal + ", and " + std::to_string(matching - 1) + " more like it") +
+        "); nothing was enqueued");
   }
   return Status::Ok();
 }
@@ -244,7 +256,8 @@ StatusOr<PinnedAgents> SweepIntake::PinAgents(const Sweep& sweep) {
   PinnedAgents pinned;
   RETURN_IF_ERROR(CheckThreadPlacements(sweep));
   for (const JobPlacement& placement : sweep.Placements()) {
-    if (!placement.worker.empty()) RETURN_IF_ERROR(CheckWorkers(sweep, placement.Key(), placement.worker));
+    if (!placement.worker.empty())
+      RETURN_IF_ERROR(CheckWorkers(sweep, placement.Key(), placement.worker));
     if (sweep.placement != Placement::kEach) continue;
     JobRequirement requirement;
     requirement.select = SelectWithWorker(sweep.select, placement.worker);
@@ -279,12 +292,14 @@ void SweepIntake::AdvanceIntake() {
   if (ctx_.round.open()) RoundBegins();  // as they stand before this round's slice
   auto unanswered = std::find_if(intakes_.begin(), intakes_.end(),
                                  [](const Intake& intake) { return intake.sweep_id == 0; });
-  auto storing = std::find_if(intakes_.begin(), intakes_.end(),
-                              [](const Intake& intake) { return intake.sweep_id != 0 && !intake.finished; });
+  auto storing = std::find_if(intakes_.begin(), intakes_.end(), [](const Intake& intake) {
+    return intake.sweep_id != 0 && !intake.finished;
+  });
   if (unanswered == intakes_.end() && storing == intakes_.end()) return;
   // Answers and stores in turns: neither the tenth of ten large submits waits for the
   // nine before it to be stored, nor do the agents wait for it to be checked.
-  const bool check = storing == intakes_.end() || (unanswered != intakes_.end() && intake_checks_turn_);
+  const bool check =
+      storing == intakes_.end() || (unanswered != intakes_.end() && intake_checks_turn_);
   intake_checks_turn_ = !check;
   if (!check) return StoreSlice(*storing);
   Intake& intake = *unanswered;
@@ -302,7 +317,9 @@ bool SweepIntake::CheckOrAccept(Intake& intake) {
     Status checked = intake.sweep.CheckCombinations(intake.checked, slice);
     if (checked.ok() && intake.checked + slice == count) checked = intake.sweep.CheckJobsLeft();
     if (!checked.ok()) {
-      if (intake.firing) RecordFiringRefused(ctx_.store.schedules(), ctx_.counters.store_errors, *intake.firing, checked.message());
+      if (intake.firing)
+        RecordFiringRefused(ctx_.store.schedules(), ctx_.counters.store_errors, *intake.firing,
+                            checked.message());
       AnswerIntake(intake, MakeError(checked));
       return false;
     }
@@ -311,23 +328,29 @@ bool SweepIntake::CheckOrAccept(Intake& intake) {
   }
   auto pinned = PinAgents(intake.sweep);
   if (!pinned.ok()) {
-    if (intake.firing) RecordFiringRefused(ctx_.store.schedules(), ctx_.counters.store_errors, *intake.firing, pinned.status().message());
+    if (intake.firing)
+      RecordFiringRefused(ctx_.store.schedules(), ctx_.counters.store_errors, *intake.firing,
+                          pinned.status().message());
     AnswerIntake(intake, MakeError(pinned.status()));
     return false;
   }
   auto accepted = ctx_.store.jobs().AcceptSweep(intake.sweep, *pinned, intake.submission_id);
   if (!accepted.ok()) {
     ++ctx_.counters.store_errors;
-    LOG_ERROR("cannot store sweep \"" << intake.sweep.name << "\": " << accepted.status().message());
-    AnswerIntake(intake, MakeError(Unavailable("the coordinator could not store the sweep (" +
-                                               accepted.status().message() + "); nothing was enqueued")));
+    LOG_ERROR("cannot store sweep \"" << intake.sweep.name
+                                      << "\": " << accepted.status().message());
+    AnswerIntake(intake,
+                 MakeError(Unavailable("the coordinator could not store the sweep (" +
+                                       accepted.status().message() + "); nothing was enqueued")));
     return false;
   }
   intake.sweep_id = accepted->sweep_id;
   intake.pinned = std::move(*pinned);
-  if (intake.firing && !accepted->existing) RecordFiringStored(ctx_.store.schedules(), ctx_.counters.store_errors, *intake.firing, intake.sweep_id);
-  LOG_INFO("sweep " << intake.sweep_id << " \"" << intake.sweep.name << "\": " << accepted->jobs << " jobs"
-                    << (intake.whole ? "" : ", stored a slice per round"));
+  if (intake.firing && !accepted->existing)
+    RecordFiringStored(ctx_.store.schedules(), ctx_.counters.store_errors, *intake.firing,
+                       intake.sweep_id);
+  LOG_INFO("sweep " << intake.sweep_id << " \"" << intake.sweep.name << "\": " << accepted->jobs
+                    << " jobs" << (intake.whole ? "" : ", stored a slice per round"));
   // Sent after this round's commit, like every reply: the sweep is durable then.
   AnswerIntake(intake, Submitted(nullptr, *accepted, intake.sweep.checked));
   intake.clients.clear();
@@ -338,15 +361,16 @@ void SweepIntake::StoreSlice(Intake& intake) {
   const size_t count = intake.sweep.combination_count;
   // Jobs per combination: one, or one per agent of its device.
   size_t per_combination = 1;
-  for (const auto& [device, hosts] : intake.pinned) per_combination = std::max(per_combination, hosts.size());
+  for (const auto& [device, hosts] : intake.pinned)
+    per_combination = std::max(per_combination, hosts.size());
   const size_t slice = std::max<size_t>(1, kIntakeStoreJobs / per_combination);
   auto stored = ctx_.store.jobs().StoreJobs(intake.sweep_id, intake.sweep, intake.pinned,
-                                  intake.next_combination, slice);
+                                            intake.next_combination, slice);
   if (!stored.ok()) {
     ++ctx_.counters.store_errors;
     LOG_ERROR("sweep " << intake.sweep_id << ": cannot store its jobs from combination "
-                       << intake.next_combination << " (tried again next round): "
-                       << stored.status().message());
+                       << intake.next_combination
+                       << " (tried again next round): " << stored.status().message());
     return;
   }
   if (!*stored) {

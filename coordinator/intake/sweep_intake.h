@@ -20,15 +20,16 @@
 #include "common/messages.h"
 #include "common/sweep.h"
 #include "coordinator/fleet/agent_sessions.h"
-#include "coordinator/loop/context.h"
 #include "coordinator/fleet/dispatcher.h"
 #include "coordinator/intake/schedule_runner.h"
+#include "coordinator/loop/context.h"
 
 namespace benchfleet {
 
 // The `submitted` reply (schemas/protocol.md) for a stored sweep: a submit's, a
 // resend's, a calibration's.
-Message Submitted(const json& request_id, const StoredSweep& stored, const CombinationTally& tally = {});
+Message Submitted(const json& request_id, const StoredSweep& stored,
+                  const CombinationTally& tally = {});
 
 class SweepIntake : public RoundParticipant {
  public:
@@ -42,7 +43,8 @@ class SweepIntake : public RoundParticipant {
   // submits through the same path, with `firing` set and no client (an empty routing
   // id): what became of it is recorded, not answered.
   std::optional<Message> Submit(const std::string& routing_id, const json& request_id,
-                                const SubmitRequest& request, const ScheduledFiring* firing = nullptr);
+                                const SubmitRequest& request,
+                                const ScheduledFiring* firing = nullptr);
   // One slice of the large submits: check combinations of the oldest not yet answered
   // (then accept it and answer), or store jobs of the oldest answered, in turns when
   // there are both. Run by the loop's timer work, so its writes join the round's commit.
@@ -87,12 +89,12 @@ class SweepIntake : public RoundParticipant {
     Sweep sweep;
     std::string submission_id;
     std::vector<std::pair<std::string, json>> clients;  // routing id, request id
-    size_t checked = 0;           // combinations checked so far
-    int64_t sweep_id = 0;         // once accepted
-    PinnedAgents pinned;          // once accepted
-    size_t next_combination = 0;  // the first whose jobs are not stored
-    bool finished = false;        // every job stored, or the sweep cancelled
-    bool whole = false;           // small: checked, accepted and stored within its request
+    size_t checked = 0;                                 // combinations checked so far
+    int64_t sweep_id = 0;                               // once accepted
+    PinnedAgents pinned;                                // once accepted
+    size_t next_combination = 0;                        // the first whose jobs are not stored
+    bool finished = false;                              // every job stored, or the sweep cancelled
+    bool whole = false;  // small: checked, accepted and stored within its request
     std::optional<ScheduledFiring> firing;  // a schedule's, recorded once accepted or refused
   };
   std::deque<Intake> intakes_;

@@ -11,10 +11,10 @@
 #include "common/limits.h"
 #include "common/protocol.h"
 #include "common/status_reply.h"
-#include "coordinator/store/model_store.h"
 #include "coordinator/loop/lease_table.h"
 #include "coordinator/loop/registry.h"
 #include "coordinator/loop/round.h"
+#include "coordinator/store/model_store.h"
 #include "coordinator/store/store.h"
 
 namespace benchfleet {

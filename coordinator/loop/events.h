@@ -27,7 +27,8 @@ class LoopEvents {
   virtual void GangStopped(int64_t job_id) = 0;
   // A schedule's sweep to take in (SweepIntake): the reply for a client (run_now; none
   // when it is answered later), none for a firing, whose outcome is recorded.
-  virtual std::optional<Message> SubmitScheduled(const std::string& routing_id, const json& request_id,
+  virtual std::optional<Message> SubmitScheduled(const std::string& routing_id,
+                                                 const json& request_id,
                                                  const SubmitRequest& request,
                                                  const ScheduledFiring& firing) = 0;
   // A read for the query thread (a schedule's history): nullopt when it went there, or

@@ -11,7 +11,8 @@ std::vector<std::string> Lease::Holders() const {
 }
 
 Lease LeaseTable::Grant(int64_t job_id, int attempt, std::string agent,
-                         std::vector<std::string> ranks, MonoTime now, Millis allowed, Millis window) {
+                        std::vector<std::string> ranks, MonoTime now, Millis allowed,
+                        Millis window) {
   Lease lease;
   lease.job_id = job_id;
   lease.attempt = attempt;
@@ -65,7 +66,8 @@ std::vector<Lease> LeaseTable::Expire(MonoTime now, Millis window) {
   return ended;
 }
 
-std::vector<Lease> LeaseTable::ReleaseAllOf(const std::string& agent_name, std::string_view reason) {
+std::vector<Lease> LeaseTable::ReleaseAllOf(const std::string& agent_name,
+                                            std::string_view reason) {
   std::vector<Lease> ended;
   auto it = leases_by_agent_.find(agent_name);
   if (it == leases_by_agent_.end()) return ended;

@@ -24,7 +24,7 @@ namespace benchfleet {
 struct Lease {
   int64_t job_id = 0;
   int attempt = 0;
-  std::string agent;       // agent name (rank 0's, for a gang spread over agents)
+  std::string agent;  // agent name (rank 0's, for a gang spread over agents)
   // A gang spread over agents: the agents of ranks 1.. in order. Each holds the lease
   // as rank 0's does (busy, renewing it, losing it when silent).
   std::vector<std::string> ranks;
@@ -35,7 +35,8 @@ struct Lease {
   // other ranks' (only what a holder says about the job counts).
   bool HeldBy(const std::string& agent_name, int attempt_number) const {
     return attempt == attempt_number &&
-           (agent == agent_name || std::find(ranks.begin(), ranks.end(), agent_name) != ranks.end());
+           (agent == agent_name ||
+            std::find(ranks.begin(), ranks.end(), agent_name) != ranks.end());
   }
   // Every agent holding it: its agent, then its ranks' (a spread gang).
   std::vector<std::string> Holders() const;
@@ -53,7 +54,7 @@ class LeaseTable {
   // A lease of the same job (an earlier attempt) is replaced. Returns a copy: a lease in
   // the table may end (be released) before its holder's caller is done with it.
   Lease Grant(int64_t job_id, int attempt, std::string agent, std::vector<std::string> ranks,
-                     MonoTime now, Millis allowed, Millis window);
+              MonoTime now, Millis allowed, Millis window);
   const Lease* Find(int64_t job_id) const;
   // A heartbeat of a holder naming the job: the lease lives on. False if `agent` does
   // not hold it for `attempt` (only what a holder says about the job counts).

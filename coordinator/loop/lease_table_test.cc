@@ -15,8 +15,10 @@ Agent MakeAgent(const std::string& name, const std::string& machine, MonoTime se
 }
 
 // A lease of attempt 1 renewed at `renewed`, due by `deadline`.
-void Add(LeaseTable& leases, int64_t job, const std::string& agent, MonoTime renewed, MonoTime deadline) {
-  leases.Grant(job, 1, agent, {}, renewed, std::chrono::duration_cast<Millis>(deadline - renewed), Millis(0));
+void Add(LeaseTable& leases, int64_t job, const std::string& agent, MonoTime renewed,
+         MonoTime deadline) {
+  leases.Grant(job, 1, agent, {}, renewed, std::chrono::duration_cast<Millis>(deadline - renewed),
+               Millis(0));
 }
 
 // One deadline formula for every lease: what the job may run plus the liveness window;
@@ -212,9 +214,9 @@ TEST(LeaseTableTest, ARolledBackJournalPutsEveryLeaseBackAsItWas) {
   Add(leases, 2, "b", t0, t0 + Millis(60000));
 
   leases.BeginJournal();
-  leases.Release(1, "its result came");                                     // a result came
-  Add(leases, 3, "a", t0, t0 + Millis(60000));  // a's next job
-  leases.Grant(2, 2, "b", {}, t0, Millis(60000), Millis(0));                                 // replaces b's lease
+  leases.Release(1, "its result came");                       // a result came
+  Add(leases, 3, "a", t0, t0 + Millis(60000));                // a's next job
+  leases.Grant(2, 2, "b", {}, t0, Millis(60000), Millis(0));  // replaces b's lease
   for (const Lease& taken : leases.ReleaseAllOf("b", "agent gone")) EXPECT_EQ(taken.attempt, 2);
   EXPECT_EQ(leases.all().size(), 1u);
   leases.RollBackJournal();
@@ -236,7 +238,6 @@ TEST(LeaseTableTest, ARolledBackJournalPutsEveryLeaseBackAsItWas) {
   leases.RollBackJournal();
   EXPECT_TRUE(leases.all().empty());
 }
-
 
 }  // namespace
 }  // namespace benchfleet

@@ -13,7 +13,8 @@ Status Outlet::Send(Side side, const std::string& routing_id, const Message& mes
 Status Outlet::SendEncoded(Side side, const std::string& routing_id, const std::string& type,
                            const std::string& encoded) {
   zmq::socket_t* socket = side == Side::kAgents ? agents_ : clients_;
-  if (socket == nullptr) return Delivered(side, type, Unavailable("the coordinator has no socket to send on"));
+  if (socket == nullptr)
+    return Delivered(side, type, Unavailable("the coordinator has no socket to send on"));
   return Delivered(side, type, SendFrames(*socket, {routing_id, encoded}));
 }
 

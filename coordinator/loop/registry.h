@@ -69,10 +69,10 @@ class AgentRegistry {
   void MayAllTakeOffers();
 
  private:
-  std::map<std::string, Agent> agents_;                      // by routing id
-  std::map<std::string, std::string> routing_id_by_name_;    // agent name -> routing id
+  std::map<std::string, Agent> agents_;                          // by routing id
+  std::map<std::string, std::string> routing_id_by_name_;        // agent name -> routing id
   std::map<std::string, std::set<std::string>> machine_agents_;  // machine id -> agent names
-  std::set<std::string> offer_candidates_;                   // routing ids
+  std::set<std::string> offer_candidates_;                       // routing ids
 };
 
 }  // namespace benchfleet

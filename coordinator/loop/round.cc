@@ -19,12 +19,15 @@ Status Round::End() {
   const bool timed = commit_seconds_ != nullptr && store_.GroupWrote();
   const MonoTime commit_started = timed ? MonoNow() : MonoTime();
   const Status committed = store_.CommitGroup();
-  if (timed) commit_seconds_->Record(std::chrono::duration<double>(MonoNow() - commit_started).count());
+  if (timed)
+    commit_seconds_->Record(std::chrono::duration<double>(MonoNow() - commit_started).count());
   if (committed.ok()) {
     for (RoundParticipant* p : participants_) p->RoundCommitted();
   } else {
-    LOG_ERROR("could not commit a round of work, so all of it is undone (agents send their "
-              "results again): " << committed.message());
+    LOG_ERROR(
+        "could not commit a round of work, so all of it is undone (agents send their "
+        "results again): "
+        << committed.message());
     for (auto it = participants_.rbegin(); it != participants_.rend(); ++it) (*it)->RoundFailed();
   }
   std::vector<Outgoing> outgoing = std::move(outgoing_);
@@ -36,7 +39,8 @@ Status Round::End() {
       if (out.side == Side::kClients) {
         (void)outlet_.Send(Side::kClients, out.routing_id,
                            MakeError(Unavailable("the coordinator's store is unavailable and kept "
-                                                 "nothing of this request (" + committed.message() + ")"),
+                                                 "nothing of this request (" +
+                                                 committed.message() + ")"),
                                      out.message.body.value("request_id", json())));
       }
       continue;
@@ -61,7 +65,8 @@ void Round::SendHeld(Outgoing& out, int64_t committed_at_us) {
     }
   }
   const Status sent = out.encoded.empty() ? outlet_.Send(out.side, out.routing_id, out.message)
-                                          : outlet_.SendEncoded(out.side, out.routing_id, out.message.type, out.encoded);
+                                          : outlet_.SendEncoded(out.side, out.routing_id,
+                                                                out.message.type, out.encoded);
   if (!out.hand_out) return;
   if (sent.ok()) {
     offers_->OfferSent(*out.hand_out);
@@ -92,9 +97,11 @@ bool Round::SendOffer(const std::string& routing_id, Message offer, const Lease&
   return true;
 }
 
-void Round::Hold(Side side, const std::string& routing_id, Message message, std::optional<Lease> hand_out) {
+void Round::Hold(Side side, const std::string& routing_id, Message message,
+                 std::optional<Lease> hand_out) {
   std::string encoded = outlet_.takes_encoded() ? Encode(message) : std::string();
-  outgoing_.push_back({side, routing_id, std::move(message), std::move(hand_out), std::move(encoded)});
+  outgoing_.push_back(
+      {side, routing_id, std::move(message), std::move(hand_out), std::move(encoded)});
 }
 
 }  // namespace benchfleet

@@ -14,9 +14,9 @@
 #include <string>
 #include <vector>
 
-#include "coordinator/metrics/histogram.h"
-#include "coordinator/loop/outlet.h"
 #include "coordinator/loop/lease_table.h"
+#include "coordinator/loop/outlet.h"
+#include "coordinator/metrics/histogram.h"
 #include "coordinator/store/store.h"
 
 namespace benchfleet {
@@ -43,7 +43,8 @@ class OfferKeeper {
   // The offer left: its lease runs from now.
   virtual void OfferSent(const Lease& hand_out) = 0;
   // The offer could not be sent: taken back.
-  virtual void OfferUndelivered(const Lease& hand_out, const std::string& routing_id, const Status& sent) = 0;
+  virtual void OfferUndelivered(const Lease& hand_out, const std::string& routing_id,
+                                const Status& sent) = 0;
 };
 
 class Round {
@@ -85,7 +86,8 @@ class Round {
     // commit only the sends remain: dispatch latency is counted from the commit.
     std::string encoded;
   };
-  void Hold(Side side, const std::string& routing_id, Message message, std::optional<Lease> hand_out);
+  void Hold(Side side, const std::string& routing_id, Message message,
+            std::optional<Lease> hand_out);
   void SendHeld(Outgoing& out, int64_t committed_at_us);
 
   Store& store_;

@@ -29,7 +29,8 @@ void Family(std::string& out, const std::string& name, const char* type, const s
   out += "# TYPE " + name + " " + type + "\n";
 }
 
-void Sample(std::string& out, const std::string& name, const std::string& labels, const std::string& value) {
+void Sample(std::string& out, const std::string& name, const std::string& labels,
+            const std::string& value) {
   out += name;
   out += labels;
   out += ' ';
@@ -44,7 +45,8 @@ std::string Label(const char* key, const std::string& value) {
 void Gauges(std::string& out, const std::string& name, const std::string& help, const char* label,
             const std::map<std::string, int64_t>& values) {
   Family(out, name, "gauge", help);
-  for (const auto& [key, value] : values) Sample(out, name, Label(label, key), std::to_string(value));
+  for (const auto& [key, value] : values)
+    Sample(out, name, Label(label, key), std::to_string(value));
 }
 
 // A histogram's cumulative buckets, then its sum and count.
@@ -67,7 +69,8 @@ void Histogram(std::string& out, const std::string& name, const std::string& hel
 std::string CounterName(const std::string& counter) {
   const std::string suffix = "_total";
   const bool has_suffix =
-      counter.size() >= suffix.size() && counter.compare(counter.size() - suffix.size(), suffix.size(), suffix) == 0;
+      counter.size() >= suffix.size() &&
+      counter.compare(counter.size() - suffix.size(), suffix.size(), suffix) == 0;
   return kPrefix + counter + (has_suffix ? "" : suffix);
 }
 
@@ -96,8 +99,9 @@ std::string FormatSampleValue(double value) {
   const double magnitude = std::fabs(value);
   const bool fixed = magnitude == 0 || (magnitude >= 1e-4 && magnitude < 1e21);
   char text[400];  // the longest fixed form below 1e21 with shortest digits fits easily
-  const auto written = std::to_chars(text, text + sizeof text, value,
-                                     fixed ? std::chars_format::fixed : std::chars_format::scientific);
+  const auto written =
+      std::to_chars(text, text + sizeof text, value,
+                    fixed ? std::chars_format::fixed : std::chars_format::scientific);
   return std::string(text, written.ptr);
 }
 
@@ -118,11 +122,12 @@ std::string RenderExposition(const MetricsSnapshot& snapshot) {
   const std::string p = kPrefix;
   Gauges(out, p + "agents", "Registered agents by state, as status shows them.", "state",
          snapshot.agents_by_state);
-  Gauges(out, p + "jobs_queued",
-         "Jobs waiting to be handed out, per requirement (the agents they need, as status names it).",
-         "requirement", snapshot.jobs_queued);
-  Gauges(out, p + "jobs_running", "Jobs handed out and not finished, per requirement.", "requirement",
-         snapshot.jobs_running);
+  Gauges(
+      out, p + "jobs_queued",
+      "Jobs waiting to be handed out, per requirement (the agents they need, as status names it).",
+      "requirement", snapshot.jobs_queued);
+  Gauges(out, p + "jobs_running", "Jobs handed out and not finished, per requirement.",
+         "requirement", snapshot.jobs_running);
   for (const auto& [name, value] : snapshot.counters.Named()) {
     const std::string family = CounterName(name);
     Family(out, family, "counter", CoordinatorCounters::Meaning(name));

@@ -31,8 +31,8 @@ struct MetricsSnapshot {
   CoordinatorCounters counters;
   LatencyHistogram loop_iteration;
   LatencyHistogram store_commit;
-  std::string version;       // the coordinator's build
-  double start_time_s = 0;   // when the coordinator started, Unix seconds
+  std::string version;      // the coordinator's build
+  double start_time_s = 0;  // when the coordinator started, Unix seconds
 };
 
 // Queued and running jobs of one requirement, as the store counts them.

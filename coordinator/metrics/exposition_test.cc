@@ -46,9 +46,10 @@ MetricsSnapshot SmallSnapshot() {
 TEST(ExpositionTest, GaugesByLabelInKeyOrder) {
   const std::string text = RenderExposition(SmallSnapshot());
   EXPECT_EQ(FamilyLines(text, "benchfleet_agents"),
-            (std::vector<std::string>{"# HELP benchfleet_agents Registered agents by state, as status shows them.",
-                                      "# TYPE benchfleet_agents gauge", "benchfleet_agents{state=\"busy\"} 1",
-                                      "benchfleet_agents{state=\"idle\"} 2"}));
+            (std::vector<std::string>{
+                "# HELP benchfleet_agents Registered agents by state, as status shows them.",
+                "# TYPE benchfleet_agents gauge", "benchfleet_agents{state=\"busy\"} 1",
+                "benchfleet_agents{state=\"idle\"} 2"}));
   const auto running = FamilyLines(text, "benchfleet_jobs_running");
   ASSERT_EQ(running.size(), 4u);
   EXPECT_EQ(running[1], "# TYPE benchfleet_jobs_running gauge");
@@ -106,9 +107,10 @@ TEST(ExpositionTest, LabelValuesAreEscaped) {
   EXPECT_EQ(EscapeLabelValue("a\\b\"c\nd"), "a\\\\b\\\"c\\nd");
   MetricsSnapshot snapshot;
   snapshot.jobs_queued = {{"{gpu_model: \"H100\\80GB\"\nx}", 1}};
-  EXPECT_NE(RenderExposition(snapshot).find(
-                "benchfleet_jobs_queued{requirement=\"{gpu_model: \\\"H100\\\\80GB\\\"\\nx}\"} 1\n"),
-            std::string::npos);
+  EXPECT_NE(
+      RenderExposition(snapshot).find(
+          "benchfleet_jobs_queued{requirement=\"{gpu_model: \\\"H100\\\\80GB\\\"\\nx}\"} 1\n"),
+      std::string::npos);
 }
 
 TEST(ExpositionTest, SampleValuesAsPrometheusWritesThem) {
@@ -126,7 +128,8 @@ TEST(ExpositionTest, SampleValuesAsPrometheusWritesThem) {
 TEST(ExpositionTest, EveryFamilyHasHelpAndTypeAndAWellFormedName) {
   const std::string text = RenderExposition(SmallSnapshot());
   const std::regex comment("^# (HELP|TYPE) (benchfleet_[a-z0-9_]+) .+$");
-  const std::regex sample("^(benchfleet_[a-z0-9_]+)(\\{[a-z_]+=\"([^\"\\\\]|\\\\.)*\"\\})? [-+0-9.eInfNa]+$");
+  const std::regex sample(
+      "^(benchfleet_[a-z0-9_]+)(\\{[a-z_]+=\"([^\"\\\\]|\\\\.)*\"\\})? [-+0-9.eInfNa]+$");
   std::set<std::string> helped, typed;
   for (const std::string& line : Lines(text)) {
     std::smatch match;

@@ -5,7 +5,8 @@
 namespace benchfleet {
 
 void LatencyHistogram::Record(double seconds) {
-  const auto bound = std::lower_bound(kLatencyBucketBoundsS.begin(), kLatencyBucketBoundsS.end(), seconds);
+  const auto bound =
+      std::lower_bound(kLatencyBucketBoundsS.begin(), kLatencyBucketBoundsS.end(), seconds);
   ++buckets_[static_cast<size_t>(bound - kLatencyBucketBoundsS.begin())];
   ++count_;
   sum_s_ += seconds;

@@ -19,7 +19,7 @@ namespace benchfleet {
 // reply is 100 ms, and anything past a second is a stall worth an alert.
 inline constexpr std::array<double, 16> kLatencyBucketBoundsS = {
     0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
-    0.05,   0.1,     0.25,   0.5,   1,     2.5,   5,     10};
+    0.05,   0.1,     0.25,   0.5,   1,      2.5,   5,    10};
 
 class LatencyHistogram {
  public:

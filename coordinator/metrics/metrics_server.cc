@@ -29,8 +29,10 @@ StatusOr<MetricsAddress> ParseMetricsAddress(const std::string& text) {
     address.host = match[1];
     port = match[3];
   } else {
-    return InvalidArgument("--metrics: expected HOST:PORT (127.0.0.1:9464, [::1]:9464; port 0 "
-                           "picks a free one), got \"" + text + "\"");
+    return InvalidArgument(
+        "--metrics: expected HOST:PORT (127.0.0.1:9464, [::1]:9464; port 0 "
+        "picks a free one), got \"" +
+        text + "\"");
   }
   address.port = std::stoi(port);  // at most 5 digits: cannot overflow
   if (address.port > 65535) {
@@ -46,7 +48,8 @@ MetricsServer::~MetricsServer() {
   if (listener_.joinable()) listener_.join();
 }
 
-StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Start(const MetricsAddress& address, JobCounts job_counts) {
+StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Start(const MetricsAddress& address,
+                                                              JobCounts job_counts) {
   std::unique_ptr<MetricsServer> metrics(new MetricsServer());
   metrics->job_counts_ = std::move(job_counts);
   httplib::Server& server = *metrics->server_;
@@ -108,8 +111,9 @@ StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Start(const MetricsAddre
   if (address.IsLoopback()) {
     LOG_INFO("metrics at " << metrics->url_);
   } else {
-    LOG_WARN("metrics at " << metrics->url_ << ", beyond loopback: anyone who reaches the port "
-                                               "can read them (no authentication; they hold no secrets)");
+    LOG_WARN("metrics at " << metrics->url_
+                           << ", beyond loopback: anyone who reaches the port "
+                              "can read them (no authentication; they hold no secrets)");
   }
   return metrics;
 }

@@ -48,7 +48,8 @@ class MetricsServer {
   // Reads the queued and running jobs per requirement for a scrape, on the scrape's
   // thread (never the loop's: on a store of many sweeps the read takes milliseconds).
   using JobCounts = std::function<StatusOr<std::vector<RequirementJobCount>>()>;
-  static StatusOr<std::unique_ptr<MetricsServer>> Start(const MetricsAddress& address, JobCounts job_counts = {});
+  static StatusOr<std::unique_ptr<MetricsServer>> Start(const MetricsAddress& address,
+                                                        JobCounts job_counts = {});
   // Stops serving and joins the threads.
   ~MetricsServer();
   MetricsServer(const MetricsServer&) = delete;

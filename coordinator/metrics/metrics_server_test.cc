@@ -69,7 +69,8 @@ TEST(MetricsServerTest, APortInUseIsAClearError) {
   auto first = MetricsServer::Start(*ParseMetricsAddress("127.0.0.1:0"));
   ASSERT_TRUE(first.ok());
   const std::string& url = (*first)->url();
-  const std::string address = url.substr(std::string("http://").size(), url.size() - std::string("http:///metrics").size());
+  const std::string address =
+      url.substr(std::string("http://").size(), url.size() - std::string("http:///metrics").size());
   auto second = MetricsServer::Start(*ParseMetricsAddress(address));
   ASSERT_FALSE(second.ok());
   EXPECT_EQ(second.status().code(), StatusCode::kUnavailable);

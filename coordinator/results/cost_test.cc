@@ -13,7 +13,10 @@ using testing_fixture::Capabilities;  // not benchfleet::Capabilities
 class CostTest : public CoordinatorTest {
  protected:
   void RegisterPriced(const std::string& name, int gpus, const json& price) {
-    json body = {{"v", 1}, {"type", "register"}, {"agent", name}, {"tags", json::array()},
+    json body = {{"v", 1},
+                 {"type", "register"},
+                 {"agent", name},
+                 {"tags", json::array()},
                  {"capabilities", Capabilities(gpus, name)}};
     if (!price.is_null()) body["price"] = price;
     FromAgent(name + "/1", body);
@@ -28,8 +31,11 @@ class CostTest : public CoordinatorTest {
       const json body = offer->message.body;
       json result = GoodResult(body["spec"]);
       result["throughput_per_s"] = throughput(body["spec"]);
-      FromAgent(peer, {{"v", 1}, {"type", "result"}, {"job_id", body["job_id"]},
-                       {"attempt", body["attempt"]}, {"result", result}});
+      FromAgent(peer, {{"v", 1},
+                       {"type", "result"},
+                       {"job_id", body["job_id"]},
+                       {"attempt", body["attempt"]},
+                       {"result", result}});
       answered_.insert(body["job_id"].get<int64_t>());
       ++answered;
     }
@@ -45,12 +51,17 @@ TEST_F(CostTest, TwoHostsAtDifferentPricesGiveEachResultItsCostAndTheCheaperDevi
                          "device": ["cpu", "cuda"]}})"));
   // The CPU host does 10,000 samples/s, the GPU host's CPU 8,000 and its GPU 200,000.
   EXPECT_EQ(AnswerAll("cpu-box/1", [](const json&) { return 10000.0; }), 1);
-  EXPECT_EQ(AnswerAll("gpu-box/1", [](const json& spec) { return spec["device"] == "cpu" ? 8000.0 : 200000.0; }), 2);
+  EXPECT_EQ(AnswerAll("gpu-box/1",
+                      [](const json& spec) { return spec["device"] == "cpu" ? 8000.0 : 200000.0; }),
+            2);
 
-  json rows = Query("SELECT host, device, per_hour, currency, cost_per_1m_samples FROM result_cost "
-                    "ORDER BY host, device");
+  json rows = Query(
+      "SELECT host, device, per_hour, currency, cost_per_1m_samples FROM result_cost "
+      "ORDER BY host, device");
   ASSERT_EQ(rows.size(), 3u) << rows.dump();
-  auto cost = [](double per_hour, double throughput) { return per_hour / (throughput * 3600) * 1e6; };
+  auto cost = [](double per_hour, double throughput) {
+    return per_hour / (throughput * 3600) * 1e6;
+  };
   EXPECT_EQ(rows[0][0], "cpu-box");
   EXPECT_NEAR(rows[0][4].get<double>(), cost(0.50, 10000), 1e-12);  // 0.0139 USD per 1M
   EXPECT_EQ(rows[1][1], "cpu");
@@ -68,13 +79,16 @@ TEST_F(CostTest, TwoHostsAtDifferentPricesGiveEachResultItsCostAndTheCheaperDevi
 
   // A price set by hand wins from now on; the old one stays as history. The agent's
   // re-registration with its unchanged price does not undo it.
-  Message set = Request({{"type", "set_price"}, {"host", "cpu-box"}, {"per_hour", 0.05}, {"currency", "USD"}});
+  Message set = Request(
+      {{"type", "set_price"}, {"host", "cpu-box"}, {"per_hour", 0.05}, {"currency", "USD"}});
   ASSERT_EQ(set.type, "rows") << set.body.dump();
   EXPECT_EQ(set.body["rows"][0][1], 0.05);
   RegisterPriced("cpu-box", 0, {{"per_hour", 0.50}, {"currency", "USD"}});
-  EXPECT_EQ(Query("SELECT per_hour, source FROM host_price WHERE host = 'cpu-box'"), json::parse(R"([[0.05, "cli"]])"));
+  EXPECT_EQ(Query("SELECT per_hour, source FROM host_price WHERE host = 'cpu-box'"),
+            json::parse(R"([[0.05, "cli"]])"));
   EXPECT_EQ(Query("SELECT count(*) FROM host_prices")[0][0], 3);
-  EXPECT_NEAR(Query("SELECT cost_per_1m_samples FROM result_cost WHERE host = 'cpu-box'")[0][0].get<double>(),
+  EXPECT_NEAR(Query("SELECT cost_per_1m_samples FROM result_cost WHERE host = 'cpu-box'")[0][0]
+                  .get<double>(),
               cost(0.05, 10000), 1e-12);
   // A changed agent price is recorded.
   RegisterPriced("cpu-box", 0, {{"per_hour", 0.60}, {"currency", "EUR"}});
@@ -100,21 +114,27 @@ TEST_F(CostTest, AServerRunIsPricedByItsRateWithinTheSloAndCapacityCarriesTheDec
     json result = GoodResult(offer->message.body["spec"]);
     result["throughput_per_s"] = 9000.0;  // the service rate of one full batch
     result["scenario"] = "server";
-    result["serving"] = {{"target_qps", 2400.0}, {"achieved_qps", 2390.0}, {"latency_p50_ms", 1.2},
-                         {"latency_p90_ms", 2.9}, {"latency_p99_ms", 4.6}, {"queries", 12000},
-                         {"batches", 3000},       {"slo_p99_ms", 5.0},      {"max_qps_within_slo", 2400.0}};
-    FromAgent(peer, {{"v", 1}, {"type", "result"}, {"job_id", offer->message.body["job_id"]},
-                     {"attempt", offer->message.body["attempt"]}, {"result", result}});
+    result["serving"] = {
+        {"target_qps", 2400.0},  {"achieved_qps", 2390.0}, {"latency_p50_ms", 1.2},
+        {"latency_p90_ms", 2.9}, {"latency_p99_ms", 4.6},  {"queries", 12000},
+        {"batches", 3000},       {"slo_p99_ms", 5.0},      {"max_qps_within_slo", 2400.0}};
+    FromAgent(peer, {{"v", 1},
+                     {"type", "result"},
+                     {"job_id", offer->message.body["job_id"]},
+                     {"attempt", offer->message.body["attempt"]},
+                     {"result", result}});
   }
   coordinator_->Tick();
-  json cost = Query("SELECT throughput_per_s, capacity_per_s, cost_per_1m_samples FROM result_cost");
+  json cost =
+      Query("SELECT throughput_per_s, capacity_per_s, cost_per_1m_samples FROM result_cost");
   ASSERT_EQ(cost.size(), 1u) << "the host without a price has no cost: " << cost.dump();
   EXPECT_EQ(cost[0][0], 9000.0);
   EXPECT_EQ(cost[0][1], 2400.0);
   EXPECT_NEAR(cost[0][2].get<double>(), 1.80 / (2400.0 * 3600) * 1e6, 1e-12);
 
-  json capacity = Query("SELECT host, scenario, capacity_per_s, latency_p99_ms, accuracy_loss, stale, "
-                        "cost_per_1m_samples FROM result_capacity ORDER BY host");
+  json capacity = Query(
+      "SELECT host, scenario, capacity_per_s, latency_p99_ms, accuracy_loss, stale, "
+      "cost_per_1m_samples FROM result_capacity ORDER BY host");
   ASSERT_EQ(capacity.size(), 2u) << capacity.dump();
   EXPECT_EQ(capacity[0][0], "box");
   EXPECT_EQ(capacity[0][1], "server");
@@ -130,13 +150,16 @@ TEST_F(CostTest, BadPricesAreRefusedNamingTheFieldAndUnknownHostsAreNotFound) {
   EXPECT_EQ(unknown.type, "error");
   EXPECT_NE(unknown.body.dump().find("nobody"), std::string::npos) << unknown.body.dump();
   RegisterPriced("box", 0, nullptr);
-  for (const json& bad : {json{{"type", "set_price"}, {"host", "box"}, {"per_hour", -1}},
-                          json{{"type", "set_price"}, {"host", "box"}, {"per_hour", 2e6}},
-                          json{{"type", "set_price"}, {"host", "box"}, {"per_hour", 1}, {"currency", "usd"}}}) {
+  for (const json& bad :
+       {json{{"type", "set_price"}, {"host", "box"}, {"per_hour", -1}},
+        json{{"type", "set_price"}, {"host", "box"}, {"per_hour", 2e6}},
+        json{{"type", "set_price"}, {"host", "box"}, {"per_hour", 1}, {"currency", "usd"}}}) {
     Message reply = Request(bad);
     EXPECT_EQ(reply.type, "error") << bad.dump();
     const std::string text = reply.body.dump();
-    EXPECT_TRUE(text.find("per_hour") != std::string::npos || text.find("currency") != std::string::npos) << text;
+    EXPECT_TRUE(text.find("per_hour") != std::string::npos ||
+                text.find("currency") != std::string::npos)
+        << text;
   }
   EXPECT_EQ(Query("SELECT count(*) FROM host_prices")[0][0], 0);
   // An agent with a bad price is refused, naming the field, and stores nothing.

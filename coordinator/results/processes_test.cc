@@ -36,7 +36,8 @@ class ProcessesTest : public CoordinatorTest {
   }
   // Answers every offer `peer` gets, in order, with median(job, process) until none
   // comes; returns the job ids in the order they were handed out.
-  std::vector<int64_t> RunAll(const std::string& peer, const std::function<double(int64_t, int)>& median) {
+  std::vector<int64_t> RunAll(const std::string& peer,
+                              const std::function<double(int64_t, int)>& median) {
     std::vector<int64_t> order;
     std::map<int64_t, int> processes;
     coordinator_->Tick();
@@ -46,13 +47,17 @@ class ProcessesTest : public CoordinatorTest {
       const json& offer = offers[answered];
       const int64_t job = offer["job_id"];
       order.push_back(job);
-      FromAgent(peer, {{"v", 1}, {"type", "result"}, {"job_id", job}, {"attempt", offer["attempt"]},
+      FromAgent(peer, {{"v", 1},
+                       {"type", "result"},
+                       {"job_id", job},
+                       {"attempt", offer["attempt"]},
                        {"result", ResultWith(offer["spec"], median(job, processes[job]++))}});
       coordinator_->Tick();
     }
     return order;
   }
-  std::set<std::string> answered_;  // job/attempt answered by LaterProcessesGoToTheAgentThatRanTheFirst
+  std::set<std::string>
+      answered_;  // job/attempt answered by LaterProcessesGoToTheAgentThatRanTheFirst
 };
 
 TEST_F(ProcessesTest, AJobRunsInItsProcessesInterleavedWithTheOthersAndItsIntervalIsAcrossThem) {
@@ -61,7 +66,8 @@ TEST_F(ProcessesTest, AJobRunsInItsProcessesInterleavedWithTheOthersAndItsInterv
                          "matrix": {"model": ["mlp"], "batch_size": [1, 2, 4, 8]}})"));
   // Each process of a job reads 1, 1.1, 0.9 times its job's base.
   const double kFactor[] = {1.0, 1.1, 0.9};
-  const std::vector<int64_t> order = RunAll("node-a/1", [&](int64_t job, int p) { return job * kFactor[p]; });
+  const std::vector<int64_t> order =
+      RunAll("node-a/1", [&](int64_t job, int p) { return job * kFactor[p]; });
   ASSERT_EQ(order.size(), 12u);
   // Round by round: every job's first process, then each later round holds every job
   // once, in an order of its own.
@@ -72,11 +78,13 @@ TEST_F(ProcessesTest, AJobRunsInItsProcessesInterleavedWithTheOthersAndItsInterv
   for (auto& round : rounds) {
     EXPECT_EQ(std::set<int64_t>(round.begin(), round.end()), (std::set<int64_t>{1, 2, 3, 4}));
   }
-  EXPECT_TRUE(rounds[1] != rounds[0] || rounds[2] != rounds[0]) << "later rounds keep the first's order";
+  EXPECT_TRUE(rounds[1] != rounds[0] || rounds[2] != rounds[0])
+      << "later rounds keep the first's order";
 
   json rows = Query(
       "SELECT job_id, processes, median_ms, median_ci_low_ms, median_ci_high_ms, within_ci_low_ms, "
-      "within_ci_high_ms, between_process_sd_ms, throughput_per_s, batch_size, attempt FROM results ORDER BY job_id");
+      "within_ci_high_ms, between_process_sd_ms, throughput_per_s, batch_size, attempt FROM "
+      "results ORDER BY job_id");
   ASSERT_EQ(rows.size(), 4u);
   for (const json& row : rows) {
     const double base = row[0].get<double>();
@@ -93,8 +101,9 @@ TEST_F(ProcessesTest, AJobRunsInItsProcessesInterleavedWithTheOthersAndItsInterv
     EXPECT_NEAR(row[8].get<double>(), row[9].get<double>() * 1000 / base, 1e-6);  // at the mean
     EXPECT_EQ(row[10], 3);  // the third hand-out delivered it
   }
-  json kept = Query("SELECT job_id, count(*), count(DISTINCT host_id), min(process), max(process) "
-                    "FROM result_processes GROUP BY job_id ORDER BY job_id");
+  json kept = Query(
+      "SELECT job_id, count(*), count(DISTINCT host_id), min(process), max(process) "
+      "FROM result_processes GROUP BY job_id ORDER BY job_id");
   ASSERT_EQ(kept.size(), 4u);
   for (const json& row : kept) EXPECT_EQ(row, (json{row[0], 3, 1, 0, 2}));
   EXPECT_EQ(Query("SELECT state FROM sweeps")[0][0], "done");
@@ -116,7 +125,10 @@ TEST_F(ProcessesTest, LaterProcessesGoToTheAgentThatRanTheFirst) {
                                 std::to_string(offer["attempt"].get<int>());
         if (!answered_.insert(key).second) continue;
         ran[peer].insert(offer["job_id"].get<int64_t>());
-        FromAgent(peer, {{"v", 1}, {"type", "result"}, {"job_id", offer["job_id"]}, {"attempt", offer["attempt"]},
+        FromAgent(peer, {{"v", 1},
+                         {"type", "result"},
+                         {"job_id", offer["job_id"]},
+                         {"attempt", offer["attempt"]},
                          {"result", ResultWith(offer["spec"], 2.0)}});
         answered = true;
       }
@@ -140,8 +152,9 @@ TEST_F(ProcessesTest, APrecisionStopsWhereItIsReachedOrSaysItWasNot) {
   const double kTight[] = {1.0, 1.001, 0.999, 1.0, 1.0};
   const double kWide[] = {1.0, 1.3, 0.7, 1.2, 0.8};
   RunAll("node-a/1", [&](int64_t job, int p) { return job == 1 ? kTight[p] : kWide[p]; });
-  json rows = Query("SELECT job_id, processes, precision_target, precision_met, precision_reached, detail "
-                    "FROM results ORDER BY job_id");
+  json rows = Query(
+      "SELECT job_id, processes, precision_target, precision_met, precision_reached, detail "
+      "FROM results ORDER BY job_id");
   ASSERT_EQ(rows.size(), 2u);
   EXPECT_EQ(rows[0][1], 3);
   EXPECT_EQ(rows[0][2], 0.01);
@@ -181,10 +194,14 @@ TEST_F(ProcessesTest, APrecisionChoosesTheSamplesOfTheLaterProcesses) {
 
 TEST_F(ProcessesTest, AResentProcessIsADuplicateAndAddsNothing) {
   Register("node-a");
-  Submit(json::parse(R"({"name": "resent", "processes": 2, "matrix": {"model": ["mlp"], "batch_size": [1]}})"));
+  Submit(json::parse(
+      R"({"name": "resent", "processes": 2, "matrix": {"model": ["mlp"], "batch_size": [1]}})"));
   coordinator_->Tick();
   const json offer = OffersTo("node-a/1").at(0);
-  const json message = {{"v", 1}, {"type", "result"}, {"job_id", offer["job_id"]}, {"attempt", offer["attempt"]},
+  const json message = {{"v", 1},
+                        {"type", "result"},
+                        {"job_id", offer["job_id"]},
+                        {"attempt", offer["attempt"]},
                         {"result", ResultWith(offer["spec"], 1.0)}};
   FromAgent("node-a/1", message);
   EXPECT_EQ(LastTo("node-a/1", "ack")->message.body["outcome"], "stored");
@@ -196,7 +213,8 @@ TEST_F(ProcessesTest, AResentProcessIsADuplicateAndAddsNothing) {
 
 TEST_F(ProcessesTest, ALostHandOutOfALaterProcessIsNotCountedAgainstTheProcessesDone) {
   Register("node-a");
-  Submit(json::parse(R"({"name": "lost", "processes": 4, "matrix": {"model": ["mlp"], "batch_size": [1]}})"));
+  Submit(json::parse(
+      R"({"name": "lost", "processes": 4, "matrix": {"model": ["mlp"], "batch_size": [1]}})"));
   // Three processes come back, then two hand-outs are lost (their results refused: a
   // negative median), then the fourth process: 6 hand-outs, 2 lost, under the 3 a job
   // may lose (max_attempts), so it is done.
@@ -212,26 +230,36 @@ TEST_F(ProcessesTest, WhatASweepMayNotAskIsRefusedNamingTheField) {
     const char* field;
   };
   const Case cases[] = {
-      {R"({"name": "x", "processes": 0, "matrix": {"model": ["mlp"], "batch_size": [1]}})", "processes"},
-      {R"({"name": "x", "processes": 51, "matrix": {"model": ["mlp"], "batch_size": [1]}})", "processes"},
-      {R"({"name": "x", "processes": 2.5, "matrix": {"model": ["mlp"], "batch_size": [1]}})", "processes"},
-      {R"({"name": "x", "precision": 0, "matrix": {"model": ["mlp"], "batch_size": [1]}})", "precision"},
-      {R"({"name": "x", "precision": 1, "matrix": {"model": ["mlp"], "batch_size": [1]}})", "precision"},
-      {R"({"name": "x", "precision": -0.01, "matrix": {"model": ["mlp"], "batch_size": [1]}})", "precision"},
-      {R"({"name": "x", "precision": "1%", "matrix": {"model": ["mlp"], "batch_size": [1]}})", "precision"},
+      {R"({"name": "x", "processes": 0, "matrix": {"model": ["mlp"], "batch_size": [1]}})",
+       "processes"},
+      {R"({"name": "x", "processes": 51, "matrix": {"model": ["mlp"], "batch_size": [1]}})",
+       "processes"},
+      {R"({"name": "x", "processes": 2.5, "matrix": {"model": ["mlp"], "batch_size": [1]}})",
+       "processes"},
+      {R"({"name": "x", "precision": 0, "matrix": {"model": ["mlp"], "batch_size": [1]}})",
+       "precision"},
+      {R"({"name": "x", "precision": 1, "matrix": {"model": ["mlp"], "batch_size": [1]}})",
+       "precision"},
+      {R"({"name": "x", "precision": -0.01, "matrix": {"model": ["mlp"], "batch_size": [1]}})",
+       "precision"},
+      {R"({"name": "x", "precision": "1%", "matrix": {"model": ["mlp"], "batch_size": [1]}})",
+       "precision"},
       {R"({"name": "x", "processes": 3, "matrix": {"model": ["mlp"], "batch_size": [4], "mode": ["train"],
-           "parallel": [{"kind": "data", "world_size": 2}]}})", "processes"},
+           "parallel": [{"kind": "data", "world_size": 2}]}})",
+       "processes"},
   };
   for (const Case& c : cases) {
     Message reply = Request({{"type", "submit"}, {"sweep", json::parse(c.sweep)}});
     EXPECT_EQ(reply.type, "error") << c.sweep;
-    EXPECT_NE(reply.body.value("message", "").find(c.field), std::string::npos) << reply.body.dump();
+    EXPECT_NE(reply.body.value("message", "").find(c.field), std::string::npos)
+        << reply.body.dump();
   }
 }
 
 TEST(ProcessStatsTest, TheIntervalIsWhereARepeatRunOfAsManyProcessesLands) {
   std::vector<ProcessFigures> processes;
-  for (double m : {10.0, 11.0, 9.0, 10.5, 9.5}) processes.push_back({m, m * 0.99, m * 1.01, 100, 1, 2});
+  for (double m : {10.0, 11.0, 9.0, 10.5, 9.5})
+    processes.push_back({m, m * 0.99, m * 1.01, 100, 1, 2});
   const AcrossProcesses across = Summarize(processes);
   EXPECT_DOUBLE_EQ(across.mean_ms, 10.0);
   const double sd = std::sqrt((0 + 1 + 1 + 0.25 + 0.25) / 4.0);
@@ -240,7 +268,8 @@ TEST(ProcessStatsTest, TheIntervalIsWhereARepeatRunOfAsManyProcessesLands) {
   EXPECT_EQ(across.representative, 0u);
   // Between: the medians' variance less a median's own (its interval's sd squared).
   const double within = 0.02 * 10 / (2 * 1.959963984540054);  // about, the processes differ
-  EXPECT_NEAR(across.sd_between_ms, std::sqrt(sd * sd - *across.sd_within_ms * *across.sd_within_ms), 1e-9);
+  EXPECT_NEAR(across.sd_between_ms,
+              std::sqrt(sd * sd - *across.sd_within_ms * *across.sd_within_ms), 1e-9);
   EXPECT_NEAR(*across.sd_within_ms, within, 0.01);
   // One process: its mean, no interval across.
   EXPECT_FALSE(Summarize({processes[0]}).ci_low_ms);

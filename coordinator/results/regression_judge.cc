@@ -41,9 +41,10 @@ Verdict Weigh(const JudgedResult& r, double median, double mad, int64_t n,
     return v;
   }
   const double series_sigma = kMadToSigma * mad;
-  const double result_sigma = r.median_ci_low_ms && r.median_ci_high_ms
-                                  ? (*r.median_ci_high_ms - *r.median_ci_low_ms) / 2 / kInterval95Sigmas
-                                  : 0;
+  const double result_sigma =
+      r.median_ci_low_ms && r.median_ci_high_ms
+          ? (*r.median_ci_high_ms - *r.median_ci_low_ms) / 2 / kInterval95Sigmas
+          : 0;
   const double sigma = std::sqrt(series_sigma * series_sigma + result_sigma * result_sigma);
   // A baseline without spread and a result without an interval: any change beyond the
   // relative test is beyond it.
@@ -129,7 +130,8 @@ void RegressionJudge::Judge(const JudgedResult& r) {
     ++store_errors_;
     return;
   }
-  if (baseline_pace->results >= kHostPaceMinResults) c.baseline_host_pace_ms = baseline_pace->mean_ms;
+  if (baseline_pace->results >= kHostPaceMinResults)
+    c.baseline_host_pace_ms = baseline_pace->mean_ms;
   auto reruns = store_.AddRegressionCandidate(c, r.host, policy.reruns);
   if (!reruns.ok()) {
     ++store_errors_;
@@ -137,9 +139,10 @@ void RegressionJudge::Judge(const JudgedResult& r) {
                      << reruns.status().message());
     return;
   }
-  LOG_INFO("job " << r.job_id << " on " << r.host << ": " << (c.slower ? "slower" : "faster") << " by "
-                  << std::lround(std::abs(c.change) * 1000) / 10.0 << "% than its series' median of " << n
-                  << "; " << reruns->size() << " reruns queued to confirm it");
+  LOG_INFO("job " << r.job_id << " on " << r.host << ": " << (c.slower ? "slower" : "faster")
+                  << " by " << std::lround(std::abs(c.change) * 1000) / 10.0
+                  << "% than its series' median of " << n << "; " << reruns->size()
+                  << " reruns queued to confirm it");
   reruns_queued_ = true;
 }
 
@@ -171,12 +174,13 @@ void RegressionJudge::DecideIfRerunsDone(int64_t candidate_job_id, const Regress
   };
   const double rerun_median = Median(medians);
   const auto reproduced = std::count_if(medians.begin(), medians.end(), reproduces);
-  const bool confirmed = reproduces(rerun_median) && 2 * reproduced > static_cast<long>(reruns->size());
+  const bool confirmed =
+      reproduces(rerun_median) && 2 * reproduced > static_cast<long>(reruns->size());
   std::string state = confirmed ? "confirmed" : "noise";
-  std::string reason =
-      std::string(confirmed ? "reproduced" : "not reproduced") + " by " + std::to_string(reproduced) + " of " +
-      std::to_string(reruns->size()) + " reruns: their median " + std::to_string(rerun_median) +
-      " ms against the baseline's " + std::to_string(c.baseline_median_ms) + " ms";
+  std::string reason = std::string(confirmed ? "reproduced" : "not reproduced") + " by " +
+                       std::to_string(reproduced) + " of " + std::to_string(reruns->size()) +
+                       " reruns: their median " + std::to_string(rerun_median) +
+                       " ms against the baseline's " + std::to_string(c.baseline_median_ms) + " ms";
   // The host's pace that night (docs/regressions.md, Host pace): a change reproduced on a
   // host whose pace moved the same way beyond min_change is the host's, never a
   // regression.
@@ -191,8 +195,9 @@ void RegressionJudge::DecideIfRerunsDone(int64_t candidate_job_id, const Regress
     const double pace_ratio = *night_pace / *c.baseline_host_pace_ms;
     if (HostPaceExplains(rerun_median / c.baseline_median_ms, pace_ratio, 1 + policy.min_change)) {
       state = "host";
-      reason += "; the host's pace that night (the mean of " + std::to_string(night->results) + " results) moved " +
-                Percent(pace_ratio - 1) + " from the baseline's, the same way and enough to explain it: the host's, "
+      reason += "; the host's pace that night (the mean of " + std::to_string(night->results) +
+                " results) moved " + Percent(pace_ratio - 1) +
+                " from the baseline's, the same way and enough to explain it: the host's, "
                 "not the code's";
     }
   }
@@ -200,7 +205,8 @@ void RegressionJudge::DecideIfRerunsDone(int64_t candidate_job_id, const Regress
     ++store_errors_;
     return;
   }
-  LOG_INFO("job " << candidate_job_id << ": regression candidate " << state << " (" << reason << ")");
+  LOG_INFO("job " << candidate_job_id << ": regression candidate " << state << " (" << reason
+                  << ")");
 }
 
 }  // namespace benchfleet

@@ -21,7 +21,8 @@ namespace benchfleet {
 class RegressionJudge {
  public:
   // `store_errors` is counted for each store call that fails.
-  RegressionJudge(RegressionStore& store, int64_t& store_errors) : store_(store), store_errors_(store_errors) {}
+  RegressionJudge(RegressionStore& store, int64_t& store_errors)
+      : store_(store), store_errors_(store_errors) {}
 
   // A stored result: judged against its series, or, a rerun's, deciding its candidate
   // once every rerun is in.

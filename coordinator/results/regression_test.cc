@@ -20,7 +20,8 @@ class RegressionTest : public CoordinatorTest {
  protected:
   // Answers every job offered to `peer` with a median of `median_ms(job)`, until none is
   // left (reruns are offered one after another); returns the jobs answered.
-  std::vector<int64_t> AnswerAll(const std::string& peer, const std::function<double()>& median_ms) {
+  std::vector<int64_t> AnswerAll(const std::string& peer,
+                                 const std::function<double()>& median_ms) {
     std::vector<int64_t> answered;
     for (int round = 0; round < 20; ++round) {
       coordinator_->Tick();
@@ -39,8 +40,11 @@ class RegressionTest : public CoordinatorTest {
         result["stats"]["median_ci_low_ms"] = ms * (1 - interval_);
         result["stats"]["median_ci_high_ms"] = ms * (1 + interval_);
       }
-      FromAgent(peer, {{"v", 1}, {"type", "result"}, {"job_id", body["job_id"]},
-                       {"attempt", body["attempt"]}, {"result", result}});
+      FromAgent(peer, {{"v", 1},
+                       {"type", "result"},
+                       {"job_id", body["job_id"]},
+                       {"attempt", body["attempt"]},
+                       {"result", result}});
       answered_.insert(body["job_id"].get<int64_t>());
       answered.push_back(body["job_id"].get<int64_t>());
     }
@@ -68,8 +72,10 @@ class RegressionTest : public CoordinatorTest {
   double interval_ = 0;
   bool noisy_ = false;
   json Regression(int64_t job_id) {
-    json rows = Query("SELECT state, direction, change, baseline_n, json_array_length(reruns), z "
-                      "FROM regressions WHERE job_id = " + std::to_string(job_id));
+    json rows = Query(
+        "SELECT state, direction, change, baseline_n, json_array_length(reruns), z "
+        "FROM regressions WHERE job_id = " +
+        std::to_string(job_id));
     return rows.empty() ? json(nullptr) : rows[0];
   }
   std::set<int64_t> answered_;
@@ -100,7 +106,9 @@ TEST_F(RegressionTest, ASlowdownIsConfirmedByItsRerunsAndNoiseIsNot) {
   EXPECT_EQ(verdict[3], 30);  // judged against the last 30 good results
   EXPECT_EQ(verdict[4], 3);   // three reruns on the same host
   EXPECT_EQ(Query("SELECT count(DISTINCT host) FROM result_summary WHERE job_id IN "
-                  "(SELECT job_id FROM jobs WHERE confirms_job_id = " + std::to_string(outlier) + ")")[0][0], 1);
+                  "(SELECT job_id FROM jobs WHERE confirms_job_id = " +
+                  std::to_string(outlier) + ")")[0][0],
+            1);
 
   // A real 15% slowdown: its reruns are as slow, so it is confirmed and reported.
   const int64_t slowdown = Night(11.5, [&] { return 1.15 * normal(); });
@@ -110,7 +118,8 @@ TEST_F(RegressionTest, ASlowdownIsConfirmedByItsRerunsAndNoiseIsNot) {
   EXPECT_EQ(verdict[1], "slower");
   EXPECT_NEAR(verdict[2].get<double>(), 0.15, 0.05);
   EXPECT_GT(verdict[5].get<double>(), 4);  // the robust z-score
-  const json reported = Query("SELECT job_id, host, change_pct, baseline_n, reruns FROM confirmed_regressions");
+  const json reported =
+      Query("SELECT job_id, host, change_pct, baseline_n, reruns FROM confirmed_regressions");
   ASSERT_EQ(reported.size(), 1u) << reported.dump();
   EXPECT_EQ(reported[0][0], slowdown);
   EXPECT_EQ(reported[0][1], "node-a");
@@ -119,7 +128,10 @@ TEST_F(RegressionTest, ASlowdownIsConfirmedByItsRerunsAndNoiseIsNot) {
   // fingerprint, a new series, a baseline reset, not a regression.
   json capabilities = Capabilities(0, "node-a");
   capabilities["torch"]["torch_version"] = "2.1.0";
-  FromAgent("node-a/1", {{"v", 1}, {"type", "register"}, {"agent", "node-a"}, {"tags", json::array()},
+  FromAgent("node-a/1", {{"v", 1},
+                         {"type", "register"},
+                         {"agent", "node-a"},
+                         {"tags", json::array()},
                          {"capabilities", capabilities}});
   for (int night = 0; night < 3; ++night) {
     Submit(kNightly);
@@ -130,14 +142,17 @@ TEST_F(RegressionTest, ASlowdownIsConfirmedByItsRerunsAndNoiseIsNot) {
   // series' noise may still raise a candidate, judged within the new series, that its
   // reruns then call noise).
   for (const json& row : Query("SELECT baseline_median_ms, state FROM regressions WHERE job_id > " +
-                               std::to_string(slowdown) + " AND job_id NOT IN (SELECT job_id FROM jobs "
-                               "WHERE confirms_job_id = " + std::to_string(slowdown) + ")")) {
+                               std::to_string(slowdown) +
+                               " AND job_id NOT IN (SELECT job_id FROM jobs "
+                               "WHERE confirms_job_id = " +
+                               std::to_string(slowdown) + ")")) {
     EXPECT_GT(row[0].get<double>(), 11.0) << row.dump();
     EXPECT_NE(row[1], "confirmed") << row.dump();
   }
   EXPECT_EQ(Query("SELECT count(*) FROM confirmed_regressions")[0][0], 1);
   // The fingerprint keeps its parts: what changed is there to see.
-  EXPECT_EQ(Query("SELECT json_extract(fingerprint_parts, '$.torch_version') FROM hosts")[0][0], "2.1.0");
+  EXPECT_EQ(Query("SELECT json_extract(fingerprint_parts, '$.torch_version') FROM hosts")[0][0],
+            "2.1.0");
 }
 
 TEST_F(RegressionTest, ABaselineResetMarksAKnownStepSoItIsNotFlagged) {
@@ -159,22 +174,27 @@ TEST_F(RegressionTest, APersistentStepIsReportedOnce) {
   Register("node-a");
   std::mt19937 random(11);
   std::normal_distribution<double> noise(0.0, 0.02);
-  auto at = [&](double level) { return [&random, &noise, level] { return level * (1 + noise(random)); }; };
+  auto at = [&](double level) {
+    return [&random, &noise, level] { return level * (1 + noise(random)); };
+  };
   for (int night = 0; night < 30; ++night) Night(at(10.0)(), at(10.0));
   const int64_t step = Night(11.2, at(11.2));
   ASSERT_FALSE(Regression(step).is_null());
   EXPECT_EQ(Regression(step)[0], "confirmed");
   for (int night = 0; night < 11; ++night) Night(at(11.2)(), at(11.2));
-  const json reported = Query("SELECT job_id, first_seen_sweep_id, first_seen_at, direction "
-                              "FROM confirmed_regressions");
+  const json reported = Query(
+      "SELECT job_id, first_seen_sweep_id, first_seen_at, direction "
+      "FROM confirmed_regressions");
   ASSERT_EQ(reported.size(), 1u) << reported.dump();
   EXPECT_EQ(reported[0][0], step);
-  EXPECT_EQ(reported[0][1], Query("SELECT sweep_id FROM jobs WHERE job_id = " + std::to_string(step))[0][0]);
+  EXPECT_EQ(reported[0][1],
+            Query("SELECT sweep_id FROM jobs WHERE job_id = " + std::to_string(step))[0][0]);
   EXPECT_TRUE(reported[0][2].is_string());
   // The nights after the step raised no candidate at all: their baseline is the new level.
   EXPECT_EQ(Query("SELECT count(*) FROM regressions WHERE job_id > " + std::to_string(step) +
                   " AND job_id NOT IN (SELECT job_id FROM jobs WHERE confirms_job_id = " +
-                  std::to_string(step) + ")")[0][0], 0);
+                  std::to_string(step) + ")")[0][0],
+            0);
   // A second, later step (back to 10 ms: an improvement) is its own change point.
   const int64_t back = Night(10.0, at(10.0));
   EXPECT_EQ(Regression(back)[0], "confirmed");
@@ -206,8 +226,9 @@ TEST_F(RegressionTest, NoisyResultsAreJudgedWithTheirInterval) {
   const int64_t precise = Night(12.75, [] { return 12.75; });
   ASSERT_FALSE(Regression(precise).is_null());
   EXPECT_EQ(Regression(precise)[0], "confirmed");
-  const json kept = Query("SELECT median_ci_low_ms, median_ci_high_ms FROM regressions WHERE job_id = " +
-                          std::to_string(precise));
+  const json kept =
+      Query("SELECT median_ci_low_ms, median_ci_high_ms FROM regressions WHERE job_id = " +
+            std::to_string(precise));
   EXPECT_NEAR(kept[0][0].get<double>(), 12.75 * 0.995, 1e-9);
   EXPECT_NEAR(kept[0][1].get<double>(), 12.75 * 1.005, 1e-9);
 }
@@ -226,8 +247,11 @@ TEST_F(RegressionTest, UnsteadyResultsAreNotJudged) {
   result["stats"]["median_ms"] = 20.0;
   result["stats"]["unsteady"] = true;
   result["stats"]["noisy"] = true;
-  FromAgent("node-a/1", {{"v", 1}, {"type", "result"}, {"job_id", body["job_id"]},
-                         {"attempt", body["attempt"]}, {"result", result}});
+  FromAgent("node-a/1", {{"v", 1},
+                         {"type", "result"},
+                         {"job_id", body["job_id"]},
+                         {"attempt", body["attempt"]},
+                         {"result", result}});
   coordinator_->Tick();
   EXPECT_TRUE(Regression(body["job_id"].get<int64_t>()).is_null());
 }

@@ -29,10 +29,13 @@ void ResultAcceptor::Reject(Agent& agent, const JobAttempt& job, const std::stri
   ++ctx_.counters.rejected_results;
   LOG_WARN("result of job " << job.job_id << " attempt " << job.attempt << " from "
                             << agent.description.name << " rejected: " << reason);
-  ctx_.Reply(Side::kAgents, agent.routing_id, ToMessage(ErrorReport{StatusCodeName(StatusCode::kInvalidArgument), reason, job, nullptr}));
+  ctx_.Reply(
+      Side::kAgents, agent.routing_id,
+      ToMessage(ErrorReport{StatusCodeName(StatusCode::kInvalidArgument), reason, job, nullptr}));
   // The ack lets the agent drop the result from its spool: it can never be stored, so
   // it must not come back after every reconnect.
-  ctx_.Reply(Side::kAgents, agent.routing_id, ToMessage(ResultAck{job, ResultAck::Outcome::kRejected, reason}));
+  ctx_.Reply(Side::kAgents, agent.routing_id,
+             ToMessage(ResultAck{job, ResultAck::Outcome::kRejected, reason}));
   // The attempt produced nothing usable: it is lost like a silent agent's.
   if (const Lease* lease = ctx_.leases.Find(job.job_id);
       lease && lease->HeldBy(agent.description.name, job.attempt)) {
@@ -53,24 +56,27 @@ void ResultAcceptor::Accept(Agent& agent, const Message& message) {
   auto result = ParseWorkerResult(*report->result);
   if (!result.ok()) return Reject(agent, job, result.status().message());
   if (result->job_id && *result->job_id != job.job_id) {
-    return Reject(agent, job, "result.job_id: " + std::to_string(*result->job_id) +
-                                        " differs from the message's job_id " + std::to_string(job.job_id));
+    return Reject(agent, job,
+                  "result.job_id: " + std::to_string(*result->job_id) +
+                      " differs from the message's job_id " + std::to_string(job.job_id));
   }
   if (result->attempt && *result->attempt != job.attempt) {
-    return Reject(agent, job, "result.attempt: " + std::to_string(*result->attempt) +
-                                        " differs from the message's attempt " + std::to_string(job.attempt));
+    return Reject(agent, job,
+                  "result.attempt: " + std::to_string(*result->attempt) +
+                      " differs from the message's attempt " + std::to_string(job.attempt));
   }
   if (AcceptGangRank(agent, job, *result, *report->result)) return;
   // A process of a repeated job (schemas/sweep.md, Processes): kept until the last.
-  auto step = ctx_.store.processes().Record(job.job_id, job.attempt, agent.host_id, agent.description.name,
-                                            *result, *report->result);
+  auto step = ctx_.store.processes().Record(job.job_id, job.attempt, agent.host_id,
+                                            agent.description.name, *result, *report->result);
   if (!step.ok()) {
     ++ctx_.counters.store_errors;  // no ack: the agent sends it again
     LOG_ERROR("cannot keep the process of job " << job.job_id << " attempt " << job.attempt << ": "
                                                 << step.status().message());
     return;
   }
-  if (step->kind == ProcessStep::Kind::kQueuedAgain || step->kind == ProcessStep::Kind::kDuplicate) {
+  if (step->kind == ProcessStep::Kind::kQueuedAgain ||
+      step->kind == ProcessStep::Kind::kDuplicate) {
     const bool kept = step->kind == ProcessStep::Kind::kQueuedAgain;
     if (kept) {
       LOG_INFO("job " << job.job_id << " process " << step->results.size() << " done on "
@@ -79,9 +85,11 @@ void ResultAcceptor::Accept(Agent& agent, const Message& message) {
       ++ctx_.counters.duplicate_results;
     }
     agent.refusal_backoff_ms = 0;
-    ReleaseLease(job, kept ? "its process's result came" : "a duplicate of its process's result came");
+    ReleaseLease(job,
+                 kept ? "its process's result came" : "a duplicate of its process's result came");
     ctx_.Reply(Side::kAgents, agent.routing_id,
-               ToMessage(ResultAck{job, kept ? ResultAck::Outcome::kStored : ResultAck::Outcome::kDuplicate, ""}));
+               ToMessage(ResultAck{
+                   job, kept ? ResultAck::Outcome::kStored : ResultAck::Outcome::kDuplicate, ""}));
     if (kept) {
       // The job waits on its agent's own requirement, perhaps a new one.
       if (Status reloaded = dispatcher_.ReloadRequirements(); !reloaded.ok()) {
@@ -94,13 +102,14 @@ void ResultAcceptor::Accept(Agent& agent, const Message& message) {
   }
   if (step->kind == ProcessStep::Kind::kComplete) {
     auto combined = ParseWorkerResult(CombineProcesses(*step));
-    if (!combined.ok()) return Reject(agent, job, "its processes do not combine: " + combined.status().message());
+    if (!combined.ok())
+      return Reject(agent, job, "its processes do not combine: " + combined.status().message());
     *result = std::move(*combined);
   }
   std::string rejection;
   std::optional<JudgedResult> judged;
   auto outcome = ctx_.store.results().Write(job.job_id, job.attempt, agent.host_id,
-                                     agent.description.name, *result, &rejection, &judged);
+                                            agent.description.name, *result, &rejection, &judged);
   if (!outcome.ok()) {
     // No ack: the agent keeps the result spooled and sends it again.
     ++ctx_.counters.store_errors;
@@ -117,7 +126,8 @@ void ResultAcceptor::Accept(Agent& agent, const Message& message) {
 }
 
 void ResultAcceptor::Written(const JobAttempt& job, const std::string& agent, ResultOutcome outcome,
-                             const WorkerResult& result, const std::optional<JudgedResult>& judged) {
+                             const WorkerResult& result,
+                             const std::optional<JudgedResult>& judged) {
   switch (outcome) {
     case ResultOutcome::kRejected:
       return;  // the caller rejects it, and loses the attempt
@@ -144,8 +154,8 @@ void ResultAcceptor::Written(const JobAttempt& job, const std::string& agent, Re
       return;
     case ResultOutcome::kStale:
       ++ctx_.counters.stale_results;
-      LOG_WARN("stale result for job " << job.job_id << " attempt " << job.attempt << " from " << agent
-                                       << " recorded, not counted");
+      LOG_WARN("stale result for job " << job.job_id << " attempt " << job.attempt << " from "
+                                       << agent << " recorded, not counted");
       return;
   }
 }
@@ -173,20 +183,23 @@ bool ResultAcceptor::AcceptGangRank(Agent& agent, const JobAttempt& job, const W
     return true;
   }
   if (entry->rank != rank) {
-    Reject(agent, job, "result.distributed.rank: " + std::to_string(entry->rank) +
-                                 " is not the rank " + std::to_string(rank) + " this agent was given");
+    Reject(agent, job,
+           "result.distributed.rank: " + std::to_string(entry->rank) + " is not the rank " +
+               std::to_string(rank) + " this agent was given");
     return true;
   }
   GangResults& gang = gang_results_[job.job_id];
   if (gang.attempt != job.attempt) gang = GangResults{job.attempt, {}};
   json as_sent = sent;  // its raw samples and profile kept: rank 0's are the job's
-  if (!as_sent.contains("distributed") || !as_sent["distributed"].is_object()) as_sent["distributed"] = json::object();
+  if (!as_sent.contains("distributed") || !as_sent["distributed"].is_object())
+    as_sent["distributed"] = json::object();
   as_sent["distributed"]["rank"] = rank;
   gang.ranks[rank] = GangResults::Rank{agent.host_id, std::move(as_sent)};
   LOG_INFO("job " << job.job_id << " rank " << rank << " of " << world_size << " on "
                   << agent.description.name << ": " << (result.ok ? "done" : result.error));
   const bool failed = !result.ok;
-  if (!failed && static_cast<int64_t>(gang.ranks.size()) < world_size) return true;  // acked once all are in
+  if (!failed && static_cast<int64_t>(gang.ranks.size()) < world_size)
+    return true;  // acked once all are in
 
   // The job's one result: rank 0's, with every rank's; or the failure of the rank that
   // failed, with the ranks heard from so far. Combined as the agent combines the ranks
@@ -220,11 +233,12 @@ bool ResultAcceptor::AcceptGangRank(Agent& agent, const JobAttempt& job, const W
   const int64_t host_id = failed ? agent.host_id : (rank0 ? rank0->host_id : agent.host_id);
   std::string rejection;
   std::optional<JudgedResult> judged;
-  auto outcome =
-      ctx_.store.results().Write(job.job_id, job.attempt, host_id, lease.agent, combined, &rejection, &judged);
+  auto outcome = ctx_.store.results().Write(job.job_id, job.attempt, host_id, lease.agent, combined,
+                                            &rejection, &judged);
   if (!outcome.ok()) {
     ++ctx_.counters.store_errors;  // no ack: the ranks' agents send their results again
-    LOG_ERROR("cannot store the result of gang job " << job.job_id << ": " << outcome.status().message());
+    LOG_ERROR("cannot store the result of gang job " << job.job_id << ": "
+                                                     << outcome.status().message());
     return true;
   }
   if (*outcome == ResultOutcome::kRejected) {
@@ -244,7 +258,8 @@ bool ResultAcceptor::AcceptGangRank(Agent& agent, const JobAttempt& job, const W
     if (holder == nullptr) continue;
     holder->refusal_backoff_ms = 0;
     if (std::find(acked.begin(), acked.end(), name) != acked.end()) {
-      ctx_.Reply(Side::kAgents, holder->routing_id, ToMessage(ResultAck{job, AckOutcome(*outcome), ""}));
+      ctx_.Reply(Side::kAgents, holder->routing_id,
+                 ToMessage(ResultAck{job, AckOutcome(*outcome), ""}));
     } else {
       ctx_.Reply(Side::kAgents, holder->routing_id,
                  ToMessage(StopOrder{job, combined.error.substr(0, 1000)}));

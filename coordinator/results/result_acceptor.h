@@ -14,8 +14,8 @@
 #include <string_view>
 
 #include "common/worker_result.h"
-#include "coordinator/loop/context.h"
 #include "coordinator/fleet/dispatcher.h"
+#include "coordinator/loop/context.h"
 #include "coordinator/results/regression_judge.h"
 #include "coordinator/results/sweep_progress.h"
 
@@ -44,12 +44,13 @@ class ResultAcceptor {
   // A rank's result of a spread gang: gathered, and once all are in (or one failed) put
   // together into the job's result (CombineRanks) and stored. False when `job` is no
   // such gang's. `sent`: the result as the agent sent it, `result` as parsed.
-  bool AcceptGangRank(Agent& agent, const JobAttempt& job, const WorkerResult& result, const json& sent);
+  bool AcceptGangRank(Agent& agent, const JobAttempt& job, const WorkerResult& result,
+                      const json& sent);
   // What follows writing a job's one result, whoever sent it (an agent, or a spread
   // gang's ranks put together): the counters, then, for a result stored, its sweep's
   // progress and the regression judge. `agent` names where it ran, for the log.
-  void Written(const JobAttempt& job, const std::string& agent, ResultOutcome outcome, const WorkerResult& result,
-               const std::optional<JudgedResult>& judged);
+  void Written(const JobAttempt& job, const std::string& agent, ResultOutcome outcome,
+               const WorkerResult& result, const std::optional<JudgedResult>& judged);
 
   const CoordinatorContext& ctx_;
   Dispatcher& dispatcher_;

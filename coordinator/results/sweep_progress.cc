@@ -18,8 +18,9 @@ constexpr size_t kEtaSweeps = 256;
 
 void SweepProgress::ResultArrived(int64_t sweep_id) {
   if (results_at_.size() >= kEtaSweeps && !results_at_.count(sweep_id)) {
-    results_at_.erase(std::min_element(results_at_.begin(), results_at_.end(),
-                                             [](const auto& a, const auto& b) { return a.second.back() < b.second.back(); }));
+    results_at_.erase(std::min_element(
+        results_at_.begin(), results_at_.end(),
+        [](const auto& a, const auto& b) { return a.second.back() < b.second.back(); }));
   }
   std::deque<MonoTime>& at = results_at_[sweep_id];
   at.push_back(clock_.Now());

@@ -26,13 +26,15 @@ StatusOr<AllowList> ReadAllowList(const std::string& path) {
     words >> first >> role_name;
     std::optional<Role> role = RoleNamed(role_name);
     if (!role) {
-      return InvalidArgument(where + (role_name.empty() ? "no role after the key"
-                                                        : "\"" + role_name + "\" is not a role") +
-                             ": write " + RoleNames());
+      return InvalidArgument(
+          where +
+          (role_name.empty() ? "no role after the key" : "\"" + role_name + "\" is not a role") +
+          ": write " + RoleNames());
     }
     auto [earlier, added] = line_of_key.emplace(*key, number);
     if (!added) {
-      return InvalidArgument(where + "the key is already on line " + std::to_string(earlier->second) +
+      return InvalidArgument(where + "the key is already on line " +
+                             std::to_string(earlier->second) +
                              "; list each key once, with one role");
     }
     keys[*key] = *role;

@@ -66,17 +66,20 @@ TEST_F(AllowListTest, ALineWithoutAValidRoleIsAnErrorListingTheRoles) {
 
   // A name where the role belongs, and a misspelt role.
   std::ofstream(path_) << pair->public_key << " gpu-01\n";
-  EXPECT_EQ(ReadAllowList(path_).status().message(),
-            path_.string() + ":1: \"gpu-01\" is not a role: write agent, viewer, operator or admin");
+  EXPECT_EQ(
+      ReadAllowList(path_).status().message(),
+      path_.string() + ":1: \"gpu-01\" is not a role: write agent, viewer, operator or admin");
   std::ofstream(path_) << pair->public_key << " Admin alice\n";
-  EXPECT_NE(ReadAllowList(path_).status().message().find(":1: \"Admin\" is not a role"), std::string::npos);
+  EXPECT_NE(ReadAllowList(path_).status().message().find(":1: \"Admin\" is not a role"),
+            std::string::npos);
 }
 
 TEST_F(AllowListTest, AKeyListedTwiceIsAnError) {
   if (!CurveAvailable()) GTEST_SKIP() << "this libzmq has no CURVE support";
   auto pair = GenerateCurveKeyPair();
   ASSERT_TRUE(pair.ok());
-  std::ofstream(path_) << pair->public_key << " viewer alice\n# later\n" << pair->public_key << " admin alice\n";
+  std::ofstream(path_) << pair->public_key << " viewer alice\n# later\n"
+                       << pair->public_key << " admin alice\n";
   auto keys = ReadAllowList(path_);
   ASSERT_FALSE(keys.ok());
   EXPECT_NE(keys.status().message().find(":3: the key is already on line 1"), std::string::npos)

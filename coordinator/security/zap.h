@@ -48,8 +48,8 @@ class ZapHandler {
   int64_t refused_wrong_socket() const { return refused_wrong_socket_.load(); }
 
  private:
-  ZapHandler(zmq::socket_t zap, zmq::socket_t control, zmq::socket_t control_peer,
-             std::string path, AllowList allowed);
+  ZapHandler(zmq::socket_t zap, zmq::socket_t control, zmq::socket_t control_peer, std::string path,
+             AllowList allowed);
   // The handler's thread: answers ZAP requests and control commands until told to stop.
   void Serve();
   // Answers every pending ZAP request (non-blocking).

@@ -39,7 +39,8 @@ class ZapHandlerTest : public ::testing::Test {
     auto router = BindRouter(context_, "tcp://127.0.0.1:*", &endpoint_, &server_, kAgentsZapDomain);
     ASSERT_TRUE(router.ok()) << router.status().ToString();
     router_ = std::make_unique<zmq::socket_t>(std::move(*router));
-    auto clients = BindRouter(context_, "tcp://127.0.0.1:*", &clients_endpoint_, &server_, kClientsZapDomain);
+    auto clients =
+        BindRouter(context_, "tcp://127.0.0.1:*", &clients_endpoint_, &server_, kClientsZapDomain);
     ASSERT_TRUE(clients.ok()) << clients.status().ToString();
     clients_ = std::make_unique<zmq::socket_t>(std::move(*clients));
   }
@@ -67,7 +68,8 @@ class ZapHandlerTest : public ::testing::Test {
   bool WaitForRefusals(int64_t count) {
     for (auto end = Clock::now() + kDeadline; Clock::now() < end;) {
       if (zap_->refused() >= count) return true;
-      PollReadable({router_.get(), clients_.get()}, kPollSliceMs);  // nothing may arrive; a bounded wait
+      PollReadable({router_.get(), clients_.get()},
+                   kPollSliceMs);  // nothing may arrive; a bounded wait
     }
     return false;
   }
@@ -114,7 +116,8 @@ TEST(ZapHandlerDomainTest, ACurveServerNeedsAZapDomain) {
   zmq::context_t context;
   CurveKeyPair server = *GenerateCurveKeyPair();
   std::string bound;
-  EXPECT_EQ(BindRouter(context, "tcp://127.0.0.1:*", &bound, &server).status().code(), StatusCode::kInternal);
+  EXPECT_EQ(BindRouter(context, "tcp://127.0.0.1:*", &bound, &server).status().code(),
+            StatusCode::kInternal);
 }
 
 TEST_F(ZapHandlerTest, RefusesOthersUntilAReloadAdmitsThem) {
@@ -130,7 +133,8 @@ TEST_F(ZapHandlerTest, RefusesOthersUntilAReloadAdmitsThem) {
   ASSERT_TRUE(zap_->Reload().ok());
   EXPECT_TRUE(GetsThrough(friend_, "friend-after-bad-reload"));
 
-  std::ofstream(allow_path_) << friend_.public_key << " agent\n" << stranger_.public_key << " agent\n";
+  std::ofstream(allow_path_) << friend_.public_key << " agent\n"
+                             << stranger_.public_key << " agent\n";
   ASSERT_TRUE(zap_->Reload().ok());
   EXPECT_TRUE(GetsThrough(stranger_, "stranger-admitted"));
 }

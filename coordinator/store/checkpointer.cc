@@ -6,7 +6,8 @@
 
 namespace benchfleet {
 
-StatusOr<std::unique_ptr<WalCheckpointer>> WalCheckpointer::Start(const std::string& path, sqlite3* writer) {
+StatusOr<std::unique_ptr<WalCheckpointer>> WalCheckpointer::Start(const std::string& path,
+                                                                  sqlite3* writer) {
   std::unique_ptr<WalCheckpointer> checkpointer(new WalCheckpointer(path, writer));
   // The hook replaces SQLite's automatic checkpoint on this connection.
   sqlite3_wal_hook(writer, &WalCheckpointer::OnCommit, checkpointer.get());
@@ -39,7 +40,8 @@ int WalCheckpointer::OnCommit(void* self, sqlite3* db, const char* schema, int l
     const int rc = sqlite3_wal_checkpoint_v2(db, schema, SQLITE_CHECKPOINT_FULL, nullptr, nullptr);
     checkpointer->writer_checkpoints_.fetch_add(1);
     LOG_WARN("checkpointer: the log reached " << log_pages << " pages; the writer checkpointed it ("
-                                              << (rc == SQLITE_OK ? "done" : sqlite3_errstr(rc)) << ")");
+                                              << (rc == SQLITE_OK ? "done" : sqlite3_errstr(rc))
+                                              << ")");
     return SQLITE_OK;
   }
   if (log_pages >= kCheckpointPages) {
@@ -54,10 +56,11 @@ int WalCheckpointer::OnCommit(void* self, sqlite3* db, const char* schema, int l
 
 void WalCheckpointer::Run() {
   sqlite3* db = nullptr;
-  if (sqlite3_open_v2(path_.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nullptr) != SQLITE_OK) {
-    LOG_ERROR("checkpointer: cannot open " << path_ << ": " << (db ? sqlite3_errmsg(db) : "out of memory")
-                                           << "; the writer checkpoints at " << kCheckpointPagesHardLimit
-                                           << " log pages");
+  if (sqlite3_open_v2(path_.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nullptr) !=
+      SQLITE_OK) {
+    LOG_ERROR("checkpointer: cannot open "
+              << path_ << ": " << (db ? sqlite3_errmsg(db) : "out of memory")
+              << "; the writer checkpoints at " << kCheckpointPagesHardLimit << " log pages");
     sqlite3_close(db);
     return;
   }
@@ -78,8 +81,10 @@ void WalCheckpointer::Run() {
     if (rc == SQLITE_OK) {
       checkpoints_.fetch_add(1);
       failing = false;
-    } else if (rc != SQLITE_BUSY && !failing) {  // busy: another checkpoint ran; the next commit's call retries
-      LOG_ERROR("checkpointer: " << sqlite3_errmsg(db) << " (the log keeps every commit; retried later)");
+    } else if (rc != SQLITE_BUSY &&
+               !failing) {  // busy: another checkpoint ran; the next commit's call retries
+      LOG_ERROR("checkpointer: " << sqlite3_errmsg(db)
+                                 << " (the log keeps every commit; retried later)");
       failing = true;
     }
     lock.lock();

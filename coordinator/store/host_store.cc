@@ -10,8 +10,8 @@
 namespace benchfleet {
 
 StatusOr<int64_t> HostStore::UpsertHost(const std::string& name, const std::string& machine_id,
-                                    const json& tags, const json& capabilities,
-                                    const HostFingerprint& fingerprint) {
+                                        const json& tags, const json& capabilities,
+                                        const HostFingerprint& fingerprint) {
   std::string now = UtcNowIso8601();
   ASSIGN_OR_RETURN(
       auto stmt,
@@ -87,7 +87,7 @@ StatusOr<std::string> HostStore::FingerprintOf(int64_t host_id) {
 }
 
 StatusOr<json> HostStore::PeakFor(int64_t host_id, const std::string& device,
-                              const std::string& dtype, int64_t threads) {
+                                  const std::string& dtype, int64_t threads) {
   const int64_t gpus_needed = GpusNeeded(device);
   const char* gpu_peak = nullptr;
   if (gpus_needed > 0) {
@@ -126,10 +126,10 @@ StatusOr<json> HostStore::PeakFor(int64_t host_id, const std::string& device,
 }
 
 StatusOr<std::optional<double>> HostStore::CalibrationAge(const std::string& machine_id) {
-  ASSIGN_OR_RETURN(auto stmt, db_->Prepare(
-                                  "SELECT (julianday('now') - julianday(c.measured_at)) * 86400 "
-                                  "FROM calibrations c JOIN hosts h ON h.host_id = c.host_id "
-                                  "WHERE h.machine_id = ?1 ORDER BY c.calibration_id DESC LIMIT 1"));
+  ASSIGN_OR_RETURN(auto stmt,
+                   db_->Prepare("SELECT (julianday('now') - julianday(c.measured_at)) * 86400 "
+                                "FROM calibrations c JOIN hosts h ON h.host_id = c.host_id "
+                                "WHERE h.machine_id = ?1 ORDER BY c.calibration_id DESC LIMIT 1"));
   stmt.Bind(1, machine_id);
   ASSIGN_OR_RETURN(bool row, stmt.Step());
   if (!row || stmt.IsNull(0)) return std::optional<double>();
@@ -140,11 +140,11 @@ StatusOr<bool> HostStore::CalibrationPending(const std::string& machine_id) {
   // INDEXED BY: without ANALYZE statistics SQLite takes jobs_by_state as good and walks
   // every queued job (a 1,000,000-job queue stalled the loop for minutes); the index of
   // calibration jobs alone is named, so a plan without it cannot even be prepared.
-  ASSIGN_OR_RETURN(auto stmt, db_->Prepare(
-                                  "SELECT 1 FROM jobs j INDEXED BY calibration_jobs_by_state "
-                                  "JOIN hosts h ON h.name = j.pinned_host "
-                                  "WHERE j.kind = 'calibration' AND j.state IN ('queued', 'running') "
-                                  "AND h.machine_id = ?1 LIMIT 1"));
+  ASSIGN_OR_RETURN(auto stmt,
+                   db_->Prepare("SELECT 1 FROM jobs j INDEXED BY calibration_jobs_by_state "
+                                "JOIN hosts h ON h.name = j.pinned_host "
+                                "WHERE j.kind = 'calibration' AND j.state IN ('queued', 'running') "
+                                "AND h.machine_id = ?1 LIMIT 1"));
   stmt.Bind(1, machine_id);
   return stmt.Step();
 }
@@ -155,14 +155,16 @@ Status HostStore::RecordAgentPrice(int64_t host_id, const HostPrice& price) {
                                            "ORDER BY price_id DESC LIMIT 1"));
   last.Bind(1, host_id);
   ASSIGN_OR_RETURN(bool found, last.Step());
-  if (found && last.Real(0) == price.per_hour && last.Text(1) == price.currency) return Status::Ok();
+  if (found && last.Real(0) == price.per_hour && last.Text(1) == price.currency)
+    return Status::Ok();
   Transaction tx(*db_);  // joins the loop round's group commit
   RETURN_IF_ERROR(tx.Begin());
-  RETURN_IF_ERROR(InsertRow(*db_, "host_prices", {{"host_id", host_id},
-                                         {"per_hour", price.per_hour},
-                                         {"currency", price.currency},
-                                         {"set_at", UtcNowIso8601()},
-                                         {"source", "agent"}}));
+  RETURN_IF_ERROR(InsertRow(*db_, "host_prices",
+                            {{"host_id", host_id},
+                             {"per_hour", price.per_hour},
+                             {"currency", price.currency},
+                             {"set_at", UtcNowIso8601()},
+                             {"source", "agent"}}));
   return tx.Commit();
 }
 
@@ -175,13 +177,15 @@ StatusOr<json> HostStore::SetHostPrice(const std::string& host, const HostPrice&
   const std::string now = UtcNowIso8601();
   Transaction tx(*db_);
   RETURN_IF_ERROR(tx.Begin());
-  RETURN_IF_ERROR(InsertRow(*db_, "host_prices", {{"host_id", host_id},
-                                         {"per_hour", price.per_hour},
-                                         {"currency", price.currency},
-                                         {"set_at", now},
-                                         {"source", "cli"}}));
+  RETURN_IF_ERROR(InsertRow(*db_, "host_prices",
+                            {{"host_id", host_id},
+                             {"per_hour", price.per_hour},
+                             {"currency", price.currency},
+                             {"set_at", now},
+                             {"source", "cli"}}));
   RETURN_IF_ERROR(tx.Commit());
-  return json{{"host", host}, {"per_hour", price.per_hour}, {"currency", price.currency}, {"set_at", now}};
+  return json{
+      {"host", host}, {"per_hour", price.per_hour}, {"currency", price.currency}, {"set_at", now}};
 }
 
 }  // namespace benchfleet

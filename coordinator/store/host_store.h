@@ -4,10 +4,10 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
-#include <map>
 #include <unordered_map>
 #include <utility>
 
@@ -65,7 +65,7 @@ class HostStore {
 
  private:
   Database* db_;
-  std::unordered_map<int64_t, std::string> fingerprints_;  // by host_id
+  std::unordered_map<int64_t, std::string> fingerprints_;                       // by host_id
   std::map<std::pair<int64_t, std::string>, std::string> worker_fingerprints_;  // (host_id, torch)
 };
 

@@ -28,12 +28,13 @@ void BindNeeds(Statement& stmt, int first, const JobNeeds& needs) {
 }  // namespace
 
 StatusOr<int64_t> JobQueue::RequirementId(const std::string& kind, const std::string& pinned_host,
-                                       const json& select, const std::string& device) {
+                                          const json& select, const std::string& device) {
   const std::string select_text = select.is_object() ? select.dump() : "{}";
   ASSIGN_OR_RETURN(auto insert,
                    db_->Prepare("INSERT INTO requirements(kind, pinned_host, select_json, device) "
                                 "VALUES (?1, ?2, ?3, ?4) ON CONFLICT DO NOTHING"));
-  RETURN_IF_ERROR(insert.Bind(1, kind).Bind(2, pinned_host).Bind(3, select_text).Bind(4, device).Run());
+  RETURN_IF_ERROR(
+      insert.Bind(1, kind).Bind(2, pinned_host).Bind(3, select_text).Bind(4, device).Run());
   ASSIGN_OR_RETURN(auto find,
                    db_->Prepare("SELECT requirement_id FROM requirements WHERE kind = ?1 AND "
                                 "pinned_host = ?2 AND select_json = ?3 AND device = ?4"));
@@ -65,11 +66,11 @@ PinnedAgents PinnedFromText(const std::string& text) {
 StatusOr<std::optional<StoredSweep>> JobQueue::FindSubmission(const std::string& submission_id) {
   if (submission_id.empty()) return std::optional<StoredSweep>();
   // A sweep whose jobs are still being stored counts the jobs it will have.
-  ASSIGN_OR_RETURN(auto find, db_->Prepare(
-                                  "SELECT s.sweep_id, CASE WHEN s.next_combination IS NULL THEN "
-                                  "(SELECT COUNT(*) FROM jobs j WHERE j.sweep_id = s.sweep_id) "
-                                  "ELSE s.jobs_planned END, s.pinned FROM sweeps s "
-                                  "WHERE s.submission_id = ?1"));
+  ASSIGN_OR_RETURN(auto find,
+                   db_->Prepare("SELECT s.sweep_id, CASE WHEN s.next_combination IS NULL THEN "
+                                "(SELECT COUNT(*) FROM jobs j WHERE j.sweep_id = s.sweep_id) "
+                                "ELSE s.jobs_planned END, s.pinned FROM sweeps s "
+                                "WHERE s.submission_id = ?1"));
   find.Bind(1, submission_id);
   ASSIGN_OR_RETURN(bool found, find.Step());
   if (!found) return std::optional<StoredSweep>();
@@ -79,7 +80,8 @@ StatusOr<std::optional<StoredSweep>> JobQueue::FindSubmission(const std::string&
   stored.existing = true;
   if (!find.IsNull(2)) {
     std::set<std::string> agents;
-    for (const auto& [device, hosts] : PinnedFromText(find.Text(2))) agents.insert(hosts.begin(), hosts.end());
+    for (const auto& [device, hosts] : PinnedFromText(find.Text(2)))
+      agents.insert(hosts.begin(), hosts.end());
     stored.agents.assign(agents.begin(), agents.end());
     return std::optional<StoredSweep>(std::move(stored));
   }
@@ -97,7 +99,7 @@ StatusOr<std::optional<StoredSweep>> JobQueue::FindSubmission(const std::string&
 }
 
 StatusOr<StoredSweep> JobQueue::AcceptSweep(const Sweep& sweep, const PinnedAgents& pinned,
-                                         const std::string& submission_id) {
+                                            const std::string& submission_id) {
   StoredSweep stored;
   stored.jobs = static_cast<int64_t>(sweep.combination_count);
   std::set<std::string> agents;
@@ -148,10 +150,11 @@ StatusOr<StoredSweep> JobQueue::AcceptSweep(const Sweep& sweep, const PinnedAgen
 }
 
 StatusOr<bool> JobQueue::StoreJobs(int64_t sweep_id, const Sweep& sweep, const PinnedAgents& pinned,
-                                size_t first, size_t count) {
+                                   size_t first, size_t count) {
   Transaction tx(*db_);
   RETURN_IF_ERROR(tx.Begin());
-  const size_t end = std::min(sweep.combination_count, first + std::min(count, sweep.combination_count));
+  const size_t end =
+      std::min(sweep.combination_count, first + std::min(count, sweep.combination_count));
   // Claims the slice first: a cancelled sweep (next_combination NULL) gets no more jobs,
   // and a slice is never stored twice.
   ASSIGN_OR_RETURN(auto claim, db_->Prepare("UPDATE sweeps SET next_combination = ?3 WHERE "
@@ -188,7 +191,8 @@ StatusOr<bool> JobQueue::StoreJobs(int64_t sweep_id, const Sweep& sweep, const P
     if (!requirements.count(key)) {
       json select = SelectWithWorker(sweep.select, combination.needs.worker);
       select.update(placed);
-      ASSIGN_OR_RETURN(requirements[key], RequirementId("benchmark", host, select, combination.device));
+      ASSIGN_OR_RETURN(requirements[key],
+                       RequirementId("benchmark", host, select, combination.device));
     }
     insert_job.Bind(1, sweep_id);
     if (!host.empty()) {
@@ -202,13 +206,14 @@ StatusOr<bool> JobQueue::StoreJobs(int64_t sweep_id, const Sweep& sweep, const P
     insert_job.Reset();
     return Status::Ok();
   };
-  RETURN_IF_ERROR(sweep.ForEachCombination(first, end - first, [&](const Combination& combination) -> Status {
-    if (pinned.empty()) return add(combination, "");
-    auto hosts = pinned.find(combination.placement);
-    if (hosts == pinned.end()) return Status::Ok();
-    for (const std::string& host : hosts->second) RETURN_IF_ERROR(add(combination, host));
-    return Status::Ok();
-  }));
+  RETURN_IF_ERROR(
+      sweep.ForEachCombination(first, end - first, [&](const Combination& combination) -> Status {
+        if (pinned.empty()) return add(combination, "");
+        auto hosts = pinned.find(combination.placement);
+        if (hosts == pinned.end()) return Status::Ok();
+        for (const std::string& host : hosts->second) RETURN_IF_ERROR(add(combination, host));
+        return Status::Ok();
+      }));
   // A last slice with no job (its device has no agent) may end a sweep already run.
   if (end >= sweep.combination_count) RETURN_IF_ERROR(FinishSweepIfComplete(sweep_id));
   RETURN_IF_ERROR(tx.Commit());
@@ -234,22 +239,24 @@ StatusOr<std::vector<UnstoredSweep>> JobQueue::UnstoredSweeps() {
 }
 
 StatusOr<int64_t> JobQueue::CreateCalibration(const std::vector<std::string>& agents,
-                                           double timeout_s) {
+                                              double timeout_s) {
   std::string now = UtcNowIso8601();
   Transaction tx(*db_);
   RETURN_IF_ERROR(tx.Begin());
   json spec = {{"name", "calibration"}, {"kind", "calibration"}, {"agents", agents}};
-  RETURN_IF_ERROR(InsertRow(*db_, "sweeps", {{"name", "calibration"}, {"spec", spec.dump()}, {"created_at", now}}));
+  RETURN_IF_ERROR(InsertRow(*db_, "sweeps",
+                            {{"name", "calibration"}, {"spec", spec.dump()}, {"created_at", now}}));
   int64_t sweep_id = db_->LastInsertRowid();
   for (const std::string& agent : agents) {
     ASSIGN_OR_RETURN(int64_t requirement, RequirementId("calibration", agent, json::object(), ""));
-    RETURN_IF_ERROR(InsertRow(*db_, "jobs", {{"sweep_id", sweep_id},
-                                    {"pinned_host", agent},
-                                    {"kind", "calibration"},
-                                    {"spec", json({{"kind", "calibration"}}).dump()},
-                                    {"timeout_s", timeout_s},
-                                    {"created_at", now},
-                                    {"requirement_id", requirement}}));
+    RETURN_IF_ERROR(InsertRow(*db_, "jobs",
+                              {{"sweep_id", sweep_id},
+                               {"pinned_host", agent},
+                               {"kind", "calibration"},
+                               {"spec", json({{"kind", "calibration"}}).dump()},
+                               {"timeout_s", timeout_s},
+                               {"created_at", now},
+                               {"requirement_id", requirement}}));
   }
   RETURN_IF_ERROR(tx.Commit());
   return sweep_id;
@@ -260,8 +267,9 @@ StatusOr<QueuedReruns> JobQueue::QueueReruns(int64_t job_id, const std::string& 
   RETURN_IF_ERROR(tx.Begin());
   // The reruns go where the job went, on the same device.
   ASSIGN_OR_RETURN(QueuedJob job, FindJob(job_id));
-  ASSIGN_OR_RETURN(auto device,
-                   db_->Prepare("SELECT device, select_json FROM requirements WHERE requirement_id = ?1"));
+  ASSIGN_OR_RETURN(
+      auto device,
+      db_->Prepare("SELECT device, select_json FROM requirements WHERE requirement_id = ?1"));
   device.Bind(1, job.requirement_id);
   ASSIGN_OR_RETURN(bool found, device.Step());
   if (!found) return NotFound("no requirement of job " + std::to_string(job_id));
@@ -275,30 +283,33 @@ StatusOr<QueuedReruns> JobQueue::QueueReruns(int64_t job_id, const std::string& 
     select = json::parse(device.Text(1), nullptr, false);
     if (!select.is_object()) select = json::object();
   }
-  ASSIGN_OR_RETURN(int64_t requirement,
-                   RequirementId("benchmark", host, SelectWithWorker(select, job.needs.worker), device.Text(0)));
+  ASSIGN_OR_RETURN(
+      int64_t requirement,
+      RequirementId("benchmark", host, SelectWithWorker(select, job.needs.worker), device.Text(0)));
   const std::string now = UtcNowIso8601();
   for (int i = 0; i < count; ++i) {
-    RETURN_IF_ERROR(InsertRow(*db_, "jobs", {{"sweep_id", queued.sweep_id},
-                                             {"pinned_host", host},
-                                             {"spec", job.spec},
-                                             {"timeout_s", job.timeout_s},
-                                             {"created_at", now},
-                                             {"requirement_id", requirement},
-                                             {"confirms_job_id", job_id},
-                                             {"world_size", job.needs.world_size},
-                                             {"spread", static_cast<int64_t>(job.needs.spread)},
-                                             {"local_processes", job.needs.local_processes},
-                                             {"replicated", static_cast<int64_t>(job.needs.replicated)},
-                                             {"local_cpus", job.needs.local_cpus},
-                                             {"torch", job.needs.worker.torch},
-                                             {"torch_min", job.needs.worker.torch_min},
-                                             {"technique", job.needs.worker.technique}}));
+    RETURN_IF_ERROR(InsertRow(*db_, "jobs",
+                              {{"sweep_id", queued.sweep_id},
+                               {"pinned_host", host},
+                               {"spec", job.spec},
+                               {"timeout_s", job.timeout_s},
+                               {"created_at", now},
+                               {"requirement_id", requirement},
+                               {"confirms_job_id", job_id},
+                               {"world_size", job.needs.world_size},
+                               {"spread", static_cast<int64_t>(job.needs.spread)},
+                               {"local_processes", job.needs.local_processes},
+                               {"replicated", static_cast<int64_t>(job.needs.replicated)},
+                               {"local_cpus", job.needs.local_cpus},
+                               {"torch", job.needs.worker.torch},
+                               {"torch_min", job.needs.worker.torch_min},
+                               {"technique", job.needs.worker.technique}}));
     queued.job_ids.push_back(db_->LastInsertRowid());
   }
   // Its sweep runs on until the reruns are done.
-  ASSIGN_OR_RETURN(auto reopen, db_->Prepare("UPDATE sweeps SET state = 'running', finished_at = NULL "
-                                             "WHERE sweep_id = ?1 AND state = 'done'"));
+  ASSIGN_OR_RETURN(auto reopen,
+                   db_->Prepare("UPDATE sweeps SET state = 'running', finished_at = NULL "
+                                "WHERE sweep_id = ?1 AND state = 'done'"));
   RETURN_IF_ERROR(reopen.Bind(1, queued.sweep_id).Run());
   RETURN_IF_ERROR(tx.Commit());
   return queued;
@@ -307,22 +318,28 @@ StatusOr<QueuedReruns> JobQueue::QueueReruns(int64_t job_id, const std::string& 
 Status JobQueue::QueueNextProcess(int64_t job_id, const std::string& host, int64_t round,
                                   const std::string& timing) {
   ASSIGN_OR_RETURN(QueuedJob job, FindJob(job_id));
-  ASSIGN_OR_RETURN(auto device, db_->Prepare("SELECT device FROM requirements WHERE requirement_id = ?1"));
+  ASSIGN_OR_RETURN(auto device,
+                   db_->Prepare("SELECT device FROM requirements WHERE requirement_id = ?1"));
   device.Bind(1, job.requirement_id);
   ASSIGN_OR_RETURN(bool found, device.Step());
   if (!found) return NotFound("no requirement of job " + std::to_string(job_id));
   // On the agent that ran the first, with the job's own needs of its worker.
-  ASSIGN_OR_RETURN(int64_t requirement, RequirementId("benchmark", host, SelectWithWorker(json::object(), job.needs.worker),
-                                                      device.Text(0)));
+  ASSIGN_OR_RETURN(
+      int64_t requirement,
+      RequirementId("benchmark", host, SelectWithWorker(json::object(), job.needs.worker),
+                    device.Text(0)));
   // Round r queues behind every first process (job ids stay below 2^40); within the
   // round, by a hash of the job and the round: each round in another order.
-  uint64_t mixed = static_cast<uint64_t>(job_id) * 0x9E3779B97F4A7C15ull + static_cast<uint64_t>(round) * 0xBF58476D1CE4E5B9ull;
+  uint64_t mixed = static_cast<uint64_t>(job_id) * 0x9E3779B97F4A7C15ull +
+                   static_cast<uint64_t>(round) * 0xBF58476D1CE4E5B9ull;
   mixed ^= mixed >> 31;
   mixed *= 0x94D049BB133111EBull;
   mixed ^= mixed >> 29;
   const int64_t order = (round << 40) | static_cast<int64_t>(mixed & 0xFFFFFFFFull);
-  ASSIGN_OR_RETURN(auto update, db_->Prepare("UPDATE jobs SET state = 'queued', requirement_id = ?2, pinned_host = ?3, "
-                                             "queue_order = ?4, process_timing = ?5, error = NULL WHERE job_id = ?1"));
+  ASSIGN_OR_RETURN(
+      auto update,
+      db_->Prepare("UPDATE jobs SET state = 'queued', requirement_id = ?2, pinned_host = ?3, "
+                   "queue_order = ?4, process_timing = ?5, error = NULL WHERE job_id = ?1"));
   update.Bind(1, job_id).Bind(2, requirement).Bind(3, host).Bind(4, order);
   if (timing.empty()) {
     update.BindNull(5);

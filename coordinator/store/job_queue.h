@@ -30,7 +30,7 @@ struct QueuedJob {
   std::string spec;  // JSON text, parsed only for the job handed out (of the few read)
   double timeout_s;
   int attempts;
-  JobNeeds needs;  // as computed when it was stored (never from `spec` again)
+  JobNeeds needs;              // as computed when it was stored (never from `spec` again)
   int64_t queue_order = 0;     // the dispatcher takes the lowest (004_processes.sql)
   std::string process_timing;  // JSON: the later processes' timing (precision); "" none
 };
@@ -108,7 +108,8 @@ class JobQueue {
   // agent `host` (the one that ran its first), behind every job's first process, in an
   // order of its own among the jobs of round `round` (>= 1); `timing` (JSON, or "")
   // the timing that process runs with. Part of the caller's transaction.
-  Status QueueNextProcess(int64_t job_id, const std::string& host, int64_t round, const std::string& timing);
+  Status QueueNextProcess(int64_t job_id, const std::string& host, int64_t round,
+                          const std::string& timing);
 
   // Every requirement jobs were stored with.
   StatusOr<std::vector<JobRequirement>> Requirements();

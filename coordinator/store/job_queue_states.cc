@@ -1,12 +1,11 @@
 // JobQueue (job_queue.h): a job's states after it was stored — handed out, taken back,
 // requeued or failed, finished — and what the loop reads of them (the queue by
 // requirement, the running jobs, the sweeps' progress).
-#include "coordinator/store/job_queue.h"
-
 #include <algorithm>
 
 #include "common/clock.h"
 #include "common/job_spec.h"
+#include "coordinator/store/job_queue.h"
 
 namespace benchfleet {
 namespace {
@@ -132,7 +131,7 @@ StatusOr<bool> JobQueue::UndoHandOut(int64_t job_id, int attempt) {
 }
 
 StatusOr<bool> JobQueue::RequeueOrFail(int64_t job_id, int attempt, int max_attempts,
-                                    const std::string& reason) {
+                                       const std::string& reason) {
   Transaction tx(*db_);
   RETURN_IF_ERROR(tx.Begin());
   ASSIGN_OR_RETURN(
@@ -165,10 +164,11 @@ StatusOr<bool> JobQueue::RequeueOrFail(int64_t job_id, int attempt, int max_atte
 Status JobQueue::FinishSweepIfComplete(int64_t sweep_id) {
   ASSIGN_OR_RETURN(
       auto stmt,
-      db_->Prepare("UPDATE sweeps SET state = 'done', finished_at = ?2 WHERE sweep_id = ?1 "
-                   "AND state = 'running' AND next_combination IS NULL AND NOT EXISTS (SELECT 1 FROM "
-                   "job_counts WHERE "
-                   "sweep_id = ?1 AND state IN ('queued', 'running') AND n > 0)"));
+      db_->Prepare(
+          "UPDATE sweeps SET state = 'done', finished_at = ?2 WHERE sweep_id = ?1 "
+          "AND state = 'running' AND next_combination IS NULL AND NOT EXISTS (SELECT 1 FROM "
+          "job_counts WHERE "
+          "sweep_id = ?1 AND state IN ('queued', 'running') AND n > 0)"));
   return stmt.Bind(1, sweep_id).Bind(2, UtcNowIso8601()).Run();
 }
 
@@ -211,9 +211,11 @@ StatusOr<std::vector<RunningJob>> JobQueue::RunningJobs() {
 StatusOr<std::unordered_map<int64_t, RunningJobSummary>> JobQueue::RunningJobConfigs() {
   // One json_extract of several paths per job (each path alone parses the spec again);
   // a value of the wrong type reads as absent (a checked spec has none).
-  ASSIGN_OR_RETURN(auto stmt, db_->Prepare("SELECT job_id, sweep_id, kind, COALESCE(started_at, ''), json_extract("
-                                           "spec, '$.model', '$.mode', '$.dtype', '$.batch_size', '$.threads', "
-                                           "'$.device') FROM jobs WHERE state = 'running'"));
+  ASSIGN_OR_RETURN(
+      auto stmt,
+      db_->Prepare("SELECT job_id, sweep_id, kind, COALESCE(started_at, ''), json_extract("
+                   "spec, '$.model', '$.mode', '$.dtype', '$.batch_size', '$.threads', "
+                   "'$.device') FROM jobs WHERE state = 'running'"));
   std::unordered_map<int64_t, RunningJobSummary> jobs;
   while (true) {
     ASSIGN_OR_RETURN(bool row, stmt.Step());
@@ -244,7 +246,8 @@ StatusOr<std::unordered_map<int64_t, RunningJobSummary>> JobQueue::RunningJobCon
   return jobs;
 }
 
-StatusOr<std::vector<SweepOverview>> JobQueue::SweepStatus(std::optional<int64_t> sweep_id, int limit) {
+StatusOr<std::vector<SweepOverview>> JobQueue::SweepStatus(std::optional<int64_t> sweep_id,
+                                                           int limit) {
   // From the counts the triggers keep (job_counts, schemas/migrations/001_baseline.sql),
   // not by counting jobs: a few rows per sweep however many jobs it has.
   std::string sql =
@@ -262,8 +265,9 @@ StatusOr<std::vector<SweepOverview>> JobQueue::SweepStatus(std::optional<int64_t
       "FROM (SELECT sweep_id, name, state, created_at, finished_at, next_combination, "
       "jobs_planned, labels FROM sweeps ";
   sql += sweep_id ? "WHERE sweep_id = ?1 " : "";
-  sql += "ORDER BY sweep_id DESC LIMIT ?2) s LEFT JOIN job_counts c ON c.sweep_id = s.sweep_id "
-         "GROUP BY s.sweep_id ORDER BY s.sweep_id DESC";
+  sql +=
+      "ORDER BY sweep_id DESC LIMIT ?2) s LEFT JOIN job_counts c ON c.sweep_id = s.sweep_id "
+      "GROUP BY s.sweep_id ORDER BY s.sweep_id DESC";
   ASSIGN_OR_RETURN(auto stmt, db_->Prepare(sql));
   if (sweep_id) stmt.Bind(1, *sweep_id);
   stmt.Bind(2, limit);

@@ -51,7 +51,8 @@ TEST_F(StoreTest, AnAcceptedSweepTakesItsJobsInSlicesAndFinishesOnlyWhenWhole) {
   EXPECT_EQ(status().jobs.total, 6);
   EXPECT_TRUE(store_->jobs().UnstoredSweeps()->empty());
   EXPECT_EQ(Count("select count(*) from jobs where sweep_id = " + std::to_string(id) +
-                  " and json_extract(spec, '$.device') = 'cpu'"), 6);
+                  " and json_extract(spec, '$.device') = 'cpu'"),
+            6);
 
   // Every stored job of a sweep ended: not done while jobs are still to come.
   const Sweep three = MakeSweep(R"({"name": "t", "placement": "any",
@@ -115,16 +116,20 @@ TEST_F(StoreTest, LostAttemptsRequeueUntilMaxAttemptsThenFail) {
 TEST_F(StoreTest, JobCountsFollowEveryStateChange) {
   // What status and the "sweep finished" check read, against a count of the jobs.
   auto agree = [&] {
-    auto counted = Query("SELECT group_concat(sweep_id || ':' || state || '=' || n) FROM (SELECT "
-                         "sweep_id, state, COUNT(*) AS n FROM jobs GROUP BY 1, 2 ORDER BY 1, 2)", 10);
-    auto kept = Query("SELECT group_concat(sweep_id || ':' || state || '=' || n) FROM (SELECT "
-                      "sweep_id, state, SUM(n) AS n FROM job_counts GROUP BY 1, 2 HAVING SUM(n) > 0 "
-                      "ORDER BY 1, 2)", 10);
+    auto counted = Query(
+        "SELECT group_concat(sweep_id || ':' || state || '=' || n) FROM (SELECT "
+        "sweep_id, state, COUNT(*) AS n FROM jobs GROUP BY 1, 2 ORDER BY 1, 2)",
+        10);
+    auto kept = Query(
+        "SELECT group_concat(sweep_id || ':' || state || '=' || n) FROM (SELECT "
+        "sweep_id, state, SUM(n) AS n FROM job_counts GROUP BY 1, 2 HAVING SUM(n) > 0 "
+        "ORDER BY 1, 2)",
+        10);
     EXPECT_TRUE(counted.ok() && kept.ok());
-    return counted->rows.at(0).at(0) == kept->rows.at(0).at(0) ? std::string()
-                                                               : counted->rows.at(0).at(0).dump() +
-                                                                     " counted, " +
-                                                                     kept->rows.at(0).at(0).dump() + " kept";
+    return counted->rows.at(0).at(0) == kept->rows.at(0).at(0)
+               ? std::string()
+               : counted->rows.at(0).at(0).dump() + " counted, " + kept->rows.at(0).at(0).dump() +
+                     " kept";
   };
   auto first = StoreWholeSweep(MakeSweep(kTwoJobs), {})->sweep_id;
   auto second = StoreWholeSweep(MakeSweep(kTwoJobs), {})->sweep_id;
@@ -148,10 +153,12 @@ TEST_F(StoreTest, JobCountsFollowEveryStateChange) {
   ASSERT_TRUE(status.ok());
   ASSERT_EQ(status->size(), 2u);
   EXPECT_EQ((*status)[0].sweep_id, second);
-  EXPECT_EQ((*status)[0].jobs.ToJson(), json::parse(R"({"total": 2, "queued": 0, "running": 0, "done": 0,
+  EXPECT_EQ((*status)[0].jobs.ToJson(),
+            json::parse(R"({"total": 2, "queued": 0, "running": 0, "done": 0,
                                                   "failed": 0, "cancelled": 2, "storing": 0})"));
   EXPECT_EQ((*status)[1].sweep_id, first);
-  EXPECT_EQ((*status)[1].jobs.ToJson(), json::parse(R"({"total": 2, "queued": 1, "running": 0, "done": 1,
+  EXPECT_EQ((*status)[1].jobs.ToJson(),
+            json::parse(R"({"total": 2, "queued": 1, "running": 0, "done": 1,
                                                   "failed": 0, "cancelled": 0, "storing": 0})"));
   // A change by hand (a user's sqlite3 shell) keeps them true as well.
   auto db = Database::Open(path_, SQLITE_OPEN_READWRITE);

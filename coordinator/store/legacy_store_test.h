@@ -55,8 +55,8 @@ inline std::vector<std::string> SchemaOf(Database& db) {
 // by name (a table whose columns come in another order holds the same rows), sorted.
 // Rows of a rowid table carry their rowid too. `left_out`: "table.column" names not
 // shown (columns a migration since added, to compare with a store from before it).
-inline std::map<std::string, std::vector<std::string>> RowsOf(Database& db,
-                                                       const std::set<std::string>& left_out = {}) {
+inline std::map<std::string, std::vector<std::string>> RowsOf(
+    Database& db, const std::set<std::string>& left_out = {}) {
   std::map<std::string, std::vector<std::string>> tables;
   for (const std::string& table :
        Texts(db,
@@ -177,8 +177,8 @@ INSERT INTO results(job_id, sweep_id, attempt, host_id, ok, device, model, mode,
                     fingerprint, series, series_key) VALUES
   (8, 3, 1, 1, 1, 'cpu', 'mlp', 'inference', 'fp32', 4, 1, 20, 2.55, 2.6, 2.4, 3.0, 2.5, 2.6, 0,
    NULL, 1, '{"ok":true}', '2026-01-03T02:30:00Z', 'fp-a', ')sql" +
-                                     kSeriesB + R"sql(', )sql" +
-                                     std::to_string(*SeriesKeyOf(kSeriesB)) + R"sql();
+                                            kSeriesB + R"sql(', )sql" +
+                                            std::to_string(*SeriesKeyOf(kSeriesB)) + R"sql();
 INSERT INTO op_profile(job_id, op, calls, self_us, total_us, input_shapes) VALUES
   (8, 'aten::addmm', 10, 100.5, 120.0, '[[4,1024]]'), (8, 'aten::relu', 10, 5.0, 5.0, '[[4,1024]]');
 UPDATE result_ranks SET median_ms = 2.4, comm_share = 0.2 WHERE job_id = 6 AND rank = 1;

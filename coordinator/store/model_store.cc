@@ -57,7 +57,8 @@ Status SyncFile(const std::string& path) {
 StatusOr<std::unique_ptr<ModelStore>> ModelStore::Open(const std::string& directory) {
   std::error_code ec;
   fs::create_directories(directory, ec);
-  if (ec) return Unavailable("cannot create the model directory " + directory + ": " + ec.message());
+  if (ec)
+    return Unavailable("cannot create the model directory " + directory + ": " + ec.message());
   std::unique_ptr<ModelStore> store(new ModelStore(directory));
   for (const auto& entry : fs::directory_iterator(directory, ec)) {
     const std::string name = entry.path().filename().string();
@@ -100,9 +101,9 @@ StatusOr<ModelStoredReply> ModelStore::Accept(const ModelUploadRequest& chunk, M
       return reply;
     }
     if (uploads_.size() >= kMaxModelUploads) {
-      auto oldest = std::min_element(uploads_.begin(), uploads_.end(), [](const auto& a, const auto& b) {
-        return a.second.touched < b.second.touched;
-      });
+      auto oldest = std::min_element(
+          uploads_.begin(), uploads_.end(),
+          [](const auto& a, const auto& b) { return a.second.touched < b.second.touched; });
       LOG_WARN("model upload " << oldest->first << " dropped for a newer one (" << kMaxModelUploads
                                << " at once at most)");
       DropUpload(oldest->first);
@@ -132,8 +133,8 @@ StatusOr<ModelStoredReply> ModelStore::Finish(const ModelUploadRequest& chunk) {
   const std::string part = PathOf(chunk.sha256) + kPartSuffix;
   if (got != chunk.sha256) {
     DropUpload(chunk.sha256);
-    return InvalidArgument("model_upload: the uploaded bytes have sha256 " + got + ", not " + chunk.sha256 +
-                           "; nothing was kept");
+    return InvalidArgument("model_upload: the uploaded bytes have sha256 " + got + ", not " +
+                           chunk.sha256 + "; nothing was kept");
   }
   Status synced = SyncFile(part);
   if (synced.ok() && ::rename(part.c_str(), PathOf(chunk.sha256).c_str()) != 0) {
@@ -169,10 +170,12 @@ ModelChunkReply ModelStore::Read(const ModelFetchRequest& fetch) const {
   }
   out.size = static_cast<int64_t>(in.tellg());
   if (fetch.offset > out.size) {
-    out.error = "offset " + std::to_string(fetch.offset) + " is past the model's size " + std::to_string(out.size);
+    out.error = "offset " + std::to_string(fetch.offset) + " is past the model's size " +
+                std::to_string(out.size);
     return out;
   }
-  out.data.resize(static_cast<size_t>(std::min<int64_t>(kModelChunkBytes, out.size - fetch.offset)));
+  out.data.resize(
+      static_cast<size_t>(std::min<int64_t>(kModelChunkBytes, out.size - fetch.offset)));
   in.seekg(fetch.offset);
   in.read(out.data.data(), static_cast<std::streamsize>(out.data.size()));
   if (in.gcount() != static_cast<std::streamsize>(out.data.size())) {

@@ -66,7 +66,7 @@ class ModelStore {
   };
   const std::string directory_;
   std::set<std::string> stored_;
-  std::map<std::string, Upload> uploads_;  // by sha256
+  std::map<std::string, Upload> uploads_;             // by sha256
   std::map<std::string, AotiPackageFacts> packages_;  // by sha256, once read
 };
 

@@ -13,7 +13,8 @@ namespace fs = std::filesystem;
 class ModelStoreTest : public testing::Test {
  protected:
   void SetUp() override {
-    dir_ = testing::TempDir() + "/model_store_test_" + testing::UnitTest::GetInstance()->current_test_info()->name();
+    dir_ = testing::TempDir() + "/model_store_test_" +
+           testing::UnitTest::GetInstance()->current_test_info()->name();
     fs::remove_all(dir_);
     bytes_.resize(static_cast<size_t>(kModelChunkBytes) * 2 + 1000);
     for (size_t i = 0; i < bytes_.size(); ++i) bytes_[i] = static_cast<char>(i * 31 + i / 4096);

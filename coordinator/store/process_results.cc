@@ -23,7 +23,8 @@ std::optional<double> MaybeNumber(const json& result, const char* section, const
   const json* holder = result.contains(section) ? &result[section] : nullptr;
   if (holder == nullptr || !holder->is_object()) return std::nullopt;
   const auto it = holder->find(key);
-  return it != holder->end() && it->is_number() ? std::optional<double>(it->get<double>()) : std::nullopt;
+  return it != holder->end() && it->is_number() ? std::optional<double>(it->get<double>())
+                                                : std::nullopt;
 }
 
 ProcessFigures FiguresOf(const json& result) {
@@ -46,15 +47,16 @@ StatusOr<ProcessStep> ProcessResults::Record(int64_t job_id, int attempt, int64_
   if (!result.ok || !result.ranks.empty()) return step;
   Transaction tx(*db_);
   RETURN_IF_ERROR(tx.Begin());
-  ASSIGN_OR_RETURN(auto find, db_->Prepare("SELECT j.state, j.attempts, j.kind, j.spec, "
-                                           "EXISTS (SELECT 1 FROM results r WHERE r.job_id = j.job_id), "
-                                           "EXISTS (SELECT 1 FROM result_processes p WHERE p.job_id = j.job_id "
-                                           "AND p.attempt = ?2), "
-                                           // Repeated at all: decided in SQL, so that the
-                                           // result of a job of one process costs no parse.
-                                           "coalesce(json_extract(j.spec, '$.processes'), 1) > 1 OR "
-                                           "json_type(j.spec, '$.precision') IN ('real', 'integer') "
-                                           "FROM jobs j WHERE j.job_id = ?1"));
+  ASSIGN_OR_RETURN(
+      auto find, db_->Prepare("SELECT j.state, j.attempts, j.kind, j.spec, "
+                              "EXISTS (SELECT 1 FROM results r WHERE r.job_id = j.job_id), "
+                              "EXISTS (SELECT 1 FROM result_processes p WHERE p.job_id = j.job_id "
+                              "AND p.attempt = ?2), "
+                              // Repeated at all: decided in SQL, so that the
+                              // result of a job of one process costs no parse.
+                              "coalesce(json_extract(j.spec, '$.processes'), 1) > 1 OR "
+                              "json_type(j.spec, '$.precision') IN ('real', 'integer') "
+                              "FROM jobs j WHERE j.job_id = ?1"));
   find.Bind(1, job_id).Bind(2, static_cast<int64_t>(attempt));
   ASSIGN_OR_RETURN(bool found, find.Step());
   if (!found || find.Text(2) != "benchmark" || find.Int(4) != 0 || find.Int(6) == 0) return step;
@@ -63,12 +65,14 @@ StatusOr<ProcessStep> ProcessResults::Record(int64_t job_id, int attempt, int64_
   const bool current = find.Int(1) == attempt;
   const bool kept_before = find.Int(5) != 0;
   JobSpecError error;
-  const std::optional<JobSpec> job = ParseJobConfig(json::parse(find.Text(3), nullptr, false), &error);
+  const std::optional<JobSpec> job =
+      ParseJobConfig(json::parse(find.Text(3), nullptr, false), &error);
   if (!job || (job->processes == 1 && !job->precision)) return step;
   // What the fence and admission refuse is ResultWriter::Write's to record or refuse.
   if (!kept_before && (!open || !current)) return step;
   if (!AdmitResult(StoredJob{job_id, false, job}, result).ok()) return step;
-  ASSIGN_OR_RETURN(auto count_stmt, db_->Prepare("SELECT count(*) FROM result_processes WHERE job_id = ?1"));
+  ASSIGN_OR_RETURN(auto count_stmt,
+                   db_->Prepare("SELECT count(*) FROM result_processes WHERE job_id = ?1"));
   count_stmt.Bind(1, job_id);
   ASSIGN_OR_RETURN(bool counted, count_stmt.Step());
   const int64_t kept = counted ? count_stmt.Int(0) : 0;
@@ -86,7 +90,9 @@ StatusOr<ProcessStep> ProcessResults::Record(int64_t job_id, int attempt, int64_
     if (figures.ci_high_ms) row.emplace_back("median_ci_high_ms", *figures.ci_high_ms);
     RETURN_IF_ERROR(InsertRow(*db_, "result_processes", row));
   }
-  ASSIGN_OR_RETURN(auto all, db_->Prepare("SELECT detail FROM result_processes WHERE job_id = ?1 ORDER BY process"));
+  ASSIGN_OR_RETURN(
+      auto all,
+      db_->Prepare("SELECT detail FROM result_processes WHERE job_id = ?1 ORDER BY process"));
   all.Bind(1, job_id);
   while (true) {
     ASSIGN_OR_RETURN(bool row, all.Step());
@@ -97,7 +103,8 @@ StatusOr<ProcessStep> ProcessResults::Record(int64_t job_id, int attempt, int64_
   RepeatRequest request;
   request.precision = job->precision;
   // With a precision, `processes` (when the job names more than one) is its cap.
-  request.processes = job->precision && job->processes == 1 ? kPrecisionMaxProcesses : job->processes;
+  request.processes =
+      job->precision && job->processes == 1 ? kPrecisionMaxProcesses : job->processes;
   request.min_time_s = job->timing.min_time_s;
   request.max_time_s = job->timing.max_time_s;
   const ProcessPlan plan = PlanProcesses(request, step.figures);
@@ -116,7 +123,8 @@ StatusOr<ProcessStep> ProcessResults::Record(int64_t job_id, int attempt, int64_
                     {"target_ci", job->timing.target_ci}}
                    .dump();
     }
-    RETURN_IF_ERROR(jobs_->QueueNextProcess(job_id, agent, static_cast<int64_t>(step.results.size()), timing));
+    RETURN_IF_ERROR(
+        jobs_->QueueNextProcess(job_id, agent, static_cast<int64_t>(step.results.size()), timing));
     step.kind = ProcessStep::Kind::kQueuedAgain;
   }
   RETURN_IF_ERROR(tx.Commit());
@@ -128,15 +136,18 @@ json CombineProcesses(const ProcessStep& step) {
   json combined = step.results.at(across.representative);
   json& stats = combined["stats"];
   const double own_median = stats.value("median_ms", across.mean_ms);
-  json processes = {{"count", across.count},
-                    {"representative", across.representative},
-                    {"method", "random effects: mean of the process medians +- t(K-1) x their sd x sqrt(2/K), the 95% "
-                               "interval of a repeat run of as many processes"},
-                    {"sd_between_ms", across.sd_between_ms},
-                    {"within_median_ms", own_median}};
+  json processes = {
+      {"count", across.count},
+      {"representative", across.representative},
+      {"method",
+       "random effects: mean of the process medians +- t(K-1) x their sd x sqrt(2/K), the 95% "
+       "interval of a repeat run of as many processes"},
+      {"sd_between_ms", across.sd_between_ms},
+      {"within_median_ms", own_median}};
   if (across.sd_within_ms) processes["sd_within_ms"] = *across.sd_within_ms;
   if (stats.contains("median_ci_low_ms")) processes["within_ci_low_ms"] = stats["median_ci_low_ms"];
-  if (stats.contains("median_ci_high_ms")) processes["within_ci_high_ms"] = stats["median_ci_high_ms"];
+  if (stats.contains("median_ci_high_ms"))
+    processes["within_ci_high_ms"] = stats["median_ci_high_ms"];
   json medians = json::array();
   for (const ProcessFigures& p : step.figures) medians.push_back(p.median_ms);
   processes["medians_ms"] = std::move(medians);
@@ -150,7 +161,8 @@ json CombineProcesses(const ProcessStep& step) {
   if (own_median > 0 && across.mean_ms > 0) {
     const double scale = own_median / across.mean_ms;
     for (const char* key : {"throughput_per_s", "gflops"}) {
-      if (combined.contains(key) && combined[key].is_number()) combined[key] = combined[key].get<double>() * scale;
+      if (combined.contains(key) && combined[key].is_number())
+        combined[key] = combined[key].get<double>() * scale;
     }
   }
   // The host's pace as the median is: the mean over the processes (those that measured it).

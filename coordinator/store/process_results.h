@@ -13,8 +13,8 @@
 
 #include "common/status.h"
 #include "common/worker_result.h"
-#include "coordinator/store/job_queue.h"
 #include "coordinator/core/process_stats.h"
+#include "coordinator/store/job_queue.h"
 #include "sqlite/sqlite.h"
 
 namespace benchfleet {
@@ -40,8 +40,9 @@ class ProcessResults {
   // Keeps the successful result `sent` of (job_id, attempt), run by agent `agent` on
   // host `host_id`, as the job's next process, and queues the job again when more are
   // needed. Commits before it returns (or joins the open group).
-  StatusOr<ProcessStep> Record(int64_t job_id, int attempt, int64_t host_id, const std::string& agent,
-                               const WorkerResult& result, const nlohmann::json& sent);
+  StatusOr<ProcessStep> Record(int64_t job_id, int attempt, int64_t host_id,
+                               const std::string& agent, const WorkerResult& result,
+                               const nlohmann::json& sent);
 
  private:
   Database* db_;

@@ -29,14 +29,18 @@ StatusOr<bool> SamplePruner::Step(RetentionStore& store, Millis budget) {
       progress_.results_pruned += dropped;
       after_ = upto;
       reclaiming_ = after_ >= last_;
-      job_ids_per_step_ = Adapt(job_ids_per_step_, std::chrono::duration_cast<Millis>(MonoNow() - started), budget, 100000);
+      job_ids_per_step_ =
+          Adapt(job_ids_per_step_, std::chrono::duration_cast<Millis>(MonoNow() - started), budget,
+                100000);
     } else {
-      ASSIGN_OR_RETURN(int64_t free_pages, store.ReclaimFreePages(static_cast<int>(pages_per_step_)));
+      ASSIGN_OR_RETURN(int64_t free_pages,
+                       store.ReclaimFreePages(static_cast<int>(pages_per_step_)));
       if (free_pages == 0) {
         ASSIGN_OR_RETURN(progress_.bytes_after, store.SizeBytes());
         return true;
       }
-      pages_per_step_ = Adapt(pages_per_step_, std::chrono::duration_cast<Millis>(MonoNow() - started), budget, 100000);
+      pages_per_step_ = Adapt(
+          pages_per_step_, std::chrono::duration_cast<Millis>(MonoNow() - started), budget, 100000);
     }
   } while (MonoNow() < deadline);
   return false;

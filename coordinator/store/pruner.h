@@ -36,9 +36,9 @@ class SamplePruner {
 
   int64_t job_ids_per_step_ = 64;  // job ids looked at per transaction while dropping
   int64_t pages_per_step_ = 64;    // pages given back per transaction while reclaiming
-  std::string cutoff_;     // results.received_at before this lose their samples
-  int64_t after_ = 0;      // job ids up to here are done
-  int64_t last_ = 0;       // the highest job id with samples when the prune started
+  std::string cutoff_;             // results.received_at before this lose their samples
+  int64_t after_ = 0;              // job ids up to here are done
+  int64_t last_ = 0;               // the highest job id with samples when the prune started
   bool reclaiming_ = false;
   Progress progress_;
 };

@@ -37,8 +37,9 @@ class PrunerTest : public ::testing::Test {
     const std::vector<double> samples(5000, 1.25);
     for (int i = 0; i < old + recent; ++i) {
       const int64_t job = ++jobs_;
-      auto job_row = db.Prepare("INSERT INTO jobs(job_id, sweep_id, spec, timeout_s, state, "
-                                "created_at) VALUES (?1, 1, '{}', 60, 'done', 't')");
+      auto job_row = db.Prepare(
+          "INSERT INTO jobs(job_id, sweep_id, spec, timeout_s, state, "
+          "created_at) VALUES (?1, 1, '{}', 60, 'done', 't')");
       ASSERT_TRUE(job_row->Bind(1, job).Run().ok());
       auto result = db.Prepare(
           "INSERT INTO results(job_id, attempt, host_id, ok, n, median_ms, detail, received_at) "
@@ -48,7 +49,8 @@ class PrunerTest : public ::testing::Test {
                       .Run()
                       .ok());
       auto blob = db.Prepare("INSERT INTO result_samples(job_id, n, ms_f32le) VALUES (?1, ?2, ?3)");
-      ASSERT_TRUE(blob->Bind(1, job).Bind(2, int64_t{5000}).BindBlob(3, PackSamples(samples)).Run().ok());
+      ASSERT_TRUE(
+          blob->Bind(1, job).Bind(2, int64_t{5000}).BindBlob(3, PackSamples(samples)).Run().ok());
     }
   }
 
@@ -90,8 +92,9 @@ TEST_F(PrunerTest, OldSamplesGoInStepsAndTheirSpaceComesBack) {
   // 3,000 x 20 KB of samples went back (60 MB); 200 x 20 KB stay.
   EXPECT_LT(progress.bytes_after, progress.bytes_before - 3000 * 19000);
   EXPECT_GT(progress.bytes_after, 200 * 20000);
-  EXPECT_EQ(progress.bytes_after, Scalar(**db, "SELECT page_count * page_size FROM pragma_page_count(), "
-                                               "pragma_page_size()"));
+  EXPECT_EQ(progress.bytes_after, Scalar(**db,
+                                         "SELECT page_count * page_size FROM pragma_page_count(), "
+                                         "pragma_page_size()"));
   EXPECT_EQ(Scalar(**db, "PRAGMA freelist_count"), 0);
   // Job ids in windows, then pages in batches: many short steps, not one long one.
   EXPECT_GE(steps, 3);

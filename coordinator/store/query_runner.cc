@@ -80,8 +80,10 @@ void QueryRunner::Serve() {
     try {
       if (!reader) {
         auto opened = StoreReader::Open(db_path_);
-        if (opened.ok()) reader = std::move(*opened);
-        else reply = MakeError(opened.status(), request.request_id);
+        if (opened.ok())
+          reader = std::move(*opened);
+        else
+          reply = MakeError(opened.status(), request.request_id);
       }
       if (reader) {
         auto rows = request.sql ? reader->Query(*request.sql, request.max_rows)

@@ -16,21 +16,32 @@ StatusOr<json> RegressionStore::SweepRegressionPolicy(int64_t sweep_id) {
   return json::parse(stmt.Text(0), nullptr, false);
 }
 
-StatusOr<std::vector<BaselinePoint>> RegressionStore::SeriesBaseline(const std::string& series, int64_t before_job_id,
-                                                           int window, const std::string& host,
-                                                           const std::string& model) {
-  ASSIGN_OR_RETURN(auto stmt, db_->Prepare(
-      "WITH step AS (SELECT coalesce(max(g.job_id), 0) AS job_id FROM regressions g "
-      "  WHERE g.series = ?1 AND g.state = 'confirmed' AND g.job_id < ?2) "
-      "SELECT r.job_id, r.median_ms, r.received_at, r.sweep_id FROM results r JOIN jobs j ON j.job_id = r.job_id, step "
-      "WHERE r.series_key = ?6 AND r.series = ?1 AND r.job_id < ?2 AND r.ok = 1 AND coalesce(r.unsteady, 0) = 0 "
-      "AND r.median_ms IS NOT NULL AND r.job_id >= step.job_id "
-      "AND (j.confirms_job_id IS NULL OR j.confirms_job_id = step.job_id) "
-      "AND NOT EXISTS (SELECT 1 FROM regressions h WHERE h.job_id = r.job_id AND h.state = 'host') "
-      "AND r.received_at > coalesce((SELECT max(b.at) FROM baseline_resets b "
-      "  WHERE (b.host IS NULL OR b.host = ?4) AND (b.model IS NULL OR b.model = ?5)), '') "
-      "ORDER BY r.job_id DESC LIMIT ?3"));
-  stmt.Bind(1, series).Bind(2, before_job_id).Bind(3, static_cast<int64_t>(window)).Bind(4, host).Bind(5, model);
+StatusOr<std::vector<BaselinePoint>> RegressionStore::SeriesBaseline(const std::string& series,
+                                                                     int64_t before_job_id,
+                                                                     int window,
+                                                                     const std::string& host,
+                                                                     const std::string& model) {
+  ASSIGN_OR_RETURN(
+      auto stmt,
+      db_->Prepare(
+          "WITH step AS (SELECT coalesce(max(g.job_id), 0) AS job_id FROM regressions g "
+          "  WHERE g.series = ?1 AND g.state = 'confirmed' AND g.job_id < ?2) "
+          "SELECT r.job_id, r.median_ms, r.received_at, r.sweep_id FROM results r JOIN jobs j ON "
+          "j.job_id = r.job_id, step "
+          "WHERE r.series_key = ?6 AND r.series = ?1 AND r.job_id < ?2 AND r.ok = 1 AND "
+          "coalesce(r.unsteady, 0) = 0 "
+          "AND r.median_ms IS NOT NULL AND r.job_id >= step.job_id "
+          "AND (j.confirms_job_id IS NULL OR j.confirms_job_id = step.job_id) "
+          "AND NOT EXISTS (SELECT 1 FROM regressions h WHERE h.job_id = r.job_id AND h.state = "
+          "'host') "
+          "AND r.received_at > coalesce((SELECT max(b.at) FROM baseline_resets b "
+          "  WHERE (b.host IS NULL OR b.host = ?4) AND (b.model IS NULL OR b.model = ?5)), '') "
+          "ORDER BY r.job_id DESC LIMIT ?3"));
+  stmt.Bind(1, series)
+      .Bind(2, before_job_id)
+      .Bind(3, static_cast<int64_t>(window))
+      .Bind(4, host)
+      .Bind(5, model);
   if (const std::optional<int64_t> key = SeriesKeyOf(series)) {
     stmt.Bind(6, *key);
   } else {
@@ -55,31 +66,33 @@ ColumnValues RegressionRow(const RegressionCandidate& c, ColumnValues rest) {
   if (c.host_pace_ms && c.baseline_host_pace_ms && *c.baseline_host_pace_ms > 0) {
     pace_change = *c.host_pace_ms / *c.baseline_host_pace_ms - 1;
   }
-  ColumnValues row = {{"job_id", c.job_id},
-                                         {"series", c.series},
-                                         {"host_id", c.host_id},
-                                         {"direction", c.slower ? "slower" : "faster"},
-                                         {"median_ms", c.median_ms},
-                                         {"baseline_median_ms", c.baseline_median_ms},
-                                         {"baseline_mad_ms", c.baseline_mad_ms},
-                                         {"baseline_n", c.baseline_n},
-                                         {"baseline_from", c.baseline_from},
-                                         {"baseline_to", c.baseline_to},
-                                         {"change", c.change},
-                                         {"z", c.z ? json(*c.z) : json(nullptr)},
-                                         {"median_ci_low_ms", c.median_ci_low_ms ? json(*c.median_ci_low_ms) : json(nullptr)},
-                                         {"median_ci_high_ms", c.median_ci_high_ms ? json(*c.median_ci_high_ms) : json(nullptr)},
-                                         {"host_pace_ms", Optional(c.host_pace_ms)},
-                                         {"baseline_host_pace_ms", Optional(c.baseline_host_pace_ms)},
-                                         {"host_pace_change", Optional(pace_change)}};
+  ColumnValues row = {
+      {"job_id", c.job_id},
+      {"series", c.series},
+      {"host_id", c.host_id},
+      {"direction", c.slower ? "slower" : "faster"},
+      {"median_ms", c.median_ms},
+      {"baseline_median_ms", c.baseline_median_ms},
+      {"baseline_mad_ms", c.baseline_mad_ms},
+      {"baseline_n", c.baseline_n},
+      {"baseline_from", c.baseline_from},
+      {"baseline_to", c.baseline_to},
+      {"change", c.change},
+      {"z", c.z ? json(*c.z) : json(nullptr)},
+      {"median_ci_low_ms", c.median_ci_low_ms ? json(*c.median_ci_low_ms) : json(nullptr)},
+      {"median_ci_high_ms", c.median_ci_high_ms ? json(*c.median_ci_high_ms) : json(nullptr)},
+      {"host_pace_ms", Optional(c.host_pace_ms)},
+      {"baseline_host_pace_ms", Optional(c.baseline_host_pace_ms)},
+      {"host_pace_change", Optional(pace_change)}};
   for (auto& column : rest) row.push_back(std::move(column));
   return row;
 }
 
 }  // namespace
 
-StatusOr<std::vector<int64_t>> RegressionStore::AddRegressionCandidate(const RegressionCandidate& c, const std::string& host,
-                                                             int reruns) {
+StatusOr<std::vector<int64_t>> RegressionStore::AddRegressionCandidate(const RegressionCandidate& c,
+                                                                       const std::string& host,
+                                                                       int reruns) {
   Transaction tx(*db_);
   RETURN_IF_ERROR(tx.Begin());
   ASSIGN_OR_RETURN(QueuedReruns queued, jobs_->QueueReruns(c.job_id, host, reruns));
@@ -93,10 +106,11 @@ StatusOr<std::vector<int64_t>> RegressionStore::AddRegressionCandidate(const Reg
 }
 
 StatusOr<std::optional<RegressionCandidate>> RegressionStore::CandidateOf(int64_t job_id) {
-  ASSIGN_OR_RETURN(auto stmt, db_->Prepare(
-      "SELECT series, host_id, direction, median_ms, baseline_median_ms, baseline_mad_ms, baseline_n, "
-      "baseline_from, baseline_to, change, z, host_pace_ms, baseline_host_pace_ms FROM regressions "
-      "WHERE job_id = ?1 AND state = 'candidate'"));
+  ASSIGN_OR_RETURN(auto stmt, db_->Prepare("SELECT series, host_id, direction, median_ms, "
+                                           "baseline_median_ms, baseline_mad_ms, baseline_n, "
+                                           "baseline_from, baseline_to, change, z, host_pace_ms, "
+                                           "baseline_host_pace_ms FROM regressions "
+                                           "WHERE job_id = ?1 AND state = 'candidate'"));
   stmt.Bind(1, job_id);
   ASSIGN_OR_RETURN(bool row, stmt.Step());
   if (!row) return std::optional<RegressionCandidate>();
@@ -119,16 +133,19 @@ StatusOr<std::optional<RegressionCandidate>> RegressionStore::CandidateOf(int64_
 }
 
 StatusOr<bool> RegressionStore::SeriesHasOpenCandidate(const std::string& series) {
-  ASSIGN_OR_RETURN(auto stmt, db_->Prepare("SELECT 1 FROM regressions WHERE series = ?1 AND state = 'candidate' "
-                                           "LIMIT 1"));
+  ASSIGN_OR_RETURN(
+      auto stmt, db_->Prepare("SELECT 1 FROM regressions WHERE series = ?1 AND state = 'candidate' "
+                              "LIMIT 1"));
   stmt.Bind(1, series);
   return stmt.Step();
 }
 
 StatusOr<std::vector<Rerun>> RegressionStore::RerunsOf(int64_t job_id) {
-  ASSIGN_OR_RETURN(auto stmt, db_->Prepare(
-      "SELECT j.job_id, j.state, CASE WHEN r.ok = 1 THEN r.median_ms END FROM jobs j "
-      "LEFT JOIN results r ON r.job_id = j.job_id WHERE j.confirms_job_id = ?1 ORDER BY j.job_id"));
+  ASSIGN_OR_RETURN(
+      auto stmt,
+      db_->Prepare("SELECT j.job_id, j.state, CASE WHEN r.ok = 1 THEN r.median_ms END FROM jobs j "
+                   "LEFT JOIN results r ON r.job_id = j.job_id WHERE j.confirms_job_id = ?1 ORDER "
+                   "BY j.job_id"));
   stmt.Bind(1, job_id);
   std::vector<Rerun> out;
   while (true) {
@@ -144,9 +161,12 @@ StatusOr<std::vector<Rerun>> RegressionStore::RerunsOf(int64_t job_id) {
 }
 
 StatusOr<NightPace> RegressionStore::NightHostPace(int64_t job_id) {
-  ASSIGN_OR_RETURN(auto stmt, db_->Prepare(
-      "SELECT avg(r.host_pace_ms), count(r.host_pace_ms) FROM results r JOIN jobs c ON c.job_id = ?1 "
-      "WHERE r.sweep_id = c.sweep_id AND r.host_id = c.host_id AND r.host_pace_ms > 0"));
+  ASSIGN_OR_RETURN(
+      auto stmt,
+      db_->Prepare(
+          "SELECT avg(r.host_pace_ms), count(r.host_pace_ms) FROM results r JOIN jobs c ON "
+          "c.job_id = ?1 "
+          "WHERE r.sweep_id = c.sweep_id AND r.host_id = c.host_id AND r.host_pace_ms > 0"));
   stmt.Bind(1, job_id);
   ASSIGN_OR_RETURN(bool row, stmt.Step());
   NightPace night;
@@ -157,13 +177,15 @@ StatusOr<NightPace> RegressionStore::NightHostPace(int64_t job_id) {
   return night;
 }
 
-StatusOr<NightPace> RegressionStore::HostPaceOfSweeps(int64_t host_id, const std::vector<int64_t>& sweep_ids) {
+StatusOr<NightPace> RegressionStore::HostPaceOfSweeps(int64_t host_id,
+                                                      const std::vector<int64_t>& sweep_ids) {
   NightPace pace;
   if (sweep_ids.empty()) return pace;
   // One statement for any list (the prepared-statement cache keeps each text it sees).
-  ASSIGN_OR_RETURN(auto stmt, db_->Prepare("SELECT avg(host_pace_ms), count(host_pace_ms) FROM results "
-                                           "WHERE host_id = ?1 AND host_pace_ms > 0 AND sweep_id IN "
-                                           "(SELECT value FROM json_each(?2))"));
+  ASSIGN_OR_RETURN(auto stmt,
+                   db_->Prepare("SELECT avg(host_pace_ms), count(host_pace_ms) FROM results "
+                                "WHERE host_id = ?1 AND host_pace_ms > 0 AND sweep_id IN "
+                                "(SELECT value FROM json_each(?2))"));
   stmt.Bind(1, host_id).Bind(2, json(sweep_ids).dump());
   ASSIGN_OR_RETURN(bool row, stmt.Step());
   if (row && !stmt.IsNull(0)) {
@@ -174,16 +196,20 @@ StatusOr<NightPace> RegressionStore::HostPaceOfSweeps(int64_t host_id, const std
 }
 
 Status RegressionStore::DecideRegression(int64_t job_id, const std::string& state,
-                                         std::optional<double> rerun_median_ms, const std::string& reason,
+                                         std::optional<double> rerun_median_ms,
+                                         const std::string& reason,
                                          std::optional<double> night_pace_ms) {
   Transaction tx(*db_);  // every write joins the loop round's group commit
   RETURN_IF_ERROR(tx.Begin());
-  ASSIGN_OR_RETURN(auto stmt, db_->Prepare(
-      "UPDATE regressions SET state = ?2, rerun_median_ms = ?3, decided_at = ?4, reason = ?5, "
-      "host_pace_ms = coalesce(?6, host_pace_ms), "
-      "host_pace_change = CASE WHEN coalesce(?6, host_pace_ms) > 0 AND baseline_host_pace_ms > 0 "
-      "  THEN coalesce(?6, host_pace_ms) / baseline_host_pace_ms - 1 END "
-      "WHERE job_id = ?1 AND state = 'candidate'"));
+  ASSIGN_OR_RETURN(
+      auto stmt,
+      db_->Prepare(
+          "UPDATE regressions SET state = ?2, rerun_median_ms = ?3, decided_at = ?4, reason = ?5, "
+          "host_pace_ms = coalesce(?6, host_pace_ms), "
+          "host_pace_change = CASE WHEN coalesce(?6, host_pace_ms) > 0 AND baseline_host_pace_ms > "
+          "0 "
+          "  THEN coalesce(?6, host_pace_ms) / baseline_host_pace_ms - 1 END "
+          "WHERE job_id = ?1 AND state = 'candidate'"));
   stmt.Bind(1, job_id).Bind(2, state).Bind(4, UtcNowIso8601()).Bind(5, reason);
   if (rerun_median_ms) {
     stmt.Bind(3, *rerun_median_ms);
@@ -199,18 +225,22 @@ Status RegressionStore::DecideRegression(int64_t job_id, const std::string& stat
   return tx.Commit();
 }
 
-StatusOr<json> RegressionStore::AddBaselineReset(const std::string& host, const std::string& model, const std::string& note) {
+StatusOr<json> RegressionStore::AddBaselineReset(const std::string& host, const std::string& model,
+                                                 const std::string& note) {
   const std::string now = UtcNowIso8601();
   Transaction tx(*db_);  // every write joins the loop round's group commit
   RETURN_IF_ERROR(tx.Begin());
-  RETURN_IF_ERROR(InsertRow(*db_, "baseline_resets", {{"host", host.empty() ? json(nullptr) : json(host)},
-                                             {"model", model.empty() ? json(nullptr) : json(model)},
-                                             {"at", now},
-                                             {"note", note.empty() ? json(nullptr) : json(note)}}));
+  RETURN_IF_ERROR(InsertRow(*db_, "baseline_resets",
+                            {{"host", host.empty() ? json(nullptr) : json(host)},
+                             {"model", model.empty() ? json(nullptr) : json(model)},
+                             {"at", now},
+                             {"note", note.empty() ? json(nullptr) : json(note)}}));
   const int64_t reset_id = db_->LastInsertRowid();
   RETURN_IF_ERROR(tx.Commit());
-  return json{{"reset_id", reset_id}, {"host", host.empty() ? json(nullptr) : json(host)},
-              {"model", model.empty() ? json(nullptr) : json(model)}, {"at", now}};
+  return json{{"reset_id", reset_id},
+              {"host", host.empty() ? json(nullptr) : json(host)},
+              {"model", model.empty() ? json(nullptr) : json(model)},
+              {"at", now}};
 }
 
 }  // namespace benchfleet

@@ -23,12 +23,12 @@ struct JudgedResult {
   int64_t host_id = 0;
   std::string host;
   std::string model;
-  std::string series;                    // empty: none (a host without fingerprint)
+  std::string series;  // empty: none (a host without fingerprint)
   std::optional<double> median_ms;
   // The median's 95% confidence interval (stats.median_ci_*_ms), when it had one.
   std::optional<double> median_ci_low_ms, median_ci_high_ms;
   bool ok = false;
-  bool unsteady = false;  // its statistics may mix two regimes: never judged
+  bool unsteady = false;                   // its statistics may mix two regimes: never judged
   std::optional<int64_t> confirms_job_id;  // a rerun confirming that job's candidate
   int64_t sweep_id = 0;
   std::optional<double> host_pace_ms;  // the host's pace before it ran (agent/host_pace.h)
@@ -65,7 +65,7 @@ struct RegressionCandidate {
 };
 struct Rerun {
   int64_t job_id = 0;
-  std::string state;  // the job's
+  std::string state;                // the job's
   std::optional<double> median_ms;  // an ok result's
 };
 
@@ -80,8 +80,9 @@ class RegressionStore {
   // unsteady, after the latest baseline reset covering `host` and `model`, and from the
   // series' latest confirmed change on: that candidate and its reruns start the new
   // level; no other confirming rerun; no result decided the host's), newest first.
-  StatusOr<std::vector<BaselinePoint>> SeriesBaseline(const std::string& series, int64_t before_job_id,
-                                                      int window, const std::string& host,
+  StatusOr<std::vector<BaselinePoint>> SeriesBaseline(const std::string& series,
+                                                      int64_t before_job_id, int window,
+                                                      const std::string& host,
                                                       const std::string& model);
   // Records the candidate and queues `reruns` runs of its job on its host, in its
   // sweep (which runs on until they are done). Returns the reruns' job ids.
@@ -98,9 +99,11 @@ class RegressionStore {
   StatusOr<NightPace> HostPaceOfSweeps(int64_t host_id, const std::vector<int64_t>& sweep_ids);
   // `state`: confirmed, noise or host. `night_pace_ms`, where known, replaces the
   // candidate's own pace (and its change from the baseline's is recorded).
-  Status DecideRegression(int64_t job_id, const std::string& state, std::optional<double> rerun_median_ms,
-                          const std::string& reason, std::optional<double> night_pace_ms = std::nullopt);
-  StatusOr<json> AddBaselineReset(const std::string& host, const std::string& model, const std::string& note);
+  Status DecideRegression(int64_t job_id, const std::string& state,
+                          std::optional<double> rerun_median_ms, const std::string& reason,
+                          std::optional<double> night_pace_ms = std::nullopt);
+  StatusOr<json> AddBaselineReset(const std::string& host, const std::string& model,
+                                  const std::string& note);
 
  private:
   Database* db_;

@@ -35,8 +35,9 @@ Status EchoAgrees(const ResultEcho& echo, const JobSpec& job) {
 Status AdmitResult(const StoredJob& job, const WorkerResult& result) {
   const std::string id = std::to_string(job.job_id);
   if (result.ok && result.calibration_kind != job.calibration) {
-    return InvalidArgument(job.calibration ? "result.kind: job " + id + " is a calibration; its result must be one"
-                                           : "result.kind: job " + id + " is a benchmark, not a calibration");
+    return InvalidArgument(
+        job.calibration ? "result.kind: job " + id + " is a calibration; its result must be one"
+                        : "result.kind: job " + id + " is a benchmark, not a calibration");
   }
   if (job.config) RETURN_IF_ERROR(EchoAgrees(result.echo, *job.config));
   // A gang that ran on one agent reports all its ranks in one result (a failed one, the
@@ -47,8 +48,8 @@ Status AdmitResult(const StoredJob& job, const WorkerResult& result) {
   const bool gang = job.config && !job.config->distributed && world > 1;
   const int64_t ranks = static_cast<int64_t>(result.ranks.size());
   if ((ranks > 0 && (!gang || ranks > world)) || (gang && result.ok && ranks != world)) {
-    return InvalidArgument("result.ranks: " + std::to_string(ranks) + " ranks for job " + id + " of " +
-                           std::to_string(world));
+    return InvalidArgument("result.ranks: " + std::to_string(ranks) + " ranks for job " + id +
+                           " of " + std::to_string(world));
   }
   return Status::Ok();
 }

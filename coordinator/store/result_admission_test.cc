@@ -46,9 +46,11 @@ std::string Refusal(const StoredJob& job, const WorkerResult& result) {
 TEST(AdmitResultTest, AResultMustBeOfItsJobsKind) {
   WorkerResult calibration = Ok();
   calibration.calibration_kind = true;
-  EXPECT_EQ(Refusal(Benchmark(MlpJob()), calibration), "result.kind: job 7 is a benchmark, not a calibration");
+  EXPECT_EQ(Refusal(Benchmark(MlpJob()), calibration),
+            "result.kind: job 7 is a benchmark, not a calibration");
   const StoredJob calibration_job{9, true, std::nullopt};
-  EXPECT_EQ(Refusal(calibration_job, Ok()), "result.kind: job 9 is a calibration; its result must be one");
+  EXPECT_EQ(Refusal(calibration_job, Ok()),
+            "result.kind: job 9 is a calibration; its result must be one");
   EXPECT_EQ(Refusal(calibration_job, calibration), "");
   // A failed result says nothing of its kind: a worker that failed early sends none.
   WorkerResult failed;
@@ -65,12 +67,15 @@ TEST(AdmitResultTest, AnEchoedFieldMustBeTheJobsAndTheFirstThatIsNotIsNamed) {
   };
   const Case cases[] = {
       {[](ResultEcho& e) { e.model = "cnn"; }, "result.model: \"cnn\" is not the job's \"mlp\""},
-      {[](ResultEcho& e) { e.mode = "train"; }, "result.mode: \"train\" is not the job's \"inference\""},
+      {[](ResultEcho& e) { e.mode = "train"; },
+       "result.mode: \"train\" is not the job's \"inference\""},
       {[](ResultEcho& e) { e.dtype = "int8"; }, "result.dtype: \"int8\" is not the job's \"fp32\""},
-      {[](ResultEcho& e) { e.device = "cuda"; }, "result.device: \"cuda\" is not the job's \"cpu\""},
+      {[](ResultEcho& e) { e.device = "cuda"; },
+       "result.device: \"cuda\" is not the job's \"cpu\""},
       {[](ResultEcho& e) { e.batch_size = 16; }, "result.batch_size: 16 is not the job's 8"},
       {[](ResultEcho& e) { e.threads = 1; }, "result.threads: 1 is not the job's 2"},
-      {[](ResultEcho& e) { e.interop_threads = 4; }, "result.interop_threads: 4 is not the job's 1"},
+      {[](ResultEcho& e) { e.interop_threads = 4; },
+       "result.interop_threads: 4 is not the job's 1"},
   };
   for (const Case& c : cases) {
     WorkerResult result = Ok();
@@ -89,7 +94,8 @@ TEST(AdmitResultTest, AnEchoedFieldMustBeTheJobsAndTheFirstThatIsNotIsNamed) {
   // An echo longer than any name is cut in the message.
   WorkerResult long_model = Ok();
   long_model.echo.model = std::string(1000, 'x');
-  EXPECT_EQ(Refusal(job, long_model), "result.model: \"" + std::string(64, 'x') + "\" is not the job's \"mlp\"");
+  EXPECT_EQ(Refusal(job, long_model),
+            "result.model: \"" + std::string(64, 'x') + "\" is not the job's \"mlp\"");
 }
 
 TEST(AdmitResultTest, AGangOnOneAgentReportsEveryRankWhenItSucceeded) {
@@ -111,11 +117,13 @@ TEST(AdmitResultTest, ReplicasReportEachCopyAsAGangReportsEachRank) {
   JobSpec replicas = MlpJob();
   replicas.replicas = 3;
   EXPECT_EQ(Refusal(Benchmark(replicas), WithRanks(Ok(), 3)), "");
-  EXPECT_EQ(Refusal(Benchmark(replicas), WithRanks(Ok(), 2)), "result.ranks: 2 ranks for job 7 of 3");
+  EXPECT_EQ(Refusal(Benchmark(replicas), WithRanks(Ok(), 2)),
+            "result.ranks: 2 ranks for job 7 of 3");
 }
 
 TEST(AdmitResultTest, AJobOfOneProcessOrOneRankOfASpreadGangHasNoRanks) {
-  EXPECT_EQ(Refusal(Benchmark(MlpJob()), WithRanks(Ok(), 1)), "result.ranks: 1 ranks for job 7 of 1");
+  EXPECT_EQ(Refusal(Benchmark(MlpJob()), WithRanks(Ok(), 1)),
+            "result.ranks: 1 ranks for job 7 of 1");
   // A rank of a gang spread over agents reports as a job of its own.
   JobSpec rank = MlpJob();
   rank.parallel = ParallelSpec{};

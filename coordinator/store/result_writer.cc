@@ -16,13 +16,29 @@ namespace {
 // cost as much as a tenth of storing one under load). Every column is named; one a
 // result has no value for is left unbound, NULL, as an INSERT naming fewer would.
 enum ResultColumn : int {  // parameter positions, from 1
-  kResultJobId = 1, kResultSweepId, kResultAttempt, kResultHostId, kResultOk, kResultDetail,
-  kResultReceivedAt, kResultError,
+  kResultJobId = 1,
+  kResultSweepId,
+  kResultAttempt,
+  kResultHostId,
+  kResultOk,
+  kResultDetail,
+  kResultReceivedAt,
+  kResultError,
   // The job's configuration, the coordinator's own (from the job it handed out).
-  kResultDevice, kResultModel, kResultMode, kResultDtype, kResultBatchSize, kResultThreads,
-  kResultInteropThreads, kResultOnednn, kResultModelArgs,
-  kResultPeakGflops, kResultFractionOfPeak,
-  kResultFingerprint, kResultSeries, kResultSeriesKey,  // docs/regressions.md
+  kResultDevice,
+  kResultModel,
+  kResultMode,
+  kResultDtype,
+  kResultBatchSize,
+  kResultThreads,
+  kResultInteropThreads,
+  kResultOnednn,
+  kResultModelArgs,
+  kResultPeakGflops,
+  kResultFractionOfPeak,
+  kResultFingerprint,
+  kResultSeries,
+  kResultSeriesKey,  // docs/regressions.md
   kResultFirstField  // then one per declared field with a column (ResultFields())
 };
 
@@ -50,7 +66,8 @@ int ResultFieldSlot(size_t i) {
   static const std::vector<int> slots = [] {
     std::vector<int> out;
     int next = kResultFirstField;
-    for (const ResultField& field : ResultFields()) out.push_back(field.column.empty() ? 0 : next++);
+    for (const ResultField& field : ResultFields())
+      out.push_back(field.column.empty() ? 0 : next++);
     return out;
   }();
   return slots[i];
@@ -92,17 +109,18 @@ const char* ResultOutcomeName(ResultOutcome outcome) {
 }
 
 StatusOr<ResultOutcome> ResultWriter::Write(int64_t job_id, int attempt, int64_t host_id,
-                                            const std::string& host_name, const WorkerResult& result,
-                                            std::string* rejection, std::optional<JudgedResult>* judged) {
+                                            const std::string& host_name,
+                                            const WorkerResult& result, std::string* rejection,
+                                            std::optional<JudgedResult>* judged) {
   std::string now = UtcNowIso8601();
   Transaction tx(*db_);
   RETURN_IF_ERROR(tx.Begin());
 
-  ASSIGN_OR_RETURN(auto find, db_->Prepare(
-                                  "SELECT j.state, j.attempts, j.sweep_id, r.attempt, j.kind, j.spec, "
-                                  "j.confirms_job_id "
-                                  "FROM jobs j LEFT JOIN results r ON r.job_id = j.job_id "
-                                  "WHERE j.job_id = ?1"));
+  ASSIGN_OR_RETURN(
+      auto find, db_->Prepare("SELECT j.state, j.attempts, j.sweep_id, r.attempt, j.kind, j.spec, "
+                              "j.confirms_job_id "
+                              "FROM jobs j LEFT JOIN results r ON r.job_id = j.job_id "
+                              "WHERE j.job_id = ?1"));
   find.Bind(1, job_id);
   ASSIGN_OR_RETURN(bool found, find.Step());
   std::string stale_reason;
@@ -130,7 +148,9 @@ StatusOr<ResultOutcome> ResultWriter::Write(int64_t job_id, int attempt, int64_t
     if (!stored.calibration) {
       JobSpecError error;
       job = ParseJobConfig(spec, &error);
-      if (!job) return Internal("stored job " + std::to_string(job_id) + " does not parse: " + error.message);
+      if (!job)
+        return Internal("stored job " + std::to_string(job_id) +
+                        " does not parse: " + error.message);
     }
     if (Status admitted = AdmitResult(stored, result); !admitted.ok()) {
       *rejection = admitted.message();
@@ -150,12 +170,17 @@ StatusOr<ResultOutcome> ResultWriter::Write(int64_t job_id, int attempt, int64_t
   const std::string detail_text =
       result.detail.dump(-1, ' ', false, json::error_handler_t::replace);
   if (!stale_reason.empty()) {
-    ASSIGN_OR_RETURN(auto stale,
-                     db_->Prepare("INSERT INTO stale_results(job_id, attempt, host, reason, detail, "
-                                  "received_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6) "
-                                  "ON CONFLICT(job_id, attempt, host) DO NOTHING"));
-    RETURN_IF_ERROR(stale.Bind(1, job_id).Bind(2, attempt).Bind(3, host_name).Bind(4, stale_reason)
-                        .Bind(5, detail_text).Bind(6, now).Run());
+    ASSIGN_OR_RETURN(
+        auto stale, db_->Prepare("INSERT INTO stale_results(job_id, attempt, host, reason, detail, "
+                                 "received_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6) "
+                                 "ON CONFLICT(job_id, attempt, host) DO NOTHING"));
+    RETURN_IF_ERROR(stale.Bind(1, job_id)
+                        .Bind(2, attempt)
+                        .Bind(3, host_name)
+                        .Bind(4, stale_reason)
+                        .Bind(5, detail_text)
+                        .Bind(6, now)
+                        .Run());
     // A resend that crossed the first ack finds its row there (008_stale_once.sql).
     const bool recorded = db_->Changes() == 1;
     RETURN_IF_ERROR(tx.Commit());
@@ -196,8 +221,10 @@ StatusOr<ResultOutcome> ResultWriter::Write(int64_t job_id, int attempt, int64_t
   if (job && kind == "benchmark") {
     // The fingerprint of the worker that ran it (an agent may carry several LibTorches).
     const json& torch_version = ResultValue(result, "torch_version");
-    ASSIGN_OR_RETURN(std::string fingerprint,
-                     hosts_->FingerprintOf(host_id, torch_version.is_string() ? torch_version.get<std::string>() : ""));
+    ASSIGN_OR_RETURN(
+        std::string fingerprint,
+        hosts_->FingerprintOf(host_id,
+                              torch_version.is_string() ? torch_version.get<std::string>() : ""));
     if (!fingerprint.empty()) {
       series = SeriesOf(fingerprint, spec);
       row.Bind(kResultFingerprint, fingerprint).Bind(kResultSeries, series);
@@ -217,7 +244,8 @@ StatusOr<ResultOutcome> ResultWriter::Write(int64_t job_id, int attempt, int64_t
     ASSIGN_OR_RETURN(auto rank_row, db_->Prepare(RankRowSql()));
     for (const WorkerResult::Rank& rank : result.ranks) {
       rank_row.Reset();
-      rank_row.Bind(1, job_id).Bind(2, rank.host_id != 0 ? rank.host_id : host_id)
+      rank_row.Bind(1, job_id)
+          .Bind(2, rank.host_id != 0 ? rank.host_id : host_id)
           .Bind(3, rank.detail.dump(-1, ' ', false, json::error_handler_t::replace));
       int slot = 4;
       for (size_t i = 0; i < RankFields().size() && i < rank.values.size(); ++i) {
@@ -228,12 +256,18 @@ StatusOr<ResultOutcome> ResultWriter::Write(int64_t job_id, int attempt, int64_t
   }
 
   if (ok && !result.op_profile.empty()) {
-    ASSIGN_OR_RETURN(auto op_row, db_->Prepare("INSERT INTO op_profile(job_id, op, calls, self_us, total_us, "
-                                               "input_shapes) VALUES (?1, ?2, ?3, ?4, ?5, ?6)"));
+    ASSIGN_OR_RETURN(auto op_row,
+                     db_->Prepare("INSERT INTO op_profile(job_id, op, calls, self_us, total_us, "
+                                  "input_shapes) VALUES (?1, ?2, ?3, ?4, ?5, ?6)"));
     for (const OpProfileRow& op : result.op_profile) {  // unique ops: checked at the edge
       op_row.Reset();
-      RETURN_IF_ERROR(op_row.Bind(1, job_id).Bind(2, op.op).Bind(3, op.calls).Bind(4, op.self_us)
-                          .Bind(5, op.total_us).Bind(6, op.input_shapes).Run());
+      RETURN_IF_ERROR(op_row.Bind(1, job_id)
+                          .Bind(2, op.op)
+                          .Bind(3, op.calls)
+                          .Bind(4, op.self_us)
+                          .Bind(5, op.total_us)
+                          .Bind(6, op.input_shapes)
+                          .Run());
     }
   }
   if (ok && !result.samples_ms.empty()) {
@@ -268,27 +302,31 @@ StatusOr<ResultOutcome> ResultWriter::Write(int64_t job_id, int attempt, int64_t
     r.host = host_name;
     r.model = job->model;
     r.series = std::move(series);
-    if (const json& median = ResultValue(result, "median_ms"); median.is_number()) r.median_ms = median.get<double>();
+    if (const json& median = ResultValue(result, "median_ms"); median.is_number())
+      r.median_ms = median.get<double>();
     for (const auto& [name, out] : {std::make_pair("median_ci_low_ms", &r.median_ci_low_ms),
-                                     std::make_pair("median_ci_high_ms", &r.median_ci_high_ms)}) {
-      if (const json& value = ResultValue(result, name); value.is_number()) *out = value.get<double>();
+                                    std::make_pair("median_ci_high_ms", &r.median_ci_high_ms)}) {
+      if (const json& value = ResultValue(result, name); value.is_number())
+        *out = value.get<double>();
     }
     r.ok = ok;
     r.unsteady = ResultValue(result, "unsteady") == true;
     r.confirms_job_id = confirms_job_id;
     r.sweep_id = sweep_id;
-    if (const json& pace = ResultValue(result, "host_pace_ms"); pace.is_number()) r.host_pace_ms = pace.get<double>();
+    if (const json& pace = ResultValue(result, "host_pace_ms"); pace.is_number())
+      r.host_pace_ms = pace.get<double>();
     *judged = std::move(r);
   }
   return ResultOutcome::kStored;
 }
 
 Status ResultWriter::WriteCalibration(int64_t job_id, int64_t host_id, const WorkerResult& result,
-                               const std::string& now) {
+                                      const std::string& now) {
   ColumnValues columns = {{"host_id", host_id}, {"job_id", job_id}, {"measured_at", now}};
   const auto& fields = CalibrationFields();
   for (size_t i = 0; i < fields.size() && i < result.calibration_values.size(); ++i) {
-    if (!fields[i].column.empty()) columns.emplace_back(fields[i].column, result.calibration_values[i]);
+    if (!fields[i].column.empty())
+      columns.emplace_back(fields[i].column, result.calibration_values[i]);
   }
   json gpus = json::array();
   if (const json* listed = FindPath(result.calibration, "gpus")) gpus = *listed;
@@ -297,7 +335,6 @@ Status ResultWriter::WriteCalibration(int64_t job_id, int64_t host_id, const Wor
                        result.calibration.dump(-1, ' ', false, json::error_handler_t::replace));
   return InsertRow(*db_, "calibrations", columns);
 }
-
 
 Status ResultWriter::FinishGroupSweeps() {
   std::set<int64_t> sweeps = std::move(sweeps_to_finish_);

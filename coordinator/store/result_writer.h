@@ -26,7 +26,8 @@ const char* ResultOutcomeName(ResultOutcome outcome);
 
 class ResultWriter {
  public:
-  ResultWriter(Database& db, JobQueue& jobs, HostStore& hosts) : db_(&db), jobs_(&jobs), hosts_(&hosts) {}
+  ResultWriter(Database& db, JobQueue& jobs, HostStore& hosts)
+      : db_(&db), jobs_(&jobs), hosts_(&hosts) {}
 
   // Accepts the result of (job_id, attempt) as the job's only result if that attempt
   // still owns the job; otherwise records it as stale. A result AdmitResult refuses is
@@ -34,8 +35,9 @@ class ResultWriter {
   // then. The configuration columns come from the stored job, never from the result. A
   // stored benchmark's result, as regression detection needs it, goes to *judged when
   // given (it is not read back from the row just written).
-  StatusOr<ResultOutcome> Write(int64_t job_id, int attempt, int64_t host_id, const std::string& host_name,
-                                const WorkerResult& result, std::string* rejection,
+  StatusOr<ResultOutcome> Write(int64_t job_id, int attempt, int64_t host_id,
+                                const std::string& host_name, const WorkerResult& result,
+                                std::string* rejection,
                                 std::optional<JudgedResult>* judged = nullptr);
 
   // Group commit (Store::OpenGroup): within a group a result's sweep is judged finished

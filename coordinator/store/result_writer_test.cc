@@ -10,7 +10,7 @@ TEST(SeriesKeyTest, IsTheFirstSixtyBitsOfTheSeriesHex) {
   EXPECT_EQ(SeriesKeyOf(series), std::stoll(series.substr(0, 15), nullptr, 16));
   EXPECT_EQ(SeriesKeyOf("0123456789abcdef0123"), 0x0123456789abcdeLL);
   EXPECT_EQ(SeriesKeyOf("fffffffffffffff"), (int64_t{1} << 60) - 1);
-  EXPECT_EQ(SeriesKeyOf("0123"), std::nullopt);                 // too short
+  EXPECT_EQ(SeriesKeyOf("0123"), std::nullopt);                  // too short
   EXPECT_EQ(SeriesKeyOf("0123456789ABCDEF0123"), std::nullopt);  // SeriesOf writes lower case only
 }
 
@@ -53,8 +53,10 @@ TEST_F(StoreTest, InAGroupASweepEndsWithTheCommitThatKeepsItsLastResultOrNotAtAl
   {
     auto other = Database::Open(path_, SQLITE_OPEN_READWRITE);
     ASSERT_TRUE(other.ok());
-    ASSERT_TRUE((*other)->Exec("CREATE TRIGGER no_end BEFORE UPDATE OF state ON sweeps "
-                               "BEGIN SELECT RAISE(ABORT, 'cannot end sweeps'); END").ok());
+    ASSERT_TRUE((*other)
+                    ->Exec("CREATE TRIGGER no_end BEFORE UPDATE OF state ON sweeps "
+                           "BEGIN SELECT RAISE(ABORT, 'cannot end sweeps'); END")
+                    .ok());
   }
   store_->OpenGroup();
   for (const auto& job : jobs) {
@@ -64,7 +66,8 @@ TEST_F(StoreTest, InAGroupASweepEndsWithTheCommitThatKeepsItsLastResultOrNotAtAl
   EXPECT_EQ(state(), "running");  // judged once, at the group's commit
   Status committed = store_->CommitGroup();
   EXPECT_FALSE(committed.ok());
-  EXPECT_NE(committed.message().find("cannot end sweeps"), std::string::npos) << committed.message();
+  EXPECT_NE(committed.message().find("cannot end sweeps"), std::string::npos)
+      << committed.message();
   EXPECT_EQ(Count("select count(*) from results"), 0);  // nothing acked: both come again
   EXPECT_EQ(Count("select count(*) from jobs where state = 'running'"), 2);
   EXPECT_EQ(state(), "running");
@@ -104,7 +107,8 @@ TEST_F(StoreTest, AResultCannotChangeItsJobsConfiguration) {
 
   // Without an echo the configuration still comes from the job.
   json bare = GoodResult(1);
-  for (const char* key : {"device", "model", "mode", "dtype", "batch_size", "threads"}) bare.erase(key);
+  for (const char* key : {"device", "model", "mode", "dtype", "batch_size", "threads"})
+    bare.erase(key);
   EXPECT_EQ(*Deliver(job, 1, bare), ResultOutcome::kStored);
   auto row = Query("select model, batch_size, threads, median_ms from result_summary", 10);
   ASSERT_TRUE(row.ok());

@@ -27,7 +27,9 @@ std::vector<std::string> Backticked(const std::string& text) {
   // A scan, not std::regex: GCC 12's regex trips -Wmaybe-uninitialized under the
   // sanitizers' flags.
   std::vector<std::string> names;
-  auto name_char = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_'; };
+  auto name_char = [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+  };
   size_t i = 0;
   while ((i = text.find('`', i)) != std::string::npos) {
     size_t j = i + 1;

@@ -10,7 +10,8 @@ namespace {
 void AppendFloat32Le(float value, std::string* out) {
   uint32_t bits = 0;
   std::memcpy(&bits, &value, sizeof bits);
-  for (int byte = 0; byte < 4; ++byte) out->push_back(static_cast<char>((bits >> (8 * byte)) & 0xff));
+  for (int byte = 0; byte < 4; ++byte)
+    out->push_back(static_cast<char>((bits >> (8 * byte)) & 0xff));
 }
 
 // The aggregate's state: samples by index (rows may come in any order).
@@ -75,7 +76,8 @@ Status RegisterSampleFunctions(sqlite3* db) {
   int rc = sqlite3_create_function_v2(db, "benchfleet_pack_samples", 2,
                                       SQLITE_UTF8 | SQLITE_DETERMINISTIC, nullptr, nullptr,
                                       PackStep, PackFinal, nullptr);
-  if (rc != SQLITE_OK) return Internal(std::string("benchfleet_pack_samples: ") + sqlite3_errmsg(db));
+  if (rc != SQLITE_OK)
+    return Internal(std::string("benchfleet_pack_samples: ") + sqlite3_errmsg(db));
   return Status::Ok();
 }
 

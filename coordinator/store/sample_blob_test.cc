@@ -21,18 +21,10 @@ double AsFloat32(double ms) { return static_cast<float>(ms); }
 // Awkward values a float32 can hold: zero, a subnormal, the smallest normal, values
 // across many binades, and the largest sample a result may carry.
 std::vector<double> AwkwardSamples() {
-  return {0.0,
-          1e-42,
-          static_cast<double>(std::numeric_limits<float>::min()),
-          0.000731,
-          0.5,
-          1.0,
-          2.1,
-          12.345678,
-          1024.0,
-          98765.4321,
-          3.0e9,
-          1e30};
+  return {0.0,        1e-42,     static_cast<double>(std::numeric_limits<float>::min()),
+          0.000731,   0.5,       1.0,
+          2.1,        12.345678, 1024.0,
+          98765.4321, 3.0e9,     1e30};
 }
 
 TEST(SampleBlobTest, PacksFourLittleEndianBytesPerSampleAndUnpacksThem) {
@@ -109,7 +101,8 @@ TEST_F(SamplesViewTest, PlainSqlUnpacksEveryFloat32ExactlyAsCxxDoes) {
   for (int i = 0; i < 5000; ++i) many.push_back(0.01 * std::pow(1.0031, i) * (1 + (i % 7) * 1e-5));
   int64_t job_id = 0;
   for (const auto& samples : {awkward, many, std::vector<double>{3.25}}) {
-    auto insert = db->Prepare("INSERT INTO result_samples(job_id, n, ms_f32le) VALUES (?1, ?2, ?3)");
+    auto insert =
+        db->Prepare("INSERT INTO result_samples(job_id, n, ms_f32le) VALUES (?1, ?2, ?3)");
     ASSERT_TRUE(insert.ok());
     ASSERT_TRUE(insert->Bind(1, ++job_id)
                     .Bind(2, static_cast<int64_t>(samples.size()))
@@ -160,7 +153,8 @@ TEST_F(SamplesViewTest, AnOlderStoresSampleRowsMoveIntoOneBlobPerResult) {
   ASSERT_TRUE(*rows->Step());
   EXPECT_EQ(rows->Int(1), 1);
   EXPECT_FALSE(*rows->Step());
-  EXPECT_EQ(ViewSamples(*db, 1), (std::vector<double>{AsFloat32(2.0), AsFloat32(2.1), AsFloat32(1.9)}));
+  EXPECT_EQ(ViewSamples(*db, 1),
+            (std::vector<double>{AsFloat32(2.0), AsFloat32(2.1), AsFloat32(1.9)}));
   EXPECT_EQ(ViewSamples(*db, 2), (std::vector<double>{0.125}));
 }
 

@@ -26,7 +26,7 @@ struct StoredSchedule {
   bool overlap_queue = false;              // else skip
   std::optional<double> start_deadline_s;  // none: one period
   std::string created_at;
-  std::string handled_until;               // the latest slot handled (UTC ISO 8601)
+  std::string handled_until;  // the latest slot handled (UTC ISO 8601)
 };
 
 // What became of one slot of a schedule (schedule_firings.outcome).

@@ -1,8 +1,6 @@
 // A store made by the numbered steps before the baseline (coordinator/store/schema.h): its
 // rows after the conversion, what it keeps, and what it refuses. The schema itself and
 // the conversion from each old version are schema_test.cc's.
-#include "coordinator/store/schema.h"
-
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -17,6 +15,7 @@
 #include "coordinator/store/legacy_store_fixture.h"
 #include "coordinator/store/legacy_store_test.h"
 #include "coordinator/store/sample_blob.h"
+#include "coordinator/store/schema.h"
 #include "coordinator/store/store.h"
 #include "sqlite/sqlite.h"
 
@@ -42,17 +41,22 @@ TEST_F(LegacyStoreTest, AFullyMigratedStoreKeepsEveryRowAndGetsTheNewStoresSchem
   // 004_processes.sql: its jobs queue by their ids (queue_order NULL) with their own
   // timing, and no process of them was kept (result_processes is new and empty).
   // 005_host_pace.sql: its regressions were judged without the host's pace (NULL).
-  auto after = RowsOf(*db, {"jobs.world_size", "jobs.spread", "jobs.local_processes", "jobs.replicated",
-                            "jobs.local_cpus", "jobs.torch", "jobs.torch_min", "jobs.technique",
-                            "jobs.queue_order", "jobs.process_timing", "regressions.host_pace_ms",
-                            "regressions.baseline_host_pace_ms", "regressions.host_pace_change"});
+  auto after =
+      RowsOf(*db, {"jobs.world_size", "jobs.spread", "jobs.local_processes", "jobs.replicated",
+                   "jobs.local_cpus", "jobs.torch", "jobs.torch_min", "jobs.technique",
+                   "jobs.queue_order", "jobs.process_timing", "regressions.host_pace_ms",
+                   "regressions.baseline_host_pace_ms", "regressions.host_pace_change"});
   EXPECT_EQ(after["result_processes"], std::vector<std::string>());
   after.erase("result_processes");
   EXPECT_EQ(after, before);
-  EXPECT_EQ(Text(*db, "SELECT count(*) FROM jobs WHERE queue_order IS NOT NULL OR process_timing IS NOT NULL"), "0");
-  EXPECT_EQ(Text(*db, "SELECT count(*) FROM jobs WHERE world_size != 1 OR spread OR "
-                      "local_processes != 1 OR replicated OR local_cpus != 0 OR torch != '' OR "
-                      "torch_min != '' OR technique != ''"),
+  EXPECT_EQ(
+      Text(*db,
+           "SELECT count(*) FROM jobs WHERE queue_order IS NOT NULL OR process_timing IS NOT NULL"),
+      "0");
+  EXPECT_EQ(Text(*db,
+                 "SELECT count(*) FROM jobs WHERE world_size != 1 OR spread OR "
+                 "local_processes != 1 OR replicated OR local_cpus != 0 OR torch != '' OR "
+                 "torch_min != '' OR technique != ''"),
             "0");
   EXPECT_EQ(Text(*db, "PRAGMA application_id"), std::to_string(kStoreApplicationId));
   EXPECT_EQ(Text(*db, "PRAGMA user_version"), std::to_string(Migrations().back().version));
@@ -249,7 +253,8 @@ TEST_F(LegacyStoreTest, JobsStoredBeforeTheirNeedsWereKeptGetThemAsNeedsOfComput
     ASSERT_TRUE((*db)->Exec(Migrations().front().sql).ok());
     ASSERT_TRUE(AddDeclaredColumns(**db, /*log=*/false).ok());
     ASSERT_TRUE((*db)->Exec("PRAGMA user_version = 1").ok());
-    ASSERT_TRUE((*db)->Exec(R"sql(
+    ASSERT_TRUE((*db)
+                    ->Exec(R"sql(
 INSERT INTO sweeps(sweep_id, name, spec, created_at) VALUES (1, 's', '{}', 't');
 INSERT INTO jobs(job_id, sweep_id, spec, timeout_s, created_at) VALUES
   (1, 1, '{"model":"mlp","mode":"train","dtype":"fp32","device":"cpu","batch_size":8,"threads":2}', 60, 't'),
@@ -269,8 +274,8 @@ INSERT INTO jobs(job_id, sweep_id, spec, timeout_s, created_at) VALUES
     ASSERT_TRUE(job.ok()) << job.status().message();
     JobNeeds expected;  // job 7's spec is unreadable: one process, as the defaults say
     if (job_id < 7) expected = NeedsOfJobJson(nlohmann::json::parse(job->spec)).value();
-    EXPECT_EQ(job->needs, expected) << job_id << ": " << job->needs.ToJson().dump() << " vs "
-                                    << expected.ToJson().dump();
+    EXPECT_EQ(job->needs, expected)
+        << job_id << ": " << job->needs.ToJson().dump() << " vs " << expected.ToJson().dump();
   }
   EXPECT_EQ((*store)->jobs().FindJob(3)->needs.Agents(), 3);
   EXPECT_EQ((*store)->jobs().FindJob(4)->needs.local_cpus, 8);

@@ -78,7 +78,8 @@ void Store::UseIncrementalVacuum() {
   // loser gets SQLITE_BUSY at once unless it has a busy handler (a plain sqlite3 shell
   // does not).
   Status indexed = db_->Exec("SELECT count(*) FROM sqlite_master");
-  if (!indexed.ok()) LOG_WARN("cannot read " << path_ << " after the vacuum: " << indexed.message());
+  if (!indexed.ok())
+    LOG_WARN("cannot read " << path_ << " after the vacuum: " << indexed.message());
 }
 
 StatusOr<int> Store::SchemaVersion() {

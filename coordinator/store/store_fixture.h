@@ -34,8 +34,8 @@ class StoreTest : public ::testing::Test {
     auto store = Store::Open(path_);
     ASSERT_TRUE(store.ok()) << store.status().ToString();
     store_ = std::move(*store);
-    host_ =
-        *store_->hosts().UpsertHost("node-a", "m1", json::array({"lab"}), {{"host", {{"cpu_model", "x"}}}});
+    host_ = *store_->hosts().UpsertHost("node-a", "m1", json::array({"lab"}),
+                                        {{"host", {{"cpu_model", "x"}}}});
   }
   void TearDown() override {
     store_.reset();
@@ -109,8 +109,10 @@ class StoreTest : public ::testing::Test {
     ASSIGN_OR_RETURN(std::optional<StoredSweep> existing, jobs.FindSubmission(submission_id));
     if (existing) return *existing;
     ASSIGN_OR_RETURN(StoredSweep stored, jobs.AcceptSweep(sweep, pinned, submission_id));
-    ASSIGN_OR_RETURN(bool whole, jobs.StoreJobs(stored.sweep_id, sweep, pinned, 0, sweep.combination_count));
-    if (!whole) return Internal("sweep " + std::to_string(stored.sweep_id) + " did not take its jobs");
+    ASSIGN_OR_RETURN(bool whole,
+                     jobs.StoreJobs(stored.sweep_id, sweep, pinned, 0, sweep.combination_count));
+    if (!whole)
+      return Internal("sweep " + std::to_string(stored.sweep_id) + " did not take its jobs");
     return stored;
   }
 
@@ -120,7 +122,7 @@ class StoreTest : public ::testing::Test {
     if (!parsed.ok()) return parsed.status();
     std::string ignored;
     return store_->results().Write(job, attempt, host_, "node-a", *parsed,
-                               rejection ? rejection : &ignored);
+                                   rejection ? rejection : &ignored);
   }
 
   std::filesystem::path dir_;
@@ -130,6 +132,7 @@ class StoreTest : public ::testing::Test {
 };
 
 // A sweep of two jobs (batch sizes 1 and 8).
-inline constexpr const char* kTwoJobs = R"({"name":"s","matrix":{"model":["mlp"],"batch_size":[1,8]}})";
+inline constexpr const char* kTwoJobs =
+    R"({"name":"s","matrix":{"model":["mlp"],"batch_size":[1,8]}})";
 
 }  // namespace benchfleet

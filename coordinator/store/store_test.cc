@@ -1,8 +1,7 @@
 // Store (coordinator/store/store.h): opening and migrating, the read-only connection's rules,
 // and group commit at the SQLite layer.
-#include "coordinator/store/store_fixture.h"
-
 #include "coordinator/store/schema.h"
+#include "coordinator/store/store_fixture.h"
 
 namespace benchfleet {
 namespace {
@@ -69,7 +68,9 @@ class GroupCommitTest : public ::testing::Test {
     auto db = Database::Open(path_.string(), SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
     ASSERT_TRUE(db.ok()) << db.status().ToString();
     db_ = std::move(*db);
-    ASSERT_TRUE(db_->Exec("PRAGMA journal_mode=WAL; CREATE TABLE t(x INTEGER PRIMARY KEY, v TEXT NOT NULL)").ok());
+    ASSERT_TRUE(
+        db_->Exec("PRAGMA journal_mode=WAL; CREATE TABLE t(x INTEGER PRIMARY KEY, v TEXT NOT NULL)")
+            .ok());
     auto reader = Database::Open(path_.string(), SQLITE_OPEN_READONLY);
     ASSERT_TRUE(reader.ok());
     reader_ = std::move(*reader);
@@ -77,7 +78,8 @@ class GroupCommitTest : public ::testing::Test {
   void TearDown() override {
     db_.reset();
     reader_.reset();
-    for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(path_.string() + suffix);
+    for (const char* suffix : {"", "-wal", "-shm"})
+      std::filesystem::remove(path_.string() + suffix);
   }
   Status Write(int x, const char* v) {
     Transaction tx(*db_);
@@ -105,7 +107,7 @@ TEST_F(GroupCommitTest, AGroupsWritesBecomeVisibleTogetherAndAFailedOneUndoesOnl
   ASSERT_TRUE(Write(1, "a").ok());
   EXPECT_FALSE(Write(2, nullptr).ok());  // NOT NULL: this write alone is undone
   ASSERT_TRUE(Write(3, "c").ok());
-  EXPECT_EQ(Committed(), "");            // nothing is visible before the group commits
+  EXPECT_EQ(Committed(), "");  // nothing is visible before the group commits
   ASSERT_TRUE(db_->CommitGroup().ok());
   EXPECT_EQ(Committed(), "1,3");
   // Outside a group each write commits on its own.
@@ -145,7 +147,7 @@ TEST_F(GroupCommitTest, AGroupThatCannotBeginFailsEachWriteAtOnceWithTheReason) 
   EXPECT_NE(first.message().find("locked"), std::string::npos) << first.message();
   Status second = Write(2, "b");
   EXPECT_EQ(second.message(), first.message());  // no second busy wait
-  EXPECT_TRUE(db_->CommitGroup().ok());           // nothing was written
+  EXPECT_TRUE(db_->CommitGroup().ok());          // nothing was written
   ASSERT_TRUE((*holder)->Exec("ROLLBACK").ok());
   ASSERT_TRUE(Write(3, "c").ok());
   EXPECT_EQ(Committed(), "3");

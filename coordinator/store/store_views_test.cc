@@ -42,7 +42,9 @@ TEST_F(StoreTest, ComparisonViewsPairIdenticalConfigurations) {
     result["threads"] = threads;
     result["stats"]["median_ms"] = median->second;
     if (dtype == "int8") {
-      result["accuracy"] = {{"max_abs_err", 0.02}, {"mean_abs_err", 0.004}, {"rel_err", 0.01},
+      result["accuracy"] = {{"max_abs_err", 0.02},
+                            {"mean_abs_err", 0.004},
+                            {"rel_err", 0.01},
                             {"top1_agreement", 0.98}};
     }
     auto stored = Deliver(job.job_id, 1, result);
@@ -51,7 +53,8 @@ TEST_F(StoreTest, ComparisonViewsPairIdenticalConfigurations) {
   }
   auto threads = Query(
       "select threads, speedup, parallel_efficiency from thread_scaling where dtype = 'fp32' "
-      "order by threads", 10);
+      "order by threads",
+      10);
   ASSERT_TRUE(threads.ok()) << threads.status().ToString();
   ASSERT_EQ(threads->rows.size(), 2u);
   EXPECT_DOUBLE_EQ(threads->rows[1][1].get<double>(), 4.0 / 2.5);
@@ -84,8 +87,8 @@ TEST_F(StoreTest, CpuGpuSpeedupPairsEachSidesBestSteadyResultOfTheSameConfigurat
   // (device, threads, checkpointing) -> what it measured.
   const std::map<std::tuple<std::string, int, bool>, Run> runs = {
       {{"cpu", 1, false}, {4.0, false}},
-      {{"cpu", 2, false}, {1.0, true}},   // fastest plain CPU run, but noisy
-      {{"cpu", 1, true}, {0.1, false}},   // a technique the GPU did not run
+      {{"cpu", 2, false}, {1.0, true}},  // fastest plain CPU run, but noisy
+      {{"cpu", 1, true}, {0.1, false}},  // a technique the GPU did not run
       {{"cpu", 2, true}, {0.2, false}},
       {{"cuda:0", 1, false}, {0.4, true}},  // fastest GPU run, but noisy
       {{"cuda:0", 2, false}, {0.5, false}}};
@@ -103,8 +106,10 @@ TEST_F(StoreTest, CpuGpuSpeedupPairsEachSidesBestSteadyResultOfTheSameConfigurat
     ASSERT_TRUE(stored.ok()) << stored.status().ToString();
     ASSERT_EQ(*stored, ResultOutcome::kStored);
   }
-  auto rows = Query("select cpu_threads, gpu_device, gpu_threads, cpu_median_ms, gpu_median_ms, speedup, "
-                    "cpu_throughput_per_s, gpu_throughput_per_s from cpu_gpu_speedup", 10);
+  auto rows = Query(
+      "select cpu_threads, gpu_device, gpu_threads, cpu_median_ms, gpu_median_ms, speedup, "
+      "cpu_throughput_per_s, gpu_throughput_per_s from cpu_gpu_speedup",
+      10);
   ASSERT_TRUE(rows.ok()) << rows.status().ToString();
   ASSERT_EQ(rows->rows.size(), 1u);
   const auto& row = rows->rows[0];
@@ -116,10 +121,12 @@ TEST_F(StoreTest, CpuGpuSpeedupPairsEachSidesBestSteadyResultOfTheSameConfigurat
   EXPECT_DOUBLE_EQ(row[5].get<double>(), 8.0);
   EXPECT_DOUBLE_EQ(row[6].get<double>(), 8 * 1000 / 2.0);  // GoodResult's throughput
   // Every column the view had before it paired strictly is still there for its readers.
-  EXPECT_TRUE(Query("select sweep_id, host, model, model_args, mode, dtype, batch_size, cpu_threads, "
-                    "gpu_device, cpu_median_ms, gpu_median_ms, speedup, cpu_throughput_per_s, "
-                    "gpu_throughput_per_s, cpu_job_id, gpu_job_id from cpu_gpu_speedup", 10)
-                  .ok());
+  EXPECT_TRUE(
+      Query("select sweep_id, host, model, model_args, mode, dtype, batch_size, cpu_threads, "
+            "gpu_device, cpu_median_ms, gpu_median_ms, speedup, cpu_throughput_per_s, "
+            "gpu_throughput_per_s, cpu_job_id, gpu_job_id from cpu_gpu_speedup",
+            10)
+          .ok());
 }
 
 TEST_F(StoreTest, PruneComparisonSetsEachPrunedResultAgainstTheUnprunedOne) {
@@ -142,7 +149,9 @@ TEST_F(StoreTest, PruneComparisonSetsEachPrunedResultAgainstTheUnprunedOne) {
       result["prune"] = prune;
       result["prune"]["params_unpruned"] = 1000;
       result["prune"]["weight_sparsity"] = structured ? 0.0 : 0.5;
-      result["accuracy"] = {{"max_abs_err", 0.3}, {"mean_abs_err", 0.1}, {"rel_err", 0.2},
+      result["accuracy"] = {{"max_abs_err", 0.3},
+                            {"mean_abs_err", 0.1},
+                            {"rel_err", 0.2},
                             {"top1_agreement", structured ? 0.75 : 0.875}};
     }
     auto stored = Deliver(job.job_id, 1, result);
@@ -150,8 +159,10 @@ TEST_F(StoreTest, PruneComparisonSetsEachPrunedResultAgainstTheUnprunedOne) {
     ASSERT_EQ(*stored, ResultOutcome::kStored);
   }
   auto rows = Query(
-      "select prune_kind, prune_amount, speedup, params_unpruned, params, params_share, weight_sparsity, "
-      "top1_agreement from prune_comparison order by prune_kind", 10);
+      "select prune_kind, prune_amount, speedup, params_unpruned, params, params_share, "
+      "weight_sparsity, "
+      "top1_agreement from prune_comparison order by prune_kind",
+      10);
   ASSERT_TRUE(rows.ok()) << rows.status().ToString();
   ASSERT_EQ(rows->rows.size(), 2u);  // the unpruned result is the baseline, not a row
   EXPECT_EQ(rows->rows[0][0], "magnitude");
@@ -165,7 +176,8 @@ TEST_F(StoreTest, PruneComparisonSetsEachPrunedResultAgainstTheUnprunedOne) {
   EXPECT_DOUBLE_EQ(rows->rows[1][5].get<double>(), 0.5);
   EXPECT_DOUBLE_EQ(rows->rows[1][7].get<double>(), 0.75);
   // result_summary shows the pruning of every result (null where there was none).
-  EXPECT_EQ(Count("select count(*) from result_summary where prune_kind is null and params = 1000"), 1);
+  EXPECT_EQ(Count("select count(*) from result_summary where prune_kind is null and params = 1000"),
+            1);
 }
 
 TEST_F(StoreTest, EveryDeclaredResultFieldHasAColumnAndIsInTheSummary) {
@@ -200,11 +212,18 @@ TEST_F(StoreTest, ProfiledOperatorsAreKeptAndComparedAcrossDtypesAndThreads) {
     result["dtype"] = dtype;
     result["threads"] = threads;
     result["profile_iterations"] = 4;
-    result["op_profile"] = {{{"op", "aten::addmm"}, {"calls", 8}, {"self_us", addmm_us.at({dtype, threads})},
-                             {"total_us", 900}, {"input_shapes", {{10}, {8, 32}, {32, 10}, json::array(), json::array()}}}};
+    result["op_profile"] = {
+        {{"op", "aten::addmm"},
+         {"calls", 8},
+         {"self_us", addmm_us.at({dtype, threads})},
+         {"total_us", 900},
+         {"input_shapes", {{10}, {8, 32}, {32, 10}, json::array(), json::array()}}}};
     if (dtype == "int8") {
-      result["op_profile"].push_back({{"op", "quantized::linear_dynamic"}, {"calls", 8}, {"self_us", 300},
-                                      {"total_us", 320}, {"input_shapes", {{8, 32}, json::array()}}});
+      result["op_profile"].push_back({{"op", "quantized::linear_dynamic"},
+                                      {"calls", 8},
+                                      {"self_us", 300},
+                                      {"total_us", 320},
+                                      {"input_shapes", {{8, 32}, json::array()}}});
     }
     auto stored = Deliver(job.job_id, 1, result);
     ASSERT_TRUE(stored.ok()) << stored.status().ToString();
@@ -216,8 +235,10 @@ TEST_F(StoreTest, ProfiledOperatorsAreKeptAndComparedAcrossDtypesAndThreads) {
   ASSERT_TRUE(shapes.ok()) << shapes.status().ToString();
   EXPECT_EQ(shapes->rows[0][0], "[[10],[8,32],[32,10],[],[]]");
   auto rows = Query(
-      "select dtype, threads, op, self_us_per_iter, self_us_per_call, base_threads, base_self_us_per_iter, "
-      "speedup from op_comparison order by dtype, threads, op", 10);
+      "select dtype, threads, op, self_us_per_iter, self_us_per_call, base_threads, "
+      "base_self_us_per_iter, "
+      "speedup from op_comparison order by dtype, threads, op",
+      10);
   ASSERT_TRUE(rows.ok()) << rows.status().ToString();
   ASSERT_EQ(rows->rows.size(), 4u);
   const auto& r = rows->rows;
@@ -250,8 +271,10 @@ TEST_F(StoreTest, CheckpointingIsComparedWithTheSameTrainingJobWithoutIt) {
     result["step_peak_alloc_mb"] = checkpointing ? 30.0 : 120.0;
     ASSERT_EQ(*Deliver(job.job_id, 1, result), ResultOutcome::kStored);
   }
-  auto rows = Query("select plain_median_ms, checkpointed_median_ms, time_ratio, memory_ratio "
-                    "from checkpointing_comparison", 10);
+  auto rows = Query(
+      "select plain_median_ms, checkpointed_median_ms, time_ratio, memory_ratio "
+      "from checkpointing_comparison",
+      10);
   ASSERT_TRUE(rows.ok()) << rows.status().ToString();
   ASSERT_EQ(rows->rows.size(), 1u);
   EXPECT_DOUBLE_EQ(rows->rows[0][2].get<double>(), 1.5);

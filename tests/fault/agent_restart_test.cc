@@ -26,11 +26,12 @@ constexpr int kJobs = 3;
 json ThreeSecondJobs() {
   json batches = json::array();
   for (int i = 1; i <= kJobs; ++i) batches.push_back(i);
-  return {{"name", "agent-restart"},
-          {"placement", "any"},
-          {"matrix", {{"model", {"mlp"}}, {"batch_size", batches}, {"threads", {1}}}},
-          {"models", {{"mlp", {{"layers", {128, 128, 10}}}}}},
-          {"timing", {{"warmup_s", 0.05}, {"min_time_s", 3}, {"max_time_s", 3.5}, {"target_ci", 0.5}}}};
+  return {
+      {"name", "agent-restart"},
+      {"placement", "any"},
+      {"matrix", {{"model", {"mlp"}}, {"batch_size", batches}, {"threads", {1}}}},
+      {"models", {{"mlp", {{"layers", {128, 128, 10}}}}}},
+      {"timing", {{"warmup_s", 0.05}, {"min_time_s", 3}, {"max_time_s", 3.5}, {"target_ci", 0.5}}}};
 }
 
 TEST(AgentRestartFaultTest, SpooledResultIsDeliveredAfterKillAndRestart) {
@@ -48,16 +49,19 @@ TEST(AgentRestartFaultTest, SpooledResultIsDeliveredAfterKillAndRestart) {
 
   // The first job starts; the coordinator is paused before it can acknowledge anything.
   int64_t job = 0;
-  ASSERT_TRUE(WaitFor([&] {
-    json status = fleet.Status();
-    for (const json& agent : status.value("agents", json::array())) {
-      if (agent["state"] == "busy") {
-        job = agent["job_id"];
-        return true;
-      }
-    }
-    return false;
-  }, 60s)) << fleet.Logs();
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        json status = fleet.Status();
+        for (const json& agent : status.value("agents", json::array())) {
+          if (agent["state"] == "busy") {
+            job = agent["job_id"];
+            return true;
+          }
+        }
+        return false;
+      },
+      60s))
+      << fleet.Logs();
   fleet.coordinator().Signal(SIGSTOP);
   // The worker finishes; the agent spools its result and can deliver it to no one.
   bool spooled = WaitFor([&] { return fleet.SpooledResults("a") == 1; }, 60s);
@@ -88,19 +92,26 @@ TEST(AgentRestartFaultTest, SpooledResultIsDeliveredAfterKillAndRestart) {
   // Exactly one result per job; the paused job's is its first (spooled) attempt's, and no
   // job was handed out twice, so nothing ran twice.
   const std::string sweep = std::to_string(sweep_id);
-  EXPECT_EQ(QueryValue(fleet.db_path(), "select count(*) from results r join jobs j using (job_id) "
-                                        "where j.sweep_id = " + sweep), kJobs);
-  EXPECT_EQ(QueryValue(fleet.db_path(), "select count(*) from (select job_id from results group by "
-                                        "job_id having count(*) > 1)"), 0);
-  EXPECT_EQ(QueryValue(fleet.db_path(), "select attempt from results where job_id = " +
-                                            std::to_string(job)), 1);
-  json handouts = QueryValue(fleet.db_path(), "select sum(attempts) from jobs where sweep_id = " + sweep);
+  EXPECT_EQ(QueryValue(fleet.db_path(),
+                       "select count(*) from results r join jobs j using (job_id) "
+                       "where j.sweep_id = " +
+                           sweep),
+            kJobs);
+  EXPECT_EQ(QueryValue(fleet.db_path(),
+                       "select count(*) from (select job_id from results group by "
+                       "job_id having count(*) > 1)"),
+            0);
+  EXPECT_EQ(QueryValue(fleet.db_path(),
+                       "select attempt from results where job_id = " + std::to_string(job)),
+            1);
+  json handouts =
+      QueryValue(fleet.db_path(), "select sum(attempts) from jobs where sweep_id = " + sweep);
   EXPECT_EQ(handouts, kJobs);
   EXPECT_EQ(QueryValue(fleet.db_path(), "select count(*) from stale_results"), 0);
   EXPECT_EQ(QueryValue(fleet.db_path(), "PRAGMA integrity_check"), "ok");
-  std::cout << "FIGURE kill -9 agent holding 1 spooled result, restarted: delivered "
-            << delivered_s << " s after restart, " << kJobs << "/" << kJobs << " results, "
-            << handouts << " hand-outs for " << kJobs << " jobs, 0 duplicates\n";
+  std::cout << "FIGURE kill -9 agent holding 1 spooled result, restarted: delivered " << delivered_s
+            << " s after restart, " << kJobs << "/" << kJobs << " results, " << handouts
+            << " hand-outs for " << kJobs << " jobs, 0 duplicates\n";
 }
 
 }  // namespace

@@ -31,11 +31,12 @@ TEST(CoordinatorRestartFaultTest, TwentyKillsLoseAndDuplicateNothing) {
   constexpr int kJobs = 30;
   json batches = json::array();
   for (int i = 1; i <= kJobs; ++i) batches.push_back(i);
-  json sweep = {{"name", "restarts"},
-                {"placement", "any"},
-                {"matrix", {{"model", {"mlp"}}, {"batch_size", batches}}},
-                {"models", {{"mlp", {{"layers", {64, 64, 10}}}}}},
-                {"timing", {{"warmup_s", 0.02}, {"min_time_s", 0.5}, {"max_time_s", 1}, {"target_ci", 0.5}}}};
+  json sweep = {
+      {"name", "restarts"},
+      {"placement", "any"},
+      {"matrix", {{"model", {"mlp"}}, {"batch_size", batches}}},
+      {"models", {{"mlp", {{"layers", {64, 64, 10}}}}}},
+      {"timing", {{"warmup_s", 0.02}, {"min_time_s", 0.5}, {"max_time_s", 1}, {"target_ci", 0.5}}}};
   int64_t sweep_id = fleet.Submit(sweep);
   ASSERT_GT(sweep_id, 0);
 
@@ -54,12 +55,15 @@ TEST(CoordinatorRestartFaultTest, TwentyKillsLoseAndDuplicateNothing) {
   ASSERT_TRUE(done.is_object()) << fleet.Logs();
   EXPECT_EQ(done["jobs"]["done"], kJobs)
       << QueryRows(fleet.db_path(), "select job_id, attempts, error from job_failures").dump();
-  ASSERT_TRUE(WaitFor([&] { return fleet.SpooledResults("a") + fleet.SpooledResults("b") == 0; }, 60s));
+  ASSERT_TRUE(
+      WaitFor([&] { return fleet.SpooledResults("a") + fleet.SpooledResults("b") == 0; }, 60s));
 
   const std::string where = " where sweep_id = " + std::to_string(sweep_id);
   EXPECT_EQ(QueryValue(fleet.db_path(), "select count(*) from result_summary" + where), kJobs);
-  EXPECT_EQ(QueryValue(fleet.db_path(), "select count(*) from (select job_id from results group by "
-                                        "job_id having count(*) > 1)"), 0);
+  EXPECT_EQ(QueryValue(fleet.db_path(),
+                       "select count(*) from (select job_id from results group by "
+                       "job_id having count(*) > 1)"),
+            0);
   EXPECT_EQ(QueryValue(fleet.db_path(), "select count(*) from jobs" + where), kJobs);
   EXPECT_EQ(QueryValue(fleet.db_path(), "PRAGMA integrity_check"), "ok");
   json attempts = QueryValue(fleet.db_path(), "select sum(attempts) from jobs" + where);
@@ -78,7 +82,9 @@ TEST(CoordinatorRestartFaultTest, KilledWhileStoringALargeSweepStoresEveryJobOnc
   json batches = json::array();
   for (int i = 1; i <= kJobs; ++i) batches.push_back(i);
   // No agent: the jobs are only stored, never run.
-  json sweep = {{"name", "large"}, {"placement", "any"}, {"matrix", {{"model", {"mlp"}}, {"batch_size", batches}}}};
+  json sweep = {{"name", "large"},
+                {"placement", "any"},
+                {"matrix", {{"model", {"mlp"}}, {"batch_size", batches}}}};
   const int64_t sweep_id = fleet.Submit(sweep);
   ASSERT_GT(sweep_id, 0) << fleet.Logs();
   auto storing = [&]() -> int64_t {
@@ -106,7 +112,8 @@ TEST(CoordinatorRestartFaultTest, KilledWhileStoringALargeSweepStoresEveryJobOnc
   // In matrix order: the job ids follow the batch sizes.
   EXPECT_EQ(QueryValue(fleet.db_path(), "select count(*) from jobs" + where +
                                             " and json_extract(spec, '$.batch_size') != job_id - "
-                                            "(select min(job_id) from jobs" + where + ") + 1"),
+                                            "(select min(job_id) from jobs" +
+                                            where + ") + 1"),
             0);
   EXPECT_EQ(QueryValue(fleet.db_path(), "PRAGMA integrity_check"), "ok");
   EXPECT_GE(kills, 1) << "the jobs were all stored before the first kill";

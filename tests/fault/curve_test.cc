@@ -2,6 +2,8 @@
 // a key not on the allow-list gets nothing through; an allowed one works; the
 // allow-list is re-read on SIGHUP; a coordinator reachable beyond loopback refuses to
 // start without CURVE unless --insecure is given.
+#include "common/curve.h"
+
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -9,7 +11,6 @@
 #include <filesystem>
 #include <fstream>
 
-#include "common/curve.h"
 #include "common/transport.h"
 #include "tests/fleet.h"
 
@@ -59,13 +60,13 @@ TEST_F(CurveTest, OnlyAllowedKeysGetThrough) {
 
   // The CLI needs the keys too: without them nothing comes back.
   std::string out, err;
-  int code = RunCommand({kCliBin, "--coordinator", fleet.clients_endpoint(), "--timeout", "2", "status"},
-                        &out, &err);
+  int code = RunCommand(
+      {kCliBin, "--coordinator", fleet.clients_endpoint(), "--timeout", "2", "status"}, &out, &err);
   EXPECT_NE(code, 0);
   EXPECT_NE(err.find("no reply"), std::string::npos) << err;
-  const std::vector<std::string> with_keys = {kCliBin, "--coordinator", fleet.clients_endpoint(),
-                                              "--curve-key", dir_ / "client.key", "--server-key",
-                                              server_pub};
+  const std::vector<std::string> with_keys = {
+      kCliBin,        "--coordinator", fleet.clients_endpoint(), "--curve-key", dir_ / "client.key",
+      "--server-key", server_pub};
   auto status = [&] {
     std::vector<std::string> argv = with_keys;
     argv.insert(argv.end(), {"status", "--format", "json"});
@@ -73,14 +74,21 @@ TEST_F(CurveTest, OnlyAllowedKeysGetThrough) {
     return RunCommand(argv, &o, &e) == 0 ? json::parse(o, nullptr, false) : json();
   };
   // The good agent registers; the stranger's handshakes are refused by the ZAP handler.
-  ASSERT_TRUE(WaitFor([&] {
-    json s = status();
-    return s.is_object() && s["agents"].size() == 1 && s["agents"][0]["agent"] == "good";
-  }, 60s)) << fleet.Logs();
-  ASSERT_TRUE(WaitFor([&] {
-    std::string log = ReadFile(fleet.coordinator().log_path());
-    return log.find("not on the allow-list (" + keys_["stranger"].public_key + ")") != std::string::npos;
-  }, 30s)) << fleet.Logs();
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        json s = status();
+        return s.is_object() && s["agents"].size() == 1 && s["agents"][0]["agent"] == "good";
+      },
+      60s))
+      << fleet.Logs();
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        std::string log = ReadFile(fleet.coordinator().log_path());
+        return log.find("not on the allow-list (" + keys_["stranger"].public_key + ")") !=
+               std::string::npos;
+      },
+      30s))
+      << fleet.Logs();
   // Every agent retries registration each second; after the stranger was refused, the
   // others have had as many chances. Only the good one is known, in memory and on disk.
   json s = status();
@@ -98,10 +106,13 @@ TEST_F(CurveTest, OnlyAllowedKeysGetThrough) {
   // Revocation and admission happen on SIGHUP, without a restart.
   std::ofstream(allow_, std::ios::app) << keys_["stranger"].public_key << " agent now trusted\n";
   fleet.coordinator().Signal(SIGHUP);
-  ASSERT_TRUE(WaitFor([&] {
-    json now = status();
-    return now.is_object() && now["agents"].size() == 2;
-  }, 60s)) << fleet.Logs();
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        json now = status();
+        return now.is_object() && now["agents"].size() == 2;
+      },
+      60s))
+      << fleet.Logs();
   EXPECT_TRUE(fleet.coordinator().running());
 }
 
@@ -117,10 +128,10 @@ TEST_F(CurveTest, BeyondLoopbackNeedsCurveOrInsecure) {
   EXPECT_NE(ReadFile(run / "refused.log").find("beyond loopback needs CURVE"), std::string::npos);
 
   ChildProcess insecure;
-  ASSERT_TRUE(insecure.Start({kCoordinatorBin, "--db", run / "i.db", "--agents", "tcp://0.0.0.0:*",
-                              "--clients", "tcp://127.0.0.1:*", "--insecure", "--ready-file",
-                              run / "ready"},
-                             run / "insecure.log"));
+  ASSERT_TRUE(insecure.Start(
+      {kCoordinatorBin, "--db", run / "i.db", "--agents", "tcp://0.0.0.0:*", "--clients",
+       "tcp://127.0.0.1:*", "--insecure", "--ready-file", run / "ready"},
+      run / "insecure.log"));
   EXPECT_TRUE(WaitFor([&] { return !ReadFile(run / "ready").empty(); }, 30s))
       << ReadFile(run / "insecure.log");
   EXPECT_EQ(insecure.Stop(), 0);
@@ -137,7 +148,8 @@ TEST(CurveKeysTest, KeyFilesAndAllowListsAreValidated) {
   EXPECT_EQ(*ReadCurvePublicKey(dir / "k.pub"), pair->public_key);
   EXPECT_EQ(*ReadCurvePublicKey(pair->public_key), pair->public_key);
   chmod((dir / "k.key").c_str(), 0644);
-  EXPECT_NE(ReadCurveKeyPair(dir / "k.key").status().message().find("chmod 600"), std::string::npos);
+  EXPECT_NE(ReadCurveKeyPair(dir / "k.key").status().message().find("chmod 600"),
+            std::string::npos);
   // The allow-list and the loopback rule: coordinator/security/allow_list_test.cc.
 }
 

@@ -24,11 +24,12 @@ constexpr auto kRequeueBound = std::chrono::milliseconds(kHeartbeatMs * kLivenes
 json LongJobs(int count) {
   json batches = json::array();
   for (int i = 1; i <= count; ++i) batches.push_back(i);
-  return {{"name", "fault"},
-          {"placement", "any"},
-          {"matrix", {{"model", {"mlp"}}, {"batch_size", batches}, {"threads", {1}}}},
-          {"models", {{"mlp", {{"layers", {128, 128, 10}}}}}},
-          {"timing", {{"warmup_s", 0.05}, {"min_time_s", 4}, {"max_time_s", 4.5}, {"target_ci", 0.5}}}};
+  return {
+      {"name", "fault"},
+      {"placement", "any"},
+      {"matrix", {{"model", {"mlp"}}, {"batch_size", batches}, {"threads", {1}}}},
+      {"models", {{"mlp", {{"layers", {128, 128, 10}}}}}},
+      {"timing", {{"warmup_s", 0.05}, {"min_time_s", 4}, {"max_time_s", 4.5}, {"target_ci", 0.5}}}};
 }
 
 FleetOptions FaultOptions() {
@@ -41,28 +42,37 @@ FleetOptions FaultOptions() {
 }
 
 // The first busy agent and its job, waiting up to `timeout`.
-bool WaitForBusyAgent(Fleet& fleet, std::string* agent, int64_t* job, std::chrono::seconds timeout) {
-  return WaitFor([&] {
-    json status = fleet.Status();
-    for (const json& a : status.value("agents", json::array())) {
-      if (a["state"] == "busy") {
-        *agent = a["agent"];
-        *job = a["job_id"];
-        return true;
-      }
-    }
-    return false;
-  }, timeout);
+bool WaitForBusyAgent(Fleet& fleet, std::string* agent, int64_t* job,
+                      std::chrono::seconds timeout) {
+  return WaitFor(
+      [&] {
+        json status = fleet.Status();
+        for (const json& a : status.value("agents", json::array())) {
+          if (a["state"] == "busy") {
+            *agent = a["agent"];
+            *job = a["job_id"];
+            return true;
+          }
+        }
+        return false;
+      },
+      timeout);
 }
 
 void ExpectOneResultPerJob(Fleet& fleet, int64_t sweep_id, int jobs) {
   const std::string sweep = std::to_string(sweep_id);
   EXPECT_EQ(QueryValue(fleet.db_path(), "select count(*) from jobs where sweep_id = " + sweep +
-                                            " and state = 'done'"), jobs);
-  EXPECT_EQ(QueryValue(fleet.db_path(), "select count(*) from results r join jobs j using (job_id) "
-                                        "where j.sweep_id = " + sweep), jobs);
-  EXPECT_EQ(QueryValue(fleet.db_path(), "select count(*) from (select job_id from results group by "
-                                        "job_id having count(*) > 1)"), 0);
+                                            " and state = 'done'"),
+            jobs);
+  EXPECT_EQ(QueryValue(fleet.db_path(),
+                       "select count(*) from results r join jobs j using (job_id) "
+                       "where j.sweep_id = " +
+                           sweep),
+            jobs);
+  EXPECT_EQ(QueryValue(fleet.db_path(),
+                       "select count(*) from (select job_id from results group by "
+                       "job_id having count(*) > 1)"),
+            0);
   EXPECT_EQ(QueryValue(fleet.db_path(), "PRAGMA integrity_check"), "ok");
 }
 
@@ -83,10 +93,14 @@ TEST(LivenessFaultTest, KilledAgentsJobsAreRequeuedAndCompleteElsewhere) {
     fleet.agent(victim).Signal(SIGKILL);
     auto killed_at = Clock::now();
     std::string next;
-    ASSERT_TRUE(WaitFor([&] {
-      next = fleet.AgentRunning(job);
-      return !next.empty() && next != victim;
-    }, 30s)) << "job " << job << " was not handed out again\n" << fleet.Logs();
+    ASSERT_TRUE(WaitFor(
+        [&] {
+          next = fleet.AgentRunning(job);
+          return !next.empty() && next != victim;
+        },
+        30s))
+        << "job " << job << " was not handed out again\n"
+        << fleet.Logs();
     requeue_s.push_back(std::chrono::duration<double>(Clock::now() - killed_at).count());
     EXPECT_LE(Clock::now() - killed_at, kRequeueBound) << "kill " << kill;
     fleet.agent(victim).Wait(10s);
@@ -113,22 +127,29 @@ TEST(LivenessFaultTest, PausedAgentsLateResultIsFencedAsStale) {
   int64_t job = 0;
   ASSERT_TRUE(WaitForBusyAgent(fleet, &paused, &job, 60s));
   fleet.agent(paused).Signal(SIGSTOP);  // its worker runs on and finishes meanwhile
-  ASSERT_TRUE(WaitFor([&] {
-    std::string now = fleet.AgentRunning(job);
-    return !now.empty() && now != paused;
-  }, 30s)) << fleet.Logs();
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        std::string now = fleet.AgentRunning(job);
+        return !now.empty() && now != paused;
+      },
+      30s))
+      << fleet.Logs();
   fleet.agent(paused).Signal(SIGCONT);
   ASSERT_TRUE(fleet.WaitForSweep(sweep_id, 120s).is_object());
   // The paused agent comes back, registers again and delivers its spooled result: it is
   // acknowledged and recorded as stale, never as a second result.
-  ASSERT_TRUE(WaitFor([&] {
-    return QueryValue(fleet.db_path(), "select count(*) from stale_results where job_id = " +
-                                           std::to_string(job)) == 1;
-  }, 60s)) << fleet.Logs();
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        return QueryValue(fleet.db_path(), "select count(*) from stale_results where job_id = " +
+                                               std::to_string(job)) == 1;
+      },
+      60s))
+      << fleet.Logs();
   ASSERT_TRUE(WaitFor([&] { return fleet.SpooledResults(paused) == 0; }, 30s));
   ExpectOneResultPerJob(fleet, sweep_id, 1);
-  EXPECT_EQ(QueryValue(fleet.db_path(), "select attempt from results where job_id = " +
-                                            std::to_string(job)), 2);
+  EXPECT_EQ(QueryValue(fleet.db_path(),
+                       "select attempt from results where job_id = " + std::to_string(job)),
+            2);
   std::cout << "FIGURE SIGSTOP past lease: 1 stale result fenced, 0 duplicate rows\n";
 }
 
@@ -148,10 +169,12 @@ TEST(LivenessFaultTest, PartitionedAgentSpoolsResultsAndDeliversAfterHealing) {
   auto cut_at = Clock::now();
   // The coordinator loses the agent and its lease; the agent finishes the job and keeps
   // the result in its spool.
-  ASSERT_TRUE(WaitFor([&] {
-    json status = fleet.Status();
-    return status.is_object() && status["agents"].empty();
-  }, 30s));
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        json status = fleet.Status();
+        return status.is_object() && status["agents"].empty();
+      },
+      30s));
   ASSERT_TRUE(WaitFor([&] { return fleet.SpooledResults("far") >= 1; }, 60s)) << fleet.Logs();
   EXPECT_GT(Clock::now() - cut_at, std::chrono::milliseconds(kHeartbeatMs * kLiveness));
   link.SetBlocked(false);
@@ -161,8 +184,9 @@ TEST(LivenessFaultTest, PartitionedAgentSpoolsResultsAndDeliversAfterHealing) {
   ASSERT_TRUE(WaitFor([&] { return fleet.SpooledResults("far") == 0; }, 30s));
   ExpectOneResultPerJob(fleet, sweep_id, 3);
   // The job that finished during the partition kept its first attempt's result.
-  EXPECT_EQ(QueryValue(fleet.db_path(), "select attempt from results where job_id = " +
-                                            std::to_string(job)), 1);
+  EXPECT_EQ(QueryValue(fleet.db_path(),
+                       "select attempt from results where job_id = " + std::to_string(job)),
+            1);
   std::cout << "FIGURE partition longer than the lease: 3/3 results delivered, 0 lost\n";
 }
 

@@ -35,8 +35,11 @@ json Jobs(int count, double seconds) {
           {"placement", "any"},
           {"matrix", {{"model", {"mlp"}}, {"batch_size", batches}, {"threads", {1}}}},
           {"models", {{"mlp", {{"layers", {64, 64, 10}}}}}},
-          {"timing", {{"warmup_s", 0.02}, {"min_time_s", seconds}, {"max_time_s", seconds + 0.2},
-                      {"target_ci", 0.9}}}};
+          {"timing",
+           {{"warmup_s", 0.02},
+            {"min_time_s", seconds},
+            {"max_time_s", seconds + 0.2},
+            {"target_ci", 0.9}}}};
 }
 
 // A query that runs until the coordinator's 10 s limit stops it, while two agents run
@@ -55,9 +58,11 @@ TEST(LoopTest, ASlowQueryDoesNotStallTheFleet) {
   ASSERT_TRUE(slow_client.ok());
   Clock::time_point query_start = Clock::now();
   std::thread slow([&] {
-    auto reply = (*slow_client)->Call(
-        "query", {{"sql", "with recursive c(x) as (select 1 union all select x + 1 from c) "
-                          "select count(*) from c"}});
+    auto reply =
+        (*slow_client)
+            ->Call("query", {{"sql",
+                              "with recursive c(x) as (select 1 union all select x + 1 from c) "
+                              "select count(*) from c"}});
     EXPECT_FALSE(reply.ok());  // stopped by the time limit
     if (!reply.ok()) {
       EXPECT_NE(reply.status().message().find("longer than"), std::string::npos);
@@ -67,7 +72,8 @@ TEST(LoopTest, ASlowQueryDoesNotStallTheFleet) {
   while (Clock::now() - query_start < 8s) {
     Clock::time_point asked = Clock::now();
     json status = fleet.Status();
-    worst_status_ms = std::max(worst_status_ms, std::chrono::duration<double, std::milli>(Clock::now() - asked).count());
+    worst_status_ms = std::max(
+        worst_status_ms, std::chrono::duration<double, std::milli>(Clock::now() - asked).count());
     ASSERT_FALSE(status.is_null()) << "status went unanswered during the query";
     EXPECT_EQ(status["agents"].size(), 2u) << status.dump();
     std::this_thread::sleep_for(200ms);  // the pace of the probe: status five times a second
@@ -80,7 +86,8 @@ TEST(LoopTest, ASlowQueryDoesNotStallTheFleet) {
   EXPECT_EQ(status["counters"]["requeued_jobs"], 0) << status.dump();
   EXPECT_TRUE(status["departed"].empty()) << status.dump();
   EXPECT_EQ(QueryValue(fleet.db_path(), "select count(*) from jobs where sweep_id = " +
-                                            std::to_string(sweep_id) + " and state = 'done'"), 8);
+                                            std::to_string(sweep_id) + " and state = 'done'"),
+            8);
   std::cout << "FIGURE slow query ran " << query_s << " s; slowest status reply meanwhile "
             << worst_status_ms << " ms; requeued jobs 0\n";
   EXPECT_GE(query_s, 8.0);
@@ -103,9 +110,10 @@ TEST(LoopTest, AKilledAgentCostsNoAttempt) {
   EXPECT_EQ(done["jobs"]["done"], 10) << done.dump() << fleet.Logs();
   EXPECT_EQ(done["jobs"]["failed"], 0);
   json status = fleet.Status();
-  std::cout << "FIGURE killed idle agent: 10/10 jobs done with --max-attempts 1; undelivered offers "
-            << status["counters"]["undelivered_offers"] << ", departed "
-            << status["departed"].dump() << "\n";
+  std::cout
+      << "FIGURE killed idle agent: 10/10 jobs done with --max-attempts 1; undelivered offers "
+      << status["counters"]["undelivered_offers"] << ", departed " << status["departed"].dump()
+      << "\n";
 }
 
 // A 30,000-job sweep goes in (checked, answered, then stored a slice per round) while
@@ -125,10 +133,11 @@ TEST(LoopTest, ALargeSubmitLosesNothingAndTakesNoAgentForDead) {
   for (int t = 1; t <= 10; ++t) threads.push_back(t);
   json batches = json::array();
   for (int b = 1; b <= 3000; ++b) batches.push_back(b);
-  const json large = {{"name", "large"},
-                      {"placement", "any"},
-                      {"select", {{"gpu_model", "H100"}}},
-                      {"matrix", {{"model", {"mlp"}}, {"batch_size", batches}, {"threads", threads}}}};
+  const json large = {
+      {"name", "large"},
+      {"placement", "any"},
+      {"select", {{"gpu_model", "H100"}}},
+      {"matrix", {{"model", {"mlp"}}, {"batch_size", batches}, {"threads", threads}}}};
   Clock::time_point asked = Clock::now();
   std::string error;
   int64_t large_id = fleet.Submit(large, &error);

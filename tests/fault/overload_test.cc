@@ -34,8 +34,8 @@ TEST(OverloadFaultTest, ASaturatedCoordinatorBlamesNoAgentAndLosesNoJob) {
   std::cout << "FIGURE saturated coordinator, 300 agents, 3000 jobs, liveness 300 ms: "
             << report["jobs_per_s"] << " jobs/s, dispatch p50/p99 "
             << report["dispatch_latency_ms"]["p50"] << "/" << report["dispatch_latency_ms"]["p99"]
-            << " ms, attempts lost " << report["attempts_lost"] << ", coordinator silences seen by agents "
-            << report["coordinator_silences"] << "\n";
+            << " ms, attempts lost " << report["attempts_lost"]
+            << ", coordinator silences seen by agents " << report["coordinator_silences"] << "\n";
   EXPECT_EQ(report["jobs_done"], 3000) << err;
   EXPECT_EQ(report["jobs_failed"], 0) << err;
   EXPECT_EQ(report["result_rows_in_db"], 3000) << err;

@@ -76,10 +76,12 @@ TEST(RogueFaultTest, HostilePeersDoNotStopAGoodAgentsHundredJobs) {
   constexpr int kJobs = 100;
   json batches = json::array();
   for (int i = 1; i <= kJobs; ++i) batches.push_back(i);
-  json sweep = {{"name", "rogues"},
-                {"matrix", {{"model", {"mlp"}}, {"batch_size", batches}}},
-                {"models", {{"mlp", {{"layers", {32, 32, 4}}}}}},
-                {"timing", {{"warmup_s", 0.01}, {"min_time_s", 0.05}, {"max_time_s", 0.2}, {"target_ci", 0.5}}}};
+  json sweep = {
+      {"name", "rogues"},
+      {"matrix", {{"model", {"mlp"}}, {"batch_size", batches}}},
+      {"models", {{"mlp", {{"layers", {32, 32, 4}}}}}},
+      {"timing",
+       {{"warmup_s", 0.01}, {"min_time_s", 0.05}, {"max_time_s", 0.2}, {"target_ci", 0.5}}}};
   int64_t sweep_id = fleet.Submit(sweep);
   ASSERT_GT(sweep_id, 0);
   json done = fleet.WaitForSweep(sweep_id, 600s);
@@ -96,7 +98,8 @@ TEST(RogueFaultTest, HostilePeersDoNotStopAGoodAgentsHundredJobs) {
   int64_t malformed = status["counters"]["malformed_messages"];
   EXPECT_GT(malformed, 0);
   EXPECT_EQ(QueryValue(fleet.db_path(), "select count(*) from result_summary"), kJobs);
-  EXPECT_EQ(QueryValue(fleet.db_path(), "select count(*) from results"), kJobs);  // nothing injected
+  EXPECT_EQ(QueryValue(fleet.db_path(), "select count(*) from results"),
+            kJobs);  // nothing injected
   EXPECT_EQ(QueryValue(fleet.db_path(), "select count(*) from sweeps"), 1);
   std::cout << "FIGURE rogues: " << sent << " hostile messages (" << malformed
             << " counted malformed), 100/100 good jobs done, 0 crashes\n";

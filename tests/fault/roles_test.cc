@@ -46,7 +46,8 @@ class RolesTest : public ::testing::Test {
   }
 
   // A client on the clients' socket holding `key`'s pair.
-  std::unique_ptr<CoordinatorClient> Client(const std::string& key, int timeout_ms = kClientTimeoutMs) {
+  std::unique_ptr<CoordinatorClient> Client(const std::string& key,
+                                            int timeout_ms = kClientTimeoutMs) {
     CurveClientKeys curve{keys_.at(key), keys_.at("server").public_key};
     auto client = CoordinatorClient::Connect(fleet_->clients_endpoint(), timeout_ms, &curve);
     return client.ok() ? std::move(*client) : nullptr;
@@ -70,8 +71,8 @@ class RolesTest : public ::testing::Test {
   }
 
   // The refusal of `type` by a client of `role`.
-  static void ExpectDenied(const StatusOr<Message>& reply, const std::string& needs, const std::string& held,
-                           const std::string& request) {
+  static void ExpectDenied(const StatusOr<Message>& reply, const std::string& needs,
+                           const std::string& held, const std::string& request) {
     ASSERT_FALSE(reply.ok()) << request << " went through";
     EXPECT_EQ(reply.status().code(), StatusCode::kPermissionDenied) << reply.status().ToString();
     EXPECT_EQ(reply.status().message(),
@@ -94,7 +95,8 @@ json UnrunnableSweep() {
 
 TEST_F(RolesTest, EachRoleMaySendWhatItsRoleAllows) {
   ASSERT_TRUE(fleet_->StartAgent("gpu-01", AgentKeyFlags("agent")));
-  ASSERT_TRUE(WaitFor([&] { return AgentNames() == json::array({"gpu-01"}); }, 60s)) << fleet_->Logs();
+  ASSERT_TRUE(WaitFor([&] { return AgentNames() == json::array({"gpu-01"}); }, 60s))
+      << fleet_->Logs();
   const std::string db = fleet_->db_path();
 
   // viewer: reads, and schedules' read-only actions.
@@ -106,9 +108,10 @@ TEST_F(RolesTest, EachRoleMaySendWhatItsRoleAllows) {
   ASSERT_TRUE(one.ok()) << one.status().ToString();
   EXPECT_EQ(one->body["rows"], json::array({json::array({1})}));
   EXPECT_TRUE(viewer->Call(msg::kSchedule, {{"action", "list"}}).ok());
-  ExpectDenied(viewer->Call(msg::kSubmit, {{"sweep", UnrunnableSweep()}}), "operator", "viewer", "submit");
-  ExpectDenied(viewer->Call(msg::kSchedule, {{"action", "remove"}, {"name", "nightly"}}), "operator", "viewer",
-               "schedule remove");
+  ExpectDenied(viewer->Call(msg::kSubmit, {{"sweep", UnrunnableSweep()}}), "operator", "viewer",
+               "submit");
+  ExpectDenied(viewer->Call(msg::kSchedule, {{"action", "remove"}, {"name", "nightly"}}),
+               "operator", "viewer", "schedule remove");
   EXPECT_EQ(QueryValue(db, "select count(*) from sweeps"), 0) << "a refused submit stored a sweep";
 
   // operator: changes what runs, not what is stored.
@@ -120,17 +123,19 @@ TEST_F(RolesTest, EachRoleMaySendWhatItsRoleAllows) {
   auto cancelled = op->Call(msg::kCancel, {{"sweep_id", sweep_id}});
   ASSERT_TRUE(cancelled.ok()) << cancelled.status().ToString();
   EXPECT_EQ(cancelled->body["jobs_cancelled"], 2);
-  ExpectDenied(op->Call(msg::kPrune, {{"samples_older_than_s", 0}}, CoordinatorClient::Retry::kNever), "admin",
-               "operator", "prune");
-  ExpectDenied(op->Call(msg::kSetPrice, {{"host", "gpu-01"}, {"per_hour", 9.5}}), "admin", "operator",
-               "set_price");
+  ExpectDenied(
+      op->Call(msg::kPrune, {{"samples_older_than_s", 0}}, CoordinatorClient::Retry::kNever),
+      "admin", "operator", "prune");
+  ExpectDenied(op->Call(msg::kSetPrice, {{"host", "gpu-01"}, {"per_hour", 9.5}}), "admin",
+               "operator", "set_price");
   EXPECT_EQ(QueryValue(db, "select count(*) from host_prices where per_hour = 9.5"), 0)
       << "a refused set_price stored a price";
 
   // admin: everything.
   auto admin = Client("admin");
   ASSERT_TRUE(admin);
-  auto pruned = admin->Call(msg::kPrune, {{"samples_older_than_s", 0}}, CoordinatorClient::Retry::kNever);
+  auto pruned =
+      admin->Call(msg::kPrune, {{"samples_older_than_s", 0}}, CoordinatorClient::Retry::kNever);
   EXPECT_TRUE(pruned.ok()) << pruned.status().ToString();
   auto priced = admin->Call(msg::kSetPrice, {{"host", "gpu-01"}, {"per_hour", 9.5}});
   EXPECT_TRUE(priced.ok()) << priced.status().ToString();
@@ -138,12 +143,14 @@ TEST_F(RolesTest, EachRoleMaySendWhatItsRoleAllows) {
 
   // The CLI prints the refusal and fails as for any other error.
   std::string out, err;
-  const int code = RunCommand({kCliBin, "--coordinator", fleet_->clients_endpoint(), "--curve-key",
-                               dir_ / "viewer.key", "--server-key", dir_ / "server.pub", "cancel",
-                               std::to_string(sweep_id)},
-                              &out, &err);
+  const int code = RunCommand(
+      {kCliBin, "--coordinator", fleet_->clients_endpoint(), "--curve-key", dir_ / "viewer.key",
+       "--server-key", dir_ / "server.pub", "cancel", std::to_string(sweep_id)},
+      &out, &err);
   EXPECT_EQ(code, 1) << err;
-  EXPECT_NE(err.find("cancel needs the operator role; this key has the viewer role"), std::string::npos) << err;
+  EXPECT_NE(err.find("cancel needs the operator role; this key has the viewer role"),
+            std::string::npos)
+      << err;
   EXPECT_TRUE(fleet_->coordinator().running());
 }
 
@@ -151,24 +158,33 @@ TEST_F(RolesTest, KeysAreRefusedOnTheOtherRolesSocket) {
   // A client's key given to an agent: the handshake is refused, the agent never registers.
   ASSERT_TRUE(fleet_->StartAgent("gpu-01", AgentKeyFlags("agent")));
   ASSERT_TRUE(fleet_->StartAgent("impostor", AgentKeyFlags("operator")));
-  ASSERT_TRUE(WaitFor([&] {
-    return LogHas("a key of role operator is not admitted on the agents' socket (" +
-                  keys_["operator"].public_key + ")");
-  }, 30s)) << fleet_->Logs();
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        return LogHas("a key of role operator is not admitted on the agents' socket (" +
+                      keys_["operator"].public_key + ")");
+      },
+      30s))
+      << fleet_->Logs();
   // The good agent registers; both retry each second, so by then the impostor has had
   // as many chances as it.
-  ASSERT_TRUE(WaitFor([&] { return AgentNames() == json::array({"gpu-01"}); }, 60s)) << fleet_->Logs();
+  ASSERT_TRUE(WaitFor([&] { return AgentNames() == json::array({"gpu-01"}); }, 60s))
+      << fleet_->Logs();
   EXPECT_EQ(QueryValue(fleet_->db_path(), "select group_concat(name) from hosts"), "gpu-01");
 
   // An agent's key used by a client: no reply at all within the client's timeout.
   auto agent_as_client = Client("agent", kRefusedHandshakeTimeoutMs);
   ASSERT_TRUE(agent_as_client);
-  auto reply = agent_as_client->Call(msg::kStatus, json::object(), CoordinatorClient::Retry::kNever);
+  auto reply =
+      agent_as_client->Call(msg::kStatus, json::object(), CoordinatorClient::Retry::kNever);
   ASSERT_FALSE(reply.ok());
   EXPECT_EQ(reply.status().code(), StatusCode::kUnavailable) << reply.status().ToString();
-  EXPECT_TRUE(WaitFor([&] {
-    return LogHas("a key of role agent is not admitted on the clients' socket (" + keys_["agent"].public_key + ")");
-  }, 10s)) << fleet_->Logs();
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        return LogHas("a key of role agent is not admitted on the clients' socket (" +
+                      keys_["agent"].public_key + ")");
+      },
+      10s))
+      << fleet_->Logs();
   EXPECT_TRUE(fleet_->coordinator().running());
 }
 

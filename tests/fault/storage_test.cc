@@ -21,11 +21,12 @@ using nlohmann::json;
 json ShortJobs(int count) {
   json batches = json::array();
   for (int i = 1; i <= count; ++i) batches.push_back(i);
-  return {{"name", "storage"},
-          {"placement", "any"},
-          {"matrix", {{"model", {"mlp"}}, {"batch_size", batches}}},
-          {"models", {{"mlp", {{"layers", {64, 64, 10}}}}}},
-          {"timing", {{"warmup_s", 0.02}, {"min_time_s", 0.3}, {"max_time_s", 1}, {"target_ci", 0.5}}}};
+  return {
+      {"name", "storage"},
+      {"placement", "any"},
+      {"matrix", {{"model", {"mlp"}}, {"batch_size", batches}}},
+      {"models", {{"mlp", {{"layers", {64, 64, 10}}}}}},
+      {"timing", {{"warmup_s", 0.02}, {"min_time_s", 0.3}, {"max_time_s", 1}, {"target_ci", 0.5}}}};
 }
 
 bool LogHas(Fleet& fleet, const std::string& words) {

@@ -38,9 +38,11 @@ TEST(WorkerFaultTest, AFailedCrashedOrHungWorkerFailsItsJobWithTheReasonAndTheAg
   EXPECT_EQ(done["jobs"]["failed"], 3) << done.dump();
   EXPECT_TRUE(fleet.agent("a").running());
 
-  const json failures = QueryRows(
-      fleet.db_path(), "select spec ->> '$.batch_size' as batch, error from job_failures "
-                       "where sweep_id = " + std::to_string(sweep_id) + " order by batch");
+  const json failures =
+      QueryRows(fleet.db_path(),
+                "select spec ->> '$.batch_size' as batch, error from job_failures "
+                "where sweep_id = " +
+                    std::to_string(sweep_id) + " order by batch");
   ASSERT_EQ(failures.size(), 3u) << failures.dump();
   const std::vector<std::string> reasons = {"told to fail", "signal", "timed out"};
   for (size_t i = 0; i < reasons.size(); ++i) {
@@ -48,8 +50,10 @@ TEST(WorkerFaultTest, AFailedCrashedOrHungWorkerFailsItsJobWithTheReasonAndTheAg
     EXPECT_NE(failures[i]["error"].get<std::string>().find(reasons[i]), std::string::npos)
         << failures.dump();
   }
-  EXPECT_EQ(QueryValue(fleet.db_path(), "select count(*) from results r join jobs j using (job_id) "
-                                        "where r.ok and j.sweep_id = " + std::to_string(sweep_id)),
+  EXPECT_EQ(QueryValue(fleet.db_path(),
+                       "select count(*) from results r join jobs j using (job_id) "
+                       "where r.ok and j.sweep_id = " +
+                           std::to_string(sweep_id)),
             2);
   std::cout << "FIGURE worker faults: " << failures.dump() << "\n";
 }

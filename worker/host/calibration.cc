@@ -133,8 +133,8 @@ TheoreticalPeak Theoretical(std::optional<int> cores_all, std::optional<double> 
                             const std::string& dtype, const std::string& source) {
   TheoreticalPeak peak;
   peak.all = TheoreticalGflops(cores_all, mhz, flops_per_cycle);
-  peak.one = TheoreticalGflops(have_one_cpu ? std::optional<int>(1) : std::nullopt, mhz,
-                               flops_per_cycle);
+  peak.one =
+      TheoreticalGflops(have_one_cpu ? std::optional<int>(1) : std::nullopt, mhz, flops_per_cycle);
   for (const auto& [bound, measured, where] :
        {std::make_tuple(peak.one, &measured_one, "one CPU"),
         std::make_tuple(peak.all, &measured_all, "all CPUs")}) {

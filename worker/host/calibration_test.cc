@@ -217,11 +217,12 @@ TEST_F(CalibrationTest, ATheoreticalPeakBelowAMeasurementIsUnknown) {
 TEST_F(CalibrationTest, NewerFlagsOutrankTheModelNumberAHypervisorShows) {
   std::string cpuinfo;
   for (int cpu : cpus_) {
-    cpuinfo += "processor\t: " + std::to_string(cpu) +
-               "\nvendor_id\t: GenuineIntel\ncpu family\t: 6\nmodel\t\t: 167\n"
-               "model name\t: Intel(R) Xeon(R) Processor\nphysical id\t: 0\ncore id\t\t: " +
-               std::to_string(cpu) +
-               "\nflags\t\t: sse2 avx avx2 fma avx512f avx512_bf16 avx512_fp16 amx_bf16 amx_tile\n\n";
+    cpuinfo +=
+        "processor\t: " + std::to_string(cpu) +
+        "\nvendor_id\t: GenuineIntel\ncpu family\t: 6\nmodel\t\t: 167\n"
+        "model name\t: Intel(R) Xeon(R) Processor\nphysical id\t: 0\ncore id\t\t: " +
+        std::to_string(cpu) +
+        "\nflags\t\t: sse2 avx avx2 fma avx512f avx512_bf16 avx512_fp16 amx_bf16 amx_tile\n\n";
   }
   Write("cpuinfo", cpuinfo);
   fs::remove_all(dir_ / "sys");
@@ -237,7 +238,8 @@ TEST_F(CalibrationTest, NewerFlagsOutrankTheModelNumberAHypervisorShows) {
   const json& cpu = r.at("cpu");
   EXPECT_EQ(cpu.at("flops_per_cycle_fp32"), 64) << cpu.dump();
   EXPECT_EQ(cpu.at("microarchitecture"), "Sapphire Rapids class");
-  EXPECT_NE(cpu.at("flops_per_cycle_source").get<std::string>().find("Rocket Lake"), std::string::npos)
+  EXPECT_NE(cpu.at("flops_per_cycle_source").get<std::string>().find("Rocket Lake"),
+            std::string::npos)
       << "the source says what it overruled";
   EXPECT_NEAR(cpu.at("theoretical_gflops_1").get<double>(), 3590.0 * 64 / 1000, 1e-9);
   EXPECT_GE(cpu.at("theoretical_gflops_1").get<double>(), 146.3);

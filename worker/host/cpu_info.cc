@@ -168,10 +168,13 @@ std::optional<SimdPeak> PeakFromNewerFlags(const CpuInfoProcessor& cpu) {
   if (cpu.vendor_id != "GenuineIntel" || !has("avx512f")) return std::nullopt;
   for (const char* flag : {"amx_tile", "amx_bf16", "avx512_fp16"}) {
     if (has(flag)) {
-      return SimdPeak{"avx512f", 64, "Sapphire Rapids class",
+      return SimdPeak{"avx512f",
+                      64,
+                      "Sapphire Rapids class",
                       std::string("flags: ") + flag +
                           " (Sapphire Rapids or later: two 512-bit FMA units), avx512f",
-                      0, ""};
+                      0,
+                      ""};
     }
   }
   return std::nullopt;
@@ -201,10 +204,12 @@ std::optional<SimdPeak> PeakFromTable(const CpuInfoProcessor& cpu) {
     const std::string key = cpu.vendor_id + " family " + Hex(*cpu.family) + " model " +
                             Hex(*cpu.model) + " = " + arch.name;
     if (arch.flops_avx512 > 0 && has("avx512f")) {
-      return SimdPeak{"avx512f", arch.flops_avx512, arch.name, "table: " + key + ", avx512f", 0, ""};
+      return SimdPeak{"avx512f", arch.flops_avx512, arch.name, "table: " + key + ", avx512f", 0,
+                      ""};
     }
     if (has("avx2") && has("fma")) {
-      return SimdPeak{"avx2+fma", arch.flops_avx2, arch.name, "table: " + key + ", avx2+fma", 0, ""};
+      return SimdPeak{"avx2+fma", arch.flops_avx2, arch.name, "table: " + key + ", avx2+fma", 0,
+                      ""};
     }
     return std::nullopt;
   }

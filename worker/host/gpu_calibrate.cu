@@ -349,8 +349,8 @@ std::string MeasureCopy(int sm_count, Figure* figure) {
     RETURN_IF_FAILED(events.Start());
     for (int i = 0; i < kCopiesPerTiming; ++i) {
       RETURN_IF_FAILED(CudaFailure(
-          "cudaMemcpyAsync", cudaMemcpyAsync(destination.get(), source.get(), bytes,
-                                             cudaMemcpyDeviceToDevice)));
+          "cudaMemcpyAsync",
+          cudaMemcpyAsync(destination.get(), source.get(), bytes, cudaMemcpyDeviceToDevice)));
     }
     float ms = 0;
     RETURN_IF_FAILED(events.Stop(&ms));
@@ -410,10 +410,10 @@ std::string DeviceJson(int index) {
   if (status != cudaSuccess) {
     figures.errors.push_back(CudaFailure("cudaSetDevice", status));
   } else {
-    Take("SGEMM", &figures, &figures.sgemm,
-         [&](Figure* f) { return MeasureGemm(kSgemm, sms, f); });
+    Take("SGEMM", &figures, &figures.sgemm, [&](Figure* f) { return MeasureGemm(kSgemm, sms, f); });
     if (Tf32DisabledByEnvironment()) {
-      figures.errors.push_back("TF32 GEMM: not measured: NVIDIA_TF32_OVERRIDE=0 turns TF32 off in cuBLAS");
+      figures.errors.push_back(
+          "TF32 GEMM: not measured: NVIDIA_TF32_OVERRIDE=0 turns TF32 off in cuBLAS");
     } else {
       Take("TF32 GEMM", &figures, &figures.tf32,
            [&](Figure* f) { return MeasureGemm(kTf32Gemm, sms, f); });
@@ -427,7 +427,8 @@ std::string DeviceJson(int index) {
   for (const std::string& error : figures.errors) errors += (errors.empty() ? "" : "; ") + error;
   std::string json = "{\"index\": " + std::to_string(index);
   json += ", \"name\": " + JsonString(prop.name);
-  json += ", \"memory_mb\": " + JsonNumber(static_cast<double>(prop.totalGlobalMem) / kBytesPerMiB, true);
+  json += ", \"memory_mb\": " +
+          JsonNumber(static_cast<double>(prop.totalGlobalMem) / kBytesPerMiB, true);
   json += ", \"compute_capability\": " +
           JsonString(std::to_string(prop.major) + "." + std::to_string(prop.minor));
   json += ", \"sm_count\": " + std::to_string(prop.multiProcessorCount);
@@ -465,7 +466,8 @@ int main(int argc, char** argv) {
       std::fputs(kUsage, stdout);
       return 0;
     }
-    std::fprintf(stderr, "benchfleet-gpu-calibrate: unexpected argument \"%s\"\n%s", arg.c_str(), kUsage);
+    std::fprintf(stderr, "benchfleet-gpu-calibrate: unexpected argument \"%s\"\n%s", arg.c_str(),
+                 kUsage);
     return 2;
   }
   int count = 0;

@@ -1,7 +1,5 @@
 #include "worker/host/process_info.h"
 
-#include "common/cpu_list.h"
-
 #include <sched.h>
 #include <time.h>
 #include <unistd.h>
@@ -10,6 +8,8 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+
+#include "common/cpu_list.h"
 
 namespace benchfleet::worker {
 

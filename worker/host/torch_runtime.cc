@@ -2,14 +2,14 @@
 
 #include <ATen/Config.h>
 #include <ATen/Context.h>
-#include <ATen/Version.h>
 #include <ATen/Parallel.h>
+#include <ATen/Version.h>
 #include <ATen/detail/CUDAHooksInterface.h>
 #include <c10/util/Exception.h>
 #include <dlfcn.h>
-#include <unistd.h>
 #include <torch/cuda.h>
 #include <torch/version.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
@@ -127,10 +127,14 @@ json OpenblasThreading() {
   auto get = FindSymbol<OpenblasGetParallel>("openblas_get_parallel");
   if (get == nullptr) return nullptr;
   switch (get()) {
-    case 0: return "sequential";
-    case 1: return "pthreads";
-    case 2: return "openmp";
-    default: return nullptr;
+    case 0:
+      return "sequential";
+    case 1:
+      return "pthreads";
+    case 2:
+      return "openmp";
+    default:
+      return nullptr;
   }
 }
 
@@ -295,20 +299,21 @@ std::int64_t CudaDeviceCount() {
 }
 
 json RuntimeInfo(bool quantized, bool gpu) {
-  json info = {{"torch_version", TORCH_VERSION},
-          {"onednn", at::hasMKLDNN() && at::globalContext().userEnabledMkldnn()},
-          {"qengine", quantized ? json(EngineName(at::globalContext().qEngine())) : json(nullptr)},
-          {"blas", BlasName()},
-          {"blas_version", BlasVersion()},
-          {"mkl_path", MklPath()},
-          {"onednn_version", at::hasMKLDNN() ? OnednnVersion() : json(nullptr)},
-          {"openblas_threads", OpenblasThreads()},
-          {"intraop_threads", at::get_num_threads()},
-          {"interop_threads", at::get_num_interop_threads()},
-          {"blas_threading", OpenblasThreading()},
-          {"omp_wait_policy", OmpWaitPolicyInEffect()},
-          {"env", PerformanceEnvironment(environ)},
-          {"affinity", AllowedCpus()}};
+  json info = {
+      {"torch_version", TORCH_VERSION},
+      {"onednn", at::hasMKLDNN() && at::globalContext().userEnabledMkldnn()},
+      {"qengine", quantized ? json(EngineName(at::globalContext().qEngine())) : json(nullptr)},
+      {"blas", BlasName()},
+      {"blas_version", BlasVersion()},
+      {"mkl_path", MklPath()},
+      {"onednn_version", at::hasMKLDNN() ? OnednnVersion() : json(nullptr)},
+      {"openblas_threads", OpenblasThreads()},
+      {"intraop_threads", at::get_num_threads()},
+      {"interop_threads", at::get_num_interop_threads()},
+      {"blas_threading", OpenblasThreading()},
+      {"omp_wait_policy", OmpWaitPolicyInEffect()},
+      {"env", PerformanceEnvironment(environ)},
+      {"affinity", AllowedCpus()}};
   if (gpu) info.update(CudaMathInfo());
   return info;
 }

@@ -34,8 +34,8 @@ nlohmann::json CudaMathInfo();
 std::string CheckDevice(const std::string& device);
 
 // What this process is actually running with: {torch_version, onednn, qengine,
-// blas, blas_version, onednn_version, openblas_threads, intraop_threads, interop_threads, omp_wait_policy,
-// affinity}, and for a job on a GPU (`gpu`) CudaMathInfo's fields. qengine is null
+// blas, blas_version, onednn_version, openblas_threads, intraop_threads, interop_threads,
+// omp_wait_policy, affinity}, and for a job on a GPU (`gpu`) CudaMathInfo's fields. qengine is null
 // unless `quantized`. Fields that cannot be known are null.
 nlohmann::json RuntimeInfo(bool quantized, bool gpu = false);
 

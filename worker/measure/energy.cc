@@ -18,8 +18,9 @@ constexpr double kMicrojoulesPerJoule = 1e6;
 std::optional<std::uint64_t> ReadCounter(const std::string& path, std::string* why_not) {
   std::ifstream in(path);
   if (!in) {
-    *why_not = "cannot read " + path + ": " + std::strerror(errno) +
-               (errno == EACCES ? " (RAPL counters are readable by root only on most kernels)" : "");
+    *why_not =
+        "cannot read " + path + ": " + std::strerror(errno) +
+        (errno == EACCES ? " (RAPL counters are readable by root only on most kernels)" : "");
     return std::nullopt;
   }
   std::uint64_t value = 0;
@@ -54,7 +55,8 @@ std::uint64_t CounterDelta(std::uint64_t before, std::uint64_t after, std::uint6
 std::optional<RaplCounters> RaplCounters::Open(const std::string& root, std::string* why_not) {
   std::error_code error;
   if (!std::filesystem::is_directory(root, error)) {
-    *why_not = "no RAPL energy counters: " + root + " does not exist (no powercap on this host; "
+    *why_not = "no RAPL energy counters: " + root +
+               " does not exist (no powercap on this host; "
                "most virtual machines have none)";
     return std::nullopt;
   }
@@ -101,7 +103,9 @@ double RaplCounters::JoulesBetween(const std::vector<std::uint64_t>& before,
 }
 
 EnergyMeter::EnergyMeter(const std::string& powercap_root, GpuTelemetry* gpu, std::string gpu_note)
-    : rapl_(RaplCounters::Open(powercap_root, &cpu_note_)), gpu_(gpu), gpu_note_(std::move(gpu_note)) {}
+    : rapl_(RaplCounters::Open(powercap_root, &cpu_note_)),
+      gpu_(gpu),
+      gpu_note_(std::move(gpu_note)) {}
 
 void EnergyMeter::RegionStart() {
   if (rapl_) cpu_start_ = rapl_->Read(&cpu_note_);
@@ -126,8 +130,12 @@ nlohmann::json EnergyMeter::Report(double samples, double seconds) const {
   }
   std::string note;
   if (cpu_j.is_null()) note = "cpu: " + cpu_note_;
-  if (gpu_j.is_null() && !gpu_note_.empty()) note += (note.empty() ? "" : "; ") + ("gpu: " + gpu_note_);
-  return {{"cpu_j", cpu_j}, {"gpu_j", gpu_j}, {"j_per_sample", per_sample}, {"avg_w", watts},
+  if (gpu_j.is_null() && !gpu_note_.empty())
+    note += (note.empty() ? "" : "; ") + ("gpu: " + gpu_note_);
+  return {{"cpu_j", cpu_j},
+          {"gpu_j", gpu_j},
+          {"j_per_sample", per_sample},
+          {"avg_w", watts},
           {"note", note.empty() ? nlohmann::json(nullptr) : nlohmann::json(note)}};
 }
 

@@ -42,8 +42,8 @@ class RaplCounters {
   const std::vector<std::string>& zones() const { return zones_; }
 
  private:
-  std::vector<std::string> zones_;            // zone directories
-  std::vector<std::uint64_t> ranges_uj_;      // max_energy_range_uj of each
+  std::vector<std::string> zones_;        // zone directories
+  std::vector<std::uint64_t> ranges_uj_;  // max_energy_range_uj of each
 };
 
 // Reads the counters a job has at the edges of its sampling region and reports

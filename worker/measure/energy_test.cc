@@ -22,9 +22,9 @@ class FakePowercap : public ::testing::Test {
              ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(root_);
     Zone("intel-rapl:0", "package-0", 1000, 262143328850);
-    Zone("intel-rapl:0:0", "core", 500, 262143328850);       // counted within package-0
+    Zone("intel-rapl:0:0", "core", 500, 262143328850);  // counted within package-0
     Zone("intel-rapl:1", "package-1", 2000, 262143328850);
-    Zone("intel-rapl:2", "psys", 9000, 262143328850);        // not a package
+    Zone("intel-rapl:2", "psys", 9000, 262143328850);            // not a package
     Zone("intel-rapl-mmio:0", "package-0", 1000, 262143328850);  // package-0 again
   }
   void TearDown() override { fs::remove_all(root_); }
@@ -44,7 +44,7 @@ class FakePowercap : public ::testing::Test {
 
 TEST(CounterDeltaTest, UndoesOneWrapAround) {
   EXPECT_EQ(CounterDelta(100, 350, 1000), 250u);
-  EXPECT_EQ(CounterDelta(990, 15, 1000), 25u);   // 990 -> 1000 (wrap) -> 15
+  EXPECT_EQ(CounterDelta(990, 15, 1000), 25u);  // 990 -> 1000 (wrap) -> 15
   EXPECT_EQ(CounterDelta(500, 500, 1000), 0u);
 }
 
@@ -58,10 +58,10 @@ TEST_F(FakePowercap, SumsThePackagesOnlyAndUndoesAWrap) {
   const auto before = rapl->Read(&why);
   ASSERT_TRUE(before) << why;
   EXPECT_EQ(*before, (std::vector<uint64_t>{1000, 2000}));
-  Set("intel-rapl:0", 3'501'000);       // +3.5 J
-  Set("intel-rapl:1", 1'000);           // wrapped: +262143328850 - 2000 + 1000 uJ
-  Set("intel-rapl:0:0", 99'000'000);    // a sub-zone, ignored
-  Set("intel-rapl-mmio:0", 99'000'000); // the same package again, ignored
+  Set("intel-rapl:0", 3'501'000);        // +3.5 J
+  Set("intel-rapl:1", 1'000);            // wrapped: +262143328850 - 2000 + 1000 uJ
+  Set("intel-rapl:0:0", 99'000'000);     // a sub-zone, ignored
+  Set("intel-rapl-mmio:0", 99'000'000);  // the same package again, ignored
   const auto after = rapl->Read(&why);
   ASSERT_TRUE(after) << why;
   EXPECT_NEAR(rapl->JoulesBetween(*before, *after), 3.5 + (262143328850.0 - 1000.0) / 1e6, 1e-6);
@@ -91,7 +91,8 @@ TEST_F(FakePowercap, ACounterThatCannotBeReadGivesNullWithTheReason) {
   meter.RegionStart();
   meter.RegionEnd();
   const nlohmann::json r = meter.Report(10, 1);
-  for (const char* key : {"cpu_j", "gpu_j", "j_per_sample", "avg_w"}) EXPECT_TRUE(r[key].is_null()) << key;
+  for (const char* key : {"cpu_j", "gpu_j", "j_per_sample", "avg_w"})
+    EXPECT_TRUE(r[key].is_null()) << key;
   EXPECT_NE(r["note"].get<std::string>().find("energy_uj"), std::string::npos) << r.dump();
 }
 

@@ -33,7 +33,8 @@ using GetMemory = Return (*)(Device, Memory*);
 using GetClock = Return (*)(Device, int, unsigned int*);
 using GetTemperature = Return (*)(Device, int, unsigned int*);
 using GetPower = Return (*)(Device, unsigned int*);  // milliwatts
-using GetTotalEnergy = Return (*)(Device, unsigned long long*);  // millijoules since the driver loaded
+using GetTotalEnergy = Return (*)(Device,
+                                  unsigned long long*);  // millijoules since the driver loaded
 }  // namespace nvml
 
 struct GpuTelemetry::Nvml {
@@ -117,8 +118,8 @@ std::unique_ptr<GpuTelemetry> GpuTelemetry::Open(int cuda_index, std::string* wh
     *why_not = std::string("NVML (") + library + ") is not installed on this host";
     return nullptr;
   }
-  auto telemetry = OpenWith([handle](const char* name) { return dlsym(handle, name); },
-                            cuda_index, why_not);
+  auto telemetry =
+      OpenWith([handle](const char* name) { return dlsym(handle, name); }, cuda_index, why_not);
   if (telemetry == nullptr) {
     dlclose(handle);
     *why_not = std::string(library) + ": " + *why_not;
@@ -188,8 +189,8 @@ void GpuTelemetry::SampleOnce() {
   const bool util_ok = n.utilization(n.device, &util) == nvml::kSuccess;
   const bool memory_ok = n.memory(n.device, &memory) == nvml::kSuccess;
   const bool clock_ok = n.clock(n.device, nvml::kClockSm, &clock) == nvml::kSuccess;
-  const bool temp_ok = n.temperature != nullptr &&
-                       n.temperature(n.device, nvml::kTemperatureGpu, &temperature) == nvml::kSuccess;
+  const bool temp_ok = n.temperature != nullptr && n.temperature(n.device, nvml::kTemperatureGpu,
+                                                                 &temperature) == nvml::kSuccess;
   const bool power_ok = n.power != nullptr && n.power(n.device, &power) == nvml::kSuccess;
   std::lock_guard<std::mutex> lock(mutex_);
   ++samples_;
@@ -243,7 +244,8 @@ nlohmann::json GpuTelemetry::Stop() {
   SampleOnce();
   nlohmann::json power_w = nullptr, power_source = nullptr;
   std::string no_counter;
-  const double joules = start_joules_ ? EnergyJoules(&no_counter).value_or(-1) - *start_joules_ : -1;
+  const double joules =
+      start_joules_ ? EnergyJoules(&no_counter).value_or(-1) - *start_joules_ : -1;
   const double seconds = clock_.WallSeconds() - start_seconds_;
   std::lock_guard<std::mutex> lock(mutex_);
   if (joules >= 0 && seconds > 0) {  // the counter read at both ends, and never went back

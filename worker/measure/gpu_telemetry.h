@@ -6,8 +6,8 @@
 #include <functional>
 #include <memory>
 #include <mutex>
-#include <optional>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -44,8 +44,7 @@ class GpuTelemetry {
   // nvmlDeviceGetHandleByPciBusId_v2) and the time from `clock`, which must outlive
   // the object.
   static std::unique_ptr<GpuTelemetry> OpenWith(const NvmlLookup& lookup, int cuda_index,
-                                                std::string* why_not,
-                                                Clock& clock = SystemClock());
+                                                std::string* why_not, Clock& clock = SystemClock());
   ~GpuTelemetry();
   GpuTelemetry(const GpuTelemetry&) = delete;
   GpuTelemetry& operator=(const GpuTelemetry&) = delete;

@@ -132,10 +132,10 @@ TEST_F(FakeNvmlTest, WithoutAnEnergyCounterPowerIsTheMeanOfThePowerReadings) {
 // An older driver's NVML without temperature, power or energy still gives the rest.
 TEST_F(FakeNvmlTest, TemperatureAndPowerAreOptional) {
   std::string why_not;
-  auto telemetry = GpuTelemetry::OpenWith(
-      FakeNvml({"nvmlDeviceGetTemperature", "nvmlDeviceGetPowerUsage",
-                "nvmlDeviceGetTotalEnergyConsumption"}),
-      0, &why_not, clock_);
+  auto telemetry =
+      GpuTelemetry::OpenWith(FakeNvml({"nvmlDeviceGetTemperature", "nvmlDeviceGetPowerUsage",
+                                       "nvmlDeviceGetTotalEnergyConsumption"}),
+                             0, &why_not, clock_);
   ASSERT_NE(telemetry, nullptr) << why_not;
   telemetry->Start(kNoPeriodicSamples);
   clock_.seconds += 1.0;

@@ -34,7 +34,9 @@ json ShapesJson(const std::vector<std::vector<int64_t>>& shapes) {
 
 }  // namespace
 
-const char* ProfileTimeName(ProfileTime time) { return time == ProfileTime::kDevice ? "device" : "cpu"; }
+const char* ProfileTimeName(ProfileTime time) {
+  return time == ProfileTime::kDevice ? "device" : "cpu";
+}
 
 json TopOperators(const std::vector<ProfiledCall>& calls, size_t rows, ProfileTime time) {
   const bool device = time == ProfileTime::kDevice;
@@ -67,7 +69,9 @@ json TopOperators(const std::vector<ProfiledCall>& calls, size_t rows, ProfileTi
     }
     if (!open.empty()) {
       parent[i] = open.back();
-      if (!device) self[open.back()] = std::max(0.0, self[open.back()] - static_cast<double>(call.duration_us));
+      if (!device)
+        self[open.back()] =
+            std::max(0.0, self[open.back()] - static_cast<double>(call.duration_us));
     }
     open.push_back(i);
   }
@@ -116,7 +120,8 @@ int64_t ProfileIterations(int64_t iters_per_sample, double median_ms) {
 }
 
 json ProfileOperators(const std::function<void()>& iteration,
-                      const std::function<void()>& block_end, int64_t iterations, ProfileTime time) {
+                      const std::function<void()>& block_end, int64_t iterations,
+                      ProfileTime time) {
   const std::vector<ProfiledCall> calls = RecordOperatorCalls(
       [&] {
         for (int64_t i = 0; i < iterations; ++i) iteration();

@@ -58,7 +58,8 @@ double DurationUsExact(const Event& e, long) {
 // with `device`, the CUDA activity too (Kineto's: each kernel and copy with its device
 // time), each kernel's time added to the operator call that launched it (the profiler
 // links the two by correlation id, as torch.profiler's own tables do).
-inline std::vector<ProfiledCall> RecordOperatorCalls(const std::function<void()>& work, bool device = false) {
+inline std::vector<ProfiledCall> RecordOperatorCalls(const std::function<void()>& work,
+                                                     bool device = false) {
   namespace profiler = torch::autograd::profiler;
   const profiler::ProfilerConfig config(profiler::ProfilerState::KINETO,
                                         /*report_input_shapes=*/true,
@@ -82,8 +83,12 @@ inline std::vector<ProfiledCall> RecordOperatorCalls(const std::function<void()>
     // A CUDA runtime call (cudaLaunchKernel) is the host side of a kernel, linked to the
     // operator that made it: not an operator of its own.
     if (device && e.linkedCorrelationId() > 0) continue;
-    ProfiledCall call{e.name(), e.startThreadId(), profiler_compat::StartUs(e, 0),
-                      profiler_compat::DurationUs(e, 0), {}, 0};
+    ProfiledCall call{e.name(),
+                      e.startThreadId(),
+                      profiler_compat::StartUs(e, 0),
+                      profiler_compat::DurationUs(e, 0),
+                      {},
+                      0};
     if (e.hasShapes()) {
       for (const std::vector<int64_t>& shape : e.shapes()) call.input_shapes.push_back(shape);
     }

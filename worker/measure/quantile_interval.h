@@ -43,7 +43,7 @@ double SerialVarianceFactor(const std::vector<double>& in_order, double quantile
 struct QuantileInterval {
   double low = 0;
   double high = 0;
-  std::size_t low_rank = 0;   // 1-based ranks in the sorted samples
+  std::size_t low_rank = 0;  // 1-based ranks in the sorted samples
   std::size_t high_rank = 0;
 };
 

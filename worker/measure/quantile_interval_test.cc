@@ -31,9 +31,9 @@ TEST(QuantileConfidenceIntervalTest, RanksAreTheBinomialOnes) {
     double q;
     std::size_t low, high;
   };
-  for (const Case& c : {Case{10, 0.5, 2, 9}, Case{13, 0.5, 3, 11}, Case{100, 0.5, 40, 61},
-                        Case{2000, 0.5, 956, 1045}, Case{368, 0.99, 360, 368},
-                        Case{1000, 0.99, 983, 997}}) {
+  for (const Case& c :
+       {Case{10, 0.5, 2, 9}, Case{13, 0.5, 3, 11}, Case{100, 0.5, 40, 61},
+        Case{2000, 0.5, 956, 1045}, Case{368, 0.99, 360, 368}, Case{1000, 0.99, 983, 997}}) {
     const auto interval = QuantileConfidenceInterval(OneToN(c.n), c.q, 1);
     ASSERT_TRUE(interval) << c.n << " " << c.q;
     EXPECT_EQ(interval->low_rank, c.low) << c.n << " " << c.q;
@@ -48,8 +48,10 @@ TEST(QuantileConfidenceIntervalTest, TheNormalApproximationTakesOverWithinARank)
   const auto exact = QuantileConfidenceInterval(OneToN(kExactBinomialMaxSamples), 0.5, 1);
   const auto normal = QuantileConfidenceInterval(OneToN(kExactBinomialMaxSamples + 1), 0.5, 1);
   ASSERT_TRUE(exact && normal);
-  EXPECT_LE(std::abs(static_cast<double>(normal->low_rank) - static_cast<double>(exact->low_rank)), 1);
-  EXPECT_LE(std::abs(static_cast<double>(normal->high_rank) - static_cast<double>(exact->high_rank)), 2);
+  EXPECT_LE(std::abs(static_cast<double>(normal->low_rank) - static_cast<double>(exact->low_rank)),
+            1);
+  EXPECT_LE(
+      std::abs(static_cast<double>(normal->high_rank) - static_cast<double>(exact->high_rank)), 2);
 }
 
 TEST(QuantileConfidenceIntervalTest, TooFewSamplesHaveNoInterval) {

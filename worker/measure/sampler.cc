@@ -32,7 +32,8 @@ std::int64_t ItersForTargetBlock(std::int64_t block_iters, double block_s, doubl
 
 Measurement MeasureWorkload(const std::function<void()>& iteration, const TimingOptions& options,
                             Clock& clock, const std::function<void()>& block_end,
-                            const Agree& agree, const std::function<void(bool start)>& region_edge) {
+                            const Agree& agree,
+                            const std::function<void(bool start)>& region_edge) {
   Measurement m;
   auto agreed = [&](bool decision) { return agree ? agree(decision ? 1 : 0) != 0 : decision; };
   auto agreed_iters = [&](std::int64_t iters) {
@@ -106,7 +107,9 @@ Measurement MeasureWorkload(const std::function<void()>& iteration, const Timing
     if (agreed(block_s < options.min_block_s && k < kMaxItersPerSample)) {
       // Too short to be a sample: everything so far ran at a slower pace.
       discard(m.samples_ms.size());
-      k = agreed_iters(std::min(std::max(k * 2, ItersForTargetBlock(k, block_s, options.min_block_s)), kMaxItersPerSample));
+      k = agreed_iters(
+          std::min(std::max(k * 2, ItersForTargetBlock(k, block_s, options.min_block_s)),
+                   kMaxItersPerSample));
     } else {
       m.samples_ms.push_back(block_s * 1e3 / static_cast<double>(k));
       block_start_s.push_back(before);

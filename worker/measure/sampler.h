@@ -59,11 +59,11 @@ struct Measurement {
   bool unsteady = false;
   std::int64_t iters_per_sample = 1;
   std::int64_t warmup_iterations = 0;
-  double warmup_s = 0;           // wall time actually spent warming up
+  double warmup_s = 0;                // wall time actually spent warming up
   std::int64_t timed_iterations = 0;  // iterations run in the sampling region, kept or not
-  double timed_s = 0;            // wall time of the sampling region
-  double cpu_s = 0;              // process CPU time during the sampling region
-  double effective_threads = 0;  // cpu_s / timed_s
+  double timed_s = 0;                 // wall time of the sampling region
+  double cpu_s = 0;                   // process CPU time during the sampling region
+  double effective_threads = 0;       // cpu_s / timed_s
   // What the rest of the host did during the sampling region (Clock::HostCpu
   // read at its start and end, less cpu_s); nullopt where the clock does not
   // know the host's CPU time.

@@ -111,7 +111,8 @@ TEST(MeasureWorkloadTest, RanksThatAgreeRunTheSameBlocksWhateverTheirOwnTimes) {
   // The same measurement without a partner to agree with.
   FakeClock alone_clock;
   FakeWorkload alone{&alone_clock, [](long) { return 100e-6; }};
-  const Measurement m = MeasureWorkload(alone.AsIteration(), Options(0.01, 0.2, 5, 0.05), alone_clock);
+  const Measurement m =
+      MeasureWorkload(alone.AsIteration(), Options(0.01, 0.2, 5, 0.05), alone_clock);
   EXPECT_EQ(alone.calls, work0.calls);
   EXPECT_EQ(m.samples_ms, m0.samples_ms);
 }
@@ -175,7 +176,8 @@ TEST(MeasureWorkloadTest, SlowStepTooShortToSeeIsUnsteadyNotASteadyMedian) {
   // the step to be found, so the mixed median must not pass as steady.
   FakeClock clock;
   const double start = clock.WallSeconds();
-  FakeWorkload work{&clock, [&](long) { return clock.WallSeconds() - start < 0.9 ? 0.265 : 0.225; }};
+  FakeWorkload work{&clock,
+                    [&](long) { return clock.WallSeconds() - start < 0.9 ? 0.265 : 0.225; }};
   const Measurement m = MeasureWorkload(work.AsIteration(), Options(0.1, 0.5, 2, 0.05), clock);
   EXPECT_LT(m.samples_ms.size(), kSamplesToSeeRegimeChange);
   EXPECT_TRUE(m.unsteady);
@@ -227,7 +229,8 @@ TEST(MeasureWorkloadTest, AGpuWorkloadsBlocksLastAtLeastItsMinimum) {
   // The CPU default keeps 1 ms blocks: one iteration each.
   FakeClock cpu_clock;
   FakeWorkload cpu_work{&cpu_clock, [](long) { return 1e-3; }};
-  const Measurement cpu = MeasureWorkload(cpu_work.AsIteration(), Options(0.01, 0.2, 5, 0.05), cpu_clock);
+  const Measurement cpu =
+      MeasureWorkload(cpu_work.AsIteration(), Options(0.01, 0.2, 5, 0.05), cpu_clock);
   EXPECT_LT(cpu.iters_per_sample, m.iters_per_sample);
 }
 
@@ -254,9 +257,11 @@ TEST(MeasureWorkloadTest, ASpeedUpJustBeforeMaxTimeStillEndsWithSamples) {
   for (double switch_s = 0.95; switch_s < 1.05; switch_s += 0.0005) {
     FakeClock clock;
     FakeWorkload work{&clock, [&clock, switch_s](long i) {
-                        return clock.WallSeconds() - 1000 < switch_s ? (i % 2 ? 0.002 : 0.003) : 0.0001;
+                        return clock.WallSeconds() - 1000 < switch_s ? (i % 2 ? 0.002 : 0.003)
+                                                                     : 0.0001;
                       }};
-    const Measurement m = MeasureWorkload(work.AsIteration(), Options(0.01, 0.05, 1.0, 0.0001), clock);
+    const Measurement m =
+        MeasureWorkload(work.AsIteration(), Options(0.01, 0.05, 1.0, 0.0001), clock);
     ASSERT_FALSE(m.samples_ms.empty()) << "switch at " << switch_s << " s";
     if (std::abs(m.samples_ms.back() - 0.1) < 1e-9) ++ended_on_the_new_pace;
   }

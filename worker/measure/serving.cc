@@ -133,7 +133,8 @@ ServingRun RunServer(const ServerScenario& spec, double qps, std::uint64_t seed,
     if (now >= stop) break;
     // Queries [next, arrived) have arrived and wait.
     const auto arrived = static_cast<std::size_t>(
-        std::upper_bound(arrivals.begin() + static_cast<std::ptrdiff_t>(next), arrivals.end(), now) -
+        std::upper_bound(arrivals.begin() + static_cast<std::ptrdiff_t>(next), arrivals.end(),
+                         now) -
         arrivals.begin());
     const std::size_t waiting = arrived - next;
     if (waiting == 0) {
@@ -144,7 +145,8 @@ ServingRun RunServer(const ServerScenario& spec, double qps, std::uint64_t seed,
     const double deadline = arrivals[next] + max_wait_s;
     if (waiting < full && now < deadline) {
       // Wait for the batch to fill, but no longer than the oldest query may wait.
-      clock.SleepUntil(arrived < arrivals.size() ? std::min(deadline, arrivals[arrived]) : deadline);
+      clock.SleepUntil(arrived < arrivals.size() ? std::min(deadline, arrivals[arrived])
+                                                 : deadline);
       continue;
     }
     const std::size_t size = std::min(waiting, full);

@@ -45,12 +45,12 @@ inline constexpr double kSloSearchTolerance = 0.05;
 
 // One run of a scenario.
 struct ServingRun {
-  double target_qps = 0;        // server: the arrival rate asked for; 0 for single_stream
-  std::int64_t queries = 0;     // issued
-  std::int64_t completed = 0;   // served before max_duration_s
+  double target_qps = 0;       // server: the arrival rate asked for; 0 for single_stream
+  std::int64_t queries = 0;    // issued
+  std::int64_t completed = 0;  // served before max_duration_s
   std::int64_t batches = 0;
-  double duration_s = 0;        // first arrival to last completion
-  double achieved_qps = 0;      // completed / duration_s
+  double duration_s = 0;    // first arrival to last completion
+  double achieved_qps = 0;  // completed / duration_s
   // server: queries / (last arrival - first arrival), the rate the seeded arrivals
   // actually offered (0 for single_stream or one query)
   double offered_qps = 0;
@@ -84,7 +84,7 @@ ServingRun RunSingleStream(const ServerScenario& limits, const RunBatch& run_bat
 // one whose p99 meets the SLO and one whose does not, bisected; an invalid run, or one
 // that did not keep up with its arrivals, does not meet it.
 struct SloSearch {
-  double max_qps = 0;  // the highest rate run whose p99 stayed within the SLO; 0: none
+  double max_qps = 0;              // the highest rate run whose p99 stayed within the SLO; 0: none
   std::vector<ServingRun> probes;  // in the order run
   // The probe run at max_qps (the result's own figures); -1 when none met the SLO.
   int best = -1;

@@ -10,8 +10,8 @@
 namespace benchfleet::worker {
 namespace {
 
-constexpr double kFixedS = 0.002;     // a batch's fixed cost
-constexpr double kPerQueryS = 0.0005; // and each query's
+constexpr double kFixedS = 0.002;      // a batch's fixed cost
+constexpr double kPerQueryS = 0.0005;  // and each query's
 // At max_batch 8 a full batch takes 6 ms: at most 8 / 0.006 = 1333 queries/s.
 constexpr double kCapacityQps = 8 / (kFixedS + 8 * kPerQueryS);
 
@@ -43,10 +43,11 @@ ServerScenario Server(double qps, double min_duration_s) {
 }
 
 ServingRun Serve(const ServerScenario& s, double qps, std::uint64_t seed = 7,
-               std::vector<std::int64_t>* sizes = nullptr) {
+                 std::vector<std::int64_t>* sizes = nullptr) {
   VirtualClock clock;
   FakeModel model{&clock, {}};
-  ServingRun run = RunServer(s, qps, seed, [&model](std::int64_t n) { model(n); }, clock);
+  ServingRun run = RunServer(
+      s, qps, seed, [&model](std::int64_t n) { model(n); }, clock);
   if (sizes) *sizes = model.sizes;
   return run;
 }
@@ -145,7 +146,8 @@ TEST(SearchMaxQps, LandsBetweenASustainableAndAnUnsustainableRate) {
   s.slo_p99_ms = 20;
   VirtualClock clock;
   FakeModel model{&clock, {}};
-  const SloSearch found = SearchMaxQps(s, 5, [&model](std::int64_t n) { model(n); }, clock);
+  const SloSearch found = SearchMaxQps(
+      s, 5, [&model](std::int64_t n) { model(n); }, clock);
   ASSERT_GT(found.max_qps, 0);
   // 500 qps meets a 20 ms p99 (previous test), past capacity nothing does.
   EXPECT_GT(found.max_qps, 500);
@@ -158,7 +160,9 @@ TEST(SearchMaxQps, LandsBetweenASustainableAndAnUnsustainableRate) {
   // The same seed, the same probes.
   VirtualClock again;
   FakeModel model2{&again, {}};
-  EXPECT_EQ(SearchMaxQps(s, 5, [&model2](std::int64_t n) { model2(n); }, again).Json(),
+  EXPECT_EQ(SearchMaxQps(
+                s, 5, [&model2](std::int64_t n) { model2(n); }, again)
+                .Json(),
             found.Json());
 }
 
@@ -178,7 +182,8 @@ TEST(SearchMaxQps, ARateTheModelFellBehindIsNotWithinTheSloHoweverShortTheRun) {
 
   VirtualClock clock;
   FakeModel model{&clock, {}};
-  const SloSearch found = SearchMaxQps(s, 5, [&model](std::int64_t n) { model(n); }, clock);
+  const SloSearch found = SearchMaxQps(
+      s, 5, [&model](std::int64_t n) { model(n); }, clock);
   ASSERT_GT(found.max_qps, 0);
   EXPECT_LT(found.max_qps, kCapacityQps);
   ASSERT_GE(found.best, 0);
@@ -191,11 +196,12 @@ TEST(SearchMaxQps, ARateTheModelFellBehindIsNotWithinTheSloHoweverShortTheRun) {
 
 TEST(SearchMaxQps, StopsHalvingWhereNoRunCanBeValid) {
   ServerScenario s = Server(1000, 1);
-  s.slo_p99_ms = 1;  // below one batch's 2.5 ms: never met
+  s.slo_p99_ms = 1;       // below one batch's 2.5 ms: never met
   s.max_duration_s = 10;  // 100 queries need 10 qps or more
   VirtualClock clock;
   FakeModel model{&clock, {}};
-  const SloSearch found = SearchMaxQps(s, 5, [&model](std::int64_t n) { model(n); }, clock);
+  const SloSearch found = SearchMaxQps(
+      s, 5, [&model](std::int64_t n) { model(n); }, clock);
   EXPECT_EQ(found.max_qps, 0);
   // 1000, 500, ..., 15.6: seven rates, the next (7.8 qps) could not be valid.
   ASSERT_EQ(found.probes.size(), 7u);
@@ -208,7 +214,8 @@ TEST(RunSingleStream, OneQueryAtATime) {
   s.min_queries = 100;
   VirtualClock clock;
   FakeModel model{&clock, {}};
-  const ServingRun run = RunSingleStream(s, [&model](std::int64_t n) { model(n); }, clock);
+  const ServingRun run = RunSingleStream(
+      s, [&model](std::int64_t n) { model(n); }, clock);
   ASSERT_TRUE(run.valid) << run.invalid_reason;
   const double one_ms = (kFixedS + kPerQueryS) * 1e3;
   // 1 s of 2.5 ms queries, each on its own.
@@ -218,7 +225,9 @@ TEST(RunSingleStream, OneQueryAtATime) {
   EXPECT_NEAR(run.p99_ms, one_ms, 1e-6);
   s.max_duration_s = 0.1;  // stopped before 100 queries and 1 s
   s.min_duration_s = 0.05;
-  EXPECT_FALSE(RunSingleStream(s, [&model](std::int64_t n) { model(n); }, clock).valid);
+  EXPECT_FALSE(RunSingleStream(
+                   s, [&model](std::int64_t n) { model(n); }, clock)
+                   .valid);
 }
 
 }  // namespace

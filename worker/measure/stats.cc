@@ -75,13 +75,13 @@ SampleStats Summarize(const std::vector<double>& in_order, double target_ci) {
     stats.median_ci_relative = RelativeHalfWidth(*ci, stats.median_ms);
   }
   constexpr double kP99 = 0.99;
-  if (const auto ci = QuantileConfidenceInterval(
-          samples_ms, kP99, SerialVarianceFactor(in_order, stats.p99_ms))) {
+  if (const auto ci = QuantileConfidenceInterval(samples_ms, kP99,
+                                                 SerialVarianceFactor(in_order, stats.p99_ms))) {
     stats.p99_ci_low_ms = ci->low;
     stats.p99_ci_high_ms = ci->high;
   }
-  stats.noisy = stats.n < kMinSamples || !stats.median_ci_relative ||
-                *stats.median_ci_relative > target_ci;
+  stats.noisy =
+      stats.n < kMinSamples || !stats.median_ci_relative || *stats.median_ci_relative > target_ci;
   return stats;
 }
 

@@ -71,7 +71,8 @@ std::vector<double> PerfectStep(std::size_t n) {
 TEST(FindRegimeChangeTest, SamplesToSeeAChangeIsTheFewestThatCanShowOne) {
   // 6 | 7 samples of a perfect step reach z = 3.0 exactly; 6 | 6 reach 2.88.
   EXPECT_EQ(kSamplesToSeeRegimeChange, 13u);
-  EXPECT_EQ(FindRegimeChange(PerfectStep(kSamplesToSeeRegimeChange)), kSamplesToSeeRegimeChange / 2);
+  EXPECT_EQ(FindRegimeChange(PerfectStep(kSamplesToSeeRegimeChange)),
+            kSamplesToSeeRegimeChange / 2);
   for (std::size_t n = 0; n < kSamplesToSeeRegimeChange; ++n) {
     EXPECT_EQ(FindRegimeChange(PerfectStep(n)), std::nullopt) << n << " samples";
   }

@@ -61,11 +61,13 @@ std::string HostMachine() {
 
 bool AotiSupported() { return BENCHFLEET_HAS_AOTI != 0; }
 
-AotiPackageCheck CheckAotiPackage(const std::string& path, const std::string& device, const std::string& field) {
+AotiPackageCheck CheckAotiPackage(const std::string& path, const std::string& device,
+                                  const std::string& field) {
   if (!AotiSupported()) {
-    throw WorkloadError(field + ": this worker's LibTorch (" + std::string(TORCH_VERSION) +
-                        ") has no AOTInductor package loader (LibTorch 2.6 or newer has); run the job on a "
-                        "worker of a newer torch (the sweep's torch axis)");
+    throw WorkloadError(
+        field + ": this worker's LibTorch (" + std::string(TORCH_VERSION) +
+        ") has no AOTInductor package loader (LibTorch 2.6 or newer has); run the job on a "
+        "worker of a newer torch (the sweep's torch axis)");
   }
   if (!std::ifstream(path)) {
     throw WorkloadError(field + ": cannot read the package " + path + ": " + std::strerror(errno));
@@ -74,16 +76,18 @@ AotiPackageCheck CheckAotiPackage(const std::string& path, const std::string& de
   if (!facts.ok()) throw WorkloadError(field + ": " + facts.status().message());
   const std::string kind = device.substr(0, device.find(':'));
   if (facts->device != kind) {
-    throw WorkloadError(field + ": the package was compiled for " + facts->device + ", not for device " +
-                        device + "; compile it for " + kind + " or run the job on a " + facts->device +
-                        " device");
+    throw WorkloadError(field + ": the package was compiled for " + facts->device +
+                        ", not for device " + device + "; compile it for " + kind +
+                        " or run the job on a " + facts->device + " device");
   }
   const std::string machine = HostMachine();
   if (!facts->machine.empty() && !machine.empty() && facts->machine != machine) {
-    throw WorkloadError(field + ": the package was compiled for " + facts->machine + " and this host is " +
-                        machine + "; compile it on (or for) a host of this architecture");
+    throw WorkloadError(field + ": the package was compiled for " + facts->machine +
+                        " and this host is " + machine +
+                        "; compile it on (or for) a host of this architecture");
   }
-  if (!facts->torch_version.empty() && CompareTorchVersions(facts->torch_version, TORCH_VERSION) > 0) {
+  if (!facts->torch_version.empty() &&
+      CompareTorchVersions(facts->torch_version, TORCH_VERSION) > 0) {
     throw WorkloadError(field + ": the package was made by torch " + facts->torch_version +
                         ", newer than this worker's LibTorch " + TORCH_VERSION +
                         "; run it on a worker of that torch or newer (the sweep's torch axis)");
@@ -98,10 +102,12 @@ std::unique_ptr<Model> LoadAotiPackage(const std::string& path, const std::strin
   // and call. Read once, at the package's first run.
   setenv("AOTI_RUNTIME_CHECK_INPUTS", "1", /*overwrite=*/0);
   try {
-    return std::make_unique<AotiModel>(std::make_unique<torch::inductor::AOTIModelPackageLoader>(path));
+    return std::make_unique<AotiModel>(
+        std::make_unique<torch::inductor::AOTIModelPackageLoader>(path));
   } catch (const std::exception& e) {
     const std::string message = e.what();
-    throw WorkloadError(field + ": the package's compiled library does not load in this worker (LibTorch " +
+    throw WorkloadError(field +
+                        ": the package's compiled library does not load in this worker (LibTorch " +
                         std::string(TORCH_VERSION) + "): " + message.substr(0, message.find('\n')));
   }
 #else

@@ -1,10 +1,10 @@
 #include "worker/models/compiled_model.h"
 
+#include <c10/util/hash.h>
 #include <fcntl.h>
 #include <sys/wait.h>
-#include <unistd.h>
-#include <c10/util/hash.h>
 #include <torch/version.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -56,10 +56,12 @@ std::string ToolsDir() {
   std::error_code ec;
   const fs::path self = fs::read_symlink("/proc/self/exe", ec);
   std::vector<fs::path> candidates;
-  if (!ec) candidates.push_back(self.parent_path().parent_path() / "share" / "benchfleet" / "python");
+  if (!ec)
+    candidates.push_back(self.parent_path().parent_path() / "share" / "benchfleet" / "python");
   candidates.emplace_back(BENCHFLEET_PYTHON_TOOLS_DIR);
   for (const fs::path& dir : candidates) {
-    if (!dir.empty() && fs::exists(dir / kCompiler, ec) && fs::exists(dir / kZoo, ec)) return dir.string();
+    if (!dir.empty() && fs::exists(dir / kCompiler, ec) && fs::exists(dir / kZoo, ec))
+      return dir.string();
   }
   return "";
 }
@@ -73,25 +75,32 @@ std::string ReadAll(const std::string& path) {
 
 // $BENCHFLEET_PACKAGE_CACHE (the agent's STATE_DIR/packages), else the user's cache.
 fs::path CacheDir() {
-  if (const char* dir = std::getenv(kPackageCacheVariable); dir != nullptr && *dir != '\0') return dir;
+  if (const char* dir = std::getenv(kPackageCacheVariable); dir != nullptr && *dir != '\0')
+    return dir;
   if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg != nullptr && *xdg != '\0') {
     return fs::path(xdg) / "benchfleet" / "packages";
   }
   const char* home = std::getenv("HOME");
-  return fs::path(home != nullptr && *home != '\0' ? home : "/tmp") / ".cache" / "benchfleet" / "packages";
+  return fs::path(home != nullptr && *home != '\0' ? home : "/tmp") / ".cache" / "benchfleet" /
+         "packages";
 }
 
 // The model_args the zoo model was built with, whole (the compiler builds the same).
 json ZooArgs(const JobSpec& spec) {
-  if (spec.model == "matmul") return {{"m", spec.matmul.m}, {"k", spec.matmul.k}, {"n", spec.matmul.n}};
+  if (spec.model == "matmul")
+    return {{"m", spec.matmul.m}, {"k", spec.matmul.k}, {"n", spec.matmul.n}};
   if (spec.model == "mlp") return {{"layers", spec.mlp.layers}};
   if (spec.model == "cnn") {
     const CnnArgs& c = spec.cnn;
-    return {{"width", c.width}, {"blocks", c.blocks}, {"image_size", c.image_size},
+    return {{"width", c.width},       {"blocks", c.blocks},   {"image_size", c.image_size},
             {"channels", c.channels}, {"classes", c.classes}, {"memory_format", c.memory_format}};
   }
   const TransformerArgs& t = spec.transformer;
-  return {{"hidden", t.hidden}, {"heads", t.heads}, {"layers", t.layers}, {"ffn", t.ffn}, {"seq_len", t.seq_len}};
+  return {{"hidden", t.hidden},
+          {"heads", t.heads},
+          {"layers", t.layers},
+          {"ffn", t.ffn},
+          {"seq_len", t.seq_len}};
 }
 
 // The model's parameters and buffers (BatchNorm's statistics), by their module paths: what
@@ -109,17 +118,21 @@ SavedState SaveState(Model& eager) {
   SavedState saved;
   auto add = [&](const std::string& name, const torch::Tensor& value) {
     const torch::Tensor t = value.detach().to(torch::kCPU).contiguous();
-    const std::string dtype = t.scalar_type() == torch::kFloat    ? "float32"
+    const std::string dtype = t.scalar_type() == torch::kFloat      ? "float32"
                               : t.scalar_type() == torch::kBFloat16 ? "bfloat16"
                               : t.scalar_type() == torch::kLong     ? "int64"
                                                                     : "";
     if (dtype.empty()) {
-      throw WorkloadError("technique: tensor " + name + " is of a dtype the compiler does not read (" +
+      throw WorkloadError("technique: tensor " + name +
+                          " is of a dtype the compiler does not read (" +
                           std::string(c10::toString(t.scalar_type())) + ")");
     }
     const auto size = static_cast<std::size_t>(t.numel()) * t.element_size();
-    saved.manifest.push_back({{"name", name}, {"dtype", dtype}, {"shape", t.sizes().vec()},
-                              {"offset", saved.bytes.size()}, {"bytes", size}});
+    saved.manifest.push_back({{"name", name},
+                              {"dtype", dtype},
+                              {"shape", t.sizes().vec()},
+                              {"offset", saved.bytes.size()},
+                              {"bytes", size}});
     saved.bytes.append(static_cast<const char*>(t.data_ptr()), size);
   };
   for (const auto& item : root->named_parameters(/*recurse=*/true)) add(item.key(), item.value());
@@ -143,7 +156,8 @@ int Run(const std::vector<std::string>& argv, const std::vector<std::string>& ex
   if (out < 0 || err < 0) {
     if (out >= 0) close(out);
     if (err >= 0) close(err);
-    throw WorkloadError("technique: cannot write the compiler's output under " + fs::path(out_path).parent_path().string());
+    throw WorkloadError("technique: cannot write the compiler's output under " +
+                        fs::path(out_path).parent_path().string());
   }
   const pid_t pid = fork();
   if (pid == 0) {
@@ -162,7 +176,8 @@ int Run(const std::vector<std::string>& argv, const std::vector<std::string>& ex
 }
 
 std::string LastLine(const std::string& text) {
-  std::string tail = text.size() > kErrorTailBytes ? text.substr(text.size() - kErrorTailBytes) : text;
+  std::string tail =
+      text.size() > kErrorTailBytes ? text.substr(text.size() - kErrorTailBytes) : text;
   while (!tail.empty() && (tail.back() == '\n' || tail.back() == ' ')) tail.pop_back();
   const std::size_t newline = tail.rfind('\n');
   return newline == std::string::npos ? tail : tail.substr(newline + 1);
@@ -187,7 +202,8 @@ void PruneCache(const fs::path& cache, const fs::path& keep) {
     entries.push_back({e.path(), e.last_write_time(ec), bytes});
     total += bytes;
   }
-  std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) { return a.used < b.used; });
+  std::sort(entries.begin(), entries.end(),
+            [](const Entry& a, const Entry& b) { return a.used < b.used; });
   for (const Entry& e : entries) {
     if (total <= kMaxPackageCacheBytes) break;
     if (e.path == keep) continue;
@@ -215,15 +231,17 @@ CompiledModel CompileZooModel(const JobSpec& spec, Model& eager) {
   const std::string python = TorchPython();
   const std::string tools = ToolsDir();
   if (python.empty() || tools.empty()) {
-    throw WorkloadError("technique " + json(technique).dump() + ": this worker (LibTorch " + TORCH_VERSION +
-                        ") has no python of its torch to compile with" +
-                        (python.empty() ? std::string(" (built without BENCHFLEET_TORCH_PYTHON, or ") +
-                                              BENCHFLEET_TORCH_PYTHON + " is gone)"
-                                        : " (compile_model.py is not installed beside it)") +
-                        "; run the job on a worker built against the torch wheel (the sweep's torch axis)");
+    throw WorkloadError(
+        "technique " + json(technique).dump() + ": this worker (LibTorch " + TORCH_VERSION +
+        ") has no python of its torch to compile with" +
+        (python.empty() ? std::string(" (built without BENCHFLEET_TORCH_PYTHON, or ") +
+                              BENCHFLEET_TORCH_PYTHON + " is gone)"
+                        : " (compile_model.py is not installed beside it)") +
+        "; run the job on a worker built against the torch wheel (the sweep's torch axis)");
   }
   if (technique == "aoti" && !AotiSupported()) {
-    throw WorkloadError("technique \"aoti\": this worker's LibTorch (" + std::string(TORCH_VERSION) +
+    throw WorkloadError("technique \"aoti\": this worker's LibTorch (" +
+                        std::string(TORCH_VERSION) +
                         ") has no AOTInductor package loader (LibTorch 2.6 or newer has)");
   }
   // What the compiled file is made of: the same weights, model, dtype, device, torch
@@ -231,16 +249,20 @@ CompiledModel CompileZooModel(const JobSpec& spec, Model& eager) {
   const SavedState state = SaveState(eager);
   // The threads too: Inductor writes its own kernels for the thread count it compiles
   // under (serial ones for one thread, OpenMP regions for more).
-  const json job = {{"model", spec.model},          {"model_args", ZooArgs(spec)}, {"batch_size", spec.batch_size},
-                    {"dtype", spec.dtype},          {"device", spec.device},      {"seed", spec.seed},
-                    {"threads", spec.threads},      {"technique", technique}};
-  c10::sha1 hash(state.bytes + "\n" + state.manifest.dump() + "\n" + job.dump() + "\n" + TORCH_VERSION + "\n" +
-                 ReadAll(tools + "/" + kCompiler) + ReadAll(tools + "/" + kZoo));
+  const json job = {{"model", spec.model},           {"model_args", ZooArgs(spec)},
+                    {"batch_size", spec.batch_size}, {"dtype", spec.dtype},
+                    {"device", spec.device},         {"seed", spec.seed},
+                    {"threads", spec.threads},       {"technique", technique}};
+  c10::sha1 hash(state.bytes + "\n" + state.manifest.dump() + "\n" + job.dump() + "\n" +
+                 TORCH_VERSION + "\n" + ReadAll(tools + "/" + kCompiler) +
+                 ReadAll(tools + "/" + kZoo));
   const std::string key = hash.str();
   const fs::path cache = CacheDir();
   std::error_code ec;
   fs::create_directories(cache, ec);
-  if (ec) throw WorkloadError("technique: cannot make the package cache " + cache.string() + ": " + ec.message());
+  if (ec)
+    throw WorkloadError("technique: cannot make the package cache " + cache.string() + ": " +
+                        ec.message());
   const std::string extension = technique == "aoti" ? ".pt2" : ".pt";
   const fs::path file = cache / (key + extension);
   const fs::path report_path = cache / (key + ".json");
@@ -258,7 +280,8 @@ CompiledModel CompileZooModel(const JobSpec& spec, Model& eager) {
     const fs::path partial = cache / (mine + ".partial" + extension);
     const fs::path out_log = cache / (mine + ".out"), err_log = cache / (mine + ".err");
     auto clean = [&] {
-      for (const fs::path& p : {weights, manifest, job_path, partial, out_log, err_log}) fs::remove(p, ec);
+      for (const fs::path& p : {weights, manifest, job_path, partial, out_log, err_log})
+        fs::remove(p, ec);
     };
     {
       std::ofstream out(weights, std::ios::binary);
@@ -274,16 +297,17 @@ CompiledModel CompileZooModel(const JobSpec& spec, Model& eager) {
     // lands in a shared /tmp.
     std::vector<std::string> env = {"TORCHINDUCTOR_CACHE_DIR=" + (cache / "inductor").string()};
     const auto started = SteadyClock::now();
-    const int status = Run({python, tools + "/" + kCompiler, "--job", job_path.string(), "--weights",
-                            manifest.string(), "--technique", technique, "--out", partial.string()},
-                           env, out_log.string(), err_log.string());
+    const int status =
+        Run({python, tools + "/" + kCompiler, "--job", job_path.string(), "--weights",
+             manifest.string(), "--technique", technique, "--out", partial.string()},
+            env, out_log.string(), err_log.string());
     const double wall_s = SecondsSince(started);
     const std::string out_text = ReadAll(out_log.string());
     const std::string err_text = ReadAll(err_log.string());
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
       clean();
-      throw WorkloadError("technique " + json(technique).dump() + ": compiling the model with " + python +
-                          " failed (" +
+      throw WorkloadError("technique " + json(technique).dump() + ": compiling the model with " +
+                          python + " failed (" +
                           (WIFEXITED(status) ? "exit " + std::to_string(WEXITSTATUS(status))
                                              : "signal " + std::to_string(WTERMSIG(status))) +
                           "): " + LastLine(err_text));
@@ -291,14 +315,15 @@ CompiledModel CompileZooModel(const JobSpec& spec, Model& eager) {
     report = json::parse(LastLine(out_text), nullptr, false);
     if (!report.is_object() || !fs::exists(partial, ec)) {
       clean();
-      throw WorkloadError("technique " + json(technique).dump() + ": the compiler printed no report: " +
-                          LastLine(out_text + err_text));
+      throw WorkloadError("technique " + json(technique).dump() +
+                          ": the compiler printed no report: " + LastLine(out_text + err_text));
     }
     report["wall_s"] = wall_s;
     fs::rename(partial, file, ec);
     if (ec) {
       clean();
-      throw WorkloadError("technique: cannot keep the compiled file in " + cache.string() + ": " + ec.message());
+      throw WorkloadError("technique: cannot keep the compiled file in " + cache.string() + ": " +
+                          ec.message());
     }
     const Status kept = WriteFileAtomically(report_path.string(), report.dump());
     clean();
@@ -313,7 +338,8 @@ CompiledModel CompileZooModel(const JobSpec& spec, Model& eager) {
   if (technique == "aoti") {
     const AotiPackageCheck check = CheckAotiPackage(file.string(), spec.device, "technique");
     compiled.model = LoadAotiPackage(file.string(), "technique");
-    report["package_torch_version"] = check.torch_version.empty() ? json(nullptr) : json(check.torch_version);
+    report["package_torch_version"] =
+        check.torch_version.empty() ? json(nullptr) : json(check.torch_version);
   } else {
     compiled.model = LoadTorchScriptFile(file.string(), "technique");
   }

@@ -2,6 +2,8 @@
 // package checked and run (and each bad one refused with its reason before anything of it
 // runs), and a zoo model compiled by the python of the worker's torch into TorchScript
 // and into a package, with the worker's own weights, cached by content.
+#include "worker/models/compiled_model.h"
+
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -13,7 +15,6 @@
 #include "common/job_spec.h"
 #include "worker/job_runner.h"
 #include "worker/models/aoti_model.h"
-#include "worker/models/compiled_model.h"
 #include "worker/models/cuda_graph.h"
 
 #ifndef BENCHFLEET_TORCH_PYTHON
@@ -26,7 +27,9 @@ namespace {
 using nlohmann::json;
 namespace fs = std::filesystem;
 
-json Timing() { return {{"warmup_s", 0.05}, {"min_time_s", 0.2}, {"max_time_s", 1}, {"target_ci", 0.05}}; }
+json Timing() {
+  return {{"warmup_s", 0.05}, {"min_time_s", 0.2}, {"max_time_s", 1}, {"target_ci", 0.05}};
+}
 
 class CompiledModelTest : public ::testing::Test {
  protected:
@@ -41,25 +44,36 @@ class CompiledModelTest : public ::testing::Test {
   }
   void SetUp() override {
     if (std::string(BENCHFLEET_TORCH_PYTHON).empty()) {
-      GTEST_SKIP() << "the worker was built without BENCHFLEET_TORCH_PYTHON: no torch python to compile with";
+      GTEST_SKIP() << "the worker was built without BENCHFLEET_TORCH_PYTHON: no torch python to "
+                      "compile with";
     }
-    if (!AotiSupported()) GTEST_SKIP() << "this LibTorch has no AOTInductor package loader (2.6 or newer has)";
+    if (!AotiSupported())
+      GTEST_SKIP() << "this LibTorch has no AOTInductor package loader (2.6 or newer has)";
     ASSERT_TRUE(made_) << "tests/make_aoti_packages.py failed";
   }
-  static std::string Packages() { return std::string(BENCHFLEET_TEST_PACKAGE_CACHE) + "/test-packages"; }
+  static std::string Packages() {
+    return std::string(BENCHFLEET_TEST_PACKAGE_CACHE) + "/test-packages";
+  }
 
   static json PackageJob(const std::string& file, const json& patch = json::object()) {
-    json job = {{"job_id", 1}, {"model", "aoti"},
+    json job = {{"job_id", 1},
+                {"model", "aoti"},
                 {"model_args", {{"path", Packages() + "/" + file}, {"inputs", {{32}}}}},
-                {"mode", "inference"}, {"dtype", "fp32"}, {"device", "cpu"}, {"batch_size", 4},
-                {"threads", 1}, {"timing", Timing()}};
+                {"mode", "inference"},
+                {"dtype", "fp32"},
+                {"device", "cpu"},
+                {"batch_size", 4},
+                {"threads", 1},
+                {"timing", Timing()}};
     job.merge_patch(patch);
     return job;
   }
   static json ZooJob(const std::string& technique, const json& patch = json::object()) {
-    json job = {{"job_id", 2}, {"model", "mlp"}, {"model_args", {{"layers", {64, 64, 10}}}},
-                {"mode", "inference"}, {"dtype", "fp32"}, {"device", "cpu"}, {"batch_size", 8},
-                {"threads", 1}, {"technique", technique}, {"timing", Timing()}};
+    json job = {
+        {"job_id", 2},         {"model", "mlp"},  {"model_args", {{"layers", {64, 64, 10}}}},
+        {"mode", "inference"}, {"dtype", "fp32"}, {"device", "cpu"},
+        {"batch_size", 8},     {"threads", 1},    {"technique", technique},
+        {"timing", Timing()}};
     job.merge_patch(patch);
     return job;
   }
@@ -88,13 +102,15 @@ TEST_F(CompiledModelTest, EachBadPackageIsRefusedWithItsReasonBeforeItRuns) {
       {PackageJob("broken_so.pt2"), "the package's compiled library does not load in this worker"},
       {PackageJob("arm.pt2"), "the package was compiled for aarch64 and this host is "},
       {PackageJob("cuda.pt2"), "the package was compiled for cuda, not for device cpu"},
-      {PackageJob("newer.pt2"), "the package was made by torch 99.0.0, newer than this worker's LibTorch"},
+      {PackageJob("newer.pt2"),
+       "the package was made by torch 99.0.0, newer than this worker's LibTorch"},
       {PackageJob("missing.pt2"), "cannot read the package"},
       // What the package checks of its inputs, once loaded.
       {PackageJob("mlp.pt2", {{"model_args", {{"inputs", {{16}}}}}}),
        "model_args.inputs: the input shape [[16]] (batch_size 4 prepended) does not fit the model: "
        "input_handles[0]: unmatched dim value at 1, expected: 32, but got: 16"},
-      {PackageJob("mlp.pt2", {{"batch_size", 65}}), "dim value is too large at 0, expected to be <= 64"},
+      {PackageJob("mlp.pt2", {{"batch_size", 65}}),
+       "dim value is too large at 0, expected to be <= 64"},
       {PackageJob("mlp.pt2", {{"dtype", "bf16"}}), "unmatched dtype"},
   };
   for (const Case& c : cases) {
@@ -120,7 +136,8 @@ TEST_F(CompiledModelTest, AZooModelCompiledEitherWayComputesWhatTheEagerOneDoesA
     EXPECT_GE(compile["compile_s"].get<double>(), 0);
     EXPECT_GT(compile["export_s"].get<double>(), 0);
     // The worker's own weights, loaded into the compiler's module: the same outputs.
-    EXPECT_LT(first.result["accuracy"]["max_abs_err"].get<double>(), 1e-5) << first.result["accuracy"].dump();
+    EXPECT_LT(first.result["accuracy"]["max_abs_err"].get<double>(), 1e-5)
+        << first.result["accuracy"].dump();
     EXPECT_EQ(first.result["accuracy"]["top1_agreement"], 1.0);
     // The same model, weights and torch again: the cached file, with the figures of its making.
     const JobOutcome again = RunJob(ZooJob(technique));
@@ -149,7 +166,8 @@ TEST_F(CompiledModelTest, Int8GoesThroughPt2eIntoAPackageAndSaysSo) {
   EXPECT_EQ(settings["is_dynamic"], true) << settings.dump();
   EXPECT_TRUE(settings["reduce_range"].is_boolean()) << settings.dump();
   // int8 against the fp32 model: close, as the eager path's is.
-  EXPECT_LT(pt2e.result["accuracy"]["rel_err"].get<double>(), 0.05) << pt2e.result["accuracy"].dump();
+  EXPECT_LT(pt2e.result["accuracy"]["rel_err"].get<double>(), 0.05)
+      << pt2e.result["accuracy"].dump();
   EXPECT_EQ(pt2e.result["accuracy"]["top1_agreement"], 1.0);
 }
 
@@ -161,10 +179,17 @@ TEST_F(CompiledModelTest, TheProbeSaysWhichTechniquesThisWorkerRuns) {
 
 // One forward pass captured into a CUDA graph and replayed: the same outputs as eager.
 TEST(CudaGraphTest, ACapturedStepComputesWhatTheEagerOneDoes) {
-  if (!CudaGraphSupported()) GTEST_SKIP() << "no CUDA device here (or a LibTorch without CUDA): nothing to capture";
-  json job = {{"job_id", 3}, {"model", "mlp"}, {"model_args", {{"layers", {256, 256, 10}}}},
-              {"mode", "inference"}, {"dtype", "fp32"}, {"device", "cuda"}, {"batch_size", 32},
-              {"threads", 1}, {"technique", "cuda_graph"},
+  if (!CudaGraphSupported())
+    GTEST_SKIP() << "no CUDA device here (or a LibTorch without CUDA): nothing to capture";
+  json job = {{"job_id", 3},
+              {"model", "mlp"},
+              {"model_args", {{"layers", {256, 256, 10}}}},
+              {"mode", "inference"},
+              {"dtype", "fp32"},
+              {"device", "cuda"},
+              {"batch_size", 32},
+              {"threads", 1},
+              {"technique", "cuda_graph"},
               {"timing", {{"warmup_s", 0.05}, {"min_time_s", 0.2}, {"max_time_s", 1}}}};
   const JobOutcome outcome = RunJob(job);
   ASSERT_EQ(outcome.exit_code, kExitOk) << outcome.result.dump();

@@ -32,7 +32,8 @@ CapturedStep CaptureForward(const std::shared_ptr<Model>& model,
 #if defined(BENCHFLEET_TORCH_CUDA)
   if (!CudaGraphSupported()) throw WorkloadError("technique \"cuda_graph\": no CUDA device here");
   if (inputs->empty() || !inputs->front().is_cuda()) {
-    throw WorkloadError("technique \"cuda_graph\" captures CUDA kernels: give the job a cuda device");
+    throw WorkloadError(
+        "technique \"cuda_graph\" captures CUDA kernels: give the job a cuda device");
   }
   const c10::DeviceIndex device = inputs->front().device().index();
   // The graph (kept alive by the replay closure) and its output.
@@ -52,9 +53,10 @@ CapturedStep CaptureForward(const std::shared_ptr<Model>& model,
     }
     side.synchronize();
   } catch (const c10::Error& e) {
-    throw WorkloadError(std::string("technique \"cuda_graph\": the forward pass cannot be captured (it syncs "
-                                    "with the host, or allocates outside the graph's pool): ") +
-                        e.what_without_backtrace());
+    throw WorkloadError(
+        std::string("technique \"cuda_graph\": the forward pass cannot be captured (it syncs "
+                    "with the host, or allocates outside the graph's pool): ") +
+        e.what_without_backtrace());
   }
   step.replay = [graph]() { graph->replay(); };
   return step;

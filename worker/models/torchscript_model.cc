@@ -63,7 +63,8 @@ class TorchScriptModel : public Model {
 
 std::unique_ptr<Model> LoadTorchScriptFile(const std::string& path, const std::string& field) {
   if (!std::ifstream(path)) {
-    throw WorkloadError(field + ": cannot read TorchScript file " + path + ": " + std::strerror(errno));
+    throw WorkloadError(field + ": cannot read TorchScript file " + path + ": " +
+                        std::strerror(errno));
   }
   torch::jit::Module module;
   try {
@@ -85,9 +86,10 @@ const std::string& PlacedModelFile(const JobSpec& spec) {
   if (spec.file.path.empty()) {
     // A job names its file by sha256 or agent_path; the agent that runs it puts the
     // file's place here (schemas/sweep.md, Models by content).
-    throw WorkloadError("model_args.path: missing: the worker loads the file the agent placed for model_args." +
-                        std::string(spec.file.sha256.empty() ? "agent_path" : "sha256") +
-                        "; run the job through an agent");
+    throw WorkloadError(
+        "model_args.path: missing: the worker loads the file the agent placed for model_args." +
+        std::string(spec.file.sha256.empty() ? "agent_path" : "sha256") +
+        "; run the job through an agent");
   }
   return spec.file.path;
 }

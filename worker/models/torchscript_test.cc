@@ -121,13 +121,15 @@ TEST_F(TorchScriptTest, FrozenAndOptimizedModulesRunAndKeepTheirOutputs) {
     if (jit != "none") {
       EXPECT_LT(r.at("accuracy").at("max_abs_err").get<double>(), 1e-3) << r.dump();
     }
-    std::cout << "FIGURE torchscript conv jit " << jit << ": median " << r["stats"]["median_ms"] << " ms\n";
+    std::cout << "FIGURE torchscript conv jit " << jit << ": median " << r["stats"]["median_ms"]
+              << " ms\n";
   }
   // A frozen module has nothing to train.
   const JobOutcome train = RunJob(Job(conv, {{3, 16, 16}}, "train", "fp32", "freeze"));
   std::remove(conv.c_str());
   EXPECT_EQ(train.exit_code, kExitRejected);
-  EXPECT_NE(train.result.value("error", "").find("model_args.jit \"freeze\" runs in mode \"inference\" only"),
+  EXPECT_NE(train.result.value("error", "")
+                .find("model_args.jit \"freeze\" runs in mode \"inference\" only"),
             std::string::npos)
       << train.result.dump();
 }
@@ -182,7 +184,9 @@ TEST_F(TorchScriptTest, AStudentIsComparedWithItsTeacher) {
     torch::jit::Module m("Teacher");
     m.register_parameter("w1", torch::randn({4, 16}), /*is_buffer=*/false);
     m.register_parameter("w2", torch::randn({16, 3}), /*is_buffer=*/false);
-    m.define("def forward(self, x):\n    return torch.matmul(torch.relu(torch.matmul(x, self.w1)), self.w2)\n");
+    m.define(
+        "def forward(self, x):\n    return torch.matmul(torch.relu(torch.matmul(x, self.w1)), "
+        "self.w2)\n");
     m.save(teacher);
   }
   job["reference"]["model_args"]["path"] = teacher;
@@ -199,7 +203,9 @@ TEST_F(TorchScriptTest, AStudentIsComparedWithItsTeacher) {
   outcome = RunJob(wide);
   std::remove(teacher.c_str());
   EXPECT_EQ(outcome.exit_code, kExitRejected);
-  EXPECT_EQ(outcome.result.value("error", "").rfind("reference: reference " + teacher + " failed on the job's inputs", 0), 0u)
+  EXPECT_EQ(outcome.result.value("error", "")
+                .rfind("reference: reference " + teacher + " failed on the job's inputs", 0),
+            0u)
       << outcome.result.dump();
 
   // A built-in classifier as the teacher: top-1 agreement is its labels'.

@@ -107,8 +107,7 @@ std::function<void()> TrainStep(const std::shared_ptr<Model>& model,
   std::vector<torch::Tensor> params = model->Parameters();
   if (params.empty()) {
     throw WorkloadError("mode \"train\" needs a model with parameters to update; " +
-                        (spec.model == "torchscript" ? spec.file.path : spec.model) +
-                        " has none");
+                        (spec.model == "torchscript" ? spec.file.path : spec.model) + " has none");
   }
   for (torch::Tensor& p : params) p.requires_grad_(true);
   model->SetTraining(true);
@@ -150,7 +149,8 @@ PreparedWorkload PrepareWorkload(const JobSpec& spec) {
     // from the start, and its outputs have no fp32 model to be held against.
     const bool package = spec.model == "aoti";
     for (const torch::Tensor& input : built.inputs) {
-      inputs->push_back(package && spec.dtype == "bf16" ? input.to(device, torch::kBFloat16) : input.to(device));
+      inputs->push_back(package && spec.dtype == "bf16" ? input.to(device, torch::kBFloat16)
+                                                        : input.to(device));
     }
     torch::Tensor reference = FirstForward(*model, *inputs, spec);
     bool classifier = built.classifier;
@@ -177,7 +177,8 @@ PreparedWorkload PrepareWorkload(const JobSpec& spec) {
       for (torch::Tensor& input : *inputs) input = input.to(torch::kBFloat16);
     } else if (spec.dtype == "int8" && !compiled) {
       if (model->QuantizeDynamicInt8() == 0) {
-        throw WorkloadError("int8 dynamic quantization needs Linear layers; model " + spec.model + " has none");
+        throw WorkloadError("int8 dynamic quantization needs Linear layers; model " + spec.model +
+                            " has none");
       }
       // The eager API's path (torch.ao.quantization's quantize_dynamic); PT2E is technique aoti's.
       techniques["quantization"] = kEagerInt8Path;
@@ -210,8 +211,9 @@ PreparedWorkload PrepareWorkload(const JobSpec& spec) {
     if (graph) {
       graph->replay();
       workload.accuracy = Accuracy(reference, graph->output, classifier);
-    } else if (!package && (spec.dtype != "fp32" || (spec.model == "torchscript" && spec.file.jit != "none") ||
-                            compiled || spec.prune || spec.reference)) {
+    } else if (!package &&
+               (spec.dtype != "fp32" || (spec.model == "torchscript" && spec.file.jit != "none") ||
+                compiled || spec.prune || spec.reference)) {
       c10::InferenceMode guard;
       workload.accuracy = Accuracy(reference, model->Forward(*inputs), classifier);
     }

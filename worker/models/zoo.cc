@@ -77,16 +77,17 @@ class SyncedBatchNorm2dImpl : public nn::BatchNorm2dImpl {
     const torch::Tensor local_squares =
         (x - local_mean.view(per_channel)).pow(2).sum(reduced).to(torch::kDouble);
     const torch::Tensor mean_d = local_mean.to(torch::kDouble);
-    const torch::Tensor sums = rank_sum_(torch::cat(
-        {torch::full({1}, local_count, mean_d.options()), mean_d * local_count,
-         local_squares + mean_d.pow(2) * local_count}));
+    const torch::Tensor sums =
+        rank_sum_(torch::cat({torch::full({1}, local_count, mean_d.options()), mean_d * local_count,
+                              local_squares + mean_d.pow(2) * local_count}));
     const torch::Tensor count = sums.narrow(0, 0, 1);
     const torch::Tensor global_mean = sums.narrow(0, 1, channels) / count;
     const torch::Tensor global_var =
         (sums.narrow(0, 1 + channels, channels) / count - global_mean.pow(2)).clamp_min(0);
     const torch::Tensor mean = global_mean.to(x.scalar_type());
     const torch::Tensor var = global_var.to(x.scalar_type());
-    torch::Tensor y = (x - mean.view(per_channel)) * torch::rsqrt(var + options.eps()).view(per_channel);
+    torch::Tensor y =
+        (x - mean.view(per_channel)) * torch::rsqrt(var + options.eps()).view(per_channel);
     if (options.affine()) y = y * weight.view(per_channel) + bias.view(per_channel);
     if (options.track_running_stats()) {
       torch::NoGradGuard no_grad;

@@ -179,9 +179,10 @@ TEST(ZooTest, TheCnnRunsInChannelsLastOrder) {
   bad["model_args"]["memory_format"] = "nhwc";
   const JobOutcome refused = RunJob(bad);
   EXPECT_EQ(refused.exit_code, kExitRejected);
-  EXPECT_NE(refused.result.value("error", "").find(
-                "model_args.memory_format must be one of contiguous, channels_last, got \"nhwc\""),
-            std::string::npos)
+  EXPECT_NE(
+      refused.result.value("error", "")
+          .find("model_args.memory_format must be one of contiguous, channels_last, got \"nhwc\""),
+      std::string::npos)
       << refused.result.dump();
 }
 

@@ -10,12 +10,11 @@
 #error "c10d_compat.h needs USE_C10D_GLOO: link the worker through Torch's CMake targets"
 #endif
 
-#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
-#include <torch/csrc/distributed/c10d/TCPStore.hpp>
-
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
 namespace benchfleet::worker::c10d_compat {
 

@@ -32,7 +32,7 @@ double CallBytes(const JobSpec& spec) {
 // What the ranks share: the group and the buffers of the timed call.
 struct Collective {
   RankGroup ranks;
-  at::Tensor buffer;                // this rank's input (and output, but for allgather)
+  at::Tensor buffer;                 // this rank's input (and output, but for allgather)
   std::vector<at::Tensor> gathered;  // allgather: one per rank
 
   void Call(const std::string& op) {
@@ -96,7 +96,8 @@ PreparedWorkload PrepareCollective(const JobSpec& spec) {
   const auto options = at::TensorOptions().dtype(ElementType(spec));
   c->buffer = at::zeros({spec.collective.bytes / element}, options);
   if (spec.model == "allgather") {
-    for (std::int64_t j = 0; j < d.world_size; ++j) c->gathered.push_back(at::zeros_like(c->buffer));
+    for (std::int64_t j = 0; j < d.world_size; ++j)
+      c->gathered.push_back(at::zeros_like(c->buffer));
   }
   try {
     CheckOnce(*c, spec);

@@ -11,11 +11,11 @@
 #include <string>
 #include <vector>
 
-#include "worker/parallel/ranks.h"
 #include "worker/measure/clock.h"
-#include "worker/parallel/collective.h"
-#include "worker/models/model.h"
 #include "worker/measure/stats.h"
+#include "worker/models/model.h"
+#include "worker/parallel/collective.h"
+#include "worker/parallel/ranks.h"
 
 namespace benchfleet::worker {
 namespace {
@@ -43,7 +43,7 @@ struct Rank {
   std::vector<torch::Tensor> inputs;  // this rank's shard of the global batch
   torch::Tensor target;               // and of the global target
   std::vector<std::vector<std::size_t>> buckets;
-  std::int64_t bytes_per_step = 0;    // gradient bytes all-reduced per step
+  std::int64_t bytes_per_step = 0;  // gradient bytes all-reduced per step
   // Accumulated over the steps since the last Reset(): for the communication share. With
   // overlap, comm_s is what the step still waits for after backward (the exposed part).
   // batchnorm_s is the BatchNorm layers' statistics summed over the ranks, in forward
@@ -58,8 +58,8 @@ struct Rank {
   // gradient into its bucket's flat buffer as backward produces it, and a bucket whose
   // gradients are all in is all-reduced at once, while backward goes on.
   bool overlap = false;
-  bool hooks_armed = false;                   // only in an overlapped step
-  std::vector<std::size_t> bucket_of;         // by parameter
+  bool hooks_armed = false;                    // only in an overlapped step
+  std::vector<std::size_t> bucket_of;          // by parameter
   std::vector<std::int64_t> offset_in_bucket;  // by parameter, elements
   std::vector<torch::Tensor> flat;             // by bucket
   std::vector<std::size_t> pending;            // by bucket: gradients not yet in
@@ -145,7 +145,8 @@ struct Rank {
         offset_in_bucket[i] = elements;
         elements += params[i].numel();
       }
-      flat.push_back(torch::zeros({elements}, params[buckets[b].front()].options().requires_grad(false)));
+      flat.push_back(
+          torch::zeros({elements}, params[buckets[b].front()].options().requires_grad(false)));
     }
     for (std::size_t i = 0; i < params.size(); ++i) {
       // The hook runs on backward's thread with the parameter's whole gradient (the
@@ -306,15 +307,17 @@ PreparedWorkload PrepareDataParallel(const JobSpec& spec) {
         optimizer.step();
       }
       for (std::size_t i = 0; i < params.size(); ++i) {
-        max_abs_diff = std::max(
-            max_abs_diff, (params[i].detach() - rank->params[i].detach()).abs().max().item<double>());
+        max_abs_diff =
+            std::max(max_abs_diff,
+                     (params[i].detach() - rank->params[i].detach()).abs().max().item<double>());
       }
     }
     max_abs_diff = rank->agree(max_abs_diff);
     if (!(max_abs_diff <= kSingleProcessTolerance)) {
       throw WorkloadError("after " + std::to_string(kCheckSteps) +
                           " data-parallel steps the parameters differ from one process's on the "
-                          "whole batch by " + json(max_abs_diff).dump() + " (tolerance " +
+                          "whole batch by " +
+                          json(max_abs_diff).dump() + " (tolerance " +
                           json(kSingleProcessTolerance).dump() + ")");
     }
     // With overlap, what the all-reduce costs when nothing hides it: a few steps
@@ -366,49 +369,53 @@ PreparedWorkload PrepareDataParallel(const JobSpec& spec) {
     // The shares over every step since timing began (warm-up included), applied to the
     // median step: mean and median steps differ, shares barely. Communication is the
     // gradient all-reduce's and the BatchNorm statistics'.
-    const auto share_of = [&](double seconds) { return rank->step_s > 0 ? seconds / rank->step_s : 0; };
+    const auto share_of = [&](double seconds) {
+      return rank->step_s > 0 ? seconds / rank->step_s : 0;
+    };
     const double gradient_ms = share_of(rank->comm_s) * median_ms;
     const double batchnorm_ms = share_of(rank->batchnorm_s) * median_ms;
     const double comm_share = share_of(rank->comm_s + rank->batchnorm_s);
     const double comm_ms = gradient_ms + batchnorm_ms;
     const double samples_per_s = static_cast<double>(spec.batch_size) * 1e3 / median_ms;
-    const double baseline_samples_per_s = static_cast<double>(rank_batch) * 1e3 / baseline_median_ms;
+    const double baseline_samples_per_s =
+        static_cast<double>(rank_batch) * 1e3 / baseline_median_ms;
     // The bus bandwidth of the all-reduce itself: without overlap its time is the step's
     // communication; with overlap that is only the exposed part, so the time measured
     // without overlap before timing is used.
     const double allreduce_ms = spec.parallel->overlap ? sequential_comm_ms : gradient_ms;
-    const double busbw_gbps =
-        allreduce_ms > 0 ? static_cast<double>(rank->bytes_per_step) / (allreduce_ms * 1e-3) / 1e9 *
-                               BusBandwidthFactor("allreduce", d.world_size)
-                         : 0;
-    return json{{"parallel",
-                 {{"kind", "data"},
-                  {"global_batch", spec.batch_size},
-                  {"rank_batch", rank_batch},
-                  {"step_p50_ms", median_ms},
-                  {"step_p95_ms", sorted.empty() ? json(nullptr) : json(Quantile(sorted, 0.95))},
-                  {"samples_per_s", samples_per_s},
-                  {"rank_samples_per_s", samples_per_s / static_cast<double>(d.world_size)},
-                  {"baseline_step_ms", baseline_median_ms},
-                  {"baseline_samples_per_s", baseline_samples_per_s},
-                  {"scaling_efficiency",
-                   samples_per_s / (static_cast<double>(d.world_size) * baseline_samples_per_s)},
-                  {"comm_ms_per_step", comm_ms},
-                  {"comm_share", comm_share},
-                  {"batchnorm_layers_synced", rank->synced_norms},
-                  {"batchnorm_sync_ms_per_step",
-                   rank->synced_norms > 0 ? json(batchnorm_ms) : json(nullptr)},
-                  {"allreduce_bytes_per_step", rank->bytes_per_step},
-                  {"buckets", rank->buckets.size()},
-                  {"bucket_mb", spec.parallel->bucket_mb},
-                  {"busbw_gbps", busbw_gbps},
-                  {"overlap", spec.parallel->overlap},
-                  {"comm_ms_sequential", spec.parallel->overlap ? json(sequential_comm_ms) : json(nullptr)},
-                  // The share of the gradient all-reduce hidden behind backward.
-                  {"overlap_share", spec.parallel->overlap && sequential_comm_ms > 0
-                                        ? json(std::clamp(1 - gradient_ms / sequential_comm_ms, 0.0, 1.0))
-                                        : json(nullptr)},
-                  {"check", check}}}};
+    const double busbw_gbps = allreduce_ms > 0 ? static_cast<double>(rank->bytes_per_step) /
+                                                     (allreduce_ms * 1e-3) / 1e9 *
+                                                     BusBandwidthFactor("allreduce", d.world_size)
+                                               : 0;
+    return json{
+        {"parallel",
+         {{"kind", "data"},
+          {"global_batch", spec.batch_size},
+          {"rank_batch", rank_batch},
+          {"step_p50_ms", median_ms},
+          {"step_p95_ms", sorted.empty() ? json(nullptr) : json(Quantile(sorted, 0.95))},
+          {"samples_per_s", samples_per_s},
+          {"rank_samples_per_s", samples_per_s / static_cast<double>(d.world_size)},
+          {"baseline_step_ms", baseline_median_ms},
+          {"baseline_samples_per_s", baseline_samples_per_s},
+          {"scaling_efficiency",
+           samples_per_s / (static_cast<double>(d.world_size) * baseline_samples_per_s)},
+          {"comm_ms_per_step", comm_ms},
+          {"comm_share", comm_share},
+          {"batchnorm_layers_synced", rank->synced_norms},
+          {"batchnorm_sync_ms_per_step",
+           rank->synced_norms > 0 ? json(batchnorm_ms) : json(nullptr)},
+          {"allreduce_bytes_per_step", rank->bytes_per_step},
+          {"buckets", rank->buckets.size()},
+          {"bucket_mb", spec.parallel->bucket_mb},
+          {"busbw_gbps", busbw_gbps},
+          {"overlap", spec.parallel->overlap},
+          {"comm_ms_sequential", spec.parallel->overlap ? json(sequential_comm_ms) : json(nullptr)},
+          // The share of the gradient all-reduce hidden behind backward.
+          {"overlap_share", spec.parallel->overlap && sequential_comm_ms > 0
+                                ? json(std::clamp(1 - gradient_ms / sequential_comm_ms, 0.0, 1.0))
+                                : json(nullptr)},
+          {"check", check}}}};
   };
   return workload;
 }

@@ -2,8 +2,8 @@
 
 #include <c10/core/InferenceMode.h>
 #include <c10/util/Exception.h>
-#include <torch/nn/modules/container/sequential.h>
 #include <torch/cuda.h>
+#include <torch/nn/modules/container/sequential.h>
 #include <torch/optim/sgd.h>
 #include <torch/utils.h>
 
@@ -68,10 +68,10 @@ struct Stage {
   std::vector<torch::Tensor> inputs;   // stage 0: the micro-batches of the input
   std::vector<torch::Tensor> targets;  // last stage, train: the micro-batches of the target
   std::vector<std::int64_t> in_shape, out_shape;  // one micro-batch's activations
-  std::vector<torch::Tensor> outputs;  // last stage: the last pass's outputs
-  std::int64_t bytes_sent = 0;         // per pass, to the neighbouring stages
-  bool one_f_one_b = false;            // the schedule: 1F1B, else GPipe
-  std::int64_t max_held = 0;           // most micro-batches' activations held at once
+  std::vector<torch::Tensor> outputs;             // last stage: the last pass's outputs
+  std::int64_t bytes_sent = 0;                    // per pass, to the neighbouring stages
+  bool one_f_one_b = false;                       // the schedule: 1F1B, else GPipe
+  std::int64_t max_held = 0;                      // most micro-batches' activations held at once
   // Accumulated since the last Reset(): for the bubble.
   double busy_s = 0, wall_s = 0;
   std::int64_t passes = 0;
@@ -252,8 +252,10 @@ PreparedWorkload PreparePipeline(const JobSpec& spec) {
       stage->out_shape = stage->net->forward(x).sizes().vec();
     }
     for (std::int64_t m = 0; m < p.micro_batches; ++m) {
-      if (d.rank == 0) stage->inputs.push_back(whole.stack.input.narrow(0, m * micro, micro).contiguous());
-      if (stage->last()) stage->targets.push_back(whole.target.narrow(0, m * micro, micro).contiguous());
+      if (d.rank == 0)
+        stage->inputs.push_back(whole.stack.input.narrow(0, m * micro, micro).contiguous());
+      if (stage->last())
+        stage->targets.push_back(whole.target.narrow(0, m * micro, micro).contiguous());
     }
 
     // Shown, not assumed: the unsplit model on the whole batch, against one pipelined
@@ -286,8 +288,8 @@ PreparedWorkload PreparePipeline(const JobSpec& spec) {
     if (!(worst <= kUnsplitTolerance)) {
       const auto at = std::max_element(diffs.begin(), diffs.end()) - diffs.begin();
       throw WorkloadError("the pipelined pass differs from the unsplit model on stage " +
-                          std::to_string(at) + " by " + json(worst).dump() + " (relative; tolerance " +
-                          json(kUnsplitTolerance).dump() + ")");
+                          std::to_string(at) + " by " + json(worst).dump() +
+                          " (relative; tolerance " + json(kUnsplitTolerance).dump() + ")");
     }
     check = {{"max_rel_diff_vs_unsplit", worst},
              {"tolerance", kUnsplitTolerance},
@@ -300,8 +302,8 @@ PreparedWorkload PreparePipeline(const JobSpec& spec) {
       std::shared_ptr<torch::optim::SGD> optimizer;
       if (stage->train) {
         alone.net->train(true);
-        optimizer = std::make_shared<torch::optim::SGD>(alone.net->parameters(),
-                                                        torch::optim::SGDOptions(kTrainLearningRate));
+        optimizer = std::make_shared<torch::optim::SGD>(
+            alone.net->parameters(), torch::optim::SGDOptions(kTrainLearningRate));
         iteration = [&alone, optimizer] {
           optimizer->zero_grad();
           (alone.net->forward(alone.stack.input) - alone.target).pow(2).mean().backward();
@@ -330,12 +332,13 @@ PreparedWorkload PreparePipeline(const JobSpec& spec) {
     try {
       stage->Pass(/*step=*/true);
     } catch (const std::exception& e) {
-      throw WorkloadError("a pipelined pass failed on stage " + std::to_string(stage->index) + ": " +
-                          ErrorMessage(e));
+      throw WorkloadError("a pipelined pass failed on stage " + std::to_string(stage->index) +
+                          ": " + ErrorMessage(e));
     }
   };
   workload.agree = stage->agree;
-  workload.report = [stage, spec, baseline_median_ms, check](const Measurement& m, double median_ms) {
+  workload.report = [stage, spec, baseline_median_ms, check](const Measurement& m,
+                                                             double median_ms) {
     // Every rank reports at the same point, so the figures of all stages can be gathered.
     const std::vector<double> busy = stage->GatherAll(stage->busy_s);
     const std::vector<double> wall = stage->GatherAll(stage->wall_s);
@@ -352,25 +355,27 @@ PreparedWorkload PreparePipeline(const JobSpec& spec) {
     std::sort(sorted.begin(), sorted.end());
     const double samples_per_s = static_cast<double>(spec.batch_size) * 1e3 / median_ms;
     const double passes = static_cast<double>(std::max<std::int64_t>(1, stage->passes));
-    return json{{"parallel",
-                 {{"kind", "pipeline"},
-                  {"stages", spec.parallel->stages},
-                  {"micro_batches", spec.parallel->micro_batches},
-                  {"schedule", spec.parallel->schedule},
-                  {"max_micro_batches_held", stage->max_held},
-                  {"step_p50_ms", median_ms},
-                  {"step_p95_ms", sorted.empty() ? json(nullptr) : json(Quantile(sorted, 0.95))},
-                  {"samples_per_s", samples_per_s},
-                  {"baseline_step_ms", baseline_median_ms},
-                  {"baseline_samples_per_s", static_cast<double>(spec.batch_size) * 1e3 / baseline_median_ms},
-                  {"speedup_vs_unsplit", baseline_median_ms / median_ms},
-                  {"stage_busy_ms_per_step", stage->busy_s * 1e3 / passes},
-                  {"stages_busy_share", busy_share},
-                  {"bubble", longest > 0 ? 1 - busy_sum / (static_cast<double>(busy.size()) * longest) : 0},
-                  {"bubble_gpipe_theory", GpipeBubble(spec.parallel->stages, spec.parallel->micro_batches)},
-                  {"bytes_sent_per_step", stage->bytes_sent},
-                  {"bytes_between_stages_per_step", bytes_sum},
-                  {"check", check}}}};
+    return json{
+        {"parallel",
+         {{"kind", "pipeline"},
+          {"stages", spec.parallel->stages},
+          {"micro_batches", spec.parallel->micro_batches},
+          {"schedule", spec.parallel->schedule},
+          {"max_micro_batches_held", stage->max_held},
+          {"step_p50_ms", median_ms},
+          {"step_p95_ms", sorted.empty() ? json(nullptr) : json(Quantile(sorted, 0.95))},
+          {"samples_per_s", samples_per_s},
+          {"baseline_step_ms", baseline_median_ms},
+          {"baseline_samples_per_s",
+           static_cast<double>(spec.batch_size) * 1e3 / baseline_median_ms},
+          {"speedup_vs_unsplit", baseline_median_ms / median_ms},
+          {"stage_busy_ms_per_step", stage->busy_s * 1e3 / passes},
+          {"stages_busy_share", busy_share},
+          {"bubble", longest > 0 ? 1 - busy_sum / (static_cast<double>(busy.size()) * longest) : 0},
+          {"bubble_gpipe_theory", GpipeBubble(spec.parallel->stages, spec.parallel->micro_batches)},
+          {"bytes_sent_per_step", stage->bytes_sent},
+          {"bytes_between_stages_per_step", bytes_sum},
+          {"check", check}}}};
   };
   return workload;
 }
@@ -403,8 +408,8 @@ PreparedWorkload PrepareInProcessPipeline(const JobSpec& spec) {
           x = stages[s]->forward(x.to(devices[s], /*non_blocking=*/true));
         }
         if (train_pass) {
-          const torch::Tensor part =
-              (x - targets[static_cast<std::size_t>(m)]).pow(2).mean() / static_cast<double>(micro_batches);
+          const torch::Tensor part = (x - targets[static_cast<std::size_t>(m)]).pow(2).mean() /
+                                     static_cast<double>(micro_batches);
           loss = loss.defined() ? loss + part : part;
         }
         outputs.push_back(x);
@@ -440,10 +445,13 @@ PreparedWorkload PrepareInProcessPipeline(const JobSpec& spec) {
         params.push_back(param);
       }
     }
-    split->optimizer = std::make_shared<torch::optim::SGD>(params, torch::optim::SGDOptions(kTrainLearningRate));
+    split->optimizer =
+        std::make_shared<torch::optim::SGD>(params, torch::optim::SGDOptions(kTrainLearningRate));
     for (std::int64_t m = 0; m < p.micro_batches; ++m) {
-      split->inputs.push_back(split->whole.stack.input.narrow(0, m * micro, micro).to(split->devices.front()));
-      split->targets.push_back(split->whole.target.narrow(0, m * micro, micro).to(split->devices.back()));
+      split->inputs.push_back(
+          split->whole.stack.input.narrow(0, m * micro, micro).to(split->devices.front()));
+      split->targets.push_back(
+          split->whole.target.narrow(0, m * micro, micro).to(split->devices.back()));
     }
 
     // The unsplit model on cuda:0, the same seed: the reference and the baseline.
@@ -459,7 +467,8 @@ PreparedWorkload PrepareInProcessPipeline(const JobSpec& spec) {
       for (torch::Tensor& param : alone->net->parameters()) param.requires_grad_(true);
       want_output = alone->net->forward(input);
       (want_output - target).pow(2).mean().backward();
-      for (const torch::Tensor& param : alone->net->parameters()) want_grads.push_back(param.grad().cpu());
+      for (const torch::Tensor& param : alone->net->parameters())
+        want_grads.push_back(param.grad().cpu());
       alone->net->zero_grad();
     } else {
       c10::InferenceMode guard;
@@ -476,8 +485,9 @@ PreparedWorkload PrepareInProcessPipeline(const JobSpec& spec) {
       split->optimizer->zero_grad();
     }
     if (!(worst <= kUnsplitTolerance)) {
-      throw WorkloadError("the in-process pipeline differs from the unsplit model by " + json(worst).dump() +
-                          " (relative; tolerance " + json(kUnsplitTolerance).dump() + ")");
+      throw WorkloadError("the in-process pipeline differs from the unsplit model by " +
+                          json(worst).dump() + " (relative; tolerance " +
+                          json(kUnsplitTolerance).dump() + ")");
     }
     check = {{"max_rel_diff_vs_unsplit", worst},
              {"tolerance", kUnsplitTolerance},
@@ -532,7 +542,8 @@ PreparedWorkload PrepareInProcessPipeline(const JobSpec& spec) {
                   {"step_p50_ms", median_ms},
                   {"samples_per_s", static_cast<double>(spec.batch_size) * 1e3 / median_ms},
                   {"baseline_step_ms", baseline_median_ms},
-                  {"baseline_samples_per_s", static_cast<double>(spec.batch_size) * 1e3 / baseline_median_ms},
+                  {"baseline_samples_per_s",
+                   static_cast<double>(spec.batch_size) * 1e3 / baseline_median_ms},
                   {"speedup_vs_unsplit", baseline_median_ms / median_ms},
                   // Per-stage busy time on a GPU needs CUDA events (libc10_cuda), which
                   // the worker does not link.

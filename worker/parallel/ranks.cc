@@ -51,7 +51,8 @@ double MedianMsAlone(const std::function<void()>& iteration, const TimingSpec& t
 }
 
 Agree RankZeroDecides(const c10d_compat::ProcessGroupPtr& group) {
-  auto decision = std::make_shared<at::Tensor>(at::zeros({1}, at::TensorOptions().dtype(at::kDouble)));
+  auto decision =
+      std::make_shared<at::Tensor>(at::zeros({1}, at::TensorOptions().dtype(at::kDouble)));
   return [group, decision](double mine) {
     decision->fill_(mine);
     c10d_compat::Broadcast(group, *decision, 0);
