@@ -15,6 +15,7 @@
 
 #include "coordinator/core/fingerprint.h"
 #include "coordinator/store/legacy_store_fixture.h"
+#include "coordinator/store/schema.h"
 #include "coordinator/store/store.h"
 #include "sqlite/sqlite.h"
 
