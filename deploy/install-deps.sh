@@ -11,6 +11,8 @@ source deploy/torch.env
 
 packages=(
   build-essential cmake ccache pkg-config
+  # the linker (CMakeLists.txt: BENCHFLEET_USE_LLD)
+  lld
   # The wheel's ProcessGroupGloo.hpp includes Gloo's headers, which the wheel leaves out.
   libgloo-dev
   # The venv for the torch wheel; Inductor (AOTI packages) compiles C++ with Python's headers.
