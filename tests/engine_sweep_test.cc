@@ -45,39 +45,62 @@ json Sweep(const std::string& name, json models, json modes, json dtypes, json m
           {"timing", kTiming}};
 }
 
+// A coordinator and one agent, calibrated at start or not; nullptr, with the fleet's logs
+// in *error, when they did not come up.
+std::unique_ptr<Fleet> StartEngineFleet(bool calibrated, std::string* error) {
+  FleetOptions options;
+  options.calibrate_agents = calibrated;
+  auto fleet = std::make_unique<Fleet>(options);
+  if (!fleet->StartCoordinator() || !fleet->StartAgent("engine") || !fleet->WaitForAgents(1, 60s)) {
+    *error = fleet->Logs();
+    return nullptr;
+  }
+  return fleet;
+}
+
+json RunSweepOn(Fleet& fleet, const json& sweep) {
+  int64_t id = fleet.Submit(sweep);
+  EXPECT_GT(id, 0) << sweep.dump();
+  json done = fleet.WaitForSweep(id, 600s);
+  EXPECT_TRUE(done.is_object()) << sweep["name"];
+  return done;
+}
+
+// A fleet of its own for each test.
 class EngineSweepTest : public ::testing::Test {
  protected:
-  // The agent's calibration (the host's GEMM peaks: tens of seconds on 2 CPUs) only for
-  // the tests that read a fraction of the peak.
-  virtual bool Calibrated() const { return false; }
   void SetUp() override {
-    FleetOptions options;
-    options.calibrate_agents = Calibrated();
-    fleet_ = std::make_unique<Fleet>(options);
-    ASSERT_TRUE(fleet_->StartCoordinator());
-    ASSERT_TRUE(fleet_->StartAgent("engine"));
-    ASSERT_TRUE(fleet_->WaitForAgents(1, 60s)) << fleet_->Logs();
+    std::string error;
+    fleet_ = StartEngineFleet(false, &error);
+    ASSERT_TRUE(fleet_) << error;
   }
   void TearDown() override {
-    if (HasFailure()) std::cerr << fleet_->Logs();
+    if (HasFailure() && fleet_) std::cerr << fleet_->Logs();
   }
-  json RunSweep(const json& sweep) {
-    int64_t id = fleet_->Submit(sweep);
-    EXPECT_GT(id, 0) << sweep.dump();
-    json done = fleet_->WaitForSweep(id, 600s);
-    EXPECT_TRUE(done.is_object()) << sweep["name"];
-    return done;
-  }
+  json RunSweep(const json& sweep) { return RunSweepOn(*fleet_, sweep); }
   std::unique_ptr<Fleet> fleet_;
 };
 
-class CalibratedEngineSweepTest : public EngineSweepTest {
+// The tests that read a fraction of the peak share one fleet whose agent calibrated its
+// host at start (the host's GEMM peaks: tens of seconds on 2 CPUs), and each reads only
+// its own sweeps. The binary is one ctest test (ONE_PROCESS in tests/CMakeLists.txt), so
+// the suite's tests run in one process.
+class CalibratedEngineSweepTest : public ::testing::Test {
  protected:
-  bool Calibrated() const override { return true; }
+  static void SetUpTestSuite() { shared_ = StartEngineFleet(true, &shared_error_); }
+  static void TearDownTestSuite() { shared_.reset(); }
+  void SetUp() override { ASSERT_TRUE(shared_) << shared_error_; }
+  void TearDown() override {
+    if (HasFailure() && shared_) std::cerr << shared_->Logs();
+  }
+  json RunSweep(const json& sweep) { return RunSweepOn(*shared_, sweep); }
+  Fleet* fleet() { return shared_.get(); }
+  static inline std::unique_ptr<Fleet> shared_;
+  static inline std::string shared_error_;
 };
 
 TEST_F(CalibratedEngineSweepTest, EveryModelModeAndDtypeProducesAFullRow) {
-  const std::string script = fleet_->dir("tiny.pt");
+  const std::string script = fleet()->dir("tiny.pt");
   ASSERT_TRUE(WriteTinyTorchScript(script));
   json torchscript_args = {{"torchscript", {{"path", script}, {"inputs", {{16}}}}}};
   // int8 applies to inference of models with Linear layers; the other sweeps cover the rest.
@@ -91,21 +114,24 @@ TEST_F(CalibratedEngineSweepTest, EveryModelModeAndDtypeProducesAFullRow) {
             torchscript_args),
   };
   int expected = 0;
+  std::string ours;  // this test's sweep ids, for the queries below
   for (const json& sweep : sweeps) {
     json done = RunSweep(sweep);
+    ours += (ours.empty() ? "" : ", ") + done["sweep_id"].dump();
     int jobs = done["jobs"]["total"];
     expected += jobs;
     EXPECT_EQ(done["jobs"]["done"], jobs) << sweep["name"] << ": " << done.dump();
   }
   EXPECT_EQ(expected, 18 + 16 + 4 + 8);
 
-  json rows = QueryRows(fleet_->db_path(), "select * from result_summary");
+  json rows = QueryRows(fleet()->db_path(),
+                        "select * from result_summary where sweep_id in (" + ours + ")");
   ASSERT_EQ(rows.size(), static_cast<size_t>(expected));
   const bool calibrated =
-      QueryValue(fleet_->db_path(), "select count(*) from calibrations") != json(0);
+      QueryValue(fleet()->db_path(), "select count(*) from calibrations") != json(0);
   if (!calibrated) {
-    json refused =
-        QueryValue(fleet_->db_path(), "select error from job_failures where sweep = 'calibration'");
+    json refused = QueryValue(fleet()->db_path(),
+                              "select error from job_failures where sweep = 'calibration'");
     ASSERT_TRUE(refused.is_string()) << "no calibration and no reason";
     std::cout << "calibration refused: " << refused.get<std::string>() << "\n";
   }
@@ -143,20 +169,24 @@ TEST_F(CalibratedEngineSweepTest, EveryModelModeAndDtypeProducesAFullRow) {
 
   // The comparison views pair what they should.
   EXPECT_EQ(
-      QueryValue(fleet_->db_path(), "select count(*) from dtype_comparison where dtype = 'int8'"),
+      QueryValue(fleet()->db_path(),
+                 "select count(*) from dtype_comparison where dtype = 'int8' and sweep_id in (" +
+                     ours + ")"),
       6);
-  EXPECT_GT(QueryValue(fleet_->db_path(),
+  EXPECT_GT(QueryValue(fleet()->db_path(),
                        "select count(*) from thread_scaling where threads = 2 "
-                       "and speedup is not null")
+                       "and speedup is not null and sweep_id in (" +
+                           ours + ")")
                 .get<int>(),
             0);
-  EXPECT_EQ(QueryValue(fleet_->db_path(),
+  EXPECT_EQ(QueryValue(fleet()->db_path(),
                        "select count(*) from host_calibration where "
                        "gemm_gflops_all > 0 and stream_triad_gbps_all > 0"),
             calibrated ? 1 : 0);
-  json int8 = QueryRows(fleet_->db_path(),
+  json int8 = QueryRows(fleet()->db_path(),
                         "select speedup, rel_err, top1_agreement from dtype_comparison where "
-                        "model = 'mlp' and dtype = 'int8' and threads = 1");
+                        "model = 'mlp' and dtype = 'int8' and threads = 1 and sweep_id in (" +
+                            ours + ")");
   ASSERT_EQ(int8.size(), 1u);
   std::cout << "FIGURE engine sweep: " << expected << " jobs, " << combinations.size()
             << " model/mode/dtype combinations; tiny mlp int8 vs fp32 " << int8[0].dump() << "\n";
@@ -327,7 +357,7 @@ TEST_F(CalibratedEngineSweepTest, MatmulAfterAShortWarmupReportsNearPeakOrIsFlag
   json done = RunSweep(sweep);
   ASSERT_EQ(done["jobs"]["done"], 1);
   const json row =
-      QueryRows(fleet_->db_path(),
+      QueryRows(fleet()->db_path(),
                 "select fraction_of_peak, peak_gflops, gflops, unsteady, disturbed, n, "
                 "discarded_samples, discarded_median_ms, median_ms from result_summary "
                 "where sweep_id = " +
@@ -339,8 +369,8 @@ TEST_F(CalibratedEngineSweepTest, MatmulAfterAShortWarmupReportsNearPeakOrIsFlag
   }
   if (row["fraction_of_peak"].is_null()) {
     // The only excuse for no peak: the calibration was refused as noisy, and says so.
-    json refused =
-        QueryValue(fleet_->db_path(), "select error from job_failures where sweep = 'calibration'");
+    json refused = QueryValue(fleet()->db_path(),
+                              "select error from job_failures where sweep = 'calibration'");
     ASSERT_TRUE(refused.is_string()) << row.dump();
     EXPECT_NE(refused.get<std::string>().find("noisy"), std::string::npos);
     return;

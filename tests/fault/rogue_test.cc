@@ -1,6 +1,8 @@
 // Fault test 5: rogue peers send malformed frames and oversized messages to both
-// coordinator sockets while a good agent finishes 100 jobs. Nothing crashes, the good
-// agent's jobs all complete, and every malformed message is counted.
+// coordinator sockets while a good agent finishes 40 jobs. Nothing crashes, the good
+// agent's jobs all complete, and every malformed message is counted. (The flood lasts as
+// long as the jobs: 40 of them give it some 15 s here, 55 s under the sanitizers, and
+// every kind of attack is sent hundreds of times.)
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -60,7 +62,7 @@ int64_t Rogue(const std::string& endpoint, const std::atomic<bool>& stop, unsign
   return sent;
 }
 
-TEST(RogueFaultTest, HostilePeersDoNotStopAGoodAgentsHundredJobs) {
+TEST(RogueFaultTest, HostilePeersDoNotStopAGoodAgentsJobs) {
   FleetOptions options;
   options.worker = kResultWorkerBin;
   Fleet fleet(options);
@@ -73,7 +75,7 @@ TEST(RogueFaultTest, HostilePeersDoNotStopAGoodAgentsHundredJobs) {
   std::thread agent_side([&] { sent += Rogue(fleet.agents_endpoint(), stop, 1); });
   std::thread client_side([&] { sent += Rogue(fleet.clients_endpoint(), stop, 2); });
 
-  constexpr int kJobs = 100;
+  constexpr int kJobs = 40;
   json batches = json::array();
   for (int i = 1; i <= kJobs; ++i) batches.push_back(i);
   json sweep = {
@@ -102,7 +104,7 @@ TEST(RogueFaultTest, HostilePeersDoNotStopAGoodAgentsHundredJobs) {
             kJobs);  // nothing injected
   EXPECT_EQ(QueryValue(fleet.db_path(), "select count(*) from sweeps"), 1);
   std::cout << "FIGURE rogues: " << sent << " hostile messages (" << malformed
-            << " counted malformed), 100/100 good jobs done, 0 crashes\n";
+            << " counted malformed), " << kJobs << "/" << kJobs << " good jobs done, 0 crashes\n";
 }
 
 }  // namespace
