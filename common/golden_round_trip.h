@@ -11,11 +11,12 @@
 #include "common/agent_messages.h"
 #include "common/files.h"
 #include "common/protocol.h"
+#include "common/test_paths.h"
 
 namespace benchfleet {
 
 inline Message Golden(const std::string& type) {
-  const std::filesystem::path golden = std::filesystem::path(BENCHFLEET_SCHEMAS_DIR) / "golden";
+  const std::filesystem::path golden = std::filesystem::path(test_paths::SchemasDir()) / "golden";
   auto text = ReadWholeFile((golden / (type + ".json")).string());
   EXPECT_TRUE(text.ok()) << text.status().ToString();
   auto decoded = Decode(text.ok() ? *text : "");

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "common/result_fields.h"
+#include "common/test_paths.h"
 
 namespace benchfleet {
 namespace {
@@ -19,7 +20,7 @@ std::string ReadFile(const std::filesystem::path& path) {
   return buffer.str();
 }
 
-const std::filesystem::path kSchemas = BENCHFLEET_SCHEMAS_DIR;
+const std::filesystem::path kSchemas = test_paths::SchemasDir();
 
 // Every message type has exactly one golden example, it decodes, and protocol.md
 // documents it: the spec, the examples and the code cannot drift apart.

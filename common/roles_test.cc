@@ -8,6 +8,7 @@
 
 #include "common/messages.h"
 #include "common/protocol.h"
+#include "common/test_paths.h"
 
 namespace benchfleet {
 namespace {
@@ -89,7 +90,7 @@ TEST(RolesTest, ARefusalNamesTheRoleNeededAndTheRoleHeld) {
 
 // docs/security.md lists the table row for row, in the same order.
 TEST(RolesTest, TheDocListsTheTable) {
-  std::ifstream in(std::string(BENCHFLEET_DOCS_DIR) + "/security.md");
+  std::ifstream in(test_paths::DocsDir() + "/security.md");
   ASSERT_TRUE(in) << "docs/security.md";
   auto unquote = [](std::string cell) {
     std::string out;

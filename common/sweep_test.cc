@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "common/model_files.h"
+#include "common/test_paths.h"
 
 namespace benchfleet {
 namespace {
@@ -353,8 +354,7 @@ TEST(SweepTest, APackagesDeviceAndTorchComeWithItsJobs) {
 // Every example sweep is one the coordinator takes (its files named beside it, as
 // `benchfleet submit` resolves them).
 TEST(SweepTest, EveryExampleSweepParses) {
-  const std::filesystem::path examples =
-      std::filesystem::path(BENCHFLEET_SCHEMAS_DIR) / ".." / "examples";
+  const std::filesystem::path examples = std::filesystem::path(test_paths::kSourceDir) / "examples";
   size_t parsed = 0;
   for (const auto& entry : std::filesystem::directory_iterator(examples)) {
     if (entry.path().extension() != ".json") continue;

@@ -16,12 +16,13 @@
 
 #include "common/clock.h"
 #include "common/files.h"
+#include "common/test_paths.h"
 #include "coordinator/coordinator.h"
 
 namespace benchfleet {
 namespace testing_fixture {
 
-inline const std::filesystem::path kSchemas = BENCHFLEET_SCHEMAS_DIR;
+inline const std::filesystem::path kSchemas = test_paths::SchemasDir();
 
 inline std::string ReadFile(const std::filesystem::path& path) {
   auto text = ReadWholeFile(path.string());

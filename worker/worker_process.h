@@ -1,5 +1,5 @@
 // Test support: a job run in a fresh benchfleet-worker process, as the agent runs it
-// (BENCHFLEET_WORKER_BIN, defined by worker/CMakeLists.txt for the tests that use it).
+// (BENCHFLEET_WORKER_BIN, defined by worker/CMakeLists.txt for the files that include this).
 #ifndef BENCHFLEET_WORKER_WORKER_PROCESS_H_
 #define BENCHFLEET_WORKER_WORKER_PROCESS_H_
 

@@ -5,6 +5,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/test_paths.h"
 #include "coordinator/store/sample_blob.h"
 #include "coordinator/store/schema.h"
 
@@ -13,7 +14,8 @@ namespace benchfleet {
 std::string LegacyStepSql(int version) {
   char prefix[8];
   std::snprintf(prefix, sizeof(prefix), "%03d_", version);
-  for (const auto& entry : std::filesystem::directory_iterator(BENCHFLEET_LEGACY_MIGRATIONS_DIR)) {
+  for (const auto& entry : std::filesystem::directory_iterator(
+           std::string(test_paths::kSourceDir) + "/coordinator/store/testdata/legacy_migrations")) {
     if (entry.path().filename().string().rfind(prefix, 0) != 0) continue;
     std::ifstream in(entry.path());
     std::stringstream text;

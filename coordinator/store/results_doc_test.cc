@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common/result_fields.h"
+#include "common/test_paths.h"
 
 namespace benchfleet {
 namespace {
@@ -53,7 +54,7 @@ std::string Between(const std::string& doc, const std::string& from, const std::
 }
 
 TEST(ResultsDocTest, EveryDeclaredColumnIsDocumented) {
-  const std::string doc = ReadFile(std::string(BENCHFLEET_DOCS_DIR) + "/results.md");
+  const std::string doc = ReadFile(test_paths::DocsDir() + "/results.md");
   ASSERT_FALSE(doc.empty());
   std::vector<std::string> declared;
   for (const ResultField& field : ResultFields()) {
