@@ -35,6 +35,12 @@ packages=(
   iproute2
   # headless rendering of `benchfleet report` pages (tests/report_test.cc)
   chromium
+  # a real single-node Slurm for the agents-as-jobs test (tests/slurm/)
+  slurm-wlm slurmctld slurmd slurm-client munge
+  # a real Prometheus and promtool: the scrape test and the alert rules (deploy/prometheus/)
+  prometheus
+  # the manifests test reads deploy/kubernetes/ (tests/kubernetes/)
+  python3-yaml
 )
 
 missing=()
