@@ -53,6 +53,11 @@ int Fail(const Status& status) {
   return status.code() == StatusCode::kInvalidArgument ? 2 : 1;
 }
 
+int CannotCompare(const Status& status) {
+  std::cerr << "benchfleet: " << status.message() << "\n";
+  return kExitCannotCompare;
+}
+
 StatusOr<std::unique_ptr<CoordinatorClient>> Connect(const ClientOptions& client) {
   return CoordinatorClient::Connect(client.coordinator, client.timeout_ms,
                                     client.curve ? &*client.curve : nullptr);

@@ -28,6 +28,9 @@ constexpr int kSubmitTries = 3;
 std::string NewSubmissionId();
 // Prints the error; the exit code: 2 for bad input, 1 otherwise.
 int Fail(const Status& status);
+// Prints the error of a compare or regressions that could not compare: kExitCannotCompare,
+// whatever it was (1 is theirs for a --fail-on met).
+int CannotCompare(const Status& status);
 StatusOr<std::unique_ptr<CoordinatorClient>> Connect(const ClientOptions& client);
 // A reply that must be `rows`, read into its struct.
 StatusOr<RowsReply> ReadRows(const StatusOr<Message>& reply);

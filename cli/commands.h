@@ -1,7 +1,8 @@
 // The benchfleet commands. Each returns the process exit code: 0 success, 1 failure
-// (the coordinator unreachable, a job failed, a store file that cannot be read, a CI
-// gate's --fail-on met), 2 bad input (nothing was sent or enqueued; a --db file that is
-// missing or not a benchfleet store). The read commands take a Reads (cli/reads.h): the
+// (the coordinator unreachable, a job failed, a store file that cannot be read), 2 bad
+// input (nothing was sent or enqueued; a --db file that is missing or not a benchfleet
+// store). The CI gates, compare and regressions, follow diff's convention instead
+// (kExitFound, kExitCannotCompare). The read commands take a Reads (cli/reads.h): the
 // coordinator's, or a store file's with --db.
 #pragma once
 
@@ -38,6 +39,13 @@ struct SubmitOptions {
 
 // Exit status of `submit --wait` when no registered agent can run the sweep's jobs.
 inline constexpr int kExitNoAgentCanRun = 3;
+
+// compare and regressions, as diff, grep and google/benchmark's compare do: 0 compared
+// and nothing their --fail-on names was found; kExitFound: it was; kExitCannotCompare:
+// they could not compare at all (bad flags, an unknown sweep, no configuration in
+// common, no coordinator, a store that cannot be read). docs/results.md, CI gates.
+inline constexpr int kExitFound = 1;
+inline constexpr int kExitCannotCompare = 2;
 
 int SubmitCommand(const ClientOptions& client, const SubmitOptions& options);
 int StatusCommand(const ClientOptions& client, std::optional<int64_t> sweep_id, RowFormat format);
@@ -87,6 +95,7 @@ struct CompareOptions {
   double ratio = 1.05;
   bool fail_on_slower = false;
 };
+// Exits kExitFound or kExitCannotCompare as above.
 int CompareCommand(Reads& reads, const CompareOptions& options, RowFormat format);
 
 // `benchfleet schedule ACTION` (docs/schedules.md): add, list, remove, run-now, history.

@@ -49,8 +49,16 @@ std::string SweepList(const std::vector<int64_t>& sweeps) {
 // Two sweeps, configuration by configuration, on their raw samples.
 int CompareTwoSweeps(Reads& reads, const CompareOptions& options, RowFormat format) {
   const int64_t a = options.sweeps[0], b = options.sweeps[1];
+  auto known = reads.Query(KnownSweepsSql(options.sweeps));
+  if (!known.ok()) return CannotCompare(known.status());
+  std::map<int64_t, std::string> state_of;
+  for (const json& row : known->Objects())
+    state_of[Cell(row, "sweep_id").get<int64_t>()] = FormatCell(Cell(row, "state"));
+  for (int64_t id : options.sweeps) {
+    if (!state_of.count(id)) return CannotCompare(NotFound("no sweep " + std::to_string(id)));
+  }
   auto results = reads.Query(ResultsOfSweepsSql(options.sweeps));
-  if (!results.ok()) return Fail(results.status());
+  if (!results.ok()) return CannotCompare(results.status());
   // The first result of each configuration in each sweep (a rerun confirming a
   // regression candidate is a later one).
   std::map<std::string, std::pair<json, json>> cells;  // key -> (row in A, row in B)
@@ -70,6 +78,15 @@ int CompareTwoSweeps(Reads& reads, const CompareOptions& options, RowFormat form
     json& side = Cell(row, "sweep_id") == a ? cell.first : cell.second;
     if (side.is_null()) side = std::move(row);
   }
+  for (int64_t id : options.sweeps) {
+    const bool any = std::any_of(cells.begin(), cells.end(), [&](const auto& entry) {
+      return !(id == a ? entry.second.first : entry.second.second).is_null();
+    });
+    if (!any) {
+      return CannotCompare(
+          NotFound("sweep " + std::to_string(id) + " has no results (it is " + state_of[id] + ")"));
+    }
+  }
   std::vector<int64_t> jobs;
   for (const auto& [key, cell] : cells) {
     if (cell.first.is_null() || cell.second.is_null()) continue;
@@ -77,12 +94,12 @@ int CompareTwoSweeps(Reads& reads, const CompareOptions& options, RowFormat form
     jobs.push_back(Cell(cell.second, "job_id").get<int64_t>());
   }
   if (jobs.empty()) {
-    return Fail(NotFound("sweeps " + std::to_string(a) + " and " + std::to_string(b) +
-                         " have no configuration in common with results"));
+    return CannotCompare(NotFound("sweeps " + std::to_string(a) + " and " + std::to_string(b) +
+                                  " have no configuration in common with results"));
   }
   // One row per job: its samples as a list (the reply's row limit counts jobs).
   auto samples = reads.Query(CompareSamplesSql(jobs));
-  if (!samples.ok()) return Fail(samples.status());
+  if (!samples.ok()) return CannotCompare(samples.status());
   auto lists = [](const RowsReply& reply, const char* column) {
     std::map<int64_t, std::vector<double>> by_job;
     for (const json& row : reply.Objects()) {
@@ -184,7 +201,7 @@ int CompareTwoSweeps(Reads& reads, const CompareOptions& options, RowFormat form
     if (format == RowFormat::kMarkdown) std::cout << "**" << ChangeSummary(counts) << "**\n\n";
     PrintRows(compared, format);
   }
-  return options.fail_on_slower && counts.slower > 0 ? 1 : 0;
+  return options.fail_on_slower && counts.slower > 0 ? kExitFound : 0;
 }
 
 // One or two sweeps' medians pivoted: `rows` by `cols`, with each cell's precision (its
@@ -196,17 +213,18 @@ int PivotSweeps(Reads& reads, const CompareOptions& options, RowFormat format) {
   static const std::vector<std::string> kColKeys = {"host", "device", "dtype", "threads", "sweep"};
   for (const std::string& r : options.rows) {
     if (std::find(kRowKeys.begin(), kRowKeys.end(), r) == kRowKeys.end()) {
-      return Fail(InvalidArgument("--rows: \"" + r +
-                                  "\" is not one of model, batch_size, mode, dtype, threads, "
-                                  "device, host, model_args"));
+      return CannotCompare(
+          InvalidArgument("--rows: \"" + r +
+                          "\" is not one of model, batch_size, mode, dtype, threads, "
+                          "device, host, model_args"));
     }
   }
   if (std::find(kColKeys.begin(), kColKeys.end(), options.cols) == kColKeys.end()) {
-    return Fail(InvalidArgument("--cols must be host, device, dtype, threads or sweep, got \"" +
-                                options.cols + "\""));
+    return CannotCompare(InvalidArgument(
+        "--cols must be host, device, dtype, threads or sweep, got \"" + options.cols + "\""));
   }
   auto results = reads.Query(PivotMediansSql(options.rows, options.cols, options.sweeps));
-  if (!results.ok()) return Fail(results.status());
+  if (!results.ok()) return CannotCompare(results.status());
   std::map<std::string, std::map<std::string, std::pair<std::vector<double>, std::vector<double>>>>
       cells;
   std::vector<std::string> row_order;
@@ -227,12 +245,13 @@ int PivotSweeps(Reads& reads, const CompareOptions& options, RowFormat format) {
     }
   }
   if (row_order.empty())
-    return Fail(NotFound("no results in sweep(s) " + SweepList(options.sweeps)));
+    return CannotCompare(NotFound("no results in sweep(s) " + SweepList(options.sweeps)));
   std::sort(row_order.begin(), row_order.end());
   std::sort(col_values.begin(), col_values.end());
   const std::string baseline = options.baseline.empty() ? col_values.front() : options.baseline;
   if (std::find(col_values.begin(), col_values.end(), baseline) == col_values.end()) {
-    return Fail(InvalidArgument("--baseline \"" + baseline + "\" is no value of " + options.cols));
+    return CannotCompare(
+        InvalidArgument("--baseline \"" + baseline + "\" is no value of " + options.cols));
   }
   std::vector<std::string> columns = options.rows;
   for (const std::string& v : col_values) {
@@ -274,21 +293,26 @@ int PivotSweeps(Reads& reads, const CompareOptions& options, RowFormat format) {
 
 int CompareCommand(Reads& reads, const CompareOptions& options, RowFormat format) {
   if (options.sweeps.empty() || options.sweeps.size() > 2) {
-    return Fail(InvalidArgument("compare takes one or two sweep ids"));
+    return CannotCompare(InvalidArgument("compare takes one or two sweep ids"));
   }
   const bool pivot = !options.rows.empty() || !options.cols.empty();
   if (pivot && (options.rows.empty() || options.cols.empty())) {
-    return Fail(InvalidArgument("a pivot needs both --rows and --cols"));
+    return CannotCompare(InvalidArgument("a pivot needs both --rows and --cols"));
   }
   if (!pivot && options.sweeps.size() != 2) {
-    return Fail(InvalidArgument("compare SWEEP_A SWEEP_B, or one sweep with --rows and --cols"));
+    return CannotCompare(
+        InvalidArgument("compare SWEEP_A SWEEP_B, or one sweep with --rows and --cols"));
   }
-  if (!(options.ratio > 1)) return Fail(InvalidArgument("--ratio must be above 1"));
+  if (options.sweeps.size() == 2 && options.sweeps[0] == options.sweeps[1]) {
+    return CannotCompare(InvalidArgument("compare needs two different sweeps, got sweep " +
+                                         std::to_string(options.sweeps[0]) + " twice"));
+  }
+  if (!(options.ratio > 1)) return CannotCompare(InvalidArgument("--ratio must be above 1"));
   // A pivot has medians, not verdicts: nothing to fail on, no tests to report.
   if (pivot && options.fail_on_slower)
-    return Fail(InvalidArgument("--fail-on slower needs two sweeps, not a pivot"));
+    return CannotCompare(InvalidArgument("--fail-on slower needs two sweeps, not a pivot"));
   if (pivot && format == RowFormat::kJunit) {
-    return Fail(InvalidArgument("--format junit needs two sweeps, not a pivot"));
+    return CannotCompare(InvalidArgument("--format junit needs two sweeps, not a pivot"));
   }
   return pivot ? PivotSweeps(reads, options, format) : CompareTwoSweeps(reads, options, format);
 }

@@ -132,6 +132,10 @@ int main(int argc, char** argv) {
       ->add_option("--fail-on", compare_fail_on,
                    "slower: exit 1 when any configuration is slower in SWEEP_B")
       ->check(CLI::IsMember({"slower"}));
+  compare_cmd->footer(
+      "Exit status: 0 compared, and nothing --fail-on names was found; 1 it was found; 2 "
+      "could not compare (bad flags, the same sweep twice, an unknown sweep, one without "
+      "results, no configuration in common, no coordinator or store).");
 
   std::string regressions_since;
   auto* regressions_cmd = app.add_subcommand(
@@ -147,6 +151,9 @@ int main(int argc, char** argv) {
       ->add_option("--fail-on", regressions_fail_on,
                    "confirmed: exit 1 when any confirmed regression (not an improvement) is listed")
       ->check(CLI::IsMember({"confirmed"}));
+  regressions_cmd->footer(
+      "Exit status: 0 read, and nothing --fail-on names was found; 1 it was found; 2 could "
+      "not read them (bad flags, no coordinator or store).");
   std::string reset_host, reset_model, reset_note;
   auto* baseline_cmd = app.add_subcommand("baseline", "regression baselines");
   baseline_cmd->require_subcommand(1);

@@ -62,6 +62,10 @@ std::string ResultsOfSweepsSql(const std::vector<int64_t>& sweep_ids) {
          CommaList(sweep_ids) + ") ORDER BY job_id";
 }
 
+std::string KnownSweepsSql(const std::vector<int64_t>& sweep_ids) {
+  return "SELECT sweep_id, state FROM sweeps WHERE sweep_id IN (" + CommaList(sweep_ids) + ")";
+}
+
 std::string CompareSamplesSql(const std::vector<int64_t>& job_ids) {
   return "SELECT job_id, group_concat(ms) AS samples FROM samples "
          "WHERE job_id IN (" +

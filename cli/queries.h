@@ -23,6 +23,8 @@ const std::vector<std::string>& ConfigColumnNames();
 // Reads result_summary; the caller reads sweep_id, job_id, ConfigColumnNames(), median_ms,
 // median_ci_low_ms, median_ci_high_ms.
 std::string ResultsOfSweepsSql(const std::vector<int64_t>& sweep_ids);
+// Those of the sweeps the store has, and each one's state; the caller reads sweep_id, state.
+std::string KnownSweepsSql(const std::vector<int64_t>& sweep_ids);
 
 // One row per job (not empty) that has raw samples: its samples as a comma-separated list.
 // Reads samples; the caller reads job_id, samples.

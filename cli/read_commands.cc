@@ -211,12 +211,12 @@ int RegressionsCommand(Reads& reads, const std::string& since, RowFormat format,
   std::optional<int64_t> within_s;
   if (!since.empty()) {
     auto seconds = ParseAge(since);
-    if (!seconds.ok()) return Fail(seconds.status());
+    if (!seconds.ok()) return CannotCompare(seconds.status());
     within_s = static_cast<int64_t>(*seconds);
   }
   auto reply = reads.Query(ConfirmedRegressionsSql(within_s));
-  if (!reply.ok()) return Fail(reply.status());
-  const int gate = fail_on_confirmed && CountRegressions(*reply) > 0 ? 1 : 0;
+  if (!reply.ok()) return CannotCompare(reply.status());
+  const int gate = fail_on_confirmed && CountRegressions(*reply) > 0 ? kExitFound : 0;
   if (format == RowFormat::kJunit) {
     std::cout << RegressionsJunit(*reply, since);
     return gate;

@@ -137,6 +137,50 @@ TEST_F(StoreFileTest, CompareFailsOnSlowerAndWritesJunit) {
   EXPECT_EQ(Capture([&] { return CompareCommand(*reads, options, RowFormat::kTable); }).code, 2);
 }
 
+// diff's convention (cli/commands.h): 1 is only ever "found what --fail-on names"; a
+// compare that could not compare exits 2 and says why, gate or no gate.
+TEST_F(StoreFileTest, CompareExitsTwoWhenItCouldNotCompare) {
+  Register("node-a");
+  const int64_t a = Sweep(kPullRequest, Steady);
+  const int64_t other = Sweep(json::parse(R"({"name": "other", "placement": "any",
+                                             "matrix": {"model": "mlp", "batch_size": 8}})"),
+                              Steady);
+  const int64_t queued = Submit(kPullRequest);  // never answered: no results
+  coordinator_.reset();
+  std::unique_ptr<Reads> reads = StoreFileReads(path());
+  struct Case {
+    std::vector<int64_t> sweeps;
+    std::string says;
+  };
+  for (const Case& c : std::vector<Case>{
+           {{a, a},
+            "compare needs two different sweeps, got sweep " + std::to_string(a) + " twice"},
+           {{a, 999}, "no sweep 999"},
+           {{a, queued}, "sweep " + std::to_string(queued) + " has no results"},
+           {{a, other}, "have no configuration in common"}}) {
+    for (const bool gate : {false, true}) {
+      CompareOptions options;
+      options.sweeps = c.sweeps;
+      options.fail_on_slower = gate;
+      testing::internal::CaptureStderr();
+      const Output o = Capture([&] { return CompareCommand(*reads, options, RowFormat::kTable); });
+      const std::string err = testing::internal::GetCapturedStderr();
+      EXPECT_EQ(o.code, kExitCannotCompare) << c.says << "\n" << o.out << err;
+      EXPECT_NE(err.find(c.says), std::string::npos) << err;
+    }
+  }
+  // A store that cannot be read: could not compare, and no regressions read either.
+  std::unique_ptr<Reads> missing = StoreFileReads((dir_ / "no-such.db").string());
+  CompareOptions options;
+  options.sweeps = {1, 2};
+  options.fail_on_slower = true;
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(CompareCommand(*missing, options, RowFormat::kTable), kExitCannotCompare);
+  EXPECT_EQ(RegressionsCommand(*missing, "", RowFormat::kTable, true), kExitCannotCompare);
+  EXPECT_EQ(RegressionsCommand(*reads, "bogus", RowFormat::kTable, true), kExitCannotCompare);
+  testing::internal::GetCapturedStderr();
+}
+
 TEST_F(StoreFileTest, ReadCommandsAnswerFromTheFile) {
   Register("node-a");
   const int64_t a = Sweep(kPullRequest, Steady);

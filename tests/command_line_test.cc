@@ -75,6 +75,30 @@ TEST(CommandLineTest, BadCommandLinesExitTwoSayingWhy) {
   EXPECT_NE(both.err.find("give one"), std::string::npos) << both.err;
 }
 
+// compare and regressions exit 1 only for what --fail-on names (tests/cli_store_file_test.cc
+// has the store's cases); whatever stops them from comparing is 2, and --help says so.
+TEST(CommandLineTest, CompareAndRegressionsExitTwoWhenTheyCannotCompare) {
+  const Outcome same = Invoke({kCliBin, "compare", "2", "2", "--db", "no-such.db"});
+  EXPECT_EQ(same.code, 2) << same.err;
+  EXPECT_NE(same.err.find("two different sweeps"), std::string::npos) << same.err;
+  for (const std::vector<std::string>& argv :
+       {std::vector<std::string>{kCliBin, "compare", "1", "2", "--fail-on", "slower", "--db",
+                                 "no-such.db"},
+        {kCliBin, "--coordinator", "tcp://127.0.0.1:9", "--timeout", "0.2", "compare", "1", "2",
+         "--fail-on", "slower"},
+        {kCliBin, "regressions", "--fail-on", "confirmed", "--db", "no-such.db"},
+        {kCliBin, "regressions", "--fail-on", "everything"}}) {
+    const Outcome o = Invoke(argv);
+    EXPECT_EQ(o.code, 2) << argv[1] << " " << argv[2] << "\n" << o.err;
+    EXPECT_FALSE(o.err.empty());
+  }
+  for (const char* command : {"compare", "regressions"}) {
+    const Outcome help = Invoke({kCliBin, command, "--help"});
+    EXPECT_NE(help.out.find("Exit status: 0"), std::string::npos) << help.out;
+    EXPECT_NE(help.out.find("2 could not"), std::string::npos) << help.out;
+  }
+}
+
 // No coordinator at the address: the request goes once more on a new connection (the
 // Lazy Pirate pattern), then the CLI says plainly that nothing answers there.
 TEST(CommandLineTest, ASilentCoordinatorIsAskedTwiceThenNamed) {
