@@ -9,7 +9,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <limits>
+#include <random>
 
 #include "agent/host_pace.h"
 #include "agent/host_probe.h"
@@ -67,6 +69,13 @@ StatusOr<std::string> AddressTowards(const std::string& endpoint) {
 }
 
 }  // namespace
+
+std::string NewInstanceId() {
+  std::random_device random;
+  char id[17];
+  snprintf(id, sizeof id, "%08x%08x", random(), random());
+  return id;
+}
 
 AgentDaemon::AgentDaemon(AgentOptions options)
     : options_(std::move(options)),
@@ -137,7 +146,7 @@ Status AgentDaemon::Connect() {
   auto socket = ConnectDealer(context_, options_.coordinator, routing_id_,
                               options_.curve ? &*options_.curve : nullptr);
   if (!socket.ok()) {
-    reconnect_at_ = Now() + Millis(reconnect_backoff_ms_);
+    reconnect_at_ = Now() + Millis(std::max(reconnect_backoff_ms_, kHeartbeatIntervalMs));
     return socket.status();
   }
   socket->set(zmq::sockopt::reconnect_ivl, kHeartbeatIntervalMs);
@@ -184,7 +193,7 @@ void AgentDaemon::Tick(int wait_ms) {
     auto frames = ReceiveFrames(*socket_);
     if (!frames.ok() || !frames->has_value()) break;
     last_heard_ = Now();
-    reconnect_backoff_ms_ = kHeartbeatIntervalMs;  // the coordinator is there again
+    reconnect_backoff_ms_ = 0;  // the coordinator is there again: a reconnect goes at once
     if ((*frames)->size() != 1) {
       LOG_WARN("dropped a message of " << (*frames)->size() << " frames from the coordinator");
       continue;
@@ -224,7 +233,7 @@ void AgentDaemon::Handle(const Message& message) {
     ever_registered_ = true;
     heartbeat_ms_ = std::max(10, registered->heartbeat_ms);
     liveness_ = registered->liveness;
-    reconnect_backoff_ms_ = kHeartbeatIntervalMs;
+    reconnect_backoff_ms_ = 0;
     SendSpooled();
   } else if (message.type == msg::kHeartbeat) {
     // last_heard_ is enough.
@@ -624,6 +633,10 @@ void AgentDaemon::Timers() {
         registration.spooled.push_back({entry.job_id, entry.attempt});
       // Sent with every registration; the coordinator records it when it changed.
       registration.price = options_.price;
+      // Registering again after a reconnect, mid-job: this keeps the job's lease, which
+      // no heartbeat renews until the coordinator answers.
+      registration.running = CurrentJob();
+      registration.instance = instance_;
       Send(ToMessage(registration));
       next_register_ = now + Millis(kRegisterRetryMs);
     }
@@ -645,12 +658,17 @@ void AgentDaemon::Timers() {
     LOG_WARN("coordinator silent for " << (int64_t{heartbeat_ms_} * liveness_)
                                        << " ms; reconnecting in " << reconnect_backoff_ms_
                                        << " ms");
-    // Drop the socket now; Run() makes a new one when the backoff has passed. The worker
-    // keeps running meanwhile and its result is spooled as soon as it ends.
+    // Drop the socket now; Run() makes a new one when the backoff has passed: at once the
+    // first time, so that a job running here is named to the coordinator again (its
+    // registration keeps the lease) before the liveness window of its last heartbeat
+    // runs out; then 1 s on, doubling. The worker keeps running meanwhile and its result
+    // is spooled as soon as it ends.
     socket_.reset();
     registered_ = false;
     reconnect_at_ = now + Millis(reconnect_backoff_ms_);
-    reconnect_backoff_ms_ = std::min(reconnect_backoff_ms_ * 2, kReconnectBackoffMaxMs);
+    reconnect_backoff_ms_ = reconnect_backoff_ms_ == 0
+                                ? kHeartbeatIntervalMs
+                                : std::min(reconnect_backoff_ms_ * 2, kReconnectBackoffMaxMs);
   }
 }
 

@@ -63,6 +63,9 @@ struct AgentOptions {
   const MonotonicClock* clock = &SystemMonotonicClock();
 };
 
+// 16 random hex digits: an agent process's instance id (RegisterRequest::instance).
+std::string NewInstanceId();
+
 class AgentDaemon {
  public:
   explicit AgentDaemon(AgentOptions options);
@@ -153,6 +156,9 @@ class AgentDaemon {
   std::string routing_id_;
   bool registered_ = false;
   bool ever_registered_ = false;
+  // This process's random id, sent with every registration: a registration on a new
+  // connection (after a reconnect) is then known for the same agent (schemas/protocol.md).
+  const std::string instance_ = NewInstanceId();
   int heartbeat_ms_;  // as the coordinator asked in "registered"
   int liveness_;
   MonoTime last_heard_;  // any message from the coordinator
@@ -161,6 +167,8 @@ class AgentDaemon {
   MonoTime next_resend_;
   int resend_interval_ms_ = kResultResendIntervalMs;  // doubles while no ack comes
   MonoTime reconnect_at_;  // while there is no socket: when to make the next one
+  // The wait before the next reconnect: 0 (at once) for the first after the coordinator
+  // answered, then 1 s doubling (Timers).
   int reconnect_backoff_ms_ = kHeartbeatIntervalMs;
 };
 

@@ -1,6 +1,7 @@
 // The agent's protocol timers on an injected clock: heartbeats at the interval the
 // coordinator set, results resent at doubling intervals until acknowledged, a silent
-// coordinator left after its liveness window and reconnected to with a doubling backoff.
+// coordinator left after its liveness window and reconnected to at once, then with a
+// doubling backoff.
 // The agent runs in the test's process, driven one pass at a time (AgentDaemon::Tick),
 // against a real ROUTER socket on loopback that plays the coordinator's side of the wire;
 // its clock stands still until the test moves it. Its worker is the result worker
@@ -194,13 +195,18 @@ TEST_F(AgentTimersTest,
   clock_.Advance(1ms);  // past it: the socket is dropped
   ASSERT_TRUE(TickUntil([&] { return !agent_->connected(); }));
   EXPECT_FALSE(agent_->registered());
-  ExpectReconnectAfter(1000ms);  // the first reconnect 1 s on (kHeartbeatIntervalMs)
+  agent_->Tick(0);  // the first reconnect at once
+  EXPECT_TRUE(agent_->connected());
   ASSERT_TRUE(Next(msg::kRegister));
-  // Still nobody answers: left again after the window, and the next reconnect is 2 s on.
+  // Still nobody answers: left again after the window; the next reconnect is 1 s on,
+  // then 2 s.
+  clock_.Advance(3001ms);
+  ASSERT_TRUE(TickUntil([&] { return !agent_->connected(); }));
+  ExpectReconnectAfter(1000ms);
   clock_.Advance(3001ms);
   ASSERT_TRUE(TickUntil([&] { return !agent_->connected(); }));
   ExpectReconnectAfter(2000ms);
-  // The coordinator answers now: registered again, and the backoff is back to 1 s.
+  // The coordinator answers now: registered again, and the first reconnect is at once.
   Register(/*heartbeat_ms=*/1000, /*liveness=*/3);
   ASSERT_TRUE(Next(msg::kHeartbeat));
   for (int i = 0; i < 3; ++i) {
@@ -209,7 +215,8 @@ TEST_F(AgentTimersTest,
   }
   clock_.Advance(1ms);
   ASSERT_TRUE(TickUntil([&] { return !agent_->connected(); }));
-  ExpectReconnectAfter(1000ms);
+  agent_->Tick(0);
+  EXPECT_TRUE(agent_->connected());
 }
 
 }  // namespace

@@ -78,6 +78,8 @@ json RegisterRequest::ToJson() const {
   for (const JobAttempt& item : spooled) listed.push_back(item.ToJson());
   body["spooled"] = std::move(listed);
   if (price) body["price"] = {{"per_hour", price->per_hour}, {"currency", price->currency}};
+  if (running) body["running"] = running->ToJson();
+  if (!instance.empty()) body["instance"] = instance;
   return body;
 }
 
@@ -121,6 +123,18 @@ StatusOr<RegisterRequest> RegisterRequest::FromJson(const json& body) {
                                     price->contains("currency") ? (*price)["currency"] : json(),
                                     "register.price"));
     out.price = parsed;
+  }
+  if (auto running = body.find("running"); running != body.end() && !running->is_null()) {
+    ASSIGN_OR_RETURN(JobAttempt job, ParseJobAttempt(*running, "register.running"));
+    out.running = job;
+  }
+  if (auto instance = body.find("instance"); instance != body.end() && !instance->is_null()) {
+    const bool hex =
+        instance->is_string() && instance->get_ref<const std::string&>().size() == 16 &&
+        instance->get_ref<const std::string&>().find_first_not_of("0123456789abcdef") ==
+            std::string::npos;
+    if (!hex) return InvalidArgument("register.instance: must be 16 lowercase hex digits");
+    out.instance = instance->get<std::string>();
   }
   return out;
 }

@@ -57,6 +57,13 @@ struct RegisterRequest {
   bool calibrate = false;
   std::vector<JobAttempt> spooled;
   std::optional<HostPrice> price;  // the agent's --price-per-hour
+  // The job the agent runs while it registers again (it reconnected): its lease lives on,
+  // as a heartbeat naming it would keep it.
+  std::optional<JobAttempt> running;
+  // A random id of the agent process (16 hex digits; empty: not sent). A registration
+  // on a new connection with the instance of the live agent of that name is the same
+  // agent reconnecting: it takes the session over instead of being refused.
+  std::string instance;
   nlohmann::json ToJson() const;
   static StatusOr<RegisterRequest> FromJson(const nlohmann::json& body);
 };

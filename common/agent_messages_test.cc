@@ -71,6 +71,8 @@ TEST(AgentMessagesTest, ValuesOutOfRangeAreRefusedNamingTheField) {
        {{"store", "10.0.0.1:0"}},
        "rendezvous.store: must be \"HOST:PORT\" with a port in [1, 65535]"},
       {"heartbeat", {{"running", {{"job_id", 4}}}}, "heartbeat.running.attempt: missing"},
+      {"register", {{"running", {{"job_id", 4}}}}, "register.running.attempt: missing"},
+      {"register", {{"instance", "ABC"}}, "register.instance: must be 16 lowercase hex digits"},
   };
   for (const Case& c : cases) {
     Message message = Golden(c.type);
@@ -82,6 +84,7 @@ TEST(AgentMessagesTest, ValuesOutOfRangeAreRefusedNamingTheField) {
     if (c.type == "ack") status = ResultAck::FromJson(message.body).status();
     if (c.type == "rendezvous") status = RendezvousReport::FromJson(message.body).status();
     if (c.type == "heartbeat") status = Heartbeat::FromJson(message.body).status();
+    if (c.type == "register") status = RegisterRequest::FromJson(message.body).status();
     EXPECT_EQ(status.code(), StatusCode::kInvalidArgument) << c.type << " " << c.change.dump();
     EXPECT_EQ(status.message(), c.error) << c.change.dump();
   }

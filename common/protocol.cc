@@ -143,7 +143,9 @@ const std::vector<std::pair<std::string, std::vector<Field>>>& Schema() {
         {"capabilities", Kind::kObject, true},
         {"calibrate", Kind::kBoolean, false},
         {"spooled", Kind::kArray, false},
-        {"price", Kind::kObject, false}}},
+        {"price", Kind::kObject, false},
+        {"running", Kind::kAny, false},  // null or {job_id, attempt}
+        {"instance", Kind::kString, false}}},
       {msg::kHeartbeat, {{"running", Kind::kAny, false}}},  // null or {job_id, attempt}
       {msg::kResult,
        {{"job_id", Kind::kInteger, true},

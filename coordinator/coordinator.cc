@@ -34,6 +34,9 @@ constexpr int kMaxAgentRoundMs = 40;
 // Silent agents and expired leases are looked for this often (a walk over all of
 // them), not after every message.
 constexpr int kExpiryCheckMs = 50;
+// Longer than a pass of the loop takes (its poll's wait, then a round of each side): a
+// gap between two passes beyond it is a stall (AgentSessions::CreditStall).
+constexpr Millis kLoopStallAllowance{kCoordinatorTickMs + 2 * kMaxAgentRoundMs};
 
 // Where users' models are kept: --models, or `models/` beside the store.
 std::string ModelsDirectory(const CoordinatorOptions& options) {
@@ -116,7 +119,7 @@ Status Coordinator::OpenStoreAndComponents() {
 }
 
 void Coordinator::AgentUnreachable(const std::string& routing_id, const std::string& reason) {
-  sessions_->DropAgent(routing_id, reason);
+  sessions_->DropAgent(routing_id, reason, AgentSessions::Gone::kUnreachable);
 }
 
 void Coordinator::GangStopped(int64_t job_id) { results_->ForgetGang(job_id); }
@@ -173,6 +176,7 @@ Status Coordinator::StartInProcess(Outbox outbox) {
 }
 
 Status Coordinator::Run(const std::atomic<bool>* stop, std::atomic<bool>* reload) {
+  last_polled_at_ = Now();
   while (!stop->load()) {
     if (reload != nullptr && reload->exchange(false) && zap_) {
       Status reloaded = zap_->Reload();
@@ -186,6 +190,14 @@ Status Coordinator::Run(const std::atomic<bool>* stop, std::atomic<bool>* reload
                      clients_->pruning() || intake_->busy() ? 0 : kCoordinatorTickMs);
     const MonoTime polled_at = Now();
     const MonoTime pass_started = MonoNow();  // real work, whatever clock the protocol runs on
+    // A pass that began long after the last one: the loop did not run (a commit stalled
+    // on a busy disk, the process stopped). An agent that took us for dead meanwhile
+    // reconnected, and the heartbeats it had queued went with its old connection: that
+    // time is the coordinator's, not the agents' silence.
+    if (polled_at - last_polled_at_ > kLoopStallAllowance)
+      sessions_->CreditStall(
+          std::chrono::duration_cast<Millis>(polled_at - last_polled_at_ - kLoopStallAllowance));
+    last_polled_at_ = polled_at;
     // Clients first: a user's submit or status is answered ahead of the agents' flood.
     // Each request is a round of its own: its reply waits for no one else's work, and
     // several submits never pile up in one transaction (a round that wrote nothing

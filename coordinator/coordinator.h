@@ -126,6 +126,8 @@ class Coordinator : private RoundParticipant, private LoopEvents {
   // Every agent message sent before this has been handled (the inbound queue was
   // empty).
   MonoTime observed_until_ = Now();
+  // When the loop last polled its sockets (Run): a gap beyond a pass is a stall.
+  MonoTime last_polled_at_ = Now();
   // --metrics: made by Start once the components exist; null without the flag.
   std::unique_ptr<MetricsPublisher> metrics_;
 };

@@ -57,14 +57,22 @@ void AgentSessions::Register(const std::string& routing_id, const Message& messa
   if (!request.ok()) return ctx_.Refuse(Side::kAgents, routing_id, request.status());
   const std::string& name = request->agent;
   if (Agent* other = ctx_.registry.FindByName(name); other && other->routing_id != routing_id) {
-    ctx_.Reply(
-        Side::kAgents, routing_id,
-        MakeError(FailedPrecondition("agent name \"" + name + "\" is in use by a live agent")));
-    return;
+    if (request->instance.empty() || other->instance != request->instance) {
+      ctx_.Reply(
+          Side::kAgents, routing_id,
+          MakeError(FailedPrecondition("agent name \"" + name + "\" is in use by a live agent")));
+      return;
+    }
+    // The same agent process on a new connection (it took us for dead and reconnected):
+    // it takes its session over; its leases stay.
+    LOG_INFO("agent " << name << " reconnected");
+    const std::string old_routing_id = other->routing_id;  // Remove ends `other`
+    ctx_.registry.Remove(old_routing_id);
   }
   Agent agent;
   agent.routing_id = routing_id;
   agent.description = {name, request->tags, request->capabilities};
+  agent.instance = request->instance;
   // Agents on one machine (same machine_id) run one job at a time unless
   // --share-machines; an agent that does not say is a machine of its own.
   const std::string machine_id = request->capabilities.host.machine_id.value_or("");
@@ -95,6 +103,10 @@ void AgentSessions::Register(const std::string& routing_id, const Message& messa
   bool known = ctx_.registry.FindByRoutingId(routing_id) != nullptr;
   ctx_.registry.Upsert(std::move(agent));
   dispatcher_.HoldSpooledJobs(name, request->spooled);
+  // An agent that reconnected mid-job (it took a stalled coordinator for dead) names its
+  // job: the lease lives on, as a heartbeat naming it would keep it.
+  if (Agent* registered = ctx_.registry.FindByRoutingId(routing_id); registered && request->running)
+    dispatcher_.RenewLease(*registered, *request->running);
   if (!known) {
     if (ctx_.round.open()) registered_in_round_.push_back(routing_id);
     LOG_INFO("agent " << name << " registered");
@@ -173,7 +185,7 @@ void AgentSessions::RecalibrateStaleMachines() {
   }
 }
 
-void AgentSessions::DropAgent(const std::string& routing_id, const std::string& reason) {
+void AgentSessions::DropAgent(const std::string& routing_id, const std::string& reason, Gone how) {
   Agent* agent = ctx_.registry.FindByRoutingId(routing_id);
   if (agent == nullptr) return;
   const std::string name = agent->description.name;
@@ -182,18 +194,32 @@ void AgentSessions::DropAgent(const std::string& routing_id, const std::string& 
   departed_.push_back(DepartedAgent{name, UtcNowIso8601(), reason});
   while (departed_.size() > kDepartedShown) departed_.pop_front();
   const std::string lost = "agent " + name + " " + reason;
-  for (const Lease& lease : ctx_.leases.ReleaseAllOf(name, lost))
-    dispatcher_.LoseAttempt(lease, lost);
+  const std::vector<Lease> ended = how == Gone::kSilent ? ctx_.leases.ReleaseAllOf(name, lost)
+                                                        : ctx_.leases.ReleaseSharedOf(name, lost);
+  for (const Lease& lease : ended) dispatcher_.LoseAttempt(lease, lost);
+  if (how == Gone::kUnreachable && ctx_.leases.LeasedJobOf(name)) {
+    LOG_INFO("the lease of agent " << name << "'s job " << *ctx_.leases.LeasedJobOf(name)
+                                   << " waits a liveness window for it to reconnect");
+  }
 }
 
 void AgentSessions::ExpireSilentAgentsAndLeases(MonoTime now) {
   for (const std::string& routing_id : ctx_.registry.SilentAgents(now, ctx_.LivenessWindow())) {
     DropAgent(routing_id,
-              "went silent for " + std::to_string(ctx_.LivenessWindow().count()) + " ms");
+              "went silent for " + std::to_string(ctx_.LivenessWindow().count()) + " ms",
+              Gone::kSilent);
   }
   for (const Lease& lease : ctx_.leases.Expire(now, ctx_.LivenessWindow())) {
     dispatcher_.LoseAttempt(lease, "lease of agent " + lease.agent + " expired");
   }
+}
+
+void AgentSessions::CreditStall(Millis stalled) {
+  LOG_WARN("the loop did not run for " << stalled.count()
+                                       << " ms more than a pass takes; agents and leases get "
+                                          "that time back");
+  ctx_.registry.Credit(stalled);
+  ctx_.leases.Credit(stalled);
 }
 
 void AgentSessions::SendHeartbeats() {
@@ -222,7 +248,7 @@ void AgentSessions::SendHeartbeats() {
                       ? ctx_.outlet.SendEncoded(Side::kAgents, peer, heartbeat.type, encoded)
                       : ctx_.outlet.Send(Side::kAgents, peer, heartbeat);
     if (sent.code() == StatusCode::kNotFound) {
-      DropAgent(peer, "is unreachable (" + sent.message() + ")");
+      DropAgent(peer, "is unreachable (" + sent.message() + ")", Gone::kUnreachable);
     }
   }
 }

@@ -35,10 +35,22 @@ class AgentSessions : public RoundParticipant {
   void Heartbeat(Agent& agent, const Message& message);
   // An agent's `error`: logged; a refused offer goes back to the dispatcher.
   void AgentError(Agent& agent, const Message& message);
-  // Removes an agent that is gone (silent, unreachable) and loses its leases' attempts.
-  void DropAgent(const std::string& routing_id, const std::string& reason);
+  // How an agent was found gone.
+  enum class Gone {
+    kSilent,       // nothing from it for a liveness window: every lease it holds is lost
+    kUnreachable,  // its connection closed (a send to it failed): it may be reconnecting,
+                   // a stalled coordinator having made it take us for dead. The leases it
+                   // holds alone stay, its machine busy, until they expire unrenewed or it
+                   // registers again naming its job; a gang's that other agents would go
+                   // on renewing is lost at once
+  };
+  // Removes an agent that is gone and loses its leases' attempts (as `how` says).
+  void DropAgent(const std::string& routing_id, const std::string& reason, Gone how);
   // Drops agents silent, and leases unrenewed, for a liveness window before `now`.
   void ExpireSilentAgentsAndLeases(MonoTime now);
+  // The loop did not run for `stalled` (a store stalled on its disk, the process stopped):
+  // that time counts against no agent and no lease (docs/reliability.md, Liveness).
+  void CreditStall(Millis stalled);
   // To every agent, once per heartbeat interval, a slice at a time. An agent that cannot
   // be reached is dropped.
   void SendHeartbeats();

@@ -53,6 +53,13 @@ std::optional<Lease> LeaseTable::Release(int64_t job_id, std::string_view reason
   return released;
 }
 
+void LeaseTable::Credit(Millis stalled) {
+  for (auto& [job_id, lease] : leases_) {
+    lease.renewed_at += stalled;
+    lease.hard_deadline += stalled;
+  }
+}
+
 std::vector<Lease> LeaseTable::Expire(MonoTime now, Millis window) {
   std::vector<int64_t> expired;
   for (const auto& [job_id, lease] : leases_) {
@@ -76,6 +83,18 @@ std::vector<Lease> LeaseTable::ReleaseAllOf(const std::string& agent_name,
   return ended;
 }
 
+std::vector<Lease> LeaseTable::ReleaseSharedOf(const std::string& agent_name,
+                                               std::string_view reason) {
+  std::vector<Lease> ended;
+  auto it = leases_by_agent_.find(agent_name);
+  if (it == leases_by_agent_.end()) return ended;
+  const std::set<int64_t> held = it->second;  // Release changes the index
+  for (int64_t job_id : held) {
+    if (!leases_.at(job_id).ranks.empty()) ended.push_back(*Release(job_id, reason));
+  }
+  return ended;
+}
+
 std::optional<int64_t> LeaseTable::LeasedJobOf(const std::string& agent_name) const {
   auto it = leases_by_agent_.find(agent_name);
   if (it == leases_by_agent_.end() || it->second.empty()) return std::nullopt;
@@ -85,6 +104,14 @@ std::optional<int64_t> LeaseTable::LeasedJobOf(const std::string& agent_name) co
 bool LeaseTable::MachineBusy(const Agent& agent) const {
   for (const std::string& peer : agents_.MachineAgents(agent)) {
     if (peer != agent.description.name && LeasedJobOf(peer).has_value()) return true;
+  }
+  // A lease of an agent that left the registry, waiting for it to reconnect.
+  if (auto machine = leases_by_machine_.find(agent.machine_id);
+      machine != leases_by_machine_.end()) {
+    for (int64_t job_id : machine->second) {
+      const std::string& holder = leases_.at(job_id).agent;
+      if (holder != agent.description.name && agents_.FindByName(holder) == nullptr) return true;
+    }
   }
   return false;
 }
@@ -114,6 +141,11 @@ void LeaseTable::RollBackJournal() {
 void LeaseTable::Put(Lease lease) {
   if (auto old = leases_.find(lease.job_id); old != leases_.end()) Erase(old);
   if (journaling_) journal_.push_back({true, lease});
+  if (lease.machine_id.empty()) {
+    if (const Agent* holder = agents_.FindByName(lease.agent))
+      lease.machine_id = holder->machine_id;
+  }
+  if (!lease.machine_id.empty()) leases_by_machine_[lease.machine_id].insert(lease.job_id);
   const std::vector<std::string> holders = lease.Holders();
   for (const std::string& holder : holders) leases_by_agent_[holder].insert(lease.job_id);
   agents_.Leased(holders);
@@ -128,6 +160,12 @@ void LeaseTable::Erase(std::map<int64_t, Lease>::iterator it) {
     held->second.erase(it->first);
     if (held->second.empty()) leases_by_agent_.erase(held);
     agents_.MachineFreed(holder);
+  }
+  if (auto machine = leases_by_machine_.find(it->second.machine_id);
+      machine != leases_by_machine_.end()) {
+    machine->second.erase(it->first);
+    if (machine->second.empty()) leases_by_machine_.erase(machine);
+    agents_.MachineIdFreed(it->second.machine_id);  // its agent may have left the registry
   }
   leases_.erase(it);
 }

@@ -28,6 +28,9 @@ struct Lease {
   // A gang spread over agents: the agents of ranks 1.. in order. Each holds the lease
   // as rank 0's does (busy, renewing it, losing it when silent).
   std::vector<std::string> ranks;
+  // The machine of `agent` when granted: a lease whose agent left the registry (its
+  // connection closed: it may be reconnecting) still keeps that machine busy.
+  std::string machine_id;
   MonoTime renewed_at;     // dispatch, or the last heartbeat naming this job
   MonoTime hard_deadline;  // the job's timeout plus the liveness window
 
@@ -65,11 +68,18 @@ class LeaseTable {
   // Ends the lease of `job_id` (its result came, it was taken back or lost), if any, and
   // returns it. `reason` is logged at debug level: what ended it.
   std::optional<Lease> Release(int64_t job_id, std::string_view reason);
+  // The coordinator's loop did not run for `stalled` (Coordinator::Run): every lease's
+  // renewal and deadline move on by as much, as if its holder had been heard meanwhile.
+  void Credit(Millis stalled);
   // Ends and returns the leases not renewed within `window` before `now`, or past their
   // hard deadline.
   std::vector<Lease> Expire(MonoTime now, Millis window);
   // Ends and returns every lease `agent_name` holds (the agent is gone).
   std::vector<Lease> ReleaseAllOf(const std::string& agent_name, std::string_view reason);
+  // Ends and returns the leases `agent_name` holds with other agents (a gang spread over
+  // agents, whose other ranks renew it: it would never expire). Its own stay, to expire
+  // unless it names them again within the liveness window.
+  std::vector<Lease> ReleaseSharedOf(const std::string& agent_name, std::string_view reason);
 
   // The job `agent_name` holds a lease for, if any (the newest one).
   std::optional<int64_t> LeasedJobOf(const std::string& agent_name) const;
@@ -92,8 +102,9 @@ class LeaseTable {
   void Erase(std::map<int64_t, Lease>::iterator it);
 
   AgentRegistry& agents_;
-  std::map<int64_t, Lease> leases_;                           // by job id
-  std::map<std::string, std::set<int64_t>> leases_by_agent_;  // agent name -> job ids
+  std::map<int64_t, Lease> leases_;                             // by job id
+  std::map<std::string, std::set<int64_t>> leases_by_agent_;    // agent name -> job ids
+  std::map<std::string, std::set<int64_t>> leases_by_machine_;  // Lease::machine_id -> job ids
   struct Change {
     bool added;  // else removed
     Lease lease;

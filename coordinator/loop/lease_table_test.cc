@@ -61,6 +61,26 @@ TEST(LeaseTableTest, AGrantedLeaseLivesWhileAHolderRenewsItAndEndsAtItsDeadline)
   EXPECT_FALSE(leases.Release(8, "its result came").has_value());
 }
 
+// An agent whose connection closed may be reconnecting: only the leases it shares with
+// other agents (a spread gang, which they would keep renewing) end at once; its own wait
+// for their renewal window, and live on if it names them again.
+TEST(LeaseTableTest, AnUnreachableAgentLosesItsSharedLeasesAtOnceAndItsOwnOnlyUnrenewed) {
+  AgentRegistry registry;
+  LeaseTable leases(registry);
+  const MonoTime t0 = MonoTime{} + Millis(100000);
+  const Millis window(1500);
+  for (const char* name : {"a", "b"}) registry.Upsert(MakeAgent(name, name, t0));
+  leases.Grant(1, 1, "a", {}, t0, Millis(60000), window);
+  leases.Grant(2, 1, "b", {"a"}, t0, Millis(60000), window);
+  const std::vector<Lease> shared = leases.ReleaseSharedOf("a", "agent a is unreachable");
+  ASSERT_EQ(shared.size(), 1u);
+  EXPECT_EQ(shared[0].job_id, 2);
+  ASSERT_NE(leases.Find(1), nullptr);
+  EXPECT_TRUE(leases.Renew(1, "a", 1, t0 + Millis(1000)));  // it registered again, naming it
+  EXPECT_TRUE(leases.Expire(t0 + Millis(2400), window).empty());
+  EXPECT_EQ(leases.Expire(t0 + Millis(2600), window).size(), 1u);  // never named again
+}
+
 TEST(LeaseTableTest, LeasesExpireWhenNotRenewedOrPastDeadline) {
   AgentRegistry registry;
   LeaseTable leases(registry);
@@ -186,9 +206,10 @@ TEST(LeaseTableTest, LookupsAnswerFromTheIndexesAcrossAFleet) {
 }
 
 TEST(LeaseTableTest, DroppedAgentFreesTheOtherAgentsOfItsMachine) {
-  // An agent dropped while it still holds a lease (the caller takes the lease after)
-  // no longer keeps its machine busy: its peer becomes an offer candidate at once, not
-  // at the dispatcher's next full refresh.
+  // An agent dropped while it still holds a lease keeps its machine busy as long as the
+  // lease lasts (its connection closed: it may come back for it); when the lease ends,
+  // its peer becomes an offer candidate at once, not at the dispatcher's next full
+  // refresh, though no registered agent held it.
   AgentRegistry registry;
   LeaseTable leases(registry);
   MonoTime t0 = MonoNow();
@@ -199,9 +220,11 @@ TEST(LeaseTableTest, DroppedAgentFreesTheOtherAgentsOfItsMachine) {
   for (const char* id : {"a/1", "b/1", "c/1"}) registry.NoOfferFor(id);
   EXPECT_TRUE(leases.MachineBusy(*registry.FindByName("b")));
   registry.Remove("a/1");
+  EXPECT_TRUE(leases.MachineBusy(*registry.FindByName("b")));
+  for (const char* id : {"b/1", "c/1"}) registry.NoOfferFor(id);
+  EXPECT_EQ(leases.ReleaseAllOf("a", "agent gone").size(), 1u);
   EXPECT_FALSE(leases.MachineBusy(*registry.FindByName("b")));
   EXPECT_EQ(registry.OfferCandidates(), (std::vector<std::string>{"b/1"}));
-  EXPECT_EQ(leases.ReleaseAllOf("a", "agent gone").size(), 1u);
 }
 
 TEST(LeaseTableTest, ARolledBackJournalPutsEveryLeaseBackAsItWas) {

@@ -49,6 +49,10 @@ std::vector<std::string> AgentRegistry::SilentAgents(MonoTime now, Millis window
   return silent;
 }
 
+void AgentRegistry::Credit(Millis stalled) {
+  for (auto& [routing_id, agent] : agents_) agent.last_seen += stalled;
+}
+
 std::vector<Agent*> AgentRegistry::All() {
   std::vector<Agent*> all;
   all.reserve(agents_.size());
@@ -95,6 +99,16 @@ void AgentRegistry::MachineFreed(const std::string& name) {
       if (auto peer_id = routing_id_by_name_.find(peer); peer_id != routing_id_by_name_.end()) {
         offer_candidates_.insert(peer_id->second);
       }
+    }
+  }
+}
+
+void AgentRegistry::MachineIdFreed(const std::string& machine_id) {
+  auto machine = machine_agents_.find(machine_id);
+  if (machine == machine_agents_.end()) return;
+  for (const std::string& peer : machine->second) {
+    if (auto peer_id = routing_id_by_name_.find(peer); peer_id != routing_id_by_name_.end()) {
+      offer_candidates_.insert(peer_id->second);
     }
   }
 }

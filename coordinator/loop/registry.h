@@ -21,6 +21,7 @@ struct Agent {
   int64_t host_id = 0;
   std::string machine_id;
   AgentDescription description;  // name, tags, capabilities
+  std::string instance;          // the agent process's random id (its registration's)
   MonoTime last_seen;
   // After the agent refused a job offer (busy), no offer before this; the wait doubles
   // with each refusal and is reset by a result.
@@ -42,6 +43,9 @@ class AgentRegistry {
   // Adds or replaces the agent with this routing id. It may take an offer.
   Agent& Upsert(Agent agent);
   void Remove(const std::string& routing_id);
+  // The coordinator's loop did not run for `stalled`: every agent counts as heard from
+  // that much later.
+  void Credit(Millis stalled);
   // Routing ids of the agents not heard from within `window` before `now`.
   std::vector<std::string> SilentAgents(MonoTime now, Millis window) const;
   std::vector<Agent*> All();
@@ -58,6 +62,8 @@ class AgentRegistry {
   // A lease of the agent named `name` ended: it and every agent of its machine may take
   // an offer again.
   void MachineFreed(const std::string& name);
+  // The same, by machine: a lease of a machine whose agent left the registry ended.
+  void MachineIdFreed(const std::string& machine_id);
 
   // Offer candidates: the agents that may take a job offer, so that a dispatch visits
   // those instead of the whole fleet. An agent becomes one when it registers, when a
