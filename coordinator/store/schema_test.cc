@@ -1,8 +1,8 @@
-// The store's schema (coordinator/store/schema.h, schemas/README.md): a new store is the
+// The store's schema (sqlite/schema.h, schemas/README.md): a new store is the
 // baseline, the declared columns and every view of views.sql; a store made by the
 // numbered steps before the baseline converts, from any of them, to that same schema
 // with its rows as the old steps would have left them.
-#include "coordinator/store/schema.h"
+#include "sqlite/schema.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>

@@ -1,4 +1,4 @@
-// A store made by the numbered steps before the baseline (coordinator/store/schema.h): its
+// A store made by the numbered steps before the baseline (sqlite/schema.h): its
 // rows after the conversion, what it keeps, and what it refuses. The schema itself and
 // the conversion from each old version are schema_test.cc's.
 #include <gtest/gtest.h>
@@ -15,8 +15,8 @@
 #include "coordinator/store/legacy_store_fixture.h"
 #include "coordinator/store/legacy_store_test.h"
 #include "coordinator/store/sample_blob.h"
-#include "coordinator/store/schema.h"
 #include "coordinator/store/store.h"
+#include "sqlite/schema.h"
 #include "sqlite/sqlite.h"
 
 namespace benchfleet {

@@ -2,7 +2,7 @@
 
 #include "common/log.h"
 #include "coordinator/store/sample_blob.h"
-#include "coordinator/store/schema.h"
+#include "sqlite/schema.h"
 
 namespace benchfleet {
 namespace {

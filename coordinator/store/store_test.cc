@@ -1,7 +1,7 @@
 // Store (coordinator/store/store.h): opening and migrating, the read-only connection's rules,
 // and group commit at the SQLite layer.
-#include "coordinator/store/schema.h"
 #include "coordinator/store/store_fixture.h"
+#include "sqlite/schema.h"
 
 namespace benchfleet {
 namespace {
