@@ -41,6 +41,12 @@ bool ValidSiteName(const std::string& name) {
   return true;
 }
 
+Status BadSiteName(const std::string& name, const MergeInput& input) {
+  return InvalidArgument("site name \"" + name + "\" (of " + input.path + "): 1 to " +
+                         std::to_string(kMaxSiteName) +
+                         " letters, digits, '.', '_' or '-'; name it: NAME=" + input.path);
+}
+
 // The store being written beside OUT: removed when the merge fails, whatever failed.
 class PartialStore {
  public:
@@ -108,11 +114,7 @@ StatusOr<SiteRow> SiteFor(Database& db, const StoreFacts& facts, const MergeInpu
     return site;
   }
   site.name = input.site.empty() ? std::filesystem::path(input.path).stem().string() : input.site;
-  if (!ValidSiteName(site.name)) {
-    return InvalidArgument("site name \"" + site.name + "\" (of " + input.path + "): 1 to " +
-                           std::to_string(kMaxSiteName) +
-                           " letters, digits, '.', '_' or '-'; name it: NAME=" + input.path);
-  }
+  if (!ValidSiteName(site.name)) return BadSiteName(site.name, input);
   ASSIGN_OR_RETURN(auto taken, db.Prepare("SELECT source FROM sites WHERE name = ?1"));
   taken.Bind(1, site.name);
   ASSIGN_OR_RETURN(bool clash, taken.Step());
@@ -171,6 +173,7 @@ StatusOr<MergeSummary> MergeStores(const std::string& out, const std::vector<Mer
   // Every input is checked before anything is written.
   std::vector<StoreFacts> sources;
   for (const MergeInput& input : inputs) {
+    if (!input.site.empty() && !ValidSiteName(input.site)) return BadSiteName(input.site, input);
     if (Exists(out) && SameFile(input.path, out))
       return InvalidArgument(input.path + " is OUT itself: merge writes OUT from the others");
     ASSIGN_OR_RETURN(StoreFacts facts, CheckStoreToMerge(input.path));
@@ -180,16 +183,17 @@ StatusOr<MergeSummary> MergeStores(const std::string& out, const std::vector<Mer
   if (appending) RETURN_IF_ERROR(CheckMergedStore(out).status());
 
   PartialStore partial(out + ".merging-" + std::to_string(getpid()));
-  auto opened = Database::Open(partial.path(), SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
-                                                   SQLITE_OPEN_URI);
+  auto opened =
+      Database::Open(partial.path(), SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_URI);
   if (!opened.ok()) {
     return Unavailable("cannot write beside " + out + ": " + opened.status().message());
   }
   Database& db = **opened;
   if (appending) RETURN_IF_ERROR(CopyStore(out, db));
-  // The store is renamed into place whole or not at all: no journal on disk, no sync
-  // until it is complete (Sync below).
-  RETURN_IF_ERROR(db.Exec("PRAGMA journal_mode = MEMORY; PRAGMA synchronous = OFF"));
+  // The store is renamed into place whole or not at all: nothing need be durable until it
+  // is complete (Sync below). Its rollback journal stays on disk, not in memory, where it
+  // would grow with the pages of a large store that a site's rows touch.
+  RETURN_IF_ERROR(db.Exec("PRAGMA synchronous = OFF"));
   RETURN_IF_ERROR(MigrateSchema(db, partial.path()));
   RETURN_IF_ERROR(AddDeclaredColumns(db, /*log=*/false));
   RETURN_IF_ERROR(RecreateViews(db));
@@ -230,8 +234,8 @@ int MergeCommand(const std::string& out, const std::vector<std::string>& stores)
     if (m.sweeps == 0 && m.hosts_added == 0) {
       std::cout << "nothing new";
     } else {
-      std::cout << m.sweeps << " sweep(s), " << m.jobs << " job(s), " << m.results
-                << " result(s), " << m.hosts_added << " new host(s)";
+      std::cout << m.sweeps << " sweep(s), " << m.jobs << " job(s), " << m.results << " result(s), "
+                << m.hosts_added << " new host(s)";
     }
     if (m.hosts_matched > 0) std::cout << "; " << m.hosts_matched << " host(s) already known";
     if (m.sweeps_before > 0) std::cout << "; " << m.sweeps_before << " sweep(s) merged before";

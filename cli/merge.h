@@ -32,14 +32,14 @@ struct SiteMerged {
   std::string site;
   std::string path;
   int64_t sweeps = 0, jobs = 0, results = 0;
-  int64_t hosts_added = 0;    // hosts new to the merged store
-  int64_t hosts_matched = 0;  // hosts it already had (the same machine seen by another site)
-  int64_t sweeps_before = 0;  // sweeps of this site merged by an earlier merge
+  int64_t hosts_added = 0;     // hosts new to the merged store
+  int64_t hosts_matched = 0;   // hosts it already had (the same machine seen by another site)
+  int64_t sweeps_before = 0;   // sweeps of this site merged by an earlier merge
   int64_t sweeps_running = 0;  // left out: still running at the site
 };
 
 struct MergeSummary {
-  std::vector<SiteMerged> merged;  // one per input, in order
+  std::vector<SiteMerged> merged;                         // one per input, in order
   int64_t sites = 0, sweeps = 0, hosts = 0, results = 0;  // the merged store's, in all
 };
 

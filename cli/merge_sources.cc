@@ -85,8 +85,8 @@ StatusOr<StoreFacts> CheckStoreToMerge(const std::string& path) {
     // migrates it, once, in place.
     return InvalidArgument(path + " has schema version " + std::to_string(facts.schema_version) +
                            ", older than this benchfleet's (" + std::to_string(latest) +
-                           "): start its benchfleet-coordinator of this version once (it "
-                           "migrates the store as it opens it), then merge it");
+                           "): start a benchfleet-coordinator of this version on it once (it "
+                           "migrates a store as it opens it), then merge it");
   }
   if (facts.merged) {
     return InvalidArgument(path +
@@ -118,8 +118,8 @@ Status RefuseStoreInUse(const std::string& path) {
   const int asked = fcntl(fd, F_OFD_GETLK, &lock);
   close(fd);
   if (asked != 0 || lock.l_type == F_UNLCK) return Status::Ok();
-  const std::string holder = lock.l_pid > 0 ? "process " + std::to_string(lock.l_pid)
-                                            : std::string("another open file");
+  const std::string holder =
+      lock.l_pid > 0 ? "process " + std::to_string(lock.l_pid) : std::string("another open file");
   return InvalidArgument(path + " is open in " + holder +
                          " (a coordinator serving it, or a program reading or writing it): stop "
                          "its coordinator first, or merge a copy: sqlite3 " +

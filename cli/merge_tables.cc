@@ -66,7 +66,12 @@ const std::vector<Rule>& Rules() {
        kJobsSweepEnded,
        {{"host_id", "hosts"}, {"requirement_id", "requirements"}, {"confirms_job_id", "jobs"}},
        {}},
-      {"results", nullptr, {"job_id", "jobs"}, nullptr, {{"host_id", "hosts"}, {"sweep_id", "sweeps"}}, {}},
+      {"results",
+       nullptr,
+       {"job_id", "jobs"},
+       nullptr,
+       {{"host_id", "hosts"}, {"sweep_id", "sweeps"}},
+       {}},
       {"result_samples", nullptr, {"job_id", "jobs"}, nullptr, {}, {}},
       {"result_ranks", nullptr, {"job_id", "jobs"}, nullptr, {{"host_id", "hosts"}}, {}},
       {"result_processes", nullptr, {"job_id", "jobs"}, nullptr, {{"host_id", "hosts"}}, {}},
@@ -92,8 +97,11 @@ std::string Quoted(const std::string& text) {
 }
 
 std::string Replaced(std::string text, const std::string& marker, const std::string& with) {
-  for (size_t at = text.find(marker); at != std::string::npos; at = text.find(marker, at))
-    text.replace(at, marker.size(), with), at += with.size();
+  size_t at = 0;
+  while ((at = text.find(marker, at)) != std::string::npos) {
+    text.replace(at, marker.size(), with);
+    at += with.size();
+  }
   return text;
 }
 
@@ -130,10 +138,11 @@ StatusOr<std::vector<std::string>> CopiedColumns(Database& db, const std::string
   std::vector<std::string> names;
   for (const auto& [name, type] : source) {
     if (!in_target.count(name)) {
-      RETURN_IF_ERROR(db.Exec("ALTER TABLE main.\"" + table + "\" ADD COLUMN \"" + name + "\" " +
-                              type));
-      LOG_WARN("kept column " << table << "." << name
-                              << " of a site, which this benchfleet does not declare, with its values");
+      RETURN_IF_ERROR(
+          db.Exec("ALTER TABLE main.\"" + table + "\" ADD COLUMN \"" + name + "\" " + type));
+      LOG_WARN(
+          "kept column " << table << "." << name
+                         << " of a site, which this benchfleet does not declare, with its values");
     }
     names.push_back(name);
   }
@@ -149,22 +158,22 @@ std::string MappedId(const std::string& table, const std::string& expression) {
 // site's rows new to the main store, numbered after its highest id in the site's order.
 Status MapRows(Database& db, const Rule& rule, const SiteRow& site) {
   const std::string table = rule.table, id = rule.id;
-  RETURN_IF_ERROR(db.Exec("INSERT INTO temp.merge_map(table_name, src_id, out_id, is_new) SELECT '" +
-                          table + "', site_row_id, row_id, 0 FROM main.site_rows WHERE "
-                          "table_name = '" + table + "' AND site_id = " +
-                          std::to_string(site.site_id)));
+  RETURN_IF_ERROR(
+      db.Exec("INSERT INTO temp.merge_map(table_name, src_id, out_id, is_new) SELECT '" + table +
+              "', site_row_id, row_id, 0 FROM main.site_rows WHERE "
+              "table_name = '" +
+              table + "' AND site_id = " + std::to_string(site.site_id)));
   std::string where = "NOT EXISTS (SELECT 1 FROM temp.merge_map m WHERE m.table_name = '" + table +
                       "' AND m.src_id = s." + id + ")";
   if (rule.parent.column) {
     where += std::string(" AND (s.") + rule.parent.column + " IS NULL OR " +
-             MappedId(rule.parent.table, std::string("s.") + rule.parent.column) +
-             " IS NOT NULL)";
+             MappedId(rule.parent.table, std::string("s.") + rule.parent.column) + " IS NOT NULL)";
   }
   if (rule.when) where += std::string(" AND ") + rule.when;
   return db.Exec("INSERT INTO temp.merge_map(table_name, src_id, out_id, is_new) SELECT '" + table +
                  "', s." + id + ", (SELECT coalesce(max(" + id + "), 0) FROM main." + table +
-                 ") + row_number() OVER (ORDER BY s." + id + "), 1 FROM src." + table + " s WHERE " +
-                 where);
+                 ") + row_number() OVER (ORDER BY s." + id + "), 1 FROM src." + table +
+                 " s WHERE " + where);
 }
 
 // Inserts the rows of `rule.table` the maps take: those numbered anew, or for a table
@@ -268,10 +277,11 @@ std::vector<std::pair<std::string, std::string>> TablesNotMerged() {
 // first_seen the earliest, its last_seen the latest, its other facts (tags,
 // capabilities, fingerprint) the latest seen.
 Status MergeHosts(Database& db, const SiteRow& site, SiteMerged* merged) {
-  RETURN_IF_ERROR(db.Exec("INSERT INTO temp.merge_map(table_name, src_id, out_id, is_new) SELECT "
-                          "'hosts', site_row_id, row_id, 0 FROM main.site_rows WHERE table_name = "
-                          "'hosts' AND site_id = " +
-                          std::to_string(site.site_id)));
+  RETURN_IF_ERROR(
+      db.Exec("INSERT INTO temp.merge_map(table_name, src_id, out_id, is_new) SELECT "
+              "'hosts', site_row_id, row_id, 0 FROM main.site_rows WHERE table_name = "
+              "'hosts' AND site_id = " +
+              std::to_string(site.site_id)));
   ASSIGN_OR_RETURN(std::vector<std::string> columns, CopiedColumns(db, "hosts"));
   std::string names, values, facts;
   for (const std::string& column : columns) {
@@ -286,14 +296,15 @@ Status MergeHosts(Database& db, const SiteRow& site, SiteMerged* merged) {
                               "count(*) FROM src.hosts o WHERE o.machine_id = s.machine_id), "
                               "(SELECT out_id FROM temp.merge_map WHERE table_name = 'hosts' AND "
                               "src_id = s.host_id) FROM src.hosts s ORDER BY s.host_id"));
-  ASSIGN_OR_RETURN(auto insert, db.Prepare("INSERT INTO main.hosts (host_id, name" + names +
-                                           ") SELECT ?1, ?2" + values +
-                                           " FROM src.hosts s WHERE s.host_id = ?3"));
+  ASSIGN_OR_RETURN(auto insert,
+                   db.Prepare("INSERT INTO main.hosts (host_id, name" + names + ") SELECT ?1, ?2" +
+                              values + " FROM src.hosts s WHERE s.host_id = ?3"));
   ASSIGN_OR_RETURN(auto mapped, db.Prepare("INSERT INTO temp.merge_map(table_name, src_id, "
                                            "out_id, is_new) VALUES ('hosts', ?1, ?2, 1)"));
   const std::string newer =
-      facts.empty() ? "" : "UPDATE main.hosts AS h SET " + facts + " FROM src.hosts s WHERE " +
-                               "h.host_id = ?1 AND s.host_id = ?2 AND s.last_seen > h.last_seen";
+      facts.empty() ? ""
+                    : "UPDATE main.hosts AS h SET " + facts + " FROM src.hosts s WHERE " +
+                          "h.host_id = ?1 AND s.host_id = ?2 AND s.last_seen > h.last_seen";
   ASSIGN_OR_RETURN(auto seen, db.Prepare("UPDATE main.hosts AS h SET first_seen = "
                                          "min(h.first_seen, s.first_seen), last_seen = "
                                          "max(h.last_seen, s.last_seen) FROM src.hosts s WHERE "
@@ -346,11 +357,13 @@ Status MergeSiteRows(Database& db, const SiteRow& site, SiteMerged* merged) {
   std::map<std::string, const Rule*> by_table;
   for (const Rule& rule : Rules()) by_table[rule.table] = &rule;
   // The maps, parents first: a row is taken once its parent is.
-  for (const char* table : {"schedules", "sweeps"}) RETURN_IF_ERROR(MapRows(db, *by_table[table], site));
+  for (const char* table : {"schedules", "sweeps"})
+    RETURN_IF_ERROR(MapRows(db, *by_table[table], site));
   RETURN_IF_ERROR(MergeHosts(db, site, merged));
   for (const Rule& rule : Rules()) {
     const std::string table = rule.table;
-    if (rule.id && table != "schedules" && table != "sweeps") RETURN_IF_ERROR(MapRows(db, rule, site));
+    if (rule.id && table != "schedules" && table != "sweeps")
+      RETURN_IF_ERROR(MapRows(db, rule, site));
   }
   // Requirements are shared by what they ask, not numbered per site.
   RETURN_IF_ERROR(db.Exec(
@@ -378,20 +391,24 @@ Status MergeSiteRows(Database& db, const SiteRow& site, SiteMerged* merged) {
                           " FROM src.schedule_firings s JOIN temp.merge_map m ON m.table_name = "
                           "'schedules' AND m.src_id = s.schedule_id WHERE true "
                           "ON CONFLICT (schedule_id, slot) DO NOTHING"));
-  RETURN_IF_ERROR(db.Exec("INSERT INTO main.site_rows(table_name, row_id, site_id, site_row_id) "
-                          "SELECT table_name, out_id, " +
-                          std::to_string(site.site_id) +
-                          ", src_id FROM temp.merge_map WHERE is_new = 1"));
-  ASSIGN_OR_RETURN(merged->sweeps, Count(db, "SELECT count(*) FROM temp.merge_map WHERE "
-                                             "table_name = 'sweeps' AND is_new = 1"));
-  ASSIGN_OR_RETURN(merged->sweeps_before, Count(db, "SELECT count(*) FROM temp.merge_map WHERE "
-                                                    "table_name = 'sweeps' AND is_new = 0"));
-  ASSIGN_OR_RETURN(merged->jobs, Count(db, "SELECT count(*) FROM temp.merge_map WHERE "
-                                           "table_name = 'jobs' AND is_new = 1"));
+  RETURN_IF_ERROR(
+      db.Exec("INSERT INTO main.site_rows(table_name, row_id, site_id, site_row_id) "
+              "SELECT table_name, out_id, " +
+              std::to_string(site.site_id) + ", src_id FROM temp.merge_map WHERE is_new = 1"));
+  ASSIGN_OR_RETURN(merged->sweeps, Count(db,
+                                         "SELECT count(*) FROM temp.merge_map WHERE "
+                                         "table_name = 'sweeps' AND is_new = 1"));
+  ASSIGN_OR_RETURN(merged->sweeps_before, Count(db,
+                                                "SELECT count(*) FROM temp.merge_map WHERE "
+                                                "table_name = 'sweeps' AND is_new = 0"));
+  ASSIGN_OR_RETURN(merged->jobs, Count(db,
+                                       "SELECT count(*) FROM temp.merge_map WHERE "
+                                       "table_name = 'jobs' AND is_new = 1"));
   ASSIGN_OR_RETURN(merged->sweeps_running,
-                   Count(db, "SELECT count(*) FROM src.sweeps s WHERE s.state = 'running' AND NOT "
-                             "EXISTS (SELECT 1 FROM temp.merge_map m WHERE m.table_name = "
-                             "'sweeps' AND m.src_id = s.sweep_id)"));
+                   Count(db,
+                         "SELECT count(*) FROM src.sweeps s WHERE s.state = 'running' AND NOT "
+                         "EXISTS (SELECT 1 FROM temp.merge_map m WHERE m.table_name = "
+                         "'sweeps' AND m.src_id = s.sweep_id)"));
   return Status::Ok();
 }
 

@@ -163,8 +163,7 @@ StatusOr<ShownResultRows> ChooseResultColumns(const std::vector<std::string>& co
         choice.kind == Kind::kWide ? WideResultColumns() : CompactResultColumns();
     // A merged store's rows say which site each came from (docs/sites.md).
     const auto site = index.find("site");
-    if (site != index.end() &&
-        std::any_of(rows.begin(), rows.end(), [&](const json& row) {
+    if (site != index.end() && std::any_of(rows.begin(), rows.end(), [&](const json& row) {
           return site->second < row.size() && !row[site->second].is_null();
         })) {
       wanted.insert(wanted.begin(), "site");

@@ -21,8 +21,8 @@ std::vector<std::string> SummaryColumns() {
   for (const ResultField& field : ResultFields()) {
     if (!field.column.empty()) columns.push_back(field.column);
   }
-  for (const char* c :
-       {"peak_gflops", "fraction_of_peak", "calibration_suspect", "attempt", "finished_at", "site"}) {
+  for (const char* c : {"peak_gflops", "fraction_of_peak", "calibration_suspect", "attempt",
+                        "finished_at", "site"}) {
     columns.push_back(c);
   }
   return columns;

@@ -1,20 +1,23 @@
 // `benchfleet merge` (cli/merge.h, docs/sites.md) on real stores: each site's store made
 // by a coordinator in process as its agents fill it (coordinator/coordinator_fixture.h),
 // closed, then merged, and the merged store read by the read commands with --db.
+#include "cli/merge.h"
+
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <functional>
 #include <iostream>
 #include <sstream>
 
 #include "cli/commands.h"
-#include "cli/merge.h"
 #include "cli/merge_tables.h"
 #include "cli/reads.h"
 #include "cli/report.h"
 #include "common/median.h"
 #include "coordinator/coordinator_fixture.h"
 #include "coordinator/store/store.h"
+#include "sqlite/schema.h"
 
 namespace benchfleet {
 namespace {
@@ -107,10 +110,10 @@ class MergeTest : public CoordinatorTest {
     for (const json& table :
          Rows(path, "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")) {
       if (table[0] == "sites") continue;  // merged_at and source say when and from where
-      all += table[0].get<std::string>() + ": " +
-             Rows(path, "SELECT * FROM \"" + table[0].get<std::string>() + "\" ORDER BY 1, 2")
-                 .dump() +
-             "\n";
+      all +=
+          table[0].get<std::string>() + ": " +
+          Rows(path, "SELECT * FROM \"" + table[0].get<std::string>() + "\" ORDER BY 1, 2").dump() +
+          "\n";
     }
     return all;
   }
@@ -153,15 +156,16 @@ TEST_F(MergeTest, TwoFleetsMergeAndTheirSweepsCompare) {
     EXPECT_EQ(row["host"], "node-a");
     EXPECT_EQ(row["change"], row["batch_size"] == 32 ? "slower" : "unchanged") << row.dump();
   }
-  Output results = Capture(
-      [&] { return ResultsCommand(*reads, std::nullopt, RowFormat::kTable, ResultColumnChoice{}); });
+  Output results = Capture([&] {
+    return ResultsCommand(*reads, std::nullopt, RowFormat::kTable, ResultColumnChoice{});
+  });
   EXPECT_EQ(results.code, 0);
   EXPECT_EQ(results.out.rfind("site", 0), 0u) << "a merged store's table names the site first\n"
                                               << results.out;
   EXPECT_NE(results.out.find("boston"), std::string::npos) << results.out;
-  EXPECT_EQ(Capture([&] { return QueryCommand(*reads, "select * from sites", RowFormat::kCsv); })
-                .code,
-            0);
+  EXPECT_EQ(
+      Capture([&] { return QueryCommand(*reads, "select * from sites", RowFormat::kCsv); }).code,
+      0);
   EXPECT_EQ(Capture([&] { return RegressionsCommand(*reads, "", RowFormat::kTable, true); }).code,
             0);
   ReportOptions report;
@@ -191,9 +195,9 @@ TEST_F(MergeTest, MergingTheSameStoreAgainAddsNothing) {
   ASSERT_NE(once.find("sweeps: [[1,"), std::string::npos) << once;
   // Again, in another order, one of them alone, and a copy of one: nothing new.
   std::filesystem::copy_file(berlin, dir_ / "berlin-copy.db");
-  for (const std::vector<MergeInput>& again :
-       {std::vector<MergeInput>{{boston, ""}, {berlin, ""}}, {{berlin, ""}},
-        {{(dir_ / "berlin-copy.db").string(), ""}}}) {
+  for (const std::vector<MergeInput>& again : {std::vector<MergeInput>{{boston, ""}, {berlin, ""}},
+                                               {{berlin, ""}},
+                                               {{(dir_ / "berlin-copy.db").string(), ""}}}) {
     auto merged = MergeStores(out(), again);
     ASSERT_TRUE(merged.ok()) << merged.status().ToString();
     for (const SiteMerged& site : merged->merged) {
@@ -216,10 +220,20 @@ TEST_F(MergeTest, MergingTheSameStoreAgainAddsNothing) {
                             [4, "berlin", 3]])"));
   // Its slower batch was a regression candidate, rerun to confirm it: the candidate, its
   // reruns and the list of them name the merged store's jobs.
-  EXPECT_EQ(Rows(out(), "SELECT g.sweep_id, count(*) FROM regressions g, json_each(g.reruns) e "
-                        "JOIN jobs j ON j.job_id = e.value AND j.confirms_job_id = g.job_id AND "
-                        "j.sweep_id = g.sweep_id GROUP BY g.regression_id"),
+  EXPECT_EQ(Rows(out(),
+                 "SELECT g.sweep_id, count(*) FROM regressions g, json_each(g.reruns) e "
+                 "JOIN jobs j ON j.job_id = e.value AND j.confirms_job_id = g.job_id AND "
+                 "j.sweep_id = g.sweep_id GROUP BY g.regression_id"),
             json::parse("[[4, 3]]"));
+  // Every id the merged store holds names a row of it.
+  auto db = Database::Open(out(), SQLITE_OPEN_READONLY);
+  ASSERT_TRUE(db.ok());
+  auto dangling = (*db)->Prepare("PRAGMA foreign_key_check");
+  ASSERT_TRUE(dangling.ok());
+  auto found = dangling->Step();
+  ASSERT_TRUE(found.ok());
+  EXPECT_FALSE(*found) << dangling->Text(0) << " row " << dangling->Text(1) << " names no "
+                       << dangling->Text(2);
 }
 
 // A host is its machine (docs/sites.md, Hosts).
@@ -243,9 +257,10 @@ TEST_F(MergeTest, HostsAreKeyedByMachine) {
             json::parse(R"([["gpu-01", "machine-1"], ["shared-name", "machine-2"],
                             ["x1", "machine-5"], ["shared-name@b", "machine-9"],
                             ["x2", "machine-5"]])"));
-  EXPECT_EQ(Rows(out(), "SELECT h.name, count(*) FROM site_rows o JOIN hosts h ON h.host_id = "
-                        "o.row_id WHERE o.table_name = 'hosts' GROUP BY h.name HAVING count(*) > 1 "
-                        "ORDER BY 1"),
+  EXPECT_EQ(Rows(out(),
+                 "SELECT h.name, count(*) FROM site_rows o JOIN hosts h ON h.host_id = "
+                 "o.row_id WHERE o.table_name = 'hosts' GROUP BY h.name HAVING count(*) > 1 "
+                 "ORDER BY 1"),
             json::parse(R"([["gpu-01", 2], ["x1", 2]])"));
 }
 
@@ -270,6 +285,84 @@ TEST_F(MergeTest, ASweepStillRunningIsLeftOutUntilItEnds) {
   EXPECT_EQ(second->merged[0].sweeps, 1);
   EXPECT_EQ(second->merged[0].results, 1);
   EXPECT_EQ(Rows(out(), "SELECT state FROM sweeps"), json::parse(R"([["cancelled"]])"));
+}
+
+// What merge refuses, each with its reason and exit status 2, and a merge that fails
+// midway: the merged store is left as it was, and nothing is left beside it.
+TEST_F(MergeTest, RefusesWhatItCannotMergeAndLeavesOutAsItWas) {
+  const std::string berlin = Site("berlin", [&] {
+    Register("node-a", 0, "machine-1");
+    Sweep("node-a", Steady);
+  });
+  const std::string boston = Site("boston", [&] {
+    Register("node-b", 0, "machine-2");
+    Sweep("node-b", Steady);
+  });
+  // A copy of berlin's store that another coordinator went on writing: both have a
+  // sweep 2 now, not the same one.
+  const std::string fork = (dir_ / "berlin-fork.db").string();
+  std::filesystem::copy_file(berlin, fork);
+  for (const char* site : {"berlin", "berlin-fork"}) {
+    Site(site, [&] {
+      Register("node-a", 0, "machine-1");
+      Sweep("node-a", Steady);
+    });
+  }
+  ASSERT_EQ(MergeCommand(out(), {berlin}), 0);
+  const std::string before = Contents(out());
+
+  auto store_at = [&](const std::string& name, const std::string& sql) {
+    const std::string path = (dir_ / name).string();
+    std::filesystem::copy_file(berlin, path);
+    auto db = Database::Open(path, SQLITE_OPEN_READWRITE);
+    EXPECT_TRUE(db.ok() && (*db)->Exec(sql).ok()) << sql;
+    return path;
+  };
+  const int latest = Migrations().back().version;
+  {
+    std::ofstream((dir_ / "notes.txt").string()) << "not a store\n";
+    auto db =
+        Database::Open((dir_ / "other.db").string(), SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
+    ASSERT_TRUE(db.ok() && (*db)->Exec("CREATE TABLE notes(text)").ok());
+  }
+  const std::vector<std::pair<std::vector<std::string>, std::string>> refused = {
+      {{(dir_ / "missing.db").string()}, "no store at"},
+      {{(dir_ / "notes.txt").string()}, "notes.txt is not an SQLite database"},
+      {{(dir_ / "other.db").string()},
+       "other.db is not a benchfleet store (an SQLite database without its tables)"},
+      {{store_at("newer.db", "PRAGMA user_version = " + std::to_string(latest + 1))},
+       "newer.db has schema version " + std::to_string(latest + 1) +
+           ", newer than this benchfleet's (" + std::to_string(latest) + ")"},
+      {{store_at("older.db", "PRAGMA user_version = " + std::to_string(latest - 1))},
+       "older.db has schema version " + std::to_string(latest - 1) +
+           ", older than this benchfleet's (" + std::to_string(latest) + ")"},
+      {{store_at("legacy.db", "PRAGMA application_id = 0; PRAGMA user_version = 7")},
+       "legacy.db is a store from before schema version 1"},
+      {{out()}, "is OUT itself"},
+      {{store_at("merged-elsewhere.db", "UPDATE store_identity SET merged = 1")},
+       "merged-elsewhere.db is a merged store"},
+      {{"berlin=" + boston}, "site name berlin is taken by another store"},
+      {{"b:d=" + boston}, "site name \"b:d\""},
+      // boston's rows are written first; the fork then fails the whole merge.
+      {{boston, fork}, "berlin-fork.db: its sweep 2 (created "},
+  };
+  for (const auto& [stores, reason] : refused) {
+    Output merged = Capture([&] { return MergeCommand(out(), stores); });
+    EXPECT_EQ(merged.code, 2) << reason;
+    EXPECT_NE(merged.err.find(reason), std::string::npos) << merged.err;
+    EXPECT_EQ(Contents(out()), before) << reason;
+  }
+  // Merge writes no coordinator's store, and leaves no file it did not finish.
+  const std::string served = Contents(boston);
+  Output into = Capture([&] { return MergeCommand(boston, {berlin}); });
+  EXPECT_EQ(into.code, 2);
+  EXPECT_NE(into.err.find("boston.db is a coordinator's store"), std::string::npos) << into.err;
+  EXPECT_EQ(Contents(boston), served);
+  EXPECT_EQ(MergeCommand((dir_ / "fresh.db").string(), {berlin, boston, fork}), 2);
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "fresh.db"));
+  for (const auto& entry : std::filesystem::directory_iterator(dir_)) {
+    EXPECT_EQ(entry.path().string().find(".merging-"), std::string::npos) << entry.path();
+  }
 }
 
 // Every table of the schema is merged, or left out for a reason (cli/merge_tables.h).

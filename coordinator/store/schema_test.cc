@@ -166,8 +166,9 @@ TEST_P(EveryOldVersionTest, ConvertsAsItsRemainingOldStepsWouldHave) {
   ASSERT_NE(b, nullptr);
   EXPECT_EQ(SchemaOf(*a), new_schema);
   EXPECT_EQ(SchemaOf(*b), new_schema);
-  const auto rows = RowsOf(*a);
-  EXPECT_EQ(rows, RowsOf(*b));
+  // Each store draws its own id (006_sites.sql): the one column that differs by design.
+  const auto rows = RowsOf(*a, {"store_identity.store_id"});
+  EXPECT_EQ(rows, RowsOf(*b, {"store_identity.store_id"}));
   const bool at_13 = version >= 13, at_25 = version == kLastLegacyVersion;
   EXPECT_EQ(rows.at("jobs").size(), at_25 ? 9u : at_13 ? 7u : 5u);
   EXPECT_EQ(Text(*a, "SELECT count(*) FROM result_summary"), at_25 ? "4" : at_13 ? "3" : "2");
