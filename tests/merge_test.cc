@@ -244,7 +244,7 @@ TEST_F(MergeTest, HostsAreKeyedByMachine) {
     Register("x1", 0, "machine-5");
   });
   const std::string b = Site("b", [&] {
-    Register("lab-gpu", 0, "machine-1");      // machine-1 named otherwise: the same host
+    Register("lab-gpu", 1, "machine-1");      // machine-1 named otherwise, a GPU since
     Register("shared-name", 0, "machine-9");  // another machine of a name taken
     Register("x1", 0, "machine-5");           // two agents on machine-5: told apart by name
     Register("x2", 0, "machine-5");
@@ -262,6 +262,13 @@ TEST_F(MergeTest, HostsAreKeyedByMachine) {
                  "o.row_id WHERE o.table_name = 'hosts' GROUP BY h.name HAVING count(*) > 1 "
                  "ORDER BY 1"),
             json::parse(R"([["gpu-01", 2], ["x1", 2]])"));
+  // A host seen by both sites: seen first at a, its facts as b saw them last.
+  EXPECT_EQ(Rows(out(),
+                 "SELECT json_array_length(capabilities, '$.gpus'), first_seen, last_seen "
+                 "FROM hosts WHERE name = 'gpu-01'"),
+            json::array({json::array(
+                {1, Rows(a, "SELECT first_seen FROM hosts WHERE name = 'gpu-01'")[0][0],
+                 Rows(b, "SELECT last_seen FROM hosts WHERE name = 'lab-gpu'")[0][0]})}));
 }
 
 TEST_F(MergeTest, ASweepStillRunningIsLeftOutUntilItEnds) {
@@ -363,6 +370,99 @@ TEST_F(MergeTest, RefusesWhatItCannotMergeAndLeavesOutAsItWas) {
   for (const auto& entry : std::filesystem::directory_iterator(dir_)) {
     EXPECT_EQ(entry.path().string().find(".merging-"), std::string::npos) << entry.path();
   }
+}
+
+// A row in every table a site's store has, as its coordinator writes them, so that each
+// table's rule is seen at work: two such stores (two sites, each its own store id) merged,
+// every row arrives once per site with each id it holds mapped, and merging them again
+// adds nothing.
+constexpr const char* kEveryTable = R"sql(
+INSERT INTO hosts(host_id, name, machine_id, first_seen, last_seen) VALUES
+  (1, 'n1', 'm1', 't0', 't1'), (2, 'n2', 'm2', 't0', 't1');
+INSERT INTO schedules(schedule_id, name, cron, sweep, created_at, handled_until)
+  VALUES (1, 'nightly', '0 2 * * *', '{}', 't0', 't1');
+INSERT INTO schedule_firings(schedule_id, slot, outcome, decided_at) VALUES (1, 's1', 'started', 't1');
+INSERT INTO sweeps(sweep_id, name, state, created_at, schedule_id, schedule_slot, submission_id, spec)
+  VALUES (1, 'night', 'done', 't1', 1, 's1', 'cli-1', '{}'),
+         (2, 'later', 'running', 't2', NULL, NULL, NULL, '{}');
+INSERT INTO requirements(requirement_id, device) VALUES (1, 'cpu');
+INSERT INTO jobs(job_id, sweep_id, spec, timeout_s, created_at, state, host_id, requirement_id,
+                 confirms_job_id) VALUES
+  (1, 1, '{}', 60, 't1', 'done', 1, 1, NULL), (2, 1, '{}', 60, 't1', 'done', 2, 1, NULL),
+  (3, 1, '{}', 60, 't1', 'done', 2, 1, 2), (4, 2, '{}', 60, 't2', 'queued', NULL, 1, NULL);
+INSERT INTO results(job_id, attempt, host_id, ok, detail, received_at, sweep_id, median_ms) VALUES
+  (1, 1, 1, 1, '{}', 't1', 1, 1.0), (2, 1, 2, 1, '{}', 't1', 1, 2.0), (3, 1, 2, 1, '{}', 't1', 1, 2.1);
+INSERT INTO result_samples(job_id, n, ms_f32le) VALUES (1, 1, X'0000803F');
+INSERT INTO result_ranks(job_id, rank, host_id) VALUES (1, 0, 1), (1, 1, 2);
+INSERT INTO result_processes(job_id, process, attempt, host_id, median_ms, received_at, detail)
+  VALUES (1, 0, 1, 1, 1.0, 't1', '{}');
+INSERT INTO op_profile(job_id, op, calls, self_us, total_us, input_shapes)
+  VALUES (1, 'aten::mm', 3, 1.0, 2.0, '[]');
+INSERT INTO calibrations(calibration_id, host_id, job_id, detail, measured_at) VALUES (1, 2, 1, '{}', 't1');
+INSERT INTO regressions(regression_id, job_id, series, host_id, state, direction, median_ms,
+  baseline_median_ms, baseline_mad_ms, baseline_n, baseline_from, baseline_to, change, reruns,
+  detected_at, sweep_id) VALUES (1, 2, 's', 2, 'confirmed', 'slower', 2, 1, 0.1, 9, 't0', 't1', 1,
+  '[3]', 't1', 1);
+INSERT INTO stale_results(stale_id, job_id, attempt, host, reason, detail, received_at)
+  VALUES (1, 2, 1, 'n2', 'requeued', '{}', 't1');
+INSERT INTO baseline_resets(reset_id, host, model, at) VALUES (1, 'n1', 'mlp', 't1');
+INSERT INTO host_prices(price_id, host_id, per_hour, currency, set_at, source)
+  VALUES (1, 2, 1.5, 'USD', 't1', 'cli');
+)sql";
+
+TEST_F(MergeTest, EveryTablesRowsArriveWithTheirIdsMapped) {
+  std::vector<std::string> stores;
+  for (const char* site : {"x", "y"}) {
+    const std::string path = (dir_ / (std::string(site) + ".db")).string();
+    ASSERT_TRUE(Store::Open(path).ok());  // made as a coordinator makes it, then closed
+    auto db = Database::Open(path, SQLITE_OPEN_READWRITE);
+    ASSERT_TRUE(db.ok());
+    const Status filled = (*db)->Exec(kEveryTable);
+    ASSERT_TRUE(filled.ok()) << filled.ToString();
+    stores.push_back(path);
+  }
+  ASSERT_TRUE(MergeStores(out(), {{stores[0], ""}, {stores[1], ""}}).ok());
+  const std::string once = Contents(out());
+  // The running sweep 2 and its job are left out; the rest comes once per site.
+  const json counts = Rows(
+      out(),
+      "SELECT (SELECT count(*) FROM hosts), (SELECT count(*) FROM schedules), (SELECT count(*) "
+      "FROM schedule_firings), (SELECT count(*) FROM sweeps), (SELECT count(*) FROM "
+      "requirements), (SELECT count(*) FROM jobs), (SELECT count(*) FROM results), (SELECT "
+      "count(*) FROM result_samples), (SELECT count(*) FROM result_ranks), (SELECT count(*) FROM "
+      "result_processes), (SELECT count(*) FROM op_profile), (SELECT count(*) FROM calibrations), "
+      "(SELECT count(*) FROM regressions), (SELECT count(*) FROM stale_results), (SELECT count(*) "
+      "FROM baseline_resets), (SELECT count(*) FROM host_prices), (SELECT sum(n) FROM "
+      "job_counts)");
+  EXPECT_EQ(counts, json::parse("[[2, 2, 2, 2, 1, 6, 6, 2, 4, 2, 2, 2, 2, 2, 2, 2, 6]]"));
+  // y's rows name y's rows, as renumbered: its jobs are 4..6, in its sweep 2.
+  EXPECT_EQ(Rows(out(),
+                 "SELECT job_id, sweep_id, host_id, confirms_job_id FROM jobs WHERE "
+                 "job_id > 3 ORDER BY 1"),
+            json::parse("[[4, 2, 1, null], [5, 2, 2, null], [6, 2, 2, 5]]"));
+  EXPECT_EQ(Rows(out(), "SELECT job_id, reruns, host_id, sweep_id FROM regressions ORDER BY 1"),
+            json::parse(R"([[2, "[3]", 2, 1], [5, "[6]", 2, 2]])"));
+  EXPECT_EQ(Rows(out(),
+                 "SELECT s.name, w.submission_id, f.slot FROM sweeps w JOIN schedules s "
+                 "USING (schedule_id) JOIN schedule_firings f USING (schedule_id) ORDER BY "
+                 "w.sweep_id"),
+            json::parse(R"([["nightly", "cli-1", "s1"], ["nightly@y", null, "s1"]])"));
+  EXPECT_EQ(Rows(out(), "SELECT job_id, host_id FROM result_ranks ORDER BY 1, rank"),
+            json::parse("[[1, 1], [1, 2], [4, 1], [4, 2]]"));
+  EXPECT_EQ(Rows(out(),
+                 "SELECT job_id, host_id FROM calibrations UNION ALL SELECT job_id, 0 FROM "
+                 "stale_results UNION ALL SELECT host_id, per_hour FROM host_prices"),
+            json::parse("[[1, 2], [4, 2], [2, 0], [5, 0], [2, 1.5], [2, 1.5]]"));
+  auto db = Database::Open(out(), SQLITE_OPEN_READONLY);
+  ASSERT_TRUE(db.ok());
+  auto dangling = (*db)->Prepare("PRAGMA foreign_key_check");
+  ASSERT_TRUE(dangling.ok());
+  auto found = dangling->Step();
+  ASSERT_TRUE(found.ok());
+  EXPECT_FALSE(*found) << dangling->Text(0) << " names no " << dangling->Text(2);
+  db->reset();
+  ASSERT_TRUE(MergeStores(out(), {{stores[1], ""}, {stores[0], ""}}).ok());
+  EXPECT_EQ(Contents(out()), once);
 }
 
 // Every table of the schema is merged, or left out for a reason (cli/merge_tables.h).
