@@ -3,6 +3,7 @@
 #include "cli/merge.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cctype>
@@ -66,6 +67,24 @@ class PartialStore {
   std::string path_;
   bool kept_ = false;
 };
+
+// What a file was when a merge read it: another merge renamed over it since, when it is
+// not what it was.
+struct FileVersion {
+  bool exists = false;
+  ino_t inode = 0;
+  off_t size = 0;
+  struct timespec modified = {};
+  bool operator==(const FileVersion& o) const {
+    return exists == o.exists && inode == o.inode && size == o.size &&
+           modified.tv_sec == o.modified.tv_sec && modified.tv_nsec == o.modified.tv_nsec;
+  }
+};
+FileVersion VersionOf(const std::string& path) {
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0) return {};
+  return {true, st.st_ino, st.st_size, st.st_mtim};
+}
 
 // The whole of the store at `from` into `to`'s connection (SQLite's online backup: one
 // consistent snapshot, the write-ahead log included).
@@ -179,7 +198,8 @@ StatusOr<MergeSummary> MergeStores(const std::string& out, const std::vector<Mer
     ASSIGN_OR_RETURN(StoreFacts facts, CheckStoreToMerge(input.path));
     sources.push_back(std::move(facts));
   }
-  const bool appending = Exists(out);
+  const FileVersion read = VersionOf(out);
+  const bool appending = read.exists;
   if (appending) RETURN_IF_ERROR(CheckMergedStore(out).status());
 
   PartialStore partial(out + ".merging-" + std::to_string(getpid()));
@@ -212,6 +232,11 @@ StatusOr<MergeSummary> MergeStores(const std::string& out, const std::vector<Mer
   ASSIGN_OR_RETURN(summary.results, CountOf(db, "results"));
   opened->reset();  // closed before it is synced and moved
   RETURN_IF_ERROR(Sync(partial.path()));
+  if (!(VersionOf(out) == read)) {
+    return Unavailable(out +
+                       " changed while this merge ran (another merge into it?); it is "
+                       "left as that made it: merge again");
+  }
   std::error_code error;
   std::filesystem::rename(partial.path(), out, error);
   if (error) return Unavailable("cannot move the merged store to " + out + ": " + error.message());

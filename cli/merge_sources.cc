@@ -97,7 +97,8 @@ StatusOr<StoreFacts> CheckStoreToMerge(const std::string& path) {
 }
 
 StatusOr<StoreFacts> CheckMergedStore(const std::string& path) {
-  RETURN_IF_ERROR(RefuseStoreInUse(path));
+  // Whoever reads it meanwhile (a dashboard's --db) keeps the file it opened: the merged
+  // store replaces it by a rename. So it may be open; a coordinator never serves it.
   ASSIGN_OR_RETURN(StoreFacts facts, ReadFacts(path));
   if (facts.schema_version < kSitesVersion || !facts.merged) {
     return InvalidArgument(path +

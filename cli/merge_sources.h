@@ -25,6 +25,7 @@ StatusOr<StoreFacts> CheckStoreToMerge(const std::string& path);
 
 // The store `merge` appends to: one that an earlier merge wrote, of this schema version
 // or an older one with sites (merged stores are migrated on the copy that replaces them).
+// It may be open elsewhere: a reader keeps the file it opened, which the rename replaces.
 StatusOr<StoreFacts> CheckMergedStore(const std::string& path);
 
 // InvalidArgument when another process (or another connection of this one) has the
