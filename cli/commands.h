@@ -112,6 +112,12 @@ struct ScheduleOptions {
 };
 int ScheduleCommand(const ClientOptions& client, const ScheduleOptions& options, RowFormat format);
 
+// `benchfleet merge OUT STORE...` (docs/sites.md, cli/merge.h): the stores, each PATH or
+// NAME=PATH, merged into OUT; prints what each added. Exit 2 for a store refused (not a
+// benchfleet store, another schema version, open in another process, ...), 1 when
+// writing failed; OUT is as it was either way.
+int MergeCommand(const std::string& out, const std::vector<std::string>& stores);
+
 // The comparison views `results --view` can show (docs/results.md): their names, and
 // the --view help naming what each is.
 std::vector<std::string> ResultViews();

@@ -256,6 +256,24 @@ int main(int argc, char** argv) {
   keygen_cmd->add_flag("--force", keygen_force,
                        "replace existing key files (peers that trust the old key are locked out)");
 
+  std::string merge_out;
+  std::vector<std::string> merge_stores;
+  auto* merge_cmd = app.add_subcommand(
+      "merge",
+      "merge the stores of several coordinators (sites) into one store to read with --db "
+      "(docs/sites.md)");
+  merge_cmd
+      ->add_option("OUT", merge_out,
+                   "the merged store: written whole beside it, then moved into place; an existing "
+                   "one (from an earlier merge) gains what it lacks")
+      ->required();
+  merge_cmd
+      ->add_option("STORES", merge_stores,
+                   "each site's results.db as PATH or NAME=PATH (the site's name; default: the "
+                   "file's name without .db); merged again, a store adds only what it lacks")
+      ->required()
+      ->expected(1, -1);
+
   // The read commands answer from a store file instead of the coordinator (cli/reads.h).
   const char* env_db = std::getenv("BENCHFLEET_DB");
   std::string db_file = env_db ? env_db : "";
@@ -275,6 +293,7 @@ int main(int argc, char** argv) {
     db_flag = db_flag || read_cmd->count("--db") > 0;
   }
   if (*keygen_cmd) return KeygenCommand(keygen_prefix, keygen_force);
+  if (*merge_cmd) return MergeCommand(merge_out, merge_stores);
   if (curve_key.empty() != server_key.empty()) {
     std::cerr << "benchfleet: --curve-key and --server-key go together\n";
     return 2;

@@ -159,8 +159,15 @@ StatusOr<ShownResultRows> ChooseResultColumns(const std::vector<std::string>& co
   } else if (format != RowFormat::kTable || choice.kind == Kind::kAll) {
     return ShownResultRows{columns, rows};
   } else {
-    const std::vector<std::string> wanted =
+    std::vector<std::string> wanted =
         choice.kind == Kind::kWide ? WideResultColumns() : CompactResultColumns();
+    // A merged store's rows say which site each came from (docs/sites.md).
+    const auto site = index.find("site");
+    if (site != index.end() && std::any_of(rows.begin(), rows.end(), [&](const json& row) {
+          return site->second < row.size() && !row[site->second].is_null();
+        })) {
+      wanted.insert(wanted.begin(), "site");
+    }
     for (const std::string& name : wanted) {
       if (index.count(name) || IsDerived(name)) chosen.push_back(name);
     }

@@ -53,7 +53,8 @@ std::vector<std::string> WideResultColumns();
 std::vector<std::string> SplitColumnList(const std::string& text);
 
 // Picks and derives the columns `choice` asks for from result_summary's `columns` and
-// `rows` (arrays of values). A table shows the choice; JSON and CSV every column unless
+// `rows` (arrays of values). A table shows the choice, after a `site` column where any
+// row has a site (a merged store, docs/sites.md); JSON and CSV every column unless
 // `choice` names some. A named column that is neither a column of the rows nor a derived
 // one is InvalidArgument, listing the known names. Columns of the wide or compact set
 // that the rows lack (an older store) are left out.

@@ -21,8 +21,8 @@ std::vector<std::string> SummaryColumns() {
   for (const ResultField& field : ResultFields()) {
     if (!field.column.empty()) columns.push_back(field.column);
   }
-  for (const char* c :
-       {"peak_gflops", "fraction_of_peak", "calibration_suspect", "attempt", "finished_at"}) {
+  for (const char* c : {"peak_gflops", "fraction_of_peak", "calibration_suspect", "attempt",
+                        "finished_at", "site"}) {
     columns.push_back(c);
   }
   return columns;
@@ -137,6 +137,28 @@ TEST(ResultsTableTest, TheDefaultTableIsCompactAndFitsIn120Columns) {
   EXPECT_EQ(lines[3].find("noisy"), std::string::npos) << lines[3];
   EXPECT_NE(lines[4].find("threads,calibration"), std::string::npos) << lines[4];
   EXPECT_EQ(shown->rows[0][9], "");
+}
+
+// A merged store's rows (docs/sites.md): the site first, wider by that column alone.
+TEST(ResultsTableTest, AMergedStoresTableNamesTheSiteFirst) {
+  const auto columns = SummaryColumns();
+  json rows = RealisticRows(columns);
+  const size_t site = columns.size() - 1;
+  for (json& row : rows) row[site] = "frankfurt-lab";
+  for (auto kind : {ResultColumnChoice::Kind::kCompact, ResultColumnChoice::Kind::kWide}) {
+    auto shown = ChooseResultColumns(columns, rows, RowFormat::kTable, {kind, {}});
+    ASSERT_TRUE(shown.ok());
+    ASSERT_FALSE(shown->columns.empty());
+    EXPECT_EQ(shown->columns[0], "site");
+    EXPECT_EQ(shown->rows[0][0], "frankfurt-lab");
+  }
+  auto compact = ChooseResultColumns(columns, rows, RowFormat::kTable, {});
+  ASSERT_TRUE(compact.ok());
+  for (const std::string& line :
+       Lines(FormatRows(compact->columns, compact->rows, RowFormat::kTable))) {
+    EXPECT_LE(DisplayWidth(line), kCompactTableWidth + std::string("frankfurt-lab  ").size())
+        << line;
+  }
 }
 
 TEST(ResultsTableTest, WideAndAllColumnsShowMore) {

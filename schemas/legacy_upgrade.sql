@@ -1,6 +1,6 @@
 -- Converting a store made before the baseline (schemas/README.md, Stores from before the
 -- baseline): what the old numbered steps 001..025 did to rows, for a store that stopped
--- at any of them. Run once, by coordinator/store/schema.cc, after every table of the baseline
+-- at any of them. Run once, by sqlite/schema.cc, after every table of the baseline
 -- was created anew and filled with the old tables' rows column by column, and before
 -- the baseline's indexes and triggers exist again. Each statement changes only rows
 -- that an old step never reached, so it is a no-op on a store at old version 25.

@@ -11,6 +11,8 @@
 -- measured column of schemas/result_fields.json's "result" list in declaration order
 -- (the store puts them in place of the name in braces: "r.n, r.median_ms, ..."), the
 -- calibrated peak the result is compared with, and when it came.
+-- site: in a store `benchfleet merge` wrote, the site the sweep came from (docs/sites.md);
+-- NULL in a coordinator's own store.
 -- calibration_suspect: a fraction of the calibrated peak above 1.05 says the
 -- calibration is suspect (taken under load, or for another dtype), not that the job
 -- beat the hardware.
@@ -24,7 +26,9 @@ SELECT s.name AS sweep, r.sweep_id AS sweep_id, r.job_id AS job_id, h.name AS ho
        r.model_args,
        {result_columns},
        r.peak_gflops, r.fraction_of_peak, r.fraction_of_peak > 1.05 AS calibration_suspect,
-       r.attempt, r.received_at AS finished_at
+       r.attempt, r.received_at AS finished_at,
+       (SELECT t.name FROM site_rows o JOIN sites t ON t.site_id = o.site_id
+        WHERE o.table_name = 'sweeps' AND o.row_id = r.sweep_id) AS site
 FROM results r
 JOIN jobs j   ON j.job_id = r.job_id
 JOIN sweeps s ON s.sweep_id = r.sweep_id
@@ -61,6 +65,13 @@ FROM result_samples rs,
 CREATE VIEW sweep_labels AS
 SELECT s.sweep_id, s.name AS sweep, l.key AS label, l.value AS value
 FROM sweeps s, json_each(s.labels) l;
+
+-- In a store `benchfleet merge` wrote (docs/sites.md), the site of each sweep: its name
+-- and the sweep's id there. Empty in a coordinator's own store.
+CREATE VIEW sweep_sites AS
+SELECT o.row_id AS sweep_id, t.name AS site, o.site_row_id AS site_sweep_id
+FROM site_rows o JOIN sites t ON t.site_id = o.site_id
+WHERE o.table_name = 'sweeps';
 
 -- The latest calibration of each host.
 CREATE VIEW host_calibration AS

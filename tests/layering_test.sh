@@ -3,7 +3,8 @@
 # tells the life of a job across these folders, naming the component at each hop.
 #   common              includes no daemon folder (coordinator, agent, worker, cli), nor schedule;
 #   schedule            (cron and time zones) includes only common;
-#   sqlite              (the SQLite wrapper, the read-only reader) includes only common;
+#   sqlite              (the SQLite wrapper, the read-only reader, the store's schema)
+#                       includes only common;
 #   coordinator, agent, cli  never include worker/ or each other; coordinator and cli
 #                       may include sqlite, agent and worker may not;
 #   worker              includes only common (and LibTorch);

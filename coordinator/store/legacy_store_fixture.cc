@@ -7,7 +7,7 @@
 
 #include "common/test_paths.h"
 #include "coordinator/store/sample_blob.h"
-#include "coordinator/store/schema.h"
+#include "sqlite/schema.h"
 
 namespace benchfleet {
 

@@ -1,5 +1,5 @@
 // Stores as the numbered steps before the baseline made them, for the tests of their
-// conversion (coordinator/store/schema.h). The old steps' SQL is kept unchanged as test data,
+// conversion (sqlite/schema.h). The old steps' SQL is kept unchanged as test data,
 // coordinator/testdata/legacy_migrations/001_init.sql ... 025_cpu_gpu_speedup_pairs.sql;
 // the coordinator itself no longer has it.
 #pragma once
@@ -21,7 +21,7 @@ std::string LegacyStepSql(int version);
 Status ApplyLegacySteps(Database& db, int from, int to);
 
 // Adds a column for every declared field, as the coordinator of that time did at each
-// start (it is what coordinator/store/schema.h AddDeclaredColumns still does).
+// start (it is what sqlite/schema.h AddDeclaredColumns still does).
 Status AddLegacyFieldColumns(Database& db);
 
 // Creates at `path` a store at old version `version`, with incremental vacuum as the

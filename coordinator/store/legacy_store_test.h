@@ -15,8 +15,8 @@
 
 #include "coordinator/core/fingerprint.h"
 #include "coordinator/store/legacy_store_fixture.h"
-#include "coordinator/store/schema.h"
 #include "coordinator/store/store.h"
+#include "sqlite/schema.h"
 #include "sqlite/sqlite.h"
 
 namespace benchfleet {

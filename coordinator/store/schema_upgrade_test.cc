@@ -1,4 +1,4 @@
-// A store made by the numbered steps before the baseline (coordinator/store/schema.h): its
+// A store made by the numbered steps before the baseline (sqlite/schema.h): its
 // rows after the conversion, what it keeps, and what it refuses. The schema itself and
 // the conversion from each old version are schema_test.cc's.
 #include <gtest/gtest.h>
@@ -15,8 +15,8 @@
 #include "coordinator/store/legacy_store_fixture.h"
 #include "coordinator/store/legacy_store_test.h"
 #include "coordinator/store/sample_blob.h"
-#include "coordinator/store/schema.h"
 #include "coordinator/store/store.h"
+#include "sqlite/schema.h"
 #include "sqlite/sqlite.h"
 
 namespace benchfleet {
@@ -41,13 +41,20 @@ TEST_F(LegacyStoreTest, AFullyMigratedStoreKeepsEveryRowAndGetsTheNewStoresSchem
   // 004_processes.sql: its jobs queue by their ids (queue_order NULL) with their own
   // timing, and no process of them was kept (result_processes is new and empty).
   // 005_host_pace.sql: its regressions were judged without the host's pace (NULL).
+  // 006_sites.sql: the store drew an id of its own; it holds no other store's rows.
   auto after =
       RowsOf(*db, {"jobs.world_size", "jobs.spread", "jobs.local_processes", "jobs.replicated",
                    "jobs.local_cpus", "jobs.torch", "jobs.torch_min", "jobs.technique",
                    "jobs.queue_order", "jobs.process_timing", "regressions.host_pace_ms",
                    "regressions.baseline_host_pace_ms", "regressions.host_pace_change"});
   EXPECT_EQ(after["result_processes"], std::vector<std::string>());
-  after.erase("result_processes");
+  EXPECT_EQ(after["store_identity"].size(), 1u);
+  EXPECT_EQ(Text(*db, "SELECT length(store_id) || ' ' || merged FROM store_identity"), "32 0");
+  for (const char* table : {"sites", "site_rows"}) {
+    EXPECT_EQ(after[table], std::vector<std::string>()) << table;
+  }
+  for (const char* table : {"result_processes", "store_identity", "sites", "site_rows"})
+    after.erase(table);
   EXPECT_EQ(after, before);
   EXPECT_EQ(
       Text(*db,

@@ -2,7 +2,7 @@
 
 #include "common/log.h"
 #include "coordinator/store/sample_blob.h"
-#include "coordinator/store/schema.h"
+#include "sqlite/schema.h"
 
 namespace benchfleet {
 namespace {
@@ -10,6 +10,26 @@ namespace {
 // A writer waits this long for a lock held by another process (a user's sqlite3 shell
 // in a write transaction) before the operation fails and is retried later.
 constexpr int kBusyTimeoutMs = 500;
+
+// A store `benchfleet merge` wrote (docs/sites.md) holds other fleets' sweeps, numbered
+// for reading: a coordinator serving it would queue its own among them, and a later merge
+// into it would take them for sites' rows. Checked before any migration touches it.
+Status RefuseMergedStore(Database& db, const std::string& path) {
+  ASSIGN_OR_RETURN(auto has_identity,
+                   db.Prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND "
+                              "name = 'store_identity'"));
+  ASSIGN_OR_RETURN(bool found, has_identity.Step());
+  if (!found) return Status::Ok();
+  ASSIGN_OR_RETURN(auto merged, db.Prepare("SELECT merged FROM store_identity"));
+  ASSIGN_OR_RETURN(bool row, merged.Step());
+  if (row && merged.Int(0) == 1) {
+    return FailedPrecondition(path +
+                              " is a merged store (benchfleet merge wrote it from other fleets' "
+                              "stores): read it with benchfleet results --db " +
+                              path + "; a coordinator serves only a store of its own");
+  }
+  return Status::Ok();
+}
 
 }  // namespace
 
@@ -43,6 +63,7 @@ StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path) {
   // Converting a store from before the baseline packs its old per-sample rows with it
   // (schemas/legacy_upgrade.sql).
   RETURN_IF_ERROR(RegisterSampleFunctions(db->handle()));
+  RETURN_IF_ERROR(RefuseMergedStore(*db, path));
   std::unique_ptr<Store> store(new Store(std::move(db), path));
   // Foreign keys are enforced once the schema is current: a conversion or a migration
   // that rebuilds a table others refer to drops the old one first, which enforcement

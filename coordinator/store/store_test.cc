@@ -1,7 +1,7 @@
 // Store (coordinator/store/store.h): opening and migrating, the read-only connection's rules,
 // and group commit at the SQLite layer.
-#include "coordinator/store/schema.h"
 #include "coordinator/store/store_fixture.h"
+#include "sqlite/schema.h"
 
 namespace benchfleet {
 namespace {
@@ -46,6 +46,40 @@ TEST_F(StoreTest, NewerSchemaIsRefused) {
   auto reopened = Store::Open(path_);
   ASSERT_FALSE(reopened.ok());
   EXPECT_NE(reopened.status().message().find("newer"), std::string::npos);
+}
+
+// docs/sites.md: each store draws an id of its own once, keeps it across restarts, and
+// a store benchfleet merge wrote is not served.
+TEST_F(StoreTest, AStoreKeepsItsIdentityAndAMergedOneIsRefused) {
+  auto identity = Query("select store_id, merged from store_identity", 10);
+  ASSERT_TRUE(identity.ok());
+  ASSERT_EQ(identity->rows.size(), 1u);
+  const std::string store_id = identity->rows[0][0].get<std::string>();
+  EXPECT_EQ(store_id.size(), 32u);
+  EXPECT_EQ(identity->rows[0][1], 0);
+  store_.reset();
+  auto reopened = Store::Open(path_);
+  ASSERT_TRUE(reopened.ok()) << reopened.status().ToString();
+  reopened->reset();
+  auto other = Store::Open(path_ + ".other");
+  ASSERT_TRUE(other.ok());
+  other->reset();
+  for (const std::string& path : {path_, path_ + ".other"}) {
+    auto db = Database::Open(path, SQLITE_OPEN_READONLY);
+    ASSERT_TRUE(db.ok());
+    auto id = (*db)->Prepare("select store_id from store_identity");
+    ASSERT_TRUE(id.ok() && *id->Step());
+    EXPECT_EQ(id->Text(0) == store_id, path == path_) << "one id per store, kept: " << path;
+  }
+  {
+    auto db = Database::Open(path_, SQLITE_OPEN_READWRITE);
+    ASSERT_TRUE(db.ok());
+    ASSERT_TRUE((*db)->Exec("UPDATE store_identity SET merged = 1").ok());
+  }
+  auto merged = Store::Open(path_);
+  ASSERT_FALSE(merged.ok());
+  EXPECT_NE(merged.status().message().find("is a merged store"), std::string::npos)
+      << merged.status().message();
 }
 
 TEST_F(StoreTest, QueriesMayHoldOneStatementOnly) {

@@ -20,6 +20,10 @@ namespace benchfleet {
 constexpr int32_t kStoreApplicationId = 0x62666c74;
 constexpr int kLastLegacyVersion = 25;
 
+// The migration that gave every store its identity (store_identity) and a merged store
+// its sites (schemas/migrations/006_sites.sql, docs/sites.md).
+constexpr int kSitesVersion = 6;
+
 struct Migration {
   int version;
   std::string name;

@@ -1,4 +1,4 @@
-#include "coordinator/store/schema.h"
+#include "sqlite/schema.h"
 
 #include <algorithm>
 #include <set>
