@@ -1,8 +1,8 @@
 // MetricsPublisher: the loop's side of --metrics (docs/metrics.md). It owns the HTTP
-// server (coordinator/metrics/), times each pass of the loop and each commit into
-// histograms, and at most every kMetricsPublishMs copies the coordinator's health into
-// a fresh snapshot the server renders on its own threads: the loop never waits for a
-// scrape, and a scrape never reads the loop's state.
+// server (metrics/), times each pass of the loop and each commit into histograms, and at
+// most every kMetricsPublishMs copies the coordinator's health into a fresh snapshot
+// (coordinator/metrics/) the server renders on its own threads: the loop never waits
+// for a scrape, and a scrape never reads the loop's state.
 #pragma once
 
 #include <memory>
@@ -11,8 +11,10 @@
 #include "common/clock.h"
 #include "coordinator/fleet/dispatcher.h"
 #include "coordinator/loop/context.h"
-#include "coordinator/metrics/histogram.h"
-#include "coordinator/metrics/metrics_server.h"
+#include "coordinator/metrics/exposition.h"
+#include "metrics/histogram.h"
+#include "metrics/latest_snapshot.h"
+#include "metrics/metrics_server.h"
 
 namespace benchfleet {
 
@@ -40,11 +42,14 @@ class MetricsPublisher {
 
  private:
   MetricsPublisher(const CoordinatorContext& context, const Dispatcher& dispatcher,
+                   std::shared_ptr<LatestSnapshot<MetricsSnapshot>> latest,
                    std::unique_ptr<MetricsServer> server);
   void Publish(MonoTime now);
 
   const CoordinatorContext& ctx_;
   const Dispatcher& dispatcher_;
+  // Shared with the server's scrapes, which render what it holds.
+  std::shared_ptr<LatestSnapshot<MetricsSnapshot>> latest_;
   std::unique_ptr<MetricsServer> server_;
   LatencyHistogram loop_iteration_;
   LatencyHistogram store_commit_;

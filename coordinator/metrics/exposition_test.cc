@@ -71,56 +71,28 @@ TEST(ExpositionTest, EveryCounterOfTheTableEndsInTotal) {
   EXPECT_EQ(text.find("_total_total"), std::string::npos);
 }
 
-TEST(ExpositionTest, HistogramBucketsAreCumulative) {
+TEST(ExpositionTest, BothHistogramsAreRendered) {
   MetricsSnapshot snapshot;
-  snapshot.loop_iteration.Record(0.00005);  // <= 0.0001
-  snapshot.loop_iteration.Record(0.0001);   // on a bound: that bucket (le is <=)
-  snapshot.loop_iteration.Record(0.003);    // <= 0.005
-  snapshot.loop_iteration.Record(30);       // past every bound: +Inf only
-  const auto lines = FamilyLines(RenderExposition(snapshot), "benchfleet_loop_iteration_seconds");
-  ASSERT_EQ(lines.size(), 2 + kLatencyBucketBoundsS.size() + 1 + 2);
-  EXPECT_EQ(lines[1], "# TYPE benchfleet_loop_iteration_seconds histogram");
-  const std::vector<std::string> expected = {
-      "benchfleet_loop_iteration_seconds_bucket{le=\"0.0001\"} 2",
-      "benchfleet_loop_iteration_seconds_bucket{le=\"0.00025\"} 2",
-      "benchfleet_loop_iteration_seconds_bucket{le=\"0.0005\"} 2",
-      "benchfleet_loop_iteration_seconds_bucket{le=\"0.001\"} 2",
-      "benchfleet_loop_iteration_seconds_bucket{le=\"0.0025\"} 2",
-      "benchfleet_loop_iteration_seconds_bucket{le=\"0.005\"} 3",
-      "benchfleet_loop_iteration_seconds_bucket{le=\"0.01\"} 3",
-      "benchfleet_loop_iteration_seconds_bucket{le=\"0.025\"} 3",
-      "benchfleet_loop_iteration_seconds_bucket{le=\"0.05\"} 3",
-      "benchfleet_loop_iteration_seconds_bucket{le=\"0.1\"} 3",
-      "benchfleet_loop_iteration_seconds_bucket{le=\"0.25\"} 3",
-      "benchfleet_loop_iteration_seconds_bucket{le=\"0.5\"} 3",
-      "benchfleet_loop_iteration_seconds_bucket{le=\"1\"} 3",
-      "benchfleet_loop_iteration_seconds_bucket{le=\"2.5\"} 3",
-      "benchfleet_loop_iteration_seconds_bucket{le=\"5\"} 3",
-      "benchfleet_loop_iteration_seconds_bucket{le=\"10\"} 3",
-      "benchfleet_loop_iteration_seconds_bucket{le=\"+Inf\"} 4",
-      "benchfleet_loop_iteration_seconds_sum 30.00315",
-      "benchfleet_loop_iteration_seconds_count 4"};
-  EXPECT_EQ(std::vector<std::string>(lines.begin() + 2, lines.end()), expected);
+  snapshot.loop_iteration.Record(0.003);
+  snapshot.store_commit.Record(0.02);
+  snapshot.store_commit.Record(0.03);
+  const std::string text = RenderExposition(snapshot);
+  EXPECT_EQ(FamilyLines(text, "benchfleet_loop_iteration_seconds").size(),
+            2 + LatencyHistogram::kBuckets + 2);
+  EXPECT_NE(text.find("benchfleet_loop_iteration_seconds_bucket{le=\"0.005\"} 1\n"),
+            std::string::npos);
+  EXPECT_NE(text.find("benchfleet_store_commit_seconds_bucket{le=\"0.05\"} 2\n"),
+            std::string::npos);
+  EXPECT_NE(text.find("benchfleet_store_commit_seconds_count 2\n"), std::string::npos);
 }
 
-TEST(ExpositionTest, LabelValuesAreEscaped) {
-  EXPECT_EQ(EscapeLabelValue("a\\b\"c\nd"), "a\\\\b\\\"c\\nd");
+TEST(ExpositionTest, RequirementLabelsAreEscaped) {
   MetricsSnapshot snapshot;
   snapshot.jobs_queued = {{"{gpu_model: \"H100\\80GB\"\nx}", 1}};
   EXPECT_NE(
       RenderExposition(snapshot).find(
           "benchfleet_jobs_queued{requirement=\"{gpu_model: \\\"H100\\\\80GB\\\"\\nx}\"} 1\n"),
       std::string::npos);
-}
-
-TEST(ExpositionTest, SampleValuesAsPrometheusWritesThem) {
-  EXPECT_EQ(FormatSampleValue(0), "0");
-  EXPECT_EQ(FormatSampleValue(0.0001), "0.0001");
-  EXPECT_EQ(FormatSampleValue(2.5), "2.5");
-  EXPECT_EQ(FormatSampleValue(10), "10");
-  EXPECT_EQ(FormatSampleValue(1700000000.5), "1700000000.5");
-  EXPECT_EQ(FormatSampleValue(0.00001), "1e-05");
-  EXPECT_EQ(FormatSampleValue(1.0 / 0.0), "+Inf");
 }
 
 // Every line is a comment (HELP or TYPE) or a sample whose name has the prefix and only
