@@ -151,23 +151,26 @@ TEST(MetricsTest, ScrapeShowsTheFleetInPrometheusFormat) {
                          &error),
             1)
       << error;
-  double queued = 0;
+  // The agent registered cannot run them: no agent matches their requirement (counted
+  // by the loop for the requirements the previous scrape found queued jobs of).
+  double queued = 0, matching = -1;
   const bool waiting = WaitFor(
       [&] {
         auto scraped = client.Get("/metrics");
         if (!scraped) return false;
         text = scraped->body;
         queued = 0;
+        matching = -1;
         for (const std::string& line : Lines(text)) {
-          if (line.rfind("benchfleet_jobs_queued{requirement=\"", 0) == 0 &&
-              line.find("nowhere") != std::string::npos) {
-            queued += std::stod(line.substr(line.rfind(' ') + 1));
-          }
+          if (line.find("nowhere") == std::string::npos) continue;
+          const double value = std::stod(line.substr(line.rfind(' ') + 1));
+          if (line.rfind("benchfleet_jobs_queued{requirement=\"", 0) == 0) queued += value;
+          if (line.rfind("benchfleet_requirement_agents{requirement=\"", 0) == 0) matching = value;
         }
-        return queued == 2;
+        return queued == 2 && matching == 0;
       },
       15s);
-  EXPECT_TRUE(waiting) << queued << "\n" << text;
+  EXPECT_TRUE(waiting) << queued << " " << matching << "\n" << text;
 }
 
 // A malformed --metrics is a bad flag (exit 2, naming it); a port that cannot be bound

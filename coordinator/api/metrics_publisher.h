@@ -18,6 +18,8 @@
 
 namespace benchfleet {
 
+class JobCountReader;  // metrics_publisher.cc
+
 // How often the loop copies its state for scrapes: Prometheus scrapes every 15 s or so,
 // and a copy walks the agents and the requirements (in memory; the job counts are read
 // by the scrape itself, off the loop).
@@ -30,7 +32,7 @@ class MetricsPublisher {
   // cannot be bound.
   static StatusOr<std::unique_ptr<MetricsPublisher>> Start(const std::string& address,
                                                            const CoordinatorContext& context,
-                                                           const Dispatcher& dispatcher);
+                                                           Dispatcher& dispatcher);
 
   // Where scrapes go: "http://127.0.0.1:9464/metrics".
   const std::string& url() const { return server_->url(); }
@@ -41,15 +43,19 @@ class MetricsPublisher {
   void LoopPassDone(MonoTime started, MonoTime ended);
 
  private:
-  MetricsPublisher(const CoordinatorContext& context, const Dispatcher& dispatcher,
+  MetricsPublisher(const CoordinatorContext& context, Dispatcher& dispatcher,
                    std::shared_ptr<LatestSnapshot<MetricsSnapshot>> latest,
+                   std::shared_ptr<JobCountReader> job_counts,
                    std::unique_ptr<MetricsServer> server);
   void Publish(MonoTime now);
 
   const CoordinatorContext& ctx_;
-  const Dispatcher& dispatcher_;
+  Dispatcher& dispatcher_;  // its cached answers of which agent can run what
   // Shared with the server's scrapes, which render what it holds.
   std::shared_ptr<LatestSnapshot<MetricsSnapshot>> latest_;
+  // The scrapes' reads of the job counts, which also tell which requirements have queued
+  // jobs: those the loop counts matching agents for.
+  std::shared_ptr<JobCountReader> job_counts_;
   std::unique_ptr<MetricsServer> server_;
   LatencyHistogram loop_iteration_;
   LatencyHistogram store_commit_;

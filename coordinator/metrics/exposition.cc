@@ -1,5 +1,7 @@
 #include "coordinator/metrics/exposition.h"
 
+#include <algorithm>
+
 #include "metrics/exposition_writer.h"
 
 namespace benchfleet {
@@ -27,6 +29,11 @@ void AddJobCounts(const std::vector<RequirementJobCount>& counts, MetricsSnapsho
                                  : "requirement " + std::to_string(count.requirement_id);
     snapshot->jobs_queued[name] += count.queued;
     snapshot->jobs_running[name] += count.running;
+    auto matching = snapshot->matching_agents.find(count.requirement_id);
+    if (count.queued > 0 && matching != snapshot->matching_agents.end()) {
+      int64_t& agents = snapshot->requirement_agents[name];
+      agents = std::max(agents, matching->second);
+    }
   }
 }
 
@@ -41,6 +48,10 @@ std::string RenderExposition(const MetricsSnapshot& snapshot) {
       "requirement", snapshot.jobs_queued);
   out.GaugesByLabel(p + "jobs_running", "Jobs handed out and not finished, per requirement.",
                     "requirement", snapshot.jobs_running);
+  out.GaugesByLabel(p + "requirement_agents",
+                    "Registered agents able to run the jobs of each requirement with queued jobs "
+                    "(0: none is registered, and the jobs wait until one registers).",
+                    "requirement", snapshot.requirement_agents);
   for (const auto& [name, value] : snapshot.counters.Named()) {
     out.Counter(CounterName(name), CoordinatorCounters::Meaning(name), value);
   }

@@ -25,6 +25,11 @@ struct MetricsSnapshot {
   // What status calls each requirement the loop knows, by id: the scrape thread reads
   // the job counts per id itself (RequirementJobCount) and names them by this.
   std::map<int64_t, std::string> requirement_names;
+  // Registered agents able to run each requirement that had queued jobs at the last
+  // scrape, by id (the loop counts them; the scrape knows which requirements have queued
+  // jobs), and what the scrape makes of it: by name, for those with queued jobs now.
+  std::map<int64_t, int64_t> matching_agents;
+  std::map<std::string, int64_t> requirement_agents;
   CoordinatorCounters counters;
   LatencyHistogram loop_iteration;
   LatencyHistogram store_commit;
@@ -39,8 +44,9 @@ struct RequirementJobCount {
   int64_t running = 0;
 };
 // Adds `counts` to the snapshot's jobs_queued / jobs_running, each named by
-// requirement_names ("requirement N" for one the loop did not know yet); two
-// requirements that read alike add up.
+// requirement_names ("requirement N" for one the loop did not know yet), and sets
+// requirement_agents for each with queued jobs whose matching_agents the loop counted;
+// two requirements that read alike add up their jobs and show the larger count of agents.
 void AddJobCounts(const std::vector<RequirementJobCount>& counts, MetricsSnapshot* snapshot);
 
 // The snapshot as exposition text, families in a fixed order, labels in key order.

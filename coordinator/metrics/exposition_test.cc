@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -71,6 +72,29 @@ TEST(ExpositionTest, EveryCounterOfTheTableEndsInTotal) {
   EXPECT_EQ(text.find("_total_total"), std::string::npos);
 }
 
+// The scrape names the job counts it read by the loop's names, and shows the agents able
+// to run each requirement with queued jobs: a requirement with running jobs only, or one
+// the loop did not count, shows none.
+TEST(ExpositionTest, JobCountsAndMatchingAgentsPerRequirement) {
+  MetricsSnapshot snapshot;
+  snapshot.requirement_names = {{1, "{gpu_model: H100}"}, {2, "{}"}, {3, "{}"}, {4, "{x: y}"}};
+  snapshot.matching_agents = {{1, 0}, {2, 3}, {3, 5}, {4, 2}};
+  AddJobCounts({{1, 4, 0}, {2, 1, 1}, {3, 2, 0}, {4, 0, 2}, {9, 1, 0}}, &snapshot);
+  EXPECT_EQ(snapshot.jobs_queued,
+            (std::map<std::string, int64_t>{
+                {"{gpu_model: H100}", 4}, {"{}", 3}, {"{x: y}", 0}, {"requirement 9", 1}}));
+  EXPECT_EQ(snapshot.jobs_running,
+            (std::map<std::string, int64_t>{
+                {"{gpu_model: H100}", 0}, {"{}", 1}, {"{x: y}", 2}, {"requirement 9", 0}}));
+  EXPECT_EQ(snapshot.requirement_agents,
+            (std::map<std::string, int64_t>{{"{gpu_model: H100}", 0}, {"{}", 5}}));
+  const auto lines = FamilyLines(RenderExposition(snapshot), "benchfleet_requirement_agents");
+  ASSERT_EQ(lines.size(), 4u);
+  EXPECT_EQ(lines[1], "# TYPE benchfleet_requirement_agents gauge");
+  EXPECT_EQ(lines[2], "benchfleet_requirement_agents{requirement=\"{gpu_model: H100}\"} 0");
+  EXPECT_EQ(lines[3], "benchfleet_requirement_agents{requirement=\"{}\"} 5");
+}
+
 TEST(ExpositionTest, BothHistogramsAreRendered) {
   MetricsSnapshot snapshot;
   snapshot.loop_iteration.Record(0.003);
@@ -112,7 +136,7 @@ TEST(ExpositionTest, EveryFamilyHasHelpAndTypeAndAWellFormedName) {
     }
   }
   EXPECT_EQ(helped, typed);
-  EXPECT_GE(typed.size(), 3 + CoordinatorCounters().Named().size() + 2);
+  EXPECT_GE(typed.size(), 4 + CoordinatorCounters().Named().size() + 2);
 }
 
 }  // namespace
