@@ -132,6 +132,7 @@ Status AgentDaemon::Start() {
   if (!runner_->topology().cpus.empty()) capabilities_.cpu_shape = runner_->topology().Shape();
   // A new routing id per process: a restarted agent is a new peer to the coordinator.
   routing_id_ = options_.name + "/" + std::to_string(getpid());
+  RETURN_IF_ERROR(StartMetrics());
   RETURN_IF_ERROR(Connect());
   size_t pending = spool_->size();
   LOG_INFO("agent " << options_.name << " on CPUs " << FormatCpuList(options_.cpus) << ", address "
@@ -175,6 +176,7 @@ Status AgentDaemon::Run(const std::atomic<bool>* stop) {
 }
 
 void AgentDaemon::Tick(int wait_ms) {
+  PublishHealth();  // as the last pass left it
   if (!socket_ && Now() >= reconnect_at_) {
     Status connected = Connect();
     if (!connected.ok()) LOG_ERROR(connected.message());
@@ -230,6 +232,7 @@ void AgentDaemon::Handle(const Message& message) {
     if (!registered.ok()) return malformed(registered.status());
     if (!registered_) LOG_INFO("registered with " << options_.coordinator);
     registered_ = true;
+    if (!ever_registered_) WriteReadyFile();
     ever_registered_ = true;
     heartbeat_ms_ = std::max(10, registered->heartbeat_ms);
     liveness_ = registered->liveness;
@@ -551,6 +554,10 @@ Status AgentDaemon::JoinGang(const GangRole& role, WorkerJob* job, std::string* 
 }
 
 void AgentDaemon::StopJob(const StopOrder& stop) {
+  if (const std::optional<JobAttempt> current = CurrentJob();
+      current && current->job_id == stop.job.job_id && current->attempt == stop.job.attempt) {
+    ++health_.jobs["stopped"];
+  }
   if (checking_host_ && checking_host_->job.job_id == stop.job.job_id &&
       checking_host_->job.attempt == stop.job.attempt) {
     LOG_WARN("job " << stop.job.job_id << " attempt " << stop.job.attempt
@@ -575,6 +582,7 @@ void AgentDaemon::StopJob(const StopOrder& stop) {
 }
 
 void AgentDaemon::Store(const json& given, int64_t job_id, int attempt) {
+  ++health_.jobs[JobOutcome(given)];
   json result = given;
   // The host check and pace before its worker started go with the result.
   if (before_timing_ && before_timing_->first.job_id == job_id &&
@@ -665,6 +673,7 @@ void AgentDaemon::Timers() {
     // is spooled as soon as it ends.
     socket_.reset();
     registered_ = false;
+    ++health_.reconnects;
     reconnect_at_ = now + Millis(reconnect_backoff_ms_);
     reconnect_backoff_ms_ = reconnect_backoff_ms_ == 0
                                 ? kHeartbeatIntervalMs

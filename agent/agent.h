@@ -11,6 +11,7 @@
 #include <vector>
 #include <zmq.hpp>
 
+#include "agent/agent_metrics.h"
 #include "agent/host_check.h"
 #include "agent/model_cache.h"
 #include "agent/runner.h"
@@ -40,6 +41,12 @@ struct AgentOptions {
   int liveness = kHeartbeatLiveness;
   // Ask the coordinator for a calibration of this host when the agent starts.
   bool calibrate_at_start = true;
+  // --metrics HOST:PORT: serve the agent's health at GET /metrics in Prometheus' text
+  // format (port 0: a free one); empty: no HTTP server (docs/metrics.md).
+  std::string metrics_address;
+  // --ready-file: once the agent first registered, {"agent", "pid"} and with --metrics
+  // the "metrics" URL are written there atomically.
+  std::string ready_file;
   // The IPv4 address this host's ranks of a gang spread over agents bind and advertise
   // (Gloo would otherwise use what the host name resolves to, 127.0.0.1 on many hosts).
   // Empty: the address this host reaches the coordinator from.
@@ -123,6 +130,11 @@ class AgentDaemon {
   void Store(const json& result, int64_t job_id, int attempt);
   void Timers();
   MonoTime Now() const { return options_.clock->Now(); }
+  // --metrics and --ready-file (agent/daemon_health.cc): the server started, the health
+  // published for scrapes each pass, the ready file written at the first registration.
+  Status StartMetrics();
+  void PublishHealth();
+  void WriteReadyFile();
 
   AgentOptions options_;
   Capabilities capabilities_;
@@ -170,6 +182,9 @@ class AgentDaemon {
   // The wait before the next reconnect: 0 (at once) for the first after the coordinator
   // answered, then 1 s doubling (Timers).
   int reconnect_backoff_ms_ = kHeartbeatIntervalMs;
+  // What scrapes show: its counters kept here, the rest filled in by PublishHealth.
+  AgentHealth health_;
+  std::unique_ptr<AgentMetrics> metrics_;  // null without --metrics
 };
 
 }  // namespace benchfleet

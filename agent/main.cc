@@ -10,6 +10,7 @@
 #include "common/cpu_list.h"
 #include "common/curve.h"
 #include "common/log.h"
+#include "metrics/metrics_flag.h"
 
 namespace {
 std::atomic<bool> stop_requested{false};
@@ -78,6 +79,10 @@ int main(int argc, char** argv) {
                  "what an hour of this host costs, for the cost views (docs/results.md, Cost)");
   app.add_option("--currency", currency, "the price's ISO 4217 currency code")
       ->capture_default_str();
+  benchfleet::AddMetricsFlag(app, &options.metrics_address, "the agent's health");
+  app.add_option("--ready-file", options.ready_file,
+                 "once registered with the coordinator, write {\"agent\", \"pid\", and with "
+                 "--metrics \"metrics\"} as JSON to this file");
   bool verbose = false;
   app.add_flag("-v,--verbose", verbose, "log debug messages");
   if (const int exit_status = benchfleet::ParseCommandLine(app, argc, argv); exit_status >= 0)

@@ -5,7 +5,7 @@
 #include "common/cli_parse.h"
 #include "common/log.h"
 #include "coordinator/coordinator.h"
-#include "coordinator/metrics/metrics_server.h"
+#include "metrics/metrics_flag.h"
 
 namespace {
 std::atomic<bool> stop_requested{false};
@@ -57,19 +57,7 @@ int main(int argc, char** argv) {
                  "hours after which a machine's calibration is taken again")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  app.add_option("--metrics", options.metrics_address,
-                 "serve GET /metrics (Prometheus text format) at HOST:PORT, e.g. 127.0.0.1:9464 "
-                 "(port 0: a free one, named in --ready-file); no authentication, no secrets shown")
-      ->type_name("HOST:PORT")
-      ->check(CLI::Validator(
-          [](std::string& text) {
-            auto address = benchfleet::ParseMetricsAddress(text);
-            if (address.ok()) return std::string();
-            const std::string& message = address.status().message();  // CLI11 names the flag
-            const std::string flag = "--metrics: ";
-            return message.rfind(flag, 0) == 0 ? message.substr(flag.size()) : message;
-          },
-          "", "metrics address"));
+  benchfleet::AddMetricsFlag(app, &options.metrics_address, "the coordinator's health");
   app.add_flag("--insecure", options.insecure,
                "serve plain TCP beyond loopback: anyone who reaches the port gets in");
   bool verbose = false;

@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
 # The layering rule, checked on the source tree: links point one way. docs/architecture.md
 # tells the life of a job across these folders, naming the component at each hop.
-#   common              includes no daemon folder (coordinator, agent, worker, cli), nor schedule;
+#   common              includes no daemon folder (coordinator, agent, worker, cli), nor schedule,
+#                       sqlite or metrics;
 #   schedule            (cron and time zones) includes only common;
 #   sqlite              (the SQLite wrapper, the read-only reader, the store's schema)
 #                       includes only common;
+#   metrics             (Prometheus' text format, the HTTP endpoint, latency histograms)
+#                       includes only common;
 #   coordinator, agent, cli  never include worker/ or each other; coordinator and cli
-#                       may include sqlite, agent and worker may not;
+#                       may include sqlite, agent and worker may not; coordinator and
+#                       agent may include metrics, cli and worker may not;
 #   worker              includes only common (and LibTorch);
 # and inside worker/ (worker/CMakeLists.txt), its folders point one way too:
 #   worker/host, worker/measure   include no other part of the worker;
@@ -17,11 +21,12 @@
 #   worker's process does.
 # and inside coordinator/ (coordinator/CMakeLists.txt, docs/architecture.md):
 #   coordinator/core      (pure rules: matching, fingerprints, statistics) includes none;
-#   coordinator/metrics   (the HTTP endpoint and its format) includes none;
+#   coordinator/metrics   (the coordinator's families: its snapshot and their rendering)
+#                         includes none;
 #   coordinator/security  (CURVE allow-list, ZAP) includes none;
 #   coordinator/store     (the SQLite store) includes core;
-#   coordinator/loop      (context, round, outlet, registry, lease table) includes store,
-#                         core and metrics;
+#   coordinator/loop      (context, round, outlet, registry, lease table) includes store
+#                         and core;
 #   coordinator/fleet     (dispatcher, agent sessions) includes loop and below;
 #   coordinator/results, coordinator/intake   include fleet and below, not each other;
 #   coordinator/api       (client requests, the metrics' publisher) includes them all;
@@ -35,13 +40,14 @@ set -euo pipefail
 
 # folder -> the folders it must not include
 declare -A FORBIDDEN=(
-  [common]="coordinator agent worker cli schedule sqlite"
-  [schedule]="coordinator agent worker cli sqlite"
-  [sqlite]="coordinator agent worker cli schedule"
+  [common]="coordinator agent worker cli schedule sqlite metrics"
+  [schedule]="coordinator agent worker cli sqlite metrics"
+  [sqlite]="coordinator agent worker cli schedule metrics"
+  [metrics]="coordinator agent worker cli schedule sqlite"
   [coordinator]="agent worker cli"
   [agent]="coordinator worker cli sqlite"
-  [cli]="coordinator agent worker"
-  [worker]="coordinator agent cli sqlite"
+  [cli]="coordinator agent worker metrics"
+  [worker]="coordinator agent cli sqlite metrics"
 )
 
 # worker/'s folder -> the other worker folders it may include
@@ -58,10 +64,10 @@ declare -A COORDINATOR_ALLOWED=(
   [metrics]=""
   [security]=""
   [store]="core"
-  [loop]="core store metrics"
-  [fleet]="core store metrics loop"
-  [results]="core store metrics loop fleet"
-  [intake]="core store metrics loop fleet"
+  [loop]="core store"
+  [fleet]="core store loop"
+  [results]="core store loop fleet"
+  [intake]="core store loop fleet"
   [api]="core store metrics loop fleet results intake security"
 )
 
@@ -128,7 +134,7 @@ self_test() {
   local tree output status=0
   tree=$(mktemp -d)
   trap 'rm -rf "$tree"' RETURN
-  mkdir -p "$tree"/{common,agent,coordinator/{core,store,fleet},cli,sqlite,worker/{host,measure,models,parallel}}
+  mkdir -p "$tree"/{common,agent,metrics,coordinator/{core,store,fleet},cli,sqlite,worker/{host,measure,models,parallel}}
   printf '#include "coordinator/loop/context.h"\n#include "coordinator/core/matching.h"\n' \
     >"$tree/coordinator/store/bad.cc"
   printf '#include "coordinator/coordinator.h"\n' >"$tree/coordinator/core/bad.h"
@@ -136,7 +142,10 @@ self_test() {
     >"$tree/coordinator/fleet/good.cc"
   printf '#include "coordinator/coordinator_fixture.h"\n' >"$tree/coordinator/fleet/good_test.cc"
   printf '#include "common/status.h"\n#include "agent/spool.h"\n' >"$tree/common/bad.h"
-  printf '#include "common/log.h"\n' >"$tree/agent/good.cc"
+  printf '#include "common/log.h"\n#include "metrics/metrics_server.h"\n' >"$tree/agent/good.cc"
+  printf '#include "common/status.h"\n#include "coordinator/metrics/exposition.h"\n' \
+    >"$tree/metrics/bad.cc"
+  printf '#include "metrics/histogram.h"\n' >"$tree/worker/host/bad.cc"
   printf '#include <nlohmann/json.hpp>\n  #  include <worker/engine.h>\n' >"$tree/cli/bad.cc"
   printf '#include "coordinator/store/store.h"\n#include "sqlite/reader.h"\n' >"$tree/coordinator/good.cc"
   printf '#include "sqlite/reader.h"\n' >"$tree/cli/good.cc"
@@ -155,7 +164,8 @@ self_test() {
   for expect in "common/bad.h:2:" "cli/bad.cc:2:" "agent/bad.cc:1:" "worker/measure/bad.cc:1:" \
                 "worker/host/bad.h:1:" "worker/host/bad.h:2:" "worker/parallel/bad.cc:1:" \
                 "sqlite/bad.cc:2:" "agent/bad.h:1:" "coordinator/store/bad.cc:1:" \
-                "coordinator/core/bad.h:1:" "11 include(s) break"; do
+                "coordinator/core/bad.h:1:" "metrics/bad.cc:2:" "worker/host/bad.cc:1:" \
+                "13 include(s) break"; do
     if [[ "$output" != *"$expect"* ]]; then
       echo "self-test: expected \"$expect\" in:"$'\n'"$output" >&2
       return 1

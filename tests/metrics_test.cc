@@ -1,7 +1,7 @@
 // --metrics on a real coordinator: the ready file names the endpoint, a scrape over real
 // HTTP shows a registered agent, and the text follows Prometheus' conventions (HELP and
 // TYPE per family, counters ending in _total, cumulative histograms); a bad address
-// keeps the coordinator from starting.
+// keeps the coordinator from starting. And an agent's own --metrics and --ready-file.
 #include <gtest/gtest.h>
 #include <httplib.h>
 #include <sys/wait.h>
@@ -151,23 +151,87 @@ TEST(MetricsTest, ScrapeShowsTheFleetInPrometheusFormat) {
                          &error),
             1)
       << error;
-  double queued = 0;
+  // The agent registered cannot run them: no agent matches their requirement (counted
+  // by the loop for the requirements the previous scrape found queued jobs of).
+  double queued = 0, matching = -1;
   const bool waiting = WaitFor(
       [&] {
         auto scraped = client.Get("/metrics");
         if (!scraped) return false;
         text = scraped->body;
         queued = 0;
+        matching = -1;
         for (const std::string& line : Lines(text)) {
-          if (line.rfind("benchfleet_jobs_queued{requirement=\"", 0) == 0 &&
-              line.find("nowhere") != std::string::npos) {
-            queued += std::stod(line.substr(line.rfind(' ') + 1));
-          }
+          if (line.find("nowhere") == std::string::npos) continue;
+          const double value = std::stod(line.substr(line.rfind(' ') + 1));
+          if (line.rfind("benchfleet_jobs_queued{requirement=\"", 0) == 0) queued += value;
+          if (line.rfind("benchfleet_requirement_agents{requirement=\"", 0) == 0) matching = value;
         }
-        return queued == 2;
+        return queued == 2 && matching == 0;
       },
       15s);
-  EXPECT_TRUE(waiting) << queued << "\n" << text;
+  EXPECT_TRUE(waiting) << queued << " " << matching << "\n" << text;
+}
+
+// An agent's --metrics: its --ready-file appears once it registered and names the
+// endpoint; the scrape shows it registered, counts the job it ran by outcome, and its
+// spool empty once the coordinator acknowledged the result. A malformed address is a bad
+// flag for the agent too.
+TEST(MetricsTest, AnAgentShowsItsOwnHealth) {
+  FleetOptions options;
+  options.worker = kResultWorkerBin;  // about the daemons, not about what LibTorch measures
+  Fleet fleet(options);
+  ASSERT_TRUE(fleet.StartCoordinator()) << fleet.Logs();
+  const std::string ready_file = fleet.dir("agent-a.ready");
+  ASSERT_TRUE(fleet.StartAgent(
+      "node-a", {"--metrics", "127.0.0.1:0", "--ready-file", ready_file, "--tags", "watched"}));
+  nlohmann::json ready;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        ready = nlohmann::json::parse(ReadFile(ready_file), nullptr, false);
+        return ready.is_object();
+      },
+      30s))
+      << fleet.Logs();
+  EXPECT_EQ(ready.value("agent", ""), "node-a");
+  EXPECT_EQ(ready.value("pid", 0), fleet.agent("node-a").pid());
+  const Endpoint endpoint = ParseUrl(ready.value("metrics", ""));
+  ASSERT_GT(endpoint.port, 0) << ready.dump();
+  httplib::Client client(endpoint.host, endpoint.port);
+  client.set_connection_timeout(5);
+  client.set_read_timeout(5);
+  std::string text;
+  auto scrape = [&] {
+    auto scraped = client.Get("/metrics");
+    text = scraped && scraped->status == 200 ? scraped->body : "";
+    return text;
+  };
+  EXPECT_EQ(SampleValue(scrape(), "benchfleet_agent_registered"), 1) << text;
+  EXPECT_EQ(SampleValue(text, "benchfleet_agent_connected"), 1) << text;
+
+  std::string error;
+  const int64_t sweep_id =
+      fleet.Submit({{"name", "watched"},
+                    {"select", {{"tags", "watched"}}},
+                    {"matrix", {{"model", "mlp"}, {"batch_size", 1}, {"threads", 1}}},
+                    {"timing", {{"warmup_s", 0.01}, {"min_time_s", 0.1}, {"max_time_s", 0.2}}}},
+                   &error);
+  ASSERT_GT(sweep_id, 0) << error;
+  const bool counted = WaitFor(
+      [&] {
+        scrape();
+        return SampleValue(text, "benchfleet_agent_jobs_total{outcome=\"ok\"}") == 1 &&
+               SampleValue(text, "benchfleet_agent_spooled_results") == 0 &&
+               SampleValue(text, "benchfleet_agent_busy") == 0;
+      },
+      60s);
+  EXPECT_TRUE(counted) << text << "\n" << fleet.Logs();
+  EXPECT_EQ(SampleValue(text, "benchfleet_agent_jobs_total{outcome=\"failed\"}"), 0) << text;
+  EXPECT_GT(SampleValue(text, "benchfleet_agent_last_heartbeat_timestamp_seconds"), 0) << text;
+
+  std::string out, err;
+  EXPECT_EQ(RunCommand({kAgentBin, "--metrics", "127.0.0.1"}, &out, &err), 2);
+  EXPECT_NE(err.find("--metrics"), std::string::npos) << err;
 }
 
 // A malformed --metrics is a bad flag (exit 2, naming it); a port that cannot be bound

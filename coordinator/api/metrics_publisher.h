@@ -1,8 +1,8 @@
 // MetricsPublisher: the loop's side of --metrics (docs/metrics.md). It owns the HTTP
-// server (coordinator/metrics/), times each pass of the loop and each commit into
-// histograms, and at most every kMetricsPublishMs copies the coordinator's health into
-// a fresh snapshot the server renders on its own threads: the loop never waits for a
-// scrape, and a scrape never reads the loop's state.
+// server (metrics/), times each pass of the loop and each commit into histograms, and at
+// most every kMetricsPublishMs copies the coordinator's health into a fresh snapshot
+// (coordinator/metrics/) the server renders on its own threads: the loop never waits
+// for a scrape, and a scrape never reads the loop's state.
 #pragma once
 
 #include <memory>
@@ -11,10 +11,14 @@
 #include "common/clock.h"
 #include "coordinator/fleet/dispatcher.h"
 #include "coordinator/loop/context.h"
-#include "coordinator/metrics/histogram.h"
-#include "coordinator/metrics/metrics_server.h"
+#include "coordinator/metrics/exposition.h"
+#include "metrics/histogram.h"
+#include "metrics/latest_snapshot.h"
+#include "metrics/metrics_server.h"
 
 namespace benchfleet {
+
+class JobCountReader;  // metrics_publisher.cc
 
 // How often the loop copies its state for scrapes: Prometheus scrapes every 15 s or so,
 // and a copy walks the agents and the requirements (in memory; the job counts are read
@@ -28,7 +32,7 @@ class MetricsPublisher {
   // cannot be bound.
   static StatusOr<std::unique_ptr<MetricsPublisher>> Start(const std::string& address,
                                                            const CoordinatorContext& context,
-                                                           const Dispatcher& dispatcher);
+                                                           Dispatcher& dispatcher);
 
   // Where scrapes go: "http://127.0.0.1:9464/metrics".
   const std::string& url() const { return server_->url(); }
@@ -39,12 +43,19 @@ class MetricsPublisher {
   void LoopPassDone(MonoTime started, MonoTime ended);
 
  private:
-  MetricsPublisher(const CoordinatorContext& context, const Dispatcher& dispatcher,
+  MetricsPublisher(const CoordinatorContext& context, Dispatcher& dispatcher,
+                   std::shared_ptr<LatestSnapshot<MetricsSnapshot>> latest,
+                   std::shared_ptr<JobCountReader> job_counts,
                    std::unique_ptr<MetricsServer> server);
   void Publish(MonoTime now);
 
   const CoordinatorContext& ctx_;
-  const Dispatcher& dispatcher_;
+  Dispatcher& dispatcher_;  // its cached answers of which agent can run what
+  // Shared with the server's scrapes, which render what it holds.
+  std::shared_ptr<LatestSnapshot<MetricsSnapshot>> latest_;
+  // The scrapes' reads of the job counts, which also tell which requirements have queued
+  // jobs: those the loop counts matching agents for.
+  std::shared_ptr<JobCountReader> job_counts_;
   std::unique_ptr<MetricsServer> server_;
   LatencyHistogram loop_iteration_;
   LatencyHistogram store_commit_;

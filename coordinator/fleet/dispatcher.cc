@@ -469,4 +469,16 @@ std::map<int64_t, std::string> Dispatcher::RequirementNames() const {
   return names;
 }
 
+std::map<int64_t, int64_t> Dispatcher::MatchingAgents(const std::vector<int64_t>& requirement_ids) {
+  std::map<int64_t, int64_t> matching;
+  for (int64_t id : requirement_ids) {
+    auto it = requirements_.find(id);
+    if (it == requirements_.end()) continue;
+    int64_t& agents = matching[id];
+    for (Agent* agent : ctx_.registry.All())
+      agents += CanRun(*agent, it->second.requirement) ? 1 : 0;
+  }
+  return matching;
+}
+
 }  // namespace benchfleet

@@ -67,6 +67,9 @@ class Dispatcher : public RoundParticipant, public OfferKeeper {
 
   // What status calls each requirement known, by id (for the metrics' labels).
   std::map<int64_t, std::string> RequirementNames() const;
+  // Registered agents able to run each of `requirement_ids` (status's agents matching),
+  // by id; an id not known is left out. The agents' cached answers: no store read.
+  std::map<int64_t, int64_t> MatchingAgents(const std::vector<int64_t>& requirement_ids);
 
   // RoundParticipant, OfferKeeper.
   void RoundFailed() override;

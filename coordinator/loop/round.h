@@ -16,8 +16,8 @@
 
 #include "coordinator/loop/lease_table.h"
 #include "coordinator/loop/outlet.h"
-#include "coordinator/metrics/histogram.h"
 #include "coordinator/store/store.h"
+#include "metrics/histogram.h"
 
 namespace benchfleet {
 

@@ -1,68 +1,13 @@
 #include "coordinator/metrics/exposition.h"
 
-#include <charconv>
-#include <cmath>
+#include <algorithm>
+
+#include "metrics/exposition_writer.h"
 
 namespace benchfleet {
 namespace {
 
 constexpr const char* kPrefix = "benchfleet_";
-
-// HELP text escapes backslash and newline (not quotes).
-std::string EscapeHelp(const std::string& text) {
-  std::string out;
-  out.reserve(text.size());
-  for (char c : text) {
-    if (c == '\\') {
-      out += "\\\\";
-    } else if (c == '\n') {
-      out += "\\n";
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
-
-void Family(std::string& out, const std::string& name, const char* type, const std::string& help) {
-  out += "# HELP " + name + " " + EscapeHelp(help) + "\n";
-  out += "# TYPE " + name + " " + type + "\n";
-}
-
-void Sample(std::string& out, const std::string& name, const std::string& labels,
-            const std::string& value) {
-  out += name;
-  out += labels;
-  out += ' ';
-  out += value;
-  out += '\n';
-}
-
-std::string Label(const char* key, const std::string& value) {
-  return std::string("{") + key + "=\"" + EscapeLabelValue(value) + "\"}";
-}
-
-void Gauges(std::string& out, const std::string& name, const std::string& help, const char* label,
-            const std::map<std::string, int64_t>& values) {
-  Family(out, name, "gauge", help);
-  for (const auto& [key, value] : values)
-    Sample(out, name, Label(label, key), std::to_string(value));
-}
-
-// A histogram's cumulative buckets, then its sum and count.
-void Histogram(std::string& out, const std::string& name, const std::string& help,
-               const LatencyHistogram& histogram) {
-  Family(out, name, "histogram", help);
-  int64_t cumulative = 0;
-  for (size_t i = 0; i < LatencyHistogram::kBuckets; ++i) {
-    cumulative += histogram.buckets()[i];
-    const std::string le =
-        i < kLatencyBucketBoundsS.size() ? FormatSampleValue(kLatencyBucketBoundsS[i]) : "+Inf";
-    Sample(out, name + "_bucket", "{le=\"" + le + "\"}", std::to_string(cumulative));
-  }
-  Sample(out, name + "_sum", "", FormatSampleValue(histogram.sum_s()));
-  Sample(out, name + "_count", "", std::to_string(histogram.count()));
-}
 
 // "results_stored" -> "benchfleet_results_stored_total"; a name already ending in
 // _total keeps its one suffix.
@@ -76,35 +21,6 @@ std::string CounterName(const std::string& counter) {
 
 }  // namespace
 
-std::string EscapeLabelValue(const std::string& value) {
-  std::string out;
-  out.reserve(value.size());
-  for (char c : value) {
-    if (c == '\\') {
-      out += "\\\\";
-    } else if (c == '"') {
-      out += "\\\"";
-    } else if (c == '\n') {
-      out += "\\n";
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
-
-std::string FormatSampleValue(double value) {
-  if (std::isnan(value)) return "NaN";
-  if (std::isinf(value)) return value > 0 ? "+Inf" : "-Inf";
-  const double magnitude = std::fabs(value);
-  const bool fixed = magnitude == 0 || (magnitude >= 1e-4 && magnitude < 1e21);
-  char text[400];  // the longest fixed form below 1e21 with shortest digits fits easily
-  const auto written =
-      std::to_chars(text, text + sizeof text, value,
-                    fixed ? std::chars_format::fixed : std::chars_format::scientific);
-  return std::string(text, written.ptr);
-}
-
 void AddJobCounts(const std::vector<RequirementJobCount>& counts, MetricsSnapshot* snapshot) {
   for (const RequirementJobCount& count : counts) {
     auto named = snapshot->requirement_names.find(count.requirement_id);
@@ -113,38 +29,44 @@ void AddJobCounts(const std::vector<RequirementJobCount>& counts, MetricsSnapsho
                                  : "requirement " + std::to_string(count.requirement_id);
     snapshot->jobs_queued[name] += count.queued;
     snapshot->jobs_running[name] += count.running;
+    auto matching = snapshot->matching_agents.find(count.requirement_id);
+    if (count.queued > 0 && matching != snapshot->matching_agents.end()) {
+      int64_t& agents = snapshot->requirement_agents[name];
+      agents = std::max(agents, matching->second);
+    }
   }
 }
 
 std::string RenderExposition(const MetricsSnapshot& snapshot) {
-  std::string out;
-  out.reserve(8192);
+  ExpositionWriter out;
   const std::string p = kPrefix;
-  Gauges(out, p + "agents", "Registered agents by state, as status shows them.", "state",
-         snapshot.agents_by_state);
-  Gauges(
-      out, p + "jobs_queued",
+  out.GaugesByLabel(p + "agents", "Registered agents by state, as status shows them.", "state",
+                    snapshot.agents_by_state);
+  out.GaugesByLabel(
+      p + "jobs_queued",
       "Jobs waiting to be handed out, per requirement (the agents they need, as status names it).",
       "requirement", snapshot.jobs_queued);
-  Gauges(out, p + "jobs_running", "Jobs handed out and not finished, per requirement.",
-         "requirement", snapshot.jobs_running);
+  out.GaugesByLabel(p + "jobs_running", "Jobs handed out and not finished, per requirement.",
+                    "requirement", snapshot.jobs_running);
+  out.GaugesByLabel(p + "requirement_agents",
+                    "Registered agents able to run the jobs of each requirement with queued jobs "
+                    "(0: none is registered, and the jobs wait until one registers).",
+                    "requirement", snapshot.requirement_agents);
   for (const auto& [name, value] : snapshot.counters.Named()) {
-    const std::string family = CounterName(name);
-    Family(out, family, "counter", CoordinatorCounters::Meaning(name));
-    Sample(out, family, "", std::to_string(value));
+    out.Counter(CounterName(name), CoordinatorCounters::Meaning(name), value);
   }
-  Histogram(out, p + "loop_iteration_seconds",
-            "Time the coordinator's loop was busy per wake-up, from its poll returning (a message "
-            "or the tick) to polling again: how long a new message may wait unread.",
-            snapshot.loop_iteration);
-  Histogram(out, p + "store_commit_seconds",
-            "Time of each group commit of a round's store writes (one sync per round).",
-            snapshot.store_commit);
-  Family(out, p + "start_time_seconds", "gauge", "When the coordinator started, in Unix seconds.");
-  Sample(out, p + "start_time_seconds", "", FormatSampleValue(snapshot.start_time_s));
-  Family(out, p + "build_info", "gauge", "The coordinator's build; the value is always 1.");
-  Sample(out, p + "build_info", Label("version", snapshot.version), "1");
-  return out;
+  out.Histogram(p + "loop_iteration_seconds",
+                "Time the coordinator's loop was busy per wake-up, from its poll returning (a "
+                "message or the tick) to polling again: how long a new message may wait unread.",
+                snapshot.loop_iteration);
+  out.Histogram(p + "store_commit_seconds",
+                "Time of each group commit of a round's store writes (one sync per round).",
+                snapshot.store_commit);
+  out.Gauge(p + "start_time_seconds", "When the coordinator started, in Unix seconds.",
+            snapshot.start_time_s);
+  out.Gauge(p + "build_info", "The coordinator's build; the value is always 1.", 1.0,
+            {{"version", snapshot.version}});
+  return out.text();
 }
 
 }  // namespace benchfleet

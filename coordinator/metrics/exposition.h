@@ -1,6 +1,6 @@
-// The coordinator's health as Prometheus' text exposition format, version 0.0.4
-// (https://prometheus.io/docs/instrumenting/exposition_formats/): a MetricsSnapshot the
-// loop fills, rendered by the HTTP server's thread. docs/metrics.md lists every family.
+// The coordinator's health as Prometheus' families (docs/metrics.md lists every one): a
+// MetricsSnapshot the loop fills, rendered on a scrape's thread with the shared writer
+// (metrics/exposition_writer.h).
 #pragma once
 
 #include <cstdint>
@@ -9,12 +9,9 @@
 #include <vector>
 
 #include "common/status_reply.h"
-#include "coordinator/metrics/histogram.h"
+#include "metrics/histogram.h"
 
 namespace benchfleet {
-
-// The Content-Type of a rendered snapshot.
-inline constexpr const char* kExpositionContentType = "text/plain; version=0.0.4; charset=utf-8";
 
 // Everything a scrape shows, copied out of the loop at one moment: the HTTP thread
 // reads only this, never the coordinator's own state.
@@ -26,8 +23,13 @@ struct MetricsSnapshot {
   std::map<std::string, int64_t> jobs_queued;
   std::map<std::string, int64_t> jobs_running;
   // What status calls each requirement the loop knows, by id: the scrape thread reads
-  // the job counts per id itself (MetricsServer::JobCounts) and names them by this.
+  // the job counts per id itself (RequirementJobCount) and names them by this.
   std::map<int64_t, std::string> requirement_names;
+  // Registered agents able to run each requirement that had queued jobs at the last
+  // scrape, by id (the loop counts them; the scrape knows which requirements have queued
+  // jobs), and what the scrape makes of it: by name, for those with queued jobs now.
+  std::map<int64_t, int64_t> matching_agents;
+  std::map<std::string, int64_t> requirement_agents;
   CoordinatorCounters counters;
   LatencyHistogram loop_iteration;
   LatencyHistogram store_commit;
@@ -42,19 +44,12 @@ struct RequirementJobCount {
   int64_t running = 0;
 };
 // Adds `counts` to the snapshot's jobs_queued / jobs_running, each named by
-// requirement_names ("requirement N" for one the loop did not know yet); two
-// requirements that read alike add up.
+// requirement_names ("requirement N" for one the loop did not know yet), and sets
+// requirement_agents for each with queued jobs whose matching_agents the loop counted;
+// two requirements that read alike add up their jobs and show the larger count of agents.
 void AddJobCounts(const std::vector<RequirementJobCount>& counts, MetricsSnapshot* snapshot);
 
-// The snapshot as exposition text: per family a HELP and a TYPE line, then its samples;
-// families in a fixed order, labels in key order.
+// The snapshot as exposition text, families in a fixed order, labels in key order.
 std::string RenderExposition(const MetricsSnapshot& snapshot);
-
-// A label value with backslash, double quote and newline escaped (\\, \", \n).
-std::string EscapeLabelValue(const std::string& value);
-
-// A sample value as Prometheus writes one: shortest round-trip digits, fixed notation
-// from 1e-4 up to 1e21 ("0.0001", "2.5", "10"), else scientific; NaN, +Inf, -Inf.
-std::string FormatSampleValue(double value);
 
 }  // namespace benchfleet

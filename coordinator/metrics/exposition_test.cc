@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -71,56 +72,51 @@ TEST(ExpositionTest, EveryCounterOfTheTableEndsInTotal) {
   EXPECT_EQ(text.find("_total_total"), std::string::npos);
 }
 
-TEST(ExpositionTest, HistogramBucketsAreCumulative) {
+// The scrape names the job counts it read by the loop's names, and shows the agents able
+// to run each requirement with queued jobs: a requirement with running jobs only, or one
+// the loop did not count, shows none.
+TEST(ExpositionTest, JobCountsAndMatchingAgentsPerRequirement) {
   MetricsSnapshot snapshot;
-  snapshot.loop_iteration.Record(0.00005);  // <= 0.0001
-  snapshot.loop_iteration.Record(0.0001);   // on a bound: that bucket (le is <=)
-  snapshot.loop_iteration.Record(0.003);    // <= 0.005
-  snapshot.loop_iteration.Record(30);       // past every bound: +Inf only
-  const auto lines = FamilyLines(RenderExposition(snapshot), "benchfleet_loop_iteration_seconds");
-  ASSERT_EQ(lines.size(), 2 + kLatencyBucketBoundsS.size() + 1 + 2);
-  EXPECT_EQ(lines[1], "# TYPE benchfleet_loop_iteration_seconds histogram");
-  const std::vector<std::string> expected = {
-      "benchfleet_loop_iteration_seconds_bucket{le=\"0.0001\"} 2",
-      "benchfleet_loop_iteration_seconds_bucket{le=\"0.00025\"} 2",
-      "benchfleet_loop_iteration_seconds_bucket{le=\"0.0005\"} 2",
-      "benchfleet_loop_iteration_seconds_bucket{le=\"0.001\"} 2",
-      "benchfleet_loop_iteration_seconds_bucket{le=\"0.0025\"} 2",
-      "benchfleet_loop_iteration_seconds_bucket{le=\"0.005\"} 3",
-      "benchfleet_loop_iteration_seconds_bucket{le=\"0.01\"} 3",
-      "benchfleet_loop_iteration_seconds_bucket{le=\"0.025\"} 3",
-      "benchfleet_loop_iteration_seconds_bucket{le=\"0.05\"} 3",
-      "benchfleet_loop_iteration_seconds_bucket{le=\"0.1\"} 3",
-      "benchfleet_loop_iteration_seconds_bucket{le=\"0.25\"} 3",
-      "benchfleet_loop_iteration_seconds_bucket{le=\"0.5\"} 3",
-      "benchfleet_loop_iteration_seconds_bucket{le=\"1\"} 3",
-      "benchfleet_loop_iteration_seconds_bucket{le=\"2.5\"} 3",
-      "benchfleet_loop_iteration_seconds_bucket{le=\"5\"} 3",
-      "benchfleet_loop_iteration_seconds_bucket{le=\"10\"} 3",
-      "benchfleet_loop_iteration_seconds_bucket{le=\"+Inf\"} 4",
-      "benchfleet_loop_iteration_seconds_sum 30.00315",
-      "benchfleet_loop_iteration_seconds_count 4"};
-  EXPECT_EQ(std::vector<std::string>(lines.begin() + 2, lines.end()), expected);
+  snapshot.requirement_names = {{1, "{gpu_model: H100}"}, {2, "{}"}, {3, "{}"}, {4, "{x: y}"}};
+  snapshot.matching_agents = {{1, 0}, {2, 3}, {3, 5}, {4, 2}};
+  AddJobCounts({{1, 4, 0}, {2, 1, 1}, {3, 2, 0}, {4, 0, 2}, {9, 1, 0}}, &snapshot);
+  EXPECT_EQ(snapshot.jobs_queued,
+            (std::map<std::string, int64_t>{
+                {"{gpu_model: H100}", 4}, {"{}", 3}, {"{x: y}", 0}, {"requirement 9", 1}}));
+  EXPECT_EQ(snapshot.jobs_running,
+            (std::map<std::string, int64_t>{
+                {"{gpu_model: H100}", 0}, {"{}", 1}, {"{x: y}", 2}, {"requirement 9", 0}}));
+  EXPECT_EQ(snapshot.requirement_agents,
+            (std::map<std::string, int64_t>{{"{gpu_model: H100}", 0}, {"{}", 5}}));
+  const auto lines = FamilyLines(RenderExposition(snapshot), "benchfleet_requirement_agents");
+  ASSERT_EQ(lines.size(), 4u);
+  EXPECT_EQ(lines[1], "# TYPE benchfleet_requirement_agents gauge");
+  EXPECT_EQ(lines[2], "benchfleet_requirement_agents{requirement=\"{gpu_model: H100}\"} 0");
+  EXPECT_EQ(lines[3], "benchfleet_requirement_agents{requirement=\"{}\"} 5");
 }
 
-TEST(ExpositionTest, LabelValuesAreEscaped) {
-  EXPECT_EQ(EscapeLabelValue("a\\b\"c\nd"), "a\\\\b\\\"c\\nd");
+TEST(ExpositionTest, BothHistogramsAreRendered) {
+  MetricsSnapshot snapshot;
+  snapshot.loop_iteration.Record(0.003);
+  snapshot.store_commit.Record(0.02);
+  snapshot.store_commit.Record(0.03);
+  const std::string text = RenderExposition(snapshot);
+  EXPECT_EQ(FamilyLines(text, "benchfleet_loop_iteration_seconds").size(),
+            2 + LatencyHistogram::kBuckets + 2);
+  EXPECT_NE(text.find("benchfleet_loop_iteration_seconds_bucket{le=\"0.005\"} 1\n"),
+            std::string::npos);
+  EXPECT_NE(text.find("benchfleet_store_commit_seconds_bucket{le=\"0.05\"} 2\n"),
+            std::string::npos);
+  EXPECT_NE(text.find("benchfleet_store_commit_seconds_count 2\n"), std::string::npos);
+}
+
+TEST(ExpositionTest, RequirementLabelsAreEscaped) {
   MetricsSnapshot snapshot;
   snapshot.jobs_queued = {{"{gpu_model: \"H100\\80GB\"\nx}", 1}};
   EXPECT_NE(
       RenderExposition(snapshot).find(
           "benchfleet_jobs_queued{requirement=\"{gpu_model: \\\"H100\\\\80GB\\\"\\nx}\"} 1\n"),
       std::string::npos);
-}
-
-TEST(ExpositionTest, SampleValuesAsPrometheusWritesThem) {
-  EXPECT_EQ(FormatSampleValue(0), "0");
-  EXPECT_EQ(FormatSampleValue(0.0001), "0.0001");
-  EXPECT_EQ(FormatSampleValue(2.5), "2.5");
-  EXPECT_EQ(FormatSampleValue(10), "10");
-  EXPECT_EQ(FormatSampleValue(1700000000.5), "1700000000.5");
-  EXPECT_EQ(FormatSampleValue(0.00001), "1e-05");
-  EXPECT_EQ(FormatSampleValue(1.0 / 0.0), "+Inf");
 }
 
 // Every line is a comment (HELP or TYPE) or a sample whose name has the prefix and only
@@ -140,7 +136,7 @@ TEST(ExpositionTest, EveryFamilyHasHelpAndTypeAndAWellFormedName) {
     }
   }
   EXPECT_EQ(helped, typed);
-  EXPECT_GE(typed.size(), 3 + CoordinatorCounters().Named().size() + 2);
+  EXPECT_GE(typed.size(), 4 + CoordinatorCounters().Named().size() + 2);
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-#include "coordinator/metrics/metrics_server.h"
+#include "metrics/metrics_server.h"
 
 #include <httplib.h>
 
@@ -7,6 +7,7 @@
 
 #include "common/clock.h"
 #include "common/log.h"
+#include "metrics/exposition_writer.h"
 
 namespace benchfleet {
 
@@ -49,44 +50,30 @@ MetricsServer::~MetricsServer() {
 }
 
 StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Start(const MetricsAddress& address,
-                                                              JobCounts job_counts) {
+                                                              Render render) {
   std::unique_ptr<MetricsServer> metrics(new MetricsServer());
-  metrics->job_counts_ = std::move(job_counts);
+  metrics->render_ = std::move(render);
   httplib::Server& server = *metrics->server_;
   server.new_task_queue = [] { return new httplib::ThreadPool(kMetricsServerThreads); };
   server.set_read_timeout(kMetricsIoTimeoutS);
   server.set_write_timeout(kMetricsIoTimeoutS);
   server.set_address_family(address.ipv6 ? AF_INET6 : AF_UNSPEC);
-  // httplib's default is SO_REUSEPORT, which lets a second coordinator bind the same
-  // port and share the scrapes; SO_REUSEADDR alone rebinds after a restart and no more.
+  // httplib's default is SO_REUSEPORT, which lets a second daemon bind the same
+  // port and share the scrapes (two daemons answering as one); SO_REUSEADDR alone rebinds after a
+  // restart and no more.
   server.set_socket_options([](socket_t sock) {
     int yes = 1;
     (void)setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
   });
   MetricsServer* self = metrics.get();
   server.Get("/metrics", [self](const httplib::Request&, httplib::Response& response) {
-    const std::shared_ptr<const MetricsSnapshot> snapshot = self->Latest();
-    if (!snapshot) {
+    std::optional<std::string> text = self->render_();
+    if (!text) {
       response.status = 503;
       response.set_content("no metrics published yet\n", "text/plain");
       return;
     }
-    if (!self->job_counts_) {
-      response.set_content(RenderExposition(*snapshot), kExpositionContentType);
-      return;
-    }
-    MetricsSnapshot scraped = *snapshot;
-    StatusOr<std::vector<RequirementJobCount>> counts = Unavailable("not read");
-    {
-      std::lock_guard<std::mutex> lock(self->job_counts_mutex_);
-      counts = self->job_counts_();
-    }
-    if (counts.ok()) {
-      AddJobCounts(*counts, &scraped);
-    } else {
-      LOG_ERROR("metrics: cannot read the job counts: " << counts.status().message());
-    }
-    response.set_content(RenderExposition(scraped), kExpositionContentType);
+    response.set_content(std::move(*text), kExpositionContentType);
   });
   // Anything else is 404, httplib's answer for a path with no handler.
   const std::string where = (address.ipv6 ? "[" + address.host + "]" : address.host);
@@ -116,21 +103,6 @@ StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Start(const MetricsAddre
                               "can read them (no authentication; they hold no secrets)");
   }
   return metrics;
-}
-
-void MetricsServer::Publish(std::shared_ptr<const MetricsSnapshot> snapshot) {
-  std::shared_ptr<const MetricsSnapshot> previous;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    previous = std::move(latest_);
-    latest_ = std::move(snapshot);
-  }
-  // `previous` is freed here, outside the lock (or by the last scrape still rendering it).
-}
-
-std::shared_ptr<const MetricsSnapshot> MetricsServer::Latest() {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return latest_;
 }
 
 }  // namespace benchfleet

@@ -1,4 +1,4 @@
-#include "coordinator/metrics/histogram.h"
+#include "metrics/histogram.h"
 
 #include <algorithm>
 

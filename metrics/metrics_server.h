@@ -1,18 +1,17 @@
 // MetricsServer: GET /metrics over HTTP (cpp-httplib) on threads of its own, answering
-// with the latest snapshot the coordinator's loop published. It never touches the
-// coordinator's state and the loop never waits for it: the loop swaps a pointer under a
-// mutex (Publish), a scrape copies that pointer under the same mutex and renders outside
-// it. The endpoint has no authentication and shows no secrets (docs/metrics.md).
+// with what its Render makes of the latest snapshot a daemon's loop published
+// (metrics/latest_snapshot.h). It never touches the daemon's state and the loop never
+// waits for it. The endpoint has no authentication and shows no secrets
+// (docs/metrics.md). The coordinator and the agent each serve one (--metrics).
 #pragma once
 
 #include <functional>
 #include <memory>
-#include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 
 #include "common/status.h"
-#include "coordinator/metrics/exposition.h"
 
 namespace httplib {
 class Server;
@@ -43,35 +42,29 @@ StatusOr<MetricsAddress> ParseMetricsAddress(const std::string& text);
 
 class MetricsServer {
  public:
+  // What a scrape shows, in Prometheus' text format (ExpositionWriter), made on the
+  // scrape's thread: never the loop's, which only publishes snapshots. Two scrapes may
+  // render at once. nullopt: nothing published yet (answered 503).
+  using Render = std::function<std::optional<std::string>()>;
   // Binds `address` and serves from its own threads; a non-loopback address is logged
   // as reachable by others. Unavailable when the address cannot be bound.
-  // Reads the queued and running jobs per requirement for a scrape, on the scrape's
-  // thread (never the loop's: on a store of many sweeps the read takes milliseconds).
-  using JobCounts = std::function<StatusOr<std::vector<RequirementJobCount>>()>;
   static StatusOr<std::unique_ptr<MetricsServer>> Start(const MetricsAddress& address,
-                                                        JobCounts job_counts = {});
+                                                        Render render);
   // Stops serving and joins the threads.
   ~MetricsServer();
   MetricsServer(const MetricsServer&) = delete;
   MetricsServer& operator=(const MetricsServer&) = delete;
 
-  // Replaces what scrapes show. Never waits for a scrape in progress (it rendered its
-  // own copy of the pointer).
-  void Publish(std::shared_ptr<const MetricsSnapshot> snapshot);
   // Where it serves, the port resolved: "http://127.0.0.1:9464/metrics".
   const std::string& url() const { return url_; }
 
  private:
   MetricsServer();
-  std::shared_ptr<const MetricsSnapshot> Latest();
 
   std::unique_ptr<httplib::Server> server_;
   std::thread listener_;
   std::string url_;
-  std::mutex mutex_;
-  std::shared_ptr<const MetricsSnapshot> latest_;  // guarded by mutex_
-  JobCounts job_counts_;
-  std::mutex job_counts_mutex_;  // one read at a time: its connection is not shared
+  Render render_;
 };
 
 }  // namespace benchfleet

@@ -1,8 +1,9 @@
 // LatencyHistogram: how long something took, counted into fixed buckets the way
-// Prometheus' histograms expose it (docs/metrics.md). Recording is a short search over
-// the bounds and three additions, cheap enough for every pass of the coordinator's loop;
-// the loop records, and copies the whole histogram into a metrics snapshot now and then.
-// Not thread-safe: one thread records, copies travel to the others.
+// Prometheus' histograms expose it (docs/metrics.md; ExpositionWriter renders one).
+// Recording is a short search over the bounds and three additions, cheap enough for every
+// pass of a daemon's loop; the loop records, and copies the whole histogram into a
+// metrics snapshot now and then. Not thread-safe: one thread records, copies travel to
+// the others.
 #pragma once
 
 #include <array>

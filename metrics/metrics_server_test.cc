@@ -1,7 +1,10 @@
-#include "coordinator/metrics/metrics_server.h"
+#include "metrics/metrics_server.h"
 
 #include <gtest/gtest.h>
 #include <httplib.h>
+
+#include "metrics/exposition_writer.h"
+#include "metrics/latest_snapshot.h"
 
 namespace benchfleet {
 namespace {
@@ -32,8 +35,20 @@ TEST(MetricsAddressTest, RefusesWhatIsNotHostAndPort) {
   }
 }
 
+// What the server renders: the latest value published, as one gauge.
+MetricsServer::Render RenderLatest(std::shared_ptr<LatestSnapshot<int64_t>> latest) {
+  return [latest]() -> std::optional<std::string> {
+    const std::shared_ptr<const int64_t> value = latest->Latest();
+    if (!value) return std::nullopt;
+    ExpositionWriter out;
+    out.GaugesByLabel("x_agents", "Agents.", "state", {{"idle", *value}});
+    return out.text();
+  };
+}
+
 TEST(MetricsServerTest, ServesTheLatestSnapshotAndNothingElse) {
-  auto server = MetricsServer::Start(*ParseMetricsAddress("127.0.0.1:0"));
+  auto latest = std::make_shared<LatestSnapshot<int64_t>>();
+  auto server = MetricsServer::Start(*ParseMetricsAddress("127.0.0.1:0"), RenderLatest(latest));
   ASSERT_TRUE(server.ok()) << server.status().message();
   const std::string& url = (*server)->url();
   ASSERT_EQ(url.rfind("http://127.0.0.1:", 0), 0u) << url;
@@ -47,15 +62,17 @@ TEST(MetricsServerTest, ServesTheLatestSnapshotAndNothingElse) {
   ASSERT_TRUE(before);
   EXPECT_EQ(before->status, 503);  // nothing published yet
 
-  auto snapshot = std::make_shared<MetricsSnapshot>();
-  snapshot->agents_by_state = {{"idle", 4}};
-  (*server)->Publish(snapshot);
+  latest->Publish(std::make_shared<const int64_t>(4));
   auto scraped = client.Get("/metrics");
   ASSERT_TRUE(scraped);
   EXPECT_EQ(scraped->status, 200);
   EXPECT_EQ(scraped->get_header_value("Content-Type"), kExpositionContentType);
-  EXPECT_EQ(scraped->body, RenderExposition(*snapshot));
-  EXPECT_NE(scraped->body.find("benchfleet_agents{state=\"idle\"} 4\n"), std::string::npos);
+  EXPECT_EQ(scraped->body,
+            "# HELP x_agents Agents.\n# TYPE x_agents gauge\nx_agents{state=\"idle\"} 4\n");
+  latest->Publish(std::make_shared<const int64_t>(5));
+  auto again = client.Get("/metrics");
+  ASSERT_TRUE(again);
+  EXPECT_NE(again->body.find("x_agents{state=\"idle\"} 5\n"), std::string::npos) << again->body;
 
   auto other = client.Get("/");
   ASSERT_TRUE(other);
@@ -66,12 +83,13 @@ TEST(MetricsServerTest, ServesTheLatestSnapshotAndNothingElse) {
 }
 
 TEST(MetricsServerTest, APortInUseIsAClearError) {
-  auto first = MetricsServer::Start(*ParseMetricsAddress("127.0.0.1:0"));
+  auto latest = std::make_shared<LatestSnapshot<int64_t>>();
+  auto first = MetricsServer::Start(*ParseMetricsAddress("127.0.0.1:0"), RenderLatest(latest));
   ASSERT_TRUE(first.ok());
   const std::string& url = (*first)->url();
   const std::string address =
       url.substr(std::string("http://").size(), url.size() - std::string("http:///metrics").size());
-  auto second = MetricsServer::Start(*ParseMetricsAddress(address));
+  auto second = MetricsServer::Start(*ParseMetricsAddress(address), RenderLatest(latest));
   ASSERT_FALSE(second.ok());
   EXPECT_EQ(second.status().code(), StatusCode::kUnavailable);
   EXPECT_NE(second.status().message().find("cannot listen on " + address), std::string::npos)
