@@ -6,8 +6,8 @@
 #include <filesystem>
 
 #include "agent/agent.h"
+#include "agent/allocation.h"
 #include "common/cli_parse.h"
-#include "common/cpu_list.h"
 #include "common/curve.h"
 #include "common/log.h"
 
@@ -118,21 +118,21 @@ int main(int argc, char** argv) {
       if (!tag.empty()) options.tags.push_back(tag);
     }
   }
-  if (!cpus.empty()) {
-    auto parsed = benchfleet::ParseCpuList(cpus);
-    if (!parsed.ok()) {
-      LOG_ERROR("--cpus: " << parsed.status().message());
-      return 2;
-    }
-    auto allowed = benchfleet::AllowedCpus();
-    for (int cpu : *parsed) {
-      if (std::find(allowed.begin(), allowed.end(), cpu) == allowed.end()) {
-        LOG_ERROR("--cpus: CPU " << cpu << " is not available to this process (allowed: "
-                                 << benchfleet::FormatCpuList(allowed) << ")");
-        return 2;
-      }
-    }
-    options.cpus = *parsed;
+  // The CPUs (and, in a Slurm job, the GPUs) this agent takes as its own: refused with
+  // the reason, which lands in a batch job's output file, when it has none it may use.
+  auto sources = benchfleet::ReadAllocationSources();
+  auto resources = sources.ok()
+                       ? benchfleet::ResolveResources(*sources, cpus)
+                       : benchfleet::StatusOr<benchfleet::AgentResources>(sources.status());
+  if (!resources.ok()) {
+    LOG_ERROR(resources.status().message());
+    return resources.status().code() == benchfleet::StatusCode::kInvalidArgument ? 2 : 1;
+  }
+  options.cpus = resources->cpus;
+  if (resources->slurm) {
+    // The workers inherit it: their probe, and every job, see the allocated GPUs only.
+    setenv("CUDA_VISIBLE_DEVICES", resources->slurm->visible_gpus.c_str(), 1);
+    LOG_INFO(resources->slurm->Describe());
   }
   if (options.state_dir.empty()) options.state_dir = "/var/tmp/benchfleet-agent-" + options.name;
   std::signal(SIGINT, RequestStop);
