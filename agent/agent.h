@@ -11,6 +11,7 @@
 #include <vector>
 #include <zmq.hpp>
 
+#include "agent/exit_policy.h"
 #include "agent/host_check.h"
 #include "agent/model_cache.h"
 #include "agent/runner.h"
@@ -56,6 +57,8 @@ struct AgentOptions {
   std::string package_cache;
   // How much the cache of fetched models (state_dir/models) may hold (--model-cache-mb).
   int64_t model_cache_bytes = kDefaultModelCacheBytes;
+  // When it leaves by itself (--exit-when-idle, --max-jobs; agent/exit_policy.h).
+  ExitPolicyOptions exit;
   // The time the protocol's timers run on: registration retries, heartbeats, the
   // coordinator's liveness, result resends and the reconnect backoff, model fetch
   // retries. A test moves a ManualMonotonicClock on instead of waiting. What measures
@@ -71,13 +74,19 @@ class AgentDaemon {
   // Probes the worker (an error when it cannot run or its --probe fails: such an agent
   // could run no job) and the host, opens the spool, connects.
   Status Start();
-  // Serves until *stop becomes true: Tick with the loop's tick (100 ms) over and over.
+  // Serves until *stop becomes true or the exit policy says it is time to go, then
+  // leaves (Leave): Tick with the loop's tick (100 ms) over and over.
   Status Run(const std::atomic<bool>* stop);
   // One pass of the loop: reconnects when the backoff has passed, takes what the
   // coordinator sent (waiting up to `wait_ms` for it), collects a finished worker's
   // result, and runs the timers due by the clock. Tick(0) never waits: a test drives
   // the agent with it, in its own process, moving the clock between passes.
   void Tick(int wait_ms);
+  // Goes: stops its worker, tells the coordinator (`leave`, naming the job it stopped)
+  // and closes the connection. Tick does nothing after it.
+  void Leave(const std::string& reason);
+  // It left: by its exit policy (in Tick) or by Leave.
+  bool left() const { return left_; }
   bool registered() const { return registered_; }
   bool connected() const { return socket_ != nullptr; }
   // What it registers with: known once Start() succeeded.
@@ -119,6 +128,8 @@ class AgentDaemon {
   void SendSpooled();
   void Store(const json& result, int64_t job_id, int attempt);
   void Timers();
+  // Leaves when the exit policy says it is time (--exit-when-idle, --max-jobs).
+  void LeaveWhenDue();
   MonoTime Now() const { return options_.clock->Now(); }
 
   AgentOptions options_;
@@ -151,6 +162,8 @@ class AgentDaemon {
   // (fields host_check, host_pace and placement), for its result.
   std::optional<std::pair<JobAttempt, nlohmann::json>> before_timing_;
   std::string routing_id_;
+  std::optional<ExitPolicy> exit_;  // made by Start
+  bool left_ = false;
   bool registered_ = false;
   bool ever_registered_ = false;
   int heartbeat_ms_;  // as the coordinator asked in "registered"

@@ -2,6 +2,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <cmath>
 #include <csignal>
 #include <filesystem>
 
@@ -78,11 +79,23 @@ int main(int argc, char** argv) {
                  "what an hour of this host costs, for the cost views (docs/results.md, Cost)");
   app.add_option("--currency", currency, "the price's ISO 4217 currency code")
       ->capture_default_str();
+  std::optional<double> exit_when_idle_s;
+  app.add_option("--exit-when-idle", exit_when_idle_s,
+                 "leave (exit 0) once no job ran or was offered for SECONDS and every result is "
+                 "acknowledged: a batch job (Slurm) gives its allocation back")
+      ->check(CLI::Range(0.1, 31.0 * 24 * 3600));
+  app.add_option("--max-jobs", options.exit.max_jobs,
+                 "take no more jobs after N ended here, and leave (exit 0) once their results "
+                 "are acknowledged")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
   bool verbose = false;
   app.add_flag("-v,--verbose", verbose, "log debug messages");
   if (const int exit_status = benchfleet::ParseCommandLine(app, argc, argv); exit_status >= 0)
     return exit_status;
   options.calibrate_at_start = !no_calibrate;
+  if (exit_when_idle_s) {
+    options.exit.when_idle = benchfleet::Millis(std::llround(*exit_when_idle_s * 1000));
+  }
   if (options.workers.empty()) options.workers.push_back(DefaultWorkerPath());
   options.model_cache_bytes = model_cache_mb << 20;
   if (price_per_hour) {

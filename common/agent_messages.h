@@ -93,6 +93,18 @@ struct RendezvousReport {
   static StatusOr<RendezvousReport> FromJson(const nlohmann::json& body);
 };
 
+// An agent that goes (idle for --exit-when-idle, its --max-jobs done, or stopped by a
+// signal) says so, so that the coordinator drops it at once and takes back what it
+// handed to it without costing an attempt, all but `running`: the job whose worker it
+// stopped on the way out, whose attempt is lost as any stopped agent's.
+struct LeaveNotice {
+  static constexpr const char* kType = msg::kLeave;
+  std::string reason;  // for the coordinator's log and status_reply.departed
+  std::optional<JobAttempt> running;
+  nlohmann::json ToJson() const;
+  static StatusOr<LeaveNotice> FromJson(const nlohmann::json& body);
+};
+
 // Any direction. Between agent and coordinator an error may name a job: an agent
 // refusing an offer, the coordinator rejecting a result.
 struct ErrorReport {

@@ -44,6 +44,7 @@ inline constexpr const char* kHeartbeat = "heartbeat";  // both directions
 inline constexpr const char* kResult = "result";
 inline constexpr const char* kRendezvous = "rendezvous";   // rank 0's store of a spread gang
 inline constexpr const char* kModelFetch = "model_fetch";  // a chunk of a stored model, by sha256
+inline constexpr const char* kLeave = "leave";  // the agent goes: idle, its jobs done, or stopped
 // coordinator -> agent
 inline constexpr const char* kRegistered = "registered";
 inline constexpr const char* kJob = "job";

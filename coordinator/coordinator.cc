@@ -374,6 +374,10 @@ void Coordinator::HandleAgentMessage(const std::string& routing_id, const Messag
     if (!fetch.ok()) return Refuse(Side::kAgents, routing_id, fetch.status());
     // Sent now: a chunk is a read of the model directory, nothing the round commits.
     (void)Send(Side::kAgents, routing_id, ToMessage(models_->Read(*fetch)));
+  } else if (type == msg::kLeave) {
+    auto leave = LeaveNotice::FromJson(message.body);
+    if (!leave.ok()) return Refuse(Side::kAgents, routing_id, leave.status());
+    sessions_->Leave(routing_id, *leave);
   } else if (type == msg::kError) {
     sessions_->AgentError(*agent, message);
   } else {

@@ -173,17 +173,39 @@ void AgentSessions::RecalibrateStaleMachines() {
   }
 }
 
+std::vector<Lease> AgentSessions::Remove(const std::string& routing_id, const std::string& reason) {
+  Agent* agent = ctx_.registry.FindByRoutingId(routing_id);
+  if (agent == nullptr) return {};
+  const std::string name = agent->description.name;
+  ctx_.registry.Remove(routing_id);
+  departed_.push_back(DepartedAgent{name, UtcNowIso8601(), reason});
+  while (departed_.size() > kDepartedShown) departed_.pop_front();
+  return ctx_.leases.ReleaseAllOf(name, "agent " + name + " " + reason);
+}
+
 void AgentSessions::DropAgent(const std::string& routing_id, const std::string& reason) {
   Agent* agent = ctx_.registry.FindByRoutingId(routing_id);
   if (agent == nullptr) return;
+  const std::string lost = "agent " + agent->description.name + " " + reason;
+  LOG_WARN(lost << "; taken for gone");
+  for (const Lease& lease : Remove(routing_id, reason)) dispatcher_.LoseAttempt(lease, lost);
+}
+
+void AgentSessions::Leave(const std::string& routing_id, const LeaveNotice& leave) {
+  Agent* agent = ctx_.registry.FindByRoutingId(routing_id);
+  if (agent == nullptr) return;
   const std::string name = agent->description.name;
-  ctx_.registry.Remove(routing_id);
-  LOG_WARN("agent " << name << " " << reason << "; taken for gone");
-  departed_.push_back(DepartedAgent{name, UtcNowIso8601(), reason});
-  while (departed_.size() > kDepartedShown) departed_.pop_front();
-  const std::string lost = "agent " + name + " " + reason;
-  for (const Lease& lease : ctx_.leases.ReleaseAllOf(name, lost))
-    dispatcher_.LoseAttempt(lease, lost);
+  LOG_INFO("agent " << name << " left: " << leave.reason);
+  for (const Lease& lease : Remove(routing_id, "left: " + leave.reason)) {
+    if (leave.running && leave.running->job_id == lease.job_id &&
+        leave.running->attempt == lease.attempt) {
+      dispatcher_.LoseAttempt(lease, "agent " + name + " left while running it: " + leave.reason);
+    } else {
+      // An offer that crossed the leave, or a result it could not deliver before going:
+      // nothing of it ran there that counts.
+      dispatcher_.UndoHandOut(lease);
+    }
+  }
 }
 
 void AgentSessions::ExpireSilentAgentsAndLeases(MonoTime now) {

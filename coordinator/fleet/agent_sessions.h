@@ -37,6 +37,9 @@ class AgentSessions : public RoundParticipant {
   void AgentError(Agent& agent, const Message& message);
   // Removes an agent that is gone (silent, unreachable) and loses its leases' attempts.
   void DropAgent(const std::string& routing_id, const std::string& reason);
+  // An agent's `leave`: removed at once; the attempt of the job it says it stopped is
+  // lost, every other hand-out to it is taken back without costing an attempt.
+  void Leave(const std::string& routing_id, const LeaveNotice& leave);
   // Drops agents silent, and leases unrenewed, for a liveness window before `now`.
   void ExpireSilentAgentsAndLeases(MonoTime now);
   // To every agent, once per heartbeat interval, a slice at a time. An agent that cannot
@@ -55,6 +58,9 @@ class AgentSessions : public RoundParticipant {
   // Queues a calibration for `agent` unless its machine has a fresh one or one pending;
   // `why` is logged.
   void CalibrateMachineOf(const Agent& agent, const std::string& why, bool only_if_stale);
+  // Takes the agent out of the registry, lists it as departed for `reason`, and returns
+  // the leases it held (ended); none when it is not registered.
+  std::vector<Lease> Remove(const std::string& routing_id, const std::string& reason);
 
   const CoordinatorContext& ctx_;
   Dispatcher& dispatcher_;
