@@ -160,13 +160,16 @@ void AgentDaemon::Send(const Message& message) {
 }
 
 Status AgentDaemon::Run(const std::atomic<bool>* stop) {
-  while (!stop->load() && !left_) Tick(kAgentTickMs);
-  if (!left_) Leave("stopped by a signal");
+  while (!left_) {
+    if (stop->load()) Leave("stopped by a signal");
+    Tick(kAgentTickMs);
+  }
   return Status::Ok();
 }
 
 void AgentDaemon::Tick(int wait_ms) {
   if (left_) return;
+  if (leaving_until_) return AwaitLeft(wait_ms);
   if (!socket_ && Now() >= reconnect_at_) {
     Status connected = Connect();
     if (!connected.ok()) LOG_ERROR(connected.message());

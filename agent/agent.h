@@ -82,10 +82,11 @@ class AgentDaemon {
   // result, and runs the timers due by the clock. Tick(0) never waits: a test drives
   // the agent with it, in its own process, moving the clock between passes.
   void Tick(int wait_ms);
-  // Goes: stops its worker, tells the coordinator (`leave`, naming the job it stopped)
-  // and closes the connection. Tick does nothing after it.
+  // Goes: stops its worker and tells the coordinator (`leave`, naming the job it
+  // stopped); Tick then only waits for the answer (`left`, or kLeaveAnswerMs on the
+  // clock) and closes the connection. An agent not registered closes at once.
   void Leave(const std::string& reason);
-  // It left: by its exit policy (in Tick) or by Leave.
+  // It left, by its exit policy (in Tick) or by Leave, and its connection is closed.
   bool left() const { return left_; }
   bool registered() const { return registered_; }
   bool connected() const { return socket_ != nullptr; }
@@ -130,6 +131,9 @@ class AgentDaemon {
   void Timers();
   // Leaves when the exit policy says it is time (--exit-when-idle, --max-jobs).
   void LeaveWhenDue();
+  // Leaving: reads what the coordinator sent until its `left` or the deadline.
+  void AwaitLeft(int wait_ms);
+  void Close();
   MonoTime Now() const { return options_.clock->Now(); }
 
   AgentOptions options_;
@@ -162,7 +166,8 @@ class AgentDaemon {
   // (fields host_check, host_pace and placement), for its result.
   std::optional<std::pair<JobAttempt, nlohmann::json>> before_timing_;
   std::string routing_id_;
-  std::optional<ExitPolicy> exit_;  // made by Start
+  std::optional<ExitPolicy> exit_;         // made by Start
+  std::optional<MonoTime> leaving_until_;  // set by Leave: when to stop waiting for `left`
   bool left_ = false;
   bool registered_ = false;
   bool ever_registered_ = false;

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <thread>
 
 #include "agent/agent.h"
 #include "agent/spool.h"
@@ -244,8 +245,30 @@ TEST_F(AgentTimersTest, AnIdleAgentLeavesAfterItsIdleTimeNotBefore) {
   ASSERT_TRUE(leave);
   EXPECT_EQ(leave->body["reason"], "idle for 30 s (--exit-when-idle)");
   EXPECT_TRUE(leave->body["running"].is_null());
-  EXPECT_TRUE(agent_->left());
+  // It keeps the connection until the coordinator answers (an offer that crossed the
+  // leave is not run), and closes it then.
+  Reply(FailingOffer(4));
+  EXPECT_TRUE(Quiet(msg::kResult));
+  EXPECT_FALSE(agent_->left());
+  EXPECT_TRUE(agent_->connected());
+  Reply(ToMessage(LeftReply{}));
+  ASSERT_TRUE(TickUntil([&] { return agent_->left(); }));
   EXPECT_FALSE(agent_->connected());
+}
+
+// No answer: it closes after kLeaveAnswerMs on its clock, not before.
+TEST_F(AgentTimersTest, ALeavingAgentClosesWhenTheCoordinatorDoesNotAnswer) {
+  ExitPolicyOptions exit;
+  exit.when_idle = 1000ms;
+  StartAgent(exit);
+  Register(/*heartbeat_ms=*/60000, /*liveness=*/10);
+  clock_.Advance(1000ms);
+  ASSERT_TRUE(Next(msg::kLeave));
+  clock_.Advance(Millis(kLeaveAnswerMs - 1));
+  EXPECT_TRUE(Quiet(msg::kHeartbeat));
+  EXPECT_FALSE(agent_->left());
+  clock_.Advance(1ms);
+  ASSERT_TRUE(TickUntil([&] { return agent_->left(); }));
 }
 
 // --max-jobs: after its jobs no offer is taken (each refused, naming it, so the coordinator
@@ -276,18 +299,32 @@ TEST_F(AgentTimersTest, AfterItsMaxJobsTheAgentRefusesOffersAndLeavesOnceAcknowl
   ASSERT_TRUE(leave);
   EXPECT_EQ(leave->body["reason"], "ran 1 job (--max-jobs)");
   EXPECT_EQ(SpoolFiles(), 0u);
+  Reply(ToMessage(LeftReply{}));
+  ASSERT_TRUE(TickUntil([&] { return agent_->left(); }));
 }
 
-// Stopped (SIGTERM in Run): it says so too, naming no job when idle.
+// Stopped (SIGTERM in Run): it says so too, naming no job when idle, and Run returns once
+// the coordinator answered. Run loops in its own thread; this one plays the coordinator.
 TEST_F(AgentTimersTest, AStoppedAgentSaysItLeaves) {
   StartAgent();
   Register(/*heartbeat_ms=*/60000, /*liveness=*/10);
   const std::atomic<bool> stop{true};
-  ASSERT_TRUE(agent_->Run(&stop).ok());
-  auto leave = Next(msg::kLeave);
-  ASSERT_TRUE(leave);
+  std::thread run([&] { EXPECT_TRUE(agent_->Run(&stop).ok()); });
+  std::optional<Message> leave;
+  const MonoTime deadline = MonoNow() + 10s;
+  while (!leave && MonoNow() < deadline) {
+    if (!PollReadable({router_.get()}, 10)[0]) continue;
+    auto frames = ReceiveFrames(*router_);
+    if (!frames.ok() || !frames->has_value() || (*frames)->size() < 2) continue;
+    auto message = Decode((*frames)->back());
+    if (message.ok() && message->type == msg::kLeave) leave = std::move(message).value();
+  }
+  Reply(ToMessage(LeftReply{}));
+  run.join();
+  ASSERT_TRUE(leave) << "the stopped agent sent no \"leave\"";
   EXPECT_EQ(leave->body["reason"], "stopped by a signal");
   EXPECT_TRUE(leave->body["running"].is_null());
+  EXPECT_TRUE(agent_->left());
 }
 
 }  // namespace

@@ -14,6 +14,7 @@ TEST(AgentMessagesTest, EveryMessageWritesItsGoldenExampleAndReadsItBack) {
   ExpectRoundTrip<RegisterRequest>("register");
   ExpectRoundTrip<Heartbeat>("heartbeat");
   ExpectRoundTrip<LeaveNotice>("leave");
+  ExpectRoundTrip<LeftReply>("left");
   ExpectRoundTrip<RendezvousReport>("rendezvous");
   ExpectRoundTrip<ErrorReport>("error");
   ExpectRoundTrip<RegisteredReply>("registered");

@@ -176,6 +176,7 @@ const std::vector<std::pair<std::string, std::vector<Field>>>& Schema() {
         {"reason", Kind::kString, false}}},
       {msg::kModelFetch, {{"sha256", Kind::kString, true}, {"offset", Kind::kInteger, true}}},
       {msg::kLeave, {{"reason", Kind::kString, true}, {"running", Kind::kAny, false}}},
+      {msg::kLeft, {}},
       {msg::kModelChunk,
        {{"sha256", Kind::kString, true},
         {"offset", Kind::kInteger, true},

@@ -51,6 +51,7 @@ inline constexpr const char* kJob = "job";
 inline constexpr const char* kAck = "ack";
 inline constexpr const char* kStop = "stop";  // a gang's job ended elsewhere: kill its worker
 inline constexpr const char* kModelChunk = "model_chunk";
+inline constexpr const char* kLeft = "left";  // the answer to `leave`: the agent may close
 // any direction
 inline constexpr const char* kError = "error";
 }  // namespace msg

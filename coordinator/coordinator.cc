@@ -359,6 +359,8 @@ void Coordinator::HandleAgent(const Frames& frames) {
 void Coordinator::HandleAgentMessage(const std::string& routing_id, const Message& message) {
   const std::string& type = message.type;
   if (type == msg::kRegister) return sessions_->Register(routing_id, message);
+  // Answered even from an agent already taken for gone: it waits for the answer.
+  if (type == msg::kLeave) return sessions_->Leave(routing_id, message);
   Agent* agent = sessions_->Seen(routing_id);
   if (agent == nullptr) return;
   if (type == msg::kHeartbeat) {
@@ -374,10 +376,6 @@ void Coordinator::HandleAgentMessage(const std::string& routing_id, const Messag
     if (!fetch.ok()) return Refuse(Side::kAgents, routing_id, fetch.status());
     // Sent now: a chunk is a read of the model directory, nothing the round commits.
     (void)Send(Side::kAgents, routing_id, ToMessage(models_->Read(*fetch)));
-  } else if (type == msg::kLeave) {
-    auto leave = LeaveNotice::FromJson(message.body);
-    if (!leave.ok()) return Refuse(Side::kAgents, routing_id, leave.status());
-    sessions_->Leave(routing_id, *leave);
   } else if (type == msg::kError) {
     sessions_->AgentError(*agent, message);
   } else {

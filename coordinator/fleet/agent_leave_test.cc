@@ -30,6 +30,7 @@ TEST_F(AgentLeaveTest, AnIdleAgentLeavesAtOnceAndAnOfferThatCrossedItCostsNoAtte
   // The agent decided to go before the offer reached it: it never ran the job.
   Leave("batch/1", "idle for 30 s (--exit-when-idle)");
   coordinator_->Tick();
+  EXPECT_NE(LastTo("batch/1", "left"), nullptr) << "the leave was not answered";
   json status = Status();
   EXPECT_TRUE(status["agents"].empty()) << status.dump();
   ASSERT_EQ(status["departed"].size(), 1u);
@@ -62,6 +63,15 @@ TEST_F(AgentLeaveTest, TheJobAStoppedAgentWasRunningLosesItsAttempt) {
   const auto offers = OffersTo("next/1");
   ASSERT_EQ(offers.size(), 1u);
   EXPECT_EQ(offers[0]["attempt"], 2);
+}
+
+// An agent taken for gone before its leave was read (its connection closed first) is
+// answered all the same: it waits for the answer.
+TEST_F(AgentLeaveTest, ALeaveFromAnAgentAlreadyGoneIsAnswered) {
+  Leave("stranger/7", "idle for 30 s (--exit-when-idle)");
+  coordinator_->Tick();
+  EXPECT_NE(LastTo("stranger/7", "left"), nullptr);
+  EXPECT_EQ(LastTo("stranger/7", "error"), nullptr);
 }
 
 // A leave is parsed like any message: a malformed one is answered with an error naming

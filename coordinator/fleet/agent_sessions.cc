@@ -191,15 +191,18 @@ void AgentSessions::DropAgent(const std::string& routing_id, const std::string& 
   for (const Lease& lease : Remove(routing_id, reason)) dispatcher_.LoseAttempt(lease, lost);
 }
 
-void AgentSessions::Leave(const std::string& routing_id, const LeaveNotice& leave) {
+void AgentSessions::Leave(const std::string& routing_id, const Message& message) {
+  auto leave = LeaveNotice::FromJson(message.body);
+  if (!leave.ok()) return ctx_.Refuse(Side::kAgents, routing_id, leave.status());
+  ctx_.Reply(Side::kAgents, routing_id, ToMessage(LeftReply{}));
   Agent* agent = ctx_.registry.FindByRoutingId(routing_id);
   if (agent == nullptr) return;
   const std::string name = agent->description.name;
-  LOG_INFO("agent " << name << " left: " << leave.reason);
-  for (const Lease& lease : Remove(routing_id, "left: " + leave.reason)) {
-    if (leave.running && leave.running->job_id == lease.job_id &&
-        leave.running->attempt == lease.attempt) {
-      dispatcher_.LoseAttempt(lease, "agent " + name + " left while running it: " + leave.reason);
+  LOG_INFO("agent " << name << " left: " << leave->reason);
+  for (const Lease& lease : Remove(routing_id, "left: " + leave->reason)) {
+    if (leave->running && leave->running->job_id == lease.job_id &&
+        leave->running->attempt == lease.attempt) {
+      dispatcher_.LoseAttempt(lease, "agent " + name + " left while running it: " + leave->reason);
     } else {
       // An offer that crossed the leave, or a result it could not deliver before going:
       // nothing of it ran there that counts.

@@ -38,8 +38,9 @@ class AgentSessions : public RoundParticipant {
   // Removes an agent that is gone (silent, unreachable) and loses its leases' attempts.
   void DropAgent(const std::string& routing_id, const std::string& reason);
   // An agent's `leave`: removed at once; the attempt of the job it says it stopped is
-  // lost, every other hand-out to it is taken back without costing an attempt.
-  void Leave(const std::string& routing_id, const LeaveNotice& leave);
+  // lost, every other hand-out to it is taken back without costing an attempt. Answered
+  // `left`, also when the agent was gone already.
+  void Leave(const std::string& routing_id, const Message& message);
   // Drops agents silent, and leases unrenewed, for a liveness window before `now`.
   void ExpireSilentAgentsAndLeases(MonoTime now);
   // To every agent, once per heartbeat interval, a slice at a time. An agent that cannot
