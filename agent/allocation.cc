@@ -185,7 +185,8 @@ StatusOr<AllocationSources> ReadAllocationSources() {
 
 std::string SlurmAllocation::Describe() const {
   std::string text = "Slurm job " + job_id + ": " + Plural(cpus_on_node, "CPU") +
-                     " allocated on this node, jobs run on CPUs " + FormatCpuList(cpus) +
+                     " allocated on this node, jobs run on CPU" + (cpus.size() == 1 ? " " : "s ") +
+                     FormatCpuList(cpus) +
                      "; GPUs: " + (visible_gpus.empty() ? "none" : visible_gpus) + " (" +
                      gpus_from + ")";
   for (const std::string& warning : warnings) text += "; " + warning;

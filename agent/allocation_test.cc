@@ -50,6 +50,12 @@ TEST(AllocationTest, ASlurmJobBoundToItsCpusTakesThem) {
   EXPECT_EQ(resources->slurm->Describe(),
             "Slurm job 12: 2 CPUs allocated on this node, jobs run on CPUs 2-3; GPUs: none (no "
             "GPU allocated)");
+  auto one = ResolveResources(
+      Sources({{"SLURM_JOB_ID", "13"}, {"SLURM_JOB_CPUS_PER_NODE", "1"}}, {1}, {{0, 1}}), "");
+  ASSERT_TRUE(one.ok()) << one.status().message();
+  EXPECT_EQ(one->slurm->Describe(),
+            "Slurm job 13: 1 CPU allocated on this node, jobs run on CPU 1; GPUs: none (no GPU "
+            "allocated)");
 }
 
 // Without SLURM_CPUS_ON_NODE, SLURM_JOB_CPUS_PER_NODE says it when every node has the same.
