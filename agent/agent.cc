@@ -130,6 +130,7 @@ Status AgentDaemon::Start() {
   capabilities_.gpus = capabilities_.torch.gpus.value_or(std::vector<GpuInfo>());
   capabilities_.cpus = FormatCpuList(options_.cpus);
   if (!runner_->topology().cpus.empty()) capabilities_.cpu_shape = runner_->topology().Shape();
+  exit_.emplace(options_.exit, Now());
   // A new routing id per process: a restarted agent is a new peer to the coordinator.
   routing_id_ = options_.name + "/" + std::to_string(getpid());
   RETURN_IF_ERROR(StartMetrics());
@@ -169,14 +170,17 @@ void AgentDaemon::Send(const Message& message) {
 }
 
 Status AgentDaemon::Run(const std::atomic<bool>* stop) {
-  while (!stop->load()) Tick(kAgentTickMs);
-  runner_->Kill();
-  LOG_INFO("stopping");
+  while (!left_) {
+    if (stop->load()) Leave("stopped by a signal");
+    Tick(kAgentTickMs);
+  }
   return Status::Ok();
 }
 
 void AgentDaemon::Tick(int wait_ms) {
   PublishHealth();  // as the last pass left it
+  if (left_) return;
+  if (leaving_until_) return AwaitLeft(wait_ms);
   if (!socket_ && Now() >= reconnect_at_) {
     Status connected = Connect();
     if (!connected.ok()) LOG_ERROR(connected.message());
@@ -185,6 +189,7 @@ void AgentDaemon::Tick(int wait_ms) {
     if (wait_ms > 0) usleep(wait_ms * 1000);  // backing off before the next connection attempt
     if (auto result = runner_->Poll())
       Store(*result, runner_->job().job_id, runner_->job().attempt);
+    LeaveWhenDue();  // with nothing left to deliver, a coordinator out of reach keeps no one
     return;
   }
   // While a cached model is being checked, a slice per pass: the poll does not wait.
@@ -218,6 +223,7 @@ void AgentDaemon::Tick(int wait_ms) {
   if (checking) AdvanceModels();
   AdvanceHostCheck();
   Timers();
+  LeaveWhenDue();
 }
 
 void AgentDaemon::Handle(const Message& message) {
@@ -302,6 +308,15 @@ void AgentDaemon::StartJob(const JobOffer& offer) {
   job.timeout_s = offer.timeout_s;
   job.spec = offer.spec;
   job.needs = offer.needs;
+  exit_->Active(Now());
+  if (!exit_->TakesJobs()) {
+    // The coordinator takes the offer back without costing an attempt.
+    Send(ToMessage(ErrorReport{
+        StatusCodeName(StatusCode::kFailedPrecondition),
+        "agent is leaving: --max-jobs " + std::to_string(exit_->jobs_ended()) + " reached",
+        offer.job, nullptr}));
+    return;
+  }
   if (Busy()) {
     Send(ToMessage(ErrorReport{StatusCodeName(StatusCode::kFailedPrecondition),
                                "agent is busy with job " + std::to_string(CurrentJob()->job_id),
@@ -583,6 +598,7 @@ void AgentDaemon::StopJob(const StopOrder& stop) {
 
 void AgentDaemon::Store(const json& given, int64_t job_id, int attempt) {
   ++health_.jobs[JobOutcome(given)];
+  exit_->JobEnded(Now());
   json result = given;
   // The host check and pace before its worker started go with the result.
   if (before_timing_ && before_timing_->first.job_id == job_id &&

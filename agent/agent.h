@@ -12,6 +12,7 @@
 #include <zmq.hpp>
 
 #include "agent/agent_metrics.h"
+#include "agent/exit_policy.h"
 #include "agent/host_check.h"
 #include "agent/model_cache.h"
 #include "agent/runner.h"
@@ -63,6 +64,8 @@ struct AgentOptions {
   std::string package_cache;
   // How much the cache of fetched models (state_dir/models) may hold (--model-cache-mb).
   int64_t model_cache_bytes = kDefaultModelCacheBytes;
+  // When it leaves by itself (--exit-when-idle, --max-jobs; agent/exit_policy.h).
+  ExitPolicyOptions exit;
   // The time the protocol's timers run on: registration retries, heartbeats, the
   // coordinator's liveness, result resends and the reconnect backoff, model fetch
   // retries. A test moves a ManualMonotonicClock on instead of waiting. What measures
@@ -81,13 +84,20 @@ class AgentDaemon {
   // Probes the worker (an error when it cannot run or its --probe fails: such an agent
   // could run no job) and the host, opens the spool, connects.
   Status Start();
-  // Serves until *stop becomes true: Tick with the loop's tick (100 ms) over and over.
+  // Serves until *stop becomes true or the exit policy says it is time to go, then
+  // leaves (Leave): Tick with the loop's tick (100 ms) over and over.
   Status Run(const std::atomic<bool>* stop);
   // One pass of the loop: reconnects when the backoff has passed, takes what the
   // coordinator sent (waiting up to `wait_ms` for it), collects a finished worker's
   // result, and runs the timers due by the clock. Tick(0) never waits: a test drives
   // the agent with it, in its own process, moving the clock between passes.
   void Tick(int wait_ms);
+  // Goes: stops its worker and tells the coordinator (`leave`, naming the job it
+  // stopped); Tick then only waits for the answer (`left`, or kLeaveAnswerMs on the
+  // clock) and closes the connection. An agent not registered closes at once.
+  void Leave(const std::string& reason);
+  // It left, by its exit policy (in Tick) or by Leave, and its connection is closed.
+  bool left() const { return left_; }
   bool registered() const { return registered_; }
   bool connected() const { return socket_ != nullptr; }
   // What it registers with: known once Start() succeeded.
@@ -129,6 +139,11 @@ class AgentDaemon {
   void SendSpooled();
   void Store(const json& result, int64_t job_id, int attempt);
   void Timers();
+  // Leaves when the exit policy says it is time (--exit-when-idle, --max-jobs).
+  void LeaveWhenDue();
+  // Leaving: reads what the coordinator sent until its `left` or the deadline.
+  void AwaitLeft(int wait_ms);
+  void Close();
   MonoTime Now() const { return options_.clock->Now(); }
   // --metrics and --ready-file (agent/daemon_health.cc): the server started, the health
   // published for scrapes each pass, the ready file written at the first registration.
@@ -166,6 +181,9 @@ class AgentDaemon {
   // (fields host_check, host_pace and placement), for its result.
   std::optional<std::pair<JobAttempt, nlohmann::json>> before_timing_;
   std::string routing_id_;
+  std::optional<ExitPolicy> exit_;         // made by Start
+  std::optional<MonoTime> leaving_until_;  // set by Leave: when to stop waiting for `left`
+  bool left_ = false;
   bool registered_ = false;
   bool ever_registered_ = false;
   // This process's random id, sent with every registration: a registration on a new

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <thread>
 
 #include "agent/agent.h"
 #include "agent/spool.h"
@@ -29,8 +30,9 @@ class AgentTimersTest : public ::testing::Test {
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
 
-  void StartAgent() {
+  void StartAgent(ExitPolicyOptions exit = {}) {
     AgentOptions options;
+    options.exit = exit;
     options.coordinator = endpoint_;
     options.name = "timed";
     options.workers = {BENCHFLEET_RESULT_WORKER_BIN};
@@ -119,6 +121,16 @@ class AgentTimersTest : public ::testing::Test {
     clock_.Advance(1ms);
     agent_->Tick(0);
     EXPECT_TRUE(agent_->connected()) << "not reconnected after " << backoff.count() << " ms";
+  }
+
+  // An offer of job `job_id` that the agent can only fail at once (its gang names a rank
+  // beyond its world): a result without a worker.
+  Message FailingOffer(int64_t job_id) {
+    return MakeMessage(msg::kJob, {{"job_id", job_id},
+                                   {"attempt", 1},
+                                   {"timeout_s", 10},
+                                   {"spec", {{"model", "mlp"}, {"batch_size", 1}}},
+                                   {"gang", {{"rank", 2}, {"world_size", 2}, {"store", "h:1"}}}});
   }
 
   size_t SpoolFiles() const {
@@ -217,6 +229,109 @@ TEST_F(AgentTimersTest,
   ASSERT_TRUE(TickUntil([&] { return !agent_->connected(); }));
   agent_->Tick(0);
   EXPECT_TRUE(agent_->connected());
+}
+
+// --exit-when-idle: the agent leaves once no job ran or was offered for that long, not
+// a millisecond before, saying why.
+TEST_F(AgentTimersTest, AnIdleAgentLeavesAfterItsIdleTimeNotBefore) {
+  ExitPolicyOptions exit;
+  exit.when_idle = 30000ms;
+  StartAgent(exit);
+  Register(/*heartbeat_ms=*/60000, /*liveness=*/10);
+  clock_.Advance(20000ms);
+  Reply(FailingOffer(3));  // an offer: idle from its end
+  auto result = Next(msg::kResult);
+  ASSERT_TRUE(result);
+  Reply(ToMessage(ResultAck{{3, 1}, ResultAck::Outcome::kStored, ""}));
+  ASSERT_TRUE(TickUntil([&] { return SpoolFiles() == 0; }));
+  clock_.Advance(29999ms);
+  EXPECT_TRUE(Quiet(msg::kLeave));
+  EXPECT_FALSE(agent_->left());
+  clock_.Advance(1ms);
+  auto leave = Next(msg::kLeave);
+  ASSERT_TRUE(leave);
+  EXPECT_EQ(leave->body["reason"], "idle for 30 s (--exit-when-idle)");
+  EXPECT_TRUE(leave->body["running"].is_null());
+  // It keeps the connection until the coordinator answers (an offer that crossed the
+  // leave is not run), and closes it then.
+  Reply(FailingOffer(4));
+  EXPECT_TRUE(Quiet(msg::kResult));
+  EXPECT_FALSE(agent_->left());
+  EXPECT_TRUE(agent_->connected());
+  Reply(ToMessage(LeftReply{}));
+  ASSERT_TRUE(TickUntil([&] { return agent_->left(); }));
+  EXPECT_FALSE(agent_->connected());
+}
+
+// No answer: it closes after kLeaveAnswerMs on its clock, not before.
+TEST_F(AgentTimersTest, ALeavingAgentClosesWhenTheCoordinatorDoesNotAnswer) {
+  ExitPolicyOptions exit;
+  exit.when_idle = 1000ms;
+  StartAgent(exit);
+  Register(/*heartbeat_ms=*/60000, /*liveness=*/10);
+  clock_.Advance(1000ms);
+  ASSERT_TRUE(Next(msg::kLeave));
+  clock_.Advance(Millis(kLeaveAnswerMs - 1));
+  EXPECT_TRUE(Quiet(msg::kHeartbeat));
+  EXPECT_FALSE(agent_->left());
+  clock_.Advance(1ms);
+  ASSERT_TRUE(TickUntil([&] { return agent_->left(); }));
+}
+
+// --max-jobs: after its jobs no offer is taken (each refused, naming it, so the coordinator
+// takes it back), and the agent leaves once their results are acknowledged, not before.
+TEST_F(AgentTimersTest, AfterItsMaxJobsTheAgentRefusesOffersAndLeavesOnceAcknowledged) {
+  ExitPolicyOptions exit;
+  exit.max_jobs = 1;
+  StartAgent(exit);
+  Register(/*heartbeat_ms=*/60000, /*liveness=*/10);
+  Reply(FailingOffer(5));
+  auto result = Next(msg::kResult);
+  ASSERT_TRUE(result);
+  EXPECT_EQ(result->body["job_id"], 5);
+  // A well-formed offer, which the agent would run: refused.
+  Reply(MakeMessage(msg::kJob, {{"job_id", 6},
+                                {"attempt", 1},
+                                {"timeout_s", 10},
+                                {"spec", {{"model", "mlp"}, {"batch_size", 1}}}}));
+  auto refusal = Next(msg::kError);
+  ASSERT_TRUE(refusal);
+  EXPECT_EQ(refusal->body["job_id"], 6);
+  EXPECT_EQ(refusal->body["message"], "agent is leaving: --max-jobs 1 reached");
+  clock_.Advance(1000ms);
+  EXPECT_TRUE(Quiet(msg::kLeave)) << "left before its result was acknowledged";
+  EXPECT_FALSE(agent_->left());
+  Reply(ToMessage(ResultAck{{5, 1}, ResultAck::Outcome::kStored, ""}));
+  auto leave = Next(msg::kLeave);
+  ASSERT_TRUE(leave);
+  EXPECT_EQ(leave->body["reason"], "ran 1 job (--max-jobs)");
+  EXPECT_EQ(SpoolFiles(), 0u);
+  Reply(ToMessage(LeftReply{}));
+  ASSERT_TRUE(TickUntil([&] { return agent_->left(); }));
+}
+
+// Stopped (SIGTERM in Run): it says so too, naming no job when idle, and Run returns once
+// the coordinator answered. Run loops in its own thread; this one plays the coordinator.
+TEST_F(AgentTimersTest, AStoppedAgentSaysItLeaves) {
+  StartAgent();
+  Register(/*heartbeat_ms=*/60000, /*liveness=*/10);
+  const std::atomic<bool> stop{true};
+  std::thread run([&] { EXPECT_TRUE(agent_->Run(&stop).ok()); });
+  std::optional<Message> leave;
+  const MonoTime deadline = MonoNow() + 10s;
+  while (!leave && MonoNow() < deadline) {
+    if (!PollReadable({router_.get()}, 10)[0]) continue;
+    auto frames = ReceiveFrames(*router_);
+    if (!frames.ok() || !frames->has_value() || (*frames)->size() < 2) continue;
+    auto message = Decode((*frames)->back());
+    if (message.ok() && message->type == msg::kLeave) leave = std::move(message).value();
+  }
+  Reply(ToMessage(LeftReply{}));
+  run.join();
+  ASSERT_TRUE(leave) << "the stopped agent sent no \"leave\"";
+  EXPECT_EQ(leave->body["reason"], "stopped by a signal");
+  EXPECT_TRUE(leave->body["running"].is_null());
+  EXPECT_TRUE(agent_->left());
 }
 
 }  // namespace

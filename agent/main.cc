@@ -2,12 +2,13 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <cmath>
 #include <csignal>
 #include <filesystem>
 
 #include "agent/agent.h"
+#include "agent/allocation.h"
 #include "common/cli_parse.h"
-#include "common/cpu_list.h"
 #include "common/curve.h"
 #include "common/log.h"
 #include "metrics/metrics_flag.h"
@@ -83,11 +84,23 @@ int main(int argc, char** argv) {
   app.add_option("--ready-file", options.ready_file,
                  "once registered with the coordinator, write {\"agent\", \"pid\", and with "
                  "--metrics \"metrics\"} as JSON to this file");
+  std::optional<double> exit_when_idle_s;
+  app.add_option("--exit-when-idle", exit_when_idle_s,
+                 "leave (exit 0) once no job ran or was offered for SECONDS and every result is "
+                 "acknowledged: a batch job (Slurm) gives its allocation back")
+      ->check(CLI::Range(0.1, 31.0 * 24 * 3600));
+  app.add_option("--max-jobs", options.exit.max_jobs,
+                 "take no more jobs after N ended here, and leave (exit 0) once their results "
+                 "are acknowledged")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
   bool verbose = false;
   app.add_flag("-v,--verbose", verbose, "log debug messages");
   if (const int exit_status = benchfleet::ParseCommandLine(app, argc, argv); exit_status >= 0)
     return exit_status;
   options.calibrate_at_start = !no_calibrate;
+  if (exit_when_idle_s) {
+    options.exit.when_idle = benchfleet::Millis(std::llround(*exit_when_idle_s * 1000));
+  }
   if (options.workers.empty()) options.workers.push_back(DefaultWorkerPath());
   options.model_cache_bytes = model_cache_mb << 20;
   if (price_per_hour) {
@@ -123,21 +136,21 @@ int main(int argc, char** argv) {
       if (!tag.empty()) options.tags.push_back(tag);
     }
   }
-  if (!cpus.empty()) {
-    auto parsed = benchfleet::ParseCpuList(cpus);
-    if (!parsed.ok()) {
-      LOG_ERROR("--cpus: " << parsed.status().message());
-      return 2;
-    }
-    auto allowed = benchfleet::AllowedCpus();
-    for (int cpu : *parsed) {
-      if (std::find(allowed.begin(), allowed.end(), cpu) == allowed.end()) {
-        LOG_ERROR("--cpus: CPU " << cpu << " is not available to this process (allowed: "
-                                 << benchfleet::FormatCpuList(allowed) << ")");
-        return 2;
-      }
-    }
-    options.cpus = *parsed;
+  // The CPUs (and, in a Slurm job, the GPUs) this agent takes as its own: refused with
+  // the reason, which lands in a batch job's output file, when it has none it may use.
+  auto sources = benchfleet::ReadAllocationSources();
+  auto resources = sources.ok()
+                       ? benchfleet::ResolveResources(*sources, cpus)
+                       : benchfleet::StatusOr<benchfleet::AgentResources>(sources.status());
+  if (!resources.ok()) {
+    LOG_ERROR(resources.status().message());
+    return resources.status().code() == benchfleet::StatusCode::kInvalidArgument ? 2 : 1;
+  }
+  options.cpus = resources->cpus;
+  if (resources->slurm) {
+    // The workers inherit it: their probe, and every job, see the allocated GPUs only.
+    setenv("CUDA_VISIBLE_DEVICES", resources->slurm->visible_gpus.c_str(), 1);
+    LOG_INFO(resources->slurm->Describe());
   }
   if (options.state_dir.empty()) options.state_dir = "/var/tmp/benchfleet-agent-" + options.name;
   std::signal(SIGINT, RequestStop);

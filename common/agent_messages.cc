@@ -158,6 +158,26 @@ StatusOr<Heartbeat> Heartbeat::FromJson(const json& body) {
   return out;
 }
 
+// ---- leave ----
+
+json LeaveNotice::ToJson() const {
+  json body = MakeMessage(kType).body;
+  body["reason"] = reason;
+  body["running"] = running ? running->ToJson() : json();
+  return body;
+}
+
+StatusOr<LeaveNotice> LeaveNotice::FromJson(const json& body) {
+  LeaveNotice out;
+  ASSIGN_OR_RETURN(out.reason, ReadText(body, "leave", "reason", kMaxReasonLength));
+  auto running = body.find("running");
+  if (running != body.end() && !running->is_null()) {
+    ASSIGN_OR_RETURN(JobAttempt job, ParseJobAttempt(*running, "leave.running"));
+    out.running = job;
+  }
+  return out;
+}
+
 // ---- result ----
 
 StatusOr<ResultReport> ResultReport::FromJson(const json& body) {

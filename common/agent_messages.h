@@ -100,6 +100,22 @@ struct RendezvousReport {
   static StatusOr<RendezvousReport> FromJson(const nlohmann::json& body);
 };
 
+// An agent that goes (idle for --exit-when-idle, its --max-jobs done, or stopped by a
+// signal) says so, so that the coordinator drops it at once and takes back what it
+// handed to it without costing an attempt, all but `running`: the job whose worker it
+// stopped on the way out, whose attempt is lost as any stopped agent's.
+// How long a leaving agent waits for `left` before it closes its connection anyway (a
+// coordinator that is down or far behind): the coordinator then takes it for gone when it
+// notices, as any agent that went away without a word.
+inline constexpr int kLeaveAnswerMs = 2000;
+struct LeaveNotice {
+  static constexpr const char* kType = msg::kLeave;
+  std::string reason;  // for the coordinator's log and status_reply.departed
+  std::optional<JobAttempt> running;
+  nlohmann::json ToJson() const;
+  static StatusOr<LeaveNotice> FromJson(const nlohmann::json& body);
+};
+
 // Any direction. Between agent and coordinator an error may name a job: an agent
 // refusing an offer, the coordinator rejecting a result.
 struct ErrorReport {
@@ -113,6 +129,16 @@ struct ErrorReport {
 };
 
 // ---- coordinator -> agent ----
+
+// The answer to `leave`: the coordinator has taken the agent out, and back every offer
+// that crossed the leave. The agent closes its connection only then (or after
+// kLeaveAnswerMs without it), so that its leave is never read after the coordinator saw
+// the connection close and took the agent for gone.
+struct LeftReply {
+  static constexpr const char* kType = msg::kLeft;
+  nlohmann::json ToJson() const { return MakeMessage(kType).body; }
+  static StatusOr<LeftReply> FromJson(const nlohmann::json&) { return LeftReply{}; }
+};
 
 struct RegisteredReply {
   static constexpr const char* kType = msg::kRegistered;

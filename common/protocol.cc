@@ -177,6 +177,8 @@ const std::vector<std::pair<std::string, std::vector<Field>>>& Schema() {
         {"outcome", Kind::kString, true},
         {"reason", Kind::kString, false}}},
       {msg::kModelFetch, {{"sha256", Kind::kString, true}, {"offset", Kind::kInteger, true}}},
+      {msg::kLeave, {{"reason", Kind::kString, true}, {"running", Kind::kAny, false}}},
+      {msg::kLeft, {}},
       {msg::kModelChunk,
        {{"sha256", Kind::kString, true},
         {"offset", Kind::kInteger, true},

@@ -44,12 +44,14 @@ inline constexpr const char* kHeartbeat = "heartbeat";  // both directions
 inline constexpr const char* kResult = "result";
 inline constexpr const char* kRendezvous = "rendezvous";   // rank 0's store of a spread gang
 inline constexpr const char* kModelFetch = "model_fetch";  // a chunk of a stored model, by sha256
+inline constexpr const char* kLeave = "leave";  // the agent goes: idle, its jobs done, or stopped
 // coordinator -> agent
 inline constexpr const char* kRegistered = "registered";
 inline constexpr const char* kJob = "job";
 inline constexpr const char* kAck = "ack";
 inline constexpr const char* kStop = "stop";  // a gang's job ended elsewhere: kill its worker
 inline constexpr const char* kModelChunk = "model_chunk";
+inline constexpr const char* kLeft = "left";  // the answer to `leave`: the agent may close
 // any direction
 inline constexpr const char* kError = "error";
 }  // namespace msg

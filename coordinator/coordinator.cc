@@ -371,6 +371,8 @@ void Coordinator::HandleAgent(const Frames& frames) {
 void Coordinator::HandleAgentMessage(const std::string& routing_id, const Message& message) {
   const std::string& type = message.type;
   if (type == msg::kRegister) return sessions_->Register(routing_id, message);
+  // Answered even from an agent already taken for gone: it waits for the answer.
+  if (type == msg::kLeave) return sessions_->Leave(routing_id, message);
   Agent* agent = sessions_->Seen(routing_id);
   if (agent == nullptr) return;
   if (type == msg::kHeartbeat) {

@@ -185,21 +185,49 @@ void AgentSessions::RecalibrateStaleMachines() {
   }
 }
 
-void AgentSessions::DropAgent(const std::string& routing_id, const std::string& reason, Gone how) {
+void AgentSessions::Remove(const std::string& routing_id, const std::string& reason) {
   Agent* agent = ctx_.registry.FindByRoutingId(routing_id);
   if (agent == nullptr) return;
   const std::string name = agent->description.name;
   ctx_.registry.Remove(routing_id);
-  LOG_WARN("agent " << name << " " << reason << "; taken for gone");
   departed_.push_back(DepartedAgent{name, UtcNowIso8601(), reason});
   while (departed_.size() > kDepartedShown) departed_.pop_front();
+}
+
+void AgentSessions::DropAgent(const std::string& routing_id, const std::string& reason, Gone how) {
+  Agent* agent = ctx_.registry.FindByRoutingId(routing_id);
+  if (agent == nullptr) return;
+  const std::string name = agent->description.name;
   const std::string lost = "agent " + name + " " + reason;
+  LOG_WARN(lost << "; taken for gone");
+  Remove(routing_id, reason);
   const std::vector<Lease> ended = how == Gone::kSilent ? ctx_.leases.ReleaseAllOf(name, lost)
                                                         : ctx_.leases.ReleaseSharedOf(name, lost);
   for (const Lease& lease : ended) dispatcher_.LoseAttempt(lease, lost);
   if (how == Gone::kUnreachable && ctx_.leases.LeasedJobOf(name)) {
     LOG_INFO("the lease of agent " << name << "'s job " << *ctx_.leases.LeasedJobOf(name)
                                    << " waits a liveness window for it to reconnect");
+  }
+}
+
+void AgentSessions::Leave(const std::string& routing_id, const Message& message) {
+  auto leave = LeaveNotice::FromJson(message.body);
+  if (!leave.ok()) return ctx_.Refuse(Side::kAgents, routing_id, leave.status());
+  ctx_.Reply(Side::kAgents, routing_id, ToMessage(LeftReply{}));
+  Agent* agent = ctx_.registry.FindByRoutingId(routing_id);
+  if (agent == nullptr) return;
+  const std::string name = agent->description.name;
+  LOG_INFO("agent " << name << " left: " << leave->reason);
+  Remove(routing_id, "left: " + leave->reason);
+  for (const Lease& lease : ctx_.leases.ReleaseAllOf(name, "agent " + name + " left")) {
+    if (leave->running && leave->running->job_id == lease.job_id &&
+        leave->running->attempt == lease.attempt) {
+      dispatcher_.LoseAttempt(lease, "agent " + name + " left while running it: " + leave->reason);
+    } else {
+      // An offer that crossed the leave, or a result it could not deliver before going:
+      // nothing of it ran there that counts.
+      dispatcher_.UndoHandOut(lease);
+    }
   }
 }
 

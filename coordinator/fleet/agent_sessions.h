@@ -46,6 +46,10 @@ class AgentSessions : public RoundParticipant {
   };
   // Removes an agent that is gone and loses its leases' attempts (as `how` says).
   void DropAgent(const std::string& routing_id, const std::string& reason, Gone how);
+  // An agent's `leave`: removed at once; the attempt of the job it says it stopped is
+  // lost, every other hand-out to it is taken back without costing an attempt. Answered
+  // `left`, also when the agent was gone already.
+  void Leave(const std::string& routing_id, const Message& message);
   // Drops agents silent, and leases unrenewed, for a liveness window before `now`.
   void ExpireSilentAgentsAndLeases(MonoTime now);
   // The loop did not run for `stalled` (a store stalled on its disk, the process stopped):
@@ -67,6 +71,9 @@ class AgentSessions : public RoundParticipant {
   // Queues a calibration for `agent` unless its machine has a fresh one or one pending;
   // `why` is logged.
   void CalibrateMachineOf(const Agent& agent, const std::string& why, bool only_if_stale);
+  // Takes the agent out of the registry and lists it as departed for `reason`; its leases
+  // are the caller's to end (or keep). Nothing when it is not registered.
+  void Remove(const std::string& routing_id, const std::string& reason);
 
   const CoordinatorContext& ctx_;
   Dispatcher& dispatcher_;

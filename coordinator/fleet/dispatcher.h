@@ -53,6 +53,9 @@ class Dispatcher : public RoundParticipant, public OfferKeeper {
   // A busy agent refused the offer of `job`: taken back without costing an attempt, and
   // the agent gets no offer for a while (doubling per refusal).
   void OfferRefused(Agent& agent, const JobAttempt& job);
+  // Takes back a hand-out that never started: it did not reach its agent, the agent
+  // refused it, or it crossed the agent's `leave`. Not an attempt.
+  void UndoHandOut(const Lease& lease);
   // Rank 0's agent names its store: the other ranks get their offers.
   void Rendezvous(Agent& agent, const RendezvousReport& report);
   // Tells every agent of a spread gang to stop the job's attempt.
@@ -91,8 +94,6 @@ class Dispatcher : public RoundParticipant, public OfferKeeper {
                 std::optional<GangRole> gang = std::nullopt);
   // Sends an offer at the round's commit; an undelivered one is taken back.
   Offer SendOffer(Agent& agent, const JobOffer& offer, const Lease& lease);
-  // Takes back a hand-out that did not reach its agent or that it refused.
-  void UndoHandOut(const Lease& lease);
   bool CanRun(Agent& agent, const JobRequirement& requirement);
   // Agents able to take part in a job of `requirement`: those that can run it; for a
   // pinned one (a spread gang's rerun, rank 0 on the host it confirms), every agent that
