@@ -443,7 +443,15 @@ TEST(WorkerTest, AThreadsMismatchSaysWhy) {
   const JobOutcome one = RunJob(SmallJob());
   ASSERT_EQ(one.exit_code, kExitOk);
   EXPECT_EQ(one.result.at("effective_threads_includes_spin"), false);  // one thread never waits
-  EXPECT_TRUE(one.result.at("threads_mismatch_reason").is_null());
+  // One thread has its CPU's worth of time, unless other processes (tests run beside this
+  // one) took it meanwhile: then the reason must name the host, not the job's threads.
+  const json& reason = one.result.at("threads_mismatch_reason");
+  if (one.result.at("disturbed") == true && !reason.is_null()) {
+    EXPECT_NE(reason.get<std::string>().find("the rest of the host kept"), std::string::npos)
+        << reason;
+  } else {
+    EXPECT_TRUE(reason.is_null()) << one.result.dump();
+  }
 }
 
 // On a GPU an operator's host time is its launch: a GPU job's profile is of the device
