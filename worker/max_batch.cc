@@ -185,7 +185,15 @@ MaxBatchResult SearchMaxBatch(const JobSpec& spec) {
   const auto begin = std::chrono::steady_clock::now();
   MaxBatchResult out;
   out.memory_mb = spec.max_batch->memory_mb;
-  const auto probe = [&spec](std::int64_t batch) { return ProbeBatch(spec, batch); };
+  const auto probe = [&spec](std::int64_t batch) {
+    const BatchProbe tried = ProbeBatch(spec, batch);
+    // Each probe counts from the baseline: what the last one freed goes back to the
+    // system, or glibc keeps it (heap fragments past its trim threshold) and the next
+    // probe is charged for it. Without this a probe that failed left enough behind that
+    // every smaller one failed too, and how much depended on the binary's own layout.
+    malloc_trim(0);
+    return tried;
+  };
   if (IsCudaDevice(spec.device)) {
     // memory_mb MiB of the GPU above what the warm worker's allocator holds: the caching
     // allocator capped (setMemoryFraction) frees what it caches and retries before it

@@ -77,7 +77,9 @@ json SearchJob(std::int64_t memory_mb, const std::string& mode = "inference") {
 JobOutcome RunWorker(const json& job) { return RunWorkerProcess(job); }
 
 TEST(MaxBatchSearchTest, FindsTheLargestMlpBatchWithinTheAddressSpaceLimit) {
-  const std::int64_t memory_mb = 32;
+  // 64 MiB: the heap grows and fragments in steps of megabytes (glibc, MKL's buffers), and
+  // where it can grow depends on the process's layout; 32 MiB left some binaries no room.
+  const std::int64_t memory_mb = 64;
   const JobOutcome outcome = RunWorker(SearchJob(memory_mb));
   ASSERT_EQ(outcome.exit_code, kExitOk) << outcome.result.dump();
   const json& r = outcome.result;
