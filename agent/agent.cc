@@ -117,9 +117,10 @@ Status AgentDaemon::Start() {
   spool_ = std::make_unique<SpoolDirectory>(options_.state_dir + "/spool");
   RETURN_IF_ERROR(spool_->Open());
   if (options_.package_cache.empty()) options_.package_cache = options_.state_dir + "/packages";
-  runner_ = std::make_unique<WorkerRunner>(RunnerOptions{options_.workers.front(),
-                                                         options_.state_dir + "/jobs",
-                                                         options_.cpus, options_.package_cache});
+  const RunnerOptions runner_options{options_.workers.front(), options_.state_dir + "/jobs",
+                                     options_.cpus, options_.package_cache};
+  runner_ = std::make_unique<WorkerRunner>(runner_options);
+  pair_runner_ = std::make_unique<PairRunner>(runner_options);
   ASSIGN_OR_RETURN(models_,
                    ModelCache::Open(options_.state_dir + "/models", options_.model_cache_bytes));
 
@@ -187,8 +188,8 @@ void AgentDaemon::Tick(int wait_ms) {
   }
   if (!socket_) {
     if (wait_ms > 0) usleep(wait_ms * 1000);  // backing off before the next connection attempt
-    if (auto result = runner_->Poll())
-      Store(*result, runner_->job().job_id, runner_->job().attempt);
+    if (auto ended = PollWorkers())
+      Store(ended->first, ended->second.job_id, ended->second.attempt);
     LeaveWhenDue();  // with nothing left to deliver, a coordinator out of reach keeps no one
     return;
   }
@@ -212,8 +213,15 @@ void AgentDaemon::Tick(int wait_ms) {
     }
     Handle(*decoded);
   }
-  if (auto result = runner_->Poll()) {
-    const WorkerJob& job = runner_->job();
+  if (auto ended = PollWorkers()) {
+    const WorkerJob& job = ended->second;
+    const json* result = &ended->first;
+    // The pace again, at once, on the CPUs the worker ran on: the two readings bracket it
+    // (a pair's runner reads it around each side itself).
+    if (!job.pair && around_timing_ && around_timing_->job.job_id == job.job_id &&
+        around_timing_->job.attempt == job.attempt) {
+      MeasureHostPaceAfter(&around_timing_->pace);
+    }
     LOG_INFO("job " << job.job_id << " attempt " << job.attempt << " finished: "
                     << (result->value("ok", false)
                             ? "ok"
@@ -334,6 +342,17 @@ void AgentDaemon::StartJob(const JobOffer& offer) {
     return;
   }
   job.worker_path = options_.workers.at(*worker);
+  if (offer.versus) {
+    // A pair is two jobs of one process each: never a gang's rank, never replicas.
+    Status attached = offer.gang || LocalRanks(job) > 1
+                          ? InvalidArgument("job.versus: a side of a pair is one worker process")
+                          : AttachPair(*offer.versus, &job);
+    if (!attached.ok()) {
+      Store(FailedResult(job, "cannot run the pair: " + attached.message()), job.job_id,
+            job.attempt);
+      return;
+    }
+  }
   std::string rendezvous_store;
   if (offer.gang) {
     Status joined = JoinGang(*offer.gang, &job, &rendezvous_store);
@@ -416,15 +435,28 @@ void AgentDaemon::AdvanceHostCheck() {
   }
   // The host's pace last, just before the worker starts (agent/host_pace.h): nothing of
   // the agent ran in the check's window.
-  const HostPace pace = MeasureHostPace(checked.placement.cpus);
-  before_timing_ = std::make_pair(JobAttempt{checked.job.job_id, checked.job.attempt},
-                                  json{{"host_check", check.facts},
-                                       {"host_pace", pace.ToJson()},
-                                       {"placement", checked.placement.ToJson()}});
+  around_timing_ =
+      AroundTiming{JobAttempt{checked.job.job_id, checked.job.attempt},
+                   json{{"host_check", check.facts}, {"placement", checked.placement.ToJson()}},
+                   checked.job.pair ? HostPace{} : MeasureHostPace(checked.placement.cpus)};
+  // On the CPUs the check read; a pair's runner reads the pace around each side itself.
+  checked.job.cpus = checked.placement.cpus;
   StartWorker(std::move(checked.job), "");
 }
 
 void AgentDaemon::StartWorker(WorkerJob job, const std::string& rendezvous_store) {
+  if (job.pair) {
+    const std::shared_ptr<PairJob> pair = job.pair;
+    PairOffer offer;
+    offer.pairing = pair->pairing;
+    offer.first = pair->first;
+    Status started = pair_runner_->Start(job, pair->b, offer, job.cpus);
+    if (!started.ok()) {
+      Store(FailedResult(job, "cannot start the pair: " + started.message()), job.job_id,
+            job.attempt);
+    }
+    return;
+  }
   Status started = runner_->Start(job);
   if (!started.ok()) {
     Store(FailedResult(job, "cannot start the worker: " + started.message()), job.job_id,
@@ -457,6 +489,12 @@ std::vector<std::pair<json*, std::string>> ModelArgsOfFiles(WorkerJob* job) {
   add(job->spec, "");
   if (job->spec.contains("reference") && job->spec["reference"].is_object())
     add(job->spec["reference"], "reference.");
+  if (job->pair) {
+    json& b = job->pair->b.spec;
+    add(b, "versus.b.");
+    if (b.contains("reference") && b["reference"].is_object())
+      add(b["reference"], "versus.b.reference.");
+  }
   return out;
 }
 
@@ -543,8 +581,56 @@ void AgentDaemon::ModelChunk(const ModelChunkReply& chunk) {
   AdvanceModels();
 }
 
+std::optional<std::pair<json, WorkerJob>> AgentDaemon::PollWorkers() {
+  if (auto result = runner_->Poll()) return std::make_pair(std::move(*result), runner_->job());
+  if (auto result = pair_runner_->Poll())
+    return std::make_pair(std::move(*result), pair_runner_->job());
+  return std::nullopt;
+}
+
+Status AgentDaemon::AttachPair(const PairOffer& pair, WorkerJob* job) {
+  auto paired = std::make_shared<PairJob>();
+  paired->pairing = pair.pairing;
+  paired->first = pair.first;
+  WorkerJob& b = paired->b;
+  b.job_id = pair.b_job_id;
+  b.attempt = job->attempt;
+  b.spec = pair.b_spec;
+  b.needs = pair.b_needs;
+  // Run one after the other, each side has half of the pair's time.
+  b.timeout_s = pair.pairing == "interleaved" ? job->timeout_s / 2 : job->timeout_s;
+  if (pair.pairing == "interleaved") job->timeout_s /= 2;
+  const std::vector<TorchFacts> workers = capabilities_.Workers();
+  if (pair.pairing == "in_process") {
+    // One worker runs both: the first that satisfies each side's needs.
+    std::optional<size_t> both;
+    for (size_t i = 0; i < workers.size() && !both; ++i) {
+      const std::vector<TorchFacts> one = {workers[i]};
+      if (PickWorker(one, job->needs.worker) && PickWorker(one, b.needs.worker)) both = i;
+    }
+    if (!both) {
+      return FailedPrecondition("no worker of this agent runs both sides of the in-process pair (" +
+                                job->needs.worker.Describe() + "; " + b.needs.worker.Describe() +
+                                ")");
+    }
+    job->worker_path = b.worker_path = options_.workers.at(*both);
+  } else {
+    const std::optional<size_t> worker = PickWorker(workers, b.needs.worker);
+    if (!worker) {
+      return FailedPrecondition("this agent has no worker for side B (" +
+                                b.needs.worker.Describe() + "; its workers have torch " +
+                                DescribeTorchVersions(workers) + ")");
+    }
+    b.worker_path = options_.workers.at(*worker);
+  }
+  job->pair = std::move(paired);
+  return Status::Ok();
+}
+
 std::optional<JobAttempt> AgentDaemon::CurrentJob() const {
   if (runner_->busy()) return JobAttempt{runner_->job().job_id, runner_->job().attempt};
+  if (pair_runner_->busy())
+    return JobAttempt{pair_runner_->job().job_id, pair_runner_->job().attempt};
   if (waiting_) return JobAttempt{waiting_->job.job_id, waiting_->job.attempt};
   if (checking_host_) return JobAttempt{checking_host_->job.job_id, checking_host_->job.attempt};
   return std::nullopt;
@@ -587,6 +673,13 @@ void AgentDaemon::StopJob(const StopOrder& stop) {
     waiting_.reset();
     return;
   }
+  if (pair_runner_->busy() && pair_runner_->job().job_id == stop.job.job_id &&
+      pair_runner_->job().attempt == stop.job.attempt) {
+    LOG_WARN("job " << stop.job.job_id << " attempt " << stop.job.attempt
+                    << " stopped by the coordinator: " << stop.reason);
+    pair_runner_->Kill();
+    return;
+  }
   if (!runner_->busy() || runner_->job().job_id != stop.job.job_id ||
       runner_->job().attempt != stop.job.attempt) {
     return;
@@ -600,13 +693,15 @@ void AgentDaemon::Store(const json& given, int64_t job_id, int attempt) {
   ++health_.jobs[JobOutcome(given)];
   exit_->JobEnded(Now());
   json result = given;
-  // The host check and pace before its worker started go with the result.
-  if (before_timing_ && before_timing_->first.job_id == job_id &&
-      before_timing_->first.attempt == attempt) {
-    for (const auto& [key, value] : before_timing_->second.items()) {
+  // The host check and the pace around its worker go with the result.
+  if (around_timing_ && around_timing_->job.job_id == job_id &&
+      around_timing_->job.attempt == attempt) {
+    json facts = std::move(around_timing_->facts);
+    facts["host_pace"] = around_timing_->pace.ToJson();
+    for (const auto& [key, value] : facts.items()) {
       if (result.is_object() && !result.contains(key)) result[key] = value;
     }
-    before_timing_.reset();
+    around_timing_.reset();
   }
   Status spooled = spool_->Put({job_id, attempt, result});
   if (!spooled.ok()) {

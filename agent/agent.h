@@ -14,7 +14,9 @@
 #include "agent/agent_metrics.h"
 #include "agent/exit_policy.h"
 #include "agent/host_check.h"
+#include "agent/host_pace.h"
 #include "agent/model_cache.h"
+#include "agent/pair_runner.h"
 #include "agent/runner.h"
 #include "agent/spool.h"
 #include "common/agent_messages.h"
@@ -129,7 +131,8 @@ class AgentDaemon {
   void FailWaitingJob(const std::string& reason);
   // Busy: a worker runs, or a job waits for its models or its host check.
   bool Busy() const {
-    return runner_->busy() || waiting_.has_value() || checking_host_.has_value();
+    return runner_->busy() || pair_runner_->busy() || waiting_.has_value() ||
+           checking_host_.has_value();
   }
   std::optional<JobAttempt> CurrentJob() const;
   // A job offer's `gang` (one rank of a gang spread over agents): the worker's
@@ -157,6 +160,13 @@ class AgentDaemon {
   std::unique_ptr<zmq::socket_t> socket_;
   std::unique_ptr<SpoolDirectory> spool_;
   std::unique_ptr<WorkerRunner> runner_;
+  std::unique_ptr<PairRunner> pair_runner_;  // side A's hand-out of a pair
+  // The job whose worker (or pair) ended, if any: its result and the job it is filed
+  // under (side A's for a pair); each runner's poll reaps its own.
+  std::optional<std::pair<nlohmann::json, WorkerJob>> PollWorkers();
+  // Side A's offer of a pair: side B's job, its worker chosen (an in-process pair runs
+  // on one worker that satisfies both sides). An error fails the job.
+  Status AttachPair(const PairOffer& pair, WorkerJob* job);
   std::unique_ptr<ModelCache> models_;
   // The job whose models are being fetched (one at a time, in order), if any.
   struct WaitingForModels {
@@ -177,9 +187,15 @@ class AgentDaemon {
   };
   std::optional<CheckingHost> checking_host_;
   HostChecker host_checker_;
-  // What the agent measured just before the job's worker started and where it put it
-  // (fields host_check, host_pace and placement), for its result.
-  std::optional<std::pair<JobAttempt, nlohmann::json>> before_timing_;
+  // What the agent measured around the job's worker and where it put it (fields
+  // host_check, host_pace and placement), for its result: the pace is read again once
+  // the worker ended (MeasureHostPaceAfter).
+  struct AroundTiming {
+    JobAttempt job;
+    nlohmann::json facts;  // host_check, placement
+    HostPace pace;
+  };
+  std::optional<AroundTiming> around_timing_;
   std::string routing_id_;
   std::optional<ExitPolicy> exit_;         // made by Start
   std::optional<MonoTime> leaving_until_;  // set by Leave: when to stop waiting for `left`

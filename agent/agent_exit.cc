@@ -12,6 +12,7 @@ void AgentDaemon::Leave(const std::string& reason) {
   if (left_ || leaving_until_) return;
   const LeaveNotice notice{reason, CurrentJob()};
   runner_->Kill();
+  pair_runner_->Kill();
   const size_t spooled = spool_->size();
   LOG_INFO("leaving: " << reason
                        << (notice.running

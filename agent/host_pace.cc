@@ -2,30 +2,54 @@
 
 #include <sched.h>
 
-#include <array>
 #include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <memory>
 
 namespace benchfleet {
 namespace {
 
 constexpr int kN = 64;
-using Matrix = std::array<float, kN * kN>;
+constexpr size_t kMatrixBytes = kN * kN * sizeof(float);
+// Where the three matrices lie in their one page-aligned block: 1 KiB apart beyond their
+// 16 KiB, so that no row of one is 4 KiB (a page) away from the row of another that the
+// same step reads or writes. Matrices on the agent's stack, as the reference had them,
+// lay wherever that process's stack did, 16 KiB apart: the loads of B then aliased the
+// stores of C (4K aliasing), and how much depended on the process; the same binary read
+// 0.030 to 0.045 ms a product from one fresh agent to the next on a quiet 2-vCPU Xeon
+// (docs/performance.md, The host's pace).
+constexpr size_t kStride = kMatrixBytes + 1024;
+constexpr size_t kBlockBytes = 3 * kStride + 4096;
 
-// C = A x B, the i-k-j order (the compiler vectorizes the inner loop the same way on
-// every build of the agent).
-void Multiply(const Matrix& a, const Matrix& b, Matrix& c) {
-  c.fill(0.0F);
+struct FreeDeleter {
+  void operator()(void* p) const { std::free(p); }
+};
+
+// C = A x B, one row of C at a time accumulated in a local array the compiler keeps in
+// vector registers: the inner loop only loads (A's element, B's row), so its speed does
+// not hinge on store-to-load forwarding, and the compiler vectorizes it the same way on
+// every build of the agent.
+__attribute__((noinline)) void Multiply(const float* __restrict a, const float* __restrict b,
+                                        float* __restrict c) {
   for (int i = 0; i < kN; ++i) {
+    float row[kN] = {};
     for (int k = 0; k < kN; ++k) {
       const float aik = a[i * kN + k];
-      for (int j = 0; j < kN; ++j) c[i * kN + j] += aik * b[k * kN + j];
+      for (int j = 0; j < kN; ++j) row[j] += aik * b[k * kN + j];
     }
+    for (int j = 0; j < kN; ++j) c[i * kN + j] = row[j];
   }
 }
 
 // The reference on the calling thread, where it now may run: ms per product.
 double RunReference() {
-  Matrix a, b, c;
+  std::unique_ptr<char, FreeDeleter> block(
+      static_cast<char*>(std::aligned_alloc(4096, kBlockBytes)));
+  if (!block) return 0;
+  float* a = reinterpret_cast<float*>(block.get());
+  float* b = reinterpret_cast<float*>(block.get() + kStride);
+  float* c = reinterpret_cast<float*>(block.get() + 2 * kStride);
   for (int i = 0; i < kN * kN; ++i) {
     a[i] = static_cast<float>(i % 7) * 0.25F;
     b[i] = static_cast<float>(i % 5) * 0.5F;
@@ -41,17 +65,49 @@ double RunReference() {
   return s * 1000 / kHostPaceReps;
 }
 
+double Mean(const std::vector<double>& values) {
+  double sum = 0;
+  for (double v : values) sum += v;
+  return values.empty() ? 0 : sum / static_cast<double>(values.size());
+}
+
 }  // namespace
 
 nlohmann::json HostPace::ToJson() const {
-  return {{"ms", ms},
-          {"cpus", cpus},
-          {"cpu_ms", cpu_ms},
-          {"reference", "64x64x64 fp32 matrix product, plain C++, one thread per CPU in turn"}};
+  nlohmann::json out = {
+      {"ms", ms},
+      {"before_ms", before_ms},
+      {"cpus", cpus},
+      {"cpu_ms", cpu_ms},
+      {"reference",
+       "64x64x64 fp32 matrix product, plain C++, one thread per CPU in turn, before and "
+       "after the worker"}};
+  if (after_ms) {
+    out["after_ms"] = *after_ms;
+    out["after_cpu_ms"] = after_cpu_ms;
+  }
+  return out;
 }
 
 HostPace MeasureHostPace(const std::vector<int>& cpus) {
   HostPace pace;
+  pace.cpu_ms = RunOnEach(cpus, &pace.cpus);
+  pace.before_ms = Mean(pace.cpu_ms);
+  pace.ms = pace.before_ms;
+  return pace;
+}
+
+void MeasureHostPaceAfter(HostPace* pace) {
+  std::vector<int> measured;
+  pace->after_cpu_ms = RunOnEach(pace->cpus, &measured);
+  pace->after_ms = Mean(pace->after_cpu_ms);
+  if (pace->before_ms > 0 && *pace->after_ms > 0)
+    pace->ms = std::sqrt(pace->before_ms * *pace->after_ms);
+}
+
+std::vector<double> RunOnEach(const std::vector<int>& cpus, std::vector<int>* measured) {
+  std::vector<double> out;
+  measured->clear();
   cpu_set_t original;
   CPU_ZERO(&original);
   const bool pinnable = !cpus.empty() && sched_getaffinity(0, sizeof original, &original) == 0;
@@ -62,16 +118,13 @@ HostPace MeasureHostPace(const std::vector<int>& cpus) {
       CPU_ZERO(&one);
       CPU_SET(cpus[i], &one);
       if (sched_setaffinity(0, sizeof one, &one) != 0) continue;
-      pace.cpus.push_back(cpus[i]);
-      pace.cpu_ms.push_back(RunReference());
+      measured->push_back(cpus[i]);
+      out.push_back(RunReference());
     }
     sched_setaffinity(0, sizeof original, &original);
   }
-  if (pace.cpu_ms.empty()) pace.cpu_ms.push_back(RunReference());
-  double sum = 0;
-  for (double ms : pace.cpu_ms) sum += ms;
-  pace.ms = sum / static_cast<double>(pace.cpu_ms.size());
-  return pace;
+  if (out.empty()) out.push_back(RunReference());
+  return out;
 }
 
 }  // namespace benchfleet

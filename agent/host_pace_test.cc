@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 #include <sched.h>
 
+#include <cmath>
+
 #include "common/cpu_list.h"
 
 namespace benchfleet {
@@ -21,11 +23,27 @@ TEST(HostPaceTest, TheReferenceRunsOnEachJobCpuAndLeavesTheAgentsAffinityAsItWas
     EXPECT_GT(ms, 0);
     sum += ms;
   }
-  EXPECT_DOUBLE_EQ(pace.ms, sum / static_cast<double>(measured));
+  EXPECT_DOUBLE_EQ(pace.before_ms, sum / static_cast<double>(measured));
+  EXPECT_DOUBLE_EQ(pace.ms, pace.before_ms);  // until the reading after
   EXPECT_EQ(AllowedCpus(), allowed) << "the agent's own affinity must be restored";
   const nlohmann::json facts = pace.ToJson();
   EXPECT_EQ(facts["ms"], pace.ms);
   EXPECT_EQ(facts["cpus"].size(), measured);
+  EXPECT_FALSE(facts.contains("after_ms"));
+}
+
+TEST(HostPaceTest, TheReadingAfterTheWorkerBracketsItOnTheSameCpus) {
+  const std::vector<int> allowed = AllowedCpus();
+  HostPace pace = MeasureHostPace({allowed.front()});
+  MeasureHostPaceAfter(&pace);
+  ASSERT_TRUE(pace.after_ms.has_value());
+  ASSERT_EQ(pace.after_cpu_ms.size(), 1u);
+  EXPECT_GT(*pace.after_ms, 0);
+  EXPECT_NEAR(pace.ms, std::sqrt(pace.before_ms * *pace.after_ms), 1e-12);
+  const nlohmann::json facts = pace.ToJson();
+  EXPECT_EQ(facts["after_ms"], *pace.after_ms);
+  EXPECT_EQ(facts["before_ms"], pace.before_ms);
+  EXPECT_EQ(AllowedCpus(), allowed);
 }
 
 TEST(HostPaceTest, ACpuTheAgentMayNotUseIsSkippedAndWithNoneItRunsWhereTheAgentRuns) {

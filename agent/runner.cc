@@ -164,6 +164,7 @@ Status WorkerRunner::Start(const WorkerJob& job) {
   job_ = job;
   timed_out_ = false;
   first_failed_rank_ = -1;
+  stop_reason_.clear();
   started_ = MonoNow();
   job_dir_ =
       options_.work_dir + "/job-" + std::to_string(job.job_id) + "-" + std::to_string(job.attempt);
@@ -182,6 +183,7 @@ Status WorkerRunner::Start(const WorkerJob& job) {
   const int ranks = LocalRanks(job);
   if (ranks == 1) {
     if (calibration) return StartProcess(worker_job, threads, 0, job_dir_, options_.cpus);
+    if (!job.cpus.empty()) return StartProcess(worker_job, threads, 0, job_dir_, job.cpus);
     ASSIGN_OR_RETURN(const ThreadPlacement placement, PlacementFor(job));
     return StartProcess(worker_job, threads, 0, job_dir_, placement.cpus);
   }
@@ -362,8 +364,10 @@ nlohmann::json WorkerRunner::Finish(const Process& process) {
     result = FailedResult(
         job_, "worker timed out after " + std::to_string(job_.timeout_s) + " s and was killed");
   } else if (process.stopped) {
-    result = FailedResult(
-        job_, "stopped: rank " + std::to_string(first_failed_rank_) + " of its gang failed first");
+    result = FailedResult(job_, !stop_reason_.empty()
+                                    ? stop_reason_
+                                    : "stopped: rank " + std::to_string(first_failed_rank_) +
+                                          " of its gang failed first");
   } else if (result.is_discarded() || !result.is_object()) {
     result = FailedResult(job_, "worker " + exit + " without a result");
   } else if (!clean_exit && result.value("ok", false) == true) {
@@ -424,5 +428,14 @@ void WorkerRunner::KillAll() {
 }
 
 void WorkerRunner::Kill() { KillAll(); }
+
+void WorkerRunner::Stop(const std::string& reason) {
+  stop_reason_ = reason;
+  for (Process& p : processes_) {
+    if (p.ended) continue;
+    p.stopped = true;
+    p.child.Signal(SIGKILL);
+  }
+}
 
 }  // namespace benchfleet

@@ -9,6 +9,7 @@
 
 #include <sys/types.h>
 
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -23,6 +24,8 @@
 
 namespace benchfleet {
 
+struct PairJob;
+
 struct WorkerJob {
   int64_t job_id = 0;
   int attempt = 0;
@@ -31,6 +34,18 @@ struct WorkerJob {
   JobNeeds needs;       // from the offer: how many processes to start, copies or ranks
   // The worker that runs it (the agent's pick among its workers); empty: the runner's.
   std::string worker_path;
+  // The CPUs a job of one process runs on, chosen by its caller (a side of a pair); empty:
+  // the runner places it by its thread_placement.
+  std::vector<int> cpus;
+  // Side A of a pair (agent/pair_runner.h): side B's job and how the two run; null: none.
+  std::shared_ptr<PairJob> pair;
+};
+
+// What side A's offer says of its pair: side B's job (its worker chosen) and the pairing.
+struct PairJob {
+  WorkerJob b;
+  std::string pairing;  // interleaved, duet, in_process
+  std::string first;    // a or b
 };
 
 struct RunnerOptions {
@@ -66,6 +81,9 @@ class WorkerRunner {
 
   // Kills a running worker (agent shutdown); no result is produced.
   void Kill();
+  // Kills a running worker whose result is no longer wanted (the other side of its pair
+  // failed): Poll then gives its failure with `reason`.
+  void Stop(const std::string& reason);
 
   // The environment and CPU set a job with `threads` threads and the OpenMP wait
   // policy `omp_wait_policy` (KnownOmpWaitPolicies) is started with; rank r of a local
@@ -109,6 +127,7 @@ class WorkerRunner {
   MonoTime started_;
   bool timed_out_ = false;
   int first_failed_rank_ = -1;  // the rank whose ending stopped the gang
+  std::string stop_reason_;     // Stop's
 };
 
 // A TCP port free on `host` (an IPv4 address of this machine) now, for rank 0's c10d

@@ -86,6 +86,29 @@ std::string ChangeSummary(const ChangeCounts& counts) {
   return text;
 }
 
+std::string VersusJunit(const RowsReply& compared, int64_t sweep_id) {
+  const std::string suite = "benchfleet compare " + std::to_string(sweep_id) + " (versus)";
+  std::vector<JunitCase> cases;
+  for (const json& row : compared.Objects()) {
+    JunitCase c{ConfigurationName(row) + ", " + Text(row, "axis") + " " + Text(row, "a_value") +
+                    " vs " + Text(row, "b_value"),
+                "benchfleet.compare", std::nullopt, std::nullopt, ""};
+    const std::string change = Text(row, "change");
+    if (change == "slower") {
+      c.failure = "B (" + Text(row, "b_value") + ") slower than A (" + Text(row, "a_value") +
+                  "): x" + Text(row, "ratio") + " [" + Text(row, "ratio_ci_low") + ", " +
+                  Text(row, "ratio_ci_high") + "]";
+      c.detail = "median " + Text(row, "a_median_ms") + " ms -> " + Text(row, "b_median_ms") +
+                 " ms over " + Text(row, "pairs") + " pairs (" + Text(row, "pairing") + "), p " +
+                 Text(row, "p") + "; " + Text(row, "why");
+    } else if (change == "failed") {
+      c.skipped = "the pair failed: " + Text(row, "why");
+    }
+    cases.push_back(std::move(c));
+  }
+  return JunitXml(suite, cases);
+}
+
 std::string CompareJunit(const RowsReply& compared, int64_t sweep_a, int64_t sweep_b) {
   const std::string suite =
       "benchfleet compare " + std::to_string(sweep_a) + " " + std::to_string(sweep_b);

@@ -47,6 +47,11 @@ std::string ChangeSummary(const ChangeCounts& counts);
 // slower configuration, skipped where there were no samples.
 std::string CompareJunit(const RowsReply& compared, int64_t sweep_a, int64_t sweep_b);
 
+// `compare SWEEP`'s paired rows (cli/queries.h, VersusOfSweepSql) as JUnit: one case per
+// configuration (its versus axis and values in the name), failed when B is slower than A,
+// skipped when its pair failed.
+std::string VersusJunit(const RowsReply& compared, int64_t sweep_id);
+
 // `regressions`' rows (cli/queries.h, ConfirmedRegressionsSql) as JUnit: one case per
 // configuration, failed when any of its confirmed changes is slower (a regression);
 // faster ones (improvements) pass.

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <numeric>
 
 #include "common/median.h"
 
@@ -42,94 +41,54 @@ MannWhitney MannWhitneyU(const std::vector<double>& a, const std::vector<double>
   return out;
 }
 
-namespace {
-
-double Mean(const std::vector<double>& v) {
-  double sum = 0;
-  for (double x : v) sum += x;
-  return v.empty() ? 0 : sum / static_cast<double>(v.size());
-}
-
-double Variance(const std::vector<double>& v, double mean) {
-  double squares = 0;
-  for (double x : v) squares += (x - mean) * (x - mean);
-  return v.size() < 2 ? 0 : squares / static_cast<double>(v.size() - 1);
-}
-
-// P(|T| > t) for Student's t with `df` degrees of freedom: its density integrated by
-// Simpson's rule from 0 to t (the density is smooth; 2,000 panels are exact to 1e-7 for
-// the t and df a comparison meets).
-double TwoSidedTailT(double t, double df) {
-  t = std::abs(t);
-  if (!(df > 0) || !std::isfinite(t)) return t > 0 ? 0 : 1;
-  const double norm =
-      std::exp(std::lgamma((df + 1) / 2) - std::lgamma(df / 2)) / std::sqrt(df * M_PI);
-  auto density = [&](double x) { return norm * std::pow(1 + x * x / df, -(df + 1) / 2); };
-  constexpr int kPanels = 2000;
-  const double h = t / kPanels;
-  double sum = density(0) + density(t);
-  for (int i = 1; i < kPanels; ++i) sum += density(i * h) * (i % 2 ? 4 : 2);
-  return std::clamp(1 - 2 * sum * h / 3, 0.0, 1.0);
-}
-
-// Slower or faster only when the test and the size agree.
-void Classify(SampleComparison* out, double ratio, double alpha) {
-  if (out->test.p < alpha && out->ratio > ratio) out->change = Change::kSlower;
-  if (out->test.p < alpha && out->ratio > 0 && out->ratio < 1 / ratio)
-    out->change = Change::kFaster;
-}
-
-}  // namespace
-
-WelchTest WelchT(const std::vector<double>& a, const std::vector<double>& b) {
-  WelchTest out;
-  if (a.size() < 2 || b.size() < 2) return out;
-  const double ma = Mean(a), mb = Mean(b);
-  const double va = Variance(a, ma) / static_cast<double>(a.size());
-  const double vb = Variance(b, mb) / static_cast<double>(b.size());
-  if (va + vb <= 0) {
-    out.p = ma == mb ? 1 : 0;
-    return out;
-  }
-  out.t = (mb - ma) / std::sqrt(va + vb);
-  out.df =
-      (va + vb) * (va + vb) /
-      (va * va / static_cast<double>(a.size() - 1) + vb * vb / static_cast<double>(b.size() - 1));
-  out.p = TwoSidedTailT(out.t, out.df);
-  return out;
-}
-
 SampleComparison CompareProcesses(const std::vector<double>& a, const std::vector<double>& b,
                                   double ratio, double alpha) {
   SampleComparison out;
-  out.median_a = Mean(a);
-  out.median_b = Mean(b);
-  out.ratio = out.median_a > 0 ? out.median_b / out.median_a : 0;
-  out.test.p = WelchT(a, b).p;
-  Classify(&out, ratio, alpha);
+  out.estimate = UnpairedRatio(a, b, 1 - alpha);
+  out.median_a = SummarizeGeometric(a).mean;
+  out.median_b = SummarizeGeometric(b).mean;
+  const Verdict verdict = Judge(out.estimate, alpha, ratio);
+  out.change = verdict.change;
+  out.detectable = verdict.detectable;
   return out;
 }
 
-const char* ChangeName(Change change) {
-  switch (change) {
-    case Change::kFaster:
-      return "faster";
-    case Change::kSlower:
-      return "slower";
-    case Change::kUnchanged:
-      return "unchanged";
-  }
-  return "unchanged";
-}
-
 SampleComparison CompareSamples(const std::vector<double>& a, const std::vector<double>& b,
-                                double ratio, double alpha) {
+                                const std::optional<MedianInterval>& ci_a,
+                                const std::optional<MedianInterval>& ci_b, double ratio,
+                                double alpha) {
   SampleComparison out;
   out.median_a = Median(a);
   out.median_b = Median(b);
-  out.ratio = out.median_a > 0 ? out.median_b / out.median_a : 0;
-  out.test = MannWhitneyU(a, b);
-  Classify(&out, ratio, alpha);
+  RatioEstimate& e = out.estimate;
+  e.count_a = static_cast<int64_t>(a.size());
+  e.count_b = static_cast<int64_t>(b.size());
+  e.ratio = out.median_a > 0 ? out.median_b / out.median_a : 0;
+  e.low = e.high = e.ratio;
+  e.p = MannWhitneyU(a, b).p;
+  e.confidence = 0.95;
+  // The medians' own 95% intervals (widened for samples that lean on each other) on the
+  // log scale, combined as independent: the ratio's interval and what it could detect.
+  auto log_se = [](const std::optional<MedianInterval>& ci,
+                   double median) -> std::optional<double> {
+    if (!ci || !(ci->low > 0) || !(ci->high >= ci->low) || !(median > 0)) return std::nullopt;
+    return (std::log(ci->high) - std::log(ci->low)) / 2 / 1.959963984540054;
+  };
+  const std::optional<double> sa = log_se(ci_a, out.median_a), sb = log_se(ci_b, out.median_b);
+  if (sa && sb && e.ratio > 0) {
+    e.se_log = std::sqrt(*sa * *sa + *sb * *sb);
+    e.df = 1e6;  // the normal approximation each interval was made with
+    e.low = e.ratio * std::exp(-1.959963984540054 * e.se_log);
+    e.high = e.ratio * std::exp(1.959963984540054 * e.se_log);
+  }
+  out.detectable = std::max(DetectableChange(e, 0.05), ratio - 1);
+  if (e.p < alpha && e.ratio > ratio) out.change = Change::kSlower;
+  if (e.p < alpha && e.ratio > 0 && e.ratio < 1 / ratio) out.change = Change::kFaster;
+  // Samples taken one after another lean on each other, which the rank test takes for
+  // more evidence than it is: a change must also part the two medians' intervals (each
+  // already widened for that dependence).
+  if (ci_a && ci_b && ci_b->low <= ci_a->high && ci_a->low <= ci_b->high)
+    out.change = Change::kUnchanged;
   return out;
 }
 

@@ -43,61 +43,92 @@ TEST(CompareTest, ACellChangesOnlyWhenTheTestAndTheSizeAgree) {
   // 20% slower, 50 samples a side: significant and large.
   SampleComparison c = CompareSamples(base, run(12, 50));
   EXPECT_EQ(c.change, Change::kSlower);
-  EXPECT_NEAR(c.ratio, 1.2, 0.02);
-  EXPECT_LT(c.test.p, kCompareAlpha);
+  EXPECT_NEAR(c.estimate.ratio, 1.2, 0.02);
+  EXPECT_LT(c.estimate.p, kCompareAlpha);
   EXPECT_EQ(CompareSamples(base, run(8, 50)).change, Change::kFaster);
   // 2% slower: with many samples significant, but below the ratio: unchanged.
   c = CompareSamples(run(10, 400), run(10.2, 400));
-  EXPECT_LT(c.test.p, kCompareAlpha);
+  EXPECT_LT(c.estimate.p, kCompareAlpha);
   EXPECT_EQ(c.change, Change::kUnchanged);
   // 20% slower on three samples a side: large, but no test can say so: unchanged.
   c = CompareSamples(run(10, 3), run(12, 3));
-  EXPECT_GT(c.test.p, kCompareAlpha);
+  EXPECT_GT(c.estimate.p, kCompareAlpha);
   EXPECT_EQ(c.change, Change::kUnchanged);
   // The same distribution: unchanged.
   EXPECT_EQ(CompareSamples(run(10, 50), run(10, 50)).change, Change::kUnchanged);
 }
 
-TEST(CompareTest, WelchMatchesTheTextbookAndProcessesChangeOnlyWhenTheTestAndTheSizeAgree) {
-  // {1, 2, 3} against {2, 3, 4}: t = 1 / sqrt(1/3 + 1/3) = 1.2247 on 4 degrees of
-  // freedom, two-sided p = 0.2879 (scipy.stats.ttest_ind(..., equal_var=False)).
-  const WelchTest w = WelchT({1, 2, 3}, {2, 3, 4});
-  EXPECT_NEAR(w.t, 1.2247, 1e-4);
-  EXPECT_NEAR(w.df, 4, 1e-9);
-  EXPECT_NEAR(w.p, 0.2879, 5e-4);
-  // t = 2 / (1.5811 x sqrt(2/5)) = 2 on 8 degrees of freedom: p = 0.0805.
-  EXPECT_NEAR(WelchT({0, 1, 2, 3, 4}, {2, 3, 4, 5, 6}).p, 0.0805, 1e-3);
+TEST(CompareTest, ProcessesChangeOnlyWhenTheTestOnTheirLogsAndTheSizeAgree) {
   const std::vector<double> base = {1.0, 1.01, 0.99, 1.005, 0.995};
   std::vector<double> slower;
   for (double m : base) slower.push_back(m * 1.1);
-  EXPECT_EQ(CompareProcesses(base, slower).change, Change::kSlower);
+  const SampleComparison c = CompareProcesses(base, slower);
+  EXPECT_EQ(c.change, Change::kSlower);
+  EXPECT_NEAR(c.estimate.ratio, 1.1, 1e-12);  // the ratio of geometric means
+  EXPECT_LT(c.estimate.low, 1.1);
+  EXPECT_GT(c.estimate.high, 1.1);
+  EXPECT_DOUBLE_EQ(c.estimate.confidence, 1 - kCompareProcessesAlpha);
   EXPECT_EQ(CompareProcesses(slower, base).change, Change::kFaster);
-  // Processes that spread 10% cannot show a 10% step from five a side.
+  // Processes that spread 10% cannot show a 10% step from five a side, and say what
+  // they could have shown.
   const std::vector<double> wide = {1.0, 1.1, 0.9, 1.05, 0.95};
   std::vector<double> wide_slower;
   for (double m : wide) wide_slower.push_back(m * 1.1);
-  EXPECT_EQ(CompareProcesses(wide, wide_slower).change, Change::kUnchanged);
+  const SampleComparison unsure = CompareProcesses(wide, wide_slower);
+  EXPECT_EQ(unsure.change, Change::kUnchanged);
+  EXPECT_GT(unsure.detectable, 0.1);
   // 2% apart, tightly: significant, below the ratio.
   std::vector<double> close;
   for (double m : base) close.push_back(m * 1.02);
-  const SampleComparison c = CompareProcesses(base, close);
-  EXPECT_LT(c.test.p, kCompareProcessesAlpha);
-  EXPECT_EQ(c.change, Change::kUnchanged);
+  const SampleComparison small = CompareProcesses(base, close);
+  EXPECT_LT(small.estimate.p, kCompareProcessesAlpha);
+  EXPECT_EQ(small.change, Change::kUnchanged);
+  EXPECT_NEAR(small.detectable, kCompareRatio - 1, 1e-12) << "the threshold is what it could say";
 }
 
-TEST(CompareTest, TheHostsPaceExplainsAChangeTheSameWayUpToItsSquare) {
-  // The host moved beyond 5% slower: a slowdown up to 1.2^2 = 1.44 is the host's.
-  EXPECT_TRUE(HostPaceExplains(1.15, 1.2, 1.05));
-  EXPECT_TRUE(HostPaceExplains(1.44, 1.2, 1.05));
-  EXPECT_FALSE(HostPaceExplains(1.5, 1.2, 1.05)) << "beyond what the host explains: the code's";
-  EXPECT_FALSE(HostPaceExplains(0.9, 1.2, 1.05)) << "faster on a slower host: the code's";
-  EXPECT_FALSE(HostPaceExplains(1.15, 1.04, 1.05)) << "the host did not move";
+TEST(CompareTest, SamplesCarryTheMediansIntervalsIntoTheRatios) {
+  std::vector<double> a, b;
+  for (int i = 0; i < 40; ++i) a.push_back(1 + 0.001 * (i % 7)), b.push_back(1.2 + 0.001 * (i % 5));
+  const SampleComparison c =
+      CompareSamples(a, b, MedianInterval{0.99, 1.01}, MedianInterval{1.19, 1.21});
+  EXPECT_EQ(c.change, Change::kSlower);
+  EXPECT_TRUE(c.estimate.valid());
+  EXPECT_LT(c.estimate.low, c.estimate.ratio);
+  EXPECT_LT(c.detectable, 0.06);
+  // Without intervals the ratio has none and the detectable change is the threshold's.
+  const SampleComparison bare = CompareSamples(a, b);
+  EXPECT_FALSE(bare.estimate.valid());
+}
+
+RatioEstimate Pace(double ratio, double p) {
+  RatioEstimate pace;
+  pace.ratio = ratio;
+  pace.p = p;
+  pace.df = 4;
+  return pace;
+}
+
+TEST(CompareTest, TheHostsPaceExplainsAChangeOnlyBeyondItsNoiseTheSameWayUpToItsSquare) {
+  // The host moved 20% slower, beyond its noise: a slowdown up to 1.2^2 = 1.44 is the host's.
+  EXPECT_TRUE(HostPaceExplains(1.15, Pace(1.2, 0.001)));
+  EXPECT_TRUE(HostPaceExplains(1.44, Pace(1.2, 0.001)));
+  EXPECT_FALSE(HostPaceExplains(1.5, Pace(1.2, 0.001))) << "beyond what the host explains";
+  EXPECT_FALSE(HostPaceExplains(0.9, Pace(1.2, 0.001))) << "faster on a slower host: the code's";
+  // A pace that moved no further than its own readings vary explains nothing.
+  EXPECT_FALSE(HostPaceExplains(1.15, Pace(1.2, 0.2)));
   // And faster.
-  EXPECT_TRUE(HostPaceExplains(0.8, 0.85, 1.05));
-  EXPECT_FALSE(HostPaceExplains(0.6, 0.85, 1.05));
-  EXPECT_FALSE(HostPaceExplains(1.1, 0.85, 1.05));
-  // No pace, no explanation.
-  EXPECT_FALSE(HostPaceExplains(1.15, 0, 1.05));
+  EXPECT_TRUE(HostPaceExplains(0.8, Pace(0.85, 0.001)));
+  EXPECT_FALSE(HostPaceExplains(0.6, Pace(0.85, 0.001)));
+  EXPECT_FALSE(HostPaceExplains(1.1, Pace(0.85, 0.001)));
+  // No pace, no explanation; too few readings a side, no pace.
+  EXPECT_FALSE(HostPaceExplains(1.15, std::nullopt));
+  EXPECT_FALSE(HostPaceRatio({1, 1.1}, {2, 2.1, 2.2}).has_value());
+  const std::optional<RatioEstimate> moved = HostPaceRatio({1, 1.02, 0.98}, {2, 2.04, 1.96});
+  ASSERT_TRUE(moved.has_value());
+  EXPECT_NEAR(moved->ratio, 2, 1e-9);
+  EXPECT_TRUE(HostPaceExplains(3, moved));
+  // The same pace twice did not move.
+  EXPECT_FALSE(HostPaceExplains(1.1, HostPaceRatio({1, 1.02, 0.98}, {1, 1.02, 0.98})));
 }
 
 }  // namespace

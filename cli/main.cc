@@ -107,9 +107,11 @@ int main(int argc, char** argv) {
   CompareOptions compare;
   auto* compare_cmd = app.add_subcommand(
       "compare",
-      "two sweeps cell by cell (Mann-Whitney U on the raw samples), or a pivot of medians");
+      "two sweeps cell by cell (unpaired: Welch's t on their processes' logs), one sweep's paired "
+      "versus, or a pivot of medians");
   compare_cmd
-      ->add_option("SWEEPS", compare.sweeps, "SWEEP_A SWEEP_B, or one sweep with --rows/--cols")
+      ->add_option("SWEEPS", compare.sweeps,
+                   "SWEEP_A SWEEP_B, one sweep with versus, or one sweep with --rows/--cols")
       ->required()
       ->expected(1, 2);
   compare_cmd

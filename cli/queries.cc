@@ -78,6 +78,14 @@ std::string CompareProcessMediansSql(const std::vector<int64_t>& job_ids) {
          CommaList(job_ids) + ") ORDER BY job_id, process) GROUP BY job_id";
 }
 
+std::string VersusOfSweepSql(int64_t sweep_id) {
+  return "SELECT host, device, model, model_args, mode, dtype, batch_size, threads, axis, "
+         "a_value, b_value, pairing, pairs, a_median_ms, a_ci_low_ms, a_ci_high_ms, b_median_ms, "
+         "b_ci_low_ms, b_ci_high_ms, ratio, ratio_ci_low, ratio_ci_high, p, change, detectable, "
+         "stopped, why, a_job_id, b_job_id FROM versus_comparison WHERE sweep_id = " +
+         std::to_string(sweep_id) + " ORDER BY a_job_id";
+}
+
 std::string PivotMediansSql(const std::vector<std::string>& row_keys, const std::string& pivot,
                             const std::vector<int64_t>& sweep_ids) {
   std::string keys;
@@ -110,17 +118,22 @@ const std::vector<ResultView>& ResultViewTable() {
        "effective_threads, threads_mismatch, speedup, parallel_efficiency from thread_scaling"},
       {"dtype", "int8/bf16 vs fp32: dtype_comparison",
        "select sweep_id, host, device, model, mode, batch_size, threads, dtype, fp32_median_ms, "
-       "median_ms, speedup, max_abs_err, mean_abs_err, rel_err, top1_agreement from "
-       "dtype_comparison"},
+       "median_ms, speedup, speedup_ci_low, speedup_ci_high, speedup_interval, max_abs_err, "
+       "mean_abs_err, rel_err, top1_agreement from dtype_comparison"},
       {"technique", "memory_format, jit, eager/torchscript/aoti: technique_comparison",
        "select sweep_id, host, device, model, mode, dtype, batch_size, threads, technique, "
        "variant, baseline, baseline_median_ms, baseline_ci_low_ms, baseline_ci_high_ms, median_ms, "
-       "median_ci_low_ms, median_ci_high_ms, speedup, compile_s, max_abs_err, rel_err from "
-       "technique_comparison"},
+       "median_ci_low_ms, median_ci_high_ms, speedup, speedup_ci_low, speedup_ci_high, "
+       "speedup_interval, compile_s, max_abs_err, rel_err from technique_comparison"},
       {"torch", "LibTorch versions side by side: torch_comparison",
        "select sweep_id, host, device, model, mode, dtype, batch_size, threads, technique, "
        "base_torch, base_median_ms, base_ci_low_ms, base_ci_high_ms, torch, median_ms, "
-       "median_ci_low_ms, median_ci_high_ms, speedup, differs from torch_comparison"},
+       "median_ci_low_ms, median_ci_high_ms, speedup, speedup_ci_low, speedup_ci_high, "
+       "speedup_interval, differs from torch_comparison"},
+      {"versus", "paired A/B comparisons of a sweep's versus: versus_comparison",
+       "select sweep_id, host, device, model, mode, dtype, batch_size, threads, axis, a_value, "
+       "b_value, pairing, pairs, a_median_ms, b_median_ms, ratio, ratio_ci_low, ratio_ci_high, "
+       "change, detectable, stopped from versus_comparison"},
       {"prune", "pruned vs unpruned: prune_comparison",
        "select sweep_id, host, device, model, mode, dtype, batch_size, threads, prune_kind, "
        "prune_amount, baseline_median_ms, median_ms, speedup, params_unpruned, params, "

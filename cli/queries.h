@@ -32,6 +32,11 @@ std::string CompareSamplesSql(const std::vector<int64_t>& job_ids);
 // Each job's process medians (schemas/sweep.md, Processes) as a list, in order.
 std::string CompareProcessMediansSql(const std::vector<int64_t>& job_ids);
 
+// One sweep's paired comparisons (its versus), every column of versus_comparison.
+// Reads versus_comparison; the caller reads the configuration, axis, a_value, b_value,
+// ratio, ratio_ci_low, ratio_ci_high, change, detectable, ...
+std::string VersusOfSweepSql(int64_t sweep_id);
+
 // The sweeps' medians for a pivot: `row_keys` (result_summary's column names, as
 // --rows takes them) and the column `pivot` (host, device, dtype, threads or sweep).
 // Reads result_summary; the caller reads row_keys, pivot_column, median_ms, median_ci_relative.

@@ -6,6 +6,7 @@
 
 #include "common/json_read.h"
 #include "common/limits.h"
+#include "common/worker_result.h"
 
 namespace benchfleet {
 namespace {
@@ -284,6 +285,40 @@ StatusOr<GangRole> ParseGangRole(const json& gang) {
   return out;
 }
 
+json PairOffer::ToJson() const {
+  return {{"b", {{"job_id", b_job_id}, {"spec", b_spec}, {"needs", b_needs.ToJson()}}},
+          {"pairing", pairing},
+          {"first", first},
+          {"pair", pair}};
+}
+
+StatusOr<PairOffer> ParsePairOffer(const json& versus) {
+  if (!versus.is_object()) return InvalidArgument("job.versus: must be an object");
+  PairOffer out;
+  const json b = versus.value("b", json());
+  if (!b.is_object()) return InvalidArgument("job.versus.b: must be side B's job, an object");
+  ASSIGN_OR_RETURN(out.b_job_id, ReadInteger(b, "job.versus.b", "job_id", kAtLeastOne));
+  if (!b.contains("spec") || !b.at("spec").is_object())
+    return InvalidArgument("job.versus.b.spec: must be an object");
+  out.b_spec = b.at("spec");
+  if (!b.contains("needs")) return InvalidArgument("job.versus.b.needs: missing");
+  ASSIGN_OR_RETURN(out.b_needs, JobNeeds::FromJson(b.at("needs"), "job.versus.b.needs"));
+  if (out.b_needs.Agents() != 1 || out.b_needs.local_processes != 1) {
+    return InvalidArgument("job.versus.b.needs: side B of a pair is one worker process");
+  }
+  ASSIGN_OR_RETURN(out.pairing, ReadText(versus, "job.versus", "pairing", 32));
+  const std::vector<std::string>& pairings = KnownPairings();
+  if (std::find(pairings.begin(), pairings.end(), out.pairing) == pairings.end()) {
+    return InvalidArgument("job.versus.pairing: must be interleaved, duet or in_process, got \"" +
+                           out.pairing + "\"");
+  }
+  ASSIGN_OR_RETURN(out.first, ReadText(versus, "job.versus", "first", 1));
+  if (out.first != "a" && out.first != "b")
+    return InvalidArgument("job.versus.first: must be \"a\" or \"b\"");
+  ASSIGN_OR_RETURN(out.pair, ReadInteger(versus, "job.versus", "pair", {0, kMaxJobProcesses}));
+  return out;
+}
+
 json JobOffer::ToJson() const {
   json body = MakeMessage(kType, job.ToJson()).body;
   body["spec"] = spec;
@@ -291,6 +326,7 @@ json JobOffer::ToJson() const {
   body["timeout_s"] = timeout_s;
   if (committed_at_us) body["committed_at_us"] = *committed_at_us;
   if (gang) body["gang"] = gang->ToJson();
+  if (versus) body["versus"] = versus->ToJson();
   return body;
 }
 
@@ -311,6 +347,10 @@ StatusOr<JobOffer> JobOffer::FromJson(const json& body) {
   if (auto gang = body.find("gang"); gang != body.end()) {
     ASSIGN_OR_RETURN(GangRole role, ParseGangRole(*gang));
     out.gang = role;
+  }
+  if (auto versus = body.find("versus"); versus != body.end()) {
+    ASSIGN_OR_RETURN(PairOffer pair, ParsePairOffer(*versus));
+    out.versus = std::move(pair);
   }
   if (auto needs = body.find("needs"); needs != body.end()) {
     ASSIGN_OR_RETURN(out.needs, JobNeeds::FromJson(*needs, "job.needs"));

@@ -159,6 +159,20 @@ struct GangRole {
 };
 StatusOr<GangRole> ParseGangRole(const nlohmann::json& gang);
 
+// Side A's offer of a pair (schemas/sweep.md, Versus; schemas/protocol.md, job): side B's
+// job, and how this hand-out runs the two sides.
+struct PairOffer {
+  int64_t b_job_id = 0;
+  nlohmann::json b_spec = nlohmann::json::object();  // checked by the worker (JobSpec)
+  JobNeeds b_needs;                                  // which of the agent's workers runs side B
+  std::string pairing;  // "interleaved", "duet", "in_process" (KnownPairings)
+  std::string first;    // "a" or "b": which side runs first, takes the first CPUs, or
+                        // times the first block
+  int64_t pair = 0;     // 0, 1, ...: the pairs side A already has
+  nlohmann::json ToJson() const;
+};
+StatusOr<PairOffer> ParsePairOffer(const nlohmann::json& versus);
+
 // The job offer.
 struct JobOffer {
   static constexpr const char* kType = msg::kJob;
@@ -170,6 +184,7 @@ struct JobOffer {
   double timeout_s = 0;  // > 0
   std::optional<int64_t> committed_at_us;
   std::optional<GangRole> gang;
+  std::optional<PairOffer> versus;  // side A of a pair: side B and how they run
   nlohmann::json ToJson() const;
   static StatusOr<JobOffer> FromJson(const nlohmann::json& body);
 };

@@ -3,11 +3,16 @@
 #pragma once
 
 #include <cmath>
+#include <optional>
+#include <vector>
+
+#include "common/ratio_interval.h"
 
 namespace benchfleet {
 
-// A night's (a sweep's) pace on a host is the mean over at least this many of its results
-// there: one reference run spreads up to 2x on a shared host.
+// A sweep's (a night's) pace on a host is taken from at least this many of its results
+// there (each the geometric mean of its processes' readings): fewer cannot say how much
+// the pace itself varies.
 inline constexpr long kHostPaceMinResults = 3;
 
 // A busy neighbour slows a job more than the agent's small pace reference, whose data
@@ -17,16 +22,19 @@ inline constexpr long kHostPaceMinResults = 3;
 // further: a change beyond it is the code's, whatever the host did.
 inline constexpr double kHostPaceExplainsPower = 2;
 
-// `ratio`: a median over its baseline (B's over A's); `pace_ratio`: the host's pace
-// likewise. The host moved when its pace did beyond `moved` (a ratio above 1, the step
-// a change of the code must exceed too), and it explains a change the same way as its
-// own up to kHostPaceExplainsPower.
-inline bool HostPaceExplains(double ratio, double pace_ratio, double moved) {
-  if (!(ratio > 0) || !(pace_ratio > 0) || !(moved > 0)) return false;
-  if (pace_ratio > moved && ratio > 1) return ratio <= std::pow(pace_ratio, kHostPaceExplainsPower);
-  if (pace_ratio < 1 / moved && ratio < 1)
-    return ratio >= std::pow(pace_ratio, kHostPaceExplainsPower);
-  return false;
-}
+// The host moved only when its pace's ratio lies beyond its own noise: "no change" is
+// outside the pace ratio's 95% interval (Welch's t on the logs of each side's readings).
+inline constexpr double kHostPaceAlpha = 0.05;
+
+// B's pace over A's from each side's readings (results' host_pace_ms on one host); none
+// when a side has fewer than kHostPaceMinResults.
+std::optional<RatioEstimate> HostPaceRatio(const std::vector<double>& a,
+                                           const std::vector<double>& b);
+
+// `ratio`: a median over its baseline (B's over A's); `pace`: the host's pace likewise.
+// The host explains the change when its pace moved beyond its own noise (kHostPaceAlpha)
+// the same way, and far enough: the change within the pace's ratio to
+// kHostPaceExplainsPower.
+bool HostPaceExplains(double ratio, const std::optional<RatioEstimate>& pace);
 
 }  // namespace benchfleet

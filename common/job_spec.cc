@@ -57,6 +57,17 @@ Status ReadRuntime(const json& job, JobSpec* spec) {
   if (job.contains("host_check")) {
     ASSIGN_OR_RETURN(spec->host_check, ReadChoice(job, "host_check", KnownHostCheckPolicies()));
   }
+  if (job.contains("slowdown") && !job.at("slowdown").is_null()) {
+    const json& slowdown = job.at("slowdown");
+    if (!slowdown.is_number() || !(slowdown.get<double>() >= 0) ||
+        !(slowdown.get<double>() <= kMaxSlowdown)) {
+      return FieldError("slowdown",
+                        "slowdown must be a number in [0, 1]: the share of an iteration of "
+                        "extra work each iteration does (0.05: 5% slower), got " +
+                            slowdown.dump());
+    }
+    spec->slowdown = slowdown.get<double>();
+  }
   return Status::Ok();
 }
 
@@ -86,6 +97,21 @@ Status ReadBatchAndCopies(const json& job, JobSpec* spec) {
   }
   if (job.contains("replica")) {
     ASSIGN_OR_RETURN(spec->replica, ReadReplica(job.at("replica"), spec->replicas));
+  }
+  if (job.contains("duet") && !job.at("duet").is_null()) {
+    json duet = job.at("duet");
+    if (duet.is_object()) duet["count"] = 2;
+    StatusOr<ReplicaSpec> read = ReadReplica(duet, 2);
+    if (!read.ok()) {
+      std::string message = read.status().message();
+      for (const std::string from : {"replica.", "replica"}) {
+        for (size_t at = message.find(from); at != std::string::npos;
+             at = message.find(from, at + 4))
+          message.replace(at, from.size(), from == "replica." ? "duet." : "duet");
+      }
+      return FieldError("duet", message);
+    }
+    spec->duet = std::move(read).value();
   }
   return Status::Ok();
 }
@@ -171,6 +197,23 @@ StatusOr<JobSpec> ReadJob(const json& job, bool require_identity) {
   }
   RETURN_IF_ERROR(ReadVariants(job, &spec));
   RETURN_IF_ERROR(CheckCombinations(spec, /*one_rank=*/require_identity, thread_placement));
+  if (spec.slowdown > 0 &&
+      (spec.device != "cpu" || !RunsInOneProcess(spec) || spec.scenario != "offline")) {
+    return FieldError("slowdown",
+                      "slowdown adds work to the iterations of a CPU job of one worker process "
+                      "timed offline; this job is not one");
+  }
+  if (job.contains("versus") && !job.at("versus").is_null()) {
+    ASSIGN_OR_RETURN(const json side_b,
+                     ReadInProcessVersus(job.at("versus"), &spec.versus_b_first));
+    // Side B's job, read by the same rules; it shares this process with side A.
+    StatusOr<JobSpec> b = ReadJob(side_b, require_identity);
+    if (!b.ok())
+      return FieldError("versus.b." + ToJobSpecError(b.status()).field,
+                        "versus.b: " + b.status().message());
+    spec.versus_b = std::make_shared<const JobSpec>(std::move(b).value());
+    RETURN_IF_ERROR(CheckInProcessVersus(spec, side_b, job));
+  }
   return spec;
 }
 

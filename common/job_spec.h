@@ -64,7 +64,11 @@ struct ModelFileArgs {
   // attributes inlined as constants); "optimize": freeze, then
   // torch::jit::optimize_for_inference.
   std::string jit = "none";
+  // What people call the model, whatever its content (empty: none): `compare` pairs two
+  // sweeps' results by it where the file differs.
+  std::string name;
 };
+inline constexpr std::size_t kMaxModelNameLength = 128;
 // The models whose weights and code come in a file (ModelFileArgs): "torchscript", "aoti".
 bool IsModelFile(const std::string& model);
 // The values of the model arguments that are a choice, in the order errors list them.
@@ -198,6 +202,10 @@ struct JobSpec {
   // agent (1: a job of one process); `replica` says which copy this worker is.
   std::int64_t replicas = 1;
   std::optional<ReplicaSpec> replica;
+  // One side of a duet (schemas/worker.md, Duet): the agent's `duet` object, {"index": 0
+  // or 1, "barrier": dir}. The two sides of a pair run at once on disjoint CPUs and, as
+  // replicas do, start timing together and keep running until both are done; count is 2.
+  std::optional<ReplicaSpec> duet;
   // The job's `placement`, copied from its sweep's: "spread" puts each rank of a gang on
   // an agent of its own (JobNeeds); workers run one rank either way.
   bool spread = false;
@@ -245,7 +253,20 @@ struct JobSpec {
   // the result, "wait" for a quiet host (at most a minute), or "refuse" to run on a
   // busy one (KnownHostCheckPolicies).
   std::string host_check = "record";
+  // A slowdown dialled on purpose (schemas/worker.md, Slowdown): every iteration is
+  // followed by fixed arithmetic worth this fraction of an iteration, in [0,
+  // kMaxSlowdown]; 0 runs the job as it is. Not part of what a result is keyed on (its
+  // series, compare's configuration), so the same job slowed compares with itself.
+  double slowdown = 0;
+  // An in-process pair (schemas/worker.md, Versus): the agent's `versus` object on side A
+  // of a paired comparison run in one worker: side B's job, whose blocks of samples
+  // alternate with this one's, and which of the two times the first block.
+  std::shared_ptr<const JobSpec> versus_b;
+  bool versus_b_first = false;
 };
+// The largest slowdown a job may ask for: doubling its time is a test of the tool, more
+// is a typo.
+inline constexpr double kMaxSlowdown = 1.0;
 const std::vector<std::string>& KnownHostCheckPolicies();
 
 // Why a job was refused: the job field at fault ("dtype", "model_args.layers[1]",

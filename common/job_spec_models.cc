@@ -31,8 +31,9 @@ const std::vector<ModelArg>& ArgsOf(const std::string& model) {
         {"classes", 0},
         {"memory_format", 0}}},
       {"transformer", {{"hidden", 0}, {"heads", 0}, {"layers", 0}, {"ffn", 0}, {"seq_len", 0}}},
-      {"torchscript", {{"path", 0}, {"sha256", 0}, {"agent_path", 0}, {"inputs", 2}, {"jit", 0}}},
-      {"aoti", {{"path", 0}, {"sha256", 0}, {"agent_path", 0}, {"inputs", 2}}},
+      {"torchscript",
+       {{"path", 0}, {"sha256", 0}, {"agent_path", 0}, {"inputs", 2}, {"jit", 0}, {"name", 0}}},
+      {"aoti", {{"path", 0}, {"sha256", 0}, {"agent_path", 0}, {"inputs", 2}, {"name", 0}}},
       {"allreduce", {{"bytes", 0}}},
       {"broadcast", {{"bytes", 0}}},
       {"allgather", {{"bytes", 0}}}};
@@ -170,6 +171,18 @@ Status ReadModelFileArgs(const ArgsReader& r, bool torchscript, ModelFileArgs* f
     return FieldError(
         "model_args.agent_path",
         "model_args.sha256 and model_args.agent_path name two files; give one of them");
+  }
+  // What people call the model, whatever its content: `compare` pairs two sweeps' results
+  // of the model by it when its file changed (docs/results.md, Compare).
+  file->name.clear();
+  if (const json* name = r.Find("name")) {
+    if (!name->is_string() || name->get<std::string>().empty() ||
+        name->get<std::string>().size() > kMaxModelNameLength) {
+      return FieldError("model_args.name", "model_args.name must be a string of 1 to " +
+                                               std::to_string(kMaxModelNameLength) +
+                                               " characters, got " + name->dump());
+    }
+    file->name = name->get<std::string>();
   }
   const json* inputs = r.Find("inputs");
   if (inputs == nullptr || !inputs->is_array() || inputs->empty()) {

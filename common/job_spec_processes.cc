@@ -126,6 +126,56 @@ Status CheckProcesses(const JobSpec& spec) {
   return FieldError(field, field + " repeats a job of one worker process; " + what + " runs once");
 }
 
+StatusOr<json> ReadInProcessVersus(const json& value, bool* b_first) {
+  if (!value.is_object()) {
+    return FieldError("versus",
+                      "versus must be an object {\"b\": side B's job, \"first\": "
+                      "\"a\" or \"b\"}, got " +
+                          value.dump());
+  }
+  for (const auto& item : value.items()) {
+    if (item.key() != "b" && item.key() != "first") {
+      return FieldError("versus." + item.key(),
+                        "unknown key " + Quoted(item.key()) + " in versus; known keys: b, first");
+    }
+  }
+  if (!value.contains("b") || !value.at("b").is_object()) {
+    return FieldError("versus.b", "versus.b must be side B's job, an object");
+  }
+  const json first = value.value("first", json("a"));
+  if (first != "a" && first != "b") {
+    return FieldError("versus.first", "versus.first must be \"a\" or \"b\", got " + first.dump());
+  }
+  *b_first = first == "b";
+  return value.at("b");
+}
+
+Status CheckInProcessVersus(const JobSpec& spec, const json& side_b, const json& side_a) {
+  const JobSpec& b = *spec.versus_b;
+  if (!RunsInOneProcess(spec) || !RunsInOneProcess(b) || spec.scenario != "offline" ||
+      b.scenario != "offline" || spec.profile || b.profile) {
+    return FieldError("versus",
+                      "an in-process pair times two jobs of one worker process each, "
+                      "offline, without a profile");
+  }
+  if (b.versus_b) return FieldError("versus.b.versus", "side B of a pair has no pair of its own");
+  auto same = [](const std::string& what, bool equal) -> Status {
+    if (equal) return Status::Ok();
+    return FieldError("versus.b." + what, "versus.b." + what +
+                                              " must be side A's: both sides of an in-process pair "
+                                              "share one process, its threads, pools and device");
+  };
+  RETURN_IF_ERROR(same("threads", spec.threads == b.threads));
+  RETURN_IF_ERROR(same("interop_threads", spec.interop_threads == b.interop_threads));
+  RETURN_IF_ERROR(same("onednn", spec.onednn == b.onednn));
+  RETURN_IF_ERROR(same("omp_wait_policy", spec.omp_wait_policy == b.omp_wait_policy));
+  RETURN_IF_ERROR(same("device", spec.device == b.device));
+  RETURN_IF_ERROR(same("torch", spec.torch == b.torch));
+  RETURN_IF_ERROR(same("thread_placement", side_a.value("thread_placement", json()) ==
+                                               side_b.value("thread_placement", json())));
+  return Status::Ok();
+}
+
 // A placement other than the default is of one worker process's threads (a gang's
 // ranks and replicas each take their own slice of the agent's CPUs), and smt pairs
 // threads on a core: one thread has none to pair.

@@ -43,6 +43,12 @@ Status ReadProcessRepeats(const nlohmann::json& holder, std::int64_t* processes,
                           std::optional<double>* precision);
 Status CheckSearchAndReplicas(const JobSpec& spec);
 Status CheckProcesses(const JobSpec& spec);
+// versus: {"b": side B's job, "first": "a" or "b"} (an in-process pair): side B's JSON.
+StatusOr<nlohmann::json> ReadInProcessVersus(const nlohmann::json& value, bool* b_first);
+// Both sides of an in-process pair run in one process: one job of one process each, with
+// the same process-wide settings (threads, pools, device, torch, placement).
+Status CheckInProcessVersus(const JobSpec& spec, const nlohmann::json& side_b,
+                            const nlohmann::json& side_a);
 Status CheckThreadPlacement(const JobSpec& spec, const std::string& placement);
 
 // common/job_spec_techniques.cc

@@ -47,6 +47,22 @@ void VisitSweep(json& sweep, const Visit& fn) {
       sweep["matrix"].contains("reference")) {
     VisitReferences(sweep["matrix"]["reference"], "matrix.reference", fn);
   }
+  // versus on a model's file ({"models.torchscript.path": [A, B]}): each key as a model
+  // argument, visited through a holder of its own and written back under its new name.
+  if (sweep.contains("versus") && sweep["versus"].is_object()) {
+    json& versus = sweep["versus"];
+    for (const char* model : {"torchscript", "aoti"}) {
+      for (const char* key : kFileKeys) {
+        const std::string axis = std::string("models.") + model + "." + key;
+        if (!versus.contains(axis)) continue;
+        json holder = {{key, versus[axis]}};
+        fn("versus." + axis, key, holder);
+        versus.erase(axis);
+        for (const auto& [renamed, value] : holder.items())
+          versus[std::string("models.") + model + "." + renamed] = value;
+      }
+    }
+  }
   if (sweep.contains("exclude") && sweep["exclude"].is_array()) {
     json& exclude = sweep["exclude"];
     for (size_t i = 0; i < exclude.size(); ++i) {

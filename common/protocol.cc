@@ -166,7 +166,8 @@ const std::vector<std::pair<std::string, std::vector<Field>>>& Schema() {
         {"needs", Kind::kObject, false},  // JobNeeds; derived from spec when absent
         {"timeout_s", Kind::kNumber, true},
         {"committed_at_us", Kind::kInteger, false},
-        {"gang", Kind::kObject, false}}},  // {rank, world_size, store}: one rank of a spread gang
+        {"gang", Kind::kObject, false},      // {rank, world_size, store}: one rank of a spread gang
+        {"versus", Kind::kObject, false}}},  // {b, pairing, first, pair}: side A of a pair
       {msg::kStop,
        {{"job_id", Kind::kInteger, true},
         {"attempt", Kind::kInteger, true},

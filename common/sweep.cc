@@ -13,9 +13,9 @@ namespace benchfleet {
 namespace {
 
 const std::vector<std::string> kTopKeys = {
-    "name",      "select", "placement",   "matrix",     "timing",    "models",
-    "timeout_s", "seed",   "description", "regression", "labels",    "exclude",
-    "invalid",   "search", "processes",   "precision",  "host_check"};
+    "name",      "select",      "placement",  "matrix",   "timing",  "models",  "timeout_s",
+    "seed",      "description", "regression", "labels",   "exclude", "invalid", "search",
+    "processes", "precision",   "host_check", "slowdown", "versus"};
 const std::vector<std::string> kSelectKeys = {"device", "name", "tags", "cpu_model", "gpu_model"};
 
 // Upper bounds that catch typos (batch 1e9) before they reach a worker.
@@ -280,9 +280,12 @@ Status ValidateExclude(const json& exclude) {
 }
 
 // A job's repeats in processes (schemas/sweep.md, Processes): the sweep's, else its
-// default where the job runs in one worker process and asks for no precision.
+// default where the job runs in one worker process and asks for no precision. The sides
+// of a pair (versus) repeat as pairs instead.
 void AddRepeats(const Sweep& sweep, json* spec) {
   if (!sweep.host_check.empty()) (*spec)["host_check"] = sweep.host_check;
+  if (sweep.slowdown > 0) (*spec)["slowdown"] = sweep.slowdown;
+  if (sweep.versus) return;
   if (sweep.precision) (*spec)["precision"] = *sweep.precision;
   if (sweep.processes) {
     (*spec)["processes"] = *sweep.processes;
@@ -459,7 +462,15 @@ std::string Sweep::ErrorField(const json& spec, const std::vector<size_t>& index
 
 std::string JobPlacement::Key() const {
   const std::string asked = worker.Describe();
-  return asked.empty() ? device : device + " [" + asked + "]";
+  std::string key = asked.empty() ? device : device + " [" + asked + "]";
+  if (!versus_worker.empty() || versus_cpus > 0) {
+    key += " versus [" + versus_worker.Describe() +
+           (versus_cpus > 0 ? std::string(versus_worker.empty() ? "" : ", ") + "duet on " +
+                                  std::to_string(versus_cpus) + " CPUs"
+                            : "") +
+           "]";
+  }
+  return key;
 }
 
 StatusOr<JobNeeds> Sweep::NeedsOf(const json& spec) const {
@@ -488,24 +499,76 @@ StatusOr<JobNeeds> Sweep::NeedsOf(const json& spec) const {
 }
 
 JobPlacement Sweep::PlacementOf(const json& spec, const JobNeeds& needs) {
-  return {
-      PlacementDevice(spec.value("device", json(nullptr)), spec.value("parallel", json(nullptr))),
-      needs.worker};
+  JobPlacement placement;
+  placement.device =
+      PlacementDevice(spec.value("device", json(nullptr)), spec.value("parallel", json(nullptr)));
+  placement.worker = needs.worker;
+  return placement;
 }
+
+namespace {
+
+Combination MakeCombination(const json& spec, const JobNeeds& needs,
+                            const JobPlacement& placement) {
+  Combination combination;
+  combination.spec = spec.dump();
+  combination.needs = needs;
+  combination.device = placement.device;
+  combination.placement = placement.Key();
+  return combination;
+}
+
+}  // namespace
 
 Status Sweep::ForEachCombination(size_t first, size_t count,
                                  const std::function<Status(const Combination&)>& fn) const {
   const bool may_leave_out = !exclude.empty() || skip_invalid;
   return Expand(*this, first, count, [&](const json& spec, const std::vector<size_t>& index) {
     if (may_leave_out && !LeftOut(spec, index).empty()) return Status::Ok();
-    ASSIGN_OR_RETURN(JobNeeds needs, NeedsOf(spec));
-    JobPlacement placement = PlacementOf(spec, needs);
-    return fn({spec.dump(), needs, placement.device, placement.Key()});
+    if (!versus) {
+      ASSIGN_OR_RETURN(JobNeeds needs, NeedsOf(spec));
+      JobPlacement placement = PlacementOf(spec, needs);
+      return fn(MakeCombination(spec, needs, placement));
+    }
+    ASSIGN_OR_RETURN(Combination pair, PairOf(spec));
+    return fn(pair);
   });
+}
+
+StatusOr<Combination> Sweep::PairOf(const json& spec) const {
+  const VersusSides sides = SidesOf(*versus, spec);
+  ASSIGN_OR_RETURN(JobNeeds needs_a, NeedsOf(sides.a));
+  ASSIGN_OR_RETURN(JobNeeds needs_b, NeedsOf(sides.b));
+  JobPlacement placement = PlacementOf(sides.a, needs_a);
+  const std::string pairing = ResolvePairing(*versus);
+  placement.versus_worker = needs_b.worker == needs_a.worker ? WorkerNeeds{} : needs_b.worker;
+  const json threads = sides.a.value("threads", json(1));
+  placement.versus_cpus =
+      pairing == "duet" ? DuetCpus(threads.is_number_integer() ? threads.get<int64_t>() : 1) : 0;
+  json pairing_json = versus->ToJson();
+  pairing_json["pairing"] = pairing;
+  Combination pair = MakeCombination(sides.a, needs_a, placement);
+  pair.versus_b_spec = sides.b.dump();
+  pair.versus_b_needs = needs_b;
+  pair.versus = std::move(pairing_json);
+  pair.versus_cpus = placement.versus_cpus;
+  return pair;
 }
 
 Status Sweep::CheckCombinations(size_t first, size_t count) {
   CombinationTally tally = checked;
+  // A job's objection to `spec`, or none; `needs` set when it has none.
+  auto objection = [&](const json& spec, StatusOr<JobNeeds>* needs) -> std::optional<JobSpecError> {
+    JobSpecError error;
+    if (!ParseJobConfig(spec, &error)) return error;
+    *needs = NeedsOf(spec);
+    if (needs->ok()) return std::nullopt;
+    // "<job field>: why" (NeedsOf names the job field at fault).
+    const std::string& message = needs->status().message();
+    const size_t colon = message.find(": ");
+    return JobSpecError{message.substr(0, colon),
+                        colon == std::string::npos ? message : message.substr(colon + 2)};
+  };
   Status status =
       Expand(*this, first, count, [&](const json& spec, const std::vector<size_t>& index) {
         ++tally.checked;
@@ -513,22 +576,29 @@ Status Sweep::CheckCombinations(size_t first, size_t count) {
           ++tally.excluded;
           return Status::Ok();
         }
-        JobSpecError error;
         StatusOr<JobNeeds> needs = InvalidArgument("unchecked");
-        bool valid = ParseJobConfig(spec, &error).has_value();
-        if (valid) {
-          needs = NeedsOf(spec);
-          if (!needs.ok()) {
-            // "<job field>: why" (NeedsOf names the job field at fault).
-            const std::string& message = needs.status().message();
-            const size_t colon = message.find(": ");
-            error = {message.substr(0, colon),
-                     colon == std::string::npos ? message : message.substr(colon + 2)};
-            valid = false;
+        std::string reason;
+        if (!versus) {
+          if (auto error = objection(spec, &needs)) reason = ErrorField(spec, index, *error);
+        } else {
+          // Each side by the job rules; a fault of the versus axis' value is versus's.
+          const VersusSides sides = SidesOf(*versus, spec);
+          StatusOr<JobNeeds> needs_b = InvalidArgument("unchecked");
+          for (int side = 0; side < 2 && reason.empty(); ++side) {
+            const json& one = side == 0 ? sides.a : sides.b;
+            auto error = objection(one, side == 0 ? &needs : &needs_b);
+            if (!error) continue;
+            const std::string arg =
+                versus->axis.rfind("models.", 0) == 0
+                    ? "model_args." + versus->axis.substr(versus->axis.find('.', 7) + 1)
+                    : versus->axis;
+            reason =
+                error->field.rfind(arg, 0) == 0
+                    ? "versus." + versus->axis + "[" + std::to_string(side) + "]: " + error->message
+                    : ErrorField(one, index, *error);
           }
         }
-        if (!valid) {
-          const std::string reason = ErrorField(spec, index, error);
+        if (!reason.empty()) {
           if (!skip_invalid) return InvalidArgument(reason);
           if (tally.invalid_listed.size() < CombinationTally::kListed) {
             tally.invalid_listed.push_back({{"job", spec}, {"reason", reason}});
@@ -536,8 +606,16 @@ Status Sweep::CheckCombinations(size_t first, size_t count) {
           ++tally.invalid;
           return Status::Ok();
         }
-        const JobPlacement placement = PlacementOf(spec, *needs);
-        ++tally.kept[placement.Key()];
+        JobPlacement placement = PlacementOf(spec, *needs);
+        if (versus) {
+          ASSIGN_OR_RETURN(const Combination pair, PairOf(spec));
+          placement = PlacementOf(pair.Spec(), pair.needs);
+          placement.versus_worker = pair.versus_b_needs.worker == pair.needs.worker
+                                        ? WorkerNeeds{}
+                                        : pair.versus_b_needs.worker;
+          placement.versus_cpus = pair.versus_cpus;
+        }
+        tally.kept[placement.Key()] += JobsPerCombination();
         tally.placements.emplace(placement.Key(), placement);
         tally.first_index.emplace(placement.Key(), index);
         return Status::Ok();
@@ -689,6 +767,21 @@ StatusOr<Sweep> ParseSweepShape(const json& document) {
   }
   // Checked with each combination (ParseJobConfig), as every job carries it.
   if (document.contains("search")) sweep.search = document["search"];
+  if (document.contains("slowdown")) {
+    const json& slowdown = document["slowdown"];
+    if (!slowdown.is_number() || !(slowdown.get<double>() >= 0) ||
+        !(slowdown.get<double>() <= kMaxSlowdown)) {
+      return InvalidArgument(
+          "slowdown: must be a number in [0, 1], the share of an iteration "
+          "of extra work each iteration does (0.05: 5% slower), got " +
+          slowdown.dump());
+    }
+    sweep.slowdown = slowdown.get<double>();
+  }
+  if (document.contains("versus")) {
+    ASSIGN_OR_RETURN(VersusSpec versus, ParseVersus(document));
+    sweep.versus = std::move(versus);
+  }
   if (document.contains("description") && !document["description"].is_string()) {
     return InvalidArgument("description: must be a string");
   }
@@ -776,8 +869,19 @@ static double ScenarioAllowanceSeconds(const Sweep& sweep) {
 
 double JobTimeoutSeconds(const Sweep& sweep) {
   if (sweep.timeout_s > 0) return sweep.timeout_s;
-  return kJobStartupAllowanceS + 2 * (sweep.timing.warmup_s + sweep.timing.max_time_s) +
-         (sweep.search.is_null() ? 0 : kMaxBatchSearchAllowanceS) + ScenarioAllowanceSeconds(sweep);
+  const double one = kJobStartupAllowanceS + 2 * (sweep.timing.warmup_s + sweep.timing.max_time_s) +
+                     (sweep.search.is_null() ? 0 : kMaxBatchSearchAllowanceS) +
+                     ScenarioAllowanceSeconds(sweep);
+  return sweep.versus ? 2 * one : one;
+}
+
+const std::vector<std::string>& MatrixAxisNames() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> out;
+    for (const auto& [key, fallback] : AxisDefaults()) out.push_back(key);
+    return out;
+  }();
+  return names;
 }
 
 }  // namespace benchfleet

@@ -12,6 +12,7 @@
 #include "common/job_needs.h"
 #include "common/job_spec.h"
 #include "common/status.h"
+#include "common/sweep_versus.h"
 
 namespace benchfleet {
 
@@ -31,8 +32,12 @@ struct JobPlacement {
   // inside one process (stage s on cuda:s).
   std::string device;
   WorkerNeeds worker;
-  // "cpu", "cuda:1", "cpu [torch 1.13, technique aoti]": what `pinned` and
-  // CombinationTally::kept are keyed by.
+  // A pair's (versus): what side B asks of a worker of the same agent, and the CPUs a
+  // duet needs there (0: none besides the job's own).
+  WorkerNeeds versus_worker;
+  int64_t versus_cpus = 0;
+  // "cpu", "cuda:1", "cpu [torch 1.13, technique aoti]", "cpu [torch 2.14] versus [torch
+  // 2.15]": what `pinned` and CombinationTally::kept are keyed by.
   std::string Key() const;
 };
 
@@ -44,6 +49,12 @@ struct Combination {
   std::string device;     // its placement's device (JobPlacement::device)
   std::string placement;  // its placement's key (JobPlacement::Key)
   json Spec() const { return json::parse(spec); }
+  // A sweep with `versus`: this is side A's job; side B's spec and needs, and the
+  // pairing (VersusSpec::ToJson, the pairing resolved) stored with side A.
+  std::string versus_b_spec;
+  JobNeeds versus_b_needs;
+  json versus;              // null: no pair
+  int64_t versus_cpus = 0;  // a duet's CPUs on one agent (DuetCpus); 0 otherwise
 };
 
 // How a sweep's results are judged against their series (docs/regressions.md): a
@@ -107,6 +118,12 @@ struct Sweep {
   int64_t default_processes = 1;
   // The sweep's `host_check`, copied into every job; empty: the jobs' default.
   std::string host_check;
+  // The sweep's `slowdown` (schemas/worker.md, Slowdown), copied into every job; 0: none.
+  double slowdown = 0;
+  // The sweep's `versus`: every combination a pair of jobs (sweep_versus.h).
+  std::optional<VersusSpec> versus;
+  // Jobs each kept combination makes: 2 with versus (its sides), else 1.
+  size_t JobsPerCombination() const { return versus ? 2 : 1; }
   double timeout_s = 0;  // per job; 0 = derived from timing
   json search;           // the sweep's "search", copied into every job; null: none
   int64_t seed = 0;
@@ -164,6 +181,9 @@ struct Sweep {
   // InvalidArgument when the job's device is not the one its package was compiled for.
   StatusOr<JobNeeds> NeedsOf(const json& spec) const;
   static JobPlacement PlacementOf(const json& spec, const JobNeeds& needs);
+  // With `versus`: the pair combination `spec` (the job without the versus axis) makes:
+  // side A's job, carrying side B's (SidesOf), their needs and the pairing.
+  StatusOr<Combination> PairOf(const json& spec) const;
   // All of them at once, for small sweeps and tests.
   std::vector<Combination> Combinations() const;
   json source;  // the sweep as written, normalised (stored with the sweep)
@@ -186,7 +206,11 @@ StatusOr<Sweep> ParseSweepText(const std::string& text);
 // validated as a sweep.
 StatusOr<json> ParseSweepJson(const std::string& text);
 
-// The per-job timeout in seconds: the sweep's own, or one derived from its timing.
+// The per-job timeout in seconds: the sweep's own, or one derived from its timing (a pair
+// runs its two sides in one hand-out: twice that).
 double JobTimeoutSeconds(const Sweep& sweep);
+
+// The matrix's axes, in expansion order (schemas/sweep.md, matrix).
+const std::vector<std::string>& MatrixAxisNames();
 
 }  // namespace benchfleet

@@ -1,5 +1,6 @@
 #include "common/worker_result.h"
 
+#include <algorithm>
 #include <set>
 #include <utility>
 
@@ -77,7 +78,52 @@ Status ParseRanks(const json& ranks, WorkerResult* out) {
   return Status::Ok();
 }
 
+// `versus`: {"pairing", "first", "b": side B's result, "groups"} (in_process also tells
+// the groups of blocks it timed).
+Status ParsePair(const json& versus, WorkerResult* out) {
+  if (!versus.is_object()) return InvalidArgument("result.versus: must be an object");
+  WorkerResult::Pair pair;
+  const json pairing = versus.value("pairing", json());
+  const std::vector<std::string>& known = KnownPairings();
+  if (!pairing.is_string() ||
+      std::find(known.begin(), known.end(), pairing.get<std::string>()) == known.end()) {
+    return InvalidArgument(
+        "result.versus.pairing: must be \"interleaved\", \"duet\" or "
+        "\"in_process\"");
+  }
+  pair.pairing = pairing.get<std::string>();
+  const json first = versus.value("first", json());
+  if (first != "a" && first != "b") {
+    return InvalidArgument("result.versus.first: must be \"a\" or \"b\"");
+  }
+  pair.first = first.get<std::string>();
+  if (const json* groups = FindPath(versus, "groups");
+      groups && !(groups->is_number_integer() && groups->get<int64_t>() >= 0)) {
+    return InvalidArgument("result.versus.groups: must be an integer >= 0");
+  }
+  const json* b = FindPath(versus, "b");
+  if (b == nullptr || !b->is_object()) {
+    return InvalidArgument("result.versus.b: must be side B's result, an object");
+  }
+  if (b->contains("versus")) return InvalidArgument("result.versus.b.versus: side B has no pair");
+  StatusOr<WorkerResult> parsed = ParseWorkerResult(*b);
+  if (!parsed.ok()) {
+    std::string message = parsed.status().message();
+    if (message.rfind("result", 0) == 0) message = "result.versus.b" + message.substr(6);
+    return InvalidArgument(message);
+  }
+  pair.b = std::make_shared<WorkerResult>(std::move(parsed).value());
+  pair.b_sent = *b;
+  out->versus = std::move(pair);
+  return Status::Ok();
+}
+
 }  // namespace
+
+const std::vector<std::string>& KnownPairings() {
+  static const std::vector<std::string> pairings = {"interleaved", "duet", "in_process"};
+  return pairings;
+}
 
 const char* GpuPeakField(const std::string& dtype) {
   for (const auto& [name, field] : kGpuPeakFields) {
@@ -143,10 +189,13 @@ StatusOr<WorkerResult> ParseWorkerResult(const json& result) {
   if (const json* ops = FindPath(result, "op_profile"); ops && !ops->is_null()) {
     ASSIGN_OR_RETURN(out.op_profile, ParseOpProfile(*ops, "result.op_profile"));
   }
+  if (const json* versus = FindPath(result, "versus"); versus && !versus->is_null())
+    RETURN_IF_ERROR(ParsePair(*versus, &out));
   out.detail = result;
   out.detail.erase("samples_ms");
-  out.detail.erase("ranks");       // kept per rank, in result_ranks
-  out.detail.erase("op_profile");  // kept per operator, in op_profile
+  out.detail.erase("ranks");                        // kept per rank, in result_ranks
+  out.detail.erase("op_profile");                   // kept per operator, in op_profile
+  if (out.versus) out.detail["versus"].erase("b");  // kept with side B's job
   return out;
 }
 

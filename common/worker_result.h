@@ -3,6 +3,7 @@
 // (common/result_fields.h); nothing past this point reads the raw JSON.
 #pragma once
 
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -48,8 +49,22 @@ struct WorkerResult {
   // A profiled job's top operators (`op_profile`, common/op_profile.h): the op_profile
   // table, not detail.
   std::vector<OpProfileRow> op_profile;
+  // Side A's result of a pair (`versus`, schemas/protocol.md, result): how the pair ran
+  // and side B's own result, parsed as any result is (and kept with side B's job, not in
+  // side A's detail).
+  struct Pair {
+    std::string pairing;  // KnownPairings()
+    std::string first;    // "a" or "b"
+    std::shared_ptr<WorkerResult> b;
+    nlohmann::json b_sent;  // side B's result as sent, its samples with it
+  };
+  std::optional<Pair> versus;
   nlohmann::json detail;  // the result minus samples_ms, kept as detail
 };
+
+// How the two sides of a pair run (schemas/sweep.md, Versus): "interleaved", "duet",
+// "in_process".
+const std::vector<std::string>& KnownPairings();
 
 // The GEMM peak of a GPU's calibration (benchfleet-gpu-calibrate's gpus[i],
 // docs/calibration.md) that a result of `dtype` on that GPU is read against:

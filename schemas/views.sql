@@ -148,17 +148,60 @@ WINDOW series AS (PARTITION BY sweep_id, host, device, model, model_args, mode, 
                   ORDER BY threads);
 
 -- bf16 / int8 against fp32 for the same configuration: speedup and accuracy delta.
+-- What the speedups of the comparison views below are read with (docs/results.md,
+-- Comparison views: Speedups with intervals). result_log_error: each result's standard
+-- error of log(median_ms) and the t factor of its 95% interval: across its processes
+-- (processes.log_se, processes.t975), else from its own 95% interval on the normal scale.
+-- A speedup of two results is paired where they ran as the two sides of a pair (a
+-- sweep's versus, versus_results: the pairs' own interval), unpaired otherwise:
+-- base / variant x exp(+- max(t) x sqrt(se_base^2 + se_variant^2)), the larger t of the
+-- two (fewer degrees of freedom than Welch's: the wider interval).
+CREATE VIEW result_log_error AS
+SELECT r.job_id,
+       coalesce(r.median_log_se,
+                CASE WHEN r.median_ci_low_ms > 0 AND r.median_ci_high_ms >= r.median_ci_low_ms
+                     THEN (ln(r.median_ci_high_ms) - ln(r.median_ci_low_ms)) / (2 * 1.959963984540054)
+                END) AS log_se,
+       coalesce(r.median_log_t975, 1.959963984540054) AS log_t
+FROM results r
+WHERE r.ok = 1;
+
+-- Each pair of results a versus ran, by job: side A, side B, and B over A with its interval.
+CREATE VIEW versus_pairs AS
+SELECT job_id AS a_job_id, b_job_id, ratio, ratio_ci_low, ratio_ci_high
+FROM versus_results
+WHERE ratio IS NOT NULL;
+
 CREATE VIEW dtype_comparison AS
 SELECT q.sweep_id, q.host, q.device, q.model, q.model_args, q.mode, q.batch_size, q.threads,
        q.dtype, f.median_ms AS fp32_median_ms, q.median_ms,
-       f.median_ms / q.median_ms AS speedup,
+       CASE WHEN pa.a_job_id IS NOT NULL THEN 1.0 / pa.ratio
+            WHEN pb.a_job_id IS NOT NULL THEN pb.ratio
+            ELSE f.median_ms / q.median_ms END AS speedup,
+       CASE WHEN pa.a_job_id IS NOT NULL THEN 1.0 / pa.ratio_ci_high
+            WHEN pb.a_job_id IS NOT NULL THEN pb.ratio_ci_low
+            ELSE f.median_ms / q.median_ms *
+                 exp(-max(eb.log_t, ev.log_t) * sqrt(eb.log_se * eb.log_se + ev.log_se * ev.log_se))
+       END AS speedup_ci_low,
+       CASE WHEN pa.a_job_id IS NOT NULL THEN 1.0 / pa.ratio_ci_low
+            WHEN pb.a_job_id IS NOT NULL THEN pb.ratio_ci_high
+            ELSE f.median_ms / q.median_ms *
+                 exp(max(eb.log_t, ev.log_t) * sqrt(eb.log_se * eb.log_se + ev.log_se * ev.log_se))
+       END AS speedup_ci_high,
+       CASE WHEN pa.a_job_id IS NOT NULL OR pb.a_job_id IS NOT NULL THEN 'paired'
+            WHEN eb.log_se IS NOT NULL AND ev.log_se IS NOT NULL THEN 'unpaired' END AS speedup_interval,
        q.max_abs_err, q.mean_abs_err, q.rel_err, q.top1_agreement,
-       q.peak_rss_mb - f.peak_rss_mb AS peak_rss_delta_mb
+       q.peak_rss_mb - f.peak_rss_mb AS peak_rss_delta_mb,
+       f.job_id AS fp32_job_id, q.job_id
 FROM result_summary q
 JOIN result_summary f
   ON f.sweep_id = q.sweep_id AND f.host = q.host AND f.device = q.device
  AND f.model = q.model AND f.model_args IS q.model_args AND f.mode = q.mode
  AND f.batch_size = q.batch_size AND f.threads = q.threads AND f.dtype = 'fp32'
+LEFT JOIN versus_pairs pa ON pa.a_job_id = f.job_id AND pa.b_job_id = q.job_id
+LEFT JOIN versus_pairs pb ON pb.a_job_id = q.job_id AND pb.b_job_id = f.job_id
+LEFT JOIN result_log_error eb ON eb.job_id = f.job_id
+LEFT JOIN result_log_error ev ON ev.job_id = q.job_id
 WHERE q.dtype <> 'fp32';
 
 -- The CPU-acceleration techniques, each against its baseline on the same configuration
@@ -175,7 +218,7 @@ WHERE q.dtype <> 'fp32';
 -- eager model, or the module as saved, on the same inputs).
 CREATE VIEW technique_comparison AS
 WITH r AS (
-  SELECT sweep_id, host, device, model, mode, dtype, batch_size, threads, median_ms,
+  SELECT sweep_id, host, device, model, mode, dtype, batch_size, threads, median_ms, job_id,
          median_ci_low_ms, median_ci_high_ms, max_abs_err, rel_err, top1_agreement, compile_s,
          coalesce(technique, 'eager') AS technique_run,
          coalesce(json_extract(model_args, '$.memory_format'), 'contiguous') AS memory_format,
@@ -197,12 +240,30 @@ SELECT v.sweep_id, v.host, v.device, v.model, v.other_args AS model_args, v.mode
        b.median_ms AS baseline_median_ms, b.median_ci_low_ms AS baseline_ci_low_ms,
        b.median_ci_high_ms AS baseline_ci_high_ms,
        v.median_ms, v.median_ci_low_ms, v.median_ci_high_ms,
-       b.median_ms / v.median_ms AS speedup,
-       v.max_abs_err, v.rel_err, v.top1_agreement, v.compile_s
+       CASE WHEN pa.a_job_id IS NOT NULL THEN 1.0 / pa.ratio
+            WHEN pb.a_job_id IS NOT NULL THEN pb.ratio
+            ELSE b.median_ms / v.median_ms END AS speedup,
+       CASE WHEN pa.a_job_id IS NOT NULL THEN 1.0 / pa.ratio_ci_high
+            WHEN pb.a_job_id IS NOT NULL THEN pb.ratio_ci_low
+            ELSE b.median_ms / v.median_ms *
+                 exp(-max(eb.log_t, ev.log_t) * sqrt(eb.log_se * eb.log_se + ev.log_se * ev.log_se))
+       END AS speedup_ci_low,
+       CASE WHEN pa.a_job_id IS NOT NULL THEN 1.0 / pa.ratio_ci_low
+            WHEN pb.a_job_id IS NOT NULL THEN pb.ratio_ci_high
+            ELSE b.median_ms / v.median_ms *
+                 exp(max(eb.log_t, ev.log_t) * sqrt(eb.log_se * eb.log_se + ev.log_se * ev.log_se))
+       END AS speedup_ci_high,
+       CASE WHEN pa.a_job_id IS NOT NULL OR pb.a_job_id IS NOT NULL THEN 'paired'
+            WHEN eb.log_se IS NOT NULL AND ev.log_se IS NOT NULL THEN 'unpaired' END AS speedup_interval,
+       v.max_abs_err, v.rel_err, v.top1_agreement, v.compile_s, b.job_id AS baseline_job_id, v.job_id
 FROM r v JOIN r b
   ON b.sweep_id = v.sweep_id AND b.host = v.host AND b.device = v.device AND b.model = v.model
  AND b.other_args = v.other_args AND b.mode = v.mode AND b.dtype = v.dtype
  AND b.batch_size = v.batch_size AND b.threads = v.threads AND b.torch = v.torch
+LEFT JOIN versus_pairs pa ON pa.a_job_id = b.job_id AND pa.b_job_id = v.job_id
+LEFT JOIN versus_pairs pb ON pb.a_job_id = v.job_id AND pb.b_job_id = b.job_id
+LEFT JOIN result_log_error eb ON eb.job_id = b.job_id
+LEFT JOIN result_log_error ev ON ev.job_id = v.job_id
 WHERE (v.model = 'cnn' AND v.memory_format = 'channels_last' AND b.memory_format = 'contiguous'
        AND v.technique_run = b.technique_run)
    OR (v.model = 'torchscript' AND v.jit IN ('freeze', 'optimize') AND b.jit = 'none'
@@ -217,7 +278,11 @@ WHERE (v.model = 'cnn' AND v.memory_format = 'channels_last' AND b.memory_format
 -- of that configuration, the baseline.
 --   torch, base_torch  runtime.torch_version of each side ("2.15.0", "1.13.0")
 --   speedup            base_median_ms / median_ms: above 1, the newer torch is faster
---   differs            1 when the two medians' 95% intervals do not overlap
+--                      (paired: the pairs' own estimate), with its 95% interval
+--                      speedup_ci_low, speedup_ci_high, and speedup_interval saying how it
+--                      was made: paired (the two ran as a versus' pairs) or unpaired
+--   differs            1 when the speedup's interval excludes 1 (0 when it holds 1; NULL
+--                      without an interval)
 CREATE VIEW torch_comparison AS
 WITH r AS (
   SELECT sweep_id, host, device, model, model_args, mode, dtype, batch_size, threads,
@@ -240,23 +305,48 @@ base AS (
                            AND o.mode = b.mode AND o.dtype = b.dtype AND o.batch_size = b.batch_size
                            AND o.threads = b.threads AND o.interop_threads = b.interop_threads
                            AND o.onednn = b.onednn AND o.technique = b.technique)
-)
+),
+compared AS (
 SELECT v.sweep_id, v.host, v.device, v.model, v.model_args, v.mode, v.dtype, v.batch_size,
        v.threads, v.technique,
        b.torch AS base_torch, b.median_ms AS base_median_ms, b.median_ci_low_ms AS base_ci_low_ms,
        b.median_ci_high_ms AS base_ci_high_ms,
        v.torch, v.median_ms, v.median_ci_low_ms, v.median_ci_high_ms,
-       b.median_ms / v.median_ms AS speedup,
-       CASE WHEN v.median_ci_low_ms IS NULL OR b.median_ci_low_ms IS NULL THEN NULL
-            ELSE (v.median_ci_low_ms > b.median_ci_high_ms OR b.median_ci_low_ms > v.median_ci_high_ms)
-       END AS differs,
+       CASE WHEN pa.a_job_id IS NOT NULL THEN 1.0 / pa.ratio
+            WHEN pb.a_job_id IS NOT NULL THEN pb.ratio
+            ELSE b.median_ms / v.median_ms END AS speedup,
+       CASE WHEN pa.a_job_id IS NOT NULL THEN 1.0 / pa.ratio_ci_high
+            WHEN pb.a_job_id IS NOT NULL THEN pb.ratio_ci_low
+            ELSE b.median_ms / v.median_ms *
+                 exp(-max(eb.log_t, ev.log_t) * sqrt(eb.log_se * eb.log_se + ev.log_se * ev.log_se))
+       END AS speedup_ci_low,
+       CASE WHEN pa.a_job_id IS NOT NULL THEN 1.0 / pa.ratio_ci_low
+            WHEN pb.a_job_id IS NOT NULL THEN pb.ratio_ci_high
+            ELSE b.median_ms / v.median_ms *
+                 exp(max(eb.log_t, ev.log_t) * sqrt(eb.log_se * eb.log_se + ev.log_se * ev.log_se))
+       END AS speedup_ci_high,
+       CASE WHEN pa.a_job_id IS NOT NULL OR pb.a_job_id IS NOT NULL THEN 'paired'
+            WHEN eb.log_se IS NOT NULL AND ev.log_se IS NOT NULL THEN 'unpaired' END AS speedup_interval,
        b.noisy AS base_noisy, v.noisy, b.job_id AS base_job_id, v.job_id
 FROM r v JOIN base b
   ON b.sweep_id = v.sweep_id AND b.host = v.host AND b.device = v.device AND b.model = v.model
  AND b.model_args IS v.model_args AND b.mode = v.mode AND b.dtype = v.dtype
  AND b.batch_size = v.batch_size AND b.threads = v.threads AND b.interop_threads = v.interop_threads
  AND b.onednn = v.onednn AND b.technique = v.technique
-WHERE v.torch_order > b.torch_order;
+LEFT JOIN versus_pairs pa ON pa.a_job_id = b.job_id AND pa.b_job_id = v.job_id
+LEFT JOIN versus_pairs pb ON pb.a_job_id = v.job_id AND pb.b_job_id = b.job_id
+LEFT JOIN result_log_error eb ON eb.job_id = b.job_id
+LEFT JOIN result_log_error ev ON ev.job_id = v.job_id
+WHERE v.torch_order > b.torch_order
+)
+SELECT sweep_id, host, device, model, model_args, mode, dtype, batch_size, threads, technique,
+       base_torch, base_median_ms, base_ci_low_ms, base_ci_high_ms,
+       torch, median_ms, median_ci_low_ms, median_ci_high_ms,
+       speedup, speedup_ci_low, speedup_ci_high, speedup_interval,
+       CASE WHEN speedup_ci_low IS NULL OR speedup_ci_high IS NULL THEN NULL
+            ELSE (speedup_ci_low > 1 OR speedup_ci_high < 1) END AS differs,
+       base_noisy, noisy, base_job_id, job_id
+FROM compared;
 
 -- Pruning (the job's `prune`, schemas/worker.md, Pruning) against the unpruned model: each
 -- pruned result beside the result of the same sweep, host and configuration (device,
@@ -526,11 +616,34 @@ SELECT g.regression_id, g.detected_at AS first_seen_at, g.sweep_id AS first_seen
        g.median_ci_high_ms, g.rerun_median_ms,
        g.baseline_median_ms, g.baseline_mad_ms, g.baseline_n, g.baseline_from, g.baseline_to,
        g.z, g.reruns, g.job_id, r.sweep_id, g.series,
-       round(g.host_pace_change * 100, 1) AS host_pace_change_pct
+       round(g.host_pace_change * 100, 1) AS host_pace_change_pct,
+       round(g.detectable_change * 100, 1) AS detectable_change_pct
 FROM regressions g
 JOIN results r ON r.job_id = g.job_id
 JOIN hosts h ON h.host_id = g.host_id
 WHERE g.state = 'confirmed';
+
+-- Paired comparisons (schemas/sweep.md, Versus): one row per pair of jobs whose pairs are
+-- done (or failed): the configuration (side A's), the axis and each side's value, each
+-- side's median with its interval across its pairs' processes, and B over A from the
+-- pairs (docs/results.md, Versus): ratio with its 95% interval, the verdict (change:
+-- slower, faster, unchanged or failed), the smallest change it could have detected, and
+-- why the pairs stopped where they did.
+CREATE VIEW versus_comparison AS
+SELECT s.name AS sweep, v.sweep_id, h.name AS host, a.device, a.model, a.model_args, a.mode,
+       a.dtype, a.batch_size, a.threads, v.axis, v.a_value, v.b_value, v.pairing, v.pairs,
+       a.median_ms AS a_median_ms, a.median_ci_low_ms AS a_ci_low_ms,
+       a.median_ci_high_ms AS a_ci_high_ms,
+       b.median_ms AS b_median_ms, b.median_ci_low_ms AS b_ci_low_ms,
+       b.median_ci_high_ms AS b_ci_high_ms,
+       v.ratio, v.ratio_ci_low, v.ratio_ci_high, v.p, v.change, v.min_change, v.detectable,
+       v.precision_target, v.precision_reached, v.stopped, v.why, v.method,
+       v.job_id AS a_job_id, v.b_job_id, v.decided_at
+FROM versus_results v
+JOIN sweeps s ON s.sweep_id = v.sweep_id
+LEFT JOIN hosts h ON h.host_id = v.host_id
+LEFT JOIN results a ON a.job_id = v.job_id
+LEFT JOIN results b ON b.job_id = v.b_job_id;
 
 -- The history people read: every slot's outcome with its sweep and how that sweep went.
 CREATE VIEW schedule_history AS

@@ -26,6 +26,7 @@
 #include "worker/measure/clock.h"
 #include "worker/measure/device_memory.h"
 #include "worker/measure/energy.h"
+#include "worker/measure/extra_work.h"
 #include "worker/measure/flops.h"
 #include "worker/measure/gpu_telemetry.h"
 #include "worker/measure/host_load.h"
@@ -40,6 +41,8 @@
 #include "worker/parallel/pipeline.h"
 #include "worker/parallel/replicas.h"
 #include "worker/serving_job.h"
+#include "worker/timed_result.h"
+#include "worker/versus_job.h"
 
 namespace benchfleet::worker {
 namespace {
@@ -70,88 +73,6 @@ JobOutcome Fail(json result, ExitCode code, const std::string& error) {
   return {std::move(result), code};
 }
 
-json OptionalNumber(const std::optional<double>& value) {
-  return value ? json(*value) : json(nullptr);
-}
-
-json StatsJson(const SampleStats& s, const Measurement& m) {
-  json discarded_median = nullptr;
-  if (!m.discarded_samples_ms.empty()) {
-    std::vector<double> sorted = m.discarded_samples_ms;
-    std::sort(sorted.begin(), sorted.end());
-    discarded_median = Quantile(sorted, 0.5);
-  }
-  return {{"n", s.n},
-          {"median_ms", s.median_ms},
-          {"mean_ms", s.mean_ms},
-          {"stdev_ms", s.stdev_ms},
-          {"min_ms", s.min_ms},
-          {"max_ms", s.max_ms},
-          {"p90_ms", s.p90_ms},
-          {"p99_ms", s.p99_ms},
-          {"q1_ms", s.q1_ms},
-          {"q3_ms", s.q3_ms},
-          {"iqr_ms", s.iqr_ms},
-          {"median_ci_low_ms", OptionalNumber(s.median_ci_low_ms)},
-          {"median_ci_high_ms", OptionalNumber(s.median_ci_high_ms)},
-          {"p99_ci_low_ms", OptionalNumber(s.p99_ci_low_ms)},
-          {"p99_ci_high_ms", OptionalNumber(s.p99_ci_high_ms)},
-          {"median_ci_relative", OptionalNumber(s.median_ci_relative)},
-          {"effective_n", s.effective_n},
-          // Imprecise (the interval still wider than target_ci), or never settled: not a
-          // result to compare against.
-          {"noisy", s.noisy || m.unsteady},
-          {"unsteady", m.unsteady},
-          {"discarded_samples", m.discarded_samples_ms.size()},
-          {"discarded_median_ms", discarded_median},
-          {"iters_per_sample", m.iters_per_sample},
-          {"timed_s", m.timed_s},
-          {"warmup_s", m.warmup_s}};
-}
-
-// The measurement budget in the sampler's terms.
-TimingOptions ToTimingOptions(const TimingSpec& t, bool gpu) {
-  return {t.warmup_s, t.min_time_s, t.max_time_s, t.target_ci,
-          gpu ? kMinGpuBlockSeconds : kMinBlockSeconds};
-}
-
-// A job whose effective parallelism is further than this (relative) from the
-// threads it asked for did not get the CPUs it asked for, or could not use them.
-constexpr double kThreadsMismatchTolerance = 0.25;
-
-// Why effective_threads is off `spec.threads` (beyond kThreadsMismatchTolerance), as far
-// as the process can tell, most specific cause first.
-std::string ThreadsMismatchReason(const Measurement& m, const JobSpec& spec, std::size_t cpus) {
-  const auto threads = static_cast<double>(spec.threads);
-  const std::string effective = json(std::round(m.effective_threads * 100) / 100).dump();
-  const std::string asked =
-      std::to_string(spec.threads) + " thread" + (spec.threads == 1 ? "" : "s");
-  if (cpus > 0 && cpus < static_cast<std::size_t>(spec.threads)) {
-    return "effective " + effective + " of " + asked + ": the process may run on " +
-           std::to_string(cpus) + " CPUs only (its affinity)";
-  }
-  if (m.effective_threads > threads) {
-    return "effective " + effective + " of " + asked +
-           ": threads beyond the intra-op pool used CPU time too (a BLAS pool of its own "
-           "beside OpenMP's, inter-op threads)";
-  }
-  if (m.host_load && m.host_load->disturbed) {
-    return "effective " + effective + " of " + asked + ": the rest of the host kept " +
-           json(std::round(m.host_load->busy_cpus * 100) / 100).dump() +
-           " CPUs busy meanwhile, or the hypervisor took " +
-           json(std::round(m.host_load->steal_fraction * 1000) / 10).dump() + "% of the time";
-  }
-  if (spec.omp_wait_policy == "passive") {
-    return "effective " + effective + " of " + asked +
-           ": under omp_wait_policy passive idle OpenMP threads sleep as soon as a parallel "
-           "region ends, so the serial parts between regions and each wake-up run on one "
-           "thread";
-  }
-  return "effective " + effective + " of " + asked +
-         ": the workload keeps fewer threads busy than it has (serial parts between its "
-         "parallel regions)";
-}
-
 JobOutcome RunValidJob(JobSpec spec, json result) {
   if (std::string error = CheckTorch(spec.torch); !error.empty()) {
     return Fail(std::move(result), kExitRejected, error);
@@ -174,11 +95,13 @@ JobOutcome RunValidJob(JobSpec spec, json result) {
   if (std::string error = ApplyThreadSettings(spec.threads, spec.interop_threads); !error.empty()) {
     return Fail(std::move(result), kExitRejected, error);
   }
-  const bool quantized = spec.dtype == "int8";
+  const bool quantized = spec.dtype == "int8" || (spec.versus_b && spec.versus_b->dtype == "int8");
   if (std::string error = ApplyBackendSettings(spec.onednn, quantized); !error.empty()) {
     return Fail(std::move(result), kExitRejected, error);
   }
   ApplyCudaMath(/*allow_tf32=*/false);  // PrepareWorkload allows it for dtype "tf32"
+  // Side A of an in-process pair (schemas/worker.md, Versus): both sides in this process.
+  if (spec.versus_b) return RunInProcessPair(spec, std::move(result));
   // search.max_batch: find the largest batch that fits, then time it as any job; the
   // result still echoes the batch_size the job asked for (where the search started).
   const std::int64_t asked_batch = spec.batch_size;
@@ -193,7 +116,7 @@ JobOutcome RunValidJob(JobSpec spec, json result) {
   const std::optional<double> rss_before = ResidentSetMiB();
   const auto build_start = std::chrono::steady_clock::now();
   const bool pipeline = spec.parallel && spec.parallel->kind == "pipeline";
-  const PreparedWorkload workload =
+  PreparedWorkload workload =
       collective ? PrepareCollective(spec)
       : pipeline
           ? (spec.parallel->in_process ? PrepareInProcessPipeline(spec) : PreparePipeline(spec))
@@ -201,16 +124,31 @@ JobOutcome RunValidJob(JobSpec spec, json result) {
                       : PrepareWorkload(spec);
   const double model_build_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - build_start).count();
+  // A dialled slowdown (schemas/worker.md, Slowdown): sized from the built model's own
+  // iteration, then part of every iteration timed.
+  json slowdown = nullptr;
+  double slowdown_calibration_s = 0;
+  if (spec.slowdown > 0) {
+    const auto calibration_start = std::chrono::steady_clock::now();
+    const ExtraWork extra =
+        ExtraWork::Calibrate(workload.iteration, workload.block_end, spec.slowdown, SystemClock());
+    workload.iteration = extra.Wrap(std::move(workload.iteration));
+    slowdown = extra.Report();
+    slowdown_calibration_s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - calibration_start).count();
+  }
   std::unique_ptr<GpuTelemetry> telemetry;
   std::string telemetry_note = "not a GPU job";
   if (gpu) {
     telemetry = GpuTelemetry::Open(CudaIndex(spec.device), &telemetry_note);
     if (telemetry) telemetry->Start();
   }
-  // Copies of one job start timing together (schemas/worker.md, Replicas).
-  if (spec.replica) {
-    MarkReplica(*spec.replica, "ready");
-    if (std::string why = WaitForReplicas(*spec.replica, "ready"); !why.empty()) {
+  // Copies of one job start timing together (schemas/worker.md, Replicas), and so do
+  // the two sides of a duet (Duet).
+  const std::optional<ReplicaSpec>& together = spec.replica ? spec.replica : spec.duet;
+  if (together) {
+    MarkReplica(*together, "ready");
+    if (std::string why = WaitForReplicas(*together, "ready"); !why.empty()) {
       return Fail(std::move(result), kExitInternal, why);
     }
   }
@@ -237,6 +175,13 @@ JobOutcome RunValidJob(JobSpec spec, json result) {
   const std::optional<double> age_at_end = ProcessAgeSeconds();
   const json telemetry_summary = telemetry ? telemetry->Stop() : json(nullptr);
   json replica = nullptr;
+  if (spec.duet) {
+    // The other side keeps its load on until this one is done, and this one until it is.
+    MarkReplica(*spec.duet, "done");
+    if (std::string why = WaitForReplicas(*spec.duet, "done", workload.iteration); !why.empty()) {
+      return Fail(std::move(result), kExitInternal, why);
+    }
+  }
   if (spec.replica) {
     // steady_clock is CLOCK_MONOTONIC: one origin for every process of the host.
     const double timed_to_s =
@@ -277,7 +222,6 @@ JobOutcome RunValidJob(JobSpec spec, json result) {
                                                          workload.block_end, &device_memory_note);
     if (step) step_peak_alloc_mb = *step;
   }
-  const std::optional<double> flops = FlopsPerSample(spec);
   // single_stream and server: the offline figures above are one batch's service time;
   // the scenario's own run follows, and an invalid one is no result.
   json serving = nullptr;
@@ -290,54 +234,25 @@ JobOutcome RunValidJob(JobSpec spec, json result) {
     serving = std::move(scenario.serving);
   }
 
-  result["ok"] = true;
-  result["job_id"] = spec.job_id;
-  result["attempt"] = spec.attempt;
-  result["device"] = spec.device;
-  result["model"] = spec.model;
-  result["mode"] = spec.mode;
-  result["dtype"] = spec.dtype;
-  result["batch_size"] = asked_batch;
+  TimedWorkload timed;
+  timed.spec = &spec;
+  timed.workload = &workload;
+  timed.measurement = &m;
+  timed.stats = &stats;
+  timed.asked_batch = asked_batch;
+  timed.model_build_s = model_build_s;
+  timed.rss_before_mb = rss_before;
+  timed.age_at_end_s = age_at_end;
+  timed.not_startup_s = slowdown_calibration_s;
+  timed.step_peak_alloc_mb = step_peak_alloc_mb;
+  timed.slowdown = slowdown;
+  FillTimedResult(timed, &result);
   if (searched) result["search"] = searched->Json();
   if (!replica.is_null()) result["replica"] = std::move(replica);
   if (!serving.is_null()) {
     result["scenario"] = spec.scenario;
     result["serving"] = std::move(serving);
   }
-  result["threads"] = spec.threads;
-  result["interop_threads"] = spec.interop_threads;
-  result["stats"] = StatsJson(stats, m);
-  result["samples_ms"] = m.samples_ms;
-  result["throughput_per_s"] = static_cast<double>(spec.batch_size) * 1e3 / stats.median_ms;
-  result["flops_per_sample"] = flops ? json(*flops) : json(nullptr);
-  result["gflops"] =
-      flops ? json(*flops * static_cast<double>(spec.batch_size) / (stats.median_ms * 1e6))
-            : json(nullptr);
-  result["effective_threads"] = m.effective_threads;
-  // Who else used the host while this was timed: the usual reason for noise.
-  result["host_busy_cpus"] = m.host_load ? json(m.host_load->busy_cpus) : json(nullptr);
-  result["steal_fraction"] = m.host_load ? json(m.host_load->steal_fraction) : json(nullptr);
-  result["disturbed"] = m.host_load ? json(m.host_load->disturbed) : json(nullptr);
-  // On a GPU the CPU threads mostly wait for kernels, and a collective's work is done
-  // by Gloo's threads: their count says nothing.
-  const bool threads_say_nothing = gpu || collective || spec.parallel;
-  const bool mismatch = std::abs(m.effective_threads / static_cast<double>(spec.threads) - 1) >
-                        kThreadsMismatchTolerance;
-  result["threads_mismatch"] = threads_say_nothing ? json(nullptr) : json(mismatch);
-  // Idle OpenMP threads that spin burn CPU time without working, so a job whose
-  // parallel regions leave gaps still shows about `threads` effective threads.
-  const bool spin = spec.threads > 1 && spec.omp_wait_policy != "passive";
-  result["effective_threads_includes_spin"] = threads_say_nothing ? json(nullptr) : json(spin);
-  result["threads_mismatch_reason"] =
-      threads_say_nothing || !mismatch ? json(nullptr)
-                                       : json(ThreadsMismatchReason(m, spec, AllowedCpus().size()));
-  result["rss_before_model_mb"] = rss_before ? json(*rss_before) : json(nullptr);
-  result["param_bytes"] = workload.param_bytes;
-  result["model_build_s"] = model_build_s;
-  result["startup_s"] =
-      age_at_end ? json(std::max(0.0, *age_at_end - m.timed_s - model_build_s)) : json(nullptr);
-  result["accuracy"] = workload.accuracy;
-  result["step_peak_alloc_mb"] = step_peak_alloc_mb;
   if (spec.profile) {
     result["profile_iterations"] = profile_iterations;
     result["profile_time"] = ProfileTimeName(gpu ? ProfileTime::kDevice : ProfileTime::kCpu);
@@ -354,7 +269,6 @@ JobOutcome RunValidJob(JobSpec spec, json result) {
   result["energy"] =
       energy.Report(static_cast<double>(m.timed_iterations * spec.batch_size), m.timed_s);
   if (!telemetry) result["gpu_telemetry_note"] = telemetry_note;
-  result["runtime"] = RuntimeInfo(quantized, gpu);
   if (spec.distributed) {
     const DistributedSpec& d = *spec.distributed;
     result["distributed"] = {{"rank", d.rank},

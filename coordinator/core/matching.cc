@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "common/cpu_list.h"
 #include "common/thread_placement.h"
 
 namespace benchfleet {
@@ -46,6 +47,17 @@ bool AgentMatches(const json& select, const AgentDescription& agent) {
   }
   if (!PickWorker(caps.Workers(), WorkerNeedsOfSelect(select))) return false;
   if (!CanPlaceThreads(select, agent)) return false;
+  if (const auto versus = select.find(kVersusSelectKey);
+      versus != select.end() && versus->is_object()) {
+    if (!PickWorker(caps.Workers(), WorkerNeedsOfSelect(*versus))) return false;
+    // An agent that did not say its CPUs is taken to have them, and refuses the duet itself.
+    const json cpus = versus->value("cpus", json(0));
+    const StatusOr<std::vector<int>> has = ParseCpuList(caps.cpus);
+    if (cpus.is_number_integer() && cpus.get<int64_t>() > 0 && has.ok() && !has->empty() &&
+        static_cast<int64_t>(has->size()) < cpus.get<int64_t>()) {
+      return false;
+    }
+  }
   if (select.contains("gpu_model")) {
     const std::string wanted = Text(select, "gpu_model");
     if (std::none_of(caps.gpus.begin(), caps.gpus.end(), [&](const GpuInfo& gpu) {
@@ -88,6 +100,14 @@ json SelectWithWorker(const json& select, const WorkerNeeds& worker) {
   if (!worker.torch.empty()) out["torch"] = worker.torch;
   if (!worker.torch_min.empty()) out["torch_min"] = worker.torch_min;
   if (!worker.technique.empty()) out["technique"] = worker.technique;
+  return out;
+}
+
+json SelectWithVersus(const json& select, const WorkerNeeds& side_b, int64_t duet_cpus) {
+  json out = select.is_object() ? select : json::object();
+  json versus = SelectWithWorker(json::object(), side_b);
+  if (duet_cpus > 0) versus["cpus"] = duet_cpus;
+  out[kVersusSelectKey] = std::move(versus);
   return out;
 }
 

@@ -51,6 +51,12 @@ json SelectWithThreadPlacement(const json& select, const json& spec);
 json SelectWithWorker(const json& select, const WorkerNeeds& worker);
 // What a requirement's select asks of the worker.
 WorkerNeeds WorkerNeedsOfSelect(const json& select);
+// `select` of the side A of a pair (schemas/sweep.md, Versus), under the key "versus":
+// what side B asks of a worker of the same agent (WorkerNeeds, empty when side A's worker
+// runs both) and the CPUs a duet needs on it (0: none beyond side A's). An agent matches
+// only when it has a worker for each side and, for a duet, that many CPUs.
+inline constexpr const char* kVersusSelectKey = "versus";
+json SelectWithVersus(const json& select, const WorkerNeeds& side_b, int64_t duet_cpus);
 
 // GPUs a device string needs: 0 for "cpu" (or empty), N + 1 for "cuda:N" ("cuda" is
 // cuda:0).

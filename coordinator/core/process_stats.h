@@ -5,21 +5,25 @@
 // acceptor calls these.
 //
 // The model is Kalibera and Jones' two levels of random effects ("Rigorous Benchmarking
-// in Reasonable Time", ISMM 2013): process i's median m_i = mu + b_i + e_i, b_i the
-// process's own bias (memory layout, where its threads landed, the host's pace while it
-// ran) with variance S2^2, e_i its sampling error, whose variance its own interval
-// gives. The estimate is the mean of the K medians, s their standard deviation (both
-// levels in it). Its interval answers "what will a repeat run give?": the 95%
-// prediction interval of the mean of a repeat run of K processes on that host,
-// mean +- t(K-1) * s * sqrt(1/K + 1/K), the estimate's own uncertainty and the repeat's.
-// (The confidence interval of the mean, +- t s / sqrt(K), covers another run's mean
-// only about 83-88% of the time: it leaves out the repeat's own spread.)
+// in Reasonable Time", ISMM 2013), on the log scale, since a process's pace multiplies
+// its times: log m_i = log mu + b_i + e_i for process i's median m_i, b_i the process's
+// own bias (where its threads landed, the host's pace while it ran, its memory layout)
+// with variance S2^2, e_i its sampling error, whose variance its own interval gives. The
+// estimate is the geometric mean of the K medians, s the standard deviation of their
+// logs (both levels in it). Its interval answers "what will a repeat run give?": the 95%
+// prediction interval of the geometric mean of a repeat run of K processes on that host,
+// exp(mean log +- t(K-1) * s * sqrt(1/K + 1/K)), the estimate's own uncertainty and the
+// repeat's; on that scale it never reaches 0 ms, however the processes spread. (The
+// confidence interval of the mean, +- t s / sqrt(K), covers another run's mean only
+// about 83-88% of the time: it leaves out the repeat's own spread.)
 #pragma once
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <vector>
+
+#include "common/ratio_interval.h"
 
 namespace benchfleet {
 
@@ -35,16 +39,15 @@ struct ProcessFigures {
 // The processes together.
 struct AcrossProcesses {
   int64_t count = 0;
-  double mean_ms = 0;                           // the estimate: the mean of the medians
+  double mean_ms = 0;                           // the estimate: the geometric mean of the medians
   std::optional<double> ci_low_ms, ci_high_ms;  // where a repeat run lands (count >= 2)
-  double sd_between_ms = 0;                     // S2: between processes, sampling error removed
-  std::optional<double> sd_within_ms;           // S1 of a median: within one process
-  size_t representative = 0;                    // the process whose median is nearest the mean
-  double relative_half_width() const;           // of the interval, / mean; +inf without one
+  // S2: between processes, sampling error removed, in ms (the relative spread on the log
+  // scale times the estimate)
+  double sd_between_ms = 0;
+  std::optional<double> sd_within_ms;  // S1 of a median: within one process
+  size_t representative = 0;           // the process whose median is nearest the mean
+  double relative_half_width() const;  // of the interval, / mean; +inf without one
 };
-
-// The upper 97.5% point of Student's t with `df` degrees of freedom (df >= 1).
-double StudentT975(int64_t df);
 
 // Summarizes `processes` (at least one).
 AcrossProcesses Summarize(const std::vector<ProcessFigures>& processes);

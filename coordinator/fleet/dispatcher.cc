@@ -262,6 +262,16 @@ Dispatcher::Offer Dispatcher::HandOut(Agent& agent, const QueuedJob& job,
   offer.needs = job.needs;
   offer.timeout_s = job.timeout_s;
   offer.gang = gang;
+  // Side A of a pair brings side B and how this pair runs (schemas/sweep.md, Versus).
+  if (!job.versus.empty()) {
+    auto pair = ctx_.store.pairs().NextPair(job);
+    if (!pair.ok()) {
+      ++ctx_.counters.store_errors;
+      LOG_ERROR("cannot offer job " << job.job_id << "'s pair: " << pair.status().message());
+    } else {
+      offer.versus = std::move(pair).value();
+    }
+  }
   LOG_DEBUG("job " << job.job_id << " attempt " << *attempt << " -> " << agent.description.name);
   return SendOffer(agent, offer, lease);
 }

@@ -5,6 +5,7 @@
 #include <tuple>
 
 #include "common/client_replies.h"
+#include "common/cpu_list.h"
 #include "common/log.h"
 #include "common/model_files.h"
 #include "common/thread_placement.h"
@@ -248,6 +249,38 @@ Status SweepIntake::CheckThreadPlacements(const Sweep& sweep) const {
   return Status::Ok();
 }
 
+Status SweepIntake::CheckPair(const Sweep& sweep, const JobPlacement& placement,
+                              JobRequirement* requirement) const {
+  const VersusSpec& versus = *sweep.versus;
+  if (!placement.versus_worker.empty()) {
+    Status side_b = CheckWorkers(sweep, placement.Key(), placement.versus_worker);
+    if (!side_b.ok()) {
+      // The fault is side B's value, whatever field the worker check names.
+      const std::string& message = side_b.message();
+      const size_t colon = message.find(": ");
+      return FailedPrecondition("versus." + versus.axis + "[1]: side B " +
+                                (colon == std::string::npos ? message : message.substr(colon + 2)));
+    }
+  }
+  requirement->select =
+      SelectWithVersus(requirement->select, placement.versus_worker, placement.versus_cpus);
+  if (placement.versus_cpus == 0) return Status::Ok();
+  // A duet runs both sides at once on disjoint CPUs of one agent.
+  size_t most = 0;
+  for (Agent* agent : ctx_.registry.All()) {
+    if (AgentCanRun(*requirement, agent->description)) return Status::Ok();
+    const StatusOr<std::vector<int>> cpus = ParseCpuList(agent->description.capabilities.cpus);
+    if (cpus.ok()) most = std::max(most, cpus->size());
+  }
+  return FailedPrecondition(
+      "versus.pairing: a duet runs both sides at once, " + std::to_string(placement.versus_cpus) +
+      " CPUs on one agent; no registered agent that runs the sweep's jobs has them (the most an "
+      "agent runs jobs on: " +
+      std::to_string(most) +
+      "); pair them interleaved; nothing was "
+      "enqueued");
+}
+
 // Every placement of the sweep's jobs must be one some worker of the fleet can run, or
 // its jobs would wait for ever. Placement "each": every combination on every matching
 // agent that can run its placement (a cuda:1 combination only where the worker sees two
@@ -258,10 +291,11 @@ StatusOr<PinnedAgents> SweepIntake::PinAgents(const Sweep& sweep) {
   for (const JobPlacement& placement : sweep.Placements()) {
     if (!placement.worker.empty())
       RETURN_IF_ERROR(CheckWorkers(sweep, placement.Key(), placement.worker));
-    if (sweep.placement != Placement::kEach) continue;
     JobRequirement requirement;
     requirement.select = SelectWithWorker(sweep.select, placement.worker);
     requirement.device = placement.device;
+    if (sweep.versus) RETURN_IF_ERROR(CheckPair(sweep, placement, &requirement));
+    if (sweep.placement != Placement::kEach) continue;
     std::vector<std::string> hosts;
     for (Agent* agent : ctx_.registry.All()) {
       if (AgentCanRun(requirement, agent->description)) hosts.push_back(agent->description.name);

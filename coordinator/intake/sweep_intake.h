@@ -69,6 +69,11 @@ class SweepIntake : public RoundParticipant {
   // An error naming the sweep field and the torch versions the fleet has when no worker
   // of any registered agent satisfies `needs` (of placement `key`).
   Status CheckWorkers(const Sweep& sweep, const std::string& key, const WorkerNeeds& needs) const;
+  // A pair's placement (the sweep's versus): side B's worker must be in the fleet and a
+  // duet's CPUs on some agent that runs the sweep's jobs (errors name versus.AXIS[1] and
+  // versus.pairing); `requirement` gains what the pair asks of one agent (SelectWithVersus).
+  Status CheckPair(const Sweep& sweep, const JobPlacement& placement,
+                   JobRequirement* requirement) const;
   // An error naming matrix.thread_placement[i] when a combination asks for a placement
   // that no registered agent able to run it can give (spread on one core), by the rule
   // the agent places by (common/thread_placement.h).

@@ -86,19 +86,26 @@ TEST_F(ProcessesTest, AJobRunsInItsProcessesInterleavedWithTheOthersAndItsInterv
       "within_ci_high_ms, between_process_sd_ms, throughput_per_s, batch_size, attempt FROM "
       "results ORDER BY job_id");
   ASSERT_EQ(rows.size(), 4u);
+  // The geometric mean of 1, 1.1 and 0.9, and the spread of their logs.
+  const double logs[] = {0, std::log(1.1), std::log(0.9)};
+  const double mean_log = (logs[0] + logs[1] + logs[2]) / 3;
+  double squares = 0;
+  for (double l : logs) squares += (l - mean_log) * (l - mean_log);
+  const double sd_log = std::sqrt(squares / 2);
   for (const json& row : rows) {
     const double base = row[0].get<double>();
     EXPECT_EQ(row[1], 3);
-    EXPECT_NEAR(row[2].get<double>(), base, 1e-9);  // the mean of 1, 1.1, 0.9 times base
-    // mean +- t(2) * sd * sqrt(2/3): the medians' sd is 0.1 base.
-    const double half = 4.303 * 0.1 * base * std::sqrt(2.0 / 3.0);
-    EXPECT_NEAR(row[3].get<double>(), base - half, 1e-6 * base);
-    EXPECT_NEAR(row[4].get<double>(), base + half, 1e-6 * base);
+    EXPECT_NEAR(row[2].get<double>(), base * std::exp(mean_log), 1e-9);
+    // exp(mean log +- t(2) * sd * sqrt(2/3)): on the log scale, never below 0.
+    const double half = 4.303 * sd_log * std::sqrt(2.0 / 3.0);
+    EXPECT_NEAR(row[3].get<double>(), base * std::exp(mean_log - half), 1e-3 * base);
+    EXPECT_NEAR(row[4].get<double>(), base * std::exp(mean_log + half), 1e-3 * base);
     // The process nearest the mean is the first: its own interval is kept beside.
     EXPECT_NEAR(row[5].get<double>(), base * 0.995, 1e-9);
     EXPECT_NEAR(row[6].get<double>(), base * 1.005, 1e-9);
     EXPECT_GT(row[7].get<double>(), 0.09 * base);
-    EXPECT_NEAR(row[8].get<double>(), row[9].get<double>() * 1000 / base, 1e-6);  // at the mean
+    // At the estimate: the representative process's throughput scaled to it.
+    EXPECT_NEAR(row[8].get<double>(), row[9].get<double>() * 1000 / row[2].get<double>(), 1e-6);
     EXPECT_EQ(row[10], 3);  // the third hand-out delivered it
   }
   json kept = Query(
@@ -256,25 +263,37 @@ TEST_F(ProcessesTest, WhatASweepMayNotAskIsRefusedNamingTheField) {
   }
 }
 
-TEST(ProcessStatsTest, TheIntervalIsWhereARepeatRunOfAsManyProcessesLands) {
+TEST(ProcessStatsTest, TheIntervalIsWhereARepeatRunOfAsManyProcessesLandsOnTheLogScale) {
   std::vector<ProcessFigures> processes;
-  for (double m : {10.0, 11.0, 9.0, 10.5, 9.5})
-    processes.push_back({m, m * 0.99, m * 1.01, 100, 1, 2});
+  const std::vector<double> medians = {10.0, 11.0, 9.0, 10.5, 9.5};
+  for (double m : medians) processes.push_back({m, m * 0.99, m * 1.01, 100, 1, 2});
   const AcrossProcesses across = Summarize(processes);
-  EXPECT_DOUBLE_EQ(across.mean_ms, 10.0);
-  const double sd = std::sqrt((0 + 1 + 1 + 0.25 + 0.25) / 4.0);
-  // Where a repeat run of 5 lands: t(4) x sd x sqrt(1/5 + 1/5).
-  EXPECT_NEAR(*across.ci_high_ms - across.mean_ms, 2.776 * sd * std::sqrt(2.0 / 5.0), 1e-9);
+  double log_sum = 0;
+  for (double m : medians) log_sum += std::log(m);
+  const double mean_log = log_sum / 5;
+  EXPECT_NEAR(across.mean_ms, std::exp(mean_log), 1e-12);  // the geometric mean
+  double squares = 0;
+  for (double m : medians) squares += (std::log(m) - mean_log) * (std::log(m) - mean_log);
+  const double sd_log = std::sqrt(squares / 4);
+  // Where a repeat run of 5 lands: exp(mean log +- t(4) x sd x sqrt(1/5 + 1/5)).
+  const double half = 2.776 * sd_log * std::sqrt(2.0 / 5.0);
+  EXPECT_NEAR(std::log(*across.ci_high_ms), mean_log + half, 1e-3);
+  EXPECT_NEAR(std::log(*across.ci_low_ms), mean_log - half, 1e-3);
   EXPECT_EQ(across.representative, 0u);
-  // Between: the medians' variance less a median's own (its interval's sd squared).
-  const double within = 0.02 * 10 / (2 * 1.959963984540054);  // about, the processes differ
+  // Between: the logs' variance less a median's own (its interval's relative sd squared),
+  // in ms at the estimate.
+  const double within_rel = 0.02 / (2 * 1.959963984540054);
   EXPECT_NEAR(across.sd_between_ms,
-              std::sqrt(sd * sd - *across.sd_within_ms * *across.sd_within_ms), 1e-9);
-  EXPECT_NEAR(*across.sd_within_ms, within, 0.01);
-  // One process: its mean, no interval across.
+              across.mean_ms * std::sqrt(sd_log * sd_log - within_rel * within_rel), 1e-9);
+  EXPECT_NEAR(*across.sd_within_ms, within_rel * 10, 0.01);
+  // One process: its own median, no interval across.
   EXPECT_FALSE(Summarize({processes[0]}).ci_low_ms);
-  EXPECT_NEAR(StudentT975(40), 2.021, 2e-3);
-  EXPECT_NEAR(StudentT975(1000), 1.962, 2e-3);
+  // Processes that spread by ratios: the interval stays above 0 ms.
+  std::vector<ProcessFigures> wide;
+  for (double m : {0.03, 0.2, 0.09}) wide.push_back({m, m * 0.99, m * 1.01, 100, 1, 2});
+  const AcrossProcesses spread = Summarize(wide);
+  ASSERT_TRUE(spread.ci_low_ms.has_value());
+  EXPECT_GT(*spread.ci_low_ms, 0);
 }
 
 }  // namespace

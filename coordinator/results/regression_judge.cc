@@ -16,19 +16,21 @@ constexpr double kMadToSigma = 1.4826;
 // A 95% confidence interval's half-width is this many standard deviations.
 constexpr double kInterval95Sigmas = 1.959963984540054;
 
-struct Verdict {
+struct Weighing {
   bool beyond = false;
   double change = 0;
   std::optional<double> z;  // none below the policy's minimum for the z test
+  // The smallest relative change that would have been beyond both tests here.
+  double detectable = 0;
 };
 
 // Whether `r`'s median is beyond a baseline of `n` results with this median and MAD. The
 // noise a change is measured against is the series' own night-to-night spread (its MAD)
 // and the result's own imprecision (its median's interval) together: a result whose
 // median is known to +-3% cannot show a 2% step, however quiet the series.
-Verdict Weigh(const JudgedResult& r, double median, double mad, int64_t n,
-              const RegressionPolicy& policy) {
-  Verdict v;
+Weighing Weigh(const JudgedResult& r, double median, double mad, int64_t n,
+               const RegressionPolicy& policy) {
+  Weighing v;
   const double value = *r.median_ms;
   v.change = value / median - 1;
   const bool relative = std::abs(v.change) > policy.min_change;
@@ -38,6 +40,11 @@ Verdict Weigh(const JudgedResult& r, double median, double mad, int64_t n,
     const bool outside = !r.median_ci_low_ms || !r.median_ci_high_ms ||
                          median < *r.median_ci_low_ms || median > *r.median_ci_high_ms;
     v.beyond = relative && outside;
+    const double reach =
+        r.median_ci_low_ms && r.median_ci_high_ms
+            ? std::max(*r.median_ci_high_ms / median - 1, 1 - *r.median_ci_low_ms / median)
+            : 0;
+    v.detectable = std::max(policy.min_change, reach);
     return v;
   }
   const double series_sigma = kMadToSigma * mad;
@@ -50,6 +57,7 @@ Verdict Weigh(const JudgedResult& r, double median, double mad, int64_t n,
   // relative test is beyond it.
   v.z = sigma > 0 ? std::abs(value - median) / sigma : (value == median ? 0 : 1e9);
   v.beyond = relative && *v.z > policy.z;
+  v.detectable = std::max(policy.min_change, policy.z * sigma / median);
   return v;
 }
 
@@ -103,7 +111,7 @@ void RegressionJudge::Judge(const JudgedResult& r) {
   for (double v : values) deviations.push_back(std::abs(v - median));
   const double mad = Median(deviations);
   const int64_t n = static_cast<int64_t>(values.size());
-  const Verdict verdict = Weigh(r, median, mad, n, policy);
+  const Weighing verdict = Weigh(r, median, mad, n, policy);
   if (!verdict.beyond) return;
   RegressionCandidate c;
   c.job_id = r.job_id;
@@ -118,6 +126,7 @@ void RegressionJudge::Judge(const JudgedResult& r) {
   c.baseline_to = baseline->front().received_at;
   c.change = verdict.change;
   c.z = verdict.z;
+  c.detectable_change = verdict.detectable;
   c.median_ci_low_ms = r.median_ci_low_ms;
   c.median_ci_high_ms = r.median_ci_high_ms;
   c.host_pace_ms = r.host_pace_ms;
@@ -130,8 +139,10 @@ void RegressionJudge::Judge(const JudgedResult& r) {
     ++store_errors_;
     return;
   }
-  if (baseline_pace->results >= kHostPaceMinResults)
-    c.baseline_host_pace_ms = baseline_pace->mean_ms;
+  if (baseline_pace->results() >= kHostPaceMinResults) {
+    c.baseline_host_pace_ms = baseline_pace->mean_ms();
+    c.baseline_host_paces_ms = baseline_pace->paces_ms;
+  }
   auto reruns = store_.AddRegressionCandidate(c, r.host, policy.reruns);
   if (!reruns.ok()) {
     ++store_errors_;
@@ -190,16 +201,19 @@ void RegressionJudge::DecideIfRerunsDone(int64_t candidate_job_id, const Regress
     return;
   }
   std::optional<double> night_pace;
-  if (night->results >= kHostPaceMinResults) night_pace = night->mean_ms;
-  if (confirmed && night_pace && c.baseline_host_pace_ms && *c.baseline_host_pace_ms > 0) {
-    const double pace_ratio = *night_pace / *c.baseline_host_pace_ms;
-    if (HostPaceExplains(rerun_median / c.baseline_median_ms, pace_ratio, 1 + policy.min_change)) {
-      state = "host";
-      reason += "; the host's pace that night (the mean of " + std::to_string(night->results) +
-                " results) moved " + Percent(pace_ratio - 1) +
-                " from the baseline's, the same way and enough to explain it: the host's, "
-                "not the code's";
-    }
+  if (night->results() >= kHostPaceMinResults) night_pace = night->mean_ms();
+  // The night's pace against the baseline's, each from its results' readings: the host
+  // moved only beyond the spread of those readings (common/host_pace.h).
+  const std::optional<RatioEstimate> pace =
+      HostPaceRatio(c.baseline_host_paces_ms, night->paces_ms);
+  if (confirmed && HostPaceExplains(rerun_median / c.baseline_median_ms, pace)) {
+    state = "host";
+    reason += "; the host's pace that night (" + std::to_string(night->results()) +
+              " results) moved " + Percent(pace->ratio - 1) + " [" + Percent(pace->low - 1) + ", " +
+              Percent(pace->high - 1) + "] from the baseline's (" +
+              std::to_string(c.baseline_host_paces_ms.size()) +
+              " results), beyond its own noise, the same way and enough to explain it: the "
+              "host's, not the code's";
   }
   if (!store_.DecideRegression(candidate_job_id, state, rerun_median, reason, night_pace).ok()) {
     ++store_errors_;

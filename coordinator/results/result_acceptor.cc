@@ -66,6 +66,7 @@ void ResultAcceptor::Accept(Agent& agent, const Message& message) {
                       " differs from the message's attempt " + std::to_string(job.attempt));
   }
   if (AcceptGangRank(agent, job, *result, *report->result)) return;
+  if (result->versus) return AcceptPair(agent, job, std::move(*result), *report->result);
   // A process of a repeated job (schemas/sweep.md, Processes): kept until the last.
   auto step = ctx_.store.processes().Record(job.job_id, job.attempt, agent.host_id,
                                             agent.description.name, *result, *report->result);
@@ -121,6 +122,96 @@ void ResultAcceptor::Accept(Agent& agent, const Message& message) {
   Written(job, agent.description.name, *outcome, *result, judged);
   agent.refusal_backoff_ms = 0;
   ReleaseLease(job, "its result came");
+  ctx_.Reply(Side::kAgents, agent.routing_id, ToMessage(ResultAck{job, AckOutcome(*outcome), ""}));
+  dispatcher_.Dispatch();
+}
+
+void ResultAcceptor::AcceptPair(Agent& agent, const JobAttempt& job, WorkerResult result,
+                                const json& sent) {
+  auto step = ctx_.store.pairs().Record(job.job_id, job.attempt, agent.host_id,
+                                        agent.description.name, result, sent);
+  if (!step.ok()) {
+    if (step.status().code() == StatusCode::kInvalidArgument)
+      return Reject(agent, job, step.status().message());
+    ++ctx_.counters.store_errors;  // no ack: the agent sends it again
+    LOG_ERROR("cannot keep the pair of job " << job.job_id << " attempt " << job.attempt << ": "
+                                             << step.status().message());
+    return;
+  }
+  using Kind = PairStep::Kind;
+  if (step->kind == Kind::kQueuedAgain || step->kind == Kind::kDuplicate) {
+    const bool kept = step->kind == Kind::kQueuedAgain;
+    if (kept) {
+      LOG_INFO("job " << job.job_id << " pair done on " << agent.description.name
+                      << "; queued for the next");
+    } else {
+      ++ctx_.counters.duplicate_results;
+    }
+    agent.refusal_backoff_ms = 0;
+    ReleaseLease(job, kept ? "its pair's result came" : "a duplicate of its pair's result came");
+    ctx_.Reply(Side::kAgents, agent.routing_id,
+               ToMessage(ResultAck{
+                   job, kept ? ResultAck::Outcome::kStored : ResultAck::Outcome::kDuplicate, ""}));
+    if (kept) {
+      if (Status reloaded = dispatcher_.ReloadRequirements(); !reloaded.ok()) {
+        LOG_ERROR("cannot read requirements: " << reloaded.message());
+      }
+      dispatcher_.MarkQueued();
+    }
+    dispatcher_.Dispatch();
+    return;
+  }
+  WorkerResult side_a = std::move(result);
+  side_a.versus.reset();
+  side_a.detail.erase("versus");
+  if (step->kind == Kind::kFailed) {
+    // The pair failed: side A's job fails with the reason (its side B with it).
+    side_a.ok = false;
+    side_a.error = step->error;
+    side_a.detail["ok"] = false;
+    side_a.detail["error"] = step->error;
+  } else if (step->kind == Kind::kComplete) {
+    auto a = ParseWorkerResult(step->a_result);
+    auto b = ParseWorkerResult(step->b_result);
+    if (!a.ok() || !b.ok()) {
+      return Reject(agent, job,
+                    "its pairs do not combine: " + (a.ok() ? b.status() : a.status()).message());
+    }
+    // Side B first, under this hand-out: side A's result ends the pair.
+    if (Status armed = ctx_.store.pairs().ArmSideB(step->b_job_id, job.attempt, agent.host_id);
+        !armed.ok()) {
+      ++ctx_.counters.store_errors;
+      LOG_ERROR("cannot store side B of job " << job.job_id << ": " << armed.message());
+      return;
+    }
+    std::string rejection;
+    std::optional<JudgedResult> judged;
+    auto outcome = ctx_.store.results().Write(step->b_job_id, job.attempt, agent.host_id,
+                                              agent.description.name, *b, &rejection, &judged);
+    if (!outcome.ok()) {
+      ++ctx_.counters.store_errors;
+      LOG_ERROR("cannot store side B (job " << step->b_job_id << ") of job " << job.job_id << ": "
+                                            << outcome.status().message());
+      return;
+    }
+    if (*outcome == ResultOutcome::kRejected) return Reject(agent, job, rejection);
+    Written({step->b_job_id, job.attempt}, agent.description.name, *outcome, *b, judged);
+    side_a = std::move(*a);
+  }
+  std::string rejection;
+  std::optional<JudgedResult> judged;
+  auto outcome = ctx_.store.results().Write(job.job_id, job.attempt, agent.host_id,
+                                            agent.description.name, side_a, &rejection, &judged);
+  if (!outcome.ok()) {
+    ++ctx_.counters.store_errors;
+    LOG_ERROR("cannot store result of job " << job.job_id << " attempt " << job.attempt << ": "
+                                            << outcome.status().message());
+    return;
+  }
+  if (*outcome == ResultOutcome::kRejected) return Reject(agent, job, rejection);
+  Written(job, agent.description.name, *outcome, side_a, judged);
+  agent.refusal_backoff_ms = 0;
+  ReleaseLease(job, "its pair's result came");
   ctx_.Reply(Side::kAgents, agent.routing_id, ToMessage(ResultAck{job, AckOutcome(*outcome), ""}));
   dispatcher_.Dispatch();
 }

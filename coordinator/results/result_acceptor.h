@@ -46,6 +46,9 @@ class ResultAcceptor {
   // such gang's. `sent`: the result as the agent sent it, `result` as parsed.
   bool AcceptGangRank(Agent& agent, const JobAttempt& job, const WorkerResult& result,
                       const json& sent);
+  // Side A's result of a pair (`versus`): kept as a pair (PairResults), side A queued
+  // again until the pairs stop, then both sides' results written, side B's first.
+  void AcceptPair(Agent& agent, const JobAttempt& job, WorkerResult result, const json& sent);
   // What follows writing a job's one result, whoever sent it (an agent, or a spread
   // gang's ranks put together): the counters, then, for a result stored, its sweep's
   // progress and the regression judge. `agent` names where it ran, for the log.

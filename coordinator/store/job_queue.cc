@@ -101,7 +101,7 @@ StatusOr<std::optional<StoredSweep>> JobQueue::FindSubmission(const std::string&
 StatusOr<StoredSweep> JobQueue::AcceptSweep(const Sweep& sweep, const PinnedAgents& pinned,
                                             const std::string& submission_id) {
   StoredSweep stored;
-  stored.jobs = static_cast<int64_t>(sweep.combination_count);
+  stored.jobs = static_cast<int64_t>(sweep.combination_count * sweep.JobsPerCombination());
   std::set<std::string> agents;
   if (sweep.checked.checked == sweep.combination_count) {
     // Checked whole: the combinations kept (not excluded or skipped), per placement.
@@ -191,6 +191,15 @@ StatusOr<bool> JobQueue::StoreJobs(int64_t sweep_id, const Sweep& sweep, const P
     if (!requirements.count(key)) {
       json select = SelectWithWorker(sweep.select, combination.needs.worker);
       select.update(placed);
+      // A pair runs both sides on one agent: it must have a worker for each (and, for a
+      // duet, the CPUs of both).
+      if (!combination.versus.is_null()) {
+        select = SelectWithVersus(select,
+                                  combination.versus_b_needs.worker == combination.needs.worker
+                                      ? WorkerNeeds{}
+                                      : combination.versus_b_needs.worker,
+                                  combination.versus_cpus);
+      }
       ASSIGN_OR_RETURN(requirements[key],
                        RequirementId("benchmark", host, select, combination.device));
     }
@@ -204,7 +213,28 @@ StatusOr<bool> JobQueue::StoreJobs(int64_t sweep_id, const Sweep& sweep, const P
     BindNeeds(insert_job, 7, combination.needs);
     RETURN_IF_ERROR(insert_job.Run());
     insert_job.Reset();
-    return Status::Ok();
+    if (combination.versus.is_null()) return Status::Ok();
+    // Side B, stored after side A and never handed out by itself (007_versus.sql).
+    const int64_t a_id = db_->LastInsertRowid();
+    insert_job.Bind(1, sweep_id);
+    if (!host.empty()) {
+      insert_job.Bind(2, host);
+    } else {
+      insert_job.BindNull(2);
+    }
+    insert_job.Bind(3, combination.versus_b_spec)
+        .Bind(4, timeout_s)
+        .Bind(5, now)
+        .Bind(6, requirements[key]);
+    BindNeeds(insert_job, 7, combination.versus_b_needs);
+    RETURN_IF_ERROR(insert_job.Run());
+    insert_job.Reset();
+    const int64_t b_id = db_->LastInsertRowid();
+    ASSIGN_OR_RETURN(auto link,
+                     db_->Prepare("UPDATE jobs SET versus = CASE WHEN job_id = ?1 THEN ?3 END, "
+                                  "versus_a_job_id = CASE WHEN job_id = ?2 THEN ?1 END "
+                                  "WHERE job_id IN (?1, ?2)"));
+    return link.Bind(1, a_id).Bind(2, b_id).Bind(3, combination.versus.dump()).Run();
   };
   RETURN_IF_ERROR(
       sweep.ForEachCombination(first, end - first, [&](const Combination& combination) -> Status {

@@ -33,6 +33,7 @@ struct QueuedJob {
   JobNeeds needs;              // as computed when it was stored (never from `spec` again)
   int64_t queue_order = 0;     // the dispatcher takes the lowest (004_processes.sql)
   std::string process_timing;  // JSON: the later processes' timing (precision); "" none
+  std::string versus;          // side A of a pair: its pairing (007_versus.sql); "" none
 };
 
 struct RunningJob {

@@ -14,7 +14,7 @@ namespace {
 constexpr const char* kQueuedJobColumns =
     "job_id, sweep_id, requirement_id, spec, timeout_s, attempts, kind, world_size, spread, "
     "local_processes, replicated, local_cpus, torch, torch_min, technique, "
-    "coalesce(queue_order, job_id), process_timing";
+    "coalesce(queue_order, job_id), process_timing, versus";
 
 QueuedJob ReadQueuedJob(Statement& row) {
   QueuedJob job;
@@ -35,6 +35,7 @@ QueuedJob ReadQueuedJob(Statement& row) {
   if (!row.IsNull(16)) job.process_timing = row.Text(16);
   job.needs.worker.torch_min = row.Text(13);
   job.needs.worker.technique = row.Text(14);
+  if (!row.IsNull(17)) job.versus = row.Text(17);
   return job;
 }
 
@@ -72,6 +73,7 @@ StatusOr<std::vector<QueuedJob>> JobQueue::OldestQueued(int64_t requirement_id, 
   ASSIGN_OR_RETURN(auto stmt,
                    db_->Prepare(std::string("SELECT ") + kQueuedJobColumns +
                                 " FROM jobs WHERE state = 'queued' AND requirement_id = ?1 "
+                                "AND versus_a_job_id IS NULL "
                                 "ORDER BY coalesce(queue_order, job_id) LIMIT ?2"));
   stmt.Bind(1, requirement_id).Bind(2, limit);
   std::vector<QueuedJob> jobs;

@@ -1,10 +1,12 @@
 #include "coordinator/store/process_results.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "common/clock.h"
 #include "common/job_spec.h"
 #include "common/limits.h"
+#include "common/ratio_interval.h"
 #include "coordinator/store/result_admission.h"
 
 namespace benchfleet {
@@ -27,7 +29,9 @@ std::optional<double> MaybeNumber(const json& result, const char* section, const
                                                 : std::nullopt;
 }
 
-ProcessFigures FiguresOf(const json& result) {
+}  // namespace
+
+ProcessFigures FiguresOfResult(const json& result) {
   ProcessFigures p;
   p.median_ms = Number(result, "stats", "median_ms");
   p.ci_low_ms = MaybeNumber(result, "stats", "median_ci_low_ms");
@@ -38,7 +42,36 @@ ProcessFigures FiguresOf(const json& result) {
   return p;
 }
 
-}  // namespace
+Status KeepProcess(Database& db, int64_t job_id, int64_t process, int attempt, int64_t host_id,
+                   const json& sent) {
+  const ProcessFigures figures = FiguresOfResult(sent);
+  ColumnValues row = {{"job_id", job_id},
+                      {"process", process},
+                      {"attempt", static_cast<int64_t>(attempt)},
+                      {"host_id", host_id},
+                      {"median_ms", figures.median_ms},
+                      {"samples", figures.samples},
+                      {"received_at", UtcNowIso8601()},
+                      {"detail", sent.dump(-1, ' ', false, json::error_handler_t::replace)}};
+  if (figures.ci_low_ms) row.emplace_back("median_ci_low_ms", *figures.ci_low_ms);
+  if (figures.ci_high_ms) row.emplace_back("median_ci_high_ms", *figures.ci_high_ms);
+  return InsertRow(db, "result_processes", row);
+}
+
+StatusOr<ProcessStep> KeptProcesses(Database& db, int64_t job_id) {
+  ProcessStep step;
+  ASSIGN_OR_RETURN(
+      auto all,
+      db.Prepare("SELECT detail FROM result_processes WHERE job_id = ?1 ORDER BY process"));
+  all.Bind(1, job_id);
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, all.Step());
+    if (!row) break;
+    step.results.push_back(json::parse(all.Text(0), nullptr, false));
+    step.figures.push_back(FiguresOfResult(step.results.back()));
+  }
+  return step;
+}
 
 StatusOr<ProcessStep> ProcessResults::Record(int64_t job_id, int attempt, int64_t host_id,
                                              const std::string& agent, const WorkerResult& result,
@@ -76,29 +109,11 @@ StatusOr<ProcessStep> ProcessResults::Record(int64_t job_id, int attempt, int64_
   count_stmt.Bind(1, job_id);
   ASSIGN_OR_RETURN(bool counted, count_stmt.Step());
   const int64_t kept = counted ? count_stmt.Int(0) : 0;
-  if (!kept_before) {
-    const ProcessFigures figures = FiguresOf(sent);
-    ColumnValues row = {{"job_id", job_id},
-                        {"process", kept},
-                        {"attempt", static_cast<int64_t>(attempt)},
-                        {"host_id", host_id},
-                        {"median_ms", figures.median_ms},
-                        {"samples", figures.samples},
-                        {"received_at", UtcNowIso8601()},
-                        {"detail", sent.dump(-1, ' ', false, json::error_handler_t::replace)}};
-    if (figures.ci_low_ms) row.emplace_back("median_ci_low_ms", *figures.ci_low_ms);
-    if (figures.ci_high_ms) row.emplace_back("median_ci_high_ms", *figures.ci_high_ms);
-    RETURN_IF_ERROR(InsertRow(*db_, "result_processes", row));
-  }
-  ASSIGN_OR_RETURN(
-      auto all,
-      db_->Prepare("SELECT detail FROM result_processes WHERE job_id = ?1 ORDER BY process"));
-  all.Bind(1, job_id);
-  while (true) {
-    ASSIGN_OR_RETURN(bool row, all.Step());
-    if (!row) break;
-    step.results.push_back(json::parse(all.Text(0), nullptr, false));
-    step.figures.push_back(FiguresOf(step.results.back()));
+  if (!kept_before) RETURN_IF_ERROR(KeepProcess(*db_, job_id, kept, attempt, host_id, sent));
+  {
+    ASSIGN_OR_RETURN(ProcessStep kept_processes, KeptProcesses(*db_, job_id));
+    step.results = std::move(kept_processes.results);
+    step.figures = std::move(kept_processes.figures);
   }
   RepeatRequest request;
   request.precision = job->precision;
@@ -140,8 +155,9 @@ json CombineProcesses(const ProcessStep& step) {
       {"count", across.count},
       {"representative", across.representative},
       {"method",
-       "random effects: mean of the process medians +- t(K-1) x their sd x sqrt(2/K), the 95% "
-       "interval of a repeat run of as many processes"},
+       "random effects on the log scale: the geometric mean of the process medians, "
+       "exp(mean log +- t(K-1) x sd of the logs x sqrt(2/K)), the 95% interval of a repeat run "
+       "of as many processes"},
       {"sd_between_ms", across.sd_between_ms},
       {"within_median_ms", own_median}};
   if (across.sd_within_ms) processes["sd_within_ms"] = *across.sd_within_ms;
@@ -149,8 +165,16 @@ json CombineProcesses(const ProcessStep& step) {
   if (stats.contains("median_ci_high_ms"))
     processes["within_ci_high_ms"] = stats["median_ci_high_ms"];
   json medians = json::array();
-  for (const ProcessFigures& p : step.figures) medians.push_back(p.median_ms);
+  std::vector<double> values;
+  for (const ProcessFigures& p : step.figures) {
+    medians.push_back(p.median_ms);
+    values.push_back(p.median_ms);
+  }
   processes["medians_ms"] = std::move(medians);
+  if (const GeometricSummary logs = SummarizeGeometric(values); logs.count >= 2) {
+    processes["log_se"] = logs.sd_log / std::sqrt(static_cast<double>(logs.count));
+    processes["t975"] = StudentT975(logs.count - 1);
+  }
   stats["median_ms"] = across.mean_ms;
   if (across.ci_low_ms && across.ci_high_ms) {
     stats["median_ci_low_ms"] = *across.ci_low_ms;
@@ -165,19 +189,17 @@ json CombineProcesses(const ProcessStep& step) {
         combined[key] = combined[key].get<double>() * scale;
     }
   }
-  // The host's pace as the median is: the mean over the processes (those that measured it).
-  double pace_sum = 0;
-  int paced = 0;
+  // The host's pace as the median is: the geometric mean over the processes (those that
+  // measured it).
+  std::vector<double> paces;
   for (const json& result : step.results) {
     const json pace = result.is_object() ? result.value("host_pace", json()) : json();
-    if (pace.is_object() && pace.value("ms", json()).is_number()) {
-      pace_sum += pace["ms"].get<double>();
-      ++paced;
-    }
+    if (pace.is_object() && pace.value("ms", json()).is_number()) paces.push_back(pace["ms"]);
   }
-  if (paced > 0 && combined.value("host_pace", json()).is_object()) {
-    combined["host_pace"]["ms"] = pace_sum / paced;
-    combined["host_pace"]["processes"] = paced;
+  const GeometricSummary pace = SummarizeGeometric(paces);
+  if (pace.count > 0 && combined.value("host_pace", json()).is_object()) {
+    combined["host_pace"]["ms"] = pace.mean;
+    combined["host_pace"]["processes"] = pace.count;
   }
   combined["processes"] = std::move(processes);
   if (!step.decision.is_null()) combined["precision"] = step.decision;

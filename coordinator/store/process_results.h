@@ -49,6 +49,15 @@ class ProcessResults {
   JobQueue* jobs_;
 };
 
+// One process's figures, from its worker's result.
+ProcessFigures FiguresOfResult(const nlohmann::json& result);
+// Keeps `sent` (a successful worker result) as process `process` of job `job_id`, brought
+// by hand-out `attempt` from host `host_id` (a row of result_processes).
+Status KeepProcess(Database& db, int64_t job_id, int64_t process, int attempt, int64_t host_id,
+                   const nlohmann::json& sent);
+// Every kept process of job `job_id`, in order: their results and figures.
+StatusOr<ProcessStep> KeptProcesses(Database& db, int64_t job_id);
+
 // The job's one result from its processes': the process nearest their mean, with
 // stats.median_ms the mean, stats.median_ci_* the interval across processes, the
 // figures read at the median (throughput_per_s, gflops) at that mean, and `processes`

@@ -3,6 +3,7 @@
 #include "coordinator/store/regression_store.h"
 
 #include "common/clock.h"
+#include "common/ratio_interval.h"
 #include "coordinator/core/fingerprint.h"
 
 namespace benchfleet {
@@ -83,7 +84,11 @@ ColumnValues RegressionRow(const RegressionCandidate& c, ColumnValues rest) {
       {"median_ci_high_ms", c.median_ci_high_ms ? json(*c.median_ci_high_ms) : json(nullptr)},
       {"host_pace_ms", Optional(c.host_pace_ms)},
       {"baseline_host_pace_ms", Optional(c.baseline_host_pace_ms)},
-      {"host_pace_change", Optional(pace_change)}};
+      {"host_pace_change", Optional(pace_change)},
+      {"baseline_host_paces", c.baseline_host_paces_ms.empty()
+                                  ? json(nullptr)
+                                  : json(json(c.baseline_host_paces_ms).dump())},
+      {"detectable_change", Optional(c.detectable_change)}};
   for (auto& column : rest) row.push_back(std::move(column));
   return row;
 }
@@ -109,7 +114,8 @@ StatusOr<std::optional<RegressionCandidate>> RegressionStore::CandidateOf(int64_
   ASSIGN_OR_RETURN(auto stmt, db_->Prepare("SELECT series, host_id, direction, median_ms, "
                                            "baseline_median_ms, baseline_mad_ms, baseline_n, "
                                            "baseline_from, baseline_to, change, z, host_pace_ms, "
-                                           "baseline_host_pace_ms FROM regressions "
+                                           "baseline_host_pace_ms, baseline_host_paces, "
+                                           "detectable_change FROM regressions "
                                            "WHERE job_id = ?1 AND state = 'candidate'"));
   stmt.Bind(1, job_id);
   ASSIGN_OR_RETURN(bool row, stmt.Step());
@@ -129,6 +135,15 @@ StatusOr<std::optional<RegressionCandidate>> RegressionStore::CandidateOf(int64_
   if (!stmt.IsNull(10)) c.z = stmt.Real(10);
   if (!stmt.IsNull(11)) c.host_pace_ms = stmt.Real(11);
   if (!stmt.IsNull(12)) c.baseline_host_pace_ms = stmt.Real(12);
+  if (!stmt.IsNull(13)) {
+    const json paces = json::parse(stmt.Text(13), nullptr, false);
+    if (paces.is_array()) {
+      for (const json& pace : paces) {
+        if (pace.is_number()) c.baseline_host_paces_ms.push_back(pace.get<double>());
+      }
+    }
+  }
+  if (!stmt.IsNull(14)) c.detectable_change = stmt.Real(14);
   return std::optional<RegressionCandidate>(std::move(c));
 }
 
@@ -160,19 +175,20 @@ StatusOr<std::vector<Rerun>> RegressionStore::RerunsOf(int64_t job_id) {
   return out;
 }
 
+double NightPace::mean_ms() const { return SummarizeGeometric(paces_ms).mean; }
+
 StatusOr<NightPace> RegressionStore::NightHostPace(int64_t job_id) {
   ASSIGN_OR_RETURN(
       auto stmt,
       db_->Prepare(
-          "SELECT avg(r.host_pace_ms), count(r.host_pace_ms) FROM results r JOIN jobs c ON "
-          "c.job_id = ?1 "
+          "SELECT r.host_pace_ms FROM results r JOIN jobs c ON c.job_id = ?1 "
           "WHERE r.sweep_id = c.sweep_id AND r.host_id = c.host_id AND r.host_pace_ms > 0"));
   stmt.Bind(1, job_id);
-  ASSIGN_OR_RETURN(bool row, stmt.Step());
   NightPace night;
-  if (row && !stmt.IsNull(0)) {
-    night.mean_ms = stmt.Real(0);
-    night.results = stmt.Int(1);
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, stmt.Step());
+    if (!row) break;
+    night.paces_ms.push_back(stmt.Real(0));
   }
   return night;
 }
@@ -183,14 +199,14 @@ StatusOr<NightPace> RegressionStore::HostPaceOfSweeps(int64_t host_id,
   if (sweep_ids.empty()) return pace;
   // One statement for any list (the prepared-statement cache keeps each text it sees).
   ASSIGN_OR_RETURN(auto stmt,
-                   db_->Prepare("SELECT avg(host_pace_ms), count(host_pace_ms) FROM results "
+                   db_->Prepare("SELECT host_pace_ms FROM results "
                                 "WHERE host_id = ?1 AND host_pace_ms > 0 AND sweep_id IN "
                                 "(SELECT value FROM json_each(?2))"));
   stmt.Bind(1, host_id).Bind(2, json(sweep_ids).dump());
-  ASSIGN_OR_RETURN(bool row, stmt.Step());
-  if (row && !stmt.IsNull(0)) {
-    pace.mean_ms = stmt.Real(0);
-    pace.results = stmt.Int(1);
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, stmt.Step());
+    if (!row) break;
+    pace.paces_ms.push_back(stmt.Real(0));
   }
   return pace;
 }

@@ -33,10 +33,12 @@ struct JudgedResult {
   int64_t sweep_id = 0;
   std::optional<double> host_pace_ms;  // the host's pace before it ran (agent/host_pace.h)
 };
-// The host's pace over some nights: the mean over their sweeps' results on the host.
+// The host's pace over some nights: each of their sweeps' results' on the host
+// (host_pace_ms, itself the geometric mean of its processes' readings).
 struct NightPace {
-  double mean_ms = 0;
-  int64_t results = 0;
+  std::vector<double> paces_ms;
+  double mean_ms() const;  // their geometric mean; 0 for none
+  int64_t results() const { return static_cast<int64_t>(paces_ms.size()); }
 };
 struct BaselinePoint {
   int64_t job_id = 0;
@@ -59,9 +61,14 @@ struct RegressionCandidate {
   std::optional<double> z;
   // The judged result's median interval, which widens the noise z is measured in.
   std::optional<double> median_ci_low_ms, median_ci_high_ms;
-  // The host's pace of the judged result and the baseline's (the mean of those of its
-  // results that have one): a change the host's pace explains is decided "host".
+  // The host's pace of the judged result and the baseline's (the geometric mean of its
+  // results' that have one, each of which is kept): a change the host's pace explains
+  // beyond its noise is decided "host".
   std::optional<double> host_pace_ms, baseline_host_pace_ms;
+  std::vector<double> baseline_host_paces_ms;
+  // The smallest relative change a candidate of this series could be (the judge's two
+  // tests at this baseline): what a confirmed regression says the series can detect.
+  std::optional<double> detectable_change;
 };
 struct Rerun {
   int64_t job_id = 0;

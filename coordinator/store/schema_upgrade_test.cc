@@ -42,18 +42,25 @@ TEST_F(LegacyStoreTest, AFullyMigratedStoreKeepsEveryRowAndGetsTheNewStoresSchem
   // timing, and no process of them was kept (result_processes is new and empty).
   // 005_host_pace.sql: its regressions were judged without the host's pace (NULL).
   // 006_sites.sql: the store drew an id of its own; it holds no other store's rows.
-  auto after =
-      RowsOf(*db, {"jobs.world_size", "jobs.spread", "jobs.local_processes", "jobs.replicated",
-                   "jobs.local_cpus", "jobs.torch", "jobs.torch_min", "jobs.technique",
-                   "jobs.queue_order", "jobs.process_timing", "regressions.host_pace_ms",
-                   "regressions.baseline_host_pace_ms", "regressions.host_pace_change"});
+  // 007_versus.sql: no job of it is a side of a pair, no pair was kept, and its regressions
+  // kept no readings of the baseline's pace.
+  auto after = RowsOf(
+      *db, {"jobs.world_size", "jobs.spread", "jobs.local_processes", "jobs.replicated",
+            "jobs.local_cpus", "jobs.torch", "jobs.torch_min", "jobs.technique", "jobs.queue_order",
+            "jobs.process_timing", "regressions.host_pace_ms", "regressions.baseline_host_pace_ms",
+            "regressions.host_pace_change", "jobs.versus", "jobs.versus_a_job_id",
+            "regressions.baseline_host_paces", "regressions.detectable_change"});
   EXPECT_EQ(after["result_processes"], std::vector<std::string>());
   EXPECT_EQ(after["store_identity"].size(), 1u);
   EXPECT_EQ(Text(*db, "SELECT length(store_id) || ' ' || merged FROM store_identity"), "32 0");
   for (const char* table : {"sites", "site_rows"}) {
     EXPECT_EQ(after[table], std::vector<std::string>()) << table;
   }
-  for (const char* table : {"result_processes", "store_identity", "sites", "site_rows"})
+  for (const char* table : {"result_pairs", "versus_results"}) {
+    EXPECT_EQ(after[table], std::vector<std::string>()) << table;
+  }
+  for (const char* table : {"result_processes", "store_identity", "sites", "site_rows",
+                            "result_pairs", "versus_results"})
     after.erase(table);
   EXPECT_EQ(after, before);
   EXPECT_EQ(

@@ -40,6 +40,7 @@ Store::Store(std::unique_ptr<Database> db, std::string path)
       hosts_(*db_),
       results_(*db_, jobs_, hosts_),
       processes_(*db_, jobs_),
+      pairs_(*db_, jobs_),
       schedules_(*db_),
       regressions_(*db_, jobs_),
       retention_(*db_, path_) {}

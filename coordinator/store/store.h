@@ -1,7 +1,7 @@
 // The coordinator's store: results.db (SQLite, WAL), opened once with its schema made
 // current, and the stores of each concern over its one writable connection: jobs and
-// sweeps (JobQueue), results (ResultWriter) and the processes of repeated jobs
-// (ProcessResults), hosts (HostStore), schedules
+// sweeps (JobQueue), results (ResultWriter), the processes of repeated jobs
+// (ProcessResults) and the pairs of paired ones (PairResults), hosts (HostStore), schedules
 // (ScheduleStore), regressions (RegressionStore) and retention (RetentionStore).
 //
 // When a write is durable: outside a group, every method that writes commits before it
@@ -19,6 +19,7 @@
 #include "coordinator/store/checkpointer.h"
 #include "coordinator/store/host_store.h"
 #include "coordinator/store/job_queue.h"
+#include "coordinator/store/pair_results.h"
 #include "coordinator/store/process_results.h"
 #include "coordinator/store/regression_store.h"
 #include "coordinator/store/result_writer.h"
@@ -51,6 +52,7 @@ class Store {
   JobQueue& jobs() { return jobs_; }
   ResultWriter& results() { return results_; }
   ProcessResults& processes() { return processes_; }
+  PairResults& pairs() { return pairs_; }
   HostStore& hosts() { return hosts_; }
   ScheduleStore& schedules() { return schedules_; }
   RegressionStore& regressions() { return regressions_; }
@@ -71,6 +73,7 @@ class Store {
   HostStore hosts_;
   ResultWriter results_;
   ProcessResults processes_;
+  PairResults pairs_;
   ScheduleStore schedules_;
   RegressionStore regressions_;
   RetentionStore retention_;
