@@ -4,8 +4,9 @@
 // result is keyed on. The extra work is fixed arithmetic: a chain of dependent
 // floating-point multiply-adds in registers, a unit of which takes the same number of
 // cycles on a core whatever the memory does. How many units make the fraction is chosen
-// once per process, from the iteration's own time measured just after the model was
-// built, so an iteration of that process then does that many units more every time.
+// once per process, from the iteration's own time and a unit's cost right after it
+// (measured just after the model was built), so an iteration of that process then does
+// that many units more every time.
 #ifndef BENCHFLEET_WORKER_MEASURE_EXTRA_WORK_H_
 #define BENCHFLEET_WORKER_MEASURE_EXTRA_WORK_H_
 
@@ -22,23 +23,28 @@ inline constexpr int kExtraWorkUnitSteps = 256;
 // The iteration is timed for at least this long, as the median of blocks of at least
 // kMinBlockSeconds, before the units are chosen.
 inline constexpr double kExtraWorkCalibrationS = 0.05;
+// The blocks with and without a trial number of units alternate for at least this long.
+inline constexpr double kExtraWorkPairedCalibrationS = 0.3;
 
 class ExtraWork {
  public:
-  // Times `iteration` (waited for with `block_end`) and a unit on `clock`, and chooses the
-  // units that take `fraction` of one iteration.
+  // Times `iteration` (waited for with `block_end`), and a unit on `clock` alone and
+  // right after the iteration (alternating blocks of the iteration with and without a
+  // trial number of units), and chooses the units that take `fraction` of one iteration.
   static ExtraWork Calibrate(const std::function<void()>& iteration,
                              const std::function<void()>& block_end, double fraction, Clock& clock);
   // `iteration` followed by this process's extra work.
   std::function<void()> Wrap(std::function<void()> iteration) const;
-  // {fraction, units, unit_ns, iteration_ms}: what was added and what it was sized from.
+  // {fraction, units, unit_ns, unit_alone_ns, iteration_ms}: what was added and what it
+  // was sized from.
   nlohmann::json Report() const;
   std::int64_t units() const { return units_; }
 
  private:
   double fraction_ = 0;
   std::int64_t units_ = 0;
-  double unit_ns_ = 0;
+  double unit_ns_ = 0;        // in place, after the iteration
+  double unit_alone_ns_ = 0;  // alone
   double iteration_ms_ = 0;
 };
 
