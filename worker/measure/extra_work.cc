@@ -57,55 +57,71 @@ ExtraWork ExtraWork::Calibrate(const std::function<void()>& iteration,
   double x = 1;
   const double unit_alone_s = MedianSeconds([&] { x = ExtraWorkUnit(x); }, clock);
   const double iteration_guess_s = MedianSeconds(plain, clock);
-  // A unit right after the model's kernels costs more than alone (the core runs wide
-  // vector code at a lower clock, and the unit inherits it): measured on the 2-vCPU Xeon,
-  // a 5% dial sized from the unit alone slowed the mlp by 8%. So the units are sized in
-  // place: blocks of the plain iteration and of the iteration with a trial number of
-  // units alternate, a unit's cost the median over adjacent pairs of blocks of their
-  // difference (a slow moment of the host falls on both blocks of a pair) over the trial
-  // units. The trial is twice the units the fraction needs alone, the difference it makes
-  // well above what two adjacent blocks differ by.
-  const int64_t trial = std::max<int64_t>(
-      1, std::llround(2 * fraction * iteration_guess_s / std::max(unit_alone_s, 1e-12)));
-  auto with_trial = [&] {
-    plain();
-    for (int64_t i = 0; i < trial; ++i) x = ExtraWorkUnit(x);
-  };
-  std::vector<double> plain_s, differences_s;
-  int64_t k = 1;
-  const double start = clock.WallSeconds();
-  while (plain_s.size() < 9 || clock.WallSeconds() - start < kExtraWorkPairedCalibrationS) {
-    double block[2];
-    for (int side = 0; side < 2; ++side) {
-      const double before = clock.WallSeconds();
-      for (int64_t i = 0; i < k; ++i) {
-        if (side == 0) {
-          plain();
-        } else {
-          with_trial();
+  // What a number of units adds is measured where it will be spent, not added up from a
+  // unit's own time: after the model's kernels a unit costs more than alone (the core runs
+  // wide vector code at a lower clock and the unit inherits it), and the switch between
+  // the two kinds of code costs something once per iteration, whatever the units (on the
+  // 2-vCPU Xeon a 5% dial sized from the unit alone slowed the mlp by 8%, and one sized
+  // per unit from twice the units it needed by 7%). So blocks of the plain iteration and
+  // of the iteration followed by `units` alternate, the share those units add is the median
+  // of the adjacent pairs' ratios (a slow moment of the host falls on both blocks of a
+  // pair), and the units are scaled by the share asked over the share measured until they
+  // agree (kExtraWorkRounds at most).
+  std::int64_t units = std::max<std::int64_t>(
+      1, std::llround(fraction * iteration_guess_s / std::max(unit_alone_s, 1e-12)));
+  double iteration_s = iteration_guess_s;
+  double added = 0;                 // the share the last round's units added
+  std::int64_t measured_units = 0;  // and those units
+  for (int round = 0; round < kExtraWorkRounds; ++round) {
+    auto with_units = [&] {
+      plain();
+      for (std::int64_t i = 0; i < units; ++i) x = ExtraWorkUnit(x);
+    };
+    std::vector<double> plain_s, ratios;
+    std::int64_t k = 1;
+    const double start = clock.WallSeconds();
+    while (plain_s.size() < 9 || clock.WallSeconds() - start < kExtraWorkPairedCalibrationS) {
+      double block[2];
+      for (int side = 0; side < 2; ++side) {
+        const double before = clock.WallSeconds();
+        for (std::int64_t i = 0; i < k; ++i) {
+          if (side == 0) {
+            plain();
+          } else {
+            with_units();
+          }
         }
+        block[side] = clock.WallSeconds() - before;
       }
-      block[side] = clock.WallSeconds() - before;
+      if (block[0] < kMinBlockSeconds) {
+        k *= 2;
+        continue;
+      }
+      plain_s.push_back(block[0] / static_cast<double>(k));
+      ratios.push_back(block[1] / block[0]);
+      if (plain_s.size() > 10000) break;
     }
-    if (block[0] < kMinBlockSeconds) {
-      k *= 2;
-      continue;
-    }
-    plain_s.push_back(block[0] / static_cast<double>(k));
-    differences_s.push_back((block[1] - block[0]) / static_cast<double>(k));
-    if (plain_s.size() > 10000) break;
+    std::sort(plain_s.begin(), plain_s.end());
+    std::sort(ratios.begin(), ratios.end());
+    iteration_s = plain_s[plain_s.size() / 2];
+    added = ratios[ratios.size() / 2] - 1;
+    measured_units = units;
+    // Lost in the noise (a share this small cannot be told from two blocks' difference):
+    // more units next round, up to what the unit alone would say.
+    const std::int64_t next =
+        added > fraction / 8
+            ? std::max<std::int64_t>(1, std::llround(static_cast<double>(units) * fraction / added))
+            : 2 * units;
+    const bool agreed = std::llabs(next - units) <= std::max<std::int64_t>(1, units / 50);
+    units = next;
+    if (agreed) break;
   }
   g_extra_work_sink.store(x, std::memory_order_relaxed);
-  std::sort(plain_s.begin(), plain_s.end());
-  std::sort(differences_s.begin(), differences_s.end());
-  const double iteration_s = plain_s[plain_s.size() / 2];
-  const double in_place_s = differences_s[differences_s.size() / 2] / static_cast<double>(trial);
-  // A difference lost in the noise: the unit's own time is the better guess.
-  const double unit_s = in_place_s > 0.5 * unit_alone_s ? in_place_s : unit_alone_s;
   extra.iteration_ms_ = iteration_s * 1e3;
-  extra.unit_ns_ = unit_s * 1e9;
+  extra.unit_ns_ = added > 0 ? added * iteration_s / static_cast<double>(measured_units) * 1e9
+                             : unit_alone_s * 1e9;
   extra.unit_alone_ns_ = unit_alone_s * 1e9;
-  extra.units_ = std::max<int64_t>(1, std::llround(fraction * iteration_s / unit_s));
+  extra.units_ = units;
   return extra;
 }
 

@@ -4,9 +4,9 @@
 // result is keyed on. The extra work is fixed arithmetic: a chain of dependent
 // floating-point multiply-adds in registers, a unit of which takes the same number of
 // cycles on a core whatever the memory does. How many units make the fraction is chosen
-// once per process, from the iteration's own time and a unit's cost right after it
-// (measured just after the model was built), so an iteration of that process then does
-// that many units more every time.
+// once per process, just after the model was built, by timing the iteration with and
+// without a number of units in alternating blocks until those units add the fraction,
+// so an iteration of that process then does that many units more every time.
 #ifndef BENCHFLEET_WORKER_MEASURE_EXTRA_WORK_H_
 #define BENCHFLEET_WORKER_MEASURE_EXTRA_WORK_H_
 
@@ -23,14 +23,18 @@ inline constexpr int kExtraWorkUnitSteps = 256;
 // The iteration is timed for at least this long, as the median of blocks of at least
 // kMinBlockSeconds, before the units are chosen.
 inline constexpr double kExtraWorkCalibrationS = 0.05;
-// The blocks with and without a trial number of units alternate for at least this long.
+// Each round of sizing: blocks with and without the round's units alternate for at
+// least this long.
 inline constexpr double kExtraWorkPairedCalibrationS = 0.3;
+// Rounds at most (each scales the units by the share asked over the share measured).
+inline constexpr int kExtraWorkRounds = 4;
 
 class ExtraWork {
  public:
-  // Times `iteration` (waited for with `block_end`), and a unit on `clock` alone and
-  // right after the iteration (alternating blocks of the iteration with and without a
-  // trial number of units), and chooses the units that take `fraction` of one iteration.
+  // Times `iteration` (waited for with `block_end`) and a unit alone on `clock` for a
+  // first guess, then alternates blocks of the iteration with and without the guessed
+  // units and scales the units by `fraction` over the share they added, until the two
+  // agree within 2% (or kExtraWorkRounds rounds).
   static ExtraWork Calibrate(const std::function<void()>& iteration,
                              const std::function<void()>& block_end, double fraction, Clock& clock);
   // `iteration` followed by this process's extra work.
@@ -43,7 +47,7 @@ class ExtraWork {
  private:
   double fraction_ = 0;
   std::int64_t units_ = 0;
-  double unit_ns_ = 0;        // in place, after the iteration
+  double unit_ns_ = 0;        // in place: the last round's added time over its units
   double unit_alone_ns_ = 0;  // alone
   double iteration_ms_ = 0;
 };
