@@ -368,7 +368,108 @@ TEST(SweepTest, EveryExampleSweepParses) {
     EXPECT_TRUE(sweep.ok()) << entry.path() << ": " << sweep.status().message();
     ++parsed;
   }
-  EXPECT_GE(parsed, 13u);
+  EXPECT_GE(parsed, 15u);
+}
+
+// versus: each combination a pair of jobs, side A's spec at the first value and side B's
+// at the second, each what a sweep of that value alone would give it (no processes).
+TEST(SweepTest, AVersusMakesEachCombinationAPairOfSides) {
+  auto sweep = ParseSweep(json::parse(R"({
+      "name": "pairs", "matrix": {"model": "mlp", "batch_size": [1, 16]},
+      "versus": {"technique": ["eager", "torchscript"], "max_pairs": 8}})"));
+  ASSERT_TRUE(sweep.ok()) << sweep.status().message();
+  EXPECT_EQ(sweep->JobsPerCombination(), 2u);
+  EXPECT_EQ(sweep->checked.Kept(), 4u) << "two combinations, two jobs each";
+  const std::vector<Combination> pairs = sweep->Combinations();
+  ASSERT_EQ(pairs.size(), 2u);
+  for (const Combination& pair : pairs) {
+    const json a = pair.Spec();
+    const json b = json::parse(pair.versus_b_spec);
+    EXPECT_FALSE(a.contains("technique")) << "eager leaves the key out, as the matrix does";
+    EXPECT_EQ(b["technique"], "torchscript");
+    EXPECT_FALSE(a.contains("processes"));
+    EXPECT_FALSE(b.contains("processes"));
+    EXPECT_EQ(pair.versus["axis"], "technique");
+    EXPECT_EQ(pair.versus["pairing"], "in_process") << "auto: a technique shares a process";
+    EXPECT_EQ(pair.versus["max_pairs"], 8);
+    EXPECT_EQ(pair.versus_b_needs.worker.technique, "torchscript");
+    EXPECT_NE(pair.placement.find("versus [technique torchscript]"), std::string::npos)
+        << pair.placement;
+  }
+  // A worker setting, and a model's argument.
+  auto slowed = ParseSweep(json::parse(R"({
+      "name": "slowed", "matrix": {"model": "mlp", "batch_size": 1},
+      "versus": {"slowdown": [0, 0.05], "pairing": "interleaved"}})"));
+  ASSERT_TRUE(slowed.ok()) << slowed.status().message();
+  const Combination one = slowed->Combinations().at(0);
+  EXPECT_FALSE(one.Spec().contains("slowdown"));
+  EXPECT_EQ(json::parse(one.versus_b_spec)["slowdown"], 0.05);
+  EXPECT_EQ(one.versus["pairing"], "interleaved");
+  auto layers = ParseSweep(json::parse(R"({
+      "name": "layers", "matrix": {"model": "mlp", "batch_size": 1},
+      "versus": {"models.mlp.layers": [[64, 10], [128, 10]]}})"));
+  ASSERT_TRUE(layers.ok()) << layers.status().message();
+  const Combination widths = layers->Combinations().at(0);
+  EXPECT_EQ(widths.Spec()["model_args"]["layers"], json::parse("[64, 10]"));
+  EXPECT_EQ(json::parse(widths.versus_b_spec)["model_args"]["layers"], json::parse("[128, 10]"));
+  // The torch axis pairs fresh processes, and a duet takes twice the threads' CPUs.
+  auto torch = ParseSweep(json::parse(R"({
+      "name": "torch", "matrix": {"model": "mlp", "batch_size": 1, "threads": 2},
+      "versus": {"torch": ["1.13", "2.15"], "pairing": "duet"}})"));
+  ASSERT_TRUE(torch.ok()) << torch.status().message();
+  EXPECT_EQ(torch->Combinations().at(0).versus_cpus, 4);
+  auto torch_auto = ParseSweep(json::parse(R"({
+      "name": "torch", "matrix": {"model": "mlp", "batch_size": 1},
+      "versus": {"torch": ["1.13", "2.15"]}})"));
+  ASSERT_TRUE(torch_auto.ok());
+  EXPECT_EQ(torch_auto->Combinations().at(0).versus["pairing"], "interleaved");
+}
+
+TEST(SweepTest, AVersusThatCannotBeIsRefusedNamingTheField) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {R"({"colour": [1, 2]})", "versus: \"colour\" is no axis"},
+      {R"({"dtype": ["fp32"]})", "versus.dtype: must be an array of exactly two"},
+      {R"({"dtype": ["fp32", "bf16"], "torch": ["1.13", "2.15"]})", "exactly one axis"},
+      {R"({"dtype": ["fp32", "fp16"]})", "versus.dtype[1]"},
+      {R"({"slowdown": [0, 2]})", "versus.slowdown[1]"},
+      {R"({"batch_size": [1, 2]})", "matrix.batch_size: named by versus too"},
+      {R"({"torch": ["1.13", "2.15"], "pairing": "in_process"})", "versus.pairing: in_process"},
+      {R"({"dtype": ["fp32", "bf16"], "pairing": "sometimes"})", "versus.pairing: must be one of"},
+      {R"({"dtype": ["fp32", "bf16"], "max_pairs": 51})", "versus.max_pairs"},
+      {R"({"dtype": ["fp32", "bf16"], "min_change": -0.1})", "versus.min_change"},
+      {R"({"models.cnn.width": [16, 32]})", "versus.models.cnn.width"},
+      {R"({"models.mlp.depth": [1, 2]})", "mlp has no argument \"depth\""},
+      {R"({"parallel": [null, {"kind": "data", "world_size": 2}]})", "versus.parallel"},
+  };
+  for (const auto& [versus, words] : cases) {
+    json document = json::parse(R"({"name": "v", "matrix": {"model": "mlp", "batch_size": 1}})");
+    document["versus"] = json::parse(versus);
+    auto sweep = ParseSweep(document);
+    ASSERT_FALSE(sweep.ok()) << versus;
+    EXPECT_NE(sweep.status().message().find(words), std::string::npos)
+        << versus << ": " << sweep.status().message();
+  }
+  // With what runs more than one process per job, and with processes.
+  for (const auto& [extra, words] : std::vector<std::pair<std::string, std::string>>{
+           {R"({"matrix": {"model": "allreduce", "batch_size": 1,
+                           "parallel": {"kind": "collective", "world_size": 2}}})",
+            "versus: a gang"},
+           {R"({"matrix": {"model": "mlp", "batch_size": 1, "replicas": 2}})", "versus: replicas"},
+           {R"({"search": {"max_batch": {"memory_mb": 64}}})", "versus: a batch search"},
+           {R"({"processes": 3})", "processes: a sweep with versus"}}) {
+    json document = json::parse(R"({"name": "v", "matrix": {"model": "mlp", "batch_size": 1},
+                                    "versus": {"dtype": ["fp32", "bf16"]}})");
+    document.update(json::parse(extra));
+    auto sweep = ParseSweep(document);
+    ASSERT_FALSE(sweep.ok()) << extra;
+    EXPECT_NE(sweep.status().message().find(words), std::string::npos)
+        << extra << ": " << sweep.status().message();
+  }
+  // A slowdown: a number in [0, 1], not in the matrix.
+  auto bad = ParseSweep(json::parse(R"({"name": "s", "slowdown": 1.5,
+                                       "matrix": {"model": "mlp", "batch_size": 1}})"));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("slowdown: must be a number in [0, 1]"), std::string::npos);
 }
 
 }  // namespace
