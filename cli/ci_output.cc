@@ -71,6 +71,8 @@ ChangeCounts CountChanges(const RowsReply& compared) {
       ++counts.unchanged;
     } else if (change == "host slower" || change == "host faster") {
       ++counts.host;
+    } else if (change == "failed") {
+      ++counts.failed;
     } else {
       ++counts.unjudged;
     }
@@ -83,6 +85,7 @@ std::string ChangeSummary(const ChangeCounts& counts) {
                      " faster, " + std::to_string(counts.unchanged) + " unchanged";
   if (counts.host > 0) text += ", " + std::to_string(counts.host) + " moved with the host's pace";
   if (counts.unjudged > 0) text += ", " + std::to_string(counts.unjudged) + " without samples";
+  if (counts.failed > 0) text += ", " + std::to_string(counts.failed) + " failed";
   return text;
 }
 

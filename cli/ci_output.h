@@ -37,10 +37,11 @@ struct ChangeCounts {
   int unchanged = 0;
   int host = 0;      // "host slower", "host faster": moved as the host's pace did
   int unjudged = 0;  // "no samples": pruned, nothing to test
+  int failed = 0;    // "failed": a side of a versus pair failed (its `why`)
 };
 ChangeCounts CountChanges(const RowsReply& compared);
 // "2 slower, 1 faster, 5 unchanged" (and ", 1 moved with the host's pace", ", 1 without
-// samples" when any).
+// samples", ", 1 failed" when any).
 std::string ChangeSummary(const ChangeCounts& counts);
 
 // `compare A B`'s rows (the columns CompareTwoSweeps makes) as JUnit: a failure for each

@@ -50,6 +50,13 @@ TEST(CiOutputTest, ConfigurationNamesEveryPartOfTheConfiguration) {
             "mlp {\"layers\":[8]} training fp32 batch 1 threads 1 cpu on h");
 }
 
+TEST(CiOutputTest, AFailedPairIsCountedAsFailedNotAsWithoutSamples) {
+  const ChangeCounts counts = CountChanges(Compared({"slower", "failed", "unchanged"}));
+  EXPECT_EQ(counts.failed, 1);
+  EXPECT_EQ(counts.unjudged, 0);
+  EXPECT_EQ(ChangeSummary(counts), "1 slower, 0 faster, 1 unchanged, 1 failed");
+}
+
 TEST(CiOutputTest, CompareJunitFailsTheSlowerConfigurationOnly) {
   const RowsReply compared = Compared({"unchanged", "slower", "faster", "no samples"});
   const ChangeCounts counts = CountChanges(compared);
