@@ -137,6 +137,46 @@ TEST_F(ModelShippingTest, AFileOnlyTheClientHasRunsEverywhereAndItsContentIsItsS
   }
 }
 
+TEST_F(ModelShippingTest, AModelChangedUnderItsNameIsComparedByName) {
+  const std::string model = client_dir_ + "/ranker.pt";
+  ASSERT_TRUE(WriteTinyTorchScript(model, 0));
+  json sweep = Sweep("ranker", {{"path", "ranker.pt"}, {"inputs", {{16}}}});
+  std::string err;
+  ASSERT_EQ(SubmitWithCli(sweep, &err), 0) << err;
+  const int64_t unnamed_before = LastSweep();
+  sweep["models"]["torchscript"]["name"] = "ranker";
+  ASSERT_EQ(SubmitWithCli(sweep, &err), 0) << err;
+  const int64_t before = LastSweep();
+  // The file changes (other weights): another sha256, the same name.
+  ASSERT_TRUE(WriteTinyTorchScript(model, 1));
+  ASSERT_EQ(SubmitWithCli(sweep, &err), 0) << err;
+  const int64_t after = LastSweep();
+  auto compare = [&](int64_t a, int64_t b, std::string* out) {
+    std::string compare_err;
+    const int code = RunCommand({kCliBin, "--coordinator", fleet_->clients_endpoint(), "compare",
+                                 std::to_string(a), std::to_string(b), "--format", "json"},
+                                out, &compare_err);
+    if (code != 0) *out += compare_err;
+    return code;
+  };
+  // Named on both sides: each host's configuration pairs by the name, and says so.
+  std::string out;
+  ASSERT_EQ(compare(before, after, &out), 0) << out;
+  const json rows = json::parse(out, nullptr, false);
+  ASSERT_TRUE(rows.is_array()) << out;
+  ASSERT_EQ(rows.size(), 2u) << out;  // one per host
+  for (const json& row : rows) {
+    EXPECT_NE(row.value("note", "").find("paired by name \"ranker\": its contents differ"),
+              std::string::npos)
+        << row.dump();
+    EXPECT_GT(row["a_samples"].get<int64_t>(), 0) << row.dump();
+    EXPECT_GT(row["b_samples"].get<int64_t>(), 0) << row.dump();
+  }
+  // Without a name on one side, two contents are two models: nothing in common (exit 2).
+  EXPECT_EQ(compare(unnamed_before, after, &out), 2) << out;
+  EXPECT_NE(out.find("no configuration in common"), std::string::npos) << out;
+}
+
 TEST_F(ModelShippingTest, ATeacherModelGoesByContentToo) {
   ASSERT_TRUE(WriteTinyTorchScript(client_dir_ + "/student.pt", 0));
   ASSERT_TRUE(WriteTinyTorchScript(client_dir_ + "/teacher.pt", 1));
