@@ -12,10 +12,16 @@ Runs benchfleet-worker directly (no fleet), pinned as an agent pins it, and prin
      of the same job, taken alternately. A process-level cause (where its memory landed,
      where its threads went) spreads the processes more than the windows; a cause in time
      (the vCPU's episodes) spreads both alike.
+  3. flip (--flip, needs root): one long job on CPU 0, and in the middle third of it a
+     real-time (SCHED_FIFO) loop that takes --flip-share of every 1 ms of CPU 0 (what a
+     neighbour sharing the vCPU's core does); the windows before, during and after. The
+     slow mode comes and goes with the loop.
+
+Where the memory landed (layout) is ruled out by bench/relayout.py.
 
   bench/process_modes.py [--worker build/worker/benchfleet-worker]
       [--configs mlp:16:1,mlp:16:2,mlp:64:2,cnn:1:2,mlp-bf16:8:2] [-n 12] [--seconds 1]
-      [--episode-seconds 20]
+      [--episode-seconds 20] [--flip] [--flip-share 0.25]
 """
 import argparse
 import json
@@ -23,7 +29,9 @@ import math
 import os
 import statistics
 import subprocess
+import sys
 import tempfile
+import time
 
 
 def job(model, batch, threads, seconds, dtype="fp32"):
@@ -89,6 +97,8 @@ def main():
     p.add_argument("-n", type=int, default=12)
     p.add_argument("--seconds", type=float, default=1.0)
     p.add_argument("--episode-seconds", type=float, default=20)
+    p.add_argument("--flip", action="store_true")
+    p.add_argument("--flip-share", type=float, default=0.25)
     args = p.parse_args()
     tmp = tempfile.mkdtemp(prefix="benchfleet-modes-")
     cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo")
@@ -130,6 +140,39 @@ def main():
         sp, wp = spread(processes), spread(ws[:args.n])
         print(f"| {model} {dtype} b{batch} t{threads} | {sp[0] * 100:.1f}% ({sp[1]:.4f}-{sp[2]:.4f}) "
               f"| {wp[0] * 100:.1f}% ({wp[1]:.4f}-{wp[2]:.4f}) |", flush=True)
+
+    if args.flip:
+        flip(args, tmp)
+
+
+LOOP = """
+import sys, time
+share, until = float(sys.argv[1]), time.time() + float(sys.argv[2])
+while time.time() < until:
+    start = time.perf_counter()
+    while time.perf_counter() - start < share * 1e-3:
+        pass
+    time.sleep((1 - share) * 1e-3)
+"""
+
+
+def flip(args, tmp):
+    seconds = 9.0
+    long_job = job("mlp", 16, 1, seconds)
+    proc, out = start(args.worker, long_job, "0", tmp, "flip")
+    time.sleep(0.5 + seconds / 3)  # start-up, then the first third
+    subprocess.run(["taskset", "-c", "0", "chrt", "-f", "50", sys.executable, "-c", LOOP,
+                    str(args.flip_share), str(seconds / 3)], check=True)
+    ws = windows(result(proc, out), 0.25)
+    third = len(ws) // 3
+    parts = [ws[:third], ws[third:2 * third], ws[2 * third:]]
+    print(f"\n3. flip: mlp b16 1 thread on CPU 0 for {seconds:g} s, a SCHED_FIFO loop taking "
+          f"{args.flip_share:g} of every 1 ms of CPU 0 in the middle third (windows of 0.25 s, ms):")
+    base = statistics.median(parts[0])
+    print("   each window over the first third's median: " + " ".join(f"{w / base:.2f}" for w in ws))
+    for name, part in zip(("before", "during", "after"), parts):
+        print(f"   {name}: median {statistics.median(part):.4f} "
+              f"({min(part):.4f}-{max(part):.4f}, {len(part)} windows)")
 
 
 if __name__ == "__main__":

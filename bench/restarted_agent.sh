@@ -107,9 +107,12 @@ keep = sys.argv[1].split(",")
 print(",".join(keep))
 for r in rows: print(",".join(r.get(k, "") for k in keep))' "$columns"
 echo "compare of plain against ${SLOW_HOST:+a host slowed by }${SLOW_HOST:-the slowed worker} (sweeps ${ids[1]} and ${ids[2]}):"
-"${cli[@]}" compare "${ids[1]}" "${ids[2]}" --format csv --fail-on slower | python3 -c '
+rc=0
+"${cli[@]}" compare "${ids[1]}" "${ids[2]}" --format csv --fail-on slower >"$run/compare.csv" || rc=$?
+python3 -c '
 import csv, sys
-rows = list(csv.DictReader(sys.stdin))
+rows = list(csv.DictReader(open(sys.argv[2])))
 keep = sys.argv[1].split(",")
 print(",".join(keep))
-for r in rows: print(",".join(r.get(k, "") for k in keep))' "$columns" || true
+for r in rows: print(",".join(r.get(k, "") for k in keep))' "$columns" "$run/compare.csv"
+echo "compare --fail-on slower exited $rc"

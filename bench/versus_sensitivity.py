@@ -15,15 +15,22 @@ slower:
 Prints one table: per configuration and slowdown, how often each mode said slower, the
 ratios it saw, and the time per decision.
 
+With --compare-pairings in_process,interleaved,duet it measures instead which way of
+pairing gives the narrowest interval for the time: A/A runs of --max-pairs pairs in each
+pairing in turn, --aa-repeats times (schemas/sweep.md, Versus, pairing).
+
   bench/versus_sensitivity.py [--build build] [--configs mlp:16:1,mlp:16:2,cnn:1:2]
       [--slowdowns 0.05,0.02] [--repeats 10] [--aa-repeats 20] [--unpaired 5]
       [--pairing auto] [--timing 0.2,0.3,1] [--db /tmp/versus.db]
+  bench/versus_sensitivity.py --configs mlp:16:1 --compare-pairings in_process,interleaved,duet
+      --aa-repeats 3 --max-pairs 12
 
 A configuration is MODEL:BATCH:THREADS (the zoo's defaults for the model's size: mlp
 1024-1024-10, cnn width 64 at 224^2 unless --cnn-small: width 32 at 112^2).
 """
 import argparse
 import json
+import math
 import os
 import shutil
 import signal
@@ -51,6 +58,10 @@ def parse_args():
     p.add_argument("--cnn-small", action="store_true")
     p.add_argument("--db", default="")
     p.add_argument("--json", default="", help="also write every decision here")
+    p.add_argument("--compare-pairings", default="",
+                   help="instead: A/A runs of --max-pairs pairs each (no early stop) in each of "
+                        "these pairings in turn, --aa-repeats times, and per pairing the interval's "
+                        "half-width against the time it took")
     return p.parse_args()
 
 
@@ -134,11 +145,11 @@ def base_sweep(config, args, name):
     return sweep
 
 
-def paired(fleet, config, slowdown, args):
+def paired(fleet, config, slowdown, args, pairing=None, precision=None):
     sweep = base_sweep(config, args, f"versus {config} {slowdown}")
-    sweep["versus"] = {"slowdown": [0, slowdown], "pairing": args.pairing,
+    sweep["versus"] = {"slowdown": [0, slowdown], "pairing": pairing or args.pairing,
                        "max_pairs": args.max_pairs, "min_change": args.min_change}
-    sweep["precision"] = args.precision
+    sweep["precision"] = args.precision if precision is None else precision
     start = time.time()
     sweep_id = fleet.submit(sweep)
     row = fleet.query("SELECT v.*, s.created_at FROM versus_comparison v JOIN sweeps s "
@@ -163,6 +174,37 @@ def unpaired(fleet, config, slowdown, args):
             "host_pace_ratio": row.get("host_pace_ratio"), "seconds": time.time() - start}
 
 
+def compare_pairings(fleet, args):
+    """A/A runs of a fixed number of pairs in each pairing in turn: which gives the narrowest
+    interval for the time (the half-width shrinks as one over the square root of the pairs,
+    so half-width x sqrt(seconds) compares pairings of different lengths)."""
+    pairings = args.compare_pairings.split(",")
+    runs = {p: [] for p in pairings}
+    for config in args.configs.split(","):
+        for i in range(args.aa_repeats):
+            for pairing in pairings:
+                # precision 1e-9: never reached, so every run takes --max-pairs pairs (an A/A
+                # run is not "decided" but by chance).
+                d = paired(fleet, config, 0.0, args, pairing=pairing, precision=1e-9)
+                half = (math.log(d["high"]) - math.log(d["low"])) / 2 * 100
+                runs[pairing].append((config, half, d["seconds"], d["pairs"], d["change"]))
+                print(f"  {config} {pairing} A/A #{i + 1}: {d['ratio']:.4f} +-{half:.2f}% "
+                      f"{d['pairs']} pairs {d['seconds']:.0f} s ({d['change']})", flush=True)
+    print()
+    print("| configuration | pairing | runs | half-width of the 95% interval, median (range) | "
+          "s per run, median | half-width x sqrt(s), median |")
+    print("|---|---|---|---|---|---|")
+    for config in args.configs.split(","):
+        for pairing in pairings:
+            rows = [r for r in runs[pairing] if r[0] == config]
+            halves = [r[1] for r in rows]
+            secs = [r[2] for r in rows]
+            eff = [r[1] * math.sqrt(r[2]) for r in rows]
+            print(f"| {config} | {pairing} | {len(rows)} | {statistics.median(halves):.2f}% "
+                  f"({min(halves):.2f}-{max(halves):.2f}%) | {statistics.median(secs):.0f} | "
+                  f"{statistics.median(eff):.1f} |")
+
+
 def main():
     args = parse_args()
     db = args.db or os.path.join(tempfile.gettempdir(), "benchfleet-versus.db")
@@ -172,6 +214,12 @@ def main():
     env = {k: v for k, v in os.environ.items() if k.startswith("OPENBLAS_")}
     print(f"host: {cpu}, {os.cpu_count()} CPUs; load {' '.join(load)}; {env or 'OPENBLAS_* unset'}")
     fleet = Fleet(args.build, db)
+    if args.compare_pairings:
+        try:
+            compare_pairings(fleet, args)
+        finally:
+            fleet.stop()
+        return
     decisions = []
     try:
         slowdowns = [float(s) for s in args.slowdowns.split(",") if s]
