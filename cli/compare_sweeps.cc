@@ -197,8 +197,8 @@ int CompareTwoSweeps(Reads& reads, const CompareOptions& options, RowFormat form
                                                     interval(low_b, high_b), options.ratio);
     std::string change = ChangeName(c.change);
     // The host's pace moved beyond its own noise, the same way, and far enough to explain
-    // the change (common/host_pace.h): the host's.
-    if (c.change != Change::kUnchanged && HostPaceExplains(c.estimate.ratio, pace))
+    // the change as far as the change's own interval can tell (common/host_pace.h).
+    if (c.change != Change::kUnchanged && HostPaceExplains(c.estimate, pace))
       change = std::string("host ") + ChangeName(c.change);
     const bool ranged = c.estimate.valid();
     for (const json& v :

@@ -131,5 +131,34 @@ TEST(CompareTest, TheHostsPaceExplainsAChangeOnlyBeyondItsNoiseTheSameWayUpToIts
   EXPECT_FALSE(HostPaceExplains(1.1, HostPaceRatio({1, 1.02, 0.98}, {1, 1.02, 0.98})));
 }
 
+TEST(CompareTest, AChangeIsBeyondTheHostOnlyWhenItsIntervalIsBeyondThePacesSquare) {
+  RatioEstimate change;
+  change.df = 8;
+  // The host ran 41% slower: up to 1.41^2 = 1.99 is the host's.
+  change.ratio = 1.993, change.low = 1.21, change.high = 3.28;  // measured under a 30% loop
+  EXPECT_FALSE(HostPaceExplains(change.ratio, Pace(1.41, 1e-6))) << "the ratio alone is beyond";
+  EXPECT_TRUE(HostPaceExplains(change, Pace(1.41, 1e-6))) << "its interval reaches back within";
+  change.ratio = 2.6, change.low = 2.1, change.high = 3.2;  // even its low end is beyond
+  EXPECT_FALSE(HostPaceExplains(change, Pace(1.41, 1e-6)));
+  // Faster: the interval's high end nearest 1.
+  change.ratio = 0.5, change.low = 0.4, change.high = 0.75;
+  EXPECT_TRUE(HostPaceExplains(change, Pace(0.8, 1e-6)));
+  change.high = 0.6;
+  EXPECT_FALSE(HostPaceExplains(change, Pace(0.8, 1e-6)));
+  // An interval that reaches across 1 does not let a faster host explain a slowdown.
+  change.ratio = 1.1, change.low = 0.95, change.high = 1.25;
+  EXPECT_FALSE(HostPaceExplains(change, Pace(0.8, 1e-6)));
+  EXPECT_TRUE(HostPaceExplains(change, Pace(1.2, 1e-6)));
+  // No interval: the ratio.
+  RatioEstimate bare;
+  bare.ratio = 1.5;
+  EXPECT_FALSE(HostPaceExplains(bare, Pace(1.2, 1e-6)));
+  bare.ratio = 1.3;
+  EXPECT_TRUE(HostPaceExplains(bare, Pace(1.2, 1e-6)));
+  // The pace must still have moved beyond its noise.
+  change.ratio = 1.3, change.low = 1.1, change.high = 1.5;
+  EXPECT_FALSE(HostPaceExplains(change, Pace(1.2, 0.3)));
+}
+
 }  // namespace
 }  // namespace benchfleet

@@ -37,4 +37,10 @@ std::optional<RatioEstimate> HostPaceRatio(const std::vector<double>& a,
 // kHostPaceExplainsPower.
 bool HostPaceExplains(double ratio, const std::optional<RatioEstimate>& pace);
 
+// The same for a change that has its own interval (`compare`'s): the change is beyond what
+// the host explains only when its interval's end nearest "no change" is (its low end for a
+// slowdown, its high end for a speedup); one whose ratio alone lies just beyond the pace's
+// power is the host's as far as its own noise can tell. Without an interval, its ratio.
+bool HostPaceExplains(const RatioEstimate& change, const std::optional<RatioEstimate>& pace);
+
 }  // namespace benchfleet
